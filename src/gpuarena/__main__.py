@@ -1,0 +1,3 @@
+from gpuarena.cli.app import main
+
+main()

@@ -1,0 +1,225 @@
+"""The `gpuarena` command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from gpuarena import __version__
+from gpuarena.errors import GpuarenaError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  help="gpuarena: trustworthy verdicts and honest timing for GPU kernels.")
+new_app = typer.Typer(no_args_is_help=True, help="Scaffold a problem or a solution that passes out of the box.")
+app.add_typer(new_app, name="new")
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(exc: Exception) -> None:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    raise typer.Exit(2)
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@app.command()
+def run(
+    problem: Annotated[str, typer.Argument(help="Problem folder or bundled id, e.g. level1/softmax")],
+    solution: Annotated[Path, typer.Argument(help="solve() in a .py file, a folder with solution.toml, or a pack")],
+    device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
+    mode: Annotated[str, typer.Option(help="test (correctness), benchmark (and timing), ranked (secret seed)")] = "benchmark",
+    timeout: Annotated[float, typer.Option(help="Limit for the whole run, in seconds")] = 600.0,
+    workload: Annotated[Optional[list[str]], typer.Option(help="Only this workload (repeatable)")] = None,
+    budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record as JSON on stdout")] = False,
+) -> None:
+    """Judge SOLUTION on PROBLEM: correctness on fresh inputs, then timing against the reference."""
+    from gpuarena.cli.render import render
+    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.problems import resolve_problem
+    from gpuarena.solutions import load_solution
+
+    if mode not in ("test", "benchmark", "ranked"):
+        _fail(ValueError(f"--mode must be test, benchmark or ranked, not {mode!r}"))
+    try:
+        loaded_problem = resolve_problem(problem)
+        loaded_solution = load_solution(solution)
+        device = device or default_device()
+        _check_device(device)
+    except GpuarenaError as exc:
+        _fail(exc)
+    options = RunOptions(device=device, mode=mode, timeout_s=timeout, budget_s=budget, workloads=workload or None)
+    with err.status("starting") as status:
+        record = evaluate(loaded_problem, loaded_solution, options, progress=lambda text: status.update(text))
+    if json_out:
+        sys.stdout.write(record.model_dump_json(indent=2) + "\n")
+    else:
+        render(record, out)
+    raise typer.Exit(0 if record.status.value == "PASSED" else 1)
+
+
+def _check_device(device: str) -> None:
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except RuntimeError:
+        raise GpuarenaError(f"--device {device!r} is not a device; use cpu, cuda or cuda:N") from None
+    if parsed.type not in ("cpu", "cuda"):
+        raise GpuarenaError(f"--device {device!r}: only cpu and cuda devices are supported")
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            raise GpuarenaError("--device cuda: no CUDA GPU is visible here (torch.cuda.is_available() is False)")
+        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
+            raise GpuarenaError(f"--device {device}: only {torch.cuda.device_count()} GPU(s) here")
+
+
+@app.command()
+def check(
+    problems: Annotated[list[Path], typer.Argument(help="Problem folders (or a folder holding many)")],
+    device: Annotated[str, typer.Option(help="Device to run the reference on")] = "cpu",
+) -> None:
+    """Validate problems: schema, reference on every workload, outputs that trivial answers cannot match."""
+    from gpuarena.problems.check import check_problem
+    from gpuarena.problems.loader import PROBLEM_FILE
+
+    folders: list[Path] = []
+    for path in problems:
+        if (path / PROBLEM_FILE).is_file():
+            folders.append(path)
+        elif path.is_dir() and any(path.rglob(PROBLEM_FILE)):
+            folders += sorted(p.parent for p in path.rglob(PROBLEM_FILE))
+        else:
+            folders.append(path)
+    failed = 0
+    for folder in folders:
+        report = check_problem(folder, device=device)
+        if report.ok:
+            out.print(f"[green]ok[/]    {report.name}  ({report.summary})", highlight=False)
+        else:
+            failed += 1
+            out.print(f"[bold red]FAIL[/]  {report.name}", highlight=False)
+            for problem in report.errors:
+                out.print(f"      - {problem}", highlight=False, markup=False)
+    out.print(f"{len(folders) - failed} of {len(folders)} problems ok")
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command("list")
+def list_problems(
+    root: Annotated[Optional[Path], typer.Option(help="Folder of problems (default: the bundled ones)")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """The bundled problems, with level, tags and weight."""
+    from gpuarena.problems.loader import discover
+
+    try:
+        found = discover(root)
+    except GpuarenaError as exc:
+        _fail(exc)
+    if json_out:
+        rows = [{"id": p.id, "level": p.spec.level, "summary": p.spec.summary, "tags": p.spec.tags,
+                 "weight": p.spec.weight, "workloads": [w.name for w in p.spec.workloads]} for p in found]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    table = Table(header_style="bold")
+    for column in ("problem", "level", "weight", "workloads (cpu/all)", "tags", "summary"):
+        table.add_column(column)
+    for p in found:
+        n_cpu = len(p.spec.workloads_for("cpu"))
+        table.add_row(p.id, str(p.spec.level), f"{p.spec.weight:g}", f"{n_cpu}/{len(p.spec.workloads)}",
+                      ", ".join(p.spec.tags), p.spec.summary)
+    out.print(table)
+
+
+@app.command()
+def pack(
+    solution: Annotated[Path, typer.Argument(help="A .py file or a solution folder")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write (default: stdout)")] = None,
+) -> None:
+    """Write the solution as one JSON file: manifest, sources and content hash."""
+    from gpuarena.solutions.loader import load_solution, pack as pack_solution
+
+    try:
+        loaded = load_solution(solution)
+    except GpuarenaError as exc:
+        _fail(exc)
+    text = pack_solution(loaded)
+    if output:
+        output.write_text(text + "\n")
+        err.print(f"wrote {output} (sha256 {loaded.hash})", highlight=False)
+    else:
+        sys.stdout.write(text + "\n")
+
+
+@new_app.command("problem")
+def new_problem(
+    name: Annotated[str, typer.Argument(help="Folder to create, e.g. problems/level1/my_op")],
+    level: Annotated[int, typer.Option(help="1 single op · 2 fusion · 3 with matmul · 4 model-level")] = 1,
+) -> None:
+    """A problem folder (problem.toml, reference.py, README.md) that passes `gpuarena check`."""
+    from gpuarena.scaffold import write_problem
+
+    try:
+        folder = write_problem(Path(name), level)
+    except GpuarenaError as exc:
+        _fail(exc)
+    out.print(f"created {folder}/ — next: gpuarena check {folder}", highlight=False)
+
+
+@new_app.command("solution")
+def new_solution(
+    problem: Annotated[str, typer.Argument(help="Problem folder or bundled id")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="File to write (default: solution.py)")] = None,
+    language: Annotated[str, typer.Option(help="pytorch or triton")] = "pytorch",
+) -> None:
+    """A solution file for PROBLEM with the right solve() signature; it passes as written."""
+    from gpuarena.problems import resolve_problem
+    from gpuarena.scaffold import write_solution
+
+    try:
+        path = write_solution(resolve_problem(problem), output or Path("solution.py"), language)
+    except GpuarenaError as exc:
+        _fail(exc)
+    out.print(f"created {path} — next: gpuarena run {problem} {path}", highlight=False)
+
+
+@app.command()
+def schema(
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Folder to write the schemas to")] = None,
+) -> None:
+    """JSON Schemas of problem.toml, solution.toml and the Evaluation record."""
+    from gpuarena.schemas import all_schemas
+
+    schemas = all_schemas()
+    if output is None:
+        sys.stdout.write(json.dumps(schemas, indent=2) + "\n")
+        return
+    output.mkdir(parents=True, exist_ok=True)
+    for name, body in schemas.items():
+        (output / f"{name}.schema.json").write_text(json.dumps(body, indent=2) + "\n")
+    err.print(f"wrote {len(schemas)} schemas to {output}")
+
+
+@app.command()
+def version() -> None:
+    """The package and harness version."""
+    from gpuarena import HARNESS_VERSION
+
+    out.print(f"gpuarena {__version__} ({HARNESS_VERSION})")
+
+
+def main() -> None:
+    app()

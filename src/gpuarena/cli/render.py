@@ -1,0 +1,74 @@
+"""Showing an Evaluation record to a person: a table per workload, then the verdict."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gpuarena.harness.records import Evaluation, Status, Timing
+
+STYLE = {Status.PASSED: "bold green", Status.SKIPPED: "dim"}
+
+
+def _fmt_us(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.3g} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3g} ms"
+    return f"{us:.3g} µs"
+
+
+def _fmt_time(t: Timing | None) -> str:
+    """Median and the 95% interval's half-width in percent: "38.6 µs ±0.4%"."""
+    if t is None:
+        return "-"
+    half = (t.ci95_high_us - t.ci95_low_us) / 2 / t.median_us * 100 if t.median_us else 0.0
+    return f"{_fmt_us(t.median_us)} ±{half:.1f}%"
+
+
+def _fmt_err(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2e}"
+
+
+def render(record: Evaluation, console: Console) -> None:
+    env = record.environment
+    where = f"{env.device_name} ({record.device})" if env else record.device
+    console.print(f"[bold]{record.problem}[/] · {record.solution_name} ({record.language}, "
+                  f"{record.solution_hash[:12]}) · {where} · mode {record.mode}")
+    table = Table(show_lines=False, header_style="bold")
+    for column in ("workload", "status", "abs err", "rel err", "time", "reference", "speedup", "SOL"):
+        table.add_column(column, justify="right" if column not in ("workload", "status") else "left")
+    for w in record.workloads:
+        speedup = "-"
+        if w.speedup is not None:
+            speedup = f"{w.speedup:.2f}x"
+            if w.speedup_ci95:
+                speedup += f" ({w.speedup_ci95[0]:.2f}-{w.speedup_ci95[1]:.2f})"
+        sol = "-"
+        if w.speed_of_light and (w.speed_of_light.bandwidth_fraction or w.speed_of_light.compute_fraction):
+            parts = []
+            if w.speed_of_light.bandwidth_fraction:
+                parts.append(f"{100 * w.speed_of_light.bandwidth_fraction:.0f}% BW")
+            if w.speed_of_light.compute_fraction:
+                parts.append(f"{100 * w.speed_of_light.compute_fraction:.0f}% FLOP")
+            sol = ", ".join(parts)
+        table.add_row(w.name, Text(w.status.value, style=STYLE.get(w.status, "bold red")),
+                      _fmt_err(w.max_abs_error), _fmt_err(w.max_rel_error), _fmt_time(w.time),
+                      _fmt_time(w.reference_time), speedup, sol)
+    console.print(table)
+    timed = next((w.time for w in record.workloads if w.time), None)
+    if timed:
+        console.print(f"time: median ±half-width of its 95% interval; speedup (95% interval); "
+                      f"method {timed.method}, reference timed alike, interleaved", style="dim")
+    verdict = Text(record.status.value, style=STYLE.get(record.status, "bold red"))
+    line = Text("verdict: ") + verdict
+    if record.reason:
+        line += Text(f" — {record.reason}")
+    console.print(line)
+    if record.score is not None:
+        console.print(f"score: [bold]{record.score:.3f}[/] (weighted geometric mean of speedups over the reference)")
+    if record.status not in (Status.PASSED,) and record.log.strip():
+        tail = "\n".join(record.log.strip().splitlines()[-25:])
+        console.print("[dim]log (last lines; the whole log is in --json's \"log\"):[/]")
+        console.print(tail, markup=False, highlight=False)

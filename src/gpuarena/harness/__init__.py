@@ -1,0 +1,1 @@
+"""The harness: a trusted supervisor, an untrusted worker, checks, timing and statistics."""

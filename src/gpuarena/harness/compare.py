@@ -1,0 +1,73 @@
+"""Is an output equal to the reference? Computed in the supervisor, never in the worker."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from gpuarena.problems.model import Tolerance
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    status: str  # PASSED, WRONG_SHAPE, WRONG_DTYPE, WRONG_VALUES
+    reason: str
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    l2_rel_error: float | None = None
+
+
+def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
+    """Shape, dtype, NaN/Inf, elementwise closeness and relative L2 error of one output."""
+    if out.shape != ref.shape:
+        return Comparison(False, "WRONG_SHAPE", f"output {name} has shape {list(out.shape)}, expected {list(ref.shape)}")
+    if out.dtype != ref.dtype:
+        return Comparison(False, "WRONG_DTYPE", f"output {name} has dtype {out.dtype}, expected {ref.dtype}")
+    if out.numel() == 0:
+        return Comparison(True, "PASSED", "", 0.0, 0.0, 0.0)
+    o = out.detach().to(torch.float64)
+    r = ref.detach().to(torch.float64)
+    ref_finite = torch.isfinite(r)
+    bad = ~torch.isfinite(o) & ref_finite
+    if bool(bad.any()):
+        kinds = "NaN" if bool(torch.isnan(o[bad]).any()) else "Inf"
+        return Comparison(False, "WRONG_VALUES", f"output {name} has {int(bad.sum())} {kinds} values where the reference is finite")
+    # non-finite reference entries must be matched exactly (same inf sign, NaN for NaN)
+    if not bool(ref_finite.all()):
+        mismatch = ~ref_finite & ~((o == r) | (torch.isnan(o) & torch.isnan(r)))
+        if bool(mismatch.any()):
+            return Comparison(False, "WRONG_VALUES", f"output {name} differs where the reference is not finite")
+        o, r = o[ref_finite], r[ref_finite]
+    diff = (o - r).abs()
+    max_abs = float(diff.max()) if diff.numel() else 0.0
+    max_rel = float((diff / r.abs().clamp_min(max(tol.atol, 1e-30))).max()) if diff.numel() else 0.0
+    ref_norm = float(torch.linalg.vector_norm(r))
+    err_norm = float(torch.linalg.vector_norm(o - r))
+    l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf)
+    close = diff <= tol.atol + tol.rtol * r.abs()
+    if not bool(close.all()):
+        count = int((~close).sum())
+        worst = int(torch.argmax(diff - tol.rtol * r.abs()))
+        index = list(map(int, torch.unravel_index(torch.tensor(worst), out.shape))) if ref_finite.all() else [worst]
+        return Comparison(False, "WRONG_VALUES",
+                          f"output {name}: {count} of {out.numel()} elements outside atol={tol.atol:g}, rtol={tol.rtol:g}; "
+                          f"worst at {index}: got {float(o.reshape(-1)[worst]):.6g}, expected {float(r.reshape(-1)[worst]):.6g}",
+                          max_abs, max_rel, l2)
+    if l2 > tol.l2:
+        return Comparison(False, "WRONG_VALUES",
+                          f"output {name}: relative L2 error {l2:.3g} exceeds {tol.l2:g}", max_abs, max_rel, l2)
+    return Comparison(True, "PASSED", "", max_abs, max_rel, l2)
+
+
+def fingerprint(t: torch.Tensor) -> tuple[float, ...]:
+    """A cheap summary that changes when a tensor is written to (sums over strided subsets)."""
+    if t.numel() == 0:
+        return ()
+    x = t.detach().reshape(-1)
+    if x.dtype == torch.bool:
+        x = x.to(torch.uint8)
+    x = x.to(torch.float64)
+    return tuple(float(v) for v in (x.sum(), (x * x).sum(), x[::7].sum(), x[3::13].sum(), x[1::5].sum()))

@@ -1,0 +1,76 @@
+"""What machine a run happened on: device identity, clocks, versions."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+from typing import Any
+
+import torch
+
+from gpuarena.harness.records import Environment
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpu_state(index: int) -> dict[str, Any] | None:
+    """Clocks, temperature and driver from nvidia-smi (None where it is missing)."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    fields = "driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,uuid"
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-i", str(index)],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    values = [v.strip() for v in out.split(",")]
+    if len(values) != 6:
+        return None
+    return dict(zip(["driver_version", "sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "uuid"], values))
+
+
+def capture(device: torch.device) -> Environment:
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except Exception:
+        triton_version = None
+    common = dict(torch_version=torch.__version__, triton_version=triton_version,
+                  python_version=sys.version.split()[0], cpu_model=_cpu_model(), hostname=socket.gethostname())
+    if device.type != "cuda":
+        return Environment(device="cpu", device_name=_cpu_model(), **common)
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    state = gpu_state(index)
+    return Environment(
+        device=f"cuda:{index}",
+        device_name=props.name,
+        device_uuid=str(getattr(props, "uuid", "")) or (state or {}).get("uuid"),
+        sm_count=props.multi_processor_count,
+        compute_capability=f"{props.major}.{props.minor}",
+        memory_gb=round(props.total_memory / 2**30, 2),
+        l2_cache_mb=round(getattr(props, "L2_cache_size", 0) / 2**20, 2) or None,
+        driver_version=(state or {}).get("driver_version"),
+        cuda_runtime=torch.version.cuda,
+        clocks_before=state,
+        **common,
+    )
+
+
+def finish(env: Environment, device: torch.device) -> None:
+    """Record clocks and temperature again at the end of the run."""
+    if device.type == "cuda":
+        env.clocks_after = gpu_state(device.index if device.index is not None else torch.cuda.current_device())

@@ -1,0 +1,114 @@
+"""Starting, talking to and always stopping the worker process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from gpuarena.harness import protocol
+
+ENV_KEPT = (
+    "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH",
+    "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CC", "CXX", "MAX_JOBS",
+    "TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME", "TORCH_EXTENSIONS_DIR", "TORCH_CUDA_ARCH_LIST",
+    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "GPUARENA_CACHE",
+)
+"""Everything else (tokens, credentials, the supervisor's settings) stays out of the worker."""
+
+
+class RunFailure(Exception):
+    """Ends an evaluation with a verdict (TIMEOUT, RUNTIME_ERROR, ...)."""
+
+    def __init__(self, status: str, reason: str, detail: str = ""):
+        super().__init__(reason)
+        self.status, self.reason, self.detail = status, reason, detail
+
+
+def scrubbed_env() -> dict[str, str]:
+    env = {k: os.environ[k] for k in ENV_KEPT if k in os.environ}
+    env.update(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "is still running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with status {code}"
+
+
+class WorkerProcess:
+    """One worker: a fresh interpreter in its own session, its output going to a log file."""
+
+    def __init__(self, workdir: Path, log_path: Path):
+        self.log_path = log_path
+        ours, theirs = socket.socketpair()
+        self.conn = Connection(ours.detach())
+        child_fd = theirs.detach()
+        self._log = open(log_path, "wb")
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "gpuarena.harness.worker", str(child_fd)],
+                pass_fds=[child_fd], stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                env=scrubbed_env(), cwd=workdir, start_new_session=True,
+            )
+        finally:
+            os.close(child_fd)
+
+    def request(self, message: dict[str, Any], deadline: float, doing: str) -> dict[str, Any]:
+        """Send one request and wait for its reply until the run's deadline."""
+        try:
+            protocol.send_request(self.conn, message)
+            reply = protocol.receive_reply(self.conn, deadline - time.monotonic())
+        except (protocol.WorkerGone, BrokenPipeError, ConnectionResetError):
+            self._reap()
+            raise RunFailure("RUNTIME_ERROR", f"the worker {describe_exit(self.proc.returncode)} while {doing}"
+                             " (a crash, or the solution ended the process)") from None
+        if reply is None:
+            raise RunFailure("TIMEOUT", f"no answer within the time limit while {doing}")
+        if reply.get("op") == "garbage":
+            raise RunFailure("REJECTED", f"the worker's reply while {doing} was not a harness message")
+        return reply
+
+    def _reap(self, wait: float = 5.0) -> None:
+        try:
+            self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self) -> None:
+        """Stop the worker and everything it started (its whole process group)."""
+        if self.proc.poll() is None:
+            try:
+                protocol.send_request(self.conn, {"op": "exit"})
+                protocol.receive_reply(self.conn, 2.0)
+            except Exception:
+                pass
+            self._reap(2.0)
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self._reap()
+        self.conn.close()
+        self._log.close()
+
+    def read_log(self, limit: int = 64_000) -> str:
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return ""
+        text = data[-limit:].decode(errors="replace")
+        return ("[... earlier output cut ...]\n" + text) if len(data) > limit else text

@@ -1,0 +1,129 @@
+"""The Evaluation record: what the harness decides, as JSON the server, runners and scoring rely on."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuarena import HARNESS_VERSION
+
+
+class Status(str, Enum):
+    """Verdicts, from best to worst; each failure names what went wrong."""
+
+    PASSED = "PASSED"
+    COMPILE_ERROR = "COMPILE_ERROR"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    TIMEOUT = "TIMEOUT"
+    WRONG_SHAPE = "WRONG_SHAPE"
+    WRONG_DTYPE = "WRONG_DTYPE"
+    WRONG_VALUES = "WRONG_VALUES"
+    REJECTED = "REJECTED"
+    SKIPPED = "SKIPPED"
+    """A workload not run because an earlier one failed (never a whole-run verdict)."""
+
+
+Mode = Literal["test", "benchmark", "ranked"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class Timing(Record):
+    """Statistics of one timed function on one workload, computed by the supervisor from raw samples."""
+
+    median_us: float
+    ci95_low_us: float
+    """Lower end of the bootstrap 95% interval of the median."""
+    ci95_high_us: float
+    samples: int
+    method: str
+    """How each sample was taken: cupti-device-time, cuda-sync-wallclock, cpu-perf-counter."""
+    e2e_median_us: float | None = None
+    """Host clock around each call with a device-wide sync: includes launch and host work."""
+    mean_us: float | None = None
+    min_us: float | None = None
+
+
+class SpeedOfLight(Record):
+    """Achieved rates against the device's measured peaks (not datasheets)."""
+
+    bytes: float | None = None
+    flops: float | None = None
+    bandwidth_gbs: float | None = None
+    bandwidth_fraction: float | None = None
+    tflops: float | None = None
+    compute_fraction: float | None = None
+    floor_us: float | None = None
+    """Physical floor: max(bytes / peak bandwidth, flops / peak rate); a faster time is impossible."""
+
+
+class WorkloadResult(Record):
+    name: str
+    status: Status
+    reason: str = ""
+    axes: dict[str, int] = Field(default_factory=dict)
+    dtype: str = ""
+    weight: float = 1.0
+    trials: int = 0
+    """Correctness trials run, each on fresh inputs."""
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    """max |out - ref| / max(|ref|, atol) over all elements and outputs."""
+    l2_rel_error: float | None = None
+    time: Timing | None = None
+    reference_time: Timing | None = None
+    speedup: float | None = None
+    """Reference median over solution median."""
+    speedup_ci95: tuple[float, float] | None = None
+    """Bootstrap 95% interval of the ratio of medians."""
+    speed_of_light: SpeedOfLight | None = None
+
+
+class Environment(Record):
+    """Where the run happened; enough to compare and reproduce."""
+
+    device: str
+    device_name: str
+    device_uuid: str | None = None
+    sm_count: int | None = None
+    compute_capability: str | None = None
+    memory_gb: float | None = None
+    l2_cache_mb: float | None = None
+    driver_version: str | None = None
+    cuda_runtime: str | None = None
+    clocks_before: dict[str, Any] | None = None
+    clocks_after: dict[str, Any] | None = None
+    torch_version: str
+    triton_version: str | None = None
+    python_version: str
+    cpu_model: str
+    hostname: str
+    harness_version: str = HARNESS_VERSION
+    peaks: dict[str, float] | None = None
+    """Measured peak bandwidth (GB/s) and matrix rates (TFLOP/s) of this device."""
+
+
+class Evaluation(Record):
+    """One solution judged on one problem on one device."""
+
+    status: Status
+    reason: str = ""
+    problem: str
+    solution_hash: str
+    solution_name: str = ""
+    language: str = ""
+    device: str
+    mode: Mode
+    workloads: list[WorkloadResult] = Field(default_factory=list)
+    score: float | None = None
+    """Weighted geometric mean of per-workload speedups (benchmark and ranked modes, when PASSED)."""
+    environment: Environment | None = None
+    log: str = ""
+    """What the solution and its build printed (never parsed)."""
+    harness_version: str = HARNESS_VERSION
+    started_at: str = ""
+    duration_s: float = 0.0

@@ -1,0 +1,77 @@
+"""Statistics over raw timing samples: medians, bootstrap intervals, the stopping rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+BOOTSTRAP_RESAMPLES = 2000
+TARGET_HALF_WIDTH = 0.01
+"""Stop once the median's 95% interval is within ±1% of the median."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    median: float
+    low: float
+    high: float
+    n: int
+
+    @property
+    def relative_half_width(self) -> float:
+        return (self.high - self.low) / 2 / self.median if self.median > 0 else float("inf")
+
+
+def _rng(seed: int | None) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def bootstrap_median(samples: Sequence[float], confidence: float = 0.95, seed: int | None = 0) -> Summary:
+    """Median with a percentile-bootstrap interval; robust to the long right tail of timings."""
+    data = np.asarray(samples, dtype=np.float64)
+    if data.size == 0:
+        raise ValueError("no samples")
+    median = float(np.median(data))
+    if data.size == 1:
+        return Summary(median, median, median, 1)
+    idx = _rng(seed).integers(0, data.size, size=(BOOTSTRAP_RESAMPLES, data.size))
+    medians = np.median(data[idx], axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(medians, [alpha, 1 - alpha])
+    return Summary(median, float(min(low, median)), float(max(high, median)), int(data.size))
+
+
+def bootstrap_ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float = 0.95,
+                    seed: int | None = 0) -> tuple[float, float, float]:
+    """Ratio of medians (e.g. reference time / solution time = speedup) with a bootstrap interval.
+
+    The two sample sets are resampled independently: they come from interleaved blocks of
+    separate calls, not from pairs.
+    """
+    a = np.asarray(numerator, dtype=np.float64)
+    b = np.asarray(denominator, dtype=np.float64)
+    ratio = float(np.median(a) / np.median(b))
+    rng = _rng(seed)
+    ma = np.median(a[rng.integers(0, a.size, size=(BOOTSTRAP_RESAMPLES, a.size))], axis=1)
+    mb = np.median(b[rng.integers(0, b.size, size=(BOOTSTRAP_RESAMPLES, b.size))], axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(ma / mb, [alpha, 1 - alpha])
+    return ratio, float(min(low, ratio)), float(max(high, ratio))
+
+
+def converged(samples: Sequence[float], min_samples: int, target: float = TARGET_HALF_WIDTH) -> bool:
+    """The stopping rule: enough samples and a 95% interval of the median within ±target."""
+    if len(samples) < min_samples:
+        return False
+    return bootstrap_median(samples).relative_half_width <= target
+
+
+def weighted_geomean(values: Sequence[float], weights: Sequence[float]) -> float:
+    """The score: a weighted geometric mean, so a 2x win and a 2x loss cancel."""
+    v = np.asarray(values, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    if v.size == 0 or np.any(v <= 0) or w.sum() <= 0:
+        raise ValueError("geometric mean needs positive values and weights")
+    return float(np.exp(np.sum(w * np.log(v)) / np.sum(w)))

@@ -1,0 +1,305 @@
+"""The supervisor: owns the problem, seeds, inputs, reference outputs, verdicts and statistics.
+
+It runs in the caller's process. The solution runs in a worker process that sees only the
+shared input buffers and writes into shared output buffers; everything the worker says is
+raw data that the supervisor checks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import random
+import secrets
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from gpuarena.harness import environment, peaks
+from gpuarena.harness.measure import TimingPlan, measure_workload
+from gpuarena.harness.compare import compare
+from gpuarena.harness.process import RunFailure, WorkerProcess
+from gpuarena.harness.records import Evaluation, Mode, Status, WorkloadResult
+from gpuarena.harness.stats import weighted_geomean
+from gpuarena.harness.timing import Timer
+from gpuarena.harness.transport import SharedArena
+from gpuarena.problems.loader import Problem
+from gpuarena.problems.model import Workload
+from gpuarena.solutions.model import Solution
+
+PUBLIC_SEED = 20261122
+"""Seed of test and benchmark runs, so they are reproducible; ranked runs draw a secret one."""
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class RunOptions:
+    device: str = "cpu"
+    mode: Mode = "benchmark"
+    timeout_s: float = 600.0
+    trials: int = 3
+    """Correctness trials per workload, each on fresh inputs."""
+    budget_s: float = 2.0
+    """Timing budget per workload; timing stops earlier once the interval is tight."""
+    min_samples: int | None = None
+    max_samples: int = 2000
+    workloads: list[str] | None = None
+    """Only these workloads (default: all that run on the device kind)."""
+    seed: int | None = None
+    """Ranked runs: the secret seed held by the supervisor (a local run draws one)."""
+    timing_method: str | None = None
+    peaks: dict[str, float] | None = None
+    """Device peaks to use instead of measuring them (known hardware, tests); enables the
+    floor check on any device. Keys: bandwidth_gbs, tflops_bf16, tflops_fp32."""
+
+
+def derive_seed(seed: int, *parts: Any) -> int:
+    digest = hashlib.sha256(":".join(map(str, (seed, *parts))).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def as_outputs(value: Any) -> tuple[torch.Tensor, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+class WorkloadSession:
+    """Inputs, shared buffers and reference outputs of one workload, all supervisor-side."""
+
+    def __init__(self, problem: Problem, workload: Workload, device: torch.device, seed: int, arena: SharedArena):
+        self.problem, self.workload, self.device, self.seed, self.arena = problem, workload, device, seed, arena
+        self.input_names = problem.input_names
+        self.sets: list[dict[str, Any]] = []
+        self.dests: list[list[torch.Tensor]] = []
+        self.checks: list[list[torch.Tensor]] = []
+        self.handles: dict[str, Any] = {"sets": [], "dests": [], "checks": []}
+
+    def make(self, *tag: Any) -> dict[str, Any]:
+        """Fresh inputs from a seed derived from the run's seed: never sent to the worker."""
+        generator = torch.Generator(device=self.device).manual_seed(derive_seed(self.seed, self.workload.name, *tag))
+        inputs = self.problem.make_inputs(dict(self.workload.axes), self.workload.torch_dtype, self.device, generator)
+        if not isinstance(inputs, dict) or list(inputs) != self.input_names:
+            got = list(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+            raise RunFailure("REJECTED", f"problem bug: make_inputs() returned {got}, expected keys {self.input_names}")
+        return inputs
+
+    def reference(self, inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+        with torch.no_grad():
+            outs = as_outputs(self.problem.reference(**inputs))
+        if len(outs) != len(self.problem.spec.outputs):
+            raise RunFailure("REJECTED", f"problem bug: reference() returned {len(outs)} outputs, "
+                                         f"problem.toml names {len(self.problem.spec.outputs)}")
+        return outs
+
+    def allocate(self, example: dict[str, Any], ref: tuple[torch.Tensor, ...], n_sets: int, n_checks: int) -> None:
+        """Shared buffers: n_sets input sets with their destinations, and check slots."""
+        for _ in range(n_sets):
+            shared, handles = {}, {}
+            for name, value in example.items():
+                if isinstance(value, torch.Tensor):
+                    shared[name], handles[name] = self.arena.empty(value.shape, value.dtype)
+                else:
+                    shared[name] = handles[name] = value
+            self.sets.append(shared)
+            self.handles["sets"].append(handles)
+            dest, dest_handles = zip(*(self.arena.empty(r.shape, r.dtype) for r in ref))
+            self.dests.append(list(dest))
+            self.handles["dests"].append(list(dest_handles))
+        for _ in range(n_checks):
+            slot, slot_handles = zip(*(self.arena.empty(r.shape, r.dtype) for r in ref))
+            self.checks.append(list(slot))
+            self.handles["checks"].append(list(slot_handles))
+
+    def fill(self, k: int, inputs: dict[str, Any]) -> None:
+        for name, value in inputs.items():
+            if isinstance(value, torch.Tensor):
+                self.sets[k][name].copy_(value)
+            elif value != self.sets[k][name]:
+                raise RunFailure("REJECTED", f"problem bug: scalar input {name} changes between draws")
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+
+def poison(tensors: list[torch.Tensor]) -> None:
+    for t in tensors:
+        t.fill_(float("nan") if t.is_floating_point() else (True if t.dtype == torch.bool else -1))
+
+
+def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.numel() == 0:
+        return True
+    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def input_bytes(inputs: dict[str, Any], outputs: tuple[torch.Tensor, ...]) -> int:
+    tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)] + list(outputs)
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def count_sets(device: torch.device, set_bytes: int) -> int:
+    """How many input sets to rotate through: enough that no timed call in a block sees an
+    input another call saw, within a memory budget."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        budget = min(2 << 30, int(free * 0.25))
+        cap = 16
+    else:
+        budget, cap = 256 << 20, 8
+    return max(2, min(cap, budget // max(set_bytes, 1)))
+
+
+class Supervisor:
+    def __init__(self, problem: Problem, solution: Solution, options: RunOptions, progress: Progress | None = None):
+        self.problem, self.solution, self.options = problem, solution, options
+        self.progress = progress or (lambda text: None)
+        self.device = torch.device(options.device)
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        if options.mode == "ranked":
+            self.seed = options.seed if options.seed is not None else secrets.randbits(62)
+        else:
+            self.seed = PUBLIC_SEED if options.seed is None else options.seed
+        self.rng = random.Random(derive_seed(self.seed, "checks"))
+        self.deadline = 0.0
+        self.peaks: dict[str, float] | None = None
+        self.timer: Timer | None = None
+        """Times the reference, with the method the worker uses for the solution."""
+        self.details: list[str] = []
+        """Tracebacks and other detail that belongs in the log, not the verdict."""
+
+    def workloads(self) -> list[Workload]:
+        chosen = self.problem.spec.workloads_for(self.device.type)
+        if self.options.workloads:
+            names = set(self.options.workloads)
+            unknown = names - {w.name for w in self.problem.spec.workloads}
+            if unknown:
+                raise RunFailure("REJECTED", f"unknown workload(s): {', '.join(sorted(unknown))}")
+            chosen = [w for w in self.problem.spec.workloads if w.name in names]
+        return chosen
+
+    def run(self) -> Evaluation:
+        started = time.monotonic()
+        self.deadline = started + self.options.timeout_s
+        record = Evaluation(status=Status.PASSED, problem=self.problem.id, solution_hash=self.solution.hash,
+                            solution_name=self.solution.name, language=self.solution.manifest.language,
+                            device=str(self.device), mode=self.options.mode,
+                            started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        record.environment = environment.capture(self.device)
+        env = record.environment
+        if self.options.peaks is not None:
+            env.peaks = self.peaks = dict(self.options.peaks)
+        elif self.device.type == "cuda" and self.options.mode != "test":
+            self.progress("measuring the device's peaks (once per device)")
+            env.peaks = self.peaks = peaks.device_peaks(self.device, env.device_uuid, env.device_name)
+        with tempfile.TemporaryDirectory(prefix="gpuarena-run-") as tmp:
+            worker = WorkerProcess(Path(tmp), Path(tmp) / "worker.log")
+            arena = SharedArena(self.device)
+            try:
+                self._run(worker, arena, record)
+            except RunFailure as failure:
+                record.status, record.reason = Status(failure.status), failure.reason
+                if failure.detail:
+                    record.log += failure.detail
+            finally:
+                worker.close()
+                arena.close()
+                record.log = worker.read_log() + record.log + "".join(self.details)
+        environment.finish(record.environment, self.device)
+        record.duration_s = round(time.monotonic() - started, 3)
+        return record
+
+    def _run(self, worker: WorkerProcess, arena: SharedArena, record: Evaluation) -> None:
+        workloads = self.workloads()
+        if not workloads:
+            raise RunFailure("REJECTED", f"problem {self.problem.id} has no workloads for device kind {self.device.type}")
+        self.progress(f"building {self.solution.name} ({self.solution.manifest.language})")
+        reply = worker.request({
+            "op": "build", "solution": self.solution.model_dump(mode="json"), "device": str(self.device),
+            "convention": self.problem.spec.convention, "input_names": self.problem.input_names,
+            "output_names": self.problem.spec.outputs, "method": self.options.timing_method,
+        }, self.deadline, "building the solution")
+        if not reply.get("ok"):
+            raise RunFailure(reply.get("status", "COMPILE_ERROR"), reply.get("reason", "build failed"),
+                             reply.get("traceback", ""))
+        method = reply.get("method", "")
+        self.timer = Timer(self.device, method=method or None)
+        for index, workload in enumerate(workloads):
+            self.progress(f"workload {index + 1}/{len(workloads)}: {workload.name}")
+            result = self._workload(worker, arena, workload, method)
+            record.workloads.append(result)
+            if result.status != Status.PASSED:
+                record.status, record.reason = result.status, f"workload {workload.name}: {result.reason}"
+                record.workloads += [WorkloadResult(name=w.name, status=Status.SKIPPED, axes=w.axes, dtype=w.dtype,
+                                                    weight=w.weight, reason="not run: an earlier workload failed")
+                                     for w in workloads[index + 1:]]
+                return
+        timed = [w for w in record.workloads if w.speedup]
+        if timed:
+            record.score = weighted_geomean([w.speedup for w in timed], [w.weight for w in timed])
+
+    def _workload(self, worker: WorkerProcess, arena: SharedArena, workload: Workload, method: str) -> WorkloadResult:
+        session = WorkloadSession(self.problem, workload, self.device, self.seed, arena)
+        result = WorkloadResult(name=workload.name, status=Status.PASSED, axes=workload.axes, dtype=workload.dtype,
+                                weight=workload.weight)
+        first = session.make("trial", 0)
+        first_ref = session.reference(first)
+        timing = self.options.mode != "test"
+        n_sets = count_sets(self.device, input_bytes(first, first_ref)) if timing else 1
+        session.allocate(first, first_ref, n_sets, n_checks=2 if timing else 0)
+        worker.request({"op": "setup", **session.handles}, self.deadline, f"sharing inputs of {workload.name}")
+        try:
+            self._check_correctness(worker, session, result, first, first_ref)
+            if timing and result.status == Status.PASSED:
+                plan = TimingPlan(budget_s=self.options.budget_s, max_samples=self.options.max_samples,
+                                  min_samples=self.options.min_samples or (30 if self.device.type == "cuda" else 10))
+                measure_workload(self, worker, session, result, plan)
+        except RunFailure as failure:
+            result.status, result.reason = Status(failure.status), failure.reason
+            if failure.detail:
+                self.details.append(f"\n[gpuarena] {workload.name}: {failure.reason}\n{failure.detail}")
+        return result
+
+    def _check_correctness(self, worker: WorkerProcess, session: WorkloadSession, result: WorkloadResult,
+                           first: dict[str, Any], first_ref: tuple[torch.Tensor, ...]) -> None:
+        tol = self.problem.spec.tolerance_for(session.workload.dtype)
+        worst = {"abs": 0.0, "rel": 0.0, "l2": 0.0}
+        for trial in range(self.options.trials):
+            inputs, ref = (first, first_ref) if trial == 0 else (None, None)
+            if inputs is None:
+                inputs = session.make("trial", trial)
+                ref = session.reference(inputs)
+            session.fill(0, inputs)
+            poison(session.dests[0])
+            session.sync()
+            reply = worker.request({"op": "call", "set": 0}, self.deadline,
+                                   f"calling solve() on {session.workload.name}, trial {trial + 1}")
+            result.trials = trial + 1
+            if reply.get("op") == "failure":
+                raise RunFailure(reply["status"], reply["reason"], reply.get("traceback", ""))
+            session.sync()
+            for name, value in inputs.items():
+                if isinstance(value, torch.Tensor) and not bitwise_equal(session.sets[0][name], value):
+                    raise RunFailure("REJECTED", f"solve() modified its input {name}")
+            for name, out, expected in zip(self.problem.spec.outputs, session.dests[0], ref):
+                verdict = compare(name, out, expected, tol)
+                if verdict.max_abs_error is not None:
+                    worst["abs"] = max(worst["abs"], verdict.max_abs_error)
+                    worst["rel"] = max(worst["rel"], verdict.max_rel_error)
+                    worst["l2"] = max(worst["l2"], verdict.l2_rel_error)
+                    result.max_abs_error, result.max_rel_error, result.l2_rel_error = worst["abs"], worst["rel"], worst["l2"]
+                if not verdict.ok:
+                    raise RunFailure(verdict.status, f"trial {trial + 1}: {verdict.reason}")
+
+
+def evaluate(problem: Problem, solution: Solution, options: RunOptions | None = None,
+             progress: Progress | None = None) -> Evaluation:
+    """Judge one solution on one problem on one device: the harness's single entry point."""
+    return Supervisor(problem, solution, options or RunOptions(), progress).run()

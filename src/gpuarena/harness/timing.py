@@ -1,0 +1,238 @@
+"""Taking raw timing samples of calls, one block at a time.
+
+The same code times the reference (in the supervisor) and the solution (in the worker), so
+both are measured alike. A block runs `n` calls; before each, the caller's `prepare(i)`
+runs, then (on CUDA) L2 is evicted with a read sweep, persisting-L2 lines are reset and the
+device is synchronised; none of that is inside the timed window.
+
+Methods:
+- ``cpu-perf-counter``: host clock around the call.
+- ``cupti-device-time`` (CUDA): per call, the busy time (union of intervals) of every kernel,
+  copy and memset launched while the call ran, on any stream and from any thread, taken
+  from CUPTI activity records through torch.profiler. The harness's own sweep and sync
+  are outside the call's window and are not counted.
+- ``cuda-sync-wallclock`` (CUDA, fallback when CUPTI is unavailable): host clock around the
+  call plus a device-wide synchronize.
+
+Every method also records the end-to-end time (host clock around call + device sync) so
+host-side work stays visible.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+# Captured at import, before any solution code runs, so that patching the module attributes
+# later does not change what the harness calls.
+_perf_counter_ns = time.perf_counter_ns
+_cuda_synchronize = torch.cuda.synchronize
+
+CALL_RANGE = "gpuarena::timed_call"
+CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+
+
+@dataclass
+class BlockSamples:
+    device_ns: list[int] = field(default_factory=list)
+    e2e_ns: list[int] = field(default_factory=list)
+    method: str = ""
+
+
+def _libcuda() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+
+
+class Timer:
+    """Times calls on one device with the best method available there."""
+
+    def __init__(self, device: torch.device, method: str | None = None, evict: bool = True):
+        self.device = device
+        self.is_cuda = device.type == "cuda"
+        self.evict = evict and self.is_cuda
+        self._sweep: torch.Tensor | None = None
+        self._sink: torch.Tensor | None = None
+        self._libcuda = _libcuda() if self.is_cuda else None
+        if not self.is_cuda:
+            # Supervisor and worker time in turn on the same cores: one thread each, so an idle
+            # process's spinning thread pool cannot steal cycles from the one being timed.
+            torch.set_num_threads(1)
+            self.method = "cpu-perf-counter"
+        elif method:
+            self.method = method
+        else:
+            self.method = "cupti-device-time" if _cupti_available() else "cuda-sync-wallclock"
+
+    # -- between calls -------------------------------------------------------------------
+    def _evict_l2(self) -> None:
+        """Read (never write) a buffer a few times larger than L2, so the next call starts
+        with a clean, cold L2 and no write-back of ours is billed to it."""
+        if self._sweep is None:
+            l2 = torch.cuda.get_device_properties(self.device).L2_cache_size or (64 << 20)
+            n = max(3 * l2, 128 << 20) // 4
+            self._sweep = torch.ones(n, dtype=torch.float32, device=self.device)
+            self._sink = torch.empty((), dtype=torch.float32, device=self.device)
+        torch.sum(self._sweep, dim=0, out=self._sink)
+
+    def _reset_persisting_l2(self) -> None:
+        if self._libcuda is not None:
+            self._libcuda.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
+            self._libcuda.cuCtxResetPersistingL2Cache()
+
+    def _between(self) -> None:
+        if self.is_cuda:
+            if self.evict:
+                self._evict_l2()
+            self._reset_persisting_l2()
+            _cuda_synchronize(self.device)
+
+    # -- a block of calls ----------------------------------------------------------------
+    def run_block(self, call: Callable[[int], Any], n: int, prepare: Callable[[int], None] | None = None,
+                  after: Callable[[int, Any], None] | None = None) -> BlockSamples:
+        """Run call(i) for i in range(n); after(i, result) runs outside the window."""
+        gc_was_enabled = gc.isenabled()
+        gc.collect()
+        gc.disable()
+        try:
+            if self.method == "cupti-device-time":
+                return self._block_cupti(call, n, prepare, after)
+            return self._block_wallclock(call, n, prepare, after)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _one(self, call: Callable[[int], Any], i: int) -> tuple[Any, int]:
+        t0 = _perf_counter_ns()
+        result = call(i)
+        if self.is_cuda:
+            _cuda_synchronize(self.device)
+        return result, _perf_counter_ns() - t0
+
+    def _block_wallclock(self, call, n, prepare, after) -> BlockSamples:
+        samples = BlockSamples(method=self.method)
+        for i in range(n):
+            if prepare:
+                prepare(i)
+            self._between()
+            result, elapsed = self._one(call, i)
+            samples.e2e_ns.append(elapsed)
+            samples.device_ns.append(elapsed)
+            if after:
+                after(i, result)
+            del result
+        return samples
+
+    def _block_cupti(self, call, n, prepare, after) -> BlockSamples:
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        samples = BlockSamples(method=self.method)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for i in range(n):
+                if prepare:
+                    prepare(i)
+                self._between()
+                with record_function(CALL_RANGE):
+                    result, elapsed = self._one(call, i)
+                samples.e2e_ns.append(elapsed)
+                if after:
+                    after(i, result)
+                del result
+        samples.device_ns = device_busy_ns(prof.profiler.kineto_results.events(), n)
+        return samples
+
+
+_GPU_ACTIVITY_CATEGORIES = ("kernel", "memcpy", "memset", "gpu_memcpy", "gpu_memset")
+
+
+def device_busy_ns(events: list[Any], n_calls: int) -> list[int]:
+    """Per timed call, the union of the device intervals of all work it launched.
+
+    GPU activities are attributed to a call through the host-side CUDA runtime or driver
+    call that launched them (same correlation id; host clock; any thread): a launch inside
+    the call's window belongs to it, whichever stream the work ran on. GPU-side user
+    annotations (record_function ranges mirrored on the GPU timeline) are not work and are
+    skipped: they would count the gaps between kernels.
+    """
+    windows: list[tuple[int, int]] = []
+    launches: dict[int, int] = {}
+    gpu: list[tuple[int, int, int]] = []
+    for e in events:
+        if e.device_type() == torch.autograd.DeviceType.CPU:
+            name = e.name()
+            if name == CALL_RANGE:
+                windows.append((e.start_ns(), e.start_ns() + e.duration_ns()))
+            elif name.startswith("cu") and e.correlation_id():  # cudaLaunchKernel, cuLaunchKernelEx, ...
+                launches[e.correlation_id()] = e.start_ns()
+        elif not _is_annotation(e):
+            gpu.append((e.correlation_id(), e.start_ns(), e.start_ns() + e.duration_ns()))
+    windows.sort()
+    if len(windows) != n_calls:
+        raise RuntimeError(f"profiler saw {len(windows)} timed windows for {n_calls} calls")
+    per_call: list[list[tuple[int, int]]] = [[] for _ in windows]
+    starts = [w[0] for w in windows]
+    for corr, start, end in gpu:
+        host = launches.get(corr)
+        k = _window_index(starts, windows, host if host is not None else start)
+        if k is not None:
+            per_call[k].append((start, end))
+    return [_union_length(intervals) for intervals in per_call]
+
+
+def _is_annotation(event: Any) -> bool:
+    check = getattr(event, "is_user_annotation", None)
+    if check is not None and check():
+        return True
+    return event.name() == CALL_RANGE
+
+
+def _window_index(starts: list[int], windows: list[tuple[int, int]], stamp: int) -> int | None:
+    import bisect
+
+    k = bisect.bisect_right(starts, stamp) - 1
+    if k >= 0 and stamp <= windows[k][1]:
+        return k
+    return None
+
+
+def _union_length(intervals: list[tuple[int, int]]) -> int:
+    total, current_end = 0, None
+    current_start = 0
+    for start, end in sorted(intervals):
+        if current_end is None or start > current_end:
+            if current_end is not None:
+                total += current_end - current_start
+            current_start, current_end = start, end
+        else:
+            current_end = max(current_end, end)
+    if current_end is not None:
+        total += current_end - current_start
+    return total
+
+
+_CUPTI_OK: bool | None = None
+
+
+def _cupti_available() -> bool:
+    """Whether torch.profiler records CUDA kernels here (CUPTI present and allowed)."""
+    global _CUPTI_OK
+    if _CUPTI_OK is None:
+        try:
+            from torch.profiler import ProfilerActivity, profile
+
+            x = torch.ones(1024, device="cuda")
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                (x * 2).sum()
+                torch.cuda.synchronize()
+            _CUPTI_OK = any(e.device_type() != torch.autograd.DeviceType.CPU
+                            for e in prof.profiler.kineto_results.events())
+        except Exception:
+            _CUPTI_OK = False
+    return _CUPTI_OK

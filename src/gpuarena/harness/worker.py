@@ -1,0 +1,243 @@
+"""The worker: an untrusted process that builds the solution and calls it on shared inputs.
+
+It never sees seeds or reference outputs. It answers each request with JSON: raw facts
+about what the solution returned and raw timing samples. Verdicts are the supervisor's.
+Run as ``python -m gpuarena.harness.worker FD``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import os
+import signal
+import sys
+import threading
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Callable
+
+# Harness modules are imported (and their timers captured) before any solution code runs.
+import torch
+
+from gpuarena.harness import protocol
+from gpuarena.harness.timing import Timer
+from gpuarena.harness.transport import attach
+from gpuarena.solutions.build import BuildError, build
+from gpuarena.solutions.model import Solution
+
+_Tensor = torch.Tensor
+_type = type
+
+
+class CallFailure(Exception):
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def _die_with_parent() -> None:
+    """PR_SET_PDEATHSIG: if the supervisor dies, so does the worker."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _storage_span(t: torch.Tensor) -> tuple[int, int]:
+    start = t.untyped_storage().data_ptr()
+    return start, start + t.untyped_storage().nbytes()
+
+
+def _is_compile_error(exc: BaseException) -> bool:
+    names = {c.__name__ for c in _type(exc).__mro__}
+    return bool(names & {"CompilationError", "CompileTimeAssertionFailure", "BuildError"})
+
+
+class Worker:
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.solve: Callable[..., Any] | None = None
+        self.device = torch.device("cpu")
+        self.timer: Timer | None = None
+        self.convention = "return"
+        self.input_names: list[str] = []
+        self.output_names: list[str] = []
+        self.sets: list[dict[str, Any]] = []
+        self.dests: list[list[torch.Tensor]] = []
+        self.checks: list[list[torch.Tensor]] = []
+
+    # -- requests ------------------------------------------------------------------------
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request["op"]
+        if op == "build":
+            return self.build(request)
+        if op == "setup":
+            self.sets = [{k: attach(v) if isinstance(v, dict) else v for k, v in s.items()} for s in request["sets"]]
+            self.dests = [[attach(h) for h in d] for d in request["dests"]]
+            self.checks = [[attach(h) for h in c] for c in request.get("checks", [])]
+            return {"op": "setup", "ok": True}
+        if op == "call":
+            return self.guarded(lambda: self.call_once(request["set"], copy_to=self.dests[request["set"]]))
+        if op == "time":
+            return self.guarded(lambda: self.time(request))
+        raise ValueError(f"unknown request {op!r}")
+
+    def build(self, request: dict[str, Any]) -> dict[str, Any]:
+        solution = Solution.model_validate(request["solution"])
+        self.device = torch.device(request["device"])
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        self.convention = request["convention"]
+        self.input_names = request["input_names"]
+        self.output_names = request["output_names"]
+        self.timer = Timer(self.device, method=request.get("method"))
+        try:
+            solve = build(solution, Path.cwd() / "solution")
+        except BuildError as exc:
+            return {"op": "build", "ok": False, "status": "COMPILE_ERROR", "reason": str(exc)}
+        except BaseException as exc:  # import-time failure: the solution never became callable
+            return {"op": "build", "ok": False, "status": "COMPILE_ERROR",
+                    "reason": "".join(traceback.format_exception_only(_type(exc), exc)).strip(),
+                    "traceback": traceback.format_exc()}
+        problem = self._signature_problem(solve)
+        if problem:
+            return {"op": "build", "ok": False, "status": "COMPILE_ERROR", "reason": problem}
+        self.solve = solve
+        return {"op": "build", "ok": True, "method": self.timer.method}
+
+    def _signature_problem(self, solve: Callable[..., Any]) -> str | None:
+        expected = self.input_names + (self.output_names if self.convention == "destination" else [])
+        try:
+            params = inspect.signature(solve).parameters.values()
+        except (TypeError, ValueError):  # compiled functions: cannot inspect, called positionally
+            return None
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            return None
+        names = [p.name for p in params]
+        if names != expected:
+            return f"solve({', '.join(names)}) must take the problem's inputs in order: solve({', '.join(expected)})"
+        return None
+
+    def guarded(self, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        try:
+            return work()
+        except CallFailure as failure:
+            return {"op": "failure", "status": failure.status, "reason": failure.reason}
+        except BaseException as exc:
+            status = "COMPILE_ERROR" if _is_compile_error(exc) else "RUNTIME_ERROR"
+            reason = "".join(traceback.format_exception_only(_type(exc), exc)).strip()
+            return {"op": "failure", "status": status, "reason": reason, "traceback": traceback.format_exc()}
+
+    # -- calling the solution --------------------------------------------------------------
+    def _invoke(self, k: int) -> Any:
+        args = [self.sets[k][name] for name in self.input_names]
+        if self.convention == "destination":
+            args += self.dests[k]
+        return self.solve(*args)
+
+    def _outputs(self, k: int, result: Any) -> list[torch.Tensor]:
+        """The outputs of a call, checked for count, exact type, device, shape, dtype and aliasing."""
+        if self.convention == "destination":
+            return self.dests[k]
+        outs = list(result) if isinstance(result, (tuple, list)) else [result]
+        expected = self.dests[k]
+        if len(outs) != len(expected):
+            raise CallFailure("WRONG_SHAPE", f"returned {len(outs)} outputs, expected {len(expected)} ({', '.join(self.output_names)})")
+        inputs = [v for v in self.sets[k].values() if isinstance(v, _Tensor)]
+        for name, out, dest in zip(self.output_names, outs, expected):
+            if _type(out) is not _Tensor:
+                raise CallFailure("REJECTED", f"output {name} is a {_type(out).__module__}.{_type(out).__qualname__}, not exactly a torch.Tensor")
+            if out.device != dest.device:
+                raise CallFailure("REJECTED", f"output {name} is on {out.device}, expected {dest.device}")
+            if out.shape != dest.shape:
+                raise CallFailure("WRONG_SHAPE", f"output {name} has shape {list(out.shape)}, expected {list(dest.shape)}")
+            if out.dtype != dest.dtype:
+                raise CallFailure("WRONG_DTYPE", f"output {name} has dtype {out.dtype}, expected {dest.dtype}")
+            lo, hi = _storage_span(out)
+            for input_name, tensor in self.sets[k].items():
+                if isinstance(tensor, _Tensor) and tensor.numel() and out.numel():
+                    ilo, ihi = _storage_span(tensor)
+                    if lo < ihi and ilo < hi:
+                        raise CallFailure("REJECTED", f"output {name} aliases input {input_name}")
+        del inputs
+        return outs
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def call_once(self, k: int, copy_to: list[torch.Tensor] | None) -> dict[str, Any]:
+        threads_before = set(threading.enumerate())
+        result = self._invoke(k)
+        self._sync()
+        outs = self._outputs(k, result)
+        if copy_to is not None and self.convention == "return":
+            for out, dest in zip(outs, copy_to):
+                dest.copy_(out)
+        elif copy_to is not None and copy_to is not self.dests[k]:
+            for out, dest in zip(outs, copy_to):
+                dest.copy_(out)
+        self._sync()
+        left = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
+        if left:
+            raise CallFailure("REJECTED", f"solve() left {len(left)} thread(s) running after it returned")
+        return {"op": "call", "ok": True}
+
+    def _poison(self, k: int) -> None:
+        for dest in self.dests[k]:
+            if dest.is_floating_point():
+                dest.fill_(float("nan"))
+            else:
+                dest.fill_(-1 if dest.dtype != torch.bool else True)
+
+    def time(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self.timer is not None
+        n_sets = len(self.sets)
+        for i in range(request.get("warmup", 0)):
+            self.call_once(i % n_sets, copy_to=None)
+        check = {int(i): j for j, i in enumerate(request.get("check", []))}
+        destination = self.convention == "destination"
+
+        def prepare(i: int) -> None:
+            if destination:
+                self._poison(i % n_sets)
+
+        def after(i: int, result: Any) -> None:
+            if i in check:
+                outs = self._outputs(i % n_sets, result)
+                for out, slot in zip(outs, self.checks[check[i]]):
+                    slot.copy_(out)
+
+        samples = self.timer.run_block(lambda i: self._invoke(i % n_sets), request["n"], prepare, after)
+        self._sync()
+        return {"op": "time", "device_ns": samples.device_ns, "e2e_ns": samples.e2e_ns, "method": samples.method}
+
+
+def main(argv: list[str]) -> None:
+    _die_with_parent()
+    conn = Connection(int(argv[0]))
+    worker = Worker(conn)
+    while True:
+        try:
+            request = protocol.receive_request(conn)
+        except (EOFError, OSError):
+            return
+        if request["op"] == "exit":
+            protocol.send_reply(conn, {"op": "exit"})
+            return
+        try:
+            reply = worker.handle(request)
+        except BaseException as exc:
+            reply = {"op": "failure", "status": "RUNTIME_ERROR",
+                     "reason": "".join(traceback.format_exception_only(_type(exc), exc)).strip(),
+                     "traceback": traceback.format_exc()}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        protocol.send_reply(conn, reply)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,127 @@
+"""`gpuarena check`: is a problem well formed, and does it defeat trivial answers?
+
+A problem where returning zeros, a constant, or an input unchanged would pass is rejected:
+such a problem cannot tell a kernel from a cheat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gpuarena.errors import GpuarenaError
+from gpuarena.harness.compare import compare
+from gpuarena.harness.supervisor import as_outputs, bitwise_equal
+from gpuarena.problems.loader import Problem, load_problem
+from gpuarena.problems.model import Workload
+
+
+@dataclass
+class CheckReport:
+    name: str
+    errors: list[str] = field(default_factory=list)
+    summary: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _draw(problem: Problem, workload: Workload, device: torch.device, seed: int) -> dict[str, Any]:
+    generator = torch.Generator(device=device).manual_seed(seed)
+    return problem.make_inputs(dict(workload.axes), workload.torch_dtype, device, generator)
+
+
+def _run(problem: Problem, inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    with torch.no_grad():
+        return as_outputs(problem.reference(**inputs))
+
+
+def _same(a: tuple[torch.Tensor, ...], b: tuple[torch.Tensor, ...]) -> bool:
+    return all(bitwise_equal(x, y) for x, y in zip(a, b))
+
+
+def _passes(problem: Problem, workload: Workload, candidate: tuple[torch.Tensor, ...], ref: tuple[torch.Tensor, ...]) -> bool:
+    tol = problem.spec.tolerance_for(workload.dtype)
+    return all(compare(n, c, r, tol).ok for n, c, r in zip(problem.spec.outputs, candidate, ref))
+
+
+def check_workload(problem: Problem, workload: Workload, device: torch.device) -> list[str]:
+    where = f"workload {workload.name}"
+    names = problem.input_names
+    inputs = _draw(problem, workload, device, 1)
+    if not isinstance(inputs, dict) or list(inputs) != names:
+        got = list(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+        return [f"{where}: make_inputs() returned {got}; it must return a dict keyed like reference{tuple(names)}"]
+    errors: list[str] = []
+    for name, value in inputs.items():
+        if isinstance(value, torch.Tensor):
+            if value.device.type != device.type:
+                errors.append(f"{where}: input {name} is on {value.device}, not on the device given to make_inputs")
+            if value.numel() > 1 and bool((value == value.reshape(-1)[0]).all()):
+                errors.append(f"{where}: input {name} is constant; draw random values with a random scale and offset")
+    if errors:
+        return errors
+    if not _same(tuple(v for v in inputs.values() if isinstance(v, torch.Tensor)),
+                 tuple(v for v in _draw(problem, workload, device, 1).values() if isinstance(v, torch.Tensor))):
+        errors.append(f"{where}: make_inputs() is not reproducible from the generator; draw every random number from it")
+    ref = _run(problem, inputs)
+    if len(ref) != len(problem.spec.outputs) or not all(isinstance(r, torch.Tensor) for r in ref):
+        return errors + [f"{where}: reference() returned {len(ref)} value(s); problem.toml names outputs {problem.spec.outputs}"]
+    for out_name, r in zip(problem.spec.outputs, ref):
+        if r.is_floating_point() and not bool(torch.isfinite(r).all()):
+            errors.append(f"{where}: output {out_name} has NaN or Inf values")
+        if r.numel() > 1 and bool((r == r.reshape(-1)[0]).all()):
+            errors.append(f"{where}: output {out_name} is constant, so a constant answer would pass")
+    if not _same(ref, _run(problem, inputs)):
+        errors.append(f"{where}: reference() is not deterministic (two runs on the same inputs differ)")
+    if errors:
+        return errors
+    if _passes(problem, workload, tuple(torch.zeros_like(r) for r in ref), ref):
+        errors.append(f"{where}: returning zeros passes the tolerance; scale the inputs so outputs are not tiny, or tighten the tolerance")
+    means = tuple(torch.full_like(r, float(r.double().mean())) if r.is_floating_point() else r.clone() for r in ref)
+    if any(r.is_floating_point() for r in ref) and _passes(problem, workload, means, ref):
+        errors.append(f"{where}: returning the mean everywhere passes; outputs must vary more than the tolerance")
+    for name, value in inputs.items():
+        if isinstance(value, torch.Tensor) and len(ref) == 1 and value.shape == ref[0].shape and value.dtype == ref[0].dtype:
+            if _passes(problem, workload, (value.clone(),), ref):
+                errors.append(f"{where}: returning input {name} unchanged passes")
+    other = _draw(problem, workload, device, 2)
+    for name, value in inputs.items():
+        if not isinstance(value, torch.Tensor):
+            continue
+        changed = dict(inputs)
+        changed[name] = other[name]
+        if bitwise_equal(other[name], value):
+            errors.append(f"{where}: input {name} is the same for two seeds; draw it from the generator")
+        elif _passes(problem, workload, _run(problem, changed), ref):
+            errors.append(f"{where}: the output does not depend on input {name} (a fresh {name} gives a passing output)")
+    return errors
+
+
+def check_problem(folder: Path | str, device: str = "cpu") -> CheckReport:
+    report = CheckReport(name=str(folder))
+    try:
+        problem = load_problem(folder)
+        report.name = problem.id
+        problem.module  # import the reference now, so errors show here
+    except GpuarenaError as exc:
+        report.errors.append(str(exc))
+        return report
+    dev = torch.device(device)
+    runnable = problem.spec.workloads_for(dev.type)
+    if not problem.spec.workloads_for("cpu"):
+        report.errors.append(f"{problem.path / 'problem.toml'}: no workload runs on the CPU "
+                             "(fix: add small workloads with devices = [\"cpu\", \"cuda\"])")
+    for workload in runnable:
+        try:
+            report.errors += check_workload(problem, workload, dev)
+        except Exception as exc:
+            report.errors.append(f"workload {workload.name}: {type(exc).__name__}: {exc}")
+    n_gpu = len(problem.spec.workloads) - len(problem.spec.workloads_for("cpu"))
+    report.summary = (f"level {problem.spec.level}, {len(runnable)} workload(s) checked on {dev.type}"
+                      + (f", {n_gpu} GPU-only not run here" if dev.type == "cpu" and n_gpu else ""))
+    return report

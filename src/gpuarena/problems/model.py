@@ -1,0 +1,205 @@
+"""The schema of problem.toml, as code (pydantic models double as JSON Schema)."""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+DTYPES: dict[str, torch.dtype] = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+DEVICE_KINDS = ("cpu", "cuda")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class Tolerance(Strict):
+    """When an output counts as equal to the reference."""
+
+    atol: float = Field(ge=0)
+    """Elementwise absolute tolerance: |out - ref| <= atol + rtol * |ref|."""
+    rtol: float = Field(ge=0)
+    """Elementwise relative tolerance."""
+    l2: float = Field(ge=0)
+    """Bound on ||out - ref||_2 / ||ref||_2, so that outputs small everywhere cannot pass as zeros."""
+
+
+DEFAULT_TOLERANCES: dict[str, Tolerance] = {
+    "float64": Tolerance(atol=1e-7, rtol=1e-7, l2=1e-7),
+    "float32": Tolerance(atol=1e-4, rtol=1e-4, l2=1e-4),
+    "float16": Tolerance(atol=1e-2, rtol=1e-2, l2=5e-3),
+    "bfloat16": Tolerance(atol=2e-2, rtol=2e-2, l2=1e-2),
+}
+EXACT = Tolerance(atol=0.0, rtol=0.0, l2=0.0)
+
+
+class Workload(Strict):
+    """One shape of the problem that solutions are judged on."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
+    """Short name shown in tables, unique within the problem."""
+    axes: dict[str, int]
+    """Named axis values, passed to make_inputs()."""
+    dtype: str
+    """Element type of the inputs (float32, bfloat16, ...)."""
+    weight: float = Field(default=1.0, gt=0)
+    """Weight of this workload in the problem's score (weighted geometric mean)."""
+    devices: list[Literal["cpu", "cuda"]] = Field(default_factory=lambda: ["cpu", "cuda"])
+    """Device kinds this workload runs on; GPU-sized workloads say ["cuda"]."""
+
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, value: str) -> str:
+        if value not in DTYPES:
+            raise ValueError(f"unknown dtype {value!r}; use one of {', '.join(DTYPES)}")
+        return value
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+
+class Provenance(Strict):
+    """Where the operator and its shapes come from."""
+
+    framework: str = "pytorch"
+    """Framework the reference is written in."""
+    operator: str = ""
+    """The framework operator(s) it corresponds to."""
+    models: list[str] = Field(default_factory=list)
+    """Models the operator and shapes are taken from."""
+
+
+class ProblemSpec(Strict):
+    """The contents of problem.toml."""
+
+    name: str = Field(pattern=r"^[a-z0-9_\-]+$")
+    """Short name; the problem's id is its folder path, e.g. level1/softmax."""
+    level: Literal[1, 2, 3, 4]
+    """1 single op · 2 fusion · 3 fusion with matrix multiply · 4 large-model inference fusion."""
+    summary: str = Field(min_length=1)
+    """One line saying what the operator computes."""
+    tags: list[str] = Field(default_factory=list)
+    weight: float = Field(default=1.0, gt=0)
+    """Weight of the problem in the suite."""
+    convention: Literal["return", "destination"] = "return"
+    """"return": solve(...) returns outputs; "destination": solve(..., *outputs) writes into them."""
+    outputs: list[str] = Field(default_factory=lambda: ["output"], min_length=1)
+    """Output names, in the order reference() returns them."""
+    bytes: str | None = None
+    """Minimum bytes moved by a workload: arithmetic over axis names and dtype_bytes."""
+    flops: str | None = None
+    """Floating-point operations of a workload: arithmetic over axis names and dtype_bytes."""
+    provenance: Provenance = Field(default_factory=Provenance)
+    tolerance: dict[str, Tolerance] = Field(default_factory=dict)
+    """Per-dtype overrides of the default tolerances."""
+    workloads: list[Workload] = Field(min_length=1)
+
+    @field_validator("bytes", "flops")
+    @classmethod
+    def _parse_formula(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_formula(value)
+        return value
+
+    @field_validator("tolerance")
+    @classmethod
+    def _tolerance_dtypes(cls, value: dict[str, Tolerance]) -> dict[str, Tolerance]:
+        for key in value:
+            if key not in DTYPES:
+                raise ValueError(f"tolerance for unknown dtype {key!r}; use one of {', '.join(DTYPES)}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProblemSpec:
+        names = [w.name for w in self.workloads]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise ValueError(f"workload names must be unique; repeated: {', '.join(duplicated)}")
+        if len(set(self.outputs)) != len(self.outputs):
+            raise ValueError("output names must be unique")
+        for formula in (self.bytes, self.flops):
+            if formula is None:
+                continue
+            for w in self.workloads:
+                evaluate_formula(formula, {**w.axes, "dtype_bytes": 4})
+        return self
+
+    def tolerance_for(self, dtype: str) -> Tolerance:
+        if dtype in self.tolerance:
+            return self.tolerance[dtype]
+        return DEFAULT_TOLERANCES.get(dtype, EXACT)
+
+    def workloads_for(self, device_kind: str) -> list[Workload]:
+        return [w for w in self.workloads if device_kind in w.devices]
+
+    def cost(self, workload: Workload) -> tuple[float | None, float | None]:
+        """(bytes, flops) of a workload, where the problem gives the formulas."""
+        names = {**workload.axes, "dtype_bytes": workload.torch_dtype.itemsize}
+        moved = evaluate_formula(self.bytes, names) if self.bytes else None
+        flops = evaluate_formula(self.flops, names) if self.flops else None
+        return moved, flops
+
+
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Pow: operator.pow,
+    ast.Mod: operator.mod,
+}
+
+
+def check_formula(text: str) -> ast.Expression:
+    """Parse a bytes/flops formula; only + - * / // % ** over names and numbers."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"formula {text!r} is not valid arithmetic: {exc.msg}") from None
+    for node in ast.walk(tree):
+        allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.UAdd, ast.Name, ast.Load, ast.Constant)
+        if not isinstance(node, allowed + tuple(_OPS)):
+            raise ValueError(f"formula {text!r} may only use numbers, axis names and + - * / // % **")
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
+            raise ValueError(f"formula {text!r} may only contain numbers")
+    return tree
+
+
+def evaluate_formula(text: str, names: dict[str, float]) -> float:
+    """Evaluate a checked formula with the given axis values."""
+
+    def walk(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                known = ", ".join(sorted(names))
+                raise ValueError(f"formula {text!r} uses unknown name {node.id!r}; known: {known}")
+            return names[node.id]
+        if isinstance(node, ast.UnaryOp):
+            value = walk(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp):
+            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+        raise ValueError(f"formula {text!r}: unsupported expression")
+
+    return float(walk(check_formula(text)))

@@ -1,0 +1,95 @@
+"""Turning a file, a folder or a packed JSON into a Solution."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pydantic
+
+from gpuarena.errors import FormatError
+from gpuarena.solutions.model import PackedSolution, Solution, SolutionManifest
+
+MANIFEST_FILE = "solution.toml"
+MAX_SOURCE_BYTES = 2_000_000
+_IMPORTS_TRITON = re.compile(r"^\s*(import triton|from triton\b)", re.MULTILINE)
+
+
+def _read_text(path: Path) -> str:
+    if path.stat().st_size > MAX_SOURCE_BYTES:
+        raise FormatError(path, None, f"is larger than {MAX_SOURCE_BYTES} bytes", "solutions are source code; keep them small")
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise FormatError(path, None, "is not UTF-8 text", "solutions hold source files only") from None
+
+
+def _from_file(path: Path) -> Solution:
+    if path.suffix != ".py":
+        raise FormatError(path, None, "a one-file solution must be a .py file",
+                          "use a folder with solution.toml for CUDA sources")
+    source = _read_text(path)
+    language = "triton" if _IMPORTS_TRITON.search(source) else "pytorch"
+    manifest = SolutionManifest(language=language, entry_point=f"{path.name}:solve", sources=[path.name])
+    return Solution(name=path.stem, manifest=manifest, sources={path.name: source})
+
+
+def _from_folder(folder: Path) -> Solution:
+    manifest_path = folder / MANIFEST_FILE
+    if not manifest_path.is_file():
+        raise FormatError(manifest_path, None, "not found", "a solution folder needs solution.toml (docs/formats.md)")
+    try:
+        manifest = SolutionManifest.model_validate(tomllib.loads(manifest_path.read_text()))
+    except tomllib.TOMLDecodeError as exc:
+        raise FormatError(manifest_path, None, f"is not valid TOML: {exc}", "fix the syntax") from None
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(x) for x in first["loc"])
+        raise FormatError(manifest_path, field, first["msg"], "see docs/formats.md") from None
+    names = manifest.sources or sorted(
+        p.relative_to(folder).as_posix() for p in folder.rglob("*")
+        if p.is_file() and p.name != MANIFEST_FILE and "__pycache__" not in p.parts
+    )
+    sources = {}
+    for name in names:
+        file = folder / name
+        if not file.is_file():
+            raise FormatError(manifest_path, "sources", f"lists {name!r}, which does not exist", "fix the list")
+        sources[name] = _read_text(file)
+    try:
+        return Solution(name=folder.name, manifest=manifest, sources=sources)
+    except pydantic.ValidationError as exc:
+        raise FormatError(manifest_path, "entry_point", exc.errors()[0]["msg"], "name a listed source file") from None
+
+
+def _from_pack(path: Path) -> Solution:
+    try:
+        packed = PackedSolution.model_validate_json(path.read_text())
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        raise FormatError(path, ".".join(str(x) for x in first["loc"]), first["msg"], "repack with `gpuarena pack`") from None
+    solution = Solution(name=packed.name, manifest=packed.manifest, sources=packed.sources)
+    if solution.hash != packed.hash:
+        raise FormatError(path, "hash", "does not match the manifest and sources (edited after packing?)",
+                          "repack with `gpuarena pack`")
+    return solution
+
+
+def load_solution(path: Path | str) -> Solution:
+    """Load a one-file solution, a folder with solution.toml, or a packed .json."""
+    path = Path(path)
+    if path.is_dir():
+        return _from_folder(path)
+    if not path.is_file():
+        raise FormatError(path, None, "not found", "give a .py file, a solution folder or a packed .json")
+    if path.suffix == ".json":
+        return _from_pack(path)
+    return _from_file(path)
+
+
+def pack(solution: Solution) -> str:
+    """One JSON document holding the whole solution and its hash."""
+    packed = PackedSolution(name=solution.name, manifest=solution.manifest, sources=solution.sources, hash=solution.hash)
+    return json.dumps(packed.model_dump(mode="json"), indent=2)

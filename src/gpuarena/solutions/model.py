@@ -1,0 +1,84 @@
+"""Solution records: a manifest plus sources, frozen and identified by a content hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Language = Literal["pytorch", "triton", "cuda"]
+
+
+class BuildOptions(BaseModel):
+    """Compiler flags for compiled languages (passed to torch.utils.cpp_extension.load)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    extra_cflags: list[str] = Field(default_factory=list)
+    """Flags for the host C++ compiler."""
+    extra_cuda_cflags: list[str] = Field(default_factory=list)
+    """Flags for nvcc."""
+    extra_ldflags: list[str] = Field(default_factory=list)
+    """Flags for the linker."""
+
+
+class SolutionManifest(BaseModel):
+    """The contents of solution.toml."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    language: Language
+    """pytorch, triton or cuda."""
+    entry_point: str = "solve"
+    """Python: "file.py:function"; cuda: the function the built module exports."""
+    sources: list[str] = Field(default_factory=list)
+    """Files that make the solution, relative to its folder (default: all files)."""
+    build: BuildOptions = Field(default_factory=BuildOptions)
+
+
+class Solution(BaseModel):
+    """A solution as the harness receives it: manifest and sources, nothing else."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    name: str
+    """A human name (the file or folder it came from)."""
+    manifest: SolutionManifest
+    sources: dict[str, str]
+    """File name -> text, for every file the solution consists of."""
+
+    @model_validator(mode="after")
+    def _entry_exists(self) -> Solution:
+        if not self.sources:
+            raise ValueError("a solution needs at least one source file")
+        if self.manifest.language != "cuda":
+            file, _, _ = self.manifest.entry_point.partition(":")
+            if file not in self.sources:
+                raise ValueError(f"entry_point file {file!r} is not among the sources {sorted(self.sources)}")
+        return self
+
+    @cached_property
+    def hash(self) -> str:
+        """SHA-256 over the manifest and the sources: the solution's identity and build-cache key."""
+        canonical = json.dumps(
+            {"manifest": self.manifest.model_dump(mode="json"), "sources": dict(sorted(self.sources.items()))},
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class PackedSolution(BaseModel):
+    """What `gpuarena pack` writes: a solution in one JSON file, with its hash."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    format: Literal["gpuarena.solution/1"] = "gpuarena.solution/1"
+    name: str
+    manifest: SolutionManifest
+    sources: dict[str, str]
+    hash: str
+    """SHA-256 of manifest and sources; checked when the pack is loaded."""

@@ -1,0 +1,37 @@
+"""Shared helpers: run a solution through the real harness (real worker processes) on the CPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuarena.harness.records import Evaluation
+from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.problems import load_problem, resolve_problem
+from gpuarena.solutions import load_solution
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+SOLUTIONS = FIXTURES / "solutions"
+EXAMPLES = ROOT / "examples"
+
+
+def judge(problem: str, solution: Path, **options) -> Evaluation:
+    """Evaluate on the CPU; problem is a bundled id or a fixture name."""
+    fixture = FIXTURES / "problems" / problem
+    loaded = load_problem(fixture) if fixture.is_dir() else resolve_problem(problem)
+    defaults = dict(device="cpu", mode="test", timeout_s=60.0, budget_s=0.3)
+    defaults.update(options)
+    return evaluate(loaded, load_solution(solution), RunOptions(**defaults))
+
+
+@pytest.fixture
+def softmax_small():
+    """Judge a solution on level1/softmax's smallest workload (fast)."""
+
+    def run(solution: Path, **options) -> Evaluation:
+        options.setdefault("workloads", ["small-64x1000"])
+        return judge("level1/softmax", solution, **options)
+
+    return run

@@ -1,0 +1,30 @@
+"""Speed of light and the physical floor: a time under it is impossible and rejected."""
+
+from __future__ import annotations
+
+from conftest import EXAMPLES, judge
+from gpuarena.harness.peaks import floor_seconds
+
+
+def test_floor_is_the_larger_of_bytes_and_flops_terms():
+    peaks = {"bandwidth_gbs": 1000.0, "tflops_bf16": 100.0, "tflops_fp32": 50.0}
+    assert floor_seconds(peaks, 1e9, None) == 1e-3
+    assert floor_seconds(peaks, 1e6, 1e12) == 1e-2
+    assert floor_seconds(peaks, None, None) is None
+
+
+def test_run_below_the_floor_is_rejected():
+    impossible = {"bandwidth_gbs": 1e-6, "tflops_bf16": 1e-9, "tflops_fp32": 1e-9}
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
+                   workloads=["small-64x1000"], peaks=impossible)
+    assert record.status == "REJECTED"
+    assert "below the physical floor" in record.reason
+
+
+def test_speed_of_light_is_reported_against_peaks():
+    generous = {"bandwidth_gbs": 1e6, "tflops_bf16": 1e6, "tflops_fp32": 1e6}
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
+                   workloads=["small-64x1000"], peaks=generous)
+    assert record.status == "PASSED", record.reason
+    sol = record.workloads[0].speed_of_light
+    assert sol.bytes == 2 * 64 * 1000 * 4 and sol.bandwidth_fraction < 1 and sol.floor_us > 0

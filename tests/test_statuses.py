@@ -1,0 +1,97 @@
+"""One test per verdict: each failure gets its own status, a reason and the log."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+import pytest
+
+from conftest import EXAMPLES, SOLUTIONS, judge
+
+
+def test_passing_solution(softmax_small):
+    record = softmax_small(EXAMPLES / "softmax" / "pytorch.py")
+    assert record.status == "PASSED", record.reason
+    assert record.workloads[0].trials == 3
+    assert record.workloads[0].max_abs_error < 1e-5
+
+
+def test_compile_error_shows_the_syntax_error(softmax_small):
+    record = softmax_small(SOLUTIONS / "syntax_error.py")
+    assert record.status == "COMPILE_ERROR"
+    assert "SyntaxError" in record.reason
+
+
+def test_wrong_signature_is_a_compile_error_naming_the_inputs(softmax_small):
+    record = softmax_small(SOLUTIONS / "bad_signature.py")
+    assert record.status == "COMPILE_ERROR"
+    assert "solve(x)" in record.reason
+
+
+def test_exception_is_a_runtime_error_with_traceback(softmax_small):
+    record = softmax_small(SOLUTIONS / "raises.py")
+    assert record.status == "RUNTIME_ERROR"
+    assert "boom" in record.reason
+    assert "Traceback" in record.log and "raises.py" in record.log
+
+
+def test_segfault_is_a_runtime_error_naming_the_signal(softmax_small):
+    record = softmax_small(SOLUTIONS / "segfault.py")
+    assert record.status == "RUNTIME_ERROR"
+    assert "SIGSEGV" in record.reason
+
+
+def test_exit_with_status_zero_is_not_a_pass(softmax_small):
+    record = softmax_small(SOLUTIONS / "exit_zero.py")
+    assert record.status == "RUNTIME_ERROR"
+    assert "exited with status 0" in record.reason
+    assert '"status": "PASSED"' in record.log  # what it printed is kept, never parsed
+
+
+def test_timeout_kills_the_worker_and_leaves_nothing_behind(softmax_small):
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    started = time.monotonic()
+    record = softmax_small(SOLUTIONS / "sleeps.py", timeout_s=6.0)
+    assert record.status == "TIMEOUT"
+    assert time.monotonic() - started < 30
+    after = {p.pid for p in psutil.Process().children(recursive=True)}
+    assert after <= before
+
+
+@pytest.mark.parametrize("fixture, status, words", [
+    ("wrong_shape.py", "WRONG_SHAPE", "shape [64, 999], expected [64, 1000]"),
+    ("wrong_dtype.py", "WRONG_DTYPE", "torch.float64"),
+    ("returns_nan.py", "WRONG_VALUES", "NaN"),
+    ("mutates_input.py", "REJECTED", "modified its input x"),
+    ("aliases_input.py", "REJECTED", "aliases input x"),
+    ("tensor_subclass.py", "REJECTED", "not exactly a torch.Tensor"),
+    ("leaves_thread.py", "REJECTED", "thread"),
+    ("prints_fake_result.py", "WRONG_VALUES", "output y"),
+])
+def test_failure_statuses(softmax_small, fixture, status, words):
+    record = softmax_small(SOLUTIONS / fixture)
+    assert record.status == status, record.reason
+    assert words in record.reason
+    assert record.score is None
+
+
+def test_wrong_values_reports_where_and_how_much(softmax_small):
+    record = softmax_small(EXAMPLES / "softmax" / "broken.py")
+    assert record.status == "WRONG_VALUES"
+    assert "elements outside" in record.reason and "worst at" in record.reason
+    assert record.workloads[0].max_abs_error > 1e-3
+
+
+def test_later_workloads_are_skipped_after_a_failure():
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "broken.py")
+    assert record.workloads[0].status == "WRONG_VALUES"
+    assert all(w.status == "SKIPPED" for w in record.workloads[1:])
+    assert len(record.workloads) >= 2
+
+
+def test_destination_passing_convention():
+    assert judge("axpy_dest", SOLUTIONS / "dest_good.py").status == "PASSED"
+    record = judge("axpy_dest", SOLUTIONS / "dest_skips_write.py")
+    assert record.status == "WRONG_VALUES"  # outputs were poisoned before the call
+    assert "NaN" in record.reason
