@@ -20,10 +20,31 @@ with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 z = x * 3
             torch.cuda.synchronize()
 for e in prof.profiler.kineto_results.events():
-    print(f"{str(e.device_type()):22s} corr={e.correlation_id():6d} start={e.start_ns()} dur={e.duration_ns():8d} {e.name()[:70]}")
+    print(f"{str(e.device_type()):22s} ann={int(e.is_user_annotation())} corr={e.correlation_id():6d} start={e.start_ns()} dur={e.duration_ns():8d} {e.name()[:70]}")
 print("busy per call (ns):", device_busy_ns(prof.profiler.kineto_results.events(), 2))
 t = Timer(torch.device("cuda"))
 print("method:", t.method)
 s = t.run_block(lambda i: x + x, 20)
 print("device_ns:", s.device_ns)
 print("e2e_ns:", s.e2e_ns)
+
+# What a timing block costs in wall time, per method (the profiler's start/stop is per block).
+import time as _time
+
+for method in ("cupti-device-time", "cuda-sync-wallclock"):
+    timer = Timer(torch.device("cuda"), method=method)
+    timer.run_block(lambda i: x + x, 16)
+    t0 = _time.perf_counter()
+    for _ in range(5):
+        timer.run_block(lambda i: x + x, 16)
+    print(f"{method}: {(_time.perf_counter() - t0) / 5 * 1e3:.1f} ms per block of 16 calls")
+
+timer = Timer(torch.device("cuda"))
+for name, fn in (("evict+sync", lambda: (timer._evict_l2(), torch.cuda.synchronize())),
+                 ("persisting reset", timer._reset_persisting_l2),
+                 ("sync", torch.cuda.synchronize)):
+    fn()
+    t0 = _time.perf_counter()
+    for _ in range(20):
+        fn()
+    print(f"{name}: {(_time.perf_counter() - t0) / 20 * 1e3:.3f} ms")

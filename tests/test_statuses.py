@@ -95,3 +95,9 @@ def test_destination_passing_convention():
     record = judge("axpy_dest", SOLUTIONS / "dest_skips_write.py")
     assert record.status == "WRONG_VALUES"  # outputs were poisoned before the call
     assert "NaN" in record.reason
+
+
+def test_cuda_solution_on_the_cpu_is_refused_clearly(softmax_small):
+    record = softmax_small(EXAMPLES / "softmax" / "cuda")
+    assert record.status == "COMPILE_ERROR"
+    assert "--device cuda" in record.reason

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 from gpuarena.errors import GpuarenaError
@@ -111,19 +110,31 @@ def write_solution(problem: Problem, path: Path, language: str) -> Path:
     if path.exists():
         raise GpuarenaError(f"{path} exists; choose another file with -o")
     params = problem.input_names + (problem.spec.outputs if problem.spec.convention == "destination" else [])
-    source = inspect.getsource(problem.reference)
-    body = source.split("\n", 1)[1] if source.startswith("def ") else source
-    # the reference's body, re-indented as solve()'s body, so the file passes as written
-    lines = inspect.cleandoc("\n" + body).splitlines() if body.strip() else ["raise NotImplementedError"]
     if problem.spec.convention == "destination":
         lines = ["raise NotImplementedError('write the outputs into the given tensors')"]
-    helpers = _module_helpers(problem)
+    else:
+        lines = _reference_body(problem.reference_source)
     text = SOLUTION_PY[language].format(problem=problem.id, params=", ".join(params),
                                         body="\n".join("    " + line if line else "" for line in lines))
+    helpers = _module_helpers(problem)
     if helpers:
-        text = text.replace("\n\ndef solve(", f"\n\n{helpers}\n\ndef solve(", 1)
+        text = text.replace("\n\ndef solve(", f"\n\n{helpers}\n\n\ndef solve(", 1)
     path.write_text(text)
     return path
+
+
+def _reference_body(source: str) -> list[str]:
+    """The statements of reference() (without its docstring), dedented: solve()'s first body."""
+    import ast
+    import textwrap
+
+    tree = ast.parse(source)
+    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "reference")
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1:
+        body = body[1:]
+    lines = source.splitlines()[body[0].lineno - 1: function.end_lineno]
+    return textwrap.dedent("\n".join(lines)).splitlines()
 
 
 def _module_helpers(problem: Problem) -> str:

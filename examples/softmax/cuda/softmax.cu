@@ -140,17 +140,21 @@ __global__ void softmax_kernel(const scalar_t* __restrict__ x, scalar_t* __restr
   }
 }
 
-// Enough threads that each handles about 8 vectors, between 128 and 1024, a power of two.
-int threads_for(int64_t n_vec) {
+// Threads per block: a power of two between 128 and 1024, enough that each thread
+// handles about 4 vectors, or 2 when there are few rows (few blocks) to fill the GPU.
+// (Measured on an H200: 8192x8192 bf16 takes 78 us with 4 vectors a thread, 97 us
+// with 8; 128x4096 fp32 takes 6.6 us with 2, 9.6 us with 8.)
+int threads_for(int64_t n_vec, int64_t rows) {
+  const int64_t per_thread = rows < 1024 ? 2 : 4;
   int threads = 128;
-  while (threads < kMaxThreads && static_cast<int64_t>(threads) * 8 < n_vec) threads *= 2;
+  while (threads < kMaxThreads && threads * per_thread < n_vec) threads *= 2;
   return threads;
 }
 
 template <typename scalar_t, int VEC>
 void launch(const torch::Tensor& x, torch::Tensor& y, int64_t rows, int64_t cols,
             cudaStream_t stream) {
-  const int threads = threads_for(cols / VEC);
+  const int threads = threads_for(cols / VEC, rows);
   softmax_kernel<scalar_t, VEC><<<static_cast<unsigned int>(rows), threads, 0, stream>>>(
       x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), cols);
 }

@@ -16,6 +16,5 @@ def make_inputs(axes: dict[str, int], dtype: torch.dtype, device: torch.device,
     a = torch.randn(M, K, generator=generator, device=device) * a_scale + a_offset
     # weights ~ 1/sqrt(K) so that C is O(1)
     b_scale = (0.5 + torch.rand((), generator=generator, device=device)) / math.sqrt(K)
-    b_offset = (0.2 * torch.rand((), generator=generator, device=device) - 0.1) / math.sqrt(K)
-    b = torch.randn(K, N, generator=generator, device=device) * b_scale + b_offset
+    b = torch.randn(K, N, generator=generator, device=device) * b_scale
     return {"a": a.to(dtype), "b": b.to(dtype)}

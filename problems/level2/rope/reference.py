@@ -34,7 +34,7 @@ def make_inputs(axes: dict[str, int], dtype: torch.dtype, device: torch.device,
     for name, heads in (("q", q_heads), ("k", kv_heads)):
         t = torch.randn(tokens, heads, head_dim, generator=generator, device=device,
                         dtype=torch.float32)
-        scale = 0.5 + 2.0 * torch.rand((), generator=generator, device=device)
+        scale = 0.8 + 0.4 * torch.rand((), generator=generator, device=device)
         offset = torch.rand((), generator=generator, device=device) - 0.5
         out[name] = (t * scale + offset).to(dtype)
     # real rotary tables at random positions (a batch of sequences at different offsets)

@@ -16,9 +16,9 @@ def make_inputs(axes: dict[str, int], dtype: torch.dtype, device: torch.device,
                 generator: torch.Generator) -> dict[str, torch.Tensor]:
     tokens, fin, fout = axes["tokens"], axes["in_features"], axes["out_features"]
     x = torch.randn(tokens, fin, generator=generator, device=device, dtype=torch.float32)
-    x = x * (0.5 + torch.rand((), generator=generator, device=device)) + (
+    x = x * (0.8 + 0.4 * torch.rand((), generator=generator, device=device)) + (
         0.4 * torch.rand((), generator=generator, device=device) - 0.2)
-    w_scale = (1.0 + torch.rand((), generator=generator, device=device)) / math.sqrt(fin)
+    w_scale = (1.0 + 0.5 * torch.rand((), generator=generator, device=device)) / math.sqrt(fin)
     weight = torch.randn(fin, fout, generator=generator, device=device) * w_scale
     bias = torch.randn(fout, generator=generator, device=device) * (
         0.5 + 0.5 * torch.rand((), generator=generator, device=device))

@@ -29,10 +29,10 @@ def make_inputs(axes: dict[str, int], dtype: torch.dtype, device: torch.device,
     def u():
         return torch.rand((), generator=generator, device=device)
 
-    x = rnd(tokens, fin) * (0.5 + u()) + (0.4 * u() - 0.2)
+    x = rnd(tokens, fin) * (0.8 + 0.4 * u()) + (0.4 * u() - 0.2)
     weight = rnd(fin, fout) * (0.8 + 0.4 * u()) / math.sqrt(fin)
     lora_a = rnd(fin, rank) * (0.8 + 0.4 * u()) / math.sqrt(fin)
     # the adapter's contribution is of the same order as the base layer's
-    lora_b = rnd(rank, fout) * (0.3 + 0.3 * u()) / math.sqrt(rank)
+    lora_b = rnd(rank, fout) * (0.25 + 0.15 * u()) / math.sqrt(rank)
     return {"x": x.to(dtype), "weight": weight.to(dtype), "lora_a": lora_a.to(dtype),
             "lora_b": lora_b.to(dtype)}

@@ -44,9 +44,9 @@ def make_inputs(axes: dict[str, int], dtype: torch.dtype, device: torch.device,
     assert q_heads == GQA_GROUP * kv_heads, "the problem fixes q_heads = GQA_GROUP * kv_heads"
     n = (q_heads + 2 * kv_heads) * head_dim
     x = torch.randn(tokens, hidden, generator=generator, device=device, dtype=torch.float32)
-    x = x * (0.5 + torch.rand((), generator=generator, device=device)) + (
+    x = x * (0.8 + 0.4 * torch.rand((), generator=generator, device=device)) + (
         0.4 * torch.rand((), generator=generator, device=device) - 0.2)
-    w_scale = (0.8 + 0.8 * torch.rand((), generator=generator, device=device)) / math.sqrt(hidden)
+    w_scale = (0.8 + 0.4 * torch.rand((), generator=generator, device=device)) / math.sqrt(hidden)
     w_qkv = torch.randn(hidden, n, generator=generator, device=device) * w_scale
     positions = torch.randint(0, MAX_POSITION, (tokens,), generator=generator, device=device)
     inv_freq = ROPE_THETA ** (-torch.arange(0, head_dim, 2, device=device,

@@ -29,11 +29,11 @@ def make_inputs(axes: dict[str, int], dtype: torch.dtype, device: torch.device,
         return torch.rand((), generator=generator, device=device)
 
     # residual-stream hidden states: rows of different magnitudes
-    row_scale = torch.exp(0.5 * rnd(tokens, 1)) * (0.5 + u())
+    row_scale = torch.exp(0.3 * rnd(tokens, 1)) * (0.7 + 0.6 * u())
     x = (rnd(tokens, hidden) + (0.4 * u() - 0.2)) * row_scale
     norm_weight = 1.0 + 0.3 * rnd(hidden)
-    w_gate = rnd(hidden, inter) * (0.8 + 0.8 * u()) / math.sqrt(hidden)
-    w_up = rnd(hidden, inter) * (0.8 + 0.8 * u()) / math.sqrt(hidden)
-    w_down = rnd(inter, hidden) * (1.5 + u()) / math.sqrt(inter)
+    w_gate = rnd(hidden, inter) * (0.9 + 0.3 * u()) / math.sqrt(hidden)
+    w_up = rnd(hidden, inter) * (0.9 + 0.3 * u()) / math.sqrt(hidden)
+    w_down = rnd(inter, hidden) * (1.2 + 0.6 * u()) / math.sqrt(inter)
     return {"x": x.to(dtype), "norm_weight": norm_weight.to(dtype), "w_gate": w_gate.to(dtype),
             "w_up": w_up.to(dtype), "w_down": w_down.to(dtype)}

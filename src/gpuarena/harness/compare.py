@@ -62,12 +62,13 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
     return Comparison(True, "PASSED", "", max_abs, max_rel, l2)
 
 
-def fingerprint(t: torch.Tensor) -> tuple[float, ...]:
-    """A cheap summary that changes when a tensor is written to (sums over strided subsets)."""
+_SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def fingerprint(t: torch.Tensor) -> tuple[int, ...]:
+    """Exact sums of a tensor's raw bits over strided subsets: any write that changes a value
+    changes them (barring contrived compensation), without float temporaries of the tensor."""
     if t.numel() == 0:
         return ()
-    x = t.detach().reshape(-1)
-    if x.dtype == torch.bool:
-        x = x.to(torch.uint8)
-    x = x.to(torch.float64)
-    return tuple(float(v) for v in (x.sum(), (x * x).sum(), x[::7].sum(), x[3::13].sum(), x[1::5].sum()))
+    bits = t.detach().reshape(-1).view(_SAME_SIZE_INT[t.element_size()])
+    return tuple(int(v.sum(dtype=torch.int64)) for v in (bits, bits[::7], bits[3::13], bits[1::5]))

@@ -83,9 +83,15 @@ class Timer:
         torch.sum(self._sweep, dim=0, out=self._sink)
 
     def _reset_persisting_l2(self) -> None:
-        if self._libcuda is not None:
-            self._libcuda.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
+        """No persisting-L2 window survives into the next call. Setting the limit is costly
+        (milliseconds), so it is only done when something set one."""
+        if self._libcuda is None:
+            return
+        limit = ctypes.c_size_t(0)
+        self._libcuda.cuCtxGetLimit(ctypes.byref(limit), CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
+        if limit.value:
             self._libcuda.cuCtxResetPersistingL2Cache()
+            self._libcuda.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
 
     def _between(self) -> None:
         if self.is_cuda:
@@ -99,8 +105,7 @@ class Timer:
                   after: Callable[[int, Any], None] | None = None) -> BlockSamples:
         """Run call(i) for i in range(n); after(i, result) runs outside the window."""
         gc_was_enabled = gc.isenabled()
-        gc.collect()
-        gc.disable()
+        gc.disable()  # no collector pause inside a timed window
         try:
             if self.method == "cupti-device-time":
                 return self._block_cupti(call, n, prepare, after)

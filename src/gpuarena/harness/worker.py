@@ -94,6 +94,9 @@ class Worker:
         self.input_names = request["input_names"]
         self.output_names = request["output_names"]
         self.timer = Timer(self.device, method=request.get("method"))
+        if solution.manifest.language == "cuda" and self.device.type != "cuda":
+            return {"op": "build", "ok": False, "status": "COMPILE_ERROR",
+                    "reason": "a cuda solution runs on a CUDA device: use --device cuda"}
         try:
             solve = build(solution, Path.cwd() / "solution")
         except BuildError as exc:
@@ -146,7 +149,6 @@ class Worker:
         expected = self.dests[k]
         if len(outs) != len(expected):
             raise CallFailure("WRONG_SHAPE", f"returned {len(outs)} outputs, expected {len(expected)} ({', '.join(self.output_names)})")
-        inputs = [v for v in self.sets[k].values() if isinstance(v, _Tensor)]
         for name, out, dest in zip(self.output_names, outs, expected):
             if _type(out) is not _Tensor:
                 raise CallFailure("REJECTED", f"output {name} is a {_type(out).__module__}.{_type(out).__qualname__}, not exactly a torch.Tensor")
@@ -162,7 +164,6 @@ class Worker:
                     ilo, ihi = _storage_span(tensor)
                     if lo < ihi and ilo < hi:
                         raise CallFailure("REJECTED", f"output {name} aliases input {input_name}")
-        del inputs
         return outs
 
     def _sync(self) -> None:
@@ -174,10 +175,7 @@ class Worker:
         result = self._invoke(k)
         self._sync()
         outs = self._outputs(k, result)
-        if copy_to is not None and self.convention == "return":
-            for out, dest in zip(outs, copy_to):
-                dest.copy_(out)
-        elif copy_to is not None and copy_to is not self.dests[k]:
+        if copy_to is not None and copy_to is not outs:  # destination-passing wrote in place already
             for out, dest in zip(outs, copy_to):
                 dest.copy_(out)
         self._sync()

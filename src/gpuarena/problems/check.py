@@ -76,6 +76,10 @@ def check_workload(problem: Problem, workload: Workload, device: torch.device) -
             errors.append(f"{where}: output {out_name} has NaN or Inf values")
         if r.numel() > 1 and bool((r == r.reshape(-1)[0]).all()):
             errors.append(f"{where}: output {out_name} is constant, so a constant answer would pass")
+        tol = problem.spec.tolerance_for(workload.dtype)
+        if r.is_floating_point() and r.numel() and tol.atol > 0 and float(r.abs().max()) < tol.atol:
+            errors.append(f"{where}: output {out_name} is smaller than atol={tol.atol:g} everywhere "
+                          f"(max {float(r.abs().max()):.3g}), so elementwise checks cannot tell it from zeros; scale the inputs")
     if not _same(ref, _run(problem, inputs)):
         errors.append(f"{where}: reference() is not deterministic (two runs on the same inputs differ)")
     if errors:

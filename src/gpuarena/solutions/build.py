@@ -33,7 +33,8 @@ def write_sources(solution: Solution, folder: Path) -> None:
 def _build_python(solution: Solution, folder: Path) -> Callable[..., Any]:
     file, _, function = solution.manifest.entry_point.partition(":")
     function = function or "solve"
-    sys.path.insert(0, str(folder))
+    # appended, not prepended: a solution file named triton.py must not shadow the package
+    sys.path.append(str(folder))
     module_name = "gpuarena_solution_" + solution.hash[:12]
     spec = importlib.util.spec_from_file_location(module_name, folder / file)
     if spec is None or spec.loader is None:

@@ -1,0 +1,150 @@
+"""GPU-only behaviour, run on an NVIDIA GPU machine: `pytest -m gpu tests/gpu`.
+
+Set GPUARENA_GPU_OUT to a folder to keep the Evaluation records as artifacts.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import EXAMPLES, SOLUTIONS, judge
+from gpuarena.harness.timing import CU_LIMIT_PERSISTING_L2_CACHE_SIZE, Timer
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU"),
+]
+
+LARGE = ["square-8192", "llama3-vocab-1024"]
+
+
+def keep(name: str, record) -> None:
+    out = os.environ.get("GPUARENA_GPU_OUT")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / f"{name}.json").write_text(record.model_dump_json(indent=2))
+
+
+@pytest.mark.parametrize("language, path", [
+    ("pytorch", EXAMPLES / "softmax" / "pytorch.py"),
+    ("triton", EXAMPLES / "softmax" / "triton.py"),
+    ("cuda", EXAMPLES / "softmax" / "cuda"),
+])
+def test_softmax_examples_pass_with_timing(language, path):
+    record = judge("level1/softmax", path, device="cuda", mode="benchmark", budget_s=1.0, timeout_s=900)
+    keep(f"softmax-{language}", record)
+    assert record.status == "PASSED", record.reason + record.log[-3000:]
+    assert record.language == language
+    for w in record.workloads:
+        assert w.time.method == "cupti-device-time" and w.time.samples >= 10
+        assert w.speedup > 0 and w.time.e2e_median_us >= w.time.median_us
+    assert record.environment.sm_count and record.environment.peaks["bandwidth_gbs"] > 500
+
+
+def test_cuda_compile_error_shows_the_compiler_message():
+    record = judge("level1/softmax", SOLUTIONS / "cuda_broken", device="cuda", workloads=["small-64x1000"])
+    assert record.status == "COMPILE_ERROR"
+    assert "undeclared_factor" in record.reason + record.log
+
+
+def _median(samples):
+    return sorted(samples)[len(samples) // 2]
+
+
+def test_side_stream_work_is_fully_counted():
+    x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    side = torch.cuda.Stream()
+    timer = Timer(torch.device("cuda"))
+
+    def on_default(i):
+        return torch.softmax(x.float(), dim=-1)
+
+    def on_side(i):
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            return torch.softmax(x.float(), dim=-1)
+
+    for fn in (on_default, on_side):
+        timer.run_block(fn, 3)
+    default = _median(timer.run_block(on_default, 40).device_ns)
+    sided = _median(timer.run_block(on_side, 40).device_ns)
+    assert sided >= 0.95 * default, (sided, default)
+
+
+def test_side_stream_solution_through_the_harness():
+    honest = judge("level1/softmax", SOLUTIONS / "same_as_reference.py", device="cuda", mode="benchmark",
+                   workloads=LARGE, budget_s=1.0)
+    sided = judge("level1/softmax", SOLUTIONS / "side_stream.py", device="cuda", mode="benchmark",
+                  workloads=LARGE, budget_s=1.0)
+    keep("side-stream", sided)
+    assert honest.status == "PASSED" and sided.status == "PASSED", sided.reason
+    for a, b in zip(honest.workloads, sided.workloads):
+        assert b.time.median_us >= 0.95 * a.time.median_us, (a.name, a.time.median_us, b.time.median_us)
+
+
+def test_reference_against_itself_gives_speedup_one():
+    record = judge("level1/softmax", SOLUTIONS / "same_as_reference.py", device="cuda", mode="benchmark",
+                   workloads=LARGE + ["small-64x1000"], budget_s=1.5)
+    keep("a-a-interleaving", record)
+    assert record.status == "PASSED", record.reason
+    for w in record.workloads:
+        assert abs(w.speedup - 1) <= 0.05, (w.name, w.speedup, w.speedup_ci95)
+
+
+def test_l2_is_evicted_between_calls():
+    n = 4 << 20  # 8 MB of bf16 per tensor: the whole working set fits in L2
+    x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    y = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    cold = Timer(torch.device("cuda"), evict=True)
+    warm = Timer(torch.device("cuda"), evict=False)
+    cold.run_block(lambda i: x + y, 3)
+    warm.run_block(lambda i: x + y, 3)
+    t_cold = _median(cold.run_block(lambda i: x + y, 50).device_ns)
+    t_warm = _median(warm.run_block(lambda i: x + y, 50).device_ns)
+    assert t_cold > 1.1 * t_warm, (t_cold, t_warm)
+
+
+def test_persisting_l2_is_reset_between_calls():
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    torch.cuda.init()
+    torch.empty(1, device="cuda")
+    max_persist = torch.cuda.get_device_properties(0).L2_cache_size // 2
+    assert libcuda.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(max_persist)) == 0
+    value = ctypes.c_size_t()
+    libcuda.cuCtxGetLimit(ctypes.byref(value), CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
+    assert value.value > 0
+    Timer(torch.device("cuda")).run_block(lambda i: None, 1)
+    libcuda.cuCtxGetLimit(ctypes.byref(value), CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
+    assert value.value == 0
+
+
+@pytest.mark.parametrize("fixture, status", [
+    ("mutates_input.py", "REJECTED"),
+    ("aliases_input.py", "REJECTED"),
+    ("wrong_shape.py", "WRONG_SHAPE"),
+    ("segfault.py", "RUNTIME_ERROR"),
+])
+def test_guards_hold_over_cuda_ipc(fixture, status):
+    record = judge("level1/softmax", SOLUTIONS / fixture, device="cuda", workloads=["small-64x1000"])
+    assert record.status == status, record.reason
+
+
+def test_destination_passing_on_gpu():
+    record = judge("axpy_dest", SOLUTIONS / "dest_good.py", device="cuda", mode="benchmark", budget_s=0.5)
+    assert record.status == "PASSED", record.reason
+    assert judge("axpy_dest", SOLUTIONS / "dest_skips_write.py", device="cuda").status == "WRONG_VALUES"
+
+
+def test_ranked_mode_on_gpu_records_environment():
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "triton.py", device="cuda", mode="ranked",
+                   workloads=["square-8192"], budget_s=0.5)
+    assert record.status == "PASSED", record.reason
+    env = record.environment
+    assert env.device_uuid and env.compute_capability and env.driver_version and env.clocks_after
+    json.loads(record.model_dump_json())

@@ -1,0 +1,156 @@
+"""The `gpuarena` command end to end on the CPU, as a user runs it (real subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES, ROOT
+
+FAST = ["--device", "cpu", "--workload", "small-64x1000", "--budget", "0.3"]
+
+
+def gpuarena(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpuarena", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COLUMNS": "160", **(env or {})})
+
+
+def test_run_passing_solution_prints_table_verdict_and_score():
+    result = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "small-64x1000" in result.stdout
+    assert "verdict: PASSED" in result.stdout
+    assert "score:" in result.stdout and "speedup" in result.stdout
+
+
+def test_run_failing_solution_exits_nonzero_with_reason():
+    result = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "broken.py"), *FAST)
+    assert result.returncode == 1
+    assert "verdict: WRONG_VALUES" in result.stdout
+    assert "elements outside" in result.stdout
+
+
+def test_run_json_prints_the_evaluation_record():
+    result = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST,
+                      "--mode", "test", "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    for key in ("status", "reason", "problem", "solution_hash", "device", "mode", "workloads", "score",
+                "environment", "log", "harness_version"):
+        assert key in record
+    assert record["status"] == "PASSED" and record["mode"] == "test"
+    workload = record["workloads"][0]
+    for key in ("name", "status", "max_abs_error", "max_rel_error", "time", "reference_time", "speedup"):
+        assert key in workload
+
+
+def test_run_benchmark_json_has_timing_fields():
+    result = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--json")
+    record = json.loads(result.stdout)
+    time = record["workloads"][0]["time"]
+    assert time["samples"] >= 10 and time["method"] == "cpu-perf-counter"
+    assert time["ci95_low_us"] <= time["median_us"] <= time["ci95_high_us"]
+    assert record["workloads"][0]["speedup"] > 0 and record["score"] > 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (["run", "level9/nothing", "x.py"], "no bundled problem"),
+    (["run", "level1/softmax", "missing.py"], "not found"),
+    (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--device", "tpu"], "not a device"),
+    (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--mode", "fast"], "--mode must be"),
+])
+def test_bad_arguments_get_a_clear_error(args, words):
+    result = gpuarena(*args, env={"CUDA_VISIBLE_DEVICES": ""})
+    assert result.returncode == 2
+    assert words in result.stderr.replace("\n", " ")
+
+
+def test_list_shows_bundled_problems():
+    result = gpuarena("list", "--json")
+    rows = json.loads(result.stdout)
+    ids = {row["id"] for row in rows}
+    assert {"level1/softmax", "level1/matmul", "level2/rmsnorm", "level2/fused_add_rmsnorm",
+            "level3/swiglu_mlp", "level4/attention_decode"} <= ids
+    assert len(rows) >= 16 and {row["level"] for row in rows} == {1, 2, 3, 4}
+    table = gpuarena("list")
+    assert "level1/softmax" in table.stdout
+
+
+def test_pack_writes_json_with_hash(tmp_path):
+    target = tmp_path / "packed.json"
+    result = gpuarena("pack", str(EXAMPLES / "softmax" / "cuda"), "-o", str(target))
+    assert result.returncode == 0, result.stderr
+    packed = json.loads(target.read_text())
+    assert packed["manifest"]["language"] == "cuda" and len(packed["hash"]) == 64
+    assert "softmax.cu" in packed["sources"]
+
+
+def test_new_problem_passes_check_and_new_solution_passes_run(tmp_path):
+    folder = tmp_path / "level1" / "my_op"
+    assert gpuarena("new", "problem", str(folder)).returncode == 0
+    check = gpuarena("check", str(folder))
+    assert check.returncode == 0, check.stdout
+    solution = tmp_path / "my_solution.py"
+    made = gpuarena("new", "solution", str(folder), "-o", str(solution))
+    assert made.returncode == 0, made.stderr
+    run = gpuarena("run", str(folder), str(solution), "--device", "cpu", "--mode", "test")
+    assert run.returncode == 0, run.stdout + run.stderr
+    again = gpuarena("new", "problem", str(folder))
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+def test_new_solution_for_every_bundled_problem_passes_in_test_mode(tmp_path):
+    rows = json.loads(gpuarena("list", "--json").stdout)
+    for row in rows[:: max(1, len(rows) // 5)]:  # a spread over the levels, to keep this quick
+        solution = tmp_path / (row["id"].replace("/", "_") + ".py")
+        assert gpuarena("new", "solution", row["id"], "-o", str(solution)).returncode == 0
+        run = gpuarena("run", row["id"], str(solution), "--device", "cpu", "--mode", "test")
+        assert run.returncode == 0, f"{row['id']}: {run.stdout[-2000:]}"
+
+
+def test_check_rejects_outputs_too_small_to_check(tmp_path):
+    folder = tmp_path / "tiny"
+    gpuarena("new", "problem", str(folder))
+    reference = folder / "reference.py"
+    reference.write_text(reference.read_text().replace(
+        "return (x.float() * scale.float() + bias.float()).to(x.dtype)",
+        "return ((x.float() * scale.float() + bias.float()) * 1e-9).to(x.dtype)"))
+    result = gpuarena("check", str(folder))
+    assert result.returncode == 1
+    assert "smaller than atol" in result.stdout
+
+
+def test_check_rejects_a_tolerance_that_lets_zeros_pass(tmp_path):
+    folder = tmp_path / "lax"
+    gpuarena("new", "problem", str(folder))
+    toml = folder / "problem.toml"
+    toml.write_text(toml.read_text().replace("[[workloads]]", "[tolerance.float32]\natol = 1e-4\nrtol = 10.0\nl2 = 2.0\n\n[[workloads]]", 1))
+    result = gpuarena("check", str(folder))
+    assert result.returncode == 1
+    assert "returning zeros passes" in result.stdout
+
+
+def test_check_rejects_output_independent_of_an_input(tmp_path):
+    folder = tmp_path / "tiny"
+    gpuarena("new", "problem", str(folder))
+    reference = folder / "reference.py"
+    reference.write_text(reference.read_text().replace("+ bias.float()", "+ 1.0"))
+    result = gpuarena("check", str(folder))
+    assert result.returncode == 1
+    assert "does not depend on input bias" in result.stdout
+
+
+def test_check_all_bundled_problems():
+    result = gpuarena("check", str(ROOT / "problems"))
+    assert result.returncode == 0, result.stdout
+    assert "FAIL" not in result.stdout
+
+
+def test_schema_command_writes_schemas(tmp_path):
+    assert gpuarena("schema", "-o", str(tmp_path)).returncode == 0
+    assert {p.name for p in tmp_path.iterdir()} >= {"problem.schema.json", "evaluation.schema.json"}

@@ -1,0 +1,22 @@
+"""The softmax examples pass on the CPU: PyTorch directly, Triton through its interpreter."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import EXAMPLES, judge
+
+
+def test_pytorch_softmax_passes_every_cpu_workload_with_timing():
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark")
+    assert record.status == "PASSED", record.reason
+    assert all(w.time and w.reference_time and w.speedup for w in record.workloads)
+    assert record.score > 0
+
+
+def test_triton_softmax_passes_under_the_interpreter(monkeypatch):
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "triton.py", mode="benchmark", budget_s=0.2)
+    assert record.status == "PASSED", record.reason + record.log[-2000:]
+    assert record.language == "triton"
