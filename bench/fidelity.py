@@ -336,7 +336,9 @@ def find_ncu() -> str | None:
 
 
 def ncu_command(ncu: str, op: str, n_calls: int, nvtx: bool) -> list[str]:
-    cmd = [ncu, "--metrics", NCU_METRIC, "--clock-control", "none", "--cache-control", "all", "--csv",
+    # FIDELITY_NCU_CACHE_CONTROL=none shows how much of ncu's figure is its cache flush
+    cache = os.environ.get("FIDELITY_NCU_CACHE_CONTROL", "all")
+    cmd = [ncu, "--metrics", NCU_METRIC, "--clock-control", "none", "--cache-control", cache, "--csv",
            "--target-processes", "all"]
     cmd += ["--nvtx", "--nvtx-include", f"{NVTX_RANGE}/"] if nvtx else []
     cmd += [sys.executable, str(SCRIPT), "--ncu-child", op, "--calls", str(n_calls)]

@@ -4,6 +4,8 @@ Used to check the attribution in gpuarena.harness.timing.device_busy_ns on a new
 Run: python bench/kineto_probe.py
 """
 
+import ctypes
+
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -42,7 +44,9 @@ for method in ("cupti-device-time", "cuda-sync-wallclock"):
 timer = Timer(torch.device("cuda"))
 for name, fn in (("evict+sync", lambda: (timer._evict_l2(), torch.cuda.synchronize())),
                  ("persisting reset", timer._reset_persisting_l2),
-                 ("sync", torch.cuda.synchronize)):
+                 ("sync", torch.cuda.synchronize),
+                 ("cuCtxResetPersistingL2Cache", lambda: timer._libcuda.cuCtxResetPersistingL2Cache()),
+                 ("cuCtxSetLimit(persisting, 0)", lambda: timer._libcuda.cuCtxSetLimit(0x06, ctypes.c_size_t(0)))):
     fn()
     t0 = _time.perf_counter()
     for _ in range(20):

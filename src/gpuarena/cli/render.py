@@ -36,9 +36,8 @@ def render(record: Evaluation, console: Console) -> None:
     where = f"{env.device_name} ({record.device})" if env else record.device
     console.print(f"[bold]{record.problem}[/] · {record.solution_name} ({record.language}, "
                   f"{record.solution_hash[:12]}) · {where} · mode {record.mode}")
-    table = Table(show_lines=False, header_style="bold")
-    for column in ("workload", "status", "abs err", "rel err", "time", "reference", "speedup", "SOL"):
-        table.add_column(column, justify="right" if column not in ("workload", "status") else "left")
+    columns = ("workload", "status", "abs err", "rel err", "time", "reference", "speedup", "SOL")
+    rows = []
     for w in record.workloads:
         speedup = "-"
         if w.speedup is not None:
@@ -53,9 +52,16 @@ def render(record: Evaluation, console: Console) -> None:
             if w.speed_of_light.compute_fraction:
                 parts.append(f"{100 * w.speed_of_light.compute_fraction:.0f}% FLOP")
             sol = ", ".join(parts)
-        table.add_row(w.name, Text(w.status.value, style=STYLE.get(w.status, "bold red")),
-                      _fmt_err(w.max_abs_error), _fmt_err(w.max_rel_error), _fmt_time(w.time),
-                      _fmt_time(w.reference_time), speedup, sol)
+        rows.append([w.name, Text(w.status.value, style=STYLE.get(w.status, "bold red")),
+                     _fmt_err(w.max_abs_error), _fmt_err(w.max_rel_error), _fmt_time(w.time),
+                     _fmt_time(w.reference_time), speedup, sol])
+    # columns with nothing to say (no timing in test mode, no SOL without peaks) are left out
+    keep = [i for i in range(len(columns)) if i < 2 or any(row[i] != "-" for row in rows)]
+    table = Table(show_lines=False, header_style="bold")
+    for i in keep:
+        table.add_column(columns[i], justify="left" if i < 2 else "right")
+    for row in rows:
+        table.add_row(*(row[i] for i in keep))
     console.print(table)
     timed = next((w.time for w in record.workloads if w.time), None)
     if timed:
