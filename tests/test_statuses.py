@@ -101,3 +101,9 @@ def test_cuda_solution_on_the_cpu_is_refused_clearly(softmax_small):
     record = softmax_small(EXAMPLES / "softmax" / "cuda")
     assert record.status == "COMPILE_ERROR"
     assert "--device cuda" in record.reason
+
+
+def test_a_patched_clock_cannot_claim_zero_time(softmax_small):
+    record = softmax_small(SOLUTIONS / "patches_timer.py", mode="benchmark")
+    assert record.status == "REJECTED"
+    assert "no measurable work" in record.reason

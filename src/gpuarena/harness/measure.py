@@ -132,11 +132,14 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
 def _samples(reply: dict[str, Any], n: int) -> tuple[list[int], list[int]]:
     """Raw samples from the worker: exactly n non-negative integers each, or the run is rejected."""
     dev, e2e = reply.get("device_ns"), reply.get("e2e_ns")
-    ok = all(isinstance(s, list) and len(s) == n and all(isinstance(v, int) and v >= 0 for v in s) for s in (dev, e2e))
+    ok = all(isinstance(s, list) and len(s) == n and all(type(v) is int and v >= 0 for v in s) for s in (dev, e2e))
     if not ok:
         raise RunFailure("REJECTED", "the worker returned malformed timing samples")
     if any(d > e for d, e in zip(dev, e2e)):
         raise RunFailure("REJECTED", "device time exceeds the wall-clock time around the same call")
+    if min(dev) <= 0:
+        raise RunFailure("REJECTED", "a timed call did no measurable work on the device (a cached result, "
+                                     "work done elsewhere, or a tampered clock)")
     return dev, e2e
 
 
