@@ -63,6 +63,7 @@ def test_run_benchmark_json_has_timing_fields():
     (["run", "level1/softmax", "missing.py"], "not found"),
     (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--device", "tpu"], "not a device"),
     (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--mode", "fast"], "--mode must be"),
+    (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--workload", "huge"], "not in level1/softmax"),
 ])
 def test_bad_arguments_get_a_clear_error(args, words):
     result = gpuarena(*args, env={"CUDA_VISIBLE_DEVICES": ""})

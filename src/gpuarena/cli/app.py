@@ -58,6 +58,10 @@ def run(
         loaded_solution = load_solution(solution)
         device = device or default_device()
         _check_device(device)
+        unknown = set(workload or []) - {w.name for w in loaded_problem.spec.workloads}
+        if unknown:
+            names = ", ".join(w.name for w in loaded_problem.spec.workloads)
+            raise GpuarenaError(f"--workload {', '.join(sorted(unknown))}: not in {loaded_problem.id} (it has: {names})")
     except GpuarenaError as exc:
         _fail(exc)
     options = RunOptions(device=device, mode=mode, timeout_s=timeout, budget_s=budget, workloads=workload or None)
@@ -211,6 +215,44 @@ def schema(
     for name, body in schemas.items():
         (output / f"{name}.schema.json").write_text(json.dumps(body, indent=2) + "\n")
     err.print(f"wrote {len(schemas)} schemas to {output}")
+
+
+@app.command()
+def redteam(
+    corpus: Annotated[Path, typer.Option(help="Folder of red-team cases")] = Path("tests/redteam"),
+    device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
+    family: Annotated[Optional[str], typer.Option(help="Only cases whose family contains this text")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the outcomes as JSON")] = False,
+) -> None:
+    """Run the red-team corpus: every exploit must get its expected verdict, every honest case must pass."""
+    from gpuarena.redteam import load_cases, run_case
+
+    device = device or default_device()
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    try:
+        cases = [c for c in load_cases(corpus) if kind in c.devices and (not family or family in c.family)]
+    except (OSError, ValueError, SyntaxError) as exc:
+        _fail(exc)
+    outcomes = []
+    with err.status("running the corpus") as status:
+        for i, case in enumerate(cases):
+            status.update(f"[{i + 1}/{len(cases)}] {case.family}: {case.name}")
+            outcomes.append(run_case(case, device))
+    if json_out:
+        rows = [{"family": o.case.family, "case": o.case.name, "expected": o.case.expect, "got": o.got,
+                 "ok": o.ok, "reason": o.reason} for o in outcomes]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+    else:
+        table = Table(header_style="bold")
+        for column in ("family", "case", "expected", "got", "reason"):
+            table.add_column(column, overflow="fold")
+        for o in outcomes:
+            table.add_row(o.case.family, o.case.name, " | ".join(o.case.expect),
+                          f"[green]{o.got}[/]" if o.ok else f"[bold red]{o.got}[/]", o.reason[:120])
+        out.print(table)
+        bad = [o for o in outcomes if not o.ok]
+        out.print(f"{len(outcomes) - len(bad)} of {len(outcomes)} cases as expected on {device}")
+    raise typer.Exit(1 if any(not o.ok for o in outcomes) else 0)
 
 
 @app.command()
