@@ -107,3 +107,37 @@ def test_a_patched_clock_cannot_claim_zero_time(softmax_small):
     record = softmax_small(SOLUTIONS / "patches_timer.py", mode="benchmark")
     assert record.status == "REJECTED"
     assert "no measurable work" in record.reason
+
+
+def test_processes_left_running_are_rejected_and_killed(softmax_small):
+    from gpuarena.harness.sandbox import children_of
+
+    record = softmax_small(SOLUTIONS / "spawns_daemon.py")
+    assert record.status == "REJECTED"
+    assert "child process" in record.reason
+    sleepers = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "1000"]]
+    assert not sleepers
+    assert not children_of(psutil.Process().pid) - {c.pid for c in psutil.Process().children()}
+
+
+def test_double_forked_orphans_are_reaped(softmax_small):
+    record = softmax_small(SOLUTIONS / "double_fork.py")
+    assert record.status == "PASSED"  # harmless by itself, but it must not outlive the run
+    time.sleep(0.2)
+    leftovers = [p for p in psutil.process_iter(["cmdline", "status"])
+                 if p.info["status"] != psutil.STATUS_ZOMBIE and "double_fork" not in " ".join(p.info["cmdline"] or [])
+                 and p.ppid() == psutil.Process().pid]
+    assert not leftovers
+
+
+def test_worker_has_no_network_where_the_platform_allows_it(softmax_small, tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    record = softmax_small(SOLUTIONS / "network.py")
+    assert record.status == "PASSED"
+    seen = (tmp_path / "gpuarena-network-report.txt").read_text()
+    if os.geteuid() == 0:  # unprivileged users may not create network namespaces
+        assert record.environment.worker_network == "isolated"
+    if record.environment.worker_network == "isolated":
+        assert seen == "errno 101"  # ENETUNREACH: not even loopback is up

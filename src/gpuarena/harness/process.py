@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarena.harness import protocol
+from gpuarena.harness.sandbox import become_subreaper, children_of, kill_new_children
 
 ENV_KEPT = (
     "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH",
@@ -33,7 +34,9 @@ class RunFailure(Exception):
 
 def scrubbed_env() -> dict[str, str]:
     env = {k: os.environ[k] for k in ENV_KEPT if k in os.environ}
-    env.update(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    # inductor compiles in-process: a pool of compile workers would be a child process
+    # left running, which the worker rejects
+    env.update(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", TORCHINDUCTOR_COMPILE_THREADS="1")
     return env
 
 
@@ -50,17 +53,25 @@ def describe_exit(code: int | None) -> str:
 
 
 class WorkerProcess:
-    """One worker: a fresh interpreter in its own session, its output going to a log file."""
+    """One worker: a fresh interpreter in its own session, its output going to a log file.
 
-    def __init__(self, workdir: Path, log_path: Path):
+    The supervisor is a child subreaper, so whatever the solution spawns and orphans (a
+    setsid or double-forked process escapes the worker's process group) is handed back to
+    it and killed when the worker is closed.
+    """
+
+    def __init__(self, workdir: Path, log_path: Path, isolate_network: bool = False):
         self.log_path = log_path
+        become_subreaper()
+        self._children_before = children_of(os.getpid())
         ours, theirs = socket.socketpair()
         self.conn = Connection(ours.detach())
         child_fd = theirs.detach()
         self._log = open(log_path, "wb")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gpuarena.harness.worker", str(child_fd)],
+                [sys.executable, "-m", "gpuarena.harness.sandbox", str(child_fd)]
+                + (["--isolate-network"] if isolate_network else []),
                 pass_fds=[child_fd], stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
                 env=scrubbed_env(), cwd=workdir, start_new_session=True,
             )
@@ -102,6 +113,7 @@ class WorkerProcess:
         except (ProcessLookupError, PermissionError):
             pass
         self._reap()
+        self.orphans_killed = kill_new_children(self._children_before)
         self.conn.close()
         self._log.close()
 

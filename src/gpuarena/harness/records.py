@@ -105,6 +105,8 @@ class Environment(Record):
     harness_version: str = HARNESS_VERSION
     peaks: dict[str, float] | None = None
     """Measured peak bandwidth (GB/s) and matrix rates (TFLOP/s) of this device."""
+    worker_network: str | None = None
+    """"isolated" when the worker ran in its own network namespace, "available" where the platform did not allow it."""
 
 
 class Evaluation(Record):

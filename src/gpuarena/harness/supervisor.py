@@ -200,7 +200,8 @@ class Supervisor:
             self.progress("measuring the device's peaks (once per device)")
             env.peaks = self.peaks = peaks.device_peaks(self.device, env.device_uuid, env.device_name)
         with tempfile.TemporaryDirectory(prefix="gpuarena-run-") as tmp:
-            worker = WorkerProcess(Path(tmp), Path(tmp) / "worker.log")
+            # network isolation is proven on the CPU path; on CUDA it awaits a GPU run
+            worker = WorkerProcess(Path(tmp), Path(tmp) / "worker.log", isolate_network=self.device.type == "cpu")
             arena = SharedArena(self.device)
             try:
                 self._run(worker, arena, record)
@@ -231,6 +232,8 @@ class Supervisor:
                              reply.get("traceback", ""))
         method = reply.get("method", "")
         self.timer = Timer(self.device, method=method or None)
+        if record.environment is not None:
+            record.environment.worker_network = str(reply.get("network", "unknown"))
         for index, workload in enumerate(workloads):
             self.progress(f"workload {index + 1}/{len(workloads)}: {workload.name}")
             result = self._workload(worker, arena, workload, method)

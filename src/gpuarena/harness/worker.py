@@ -2,15 +2,13 @@
 
 It never sees seeds or reference outputs. It answers each request with JSON: raw facts
 about what the solution returned and raw timing samples. Verdicts are the supervisor's.
-Run as ``python -m gpuarena.harness.worker FD``.
+Started as ``python -m gpuarena.harness.sandbox FD``, which applies the process guards first.
 """
 
 from __future__ import annotations
 
-import ctypes
 import inspect
 import os
-import signal
 import sys
 import threading
 import traceback
@@ -22,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from gpuarena.harness import protocol
+from gpuarena.harness.sandbox import children_of
 from gpuarena.harness.timing import Timer
 from gpuarena.harness.transport import attach
 from gpuarena.solutions.build import BuildError, build
@@ -37,15 +36,6 @@ class CallFailure(Exception):
         self.status, self.reason = status, reason
 
 
-def _die_with_parent() -> None:
-    """PR_SET_PDEATHSIG: if the supervisor dies, so does the worker."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)
-    except OSError:
-        pass
-
-
 def _storage_span(t: torch.Tensor) -> tuple[int, int]:
     start = t.untyped_storage().data_ptr()
     return start, start + t.untyped_storage().nbytes()
@@ -57,8 +47,9 @@ def _is_compile_error(exc: BaseException) -> bool:
 
 
 class Worker:
-    def __init__(self, conn: Connection):
+    def __init__(self, conn: Connection, network: str = "unknown"):
         self.conn = conn
+        self.network = network
         self.solve: Callable[..., Any] | None = None
         self.device = torch.device("cpu")
         self.timer: Timer | None = None
@@ -109,7 +100,7 @@ class Worker:
         if problem:
             return {"op": "build", "ok": False, "status": "COMPILE_ERROR", "reason": problem}
         self.solve = solve
-        return {"op": "build", "ok": True, "method": self.timer.method}
+        return {"op": "build", "ok": True, "method": self.timer.method, "network": self.network}
 
     def _signature_problem(self, solve: Callable[..., Any]) -> str | None:
         expected = self.input_names + (self.output_names if self.convention == "destination" else [])
@@ -172,6 +163,7 @@ class Worker:
 
     def call_once(self, k: int, copy_to: list[torch.Tensor] | None) -> dict[str, Any]:
         threads_before = set(threading.enumerate())
+        children_before = children_of(os.getpid())
         result = self._invoke(k)
         self._sync()
         outs = self._outputs(k, result)
@@ -182,6 +174,9 @@ class Worker:
         left = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
         if left:
             raise CallFailure("REJECTED", f"solve() left {len(left)} thread(s) running after it returned")
+        spawned = children_of(os.getpid()) - children_before
+        if spawned:
+            raise CallFailure("REJECTED", f"solve() left {len(spawned)} child process(es) running after it returned")
         return {"op": "call", "ok": True}
 
     def _poison(self, k: int) -> None:
@@ -214,10 +209,10 @@ class Worker:
         return {"op": "time", "device_ns": samples.device_ns, "e2e_ns": samples.e2e_ns, "method": samples.method}
 
 
-def main(argv: list[str]) -> None:
-    _die_with_parent()
+def main(argv: list[str], network: str = "unknown") -> None:
+    """Serve requests until told to exit (started by gpuarena.harness.sandbox)."""
     conn = Connection(int(argv[0]))
-    worker = Worker(conn)
+    worker = Worker(conn, network)
     while True:
         try:
             request = protocol.receive_request(conn)
@@ -236,6 +231,3 @@ def main(argv: list[str]) -> None:
         sys.stderr.flush()
         protocol.send_reply(conn, reply)
 
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
