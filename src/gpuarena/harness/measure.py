@@ -56,7 +56,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
         with torch.no_grad():
             return reference(**{name: session.sets[i % n_sets][name] for name in names})
 
-    def refresh(round_no: int) -> list[dict[str, tuple[float, ...]]]:
+    def refresh(round_no: int) -> list[dict[str, tuple[int, ...]]]:
         prints = []
         for k in range(n_sets):
             session.fill(k, session.make("timing", round_no, k))
@@ -117,7 +117,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
             break
         if elapsed >= plan.budget_s and len(sol_dev) >= plan.min_samples:
             break
-        if converged([v for v in sol_dev], plan.min_samples) and converged(ref_dev, plan.min_samples):
+        if converged(sol_dev, plan.min_samples) and converged(ref_dev, plan.min_samples):
             break
         if time.monotonic() > supervisor.deadline:
             raise RunFailure("TIMEOUT", f"the time limit ran out while timing {session.workload.name}")

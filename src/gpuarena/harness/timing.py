@@ -83,8 +83,8 @@ class Timer:
         torch.sum(self._sweep, dim=0, out=self._sink)
 
     def _reset_persisting_l2(self) -> None:
-        """No persisting-L2 window survives into the next call. Setting the limit is costly
-        (milliseconds), so it is only done when something set one."""
+        """No persisting-L2 window survives into the next call: where a limit was set (only
+        then can lines persist), persisting lines are reset and the limit goes back to 0."""
         if self._libcuda is None:
             return
         limit = ctypes.c_size_t(0)
