@@ -141,3 +141,9 @@ def test_worker_has_no_network_where_the_platform_allows_it(softmax_small, tmp_p
         assert record.environment.worker_network == "isolated"
     if record.environment.worker_network == "isolated":
         assert seen == "errno 101"  # ENETUNREACH: not even loopback is up
+
+
+def test_memory_hog_hits_the_workers_cap(softmax_small):
+    record = softmax_small(SOLUTIONS / "hogs_memory.py", memory_limit_bytes=2 << 30)
+    assert record.status == "RUNTIME_ERROR"
+    assert "MemoryError" in record.reason

@@ -60,7 +60,8 @@ class WorkerProcess:
     it and killed when the worker is closed.
     """
 
-    def __init__(self, workdir: Path, log_path: Path, isolate_network: bool = False):
+    def __init__(self, workdir: Path, log_path: Path, isolate_network: bool = False,
+                 memory_limit: int | None = None):
         self.log_path = log_path
         become_subreaper()
         self._children_before = children_of(os.getpid())
@@ -71,7 +72,8 @@ class WorkerProcess:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "gpuarena.harness.sandbox", str(child_fd)]
-                + (["--isolate-network"] if isolate_network else []),
+                + (["--isolate-network"] if isolate_network else [])
+                + (["--memory-limit", str(memory_limit)] if memory_limit else []),
                 pass_fds=[child_fd], stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
                 env=scrubbed_env(), cwd=workdir, start_new_session=True,
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import signal
 import sys
 
@@ -27,6 +28,21 @@ def isolate_network() -> bool:
     """Enter a fresh network namespace (only loopback, down): True where the platform allows it."""
     libc = _libc()
     return bool(libc) and libc.unshare(CLONE_NEWNET) == 0
+
+
+def limit_resources(memory_bytes: int | None) -> None:
+    """No core files; and, where given, a cap on the worker's private writable memory
+    (RLIMIT_DATA covers heap and anonymous mappings), so exhausting memory ends in a
+    MemoryError inside the worker instead of starving the machine."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if memory_bytes:
+        resource.setrlimit(resource.RLIMIT_DATA, (memory_bytes, memory_bytes))
+
+
+def default_memory_limit() -> int:
+    """Half the machine's memory, at least 4 GiB: room for honest CPU work, none for a hog."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(4 << 30, total // 2)
 
 
 def die_with_parent() -> None:
@@ -83,12 +99,18 @@ def kill_new_children(before: set[int], rounds: int = 20) -> int:
 
 
 def main() -> None:
-    """Usage: python -m gpuarena.harness.sandbox FD [--isolate-network]"""
+    """Usage: python -m gpuarena.harness.sandbox FD [--isolate-network] [--memory-limit BYTES]"""
     args = sys.argv[1:]
     network = "available"
     if "--isolate-network" in args:
         args.remove("--isolate-network")
         network = "isolated" if isolate_network() else "available"
+    memory = None
+    if "--memory-limit" in args:
+        at = args.index("--memory-limit")
+        memory = int(args[at + 1])
+        del args[at:at + 2]
+    limit_resources(memory)
     die_with_parent()
     from gpuarena.harness.worker import main as worker_main
 

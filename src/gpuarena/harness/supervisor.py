@@ -24,6 +24,7 @@ from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess
 from gpuarena.harness.records import Evaluation, Mode, Status, WorkloadResult
+from gpuarena.harness.sandbox import default_memory_limit
 from gpuarena.harness.stats import weighted_geomean
 from gpuarena.harness.timing import Timer
 from gpuarena.harness.transport import SharedArena
@@ -53,6 +54,8 @@ class RunOptions:
     seed: int | None = None
     """Ranked runs: the secret seed held by the supervisor (a local run draws one)."""
     timing_method: str | None = None
+    memory_limit_bytes: int | None = None
+    """Cap on the CPU worker's memory (default: half the machine, at least 4 GiB)."""
     peaks: dict[str, float] | None = None
     """Device peaks to use instead of measuring them (known hardware, tests); enables the
     floor check on any device. Keys: bandwidth_gbs, tflops_bf16, tflops_fp32."""
@@ -200,8 +203,11 @@ class Supervisor:
             self.progress("measuring the device's peaks (once per device)")
             env.peaks = self.peaks = peaks.device_peaks(self.device, env.device_uuid, env.device_name)
         with tempfile.TemporaryDirectory(prefix="gpuarena-run-") as tmp:
-            # network isolation is proven on the CPU path; on CUDA it awaits a GPU run
-            worker = WorkerProcess(Path(tmp), Path(tmp) / "worker.log", isolate_network=self.device.type == "cpu")
+            # network isolation and the memory cap are proven on the CPU path; on CUDA they
+            # await a run on a GPU machine (CUDA maps large address ranges of its own)
+            on_cpu = self.device.type == "cpu"
+            memory = (self.options.memory_limit_bytes or default_memory_limit()) if on_cpu else None
+            worker = WorkerProcess(Path(tmp), Path(tmp) / "worker.log", isolate_network=on_cpu, memory_limit=memory)
             arena = SharedArena(self.device)
             try:
                 self._run(worker, arena, record)
