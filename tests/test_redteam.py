@@ -134,7 +134,7 @@ KNOWN_GAPS = {
     "supervisor_tampering/supervisor_memory_writable_probe": "a same-uid root worker can write /proc/<supervisor>/mem",
     "supervisor_tampering/starve_the_reference": "a worker can lower the supervisor's CPU share",
     # caught, but with a less specific verdict than the case asks for
-    "fake_results/socket_fake_timing_reply": "caught as WRONG_VALUES (forged reply's outputs unchecked) rather than REJECTED",
+    "fake_results/socket_fake_timing_reply": "a forged reply on the socket races the real one: PASSED or WRONG_VALUES",
     "mutating_inputs/in_place_timed_only": "caught as WRONG_VALUES by the timed-output check rather than REJECTED",
     "processes/double_fork_daemon": "the orphan is killed by the subreaper, but the verdict is not REJECTED",
 }
@@ -142,9 +142,14 @@ KNOWN_GAPS = {
 Strict: a fix makes the case pass, and then the entry must be removed."""
 
 
+RACY = {"fake_results/socket_fake_timing_reply"}
+"""Known gaps whose outcome depends on a race: an unexpected pass there is not a fix."""
+
+
 def _param(case: Case):
     reason = KNOWN_GAPS.get(_case_id(case))
-    marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {reason}")] if reason else []
+    strict = _case_id(case) not in RACY
+    marks = [pytest.mark.xfail(strict=strict, reason=f"known gap: {reason}")] if reason else []
     return pytest.param(case, id=_case_id(case), marks=marks)
 
 
