@@ -265,3 +265,8 @@ def version() -> None:
 
 def main() -> None:
     app()
+
+
+from gpuarena.cli import service_cli  # noqa: E402  (its commands use the helpers above)
+
+service_cli.register(app)

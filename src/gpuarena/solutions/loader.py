@@ -30,10 +30,13 @@ def _from_file(path: Path) -> Solution:
     if path.suffix != ".py":
         raise FormatError(path, None, "a one-file solution must be a .py file",
                           "use a folder with solution.toml for CUDA sources")
-    source = _read_text(path)
+    return _from_python_source(path.name, _read_text(path))
+
+
+def _from_python_source(filename: str, source: str) -> Solution:
     language = "triton" if _IMPORTS_TRITON.search(source) else "pytorch"
-    manifest = SolutionManifest(language=language, entry_point=f"{path.name}:solve", sources=[path.name])
-    return Solution(name=path.stem, manifest=manifest, sources={path.name: source})
+    manifest = SolutionManifest(language=language, entry_point=f"{filename}:solve", sources=[filename])
+    return Solution(name=Path(filename).stem, manifest=manifest, sources={filename: source})
 
 
 def _from_folder(folder: Path) -> Solution:
@@ -65,16 +68,35 @@ def _from_folder(folder: Path) -> Solution:
 
 
 def _from_pack(path: Path) -> Solution:
+    return _from_pack_text(path, path.read_text())
+
+
+def _from_pack_text(where: Path | str, text: str) -> Solution:
     try:
-        packed = PackedSolution.model_validate_json(path.read_text())
+        packed = PackedSolution.model_validate_json(text)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
-        raise FormatError(path, ".".join(str(x) for x in first["loc"]), first["msg"], "repack with `gpuarena pack`") from None
+        raise FormatError(where, ".".join(str(x) for x in first["loc"]), first["msg"], "repack with `gpuarena pack`") from None
     solution = Solution(name=packed.name, manifest=packed.manifest, sources=packed.sources)
     if solution.hash != packed.hash:
-        raise FormatError(path, "hash", "does not match the manifest and sources (edited after packing?)",
+        raise FormatError(where, "hash", "does not match the manifest and sources (edited after packing?)",
                           "repack with `gpuarena pack`")
     return solution
+
+
+def solution_from_upload(filename: str, data: bytes) -> Solution:
+    """A solution sent as one file: solve() in a .py file, or a pack (.json)."""
+    name = Path(filename).name or "solution.py"
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise FormatError(name, None, "is not UTF-8 text", "upload a .py file or a pack from `gpuarena pack`") from None
+    if name.endswith(".json"):
+        return _from_pack_text(name, text)
+    if not name.endswith(".py") or not name.removesuffix(".py").isidentifier():
+        raise FormatError(name, None, "an uploaded solution must be a .py file with a module-like name, or a pack (.json)",
+                          "rename it (e.g. solution.py) or pack a folder with `gpuarena pack`")
+    return _from_python_source(name, text)
 
 
 def load_solution(path: Path | str) -> Solution:

@@ -1,0 +1,322 @@
+"""Commands for the service: serve, runner, db, users, tokens, login, submit, leaderboard."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from gpuarena.cli.app import _fail, err, out
+from gpuarena.errors import GpuarenaError
+
+db_app = typer.Typer(no_args_is_help=True, help="The service's database: migrations.")
+users_app = typer.Typer(no_args_is_help=True, help="Accounts, made directly in the configured database.")
+tokens_app = typer.Typer(no_args_is_help=True, help="API tokens, managed directly in the configured database.")
+
+HomeOpt = Annotated[Optional[Path], typer.Option("--home", envvar="GPUARENA_HOME",
+                                                 help="Folder for the embedded database and caches [default: ~/.gpuarena]")]
+DatabaseOpt = Annotated[Optional[str], typer.Option("--database", envvar="GPUARENA_DATABASE_URL",
+                                                    help="sqlite:///file.db or postgresql://user@host/db [default: SQLite in --home]")]
+ServerOpt = Annotated[Optional[str], typer.Option("--server", envvar="GPUARENA_SERVER",
+                                                  help="Server URL [default: from `gpuarena login`]")]
+TokenOpt = Annotated[Optional[str], typer.Option("--token", envvar="GPUARENA_TOKEN",
+                                                 help="API token [default: from `gpuarena login`]")]
+
+
+def _settings(home: Path | None, database: str | None, **more: object):  # type: ignore[no-untyped-def]
+    from gpuarena.service.config import Settings
+
+    return Settings.from_env(home=home, database_url=database, **more)
+
+
+def _database(home: Path | None, database: str | None):  # type: ignore[no-untyped-def]
+    from gpuarena.service.db import Database
+    from gpuarena.service.migrate import upgrade
+
+    settings = _settings(home, database)
+    upgrade(settings.database_url)
+    return Database(settings.database_url)
+
+
+def credentials_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "gpuarena" / "credentials.json"
+
+
+def _client(server: str | None, token: str | None, need_token: bool = True):  # type: ignore[no-untyped-def]
+    from gpuarena.client import Client
+
+    saved = {}
+    if credentials_path().is_file():
+        saved = json.loads(credentials_path().read_text())
+    server = server or saved.get("server")
+    token = token or (saved.get("token") if saved.get("server") in (None, server) else None)
+    if not server:
+        raise GpuarenaError("no server: pass --server URL, set GPUARENA_SERVER, or run `gpuarena login`")
+    if need_token and not token:
+        raise GpuarenaError(f"no token for {server}: pass --token, set GPUARENA_TOKEN, or run `gpuarena login`")
+    return Client(server, token)
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
+    home: HomeOpt = None,
+    database: DatabaseOpt = None,
+    no_runner: Annotated[bool, typer.Option("--no-runner", help="Do not start the embedded runner")] = False,
+    problems: Annotated[Optional[list[Path]], typer.Option("--problems", help="Another folder of problems to serve (repeatable)")] = None,
+    cpu_only: Annotated[bool, typer.Option("--cpu-only", help="The embedded runner uses the CPU only, not the GPUs")] = False,
+) -> None:
+    """Run the server: JSON API (docs at /docs), the database (SQLite by default), and a runner for this machine's devices."""
+    from gpuarena.service.server import serve as run_server
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        settings = _settings(home, database, **({"problem_roots": problems} if problems else {}))
+        err.print(f"gpuarena serving on http://{host}:{port} (API docs at /docs), database {settings.database_url}",
+                  highlight=False)
+        run_server(settings, host, port, with_runner=not no_runner, runner_gpus=not cpu_only)
+    except GpuarenaError as exc:
+        _fail(exc)
+
+
+def runner(
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    name: Annotated[Optional[str], typer.Option(help="This runner's name [default: the host name]")] = None,
+    device: Annotated[Optional[list[str]], typer.Option(help="Serve only this device: cpu or cuda:N (repeatable)")] = None,
+    budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
+) -> None:
+    """Serve jobs from a server on this machine's devices: one worker per device, until Ctrl-C or SIGTERM."""
+    from gpuarena.runner.agent import Runner, RunnerConfig
+    from gpuarena.runner.devices import detect
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        client = _client(server, token)
+        slots = detect()
+        if device:
+            unknown = set(device) - {s.device for s in slots}
+            if unknown:
+                raise GpuarenaError(f"--device {', '.join(sorted(unknown))}: not here (found: {', '.join(s.device for s in slots)})")
+            slots = [s for s in slots if s.device in device]
+        config = RunnerConfig(slots=slots, budget_s=budget, **({"name": name} if name else {}))
+        agent = Runner(client, config)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: agent.stop())
+        err.print(f"runner {config.name}: {', '.join(f'{s.device} ({s.kind})' for s in slots)} -> {client.server}",
+                  highlight=False)
+        agent.run()
+    except GpuarenaError as exc:
+        _fail(exc)
+
+
+@db_app.command("upgrade")
+def db_upgrade(home: HomeOpt = None, database: DatabaseOpt = None) -> None:
+    """Create or migrate the database to the newest schema."""
+    from gpuarena.service.migrate import current, upgrade
+
+    try:
+        settings = _settings(home, database)
+        upgrade(settings.database_url)
+        out.print(f"{settings.database_url}: at revision {current(settings.database_url)}", highlight=False)
+    except GpuarenaError as exc:
+        _fail(exc)
+
+
+@users_app.command("add")
+def users_add(
+    name: Annotated[str, typer.Argument(help="The account name")],
+    role: Annotated[str, typer.Option(help="admin, organiser, participant or runner")] = "participant",
+    device_kind: Annotated[Optional[list[str]], typer.Option(help="Runner accounts: device kinds its token may serve (repeatable)")] = None,
+    home: HomeOpt = None,
+    database: DatabaseOpt = None,
+) -> None:
+    """Create an account; its first API token is the last line printed (shown once)."""
+    from gpuarena.service.auth import add_user, issue_token
+
+    try:
+        db = _database(home, database)
+        with db.write() as session:
+            user = add_user(session, name, role)
+            _, plain = issue_token(session, user, "first", device_kinds=device_kind or None)
+    except GpuarenaError as exc:
+        _fail(exc)
+    err.print(f"created {role} {name!r}; its API token (shown once):", highlight=False)
+    sys.stdout.write(plain + "\n")
+
+
+@users_app.command("list")
+def users_list(home: HomeOpt = None, database: DatabaseOpt = None) -> None:
+    """Accounts and their roles."""
+    from sqlalchemy import select
+
+    from gpuarena.service.tables import User
+
+    db = _database(home, database)
+    table = Table("id", "name", "role", "created", header_style="bold")
+    with db.read() as session:
+        for user in session.scalars(select(User).order_by(User.id)):
+            table.add_row(str(user.id), user.name, user.role, f"{user.created_at:%Y-%m-%d %H:%M}")
+    out.print(table)
+
+
+@tokens_app.command("list")
+def tokens_list(name: Annotated[str, typer.Argument(help="Account name")], home: HomeOpt = None,
+                database: DatabaseOpt = None) -> None:
+    """An account's tokens (their first characters, never the whole token)."""
+    from sqlalchemy import select
+
+    from gpuarena.service.auth import user_by_name
+    from gpuarena.service.tables import Token
+
+    try:
+        db = _database(home, database)
+        table = Table("id", "name", "token", "created", "last used", "state", header_style="bold")
+        with db.read() as session:
+            user = user_by_name(session, name)
+            for t in session.scalars(select(Token).where(Token.user_id == user.id).order_by(Token.id)):
+                state = "revoked" if t.revoked_at else ("expires " + f"{t.expires_at:%Y-%m-%d}" if t.expires_at else "active")
+                table.add_row(str(t.id), t.name, t.prefix + "…", f"{t.created_at:%Y-%m-%d %H:%M}",
+                              f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "-", state)
+    except GpuarenaError as exc:
+        _fail(exc)
+    out.print(table)
+
+
+@tokens_app.command("create")
+def tokens_create(name: Annotated[str, typer.Argument(help="Account name")],
+                  label: Annotated[str, typer.Option(help="A name for the token")] = "",
+                  expires_in_days: Annotated[Optional[float], typer.Option(help="Expire after this many days")] = None,
+                  home: HomeOpt = None, database: DatabaseOpt = None) -> None:
+    """A new token for an account; printed once, as the last line."""
+    import datetime as dt
+
+    from gpuarena.service.auth import issue_token, user_by_name
+
+    try:
+        db = _database(home, database)
+        with db.write() as session:
+            user = user_by_name(session, name)
+            _, plain = issue_token(session, user, label, dt.timedelta(days=expires_in_days) if expires_in_days else None)
+    except GpuarenaError as exc:
+        _fail(exc)
+    sys.stdout.write(plain + "\n")
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(token_id: Annotated[int, typer.Argument(help="Token id (from `gpuarena tokens list`)")],
+                  home: HomeOpt = None, database: DatabaseOpt = None) -> None:
+    """Revoke a token: requests with it are refused from now on."""
+    from gpuarena.service.auth import revoke_token
+
+    try:
+        db = _database(home, database)
+        with db.write() as session:
+            token = revoke_token(session, token_id)
+            out.print(f"revoked token {token.id} ({token.prefix}…)", highlight=False)
+    except GpuarenaError as exc:
+        _fail(exc)
+
+
+def login(server: Annotated[str, typer.Option(envvar="GPUARENA_SERVER", help="Server URL")],
+          token: Annotated[str, typer.Option(envvar="GPUARENA_TOKEN", prompt=True, hide_input=True,
+                                             help="API token")]) -> None:
+    """Check a token against a server and save both for later commands (~/.config/gpuarena)."""
+    from gpuarena.client import Client
+
+    try:
+        me = Client(server, token).me()
+    except GpuarenaError as exc:
+        _fail(exc)
+    path = credentials_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600)
+    path.write_text(json.dumps({"server": server.rstrip("/"), "token": token}))
+    out.print(f"signed in to {server} as {me['name']} ({me['role']}); saved to {path}", highlight=False)
+
+
+def submit(
+    problem: Annotated[str, typer.Argument(help="Problem id on the server, e.g. level1/softmax")],
+    solution: Annotated[Path, typer.Argument(help="A .py file, a folder with solution.toml, or a pack")],
+    device: Annotated[str, typer.Option("--device", help="Device kind, e.g. cpu or H100")],
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    mode: Annotated[str, typer.Option(help="test, benchmark or ranked (ranked enters the leaderboard)")] = "ranked",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record and submission_id as JSON")] = False,
+) -> None:
+    """Submit a solution to a server, follow it live, and show the verdict; exit 0 only when PASSED."""
+    from gpuarena.cli.render import render
+    from gpuarena.harness.records import Evaluation
+    from gpuarena.solutions import load_solution
+
+    if mode not in ("test", "benchmark", "ranked"):
+        _fail(GpuarenaError(f"--mode must be test, benchmark or ranked, not {mode!r}"))
+    try:
+        loaded = load_solution(solution)
+        client = _client(server, token)
+        created = client.submit(problem, loaded, device, mode)
+        submission_id = created["id"]
+        with err.status(f"submission {submission_id}: QUEUED") as status:
+            final = created
+            for update in client.watch(submission_id):
+                final = update
+                status.update(f"submission {submission_id}: {update['status']}")
+        if not final.get("done"):
+            final = client.submission(submission_id)
+    except GpuarenaError as exc:
+        _fail(exc)
+    evaluation = final.get("evaluation")
+    if json_out:
+        sys.stdout.write(json.dumps({"submission_id": submission_id, **(evaluation or {"status": final["status"],
+                                                                                      "reason": final["reason"]})},
+                                    indent=2) + "\n")
+    elif evaluation:
+        render(Evaluation.model_validate(evaluation), out)
+    else:
+        out.print(f"submission {submission_id}: {final['status']}: {final['reason']}", highlight=False)
+    if not json_out:
+        err.print(f"submission {submission_id} on {client.server}", highlight=False)
+    raise typer.Exit(0 if final["status"] == "PASSED" else 1)
+
+
+def leaderboard(
+    problem: Annotated[str, typer.Argument(help="Problem id, e.g. level1/softmax")],
+    device: Annotated[str, typer.Option("--device", help="Device kind, e.g. cpu or H100")],
+    server: ServerOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Each user's best ranked, passing submission on PROBLEM and one device kind."""
+    try:
+        board = _client(server, None, need_token=False).leaderboard(problem, device)
+    except GpuarenaError as exc:
+        _fail(exc)
+    if json_out:
+        sys.stdout.write(json.dumps(board, indent=2) + "\n")
+        return
+    table = Table("rank", "user", "score", "submission", "when", header_style="bold",
+                  title=f"{board['problem']} v{board['problem_version']} on {board['device_kind']}")
+    for row in board["rows"]:
+        table.add_row(str(row["rank"]), row["user"], f"{row['score']:.3f}", str(row["submission_id"]),
+                      row["achieved_at"][:16].replace("T", " "))
+    out.print(table)
+    if not board["rows"]:
+        out.print("no ranked, passing submissions yet")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)
+    app.command()(runner)
+    app.command()(login)
+    app.command()(submit)
+    app.command()(leaderboard)
+    app.add_typer(db_app, name="db")
+    app.add_typer(users_app, name="users")
+    app.add_typer(tokens_app, name="tokens")

@@ -1,0 +1,97 @@
+"""The FastAPI application: routes, error answers, and a cap on request size."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gpuarena import __version__
+from gpuarena.errors import GpuarenaError
+from gpuarena.service import routes, runner_routes
+from gpuarena.service.auth import AuthError
+from gpuarena.service.config import Settings
+from gpuarena.service.db import Database
+from gpuarena.service.errors import Forbidden, NotFound, TooLarge
+from gpuarena.service.queue import LeaseLost
+from gpuarena.service.ratelimit import RateLimited
+
+log = logging.getLogger("gpuarena.service")
+
+STATUS = [(AuthError, 401), (Forbidden, 403), (NotFound, 404), (LeaseLost, 409), (TooLarge, 413),
+          (RateLimited, 429), (GpuarenaError, 400)]
+"""Which error answers with which status; the first match wins (GpuarenaError last)."""
+
+
+class BodyLimit:
+    """Refuse request bodies over a limit with 413, before the route reads them; counts the
+    bytes that actually arrive, so a missing or false Content-Length does not get around it."""
+
+    def __init__(self, app: ASGIApp, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise TooLarge(f"the request body is larger than {self.limit} bytes")
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        response = JSONResponse({"error": f"the request body is larger than {self.limit} bytes "
+                                          "(GPUARENA_MAX_REQUEST_BYTES)"}, status_code=413)
+        await response({"type": "http"}, None, send)  # type: ignore[arg-type]
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(x) for x in error.get("loc", ()) if x != "body") or "body"
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    more = len(exc.errors()) - 5
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAPI:
+    app = FastAPI(title="gpuarena", version=__version__, lifespan=lifespan,
+                  description="GPU kernel contests: problems, submissions, runners and per-device leaderboards. "
+                              "Send tokens as `Authorization: Bearer <token>`.")
+    app.state.settings, app.state.db = settings, db
+    app.include_router(routes.router)
+    app.include_router(runner_routes.router)
+
+    @app.exception_handler(GpuarenaError)
+    async def _known(_request: Request, exc: GpuarenaError) -> JSONResponse:
+        status = next(code for kind, code in STATUS if isinstance(exc, kind))
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
+        if status == 401:
+            headers = {"WWW-Authenticate": "Bearer"}
+        return JSONResponse({"error": str(exc)}, status_code=status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"error": _validation_message(exc), "detail": exc.errors()}, status_code=422)
+
+    app.add_middleware(BodyLimit, limit=settings.max_request_bytes + 64_000)
+    return app

@@ -1,0 +1,55 @@
+"""Problems in the database, synced from folders: a changed folder becomes a new version."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from gpuarena.problems.loader import discover
+from gpuarena.problems.pack import PackedProblem, pack_problem
+from gpuarena.service.db import Database
+from gpuarena.service.tables import Problem
+
+
+def sync_problems(db: Database, roots: list[Path]) -> list[str]:
+    """Load every problem under roots into the database; returns the slugs synced.
+
+    Unchanged folders cost a read; a Markdown-only change updates the current version in
+    place; any other change adds a version (the leaderboard restarts with it)."""
+    synced: list[str] = []
+    for root in roots:
+        for problem in discover(root):
+            _sync_one(db, pack_problem(problem), problem.spec.model_dump(mode="json"))
+            synced.append(problem.id)
+    return synced
+
+
+def _sync_one(db: Database, packed: PackedProblem, spec: dict) -> None:
+    for _attempt in range(3):
+        try:
+            with db.write() as session:
+                latest = session.scalar(select(Problem).where(Problem.slug == packed.id)
+                                        .order_by(Problem.version.desc()).limit(1))
+                if latest is not None and latest.content_hash == packed.hash:
+                    if latest.files != packed.files:
+                        latest.files = dict(packed.files)
+                    return
+                if latest is not None:
+                    for old in session.scalars(select(Problem).where(Problem.slug == packed.id, Problem.current)):
+                        old.current = False
+                session.add(Problem(
+                    slug=packed.id, version=(latest.version + 1) if latest else 1, current=True,
+                    content_hash=packed.hash, name=spec["name"], level=spec["level"], weight=spec["weight"],
+                    summary=spec.get("summary", ""), spec=spec, files=dict(packed.files),
+                    secret_seed=latest.secret_seed if latest else secrets.randbits(62),
+                ))
+            return
+        except IntegrityError:
+            continue  # another server synced the same folder at the same moment; look again
+
+
+def current_problem(session, slug: str) -> Problem | None:  # type: ignore[no-untyped-def]
+    return session.scalar(select(Problem).where(Problem.slug == slug, Problem.current))

@@ -1,0 +1,55 @@
+"""Service settings: command-line options, else GPUARENA_* environment variables, else defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("GPUARENA_HOME") or Path.home() / ".gpuarena")
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    home: Path = Field(default_factory=default_home)
+    """Where the embedded SQLite database and caches live (GPUARENA_HOME, default ~/.gpuarena)."""
+    database_url: str = ""
+    """GPUARENA_DATABASE_URL; default sqlite:///<home>/gpuarena.db."""
+    problem_roots: list[Path] = Field(default_factory=list)
+    """Folders of problems to serve besides the bundled ones (GPUARENA_PROBLEMS, os.pathsep-separated)."""
+    bundled_problems: bool = True
+    submit_limit_per_minute: int = 60
+    """Submissions per user per minute (GPUARENA_SUBMIT_LIMIT; 0: no limit)."""
+    max_request_bytes: int = 2_000_000
+    """Largest request body accepted, uploads included (GPUARENA_MAX_REQUEST_BYTES)."""
+    lease_s: float = 60.0
+    """How long a runner's claim holds without a heartbeat (GPUARENA_LEASE_S)."""
+    max_attempts: int = 3
+    """Claims per job before it ends as ERROR (a job whose runner keeps dying)."""
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> Settings:
+        env: dict[str, object] = {}
+        if os.environ.get("GPUARENA_DATABASE_URL"):
+            env["database_url"] = os.environ["GPUARENA_DATABASE_URL"]
+        if os.environ.get("GPUARENA_PROBLEMS"):
+            env["problem_roots"] = [Path(p) for p in os.environ["GPUARENA_PROBLEMS"].split(os.pathsep) if p]
+        for key, name in (("submit_limit_per_minute", "GPUARENA_SUBMIT_LIMIT"),
+                          ("max_request_bytes", "GPUARENA_MAX_REQUEST_BYTES"), ("lease_s", "GPUARENA_LEASE_S")):
+            if os.environ.get(name):
+                env[key] = os.environ[name]
+        env.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls.model_validate(env)
+        if not settings.database_url:
+            settings.database_url = f"sqlite:///{settings.home / 'gpuarena.db'}"
+        return settings
+
+    def all_problem_roots(self) -> list[Path]:
+        from gpuarena.problems.loader import bundled_root  # imports torch: only when serving
+
+        return ([bundled_root()] if self.bundled_problems else []) + list(self.problem_roots)

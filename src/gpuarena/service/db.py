@@ -1,0 +1,105 @@
+"""Engines and transactions for SQLite (the embedded default) and PostgreSQL.
+
+SQLite allows one writer at a time. A transaction that reads and then writes must take the
+write lock when it begins (BEGIN IMMEDIATE), or a concurrent commit makes it fail instead of
+wait; so writes go through `Database.write()` and reads through `Database.read()`, which on
+SQLite use two engines over the same file. On PostgreSQL both are one engine, and the queue
+takes row locks (SELECT ... FOR UPDATE SKIP LOCKED).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from gpuarena.errors import GpuarenaError
+
+
+def normalise_url(url: str) -> str:
+    """Accept the URLs people type (postgresql://, postgres://) and use the psycopg 3 driver."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def _sqlite_engine(url: str, immediate: bool) -> Engine:
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        dbapi_connection.isolation_level = None  # SQLAlchemy, not the driver, begins transactions
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection):  # type: ignore[no-untyped-def]
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def ensure_sqlite_folder(url: str) -> None:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+
+
+class Database:
+    """The service's database: `write()` and `read()` give sessions in a transaction."""
+
+    def __init__(self, url: str):
+        self.url = normalise_url(url)
+        try:
+            parsed = make_url(self.url)
+        except Exception:
+            raise GpuarenaError(f"--database {url!r} is not a database URL "
+                                "(use sqlite:///path/to/file.db or postgresql://user@host/dbname)") from None
+        self.dialect = parsed.get_backend_name()
+        if self.dialect == "sqlite":
+            ensure_sqlite_folder(self.url)
+            self.write_engine = _sqlite_engine(self.url, immediate=True)
+            self.read_engine = _sqlite_engine(self.url, immediate=False)
+        elif self.dialect == "postgresql":
+            self.write_engine = self.read_engine = create_engine(self.url, pool_size=10, max_overflow=20,
+                                                                 pool_pre_ping=True)
+        else:
+            raise GpuarenaError(f"--database {url!r}: only sqlite and postgresql are supported")
+        self._writer = sessionmaker(self.write_engine, expire_on_commit=False)
+        self._reader = sessionmaker(self.read_engine, expire_on_commit=False)
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A session whose transaction commits on success and rolls back on any error."""
+        with self._writer.begin() as session:
+            yield session
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self._reader() as session:
+            yield session
+
+    def dispose(self) -> None:
+        self.write_engine.dispose()
+        if self.read_engine is not self.write_engine:
+            self.read_engine.dispose()
+
+
+def dialect_insert(session: Session, table: type):  # type: ignore[no-untyped-def]
+    """An INSERT that supports ON CONFLICT clauses on both SQLite and PostgreSQL."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    return (postgresql if session.get_bind().dialect.name == "postgresql" else sqlite).insert(table)

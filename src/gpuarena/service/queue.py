@@ -1,0 +1,157 @@
+"""The job queue, in the database.
+
+A claim takes a lease: a random token and a deadline. Heartbeats move the deadline; a lease
+that runs out puts the job back in the queue (up to max_attempts, then the submission ends
+as ERROR). A result is accepted only with the job's current lease token, once: posting it
+again with the same token is acknowledged without a second row; any other token is refused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from gpuarena.errors import GpuarenaError
+from gpuarena.harness.records import Evaluation
+from gpuarena.service.db import Database
+from gpuarena.service.leaderboard import record_result
+from gpuarena.service.tables import Job, Result, Runner, Submission, utcnow
+
+LEASE_S = 60.0
+"""How long a claim holds without a heartbeat; runners renew every LEASE_S / 4."""
+
+
+class LeaseLost(GpuarenaError):
+    """The caller does not hold the job's lease (it expired and was re-queued, or was never theirs)."""
+
+
+@dataclass
+class Claimed:
+    job: Job
+    submission: Submission
+
+
+def enqueue(session: Session, submission: Submission, max_attempts: int = 3) -> Job:
+    job = Job(submission_id=submission.id, device_kind=submission.device_kind, max_attempts=max_attempts)
+    session.add(job)
+    session.flush()
+    return job
+
+
+def reap_expired(session: Session, now: dt.datetime | None = None) -> int:
+    """Re-queue jobs whose lease ran out; fail those out of attempts. Returns how many."""
+    now = now or utcnow()
+    expired = list(session.scalars(select(Job).where(Job.state == "leased", Job.lease_expires_at < now)))
+    for job in expired:
+        _requeue_or_fail(session, job, f"runner lost the lease (attempt {job.attempts})")
+    return len(expired)
+
+
+def _requeue_or_fail(session: Session, job: Job, why: str) -> None:
+    job.last_error = why
+    job.lease_token = None
+    job.lease_expires_at = None
+    submission = session.get(Submission, job.submission_id)
+    assert submission is not None
+    if job.attempts >= job.max_attempts:
+        job.state = "failed"
+        job.finished_at = utcnow()
+        submission.status, submission.reason, submission.finished_at = "ERROR", f"{why}; gave up after {job.attempts} attempts", utcnow()
+    else:
+        job.state = "queued"
+        submission.status = "QUEUED"
+
+
+def claim(db: Database, runner_id: int, device_kinds: list[str], lease_s: float = LEASE_S) -> Claimed | None:
+    """Lease the oldest queued job for one of device_kinds, or None when there is none."""
+    if not device_kinds:
+        return None
+    with db.write() as session:
+        reap_expired(session)
+        query = (select(Job).where(Job.state == "queued", Job.device_kind.in_(device_kinds))
+                 .order_by(Job.id).limit(1))
+        if db.is_postgres:
+            query = query.with_for_update(skip_locked=True)
+        job = session.scalar(query)
+        if job is None:
+            return None
+        now = utcnow()
+        job.state, job.runner_id, job.claimed_at = "leased", runner_id, now
+        job.lease_token = secrets.token_hex(16)
+        job.lease_expires_at = now + dt.timedelta(seconds=lease_s)
+        job.attempts += 1
+        submission = session.get(Submission, job.submission_id)
+        assert submission is not None
+        submission.status = "RUNNING"
+        return Claimed(job=job, submission=submission)
+
+
+def _held(session: Session, db: Database, job_id: int, lease_token: str) -> Job:
+    query = select(Job).where(Job.id == job_id)
+    if db.is_postgres:
+        query = query.with_for_update()
+    job = session.scalar(query)
+    if job is None:
+        raise LeaseLost(f"no job {job_id}")
+    if job.lease_token != lease_token:
+        raise LeaseLost(f"job {job_id}: this lease is no longer valid (the job was re-queued or finished elsewhere)")
+    return job
+
+
+def heartbeat(db: Database, runner_id: int, leases: dict[int, str], lease_s: float = LEASE_S) -> list[int]:
+    """Extend the runner's leases; returns the job ids whose lease is lost (stop those jobs)."""
+    lost = []
+    with db.write() as session:
+        now = utcnow()
+        session.execute(update(Runner).where(Runner.id == runner_id).values(last_seen_at=now))
+        for job_id, token in leases.items():
+            renewed = session.execute(
+                update(Job).where(Job.id == job_id, Job.lease_token == token, Job.state == "leased",
+                                  Job.runner_id == runner_id)
+                .values(lease_expires_at=now + dt.timedelta(seconds=lease_s)))
+            if renewed.rowcount != 1:  # type: ignore[attr-defined]
+                lost.append(job_id)
+    return lost
+
+
+def complete(db: Database, runner_id: int, job_id: int, lease_token: str, evaluation: Evaluation) -> tuple[Result, bool]:
+    """Accept the job's result: (the stored result, True) the first time, (it, False) on a repeat."""
+    with db.write() as session:
+        job = _held(session, db, job_id, lease_token)
+        if job.state == "done":
+            existing = session.scalar(select(Result).where(Result.job_id == job.id))
+            assert existing is not None
+            return existing, False
+        if job.state != "leased" or job.runner_id != runner_id:
+            raise LeaseLost(f"job {job_id} is {job.state}, not leased to this runner")
+        submission = session.get(Submission, job.submission_id)
+        assert submission is not None
+        now = utcnow()
+        result = Result(job_id=job.id, submission_id=submission.id, runner_id=runner_id,
+                        status=evaluation.status.value, score=evaluation.score,
+                        evaluation=evaluation.model_dump(mode="json"))
+        session.add(result)
+        job.state, job.finished_at = "done", now
+        submission.status, submission.reason = evaluation.status.value, evaluation.reason
+        submission.score, submission.finished_at = evaluation.score, now
+        session.execute(update(Runner).where(Runner.id == runner_id)
+                        .values(jobs_done=Runner.jobs_done + 1, last_seen_at=now))
+        session.flush()
+        record_result(session, submission)
+        return result, True
+
+
+def give_back(db: Database, runner_id: int, job_id: int, lease_token: str, error: str = "") -> None:
+    """The runner lets go of a job: shutting down (error empty; the attempt is not counted)
+    or the harness itself failed (error says how; counted, so a job that kills runners ends)."""
+    with db.write() as session:
+        job = _held(session, db, job_id, lease_token)
+        if job.state != "leased" or job.runner_id != runner_id:
+            raise LeaseLost(f"job {job_id} is {job.state}, not leased to this runner")
+        if not error:
+            job.attempts -= 1
+        _requeue_or_fail(session, job, error or "runner shut down")

@@ -1,0 +1,215 @@
+"""The JSON API for people and their tools: problems, submissions, leaderboards, tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+from sqlalchemy import func, select
+
+from gpuarena import __version__
+from gpuarena.harness.records import Mode
+from gpuarena.service import auth, leaderboard, submissions
+from gpuarena.service.catalog import current_problem
+from gpuarena.service.config import Settings
+from gpuarena.service.db import Database
+from gpuarena.service.deps import Caller, admin, caller, get_db, get_settings
+from gpuarena.service.errors import Forbidden, NotFound, TooLarge
+from gpuarena.service.schemas import (DeviceKindInfo, Health, Leaderboard, LeaderboardRow, Me, NewToken, NewUser,
+                                      ProblemDetail, ProblemSummary, SubmissionDetail, SubmissionOut,
+                                      SubmissionRequest, TokenInfo, TokenRequest)
+from gpuarena.service.tables import DeviceKind, Job, Problem, Runner, SolutionBlob, Submission, Token, utcnow
+from gpuarena.solutions.loader import solution_from_upload
+
+router = APIRouter(prefix="/api")
+RUNNER_ONLINE = dt.timedelta(minutes=2)
+"""A runner heard from within this long counts as online."""
+
+DB = Annotated[Database, Depends(get_db)]
+SETTINGS = Annotated[Settings, Depends(get_settings)]
+CALLER = Annotated[Caller, Depends(caller)]
+
+
+@router.get("/health", tags=["service"])
+def health(db: DB) -> Health:
+    """Liveness and queue depth; needs no token."""
+    with db.read() as session:
+        counts = dict(session.execute(select(Job.state, func.count()).where(Job.state.in_(("queued", "leased")))
+                                      .group_by(Job.state)).all())
+    return Health(status="ok", version=__version__, database=db.dialect,
+                  queued=counts.get("queued", 0), running=counts.get("leased", 0))
+
+
+@router.get("/me", tags=["accounts"])
+def me(who: CALLER) -> Me:
+    return Me(name=who.name, role=who.role)
+
+
+def _summary(p: Problem) -> dict:
+    return dict(id=p.slug, name=p.name, level=p.level, weight=p.weight, summary=p.summary,
+                tags=p.spec.get("tags", []), version=p.version, workloads=[w["name"] for w in p.spec["workloads"]])
+
+
+@router.get("/problems", tags=["problems"])
+def list_problems(db: DB) -> list[ProblemSummary]:
+    with db.read() as session:
+        rows = session.scalars(select(Problem).where(Problem.current).order_by(Problem.level, Problem.slug))
+        return [ProblemSummary(**_summary(p)) for p in rows]
+
+
+@router.get("/problems/{problem_id:path}", tags=["problems"])
+def get_problem(problem_id: str, db: DB) -> ProblemDetail:
+    with db.read() as session:
+        p = current_problem(session, problem_id)
+        if p is None:
+            raise NotFound(f"unknown problem {problem_id!r} (GET /api/problems lists them)")
+        return ProblemDetail(**_summary(p), spec=p.spec, readme=p.files.get("README.md", ""),
+                             reference=p.files.get("reference.py", ""), solutions_public=p.solutions_public)
+
+
+@router.get("/device-kinds", tags=["runners"])
+def device_kinds(db: DB) -> list[DeviceKindInfo]:
+    """Device kinds that runners have brought, with runners online and jobs waiting."""
+    with db.read() as session:
+        online: dict[str, int] = {}
+        for kinds in session.scalars(select(Runner.device_kinds).where(Runner.last_seen_at > utcnow() - RUNNER_ONLINE)):
+            for kind in kinds:
+                online[kind] = online.get(kind, 0) + 1
+        queued = dict(session.execute(select(Job.device_kind, func.count()).where(Job.state == "queued")
+                                      .group_by(Job.device_kind)).all())
+        return [DeviceKindInfo(name=name, runners_online=online.get(name, 0), queued=queued.get(name, 0))
+                for name in session.scalars(select(DeviceKind.name).order_by(DeviceKind.name))]
+
+
+@router.post("/submissions", status_code=201, tags=["submissions"])
+def submit(request: SubmissionRequest, who: CALLER, db: DB, settings: SETTINGS) -> SubmissionOut:
+    """Queue a solution (JSON: a packed solution, or name, manifest and sources)."""
+    return submissions.create(db, settings, who, request)
+
+
+@router.post("/submissions/upload", status_code=201, tags=["submissions"])
+async def submit_upload(who: CALLER, db: DB, settings: SETTINGS,
+                        file: Annotated[UploadFile, File(description="solve() in a .py file, or a pack (.json)")],
+                        problem: Annotated[str, Form()], device_kind: Annotated[str, Form()],
+                        mode: Annotated[Mode, Form()] = "ranked") -> SubmissionOut:
+    """Queue a solution uploaded as a file (multipart form)."""
+    data = await file.read(settings.max_request_bytes + 1)
+    if len(data) > settings.max_request_bytes:
+        raise TooLarge(f"{file.filename}: larger than {settings.max_request_bytes} bytes")
+    solution = solution_from_upload(file.filename or "solution.py", data)
+    request = SubmissionRequest(problem=problem, device_kind=device_kind, mode=mode, solution=solution)
+    return await run_in_threadpool(submissions.create, db, settings, who, request)
+
+
+@router.get("/submissions", tags=["submissions"])
+def list_submissions(db: DB, user: str | None = None, problem: str | None = None,
+                     limit: Annotated[int, Query(ge=1, le=500)] = 50) -> list[SubmissionOut]:
+    with db.read() as session:
+        query = select(Submission).order_by(Submission.id.desc()).limit(limit)
+        if user:
+            query = query.where(Submission.user_id == auth.user_by_name(session, user).id)
+        if problem:
+            query = query.join(Problem, Problem.id == Submission.problem_id).where(Problem.slug == problem)
+        return [submissions.to_out(s) for s in session.scalars(query)]
+
+
+@router.get("/submissions/{submission_id}", tags=["submissions"])
+def get_submission(submission_id: int, db: DB) -> SubmissionDetail:
+    """Status, and once finished the Evaluation record; needs no token."""
+    return submissions.detail(db, submission_id)
+
+
+@router.get("/submissions/{submission_id}/code", tags=["submissions"])
+def get_code(submission_id: int, who: CALLER, db: DB) -> dict[str, str]:
+    """The sources: for the author, organisers, and everyone once the problem's solutions are public."""
+    with db.read() as session:
+        s = session.get(Submission, submission_id)
+        if s is None:
+            raise NotFound(f"no submission {submission_id}")
+        if not (s.user_id == who.user_id or who.is_staff or s.problem.solutions_public):
+            raise Forbidden("only the author and organisers see this code until the problem's solutions are public")
+        blob = session.get(SolutionBlob, s.solution_hash)
+        assert blob is not None
+        return dict(blob.sources)
+
+
+@router.get("/submissions/{submission_id}/events", tags=["submissions"],
+            response_description="text/event-stream: `status` events with the submission, then `done`")
+async def submission_events(submission_id: int, request: Request, db: DB) -> StreamingResponse:
+    """Server-sent events: the submission each time its status changes, until it is done."""
+    await run_in_threadpool(submissions.detail, db, submission_id)  # 404 before the stream starts
+
+    async def stream():  # type: ignore[no-untyped-def]
+        last = None
+        quiet = 0.0
+        while not await request.is_disconnected():
+            current = await run_in_threadpool(submissions.detail, db, submission_id)
+            if current.status != last:
+                last = current.status
+                quiet = 0.0
+                yield f"event: status\ndata: {current.model_dump_json()}\n\n"
+            if current.done:
+                yield "event: done\ndata: {}\n\n"
+                return
+            await asyncio.sleep(0.25)
+            quiet += 0.25
+            if quiet >= 15:
+                quiet = 0.0
+                yield ": keep-alive\n\n"
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+
+@router.get("/leaderboard", tags=["leaderboards"])
+def get_leaderboard(db: DB, problem: str, device_kind: str,
+                    limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Leaderboard:
+    """Each user's best ranked, passing submission on one problem and device kind."""
+    with db.read() as session:
+        p = current_problem(session, problem)
+        if p is None:
+            raise NotFound(f"unknown problem {problem!r}")
+        rows = leaderboard.read(session, p.id, device_kind, limit)
+    return Leaderboard(problem=p.slug, problem_version=p.version, device_kind=device_kind,
+                       rows=[LeaderboardRow(**vars(r)) for r in rows])
+
+
+def _token_info(t: Token) -> TokenInfo:
+    return TokenInfo(id=t.id, name=t.name, prefix=t.prefix, created_at=t.created_at, expires_at=t.expires_at,
+                     revoked_at=t.revoked_at, last_used_at=t.last_used_at, device_kinds=t.device_kinds)
+
+
+@router.get("/tokens", tags=["accounts"])
+def list_tokens(who: CALLER, db: DB) -> list[TokenInfo]:
+    with db.read() as session:
+        return [_token_info(t) for t in session.scalars(select(Token).where(Token.user_id == who.user_id)
+                                                        .order_by(Token.id))]
+
+
+@router.post("/tokens", status_code=201, tags=["accounts"])
+def create_token(request: TokenRequest, who: CALLER, db: DB) -> NewToken:
+    with db.write() as session:
+        user = auth.user_by_name(session, who.name)
+        expires = dt.timedelta(days=request.expires_in_days) if request.expires_in_days else None
+        token, plain = auth.issue_token(session, user, request.name, expires, device_kinds=(
+            list(who.device_kinds) if who.device_kinds is not None else None))
+        return NewToken(token=plain, info=_token_info(token))
+
+
+@router.delete("/tokens/{token_id}", tags=["accounts"])
+def revoke_token(token_id: int, who: CALLER, db: DB) -> TokenInfo:
+    with db.write() as session:
+        owner = None if who.role == "admin" else auth.user_by_name(session, who.name)
+        return _token_info(auth.revoke_token(session, token_id, owner))
+
+
+@router.post("/users", status_code=201, tags=["accounts"])
+def create_user(request: NewUser, _: Annotated[Caller, Depends(admin)], db: DB) -> NewToken:
+    """Admins: create an account and its first token."""
+    with db.write() as session:
+        user = auth.add_user(session, request.name, request.role)
+        token, plain = auth.issue_token(session, user, "first")
+        return NewToken(token=plain, info=_token_info(token))

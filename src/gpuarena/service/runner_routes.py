@@ -1,0 +1,148 @@
+"""The API runners use: say hello, claim a job (long polling), heartbeat, post the result."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Response
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy import or_, select
+
+from gpuarena.problems.pack import PackedProblem
+from gpuarena.service import queue
+from gpuarena.service.config import Settings
+from gpuarena.service.db import Database, dialect_insert
+from gpuarena.service.deps import Caller, get_db, get_settings, runner_account
+from gpuarena.service.errors import Forbidden
+from gpuarena.service.schemas import (ClaimedJob, ClaimRequest, HeartbeatReply, HeartbeatRequest, Release,
+                                      ResultPost, ResultReply, RunnerHello, RunnerId)
+from gpuarena.service.tables import DeviceKind, Job, Problem, Runner, SolutionBlob, utcnow
+from gpuarena.solutions.model import Solution, SolutionManifest
+
+router = APIRouter(prefix="/api/runner", tags=["runners"])
+DB = Annotated[Database, Depends(get_db)]
+RUNNER = Annotated[Caller, Depends(runner_account)]
+POLL_S = 0.1
+"""How often a waiting claim looks at the queue (a cheap read; the claim itself is a write)."""
+
+
+def _own_runner(db: Database, who: Caller, runner_id: int) -> None:
+    with db.read() as session:
+        runner = session.get(Runner, runner_id)
+        if runner is None or runner.user_id != who.user_id:
+            raise Forbidden(f"runner {runner_id} is not registered to {who.name}")
+
+
+def _allowed_kinds(who: Caller, kinds: list[str]) -> list[str]:
+    if who.device_kinds is None:
+        return kinds
+    outside = sorted(set(kinds) - set(who.device_kinds))
+    if outside:
+        raise Forbidden(f"this runner token may serve {', '.join(who.device_kinds)}, not {', '.join(outside)}")
+    return kinds
+
+
+@router.post("/hello")
+def hello(body: RunnerHello, who: RUNNER, db: DB) -> RunnerId:
+    """Register (or re-register) a runner and its devices; their kinds become submittable."""
+    kinds = sorted({d.kind for d in body.devices if d.healthy})
+    _allowed_kinds(who, kinds)
+    with db.write() as session:
+        runner = session.scalar(select(Runner).where(Runner.user_id == who.user_id, Runner.name == body.name))
+        if runner is None:
+            runner = Runner(user_id=who.user_id, name=body.name)
+            session.add(runner)
+        runner.hostname, runner.version = body.hostname, body.version
+        runner.devices = [d.model_dump() for d in body.devices]
+        runner.device_kinds = kinds
+        runner.last_seen_at = utcnow()
+        for kind in kinds:
+            session.execute(dialect_insert(session, DeviceKind).values(name=kind).on_conflict_do_update(
+                index_elements=["name"], set_={"last_seen_at": utcnow()}))
+        session.flush()
+        return RunnerId(runner_id=runner.id)
+
+
+def _work_waiting(db: Database, kinds: list[str]) -> bool:
+    with db.read() as session:
+        return session.scalar(select(Job.id).where(
+            Job.device_kind.in_(kinds),
+            or_(Job.state == "queued", (Job.state == "leased") & (Job.lease_expires_at < utcnow()))).limit(1)) is not None
+
+
+def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str]) -> ClaimedJob | None:
+    claimed = queue.claim(db, runner_id, kinds, settings.lease_s)
+    if claimed is None:
+        return None
+    job, submission = claimed.job, claimed.submission
+    with db.read() as session:
+        problem = session.get(Problem, submission.problem_id)
+        blob = session.get(SolutionBlob, submission.solution_hash)
+        assert problem is not None and blob is not None
+        return ClaimedJob(
+            job_id=job.id, lease_token=job.lease_token or "", lease_s=settings.lease_s, submission_id=submission.id,
+            device_kind=job.device_kind, mode=submission.mode,  # type: ignore[arg-type]
+            seed=problem.secret_seed if submission.mode == "ranked" else None,
+            problem=PackedProblem(id=problem.slug, files=problem.files, hash=problem.content_hash),
+            solution=Solution(name=blob.name, manifest=SolutionManifest.model_validate(blob.manifest),
+                              sources=blob.sources))
+
+
+@router.post("/claim", response_model=ClaimedJob, responses={204: {"description": "no job within wait_s"}})
+async def claim(body: ClaimRequest, who: RUNNER, db: DB,
+                settings: Annotated[Settings, Depends(get_settings)]) -> ClaimedJob | Response:
+    """Lease the oldest job for these device kinds, waiting up to wait_s for one to arrive."""
+    kinds = _allowed_kinds(who, body.device_kinds)
+    await run_in_threadpool(_own_runner, db, who, body.runner_id)
+    deadline = time.monotonic() + body.wait_s
+    while True:
+        if await run_in_threadpool(_work_waiting, db, kinds):
+            job = await run_in_threadpool(_claim, db, settings, body.runner_id, kinds)
+            if job is not None:
+                return job
+        if time.monotonic() >= deadline:
+            return Response(status_code=204)
+        await asyncio.sleep(POLL_S)
+
+
+@router.post("/heartbeat")
+def heartbeat(body: HeartbeatRequest, who: RUNNER, db: DB,
+              settings: Annotated[Settings, Depends(get_settings)]) -> HeartbeatReply:
+    """Renew the runner's leases; the reply names jobs it no longer holds."""
+    _own_runner(db, who, body.runner_id)
+    lost = queue.heartbeat(db, body.runner_id, body.leases, settings.lease_s)
+    if body.devices is not None:
+        with db.write() as session:
+            runner = session.get(Runner, body.runner_id)
+            assert runner is not None
+            runner.devices = [d.model_dump() for d in body.devices]
+            runner.device_kinds = sorted({d.kind for d in body.devices if d.healthy})
+    return HeartbeatReply(lost=lost)
+
+
+@router.post("/jobs/{job_id}/result")
+def post_result(job_id: int, body: ResultPost, who: RUNNER, db: DB) -> ResultReply:
+    """Accept the Evaluation for a leased job, exactly once."""
+    with db.read() as session:
+        job = session.get(Job, job_id)
+        runner_id = job.runner_id if job else None
+    if runner_id is None:
+        raise queue.LeaseLost(f"job {job_id} is not leased")
+    _own_runner(db, who, runner_id)
+    _, first = queue.complete(db, runner_id, job_id, body.lease_token, body.evaluation)
+    return ResultReply(accepted=True, duplicate=not first)
+
+
+@router.post("/jobs/{job_id}/release")
+def release(job_id: int, body: Release, who: RUNNER, db: DB) -> ResultReply:
+    """Give a job back: on shutdown (no error), or because the harness itself failed (error)."""
+    with db.read() as session:
+        job = session.get(Job, job_id)
+        runner_id = job.runner_id if job else None
+    if runner_id is None:
+        raise queue.LeaseLost(f"job {job_id} is not leased")
+    _own_runner(db, who, runner_id)
+    queue.give_back(db, runner_id, job_id, body.lease_token, body.error)
+    return ResultReply(accepted=True, duplicate=False)

@@ -1,0 +1,195 @@
+"""What the JSON API accepts and returns (pydantic models double as the OpenAPI schema)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuarena.harness.records import Evaluation, Mode
+from gpuarena.problems.pack import PackedProblem
+from gpuarena.solutions.model import PackedSolution, Solution
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class Health(Model):
+    status: str
+    version: str
+    database: str
+    queued: int
+    running: int
+
+
+class Me(Model):
+    name: str
+    role: str
+
+
+class ProblemSummary(Model):
+    id: str
+    """The folder path, e.g. level1/softmax."""
+    name: str
+    level: int
+    weight: float
+    summary: str
+    tags: list[str]
+    version: int
+    workloads: list[str]
+
+
+class ProblemDetail(ProblemSummary):
+    spec: dict[str, Any]
+    readme: str
+    reference: str
+    solutions_public: bool
+
+
+class DeviceKindInfo(Model):
+    name: str
+    runners_online: int
+    queued: int
+
+
+class SubmissionRequest(Model):
+    problem: str
+    """Problem id, e.g. level1/softmax."""
+    device_kind: str
+    """Which kind of device to run on, e.g. cpu or H100 (GET /api/device-kinds lists them)."""
+    mode: Mode = "ranked"
+    """test: correctness only; benchmark: and timing (public seed); ranked: secret seed, enters the leaderboard."""
+    solution: Solution | PackedSolution
+    """The solution as `gpuarena pack` writes it, or {name, manifest, sources}."""
+
+
+class SubmissionOut(Model):
+    id: int
+    problem: str
+    problem_version: int
+    user: str
+    device_kind: str
+    mode: str
+    status: str
+    """QUEUED, RUNNING, a verdict (PASSED, WRONG_VALUES, ...) or ERROR (the infrastructure gave up)."""
+    reason: str
+    score: float | None
+    solution_hash: str
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
+    done: bool
+
+
+class SubmissionDetail(SubmissionOut):
+    evaluation: Evaluation | None = None
+
+
+class LeaderboardRow(Model):
+    rank: int
+    user: str
+    score: float
+    submission_id: int
+    achieved_at: dt.datetime
+
+
+class Leaderboard(Model):
+    problem: str
+    problem_version: int
+    device_kind: str
+    rows: list[LeaderboardRow]
+
+
+class TokenInfo(Model):
+    id: int
+    name: str
+    prefix: str
+    created_at: dt.datetime
+    expires_at: dt.datetime | None
+    revoked_at: dt.datetime | None
+    last_used_at: dt.datetime | None
+    device_kinds: list[str] | None
+
+
+class TokenRequest(Model):
+    name: str = Field(default="", max_length=64)
+    expires_in_days: float | None = Field(default=None, gt=0)
+
+
+class NewToken(Model):
+    token: str
+    """Shown once: store it now."""
+    info: TokenInfo
+
+
+class NewUser(Model):
+    name: str
+    role: str = "participant"
+
+
+class DeviceSlot(Model):
+    device: str
+    """cpu, or cuda:N as the runner host numbers its GPUs."""
+    kind: str
+    name: str = ""
+    healthy: bool = True
+    reason: str = ""
+
+
+class RunnerHello(Model):
+    name: str = Field(min_length=1, max_length=128)
+    hostname: str = ""
+    version: str = ""
+    devices: list[DeviceSlot]
+
+
+class RunnerId(Model):
+    runner_id: int
+
+
+class ClaimRequest(Model):
+    runner_id: int
+    device_kinds: list[str]
+    wait_s: float = Field(default=0.0, ge=0, le=30)
+    """Wait up to this long for a job (long polling)."""
+
+
+class ClaimedJob(Model):
+    job_id: int
+    lease_token: str
+    lease_s: float
+    submission_id: int
+    device_kind: str
+    mode: Mode
+    seed: int | None
+    """Ranked jobs: the problem's secret seed, for the supervisor only."""
+    problem: PackedProblem
+    solution: Solution
+
+
+class HeartbeatRequest(Model):
+    runner_id: int
+    leases: dict[int, str] = Field(default_factory=dict)
+    """job id -> lease token, for every job the runner is working on."""
+    devices: list[DeviceSlot] | None = None
+
+
+class HeartbeatReply(Model):
+    lost: list[int]
+    """Jobs whose lease is gone: stop working on them."""
+
+
+class ResultPost(Model):
+    lease_token: str
+    evaluation: Evaluation
+
+
+class ResultReply(Model):
+    accepted: bool
+    duplicate: bool
+
+
+class Release(Model):
+    lease_token: str
+    error: str = ""

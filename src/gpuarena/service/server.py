@@ -1,0 +1,69 @@
+"""`gpuarena serve`: migrate, load the problems, start the embedded runner, serve HTTP."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from contextlib import asynccontextmanager
+
+import uvicorn
+from sqlalchemy import select, update
+
+from gpuarena.service.app import create_app
+from gpuarena.service.auth import add_user, issue_token
+from gpuarena.service.catalog import sync_problems
+from gpuarena.service.config import Settings
+from gpuarena.service.db import Database
+from gpuarena.service.migrate import upgrade
+from gpuarena.service.tables import Token, User, utcnow
+
+log = logging.getLogger("gpuarena.service")
+EMBEDDED_RUNNER = "embedded-runner"
+
+
+def prepare(settings: Settings) -> Database:
+    """Everything but the HTTP server: schema up to date, problems synced."""
+    upgrade(settings.database_url)
+    db = Database(settings.database_url)
+    synced = sync_problems(db, settings.all_problem_roots())
+    log.info("%d problems loaded", len(synced))
+    return db
+
+
+def embedded_runner_token(db: Database) -> str:
+    """A fresh token for this server's own runner (earlier ones are revoked)."""
+    with db.write() as session:
+        user = session.scalar(select(User).where(User.name == EMBEDDED_RUNNER)) or add_user(session, EMBEDDED_RUNNER, "runner")
+        session.execute(update(Token).where(Token.user_id == user.id, Token.revoked_at.is_(None))
+                        .values(revoked_at=utcnow()))
+        _, plain = issue_token(session, user, "embedded")
+        return plain
+
+
+def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gpus: bool = True) -> None:
+    db = prepare(settings)
+    runner_holder: dict[str, object] = {}
+
+    @asynccontextmanager
+    async def lifespan(_app):  # type: ignore[no-untyped-def]
+        if with_runner:
+            from gpuarena.client import Client
+            from gpuarena.runner.agent import Runner, RunnerConfig
+            from gpuarena.runner.devices import detect
+
+            local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+            client = Client(f"http://{local}:{port}", embedded_runner_token(db))
+            runner = Runner(client, RunnerConfig(name=f"embedded@{local}:{port}", slots=detect(gpus=runner_gpus),
+                                                 work_dir=settings.home / "runner"))
+            thread = threading.Thread(target=runner.run, name="embedded-runner", daemon=True)
+            thread.start()
+            runner_holder.update(runner=runner, thread=thread)
+            log.info("embedded runner on %s", ", ".join(f"{s.device} ({s.kind})" for s in runner.config.slots))
+        yield
+        if "runner" in runner_holder:
+            runner_holder["runner"].stop()  # type: ignore[attr-defined]
+            runner_holder["thread"].join(timeout=30)  # type: ignore[attr-defined]
+        db.dispose()
+
+    app = create_app(settings, db, lifespan)
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=5)

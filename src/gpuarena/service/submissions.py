@@ -1,0 +1,86 @@
+"""Accepting a submission: validate everything, then write the code, the submission and its
+job in one transaction (all or nothing)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from gpuarena.errors import GpuarenaError
+from gpuarena.harness.records import Evaluation
+from gpuarena.service import ratelimit
+from gpuarena.service.catalog import current_problem
+from gpuarena.service.config import Settings
+from gpuarena.service.db import Database, dialect_insert
+from gpuarena.service.deps import Caller
+from gpuarena.service.errors import NotFound, TooLarge
+from gpuarena.service.queue import enqueue
+from gpuarena.service.schemas import SubmissionDetail, SubmissionOut, SubmissionRequest
+from gpuarena.service.tables import DeviceKind, Result, SolutionBlob, Submission
+from gpuarena.solutions.model import PackedSolution, Solution
+
+DONE = {"PASSED", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "WRONG_SHAPE", "WRONG_DTYPE", "WRONG_VALUES",
+        "REJECTED", "ERROR"}
+
+
+def device_type(kind: str) -> str:
+    """The harness device a kind runs on: the CPU for "cpu", CUDA for every GPU kind."""
+    return "cpu" if kind == "cpu" else "cuda"
+
+
+def as_solution(given: Solution | PackedSolution) -> Solution:
+    if isinstance(given, Solution):
+        return given
+    solution = Solution(name=given.name, manifest=given.manifest, sources=given.sources)
+    if solution.hash != given.hash:
+        raise GpuarenaError(f"solution.hash {given.hash[:12]}… does not match its sources ({solution.hash[:12]}…): "
+                            "the pack was edited; pack it again with `gpuarena pack`")
+    return solution
+
+
+def create(db: Database, settings: Settings, who: Caller, request: SubmissionRequest) -> SubmissionOut:
+    solution = as_solution(request.solution)
+    size = sum(len(text.encode()) for text in solution.sources.values())
+    if size > settings.max_request_bytes:
+        raise TooLarge(f"the solution's sources are {size} bytes; the limit is {settings.max_request_bytes}")
+    with db.write() as session:
+        problem = current_problem(session, request.problem)
+        if problem is None:
+            raise NotFound(f"unknown problem {request.problem!r} (GET /api/problems lists them)")
+        if session.get(DeviceKind, request.device_kind) is None:
+            known = ", ".join(session.scalars(select(DeviceKind.name).order_by(DeviceKind.name))) or "none yet"
+            raise GpuarenaError(f"unknown device kind {request.device_kind!r} (known: {known}); "
+                                "a kind becomes known when a runner with that device connects")
+        target = device_type(request.device_kind)
+        if not any(target in w.get("devices", ["cpu", "cuda"]) for w in problem.spec["workloads"]):
+            raise GpuarenaError(f"{request.problem} has no workload that runs on {target} devices")
+        if solution.manifest.language == "cuda" and target != "cuda":
+            raise GpuarenaError(f"a CUDA solution needs a GPU device kind, not {request.device_kind!r}")
+        if who.role not in ("admin", "runner"):
+            ratelimit.take(session, who.user_id, "submissions", settings.submit_limit_per_minute)
+        session.execute(dialect_insert(session, SolutionBlob).values(
+            hash=solution.hash, name=solution.name, language=solution.manifest.language,
+            manifest=solution.manifest.model_dump(mode="json"), sources=dict(solution.sources), size=size,
+        ).on_conflict_do_nothing())
+        submission = Submission(user_id=who.user_id, problem_id=problem.id, solution_hash=solution.hash,
+                                device_kind=request.device_kind, mode=request.mode, status="QUEUED", reason="")
+        session.add(submission)
+        session.flush()
+        enqueue(session, submission, max_attempts=settings.max_attempts)
+        return to_out(submission)
+
+
+def to_out(s: Submission) -> SubmissionOut:
+    return SubmissionOut(id=s.id, problem=s.problem.slug, problem_version=s.problem.version, user=s.user.name,
+                         device_kind=s.device_kind, mode=s.mode, status=s.status, reason=s.reason, score=s.score,
+                         solution_hash=s.solution_hash, created_at=s.created_at, finished_at=s.finished_at,
+                         done=s.status in DONE)
+
+
+def detail(db: Database, submission_id: int) -> SubmissionDetail:
+    with db.read() as session:
+        submission = session.get(Submission, submission_id)
+        if submission is None:
+            raise NotFound(f"no submission {submission_id}")
+        result = session.scalar(select(Result).where(Result.submission_id == submission_id))
+        evaluation = Evaluation.model_validate(result.evaluation) if result else None
+        return SubmissionDetail(**to_out(submission).model_dump(), evaluation=evaluation)

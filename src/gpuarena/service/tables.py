@@ -1,0 +1,208 @@
+"""The database schema, as SQLAlchemy ORM classes: the one place the tables are described.
+
+Times are naive UTC datetimes. Alembic migrations in `service/migrations` create these tables;
+a test checks that the migrations and this module agree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text,
+                        UniqueConstraint)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    """admin, organiser, participant or runner."""
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Token(Base):
+    """An API token; only its SHA-256 is stored, the token itself is shown once."""
+
+    __tablename__ = "tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    name: Mapped[str] = mapped_column(String(64), default="")
+    prefix: Mapped[str] = mapped_column(String(16))
+    """The first characters, so a person can tell tokens apart in a list."""
+    hash: Mapped[str] = mapped_column(String(64), unique=True)
+    device_kinds: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    """Runner tokens: the device kinds it may claim jobs for (None: any)."""
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    last_used_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class Problem(Base):
+    """One version of a problem folder. A new version starts when any file that affects
+    evaluation changes (everything but Markdown); the secret seed stays with the slug."""
+
+    __tablename__ = "problems"
+    __table_args__ = (UniqueConstraint("slug", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(200), index=True)
+    """The folder path, e.g. level1/softmax."""
+    version: Mapped[int] = mapped_column(Integer)
+    current: Mapped[bool] = mapped_column(Boolean, default=True)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(200))
+    level: Mapped[int] = mapped_column(Integer)
+    weight: Mapped[float] = mapped_column(Float)
+    summary: Mapped[str] = mapped_column(Text, default="")
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    files: Mapped[dict[str, Any]] = mapped_column(JSON)
+    """Relative path -> text: what a runner needs to rebuild the folder."""
+    secret_seed: Mapped[int] = mapped_column(BigInteger)
+    """Ranked runs draw inputs from this; it leaves the server only inside a runner's job."""
+    solutions_public: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class SolutionBlob(Base):
+    """Solution code, stored once per content hash however often it is submitted."""
+
+    __tablename__ = "solution_blobs"
+
+    hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    language: Mapped[str] = mapped_column(String(16))
+    manifest: Mapped[dict[str, Any]] = mapped_column(JSON)
+    sources: Mapped[dict[str, Any]] = mapped_column(JSON)
+    size: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+    __table_args__ = (Index("ix_submissions_user_created", "user_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id"), index=True)
+    solution_hash: Mapped[str] = mapped_column(ForeignKey("solution_blobs.hash"))
+    device_kind: Mapped[str] = mapped_column(String(64))
+    mode: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16), default="QUEUED")
+    """QUEUED, RUNNING, a harness verdict (PASSED, WRONG_VALUES, ...) or ERROR (the
+    infrastructure failed it: attempts exhausted)."""
+    reason: Mapped[str] = mapped_column(Text, default="")
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+    user: Mapped[User] = relationship(lazy="joined")
+    problem: Mapped[Problem] = relationship(lazy="joined")
+
+
+class Job(Base):
+    """A submission's place in the queue. A claim takes a lease (a random token and a
+    deadline); only the holder of the current lease can renew it or post the result."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_claim", "state", "device_kind", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), unique=True)
+    device_kind: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(16), default="queued")
+    """queued, leased, done or failed."""
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    lease_token: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    runner_id: Mapped[int | None] = mapped_column(ForeignKey("runners.id"), nullable=True)
+    queued_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    claimed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    last_error: Mapped[str] = mapped_column(Text, default="")
+
+
+class Result(Base):
+    """The Evaluation record a runner posted; at most one per job (the unique key enforces it)."""
+
+    __tablename__ = "results"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), unique=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
+    runner_id: Mapped[int | None] = mapped_column(ForeignKey("runners.id"), nullable=True)
+    status: Mapped[str] = mapped_column(String(16))
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    evaluation: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Runner(Base):
+    __tablename__ = "runners"
+    __table_args__ = (UniqueConstraint("user_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    name: Mapped[str] = mapped_column(String(128))
+    hostname: Mapped[str] = mapped_column(String(256), default="")
+    device_kinds: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    devices: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    """One entry per worker slot: {"device": "cuda:0", "kind": "H100", "name": ..., "healthy": true}."""
+    version: Mapped[str] = mapped_column(String(32), default="")
+    jobs_done: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    last_seen_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class DeviceKind(Base):
+    __tablename__ = "device_kinds"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    first_seen_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    last_seen_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class LeaderboardEntry(Base):
+    """Each user's best ranked, passing submission per problem version and device kind, kept
+    up to date in the transaction that accepts a result, so a read is one indexed query."""
+
+    __tablename__ = "leaderboard_entries"
+    __table_args__ = (Index("ix_leaderboard_read", "problem_id", "device_kind", "score"),)
+
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id"), primary_key=True)
+    device_kind: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"))
+    score: Mapped[float] = mapped_column(Float)
+    achieved_at: Mapped[dt.datetime] = mapped_column(DateTime)
+
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class RateCounter(Base):
+    """Fixed-window request counters per user and action, incremented atomically in the
+    database so the limit holds across threads and API servers."""
+
+    __tablename__ = "rate_counters"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    action: Mapped[str] = mapped_column(String(32), primary_key=True)
+    window: Mapped[int] = mapped_column(BigInteger, default=0)
+    """Start of the current window, in seconds since the epoch."""
+    count: Mapped[int] = mapped_column(Integer, default=0)
