@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+
+import pydantic
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -64,12 +66,12 @@ class BodyLimit:
         await response({"type": "http"}, None, send)  # type: ignore[arg-type]
 
 
-def _validation_message(exc: RequestValidationError) -> str:
+def _validation_message(errors: list[dict]) -> str:
     parts = []
-    for error in exc.errors()[:5]:
-        where = ".".join(str(x) for x in error.get("loc", ()) if x != "body") or "body"
-        parts.append(f"{where}: {error.get('msg', 'invalid')}")
-    more = len(exc.errors()) - 5
+    for error in errors[:5]:
+        where = ".".join(str(x) for x in error["loc"] if x != "body") or "body"
+        parts.append(f"{where}: {error['msg']}")
+    more = len(errors) - 5
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
@@ -90,8 +92,11 @@ def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAP
         return JSONResponse({"error": str(exc)}, status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"error": _validation_message(exc), "detail": exc.errors()}, status_code=422)
+    @app.exception_handler(pydantic.ValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError | pydantic.ValidationError) -> JSONResponse:
+        detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+                  for e in exc.errors()]
+        return JSONResponse({"error": _validation_message(detail), "detail": detail}, status_code=422)
 
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes + 64_000)
     return app

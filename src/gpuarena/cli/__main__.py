@@ -1,0 +1,5 @@
+"""`python -m gpuarena.cli`: the same as the `gpuarena` command."""
+
+from gpuarena.cli.app import main
+
+main()

@@ -1,0 +1,103 @@
+"""Service fixtures: a fresh database per test, on SQLite and (when one is running) PostgreSQL.
+
+scripts/test.sh starts PostgreSQL and sets GPUARENA_TEST_POSTGRES_URL; without it the
+PostgreSQL half is skipped, unless GPUARENA_REQUIRE_POSTGRES=1 (CI), where it fails."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+
+from gpuarena.service.app import create_app
+from gpuarena.service.auth import add_user, issue_token
+from gpuarena.service.catalog import sync_problems
+from gpuarena.service.config import Settings
+from gpuarena.service.db import Database, normalise_url
+from gpuarena.service.migrate import upgrade
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE_PROBLEMS = ROOT / "tests" / "fixtures" / "problems"
+POSTGRES = os.environ.get("GPUARENA_TEST_POSTGRES_URL")
+
+
+def _postgres_database() -> Iterator[str]:
+    if not POSTGRES:
+        if os.environ.get("GPUARENA_REQUIRE_POSTGRES") == "1":
+            pytest.fail("GPUARENA_TEST_POSTGRES_URL is not set (scripts/test.sh starts PostgreSQL and sets it)")
+        pytest.skip("no PostgreSQL: run scripts/postgres.sh and set GPUARENA_TEST_POSTGRES_URL")
+    name = "gpuarena_test_" + secrets.token_hex(6)
+    admin = create_engine(normalise_url(POSTGRES), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    url = POSTGRES.rsplit("/", 1)[0] + "/" + name
+    try:
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'gpuarena.db'}"
+    else:
+        yield from _postgres_database()
+
+
+@pytest.fixture
+def settings(database_url, tmp_path) -> Settings:
+    return Settings(home=tmp_path / "home", database_url=database_url, problem_roots=[FIXTURE_PROBLEMS],
+                    bundled_problems=False, submit_limit_per_minute=1000, lease_s=60)
+
+
+@pytest.fixture
+def db(settings) -> Iterator[Database]:
+    upgrade(settings.database_url)
+    database = Database(settings.database_url)
+    sync_problems(database, settings.all_problem_roots())
+    yield database
+    database.dispose()
+
+
+class Api:
+    """A TestClient over the real app and database, plus helpers to make accounts."""
+
+    def __init__(self, settings: Settings, db: Database):
+        self.settings, self.db = settings, db
+        self.http = TestClient(create_app(settings, db), raise_server_exceptions=False)
+
+    def user(self, name: str, role: str = "participant", device_kinds: list[str] | None = None) -> dict[str, str]:
+        with self.db.write() as session:
+            user = add_user(session, name, role)
+            _, plain = issue_token(session, user, "test", device_kinds=device_kinds)
+        return {"Authorization": f"Bearer {plain}"}
+
+    def runner(self, name: str = "r1", kinds: tuple[str, ...] = ("cpu",), role: str = "runner") -> tuple[dict, int]:
+        headers = self.user(name + "-account", role)
+        devices = [{"device": "cpu" if k == "cpu" else f"cuda:{i}", "kind": k} for i, k in enumerate(kinds)]
+        reply = self.http.post("/api/runner/hello", json={"name": name, "devices": devices}, headers=headers)
+        assert reply.status_code == 200, reply.text
+        return headers, reply.json()["runner_id"]
+
+
+@pytest.fixture
+def api(settings, db) -> Api:
+    return Api(settings, db)
+
+
+GOOD = "import torch\n\n\ndef solve(a, x, b, y):\n    torch.addcmul(b, a, x, out=y)\n"
+
+
+def submission_body(problem: str = "axpy_dest", device_kind: str = "cpu", mode: str = "ranked",
+                    source: str = GOOD) -> dict:
+    return {"problem": problem, "device_kind": device_kind, "mode": mode,
+            "solution": {"name": "sol", "manifest": {"language": "pytorch", "entry_point": "sol.py:solve"},
+                         "sources": {"sol.py": source}}}

@@ -1,0 +1,268 @@
+"""The JSON API against a real database (SQLite and PostgreSQL): accounts, submissions, bad
+input, rate limits, and the runner protocol with its leases."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+
+from sqlalchemy import func, select, update
+
+from gpuarena.harness.records import Evaluation, Status
+from gpuarena.service.tables import Job, LeaderboardEntry, Problem, Result, SolutionBlob, Submission, Token
+from tests.service.conftest import submission_body
+
+
+def _counts(api) -> tuple[int, int, int]:
+    with api.db.read() as session:
+        return tuple(session.scalar(select(func.count()).select_from(t)) for t in (Submission, Job, SolutionBlob))
+
+
+def _evaluation(status: str = "PASSED", score: float | None = 1.5) -> dict:
+    return Evaluation(status=Status(status), problem="axpy_dest", solution_hash="0" * 64, device="cpu",
+                      mode="ranked", score=score).model_dump(mode="json")
+
+
+def test_health_and_problems_need_no_token(api) -> None:
+    health = api.http.get("/api/health").json()
+    assert health["status"] == "ok" and health["database"] in ("sqlite", "postgresql")
+    problems = api.http.get("/api/problems").json()
+    assert [p["id"] for p in problems] == ["axpy_dest"]
+    detail = api.http.get("/api/problems/axpy_dest").json()
+    assert "def reference" in detail["reference"] and detail["version"] == 1
+    assert "secret" not in str(detail).lower()
+    assert api.http.get("/api/problems/level9/nope").status_code == 404
+    assert "/api/submissions" in api.http.get("/openapi.json").json()["paths"]
+
+
+def test_tokens_are_required_checked_revocable_and_expire(api) -> None:
+    headers = api.user("alice")
+    assert api.http.get("/api/me").status_code == 401
+    assert api.http.get("/api/me", headers={"Authorization": "Bearer gpa_wrong"}).status_code == 401
+    assert api.http.get("/api/me", headers=headers).json() == {"name": "alice", "role": "participant"}
+    made = api.http.post("/api/tokens", json={"name": "laptop"}, headers=headers)
+    assert made.status_code == 201
+    second = {"Authorization": f"Bearer {made.json()['token']}"}
+    listed = api.http.get("/api/tokens", headers=second).json()
+    assert {t["name"] for t in listed} == {"test", "laptop"}
+    assert all("hash" not in t and len(t["prefix"]) < 20 for t in listed)
+    with api.db.read() as session:  # only the hash is stored
+        assert made.json()["token"] not in {t.hash for t in session.scalars(select(Token))}
+    revoked = api.http.delete(f"/api/tokens/{made.json()['info']['id']}", headers=headers)
+    assert revoked.status_code == 200 and revoked.json()["revoked_at"]
+    answer = api.http.get("/api/me", headers=second)
+    assert answer.status_code == 401 and "revoked" in answer.json()["error"]
+    with api.db.write() as session:
+        session.execute(update(Token).values(expires_at=dt.datetime(2020, 1, 1)))
+    answer = api.http.get("/api/me", headers=headers)
+    assert answer.status_code == 401 and "expired" in answer.json()["error"]
+
+
+def test_only_admins_create_users(api) -> None:
+    participant, admin = api.user("p"), api.user("root", "admin")
+    assert api.http.post("/api/users", json={"name": "x"}, headers=participant).status_code == 403
+    made = api.http.post("/api/users", json={"name": "newbie"}, headers=admin)
+    assert made.status_code == 201
+    assert api.http.get("/api/me", headers={"Authorization": f"Bearer {made.json()['token']}"}).json()["name"] == "newbie"
+    assert api.http.post("/api/users", json={"name": "newbie"}, headers=admin).status_code == 400
+    assert api.http.post("/api/users", json={"name": "bad name!"}, headers=admin).status_code == 400
+
+
+def test_bad_submissions_get_a_clear_4xx_and_write_nothing(api) -> None:
+    api.runner()  # makes "cpu" a known device kind
+    headers = api.user("alice")
+    before = _counts(api)
+    cases = [
+        (dict(content=b"{not json", headers={**headers, "Content-Type": "application/json"}), 422, "JSON"),
+        (dict(json={**submission_body(), "mode": "fastest"}), 422, "mode"),
+        (dict(json={**submission_body(), "device_kind": 7}), 422, "device_kind"),
+        (dict(json={k: v for k, v in submission_body().items() if k != "solution"}), 422, "solution"),
+        (dict(json=submission_body(problem="level9/nope")), 404, "unknown problem"),
+        (dict(json=submission_body(device_kind="B300")), 400, "unknown device kind"),
+        (dict(json={**submission_body(), "solution": {"name": "s", "manifest": {"language": "pytorch",
+                    "entry_point": "missing.py:solve"}, "sources": {"sol.py": "x"}}}), 422, "entry_point"),
+        (dict(json={**submission_body(), "solution": {**submission_body()["solution"], "hash": "ab" * 32}}), 400, "hash"),
+        (dict(json={**submission_body(), "solution": {"name": "s", "manifest": {"language": "cuda",
+                    "entry_point": "f"}, "sources": {"k.cu": "x"}}}), 400, "GPU"),
+        (dict(json=submission_body(source="x" * 3_000_000)), 413, "larger"),
+    ]
+    for kwargs, status, words in cases:
+        kwargs.setdefault("headers", headers)
+        answer = api.http.post("/api/submissions", **kwargs)
+        assert answer.status_code == status, (words, answer.status_code, answer.text[:300])
+        assert words.lower() in answer.json()["error"].lower(), (words, answer.json()["error"])
+    assert _counts(api) == before
+
+
+def test_upload_a_file(api) -> None:
+    api.runner()
+    headers = api.user("alice")
+    source = submission_body()["solution"]["sources"]["sol.py"]
+    made = api.http.post("/api/submissions/upload", headers=headers, files={"file": ("axpy.py", source.encode())},
+                         data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test"})
+    assert made.status_code == 201, made.text
+    assert made.json()["status"] == "QUEUED" and made.json()["mode"] == "test"
+    bad = api.http.post("/api/submissions/upload", headers=headers, files={"file": ("x.py", b"\xff\xfe")},
+                        data={"problem": "axpy_dest", "device_kind": "cpu"})
+    assert bad.status_code == 400 and "UTF-8" in bad.json()["error"]
+
+
+def test_same_code_is_stored_once(api) -> None:
+    api.runner()
+    headers = api.user("alice")
+    for _ in range(3):
+        assert api.http.post("/api/submissions", json=submission_body(), headers=headers).status_code == 201
+    assert _counts(api) == (3, 3, 1)
+
+
+def test_rate_limit_holds_under_concurrency(api) -> None:
+    api.runner()
+    api.settings.submit_limit_per_minute = 5
+    headers = api.user("alice")
+    codes: list[int] = []
+
+    def submit() -> None:
+        codes.append(api.http.post("/api/submissions", json=submission_body(), headers=headers).status_code)
+
+    threads = [threading.Thread(target=submit) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(codes) == [201] * 5 + [429] * 11
+    refused = api.http.post("/api/submissions", json=submission_body(), headers=headers)
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 0
+    assert _counts(api)[0] == 5
+    other = api.user("bob")  # limits are per user
+    assert api.http.post("/api/submissions", json=submission_body(), headers=other).status_code == 201
+
+
+def test_runner_endpoints_need_a_runner_token(api) -> None:
+    participant = api.user("alice")
+    answer = api.http.post("/api/runner/hello", json={"name": "x", "devices": []}, headers=participant)
+    assert answer.status_code == 403
+    scoped = api.user("gpu-runner", "runner", device_kinds=["H100"])
+    answer = api.http.post("/api/runner/hello", json={"name": "x", "devices": [{"device": "cpu", "kind": "cpu"}]},
+                           headers=scoped)
+    assert answer.status_code == 403 and "H100" in answer.json()["error"]
+
+
+def test_claim_result_exactly_once_and_leaderboard(api) -> None:
+    runner_headers, runner_id = api.runner()
+    alice, bob = api.user("alice"), api.user("bob")
+    ids = [api.http.post("/api/submissions", json=submission_body(mode=mode), headers=who).json()["id"]
+           for who, mode in ((alice, "ranked"), (alice, "ranked"), (bob, "ranked"), (bob, "benchmark"))]
+    claimed = []
+    while (answer := api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
+                                   headers=runner_headers)).status_code == 200:
+        claimed.append(answer.json())
+    assert [c["submission_id"] for c in claimed] == ids  # oldest first, each once
+    with api.db.read() as session:
+        secret = session.scalar(select(Problem.secret_seed))
+    assert [c["seed"] for c in claimed] == [secret, secret, secret, None]  # the secret only for ranked runs
+    assert api.http.get(f"/api/submissions/{ids[0]}").json()["status"] == "RUNNING"
+
+    scores = [1.2, 2.5, 1.7, 9.0]
+    for job, score in zip(claimed, scores):
+        body = {"lease_token": job["lease_token"], "evaluation": _evaluation(score=score)}
+        first = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", json=body, headers=runner_headers)
+        assert first.json() == {"accepted": True, "duplicate": False}
+        again = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", json=body, headers=runner_headers)
+        assert again.json() == {"accepted": True, "duplicate": True}
+    forged = {"lease_token": "f" * 32, "evaluation": _evaluation(score=99.0)}
+    answer = api.http.post(f"/api/runner/jobs/{claimed[0]['job_id']}/result", json=forged, headers=runner_headers)
+    assert answer.status_code == 409
+    other_runner_headers, _ = api.runner("r2")
+    answer = api.http.post(f"/api/runner/jobs/{claimed[0]['job_id']}/result",
+                           json={"lease_token": claimed[0]["lease_token"], "evaluation": _evaluation(score=50.0)},
+                           headers=other_runner_headers)
+    assert answer.status_code == 403
+    with api.db.read() as session:
+        assert session.scalar(select(func.count()).select_from(Result)) == 4
+
+    board = api.http.get("/api/leaderboard", params={"problem": "axpy_dest", "device_kind": "cpu"}).json()
+    assert [(r["rank"], r["user"], r["score"]) for r in board["rows"]] == [(1, "alice", 2.5), (2, "bob", 1.7)]
+    detail = api.http.get(f"/api/submissions/{ids[1]}").json()
+    assert detail["status"] == "PASSED" and detail["done"] and detail["evaluation"]["score"] == 2.5
+
+
+def test_a_failing_result_does_not_enter_the_leaderboard(api) -> None:
+    runner_headers, runner_id = api.runner()
+    api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice"))
+    job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
+                        headers=runner_headers).json()
+    api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=runner_headers,
+                  json={"lease_token": job["lease_token"], "evaluation": _evaluation("WRONG_VALUES", None)})
+    with api.db.read() as session:
+        assert session.scalar(select(func.count()).select_from(LeaderboardEntry)) == 0
+
+
+def test_expired_lease_requeues_then_gives_up(api) -> None:
+    runner_headers, runner_id = api.runner()
+    api.settings.lease_s = 0.2
+    api.settings.max_attempts = 2
+    sid = api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice")).json()["id"]
+    claim = {"runner_id": runner_id, "device_kinds": ["cpu"], "wait_s": 3}
+    first = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()
+    beat = api.http.post("/api/runner/heartbeat", headers=runner_headers,
+                         json={"runner_id": runner_id, "leases": {str(first["job_id"]): first["lease_token"]}})
+    assert beat.json() == {"lost": []}
+    second = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()  # after expiry
+    assert second["job_id"] == first["job_id"] and second["lease_token"] != first["lease_token"]
+    late = api.http.post(f"/api/runner/jobs/{first['job_id']}/result", headers=runner_headers,
+                         json={"lease_token": first["lease_token"], "evaluation": _evaluation()})
+    assert late.status_code == 409
+    beat = api.http.post("/api/runner/heartbeat", headers=runner_headers,
+                         json={"runner_id": runner_id, "leases": {str(first["job_id"]): first["lease_token"]}})
+    assert beat.json() == {"lost": [first["job_id"]]}
+    third = api.http.post("/api/runner/claim", json={**claim, "wait_s": 1}, headers=runner_headers)
+    assert third.status_code == 204  # out of attempts: failed, not re-queued
+    detail = api.http.get(f"/api/submissions/{sid}").json()
+    assert detail["status"] == "ERROR" and "gave up after 2 attempts" in detail["reason"]
+
+
+def test_release_on_shutdown_does_not_count_as_an_attempt(api) -> None:
+    runner_headers, runner_id = api.runner()
+    sid = api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice")).json()["id"]
+    claim = {"runner_id": runner_id, "device_kinds": ["cpu"]}
+    for _ in range(5):
+        job = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()
+        answer = api.http.post(f"/api/runner/jobs/{job['job_id']}/release", headers=runner_headers,
+                               json={"lease_token": job["lease_token"]})
+        assert answer.status_code == 200
+    assert api.http.get(f"/api/submissions/{sid}").json()["status"] == "QUEUED"
+    job = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()
+    api.http.post(f"/api/runner/jobs/{job['job_id']}/release", headers=runner_headers,
+                  json={"lease_token": job["lease_token"], "error": "harness crashed"})
+    with api.db.read() as session:
+        job_row = session.scalar(select(Job))
+        assert (job_row.attempts, job_row.state, job_row.last_error) == (1, "queued", "harness crashed")
+
+
+def test_events_stream_ends_with_done(api) -> None:
+    runner_headers, runner_id = api.runner()
+    sid = api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice")).json()["id"]
+    job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
+                        headers=runner_headers).json()
+    api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=runner_headers,
+                  json={"lease_token": job["lease_token"], "evaluation": _evaluation()})
+    from gpuarena.client import parse_events
+
+    with api.http.stream("GET", f"/api/submissions/{sid}/events") as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = list(parse_events(response.iter_lines()))
+    assert [e for e, _ in events] == ["status", "done"]
+    assert events[0][1]["status"] == "PASSED"
+    assert api.http.get("/api/submissions/999/events").status_code == 404
+
+
+def test_code_is_shown_to_its_author_and_organisers_only(api) -> None:
+    api.runner()
+    alice, bob, organiser = api.user("alice"), api.user("bob"), api.user("org", "organiser")
+    sid = api.http.post("/api/submissions", json=submission_body(), headers=alice).json()["id"]
+    assert "sol.py" in api.http.get(f"/api/submissions/{sid}/code", headers=alice).json()
+    assert api.http.get(f"/api/submissions/{sid}/code", headers=organiser).status_code == 200
+    assert api.http.get(f"/api/submissions/{sid}/code", headers=bob).status_code == 403
+    with api.db.write() as session:
+        session.execute(update(Problem).values(solutions_public=True))
+    assert api.http.get(f"/api/submissions/{sid}/code", headers=bob).status_code == 200
