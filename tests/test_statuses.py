@@ -109,6 +109,21 @@ def test_a_patched_clock_cannot_claim_zero_time(softmax_small):
     assert "no measurable work" in record.reason
 
 
+@pytest.fixture
+def worker_writable_tmp():
+    """A folder the worker can write to even as a user of its own (pytest's tmp_path is the
+    supervisor's alone): sticky and world-writable, like /tmp."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="gpuarena-test-"))
+    os.chmod(folder, 0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def test_processes_left_running_are_rejected_and_killed(softmax_small):
     from gpuarena.harness.sandbox import children_of
 
@@ -120,9 +135,12 @@ def test_processes_left_running_are_rejected_and_killed(softmax_small):
     assert not children_of(psutil.Process().pid) - {c.pid for c in psutil.Process().children()}
 
 
-def test_double_forked_orphans_are_reaped(softmax_small):
+def test_double_forked_orphans_are_rejected_and_reaped(softmax_small):
     record = softmax_small(SOLUTIONS / "double_fork.py")
-    assert record.status == "PASSED"  # harmless by itself, but it must not outlive the run
+    # the worker is a subreaper: the orphaned grandchild comes back to it, and a process
+    # left behind at import is rejected; it must not outlive the run either
+    assert record.status == "REJECTED", record.reason
+    assert "child process" in record.reason
     time.sleep(0.2)
     leftovers = [p for p in psutil.process_iter(["cmdline", "status"])
                  if p.info["status"] != psutil.STATUS_ZOMBIE and "double_fork" not in " ".join(p.info["cmdline"] or [])
@@ -130,9 +148,10 @@ def test_double_forked_orphans_are_reaped(softmax_small):
     assert not leftovers
 
 
-def test_worker_has_no_network_where_the_platform_allows_it(softmax_small, tmp_path, monkeypatch):
+def test_worker_has_no_network_where_the_platform_allows_it(softmax_small, worker_writable_tmp, monkeypatch):
     import os
 
+    tmp_path = worker_writable_tmp
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     record = softmax_small(SOLUTIONS / "network.py")
     assert record.status == "PASSED"

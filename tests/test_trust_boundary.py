@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
+import pytest
 import torch
 
 from conftest import SOLUTIONS, judge
@@ -13,7 +18,18 @@ from gpuarena.problems import resolve_problem
 SECRET_SEED = 731_902_118_455_023
 
 
-def test_worker_sees_neither_seed_nor_reference_outputs(tmp_path, monkeypatch):
+@pytest.fixture
+def worker_writable_tmp():
+    """A folder the worker can write to even as a user of its own (pytest's tmp_path is the
+    supervisor's alone): sticky and world-writable, like /tmp."""
+    folder = Path(tempfile.mkdtemp(prefix="gpuarena-test-"))
+    os.chmod(folder, 0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_worker_sees_neither_seed_nor_reference_outputs(worker_writable_tmp, monkeypatch):
+    tmp_path = worker_writable_tmp
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     record = judge("level1/softmax", SOLUTIONS / "spy.py", mode="ranked", seed=SECRET_SEED,
                    workloads=["small-64x1000"], budget_s=0.2)
@@ -55,3 +71,53 @@ def test_worker_environment_is_scrubbed(monkeypatch):
     env = scrubbed_env()
     assert "GPUARENA_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
     assert "PATH" in env
+
+
+def test_reported_times_are_bounded_by_the_supervisors_clocks():
+    from gpuarena.harness.measure import HARNESS_NS_PER_REQUEST, TimeBudget
+    from gpuarena.harness.process import RunFailure
+
+    # more call time than the request took on the supervisor's clock
+    with pytest.raises(RunFailure, match="supervisor's clock"):
+        TimeBudget(cpu=True, cores=1, harness_ns=0).add([600_000, 600_000], wall_ns=1_000_000, worker_cpu_ns=1_200_000)
+    # honest: CPU time beyond the harness's share is covered by the reported times
+    honest = TimeBudget(cpu=True, cores=1, harness_ns=50_000)
+    for _ in range(10):
+        honest.add([100_000] * 8, wall_ns=3_000_000, worker_cpu_ns=8 * (100_000 + 100_000) + HARNESS_NS_PER_REQUEST)
+    honest.check()
+    # a clock that ticks 1 ns per call while the calls really took 100 µs each
+    forged = TimeBudget(cpu=True, cores=2, harness_ns=50_000)
+    for _ in range(10):
+        forged.add([1] * 8, wall_ns=3_000_000, worker_cpu_ns=8 * (100_000 + 100_000) + HARNESS_NS_PER_REQUEST)
+    with pytest.raises(RunFailure, match="tampered"):
+        forged.check()
+    # on CUDA the CPU-time bound does not apply (spinning syncs, profiler work)
+    cuda = TimeBudget(cpu=False, cores=1, harness_ns=0)
+    cuda.add([1] * 8, wall_ns=3_000_000, worker_cpu_ns=10_000_000)
+    cuda.check()
+
+
+def test_supervisor_is_non_dumpable_while_protected():
+    import ctypes
+
+    from gpuarena.harness.sandbox import PR_GET_DUMPABLE, protect_supervisor
+
+    libc = ctypes.CDLL("libc.so.6")
+    before = libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
+    protect_supervisor(True)
+    protect_supervisor(True)  # nested runs
+    assert libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+    protect_supervisor(False)
+    assert libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+    protect_supervisor(False)
+    assert libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == before
+
+
+def test_each_run_gets_a_worker_user_of_its_own():
+    from gpuarena.harness.sandbox import worker_identity
+
+    first, second = worker_identity(), worker_identity()
+    if os.geteuid() != 0:
+        assert first is None and second is None
+        return
+    assert first[0] != second[0] and first[0] != 0 and first[1] == second[1] != 0

@@ -2,9 +2,20 @@
 
 Each round refreshes every input set with fresh random data (outside any timed region),
 times one block of the reference in the supervisor and one block of the solution in the
-worker (alternating which goes first), checks the output of a randomly chosen timed call
-of the solution and that no input changed. It stops once it has the minimum sample count
-and either both medians' 95% intervals are within ±1% or the budget is spent.
+worker (alternating which goes first), then checks, in this order, that no input changed
+(bit for bit, against the supervisor's private copy), the outputs of a timed call chosen
+only now (the worker keeps every call's outputs; expected values come from the private
+copy), and that the worker's samples fit the supervisor's own clocks. It stops once it has
+the minimum sample count and either both medians' 95% intervals are within ±1% or the
+budget is spent.
+
+The bound on the samples (`TimeBudget`): the worker's times are measured inside the
+solution's process, which can rewrite the clock, the timer or the reply. The supervisor
+knows two things the solution cannot change: its own clock around each `time` request, and
+the worker's CPU time over it (the kernel's account of all the worker's threads). The
+reported wall times of a block cannot sum to more than the request took, and on the CPU,
+where all work is CPU time, they cannot sum to less than the worker's CPU time, spread over
+at most the cores it may use, less the harness's own per-call and per-request work.
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from gpuarena.harness import peaks
-from gpuarena.harness.compare import compare, fingerprint
+from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess
 from gpuarena.harness.records import SpeedOfLight, Timing, WorkloadResult
 from gpuarena.harness.stats import bootstrap_median, bootstrap_ratio, converged
@@ -25,6 +36,86 @@ if TYPE_CHECKING:
     from gpuarena.harness.supervisor import Supervisor, WorkloadSession
 
 WARMUP_CALLS = 3
+CHECKED_PER_BLOCK = 1
+"""Timed calls whose outputs are compared in each block, chosen after it has run."""
+
+HARNESS_MARGIN = 2.0
+"""The worker's own work per timed call (outside the call's window: poisoning destinations,
+copying the outputs out, the checks on them, the loop) is allowed this multiple of what the
+same harness code costs in the supervisor with a solve() that does nothing,"""
+HARNESS_NS_PER_CALL = 20_000
+"""plus this much per call (allocator and cache effects the no-op does not show),"""
+HARNESS_NS_PER_REQUEST = 300_000
+"""plus this much per `time` request (receiving it, the block's set-up, the reply)."""
+
+
+def harness_cost_ns(supervisor: Supervisor, session: WorkloadSession, rounds: int = 3) -> int:
+    """CPU time per timed call of the worker's own code around a call, measured here: the
+    worker's `time` on a Worker object in this process, with a solve() that does nothing and
+    outputs shaped like the real ones. Trusted: no solution code runs in this process."""
+    from gpuarena.harness.worker import Worker
+
+    worker = Worker(None)  # type: ignore[arg-type]
+    worker.timer = supervisor.timer
+    worker.convention = supervisor.problem.spec.convention
+    worker.input_names = session.input_names
+    worker.output_names = supervisor.problem.spec.outputs
+    # the shared buffers themselves (file mappings on the CPU, slower to write than private
+    # memory); the loop refills them before every block
+    worker.sets = session.sets
+    worker.dests = session.dests
+    calls = len(session.sets)
+    outputs = [torch.empty_like(d) for d in session.dests[0]]
+    worker.solve = lambda *args: None if worker.convention == "destination" else tuple(outputs)
+    best = None
+    for _ in range(rounds):
+        started = time.thread_time_ns()
+        try:
+            worker.time({"n": calls})
+        except Exception:  # e.g. another thread of this process started one meanwhile
+            continue
+        spent = (time.thread_time_ns() - started) // calls
+        best = spent if best is None else min(best, spent)
+    return best if best is not None else 200_000
+
+
+class TimeBudget:
+    """The supervisor-side bound on the worker's reported times (see the module docstring)."""
+
+    def __init__(self, cpu: bool, cores: int, harness_ns: int):
+        self.cpu, self.cores = cpu, max(1, cores)
+        self.per_call = HARNESS_MARGIN * harness_ns + HARNESS_NS_PER_CALL
+        self.reported = 0
+        self.worker_cpu = 0
+        self.calls = 0
+        self.requests = 0
+        self.measured = True
+
+    def add(self, e2e_ns: list[int], wall_ns: int, worker_cpu_ns: int | None) -> None:
+        reported = sum(e2e_ns)
+        if reported > wall_ns:
+            raise RunFailure("REJECTED", f"the worker reported {reported / 1e3:.0f} µs of calls in a request that took "
+                                         f"{wall_ns / 1e3:.0f} µs on the supervisor's clock (tampered timing)")
+        self.reported += reported
+        self.calls += len(e2e_ns)
+        self.requests += 1
+        if worker_cpu_ns is None:
+            self.measured = False
+        else:
+            self.worker_cpu += worker_cpu_ns
+
+    def check(self) -> None:
+        """On the CPU: the reported times, over all blocks so far, must account for the
+        worker's CPU time beyond the harness's share, spread over its cores."""
+        if not (self.cpu and self.measured and self.calls):
+            return
+        harness = self.calls * self.per_call + self.requests * HARNESS_NS_PER_REQUEST
+        unexplained = self.worker_cpu - harness
+        if unexplained > self.reported * self.cores:
+            raise RunFailure("REJECTED", f"the worker spent {self.worker_cpu / 1e3:.0f} µs of CPU time on "
+                                         f"{self.calls} timed calls but reported {self.reported / 1e3:.0f} µs "
+                                         f"(allowing {harness / 1e3:.0f} µs for the harness and {self.cores} "
+                                         "core(s)): its times were tampered with")
 
 
 @dataclass
@@ -56,18 +147,18 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
         with torch.no_grad():
             return reference(**{name: session.sets[i % n_sets][name] for name in names})
 
-    def refresh(round_no: int) -> list[dict[str, tuple[int, ...]]]:
-        prints = []
+    def refresh(round_no: int) -> None:
+        from gpuarena.harness.supervisor import poison
+
         for k in range(n_sets):
             session.fill(k, session.make("timing", round_no, k))
-            prints.append({n: fingerprint(v) for n, v in session.sets[k].items() if isinstance(v, torch.Tensor)})
+            poison(session.dests[k])  # a call that writes nothing leaves NaN, not an old output
         session.sync()
-        return prints
 
     # warm-up: compilation, autotuning and allocator growth stay out of the samples
     refresh(0)
     timer.run_block(call_reference, WARMUP_CALLS)
-    reply = worker.request({"op": "time", "n": 0, "warmup": WARMUP_CALLS}, supervisor.deadline,
+    reply = worker.request({"op": "time", "n": 0, "warmup": max(WARMUP_CALLS, n_sets)}, supervisor.deadline,
                            f"warming up on {session.workload.name}")
     _raise_on_failure(reply)
 
@@ -76,16 +167,13 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     sol_dev: list[int] = []
     sol_e2e: list[int] = []
     sol_method = timer.method
+    on_cpu = session.device.type == "cpu"
+    budget = TimeBudget(cpu=on_cpu, cores=_cores(), harness_ns=harness_cost_ns(supervisor, session) if on_cpu else 0)
     started = time.monotonic()
     round_no = 0
     while True:
         round_no += 1
-        prints = refresh(round_no)
-        check = sorted(supervisor.rng.sample(range(n_sets), k=min(len(session.checks), n_sets)))
-        for slot in session.checks:
-            for t in slot:
-                t.fill_(float("nan") if t.is_floating_point() else 0)
-        session.sync()
+        refresh(round_no)
         solution_first = round_no % 2 == 0
         for who in (("sol", "ref") if solution_first else ("ref", "sol")):
             if who == "ref":
@@ -93,25 +181,26 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 ref_dev += block.device_ns
                 ref_e2e += block.e2e_ns
             else:
-                reply = worker.request({"op": "time", "n": n_sets, "check": check}, supervisor.deadline,
+                reply = worker.request({"op": "time", "n": n_sets}, supervisor.deadline,
                                        f"timing {session.workload.name}")
                 _raise_on_failure(reply)
                 dev, e2e = _samples(reply, n_sets)
+                budget.add(e2e, worker.last_wall_ns, worker.last_cpu_ns)
                 sol_dev += dev
                 sol_e2e += e2e
                 sol_method = str(reply.get("method", sol_method))
         session.sync()
-        for j, i in enumerate(check):
-            expected = session.reference({n: session.sets[i][n] for n in names})
-            for name, out, ref in zip(problem.spec.outputs, session.checks[j], expected):
+        for k in range(n_sets):
+            changed = session.modified_input(k)
+            if changed:
+                raise RunFailure("REJECTED", f"solve() modified its input {changed} during timing")
+        # which calls are checked is decided now, after the block: every call had to be right
+        for i in sorted(supervisor.rng.sample(range(n_sets), k=min(CHECKED_PER_BLOCK, n_sets))):
+            expected = session.reference(session.private[i])
+            for name, out, ref in zip(problem.spec.outputs, session.dests[i], expected):
                 verdict = compare(name, out, ref, tol)
                 if not verdict.ok:
                     raise RunFailure(verdict.status, f"a timed call returned wrong values: {verdict.reason}")
-        for k in range(n_sets):
-            now = {n: fingerprint(v) for n, v in session.sets[k].items() if isinstance(v, torch.Tensor)}
-            changed = [n for n in now if now[n] != prints[k][n]]
-            if changed:
-                raise RunFailure("REJECTED", f"solve() modified its input {changed[0]} during timing")
         elapsed = time.monotonic() - started
         if len(sol_dev) >= plan.max_samples:
             break
@@ -122,11 +211,23 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
         if time.monotonic() > supervisor.deadline:
             raise RunFailure("TIMEOUT", f"the time limit ran out while timing {session.workload.name}")
 
+    budget.check()  # over all blocks: cold caches and page faults of one block even out
     result.time = summarize(sol_dev, sol_e2e, sol_method)
     result.reference_time = summarize(ref_dev, ref_e2e, timer.method)
     ratio, low, high = bootstrap_ratio(ref_dev, sol_dev)
     result.speedup, result.speedup_ci95 = ratio, (low, high)
     _speed_of_light(supervisor, session, result)
+
+
+def _cores() -> int:
+    """How many cores the worker can run on at most: those this process may use (the
+    worker inherits the set; it can narrow it, not widen it beyond the cpuset)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _samples(reply: dict[str, Any], n: int) -> tuple[list[int], list[int]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import random
 import secrets
 import tempfile
@@ -24,7 +25,7 @@ from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess
 from gpuarena.harness.records import Evaluation, Mode, Status, WorkloadResult
-from gpuarena.harness.sandbox import default_memory_limit
+from gpuarena.harness.sandbox import default_memory_limit, protect_supervisor, worker_identity
 from gpuarena.harness.stats import weighted_geomean
 from gpuarena.harness.timing import Timer
 from gpuarena.harness.transport import SharedArena
@@ -59,6 +60,11 @@ class RunOptions:
     peaks: dict[str, float] | None = None
     """Device peaks to use instead of measuring them (known hardware, tests); enables the
     floor check on any device. Keys: bandwidth_gbs, tflops_bf16, tflops_fp32."""
+    worker_isolation: bool | None = None
+    """Run the worker without the supervisor's rights (a user of its own when the supervisor
+    is root; the supervisor non-dumpable). Default: GPUARENA_WORKER_ISOLATION (1 or 0) if
+    set, else on for CPU runs and off for CUDA runs, where CUDA IPC between two users (and
+    with a non-dumpable exporter) has not been run on a GPU machine yet."""
 
 
 def derive_seed(seed: int, *parts: Any) -> int:
@@ -77,6 +83,9 @@ class WorkloadSession:
         self.problem, self.workload, self.device, self.seed, self.arena = problem, workload, device, seed, arena
         self.input_names = problem.input_names
         self.sets: list[dict[str, Any]] = []
+        self.private: list[dict[str, Any]] = []
+        """The supervisor's own copy of what each shared input set must hold: inputs are
+        compared with it bit for bit, and expected outputs are computed from it."""
         self.dests: list[list[torch.Tensor]] = []
         self.checks: list[list[torch.Tensor]] = []
         self.handles: dict[str, Any] = {"sets": [], "dests": [], "checks": []}
@@ -123,6 +132,16 @@ class WorkloadSession:
                 self.sets[k][name].copy_(value)
             elif value != self.sets[k][name]:
                 raise RunFailure("REJECTED", f"problem bug: scalar input {name} changes between draws")
+        while len(self.private) <= k:
+            self.private.append({})
+        self.private[k] = inputs
+
+    def modified_input(self, k: int) -> str | None:
+        """The first input of set k whose shared copy differs (bitwise) from the private one."""
+        for name, value in self.private[k].items():
+            if isinstance(value, torch.Tensor) and not bitwise_equal(self.sets[k][name], value):
+                return name
+        return None
 
     def sync(self) -> None:
         if self.device.type == "cuda":
@@ -202,26 +221,54 @@ class Supervisor:
         elif self.device.type == "cuda" and self.options.mode != "test":
             self.progress("measuring the device's peaks (once per device)")
             env.peaks = self.peaks = peaks.device_peaks(self.device, env.device_uuid, env.device_name)
-        with tempfile.TemporaryDirectory(prefix="gpuarena-run-") as tmp:
-            # network isolation and the memory cap are proven on the CPU path; on CUDA they
-            # await a run on a GPU machine (CUDA maps large address ranges of its own)
-            on_cpu = self.device.type == "cpu"
-            memory = (self.options.memory_limit_bytes or default_memory_limit()) if on_cpu else None
-            worker = WorkerProcess(Path(tmp), Path(tmp) / "worker.log", isolate_network=on_cpu, memory_limit=memory)
-            arena = SharedArena(self.device)
-            try:
-                self._run(worker, arena, record)
-            except RunFailure as failure:
-                record.status, record.reason = Status(failure.status), failure.reason
-                if failure.detail:
-                    record.log += failure.detail
-            finally:
-                worker.close()
-                arena.close()
-                record.log = worker.read_log() + record.log + "".join(self.details)
+        isolate = self._isolate_worker()
+        if isolate:
+            protect_supervisor(True)
+        try:
+            with tempfile.TemporaryDirectory(prefix="gpuarena-run-") as tmp:
+                self._run_in(Path(tmp), isolate, record)
+        finally:
+            if isolate:
+                protect_supervisor(False)
         environment.finish(record.environment, self.device)
         record.duration_s = round(time.monotonic() - started, 3)
         return record
+
+    def _isolate_worker(self) -> bool:
+        if self.options.worker_isolation is not None:
+            return self.options.worker_isolation
+        setting = os.environ.get("GPUARENA_WORKER_ISOLATION", "").strip().lower()
+        if setting in ("1", "on", "true", "yes"):
+            return True
+        if setting in ("0", "off", "false", "no"):
+            return False
+        return self.device.type == "cpu"
+
+    def _run_in(self, tmp: Path, isolate: bool, record: Evaluation) -> None:
+        # network isolation and the memory cap are proven on the CPU path; on CUDA they
+        # await a run on a GPU machine (CUDA maps large address ranges of its own)
+        on_cpu = self.device.type == "cpu"
+        memory = (self.options.memory_limit_bytes or default_memory_limit()) if on_cpu else None
+        # the run's folder is the supervisor's (the log lives there, out of the worker's
+        # reach); the worker works in a folder of its own inside it
+        user = worker_identity() if isolate else None
+        workdir = tmp / "work"
+        workdir.mkdir(mode=0o700)
+        if user is not None:
+            os.chmod(tmp, 0o711)
+            os.chown(workdir, user[0], user[1])
+        worker = WorkerProcess(workdir, tmp / "worker.log", isolate_network=on_cpu, memory_limit=memory, user=user)
+        arena = SharedArena(self.device, owner=(user[0], user[1]) if user else None)
+        try:
+            self._run(worker, arena, record)
+        except RunFailure as failure:
+            record.status, record.reason = Status(failure.status), failure.reason
+            if failure.detail:
+                record.log += failure.detail
+        finally:
+            worker.close()
+            arena.close()
+            record.log = worker.read_log() + record.log + "".join(self.details)
 
     def _run(self, worker: WorkerProcess, arena: SharedArena, record: Evaluation) -> None:
         workloads = self.workloads()
@@ -240,6 +287,7 @@ class Supervisor:
         self.timer = Timer(self.device, method=method or None)
         if record.environment is not None:
             record.environment.worker_network = str(reply.get("network", "unknown"))
+        self.details.append(f"\n[gpuarena] worker rights: {reply.get('rights', 'unknown')}\n")
         for index, workload in enumerate(workloads):
             self.progress(f"workload {index + 1}/{len(workloads)}: {workload.name}")
             result = self._workload(worker, arena, workload, method)
@@ -262,7 +310,7 @@ class Supervisor:
         first_ref = session.reference(first)
         timing = self.options.mode != "test"
         n_sets = count_sets(self.device, input_bytes(first, first_ref)) if timing else 1
-        session.allocate(first, first_ref, n_sets, n_checks=1 if timing else 0)
+        session.allocate(first, first_ref, n_sets, n_checks=0)
         worker.request({"op": "setup", **session.handles}, self.deadline, f"sharing inputs of {workload.name}")
         try:
             self._check_correctness(worker, session, result, first, first_ref)

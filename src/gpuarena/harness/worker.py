@@ -26,8 +26,20 @@ from gpuarena.harness.transport import attach
 from gpuarena.solutions.build import BuildError, build
 from gpuarena.solutions.model import Solution
 
+# Bound before any solution code is imported: a solution that rebinds torch.Tensor.copy_,
+# threading.enumerate or the reply function does not change what the worker calls. (It
+# shares the process, so this raises the bar only; the supervisor's own checks, which do
+# not trust the worker, are what hold: outputs compared there, times bounded by its clock.)
 _Tensor = torch.Tensor
 _type = type
+_copy = torch.Tensor.copy_
+_fill = torch.Tensor.fill_
+_enumerate = threading.enumerate
+_is_alive = threading.Thread.is_alive
+_getpid = os.getpid
+_children_of = children_of
+_send_reply = protocol.send_reply
+_receive_request = protocol.receive_request
 
 
 class CallFailure(Exception):
@@ -47,9 +59,10 @@ def _is_compile_error(exc: BaseException) -> bool:
 
 
 class Worker:
-    def __init__(self, conn: Connection, network: str = "unknown"):
+    def __init__(self, conn: Connection, network: str = "unknown", rights: str = "unknown"):
         self.conn = conn
         self.network = network
+        self.rights = rights
         self.solve: Callable[..., Any] | None = None
         self.device = torch.device("cpu")
         self.timer: Timer | None = None
@@ -58,7 +71,6 @@ class Worker:
         self.output_names: list[str] = []
         self.sets: list[dict[str, Any]] = []
         self.dests: list[list[torch.Tensor]] = []
-        self.checks: list[list[torch.Tensor]] = []
 
     # -- requests ------------------------------------------------------------------------
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +80,6 @@ class Worker:
         if op == "setup":
             self.sets = [{k: attach(v) if isinstance(v, dict) else v for k, v in s.items()} for s in request["sets"]]
             self.dests = [[attach(h) for h in d] for d in request["dests"]]
-            self.checks = [[attach(h) for h in c] for c in request.get("checks", [])]
             return {"op": "setup", "ok": True}
         if op == "call":
             return self.guarded(lambda: self.call_once(request["set"], copy_to=self.dests[request["set"]]))
@@ -88,6 +99,8 @@ class Worker:
         if solution.manifest.language == "cuda" and self.device.type != "cuda":
             return {"op": "build", "ok": False, "status": "COMPILE_ERROR",
                     "reason": "a cuda solution runs on a CUDA device: use --device cuda"}
+        threads_before = self._threads()
+        children_before = _children_of(_getpid())
         try:
             solve = build(solution, Path.cwd() / "solution")
         except BuildError as exc:
@@ -99,8 +112,23 @@ class Worker:
         problem = self._signature_problem(solve)
         if problem:
             return {"op": "build", "ok": False, "status": "COMPILE_ERROR", "reason": problem}
+        # nothing of the solution's may run outside its calls: a thread or process started
+        # at import could work while the worker waits (during the reference's block, say)
+        left = self._threads() - threads_before
+        if left:
+            return {"op": "build", "ok": False, "status": "REJECTED",
+                    "reason": f"importing the solution left {len(left)} thread(s) running"}
+        spawned = _children_of(_getpid()) - children_before
+        if spawned:
+            return {"op": "build", "ok": False, "status": "REJECTED",
+                    "reason": f"importing the solution left {len(spawned)} child process(es) behind"}
         self.solve = solve
-        return {"op": "build", "ok": True, "method": self.timer.method, "network": self.network}
+        return {"op": "build", "ok": True, "method": self.timer.method, "network": self.network,
+                "rights": self.rights}
+
+    @staticmethod
+    def _threads() -> set[threading.Thread]:
+        return {t for t in _enumerate() if _is_alive(t)}
 
     def _signature_problem(self, solve: Callable[..., Any]) -> str | None:
         expected = self.input_names + (self.output_names if self.convention == "destination" else [])
@@ -161,65 +189,80 @@ class Worker:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
+    def _copy_out(self, outs: list[torch.Tensor], dests: list[torch.Tensor]) -> None:
+        for out, dest in zip(outs, dests):
+            if out is not dest:  # destination-passing wrote in place already
+                _copy(dest, out)
+
+    def _left_running(self, threads_before: set[threading.Thread], children_before: set[int] | None) -> None:
+        left = self._threads() - threads_before
+        if left:
+            raise CallFailure("REJECTED", f"solve() left {len(left)} thread(s) running after it returned")
+        if children_before is None:
+            return
+        spawned = _children_of(_getpid()) - children_before
+        if spawned:
+            # the worker is a child subreaper: a double-forked or setsid daemon is its child too
+            raise CallFailure("REJECTED", f"solve() left {len(spawned)} child process(es) behind after it returned")
+
     def call_once(self, k: int, copy_to: list[torch.Tensor] | None) -> dict[str, Any]:
-        threads_before = set(threading.enumerate())
-        children_before = children_of(os.getpid())
+        threads_before = self._threads()
+        children_before = _children_of(_getpid())
         result = self._invoke(k)
         self._sync()
         outs = self._outputs(k, result)
-        if copy_to is not None and copy_to is not outs:  # destination-passing wrote in place already
-            for out, dest in zip(outs, copy_to):
-                dest.copy_(out)
+        if copy_to is not None:
+            self._copy_out(outs, copy_to)
         self._sync()
-        left = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
-        if left:
-            raise CallFailure("REJECTED", f"solve() left {len(left)} thread(s) running after it returned")
-        spawned = children_of(os.getpid()) - children_before
-        if spawned:
-            raise CallFailure("REJECTED", f"solve() left {len(spawned)} child process(es) running after it returned")
+        self._left_running(threads_before, children_before)
         return {"op": "call", "ok": True}
 
     def _poison(self, k: int) -> None:
         for dest in self.dests[k]:
             if dest.is_floating_point():
-                dest.fill_(float("nan"))
+                _fill(dest, float("nan"))
             else:
-                dest.fill_(-1 if dest.dtype != torch.bool else True)
+                _fill(dest, -1 if dest.dtype != torch.bool else True)
 
     def time(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Warm-up calls, then a timed block of n calls. Every timed call's outputs end up in
+        its set's destination (copied there outside the window, for returned outputs): the
+        worker does not know which calls the supervisor will check; it chooses afterwards."""
         assert self.timer is not None
         n_sets = len(self.sets)
-        for i in range(request.get("warmup", 0)):
-            self.call_once(i % n_sets, copy_to=None)
-        check = {int(i): j for j, i in enumerate(request.get("check", []))}
+        for i in range(request.get("warmup", 0)):  # every set once at least: all pages mapped in
+            self.call_once(i % n_sets, copy_to=self.dests[i % n_sets])
         destination = self.convention == "destination"
+        threads_before = self._threads()
+        children_before = _children_of(_getpid())
 
         def prepare(i: int) -> None:
             if destination:
                 self._poison(i % n_sets)
 
         def after(i: int, result: Any) -> None:
-            if i in check:
-                outs = self._outputs(i % n_sets, result)
-                for out, slot in zip(outs, self.checks[check[i]]):
-                    slot.copy_(out)
+            k = i % n_sets
+            self._copy_out(self._outputs(k, result), self.dests[k])
+            self._left_running(threads_before, None)  # processes: once, after the block
 
         samples = self.timer.run_block(lambda i: self._invoke(i % n_sets), request["n"], prepare, after)
         self._sync()
+        self._left_running(threads_before, children_before)
         return {"op": "time", "device_ns": samples.device_ns, "e2e_ns": samples.e2e_ns, "method": samples.method}
 
 
-def main(argv: list[str], network: str = "unknown") -> None:
+def main(argv: list[str], network: str = "unknown", rights: str = "unknown") -> None:
     """Serve requests until told to exit (started by gpuarena.harness.sandbox)."""
     conn = Connection(int(argv[0]))
-    worker = Worker(conn, network)
+    worker = Worker(conn, network, rights)
     while True:
         try:
-            request = protocol.receive_request(conn)
+            request = _receive_request(conn)
         except (EOFError, OSError):
             return
+        nonce = request.get("nonce")
         if request["op"] == "exit":
-            protocol.send_reply(conn, {"op": "exit"})
+            _send_reply(conn, {"op": "exit", "nonce": nonce})
             return
         try:
             reply = worker.handle(request)
@@ -229,5 +272,5 @@ def main(argv: list[str], network: str = "unknown") -> None:
                      "traceback": traceback.format_exc()}
         sys.stdout.flush()
         sys.stderr.flush()
-        protocol.send_reply(conn, reply)
+        _send_reply(conn, {**reply, "nonce": nonce})
 
