@@ -4,16 +4,13 @@ honest solution must pass, through the real harness (a real worker process per c
 Cases are hostile code: they are never imported here, only read with `ast` (load_cases)
 and handed to the harness. Some of them try to outlive the run (leaked processes, whose
 pids they record in $TMPDIR/gpuarena-redteam-leaks/) or to lower the supervisor's CPU
-share (affinity, nice, autogroup nice); each test kills the former by pid and restores
+share (affinity, nice, autogroup nice); `run_case` kills the former by pid and restores
 the latter, so one case cannot poison the next.
 """
 
 from __future__ import annotations
 
 import ast
-import os
-import signal
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,9 +18,7 @@ import pytest
 from gpuarena.harness.records import Status
 from gpuarena.redteam import Case, load_cases, run_case
 
-ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(__file__).resolve().parent / "redteam"
-LEAKS = Path(tempfile.gettempdir()) / "gpuarena-redteam-leaks"
 
 FAMILIES = {
     "cached outputs",
@@ -68,81 +63,22 @@ def _case_id(case: Case) -> str:
     return f"{kind}/{case.name}"
 
 
-def _kill_leaked_processes() -> list[int]:
-    """Kill, by pid, the processes that cases recorded as leaked (if they still run ours)."""
-    killed = []
-    if not LEAKS.is_dir():
-        return killed
-    for entry in LEAKS.iterdir():
-        try:
-            pid = int(entry.name)
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except (ValueError, OSError):
-            cmdline = b""
-            pid = 0
-        if pid and (b"gpuarena-redteam-leak" in cmdline or b"gpuarena.harness" in cmdline):
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except ProcessLookupError:
-                pass
-        entry.unlink(missing_ok=True)
-    return killed
-
-
-def _autogroup_nice() -> int | None:
-    try:
-        return int(Path("/proc/self/autogroup").read_text().split("nice")[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 @pytest.fixture
-def isolated_case(monkeypatch):
-    """Run from the repository root (cases name fixture problems by relative path) and
-    undo what a hostile case may have done to this process or left behind."""
-    monkeypatch.chdir(ROOT)
-    affinity = os.sched_getaffinity(0)
-    nice = os.getpriority(os.PRIO_PROCESS, 0)
-    group_nice = _autogroup_nice()
-    _kill_leaked_processes()
+def isolated_case(monkeypatch, tmp_path):
+    """Run from an unrelated folder (cases name fixture problems by paths relative to the
+    repository, which must not depend on the current directory). run_case itself kills what
+    a hostile case leaves behind and restores this process's scheduling."""
+    monkeypatch.chdir(tmp_path)
     yield
-    _kill_leaked_processes()
-    os.sched_setaffinity(0, affinity)
-    for restore in (lambda: os.setpriority(os.PRIO_PROCESS, 0, nice),
-                    lambda: group_nice is not None and Path("/proc/self/autogroup").write_text(str(group_nice))):
-        try:
-            restore()
-        except OSError:
-            pass
 
 
-KNOWN_GAPS = {
-    # in-process tampering: the solution shares the worker's address space
-    "background_threads/persistent_precompute_thread": "a thread started at import, alive before the call, is not flagged",
-    "monkeypatch_checker/hide_threads_from_enumerate": "the thread check trusts threading.enumerate() in-process",
-    "monkeypatch_timers/module_clock_ticks": "the CPU clock lives in the worker; scaled-down times are not bounded by the supervisor",
-    "monkeypatch_timers/timer_method_replaced": "the CPU clock lives in the worker; scaled-down times are not bounded by the supervisor",
-    "fake_results/patched_reply_function": "the worker's reply function can be replaced in-process",
-    "phase_detection/skip_unchecked_timed_calls": "the checked call indices are sent to the worker up front",
-    "deferred_work/copy_hook_finishes_work": "work finished inside the harness's copy of the output is not told apart",
-    "mutating_inputs/swap_blind_to_fingerprint": "the timing-phase input fingerprint is sums over strided subsets",
-    # the supervisor's process is reachable from a worker running as the same (root) user
-    "reading_secrets/supervisor_environ_readable": "a same-uid worker can read /proc/<supervisor>/environ",
-    "reading_secrets/supervisor_memory_reference": "a same-uid root worker can read /proc/<supervisor>/mem",
-    "supervisor_tampering/signal_supervisor_probe": "a same-uid worker can signal the supervisor",
-    "supervisor_tampering/supervisor_memory_writable_probe": "a same-uid root worker can write /proc/<supervisor>/mem",
-    "supervisor_tampering/starve_the_reference": "a worker can lower the supervisor's CPU share",
-    # caught, but with a less specific verdict than the case asks for
-    "fake_results/socket_fake_timing_reply": "a forged reply on the socket races the real one: PASSED or WRONG_VALUES",
-    "mutating_inputs/in_place_timed_only": "caught as WRONG_VALUES by the timed-output check rather than REJECTED",
-    "processes/double_fork_daemon": "the orphan is killed by the subreaper, but the verdict is not REJECTED",
+KNOWN_GAPS: dict[str, str] = {
 }
 """Cases the harness does not yet answer as a sound harness must (issue 6's next steps).
 Strict: a fix makes the case pass, and then the entry must be removed."""
 
 
-RACY = {"fake_results/socket_fake_timing_reply"}
+RACY: set[str] = set()
 """Known gaps whose outcome depends on a race: an unexpected pass there is not a fix."""
 
 

@@ -5,18 +5,30 @@ is hostile code: the supervisor never imports it):
 
     FAMILY = "cached outputs"         # the exploit family
     EXPECT = ["WRONG_VALUES"]         # acceptable verdicts (honest cases: ["PASSED"])
-    PROBLEM = "level1/softmax"        # optional; a bundled id or a folder
+    PROBLEM = "level1/softmax"        # optional; a bundled id, or a folder relative to the
+                                      # case's folder or the repository holding the corpus
     DEVICES = ["cpu", "cuda"]         # optional; where the case applies
     MODE = "benchmark"                # optional
     WORKLOADS = ["small-64x1000"]     # optional
+
+Cases are hostile: some try to outlive the run (processes whose pids they record in
+$TMPDIR/gpuarena-redteam-leaks/) or to lower the caller's CPU share. `run_case` kills the
+former by pid before and after every case and restores this process's affinity and
+priority, so one case cannot poison the next (the CLI and the tests both go through it).
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import signal
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+LEAKS = Path(tempfile.gettempdir()) / "gpuarena-redteam-leaks"
+"""Where cases record the pids of processes they leave behind (one empty file per pid)."""
 
 DEFAULTS: dict[str, Any] = {
     "PROBLEM": "level1/softmax",
@@ -82,12 +94,98 @@ def load_cases(corpus: Path) -> list[Case]:
     return cases
 
 
+def kill_leaked_processes() -> list[int]:
+    """Kill, by pid, the processes that cases recorded as leaked (if they still run a case's
+    program), and make the record folder writable by workers of any user (sticky, like /tmp)."""
+    killed = []
+    try:
+        LEAKS.mkdir(exist_ok=True)
+        if LEAKS.stat().st_uid == os.geteuid():
+            os.chmod(LEAKS, 0o1777)
+    except OSError:
+        pass
+    if not LEAKS.is_dir():
+        return killed
+    for entry in LEAKS.iterdir():
+        try:
+            pid = int(entry.name)
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (ValueError, OSError):
+            cmdline = b""
+            pid = 0
+        if pid and (b"gpuarena-redteam-leak" in cmdline or b"gpuarena.harness" in cmdline):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            entry.unlink()
+        except OSError:
+            pass
+    return killed
+
+
+def _autogroup_nice() -> int | None:
+    try:
+        return int(Path("/proc/self/autogroup").read_text().split("nice")[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class Scheduling:
+    """This process's CPU affinity, nice value and autogroup nice, to put back after a case."""
+
+    def __init__(self) -> None:
+        self.affinity = os.sched_getaffinity(0)
+        self.nice = os.getpriority(os.PRIO_PROCESS, 0)
+        self.group_nice = _autogroup_nice()
+
+    def restore(self) -> None:
+        steps = [lambda: os.sched_setaffinity(0, self.affinity),
+                 lambda: os.setpriority(os.PRIO_PROCESS, 0, self.nice)]
+        if self.group_nice is not None:
+            steps.append(lambda: Path("/proc/self/autogroup").write_text(str(self.group_nice)))
+        for step in steps:
+            try:
+                step()
+            except OSError:
+                pass
+
+
+def problem_location(case: Case) -> str:
+    """The case's PROBLEM: a folder relative to the case's folder or to the repository (or
+    corpus) that holds it, whatever the current directory; else a bundled problem id."""
+    name = case.problem
+    if Path(name).is_absolute():
+        return name
+    folder = case.path.parent
+    for base in (folder, *folder.parents):
+        candidate = base / name
+        if (candidate / "problem.toml").is_file():
+            return str(candidate)
+        if (base / "pyproject.toml").is_file() or (base / ".git").exists():
+            break
+    return name
+
+
 def run_case(case: Case, device: str, budget_s: float = 0.3) -> Outcome:
+    """Judge one case through the real harness, cleaning up after it (see the module docstring)."""
+    scheduling = Scheduling()
+    kill_leaked_processes()
+    try:
+        return _run_case(case, device, budget_s)
+    finally:
+        kill_leaked_processes()
+        scheduling.restore()
+
+
+def _run_case(case: Case, device: str, budget_s: float) -> Outcome:
     from gpuarena.harness.supervisor import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
 
-    problem = resolve_problem(case.problem)
+    problem = resolve_problem(problem_location(case))
     workloads = case.workloads
     if workloads is None:
         kind = "cuda" if device.startswith("cuda") else "cpu"
