@@ -148,3 +148,16 @@ def test_ranked_mode_on_gpu_records_environment():
     env = record.environment
     assert env.device_uuid and env.compute_capability and env.driver_version and env.clocks_after
     json.loads(record.model_dump_json())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a worker of its own user needs a root supervisor")
+def test_worker_of_its_own_user_maps_cuda_buffers():
+    """Isolated CUDA workers get their buffers as cuMemCreate file descriptors (CUDA IPC does
+    not cross users); the guards still see what the worker does to them."""
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "triton.py", device="cuda", mode="benchmark",
+                   workloads=["small-64x1000", "square-8192"], budget_s=0.3, worker_isolation=True)
+    assert record.status == "PASSED", record.reason + record.log[-3000:]
+    assert "worker rights: uid" in record.log
+    mutated = judge("level1/softmax", SOLUTIONS / "mutates_input.py", device="cuda", workloads=["small-64x1000"],
+                    worker_isolation=True)
+    assert mutated.status == "REJECTED", mutated.reason + mutated.log[-2000:]

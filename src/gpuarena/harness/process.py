@@ -102,17 +102,20 @@ class WorkerProcess:
         finally:
             os.close(child_fd)
 
-    def request(self, message: dict[str, Any], deadline: float, doing: str) -> dict[str, Any]:
+    def request(self, message: dict[str, Any], deadline: float, doing: str, fds: list[int] | None = None) -> dict[str, Any]:
         """Send one request and wait for its reply until the run's deadline.
 
         Every request carries a fresh nonce that the reply must echo: a frame the solution
         writes on the socket itself (it shares the worker's file descriptors) cannot know
-        it unless it reads the worker's memory, and a reply for another request is refused."""
+        it unless it reads the worker's memory, and a reply for another request is refused.
+        fds: file descriptors to pass with the request (SCM_RIGHTS), right after it."""
         nonce = secrets.token_hex(8)
         cpu_before = process_cpu_ns(self.proc.pid)
         started = time.perf_counter_ns()
         try:
             protocol.send_request(self.conn, {**message, "nonce": nonce})
+            if fds:
+                protocol.send_fds(self.conn, fds)
             reply = protocol.receive_reply(self.conn, deadline - time.monotonic())
         except (protocol.WorkerGone, BrokenPipeError, ConnectionResetError):
             self._reap()

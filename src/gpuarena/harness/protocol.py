@@ -44,3 +44,39 @@ def receive_reply(conn: Connection, timeout: float) -> dict[str, Any] | None:
     except (UnicodeDecodeError, json.JSONDecodeError):
         return {"op": "garbage"}
     return reply if isinstance(reply, dict) else {"op": "garbage"}
+
+
+FDS_PER_MESSAGE = 200
+"""SCM_RIGHTS carries at most 253 descriptors per message on Linux."""
+
+
+def send_fds(conn: Connection, fds: list[int]) -> None:
+    """Pass file descriptors (SCM_RIGHTS) right after a request, in messages of one byte each;
+    the receiver knows from the request how many to expect."""
+    import os
+    import socket
+
+    sock = socket.socket(fileno=os.dup(conn.fileno()))
+    try:
+        for at in range(0, len(fds), FDS_PER_MESSAGE):
+            socket.send_fds(sock, [b"F"], fds[at:at + FDS_PER_MESSAGE])
+    finally:
+        sock.close()
+
+
+def receive_fds(conn: Connection, count: int) -> list[int]:
+    """The worker's side of send_fds."""
+    import os
+    import socket
+
+    sock = socket.socket(fileno=os.dup(conn.fileno()))
+    fds: list[int] = []
+    try:
+        while len(fds) < count:
+            data, got, _, _ = socket.recv_fds(sock, 1, min(FDS_PER_MESSAGE, count - len(fds)))
+            if not data:
+                raise EOFError("the harness socket closed while receiving file descriptors")
+            fds += got
+    finally:
+        sock.close()
+    return fds

@@ -311,7 +311,20 @@ class Supervisor:
         timing = self.options.mode != "test"
         n_sets = count_sets(self.device, input_bytes(first, first_ref)) if timing else 1
         session.allocate(first, first_ref, n_sets, n_checks=0)
-        worker.request({"op": "setup", **session.handles}, self.deadline, f"sharing inputs of {workload.name}")
+        fds = arena.take_fds()  # CUDA buffers for a worker of its own user (see transport)
+        try:
+            reply = worker.request({"op": "setup", **session.handles}, self.deadline,
+                                   f"sharing inputs of {workload.name}", fds=fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        if not reply.get("ok"):
+            # the worker could not map the shared buffers (CUDA IPC refused, say): say so, with
+            # the worker's traceback, rather than fail later on buffers it does not have
+            result.status = Status(reply.get("status", "RUNTIME_ERROR"))
+            result.reason = f"the worker could not map the shared inputs and outputs: {reply.get('reason', 'no reason given')}"
+            self.details.append(f"\n[gpuarena] {workload.name}: {result.reason}\n{reply.get('traceback', '')}")
+            return result
         try:
             self._check_correctness(worker, session, result, first, first_ref)
             if timing and result.status == Status.PASSED:

@@ -6,11 +6,15 @@ messages from the worker can be plain JSON.
 
 When the worker runs as a user of its own (`owner`), the shared files are given to it one by
 one; their folder stays the supervisor's (the worker cannot add, remove or swap files in it).
+CUDA buffers for such a worker cannot go through CUDA IPC (the driver maps those for
+processes of the exporter's effective uid only: "mapping of buffer object failed"); they are
+allocated with the driver's virtual memory API instead and passed as file descriptors over
+the harness socket (see cuda_vmm): the handle says which of the descriptors sent with the
+request is its own.
 """
 
 from __future__ import annotations
 
-import inspect
 import io
 import os
 import pickle
@@ -34,14 +38,16 @@ class SharedArena:
             os.chmod(self._dir, 0o711)  # the worker may open the files it is given, not list or change the folder
         self._count = 0
         self._keep: list[torch.Tensor] = []
+        self._mappings: list[Any] = []
+        self._fds: list[int] = []
 
     def empty(self, shape: torch.Size | tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, Any]:
         """A new contiguous shared tensor and the handle the worker attaches with."""
         if self.device.type == "cuda":
+            if self.owner is not None:
+                return self._cuda_for_owner(tuple(shape), dtype)
             tensor = torch.empty(shape, dtype=dtype, device=self.device)
             self._keep.append(tensor)
-            if self.owner is not None:
-                return tensor, {"kind": "cuda-rebuild", "pickle": self._cuda_for_owner(tensor)}
             buffer = io.BytesIO()
             ForkingPickler(buffer, pickle.HIGHEST_PROTOCOL).dump(tensor)
             return tensor, {"kind": "cuda", "pickle": buffer.getvalue()}
@@ -61,37 +67,74 @@ class SharedArena:
         self._keep.append(tensor)
         return tensor, {"kind": "cpu", "path": path, "nbytes": nbytes, "dtype": str(dtype), "shape": list(shape)}
 
-    def _cuda_for_owner(self, tensor: torch.Tensor) -> bytes:
-        """CUDA IPC for a worker of another user. PyTorch's IPC also maps a reference-count
-        file in /dev/shm that its creator (this process) made 0600; the worker must open it
-        read-write, so it goes to the workers' group (0660). It holds only reference counts:
-        the arena keeps every tensor alive until close(), whatever they say.
-        (Not yet run on a GPU machine.)"""
-        from torch.multiprocessing.reductions import reduce_tensor
+    def _cuda_for_owner(self, shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, Any]:
+        """Device memory for a worker of another user: a cuMemCreate allocation, exported as a
+        file descriptor that goes with the next request (take_fds)."""
+        from gpuarena.harness import cuda_vmm
 
-        rebuild, args = reduce_tensor(tensor)
-        names = list(inspect.signature(rebuild).parameters)
-        if "ref_counter_handle" in names:
-            handle = args[names.index("ref_counter_handle")]
-            path = os.path.join("/dev/shm", bytes(handle).decode().lstrip("/"))
-            if os.path.exists(path):
-                os.chown(path, -1, self.owner[1])
-                os.chmod(path, 0o660)
-        return pickle.dumps((rebuild, args), protocol=pickle.HIGHEST_PROTOCOL)
+        index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        if any(s == 0 for s in shape):
+            tensor = torch.empty(shape, dtype=dtype, device=self.device)
+            self._keep.append(tensor)
+            return tensor, {"kind": "cuda-empty", "shape": list(shape), "dtype": str(dtype), "device": index}
+        mapping, fd, size = cuda_vmm.allocate(self.device, shape, dtype)
+        self._mappings.append(mapping)
+        self._fds.append(fd)
+        return mapping.tensor, {"kind": "cuda-fd", "fd": len(self._fds) - 1, "size": size, "shape": list(shape),
+                                "dtype": str(dtype), "device": index}
+
+    def take_fds(self) -> list[int]:
+        """The descriptors of the allocations made since the last call, in the order their
+        handles name them; the caller sends, then closes them."""
+        fds, self._fds = self._fds, []
+        return fds
 
     def close(self) -> None:
         self._keep.clear()
+        for fd in self.take_fds():
+            os.close(fd)
+        if self._mappings:
+            torch.cuda.synchronize(self.device)
+            for mapping in self._mappings:
+                mapping.close()
+            self._mappings.clear()
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-def attach(handle: Any) -> torch.Tensor:
-    """Worker side: map a tensor the supervisor shared."""
+_worker_mappings: list[Any] = []
+"""Worker side: every cuda-fd mapping, kept until the worker exits (a solution may still hold
+a tensor of an earlier workload)."""
+
+
+def fds_needed(handles: Any) -> int:
+    """How many descriptors come with a request whose handles these are."""
+    if isinstance(handles, dict):
+        if handles.get("kind") == "cuda-fd":
+            return 1
+        return sum(fds_needed(v) for v in handles.values())
+    if isinstance(handles, (list, tuple)):
+        return sum(fds_needed(v) for v in handles)
+    return 0
+
+
+def attach(handle: Any, fds: list[int] | None = None) -> torch.Tensor:
+    """Worker side: map a tensor the supervisor shared (fds: the descriptors that came with
+    the request, for cuda-fd handles)."""
     if handle["kind"] == "cuda":
         return pickle.loads(handle["pickle"])
-    if handle["kind"] == "cuda-rebuild":
-        rebuild, args = pickle.loads(handle["pickle"])
-        return rebuild(*args)
     dtype = getattr(torch, handle["dtype"].removeprefix("torch."))
+    if handle["kind"] == "cuda-empty":
+        return torch.empty(handle["shape"], dtype=dtype, device=f"cuda:{handle['device']}")
+    if handle["kind"] == "cuda-fd":
+        from gpuarena.harness import cuda_vmm
+
+        if fds is None or not 0 <= handle["fd"] < len(fds):
+            raise ValueError("a cuda-fd handle without its file descriptor")
+        fd = fds[handle["fd"]]
+        mapping = cuda_vmm.import_fd(torch.device(f"cuda:{handle['device']}"), fd, handle["size"],
+                                     tuple(handle["shape"]), dtype)
+        _worker_mappings.append(mapping)
+        return mapping.tensor
     if handle["nbytes"] == 0:
         return torch.empty(handle["shape"], dtype=dtype)
     raw = torch.from_file(handle["path"], shared=True, size=handle["nbytes"], dtype=torch.uint8)

@@ -22,7 +22,7 @@ import torch
 from gpuarena.harness import protocol
 from gpuarena.harness.sandbox import children_of
 from gpuarena.harness.timing import Timer
-from gpuarena.harness.transport import attach
+from gpuarena.harness.transport import attach, fds_needed
 from gpuarena.solutions.build import BuildError, build
 from gpuarena.solutions.model import Solution
 
@@ -33,6 +33,7 @@ from gpuarena.solutions.model import Solution
 _Tensor = torch.Tensor
 _type = type
 _copy = torch.Tensor.copy_
+_synchronize = torch.cuda.synchronize
 _fill = torch.Tensor.fill_
 _enumerate = threading.enumerate
 _is_alive = threading.Thread.is_alive
@@ -40,6 +41,7 @@ _getpid = os.getpid
 _children_of = children_of
 _send_reply = protocol.send_reply
 _receive_request = protocol.receive_request
+_receive_fds = protocol.receive_fds
 
 
 class CallFailure(Exception):
@@ -78,8 +80,17 @@ class Worker:
         if op == "build":
             return self.build(request)
         if op == "setup":
-            self.sets = [{k: attach(v) if isinstance(v, dict) else v for k, v in s.items()} for s in request["sets"]]
-            self.dests = [[attach(h) for h in d] for d in request["dests"]]
+            # CUDA buffers for a worker of its own user come as file descriptors, sent right
+            # after the request (see transport)
+            wanted = fds_needed([request["sets"], request["dests"]])
+            fds = _receive_fds(self.conn, wanted) if wanted else []
+            try:
+                self.sets = [{k: attach(v, fds) if isinstance(v, dict) else v for k, v in s.items()}
+                             for s in request["sets"]]
+                self.dests = [[attach(h, fds) for h in d] for d in request["dests"]]
+            finally:
+                for fd in fds:
+                    os.close(fd)
             return {"op": "setup", "ok": True}
         if op == "call":
             return self.guarded(lambda: self.call_once(request["set"], copy_to=self.dests[request["set"]]))
@@ -187,7 +198,7 @@ class Worker:
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+            _synchronize(self.device)  # bound at import: a patched torch.cuda.synchronize would let the copy race
 
     def _copy_out(self, outs: list[torch.Tensor], dests: list[torch.Tensor]) -> None:
         for out, dest in zip(outs, dests):
@@ -197,7 +208,8 @@ class Worker:
     def _left_running(self, threads_before: set[threading.Thread], children_before: set[int] | None) -> None:
         left = self._threads() - threads_before
         if left:
-            raise CallFailure("REJECTED", f"solve() left {len(left)} thread(s) running after it returned")
+            names = ", ".join(sorted(str(t.name)[:60] for t in left))[:300]
+            raise CallFailure("REJECTED", f"solve() left {len(left)} thread(s) running after it returned ({names})")
         if children_before is None:
             return
         spawned = _children_of(_getpid()) - children_before
