@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Validation on an NVIDIA machine (the lent GPU machine, through the device tool): the GPU
+# tests, the red-team corpus, the examples and the service, with and without worker
+# isolation, and the timing-fidelity benchmark. Every step has its own time limit, so one
+# hang does not eat the call.
+#
+# Usage: OUT=folder bash bench/gpu_validate.sh [STEP ...]
+#   steps (default: all, in this order):
+#     info        nvidia-smi, torch/triton versions
+#     tests       pytest -m gpu tests/gpu (default settings)
+#     tests-iso   the same with GPUARENA_WORKER_ISOLATION=1
+#     redteam     the red-team corpus on CUDA, streamed (bench/redteam_stream.py)
+#     redteam-cases  only the cases named in REDTEAM_CASES (comma-separated)
+#     redteam-iso the GPU-only cases and a few families with GPUARENA_WORKER_ISOLATION=1
+#                 (REDTEAM_ISO_ALL=1: the whole corpus)
+#     examples    gpuarena run level1/softmax on the three examples
+#     service     gpuarena serve + users add + submit + leaderboard on this GPU
+#     fidelity    bench/fidelity.py (timing vs ncu)
+# Missing Python packages: wheels in .whl/ (carried), installed into /tmp/site first.
+# $OUT receives summary.txt and logs.tgz (all logs; fidelity md/json also at the top).
+# Step time limits: T_TESTS, T_REDTEAM, ... (seconds), see below.
+set -u
+OUT=${OUT:-gpu-out}
+W=$OUT/logs; mkdir -p "$W"
+SUMMARY=$OUT/summary.txt
+export PYTHONUNBUFFERED=1 COLUMNS=160
+if ls .whl/*.whl >/dev/null 2>&1 && [ ! -e /tmp/site/.gpuarena-installed ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    > "$W/pip.log" 2>&1 && touch /tmp/site/.gpuarena-installed || echo "pip install of .whl failed (see pip.log)" | tee -a "$SUMMARY"
+fi
+[ -d /tmp/site ] && export PYTHONPATH=/tmp/site:$PWD/src || export PYTHONPATH=$PWD/src
+chmod -R a+rX /tmp/site 2>/dev/null
+
+note() { echo "$*" | tee -a "$SUMMARY"; }
+# step NAME LIMIT_S CMD...: run CMD with a time limit, log to $W/NAME.log, note the exit status and time
+step() {
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  echo "=== $name (limit ${limit}s): $*" | tee -a "$W/$name.log"
+  timeout -k 10 "$limit" "$@" >> "$W/$name.log" 2>&1
+  local rc=$?
+  local verdict=$([ $rc = 0 ] && echo ok || { [ $rc = 124 ] || [ $rc = 137 ] && echo TIMED-OUT || echo FAILED; })
+  note "[$name] rc=$rc ($verdict) $((SECONDS - t0))s"
+  return $rc
+}
+last() { grep -E "$2" "$W/$1.log" | tail -${3:-1} | sed "s/^/[$1]   /" | tee -a "$SUMMARY"; }
+
+do_info() {
+  {
+    date -u +%FT%TZ; uname -r; nproc; free -g | head -2
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+    python3 -c 'import sys, torch, triton; print(sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).multi_processor_count, "SMs")'
+    nvcc --version | tail -2; ncu --version | tail -1
+    python3 -c 'import fastapi, sqlalchemy, uvicorn, typer, pydantic; print("fastapi", fastapi.__version__, "sqlalchemy", sqlalchemy.__version__, "uvicorn", uvicorn.__version__, "typer", typer.__version__, "pydantic", pydantic.__version__)'
+    python3 -m gpuarena.cli version
+    echo "repo rev: ${GIT_REV:-unknown}"
+  } > "$W/info.log" 2>&1
+  cat "$W/info.log" | tee -a "$SUMMARY"
+}
+
+do_tests() {
+  local name=$1; shift
+  mkdir -p "$W/records-$name"
+  GPUARENA_GPU_OUT=$W/records-$name step "$name" "${T_TESTS:-290}" env "$@" \
+    python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rfE --timeout 280
+  last "$name" '(passed|failed|error)' 1
+  last "$name" '^(FAILED|ERROR) ' 20
+}
+
+do_redteam() {
+  local name=$1 limit=$2; shift 2
+  step "$name" "$limit" "$@"
+  last "$name" 'cases (on|as expected)' 2
+  grep -E '^\[ *[0-9]+/[0-9]+\] BAD|UNEXPECTED' "$W/$name.log" | sed "s/^/[$name]   /" | tee -a "$SUMMARY"
+}
+
+do_examples() {
+  for lang in pytorch triton cuda; do
+    local src=examples/softmax/$lang.py; [ $lang = cuda ] && src=examples/softmax/cuda
+    step "example-$lang" "${T_EXAMPLE:-240}" python3 -m gpuarena.cli run level1/softmax "$src" --device cuda
+    last "example-$lang" '(PASSED|FAILED|WRONG|ERROR|REJECTED|TIMEOUT|score|speedup)' 3
+  done
+}
+
+http_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"; }
+
+do_service() {
+  local L=$W/service.log home=/tmp/gpuarena-home url=http://127.0.0.1:8765
+  rm -rf "$home"; mkdir -p "$home"
+  export GPUARENA_HOME=$home
+  local t0=$SECONDS
+  python3 -m gpuarena.cli serve --port 8765 > "$W/service-server.log" 2>&1 &
+  local spid=$!
+  local up=0
+  for _ in $(seq 90); do
+    if http_get $url/api/health > "$W/service-health.json" 2>/dev/null; then up=1; break; fi
+    kill -0 $spid 2>/dev/null || break
+    sleep 1
+  done
+  if [ $up = 0 ]; then
+    note "[service] server did not come up in $((SECONDS - t0))s"; tail -30 "$W/service-server.log" | tee -a "$SUMMARY"
+    kill -TERM $spid 2>/dev/null; return 1
+  fi
+  note "[service] up after $((SECONDS - t0))s: $(cat "$W/service-health.json")"
+  local T
+  T=$(timeout 60 python3 -m gpuarena.cli users add alice 2>>"$L" | tail -1)
+  note "[service] users add alice: token ${#T} characters"
+  local KIND
+  KIND=${SERVICE_KIND:-}
+  [ -n "$KIND" ] || KIND=$(python3 -c 'from gpuarena.runner.devices import detect; print([s.kind for s in detect() if s.device != "cpu"][0])' 2>>"$L")
+  sleep 3  # the embedded runner registers its device kinds
+  note "[service] device kind from nvidia-smi: $KIND; /api/device-kinds: $(http_get $url/api/device-kinds 2>&1 | tr -d '\n')"
+  step service-submit "${T_SUBMIT:-300}" python3 -m gpuarena.cli submit level1/softmax examples/softmax/triton.py \
+    --device "$KIND" --server $url --token "$T"
+  last service-submit '(PASSED|FAILED|WRONG|ERROR|REJECTED|TIMEOUT|score|submission)' 4
+  step service-submit-pytorch "${T_SUBMIT:-300}" python3 -m gpuarena.cli submit level1/softmax examples/softmax/pytorch.py \
+    --device "$KIND" --server $url --token "$T" --mode benchmark
+  last service-submit-pytorch '(PASSED|FAILED|WRONG|ERROR|REJECTED|TIMEOUT|score|submission)' 3
+  step service-leaderboard 60 python3 -m gpuarena.cli leaderboard level1/softmax --device "$KIND" --server $url
+  cat "$W/service-leaderboard.log" | tail -12 | sed 's/^/[service-leaderboard]   /' | tee -a "$SUMMARY"
+  http_get $url/api/health >> "$L" 2>&1
+  kill -TERM $spid
+  for _ in $(seq 20); do kill -0 $spid 2>/dev/null || break; sleep 1; done
+  if kill -0 $spid 2>/dev/null; then note "[service] server still running 20 s after SIGTERM: killed"; kill -KILL $spid
+  else wait $spid; note "[service] server stopped on SIGTERM, exit status $?"; fi
+  grep -iE 'error|traceback|exception' "$W/service-server.log" | head -10 | sed 's/^/[service-server]   /' | tee -a "$SUMMARY"
+  unset GPUARENA_HOME
+}
+
+do_fidelity() {
+  step fidelity "${T_FIDELITY:-420}" python3 bench/fidelity.py --out "$W"
+  tail -12 "$W/fidelity.log" | sed 's/^/[fidelity]   /' | tee -a "$SUMMARY"
+  cp "$W"/fidelity-*.md "$W"/fidelity-*.json "$OUT"/ 2>/dev/null
+}
+
+steps=("$@"); [ ${#steps[@]} = 0 ] && steps=(info tests tests-iso redteam redteam-iso examples service fidelity)
+for s in "${steps[@]}"; do
+  case $s in
+    info) do_info ;;
+    tests) do_tests tests ;;
+    tests-iso) do_tests tests-iso GPUARENA_WORKER_ISOLATION=1 ;;
+    redteam)
+      # REDTEAM_SHARDS runs in parallel, each with its own TMPDIR (the leaked-process records)
+      n=${REDTEAM_SHARDS:-1}
+      for ((k = 0; k < n; k++)); do
+        mkdir -p /tmp/redteam-shard-$k
+        TMPDIR=/tmp/redteam-shard-$k do_redteam redteam-$k "${T_REDTEAM:-560}" python3 bench/redteam_stream.py \
+          --device cuda --shard $k/$n --json "$W/redteam-$k.json" > "$W/redteam-$k.summary" 2>&1 &
+      done
+      wait; cat "$W"/redteam-*.summary ;;
+    redteam-iso)
+      if [ "${REDTEAM_ISO_ALL:-0}" = 1 ]; then
+        do_redteam redteam-iso "${T_REDTEAM:-560}" env GPUARENA_WORKER_ISOLATION=1 python3 bench/redteam_stream.py --device cuda --json "$W/redteam-iso.json"
+      else
+        do_redteam redteam-iso-gpu "${T_REDTEAM_ISO:-200}" env GPUARENA_WORKER_ISOLATION=1 python3 bench/redteam_stream.py --device cuda --gpu-only --json "$W/redteam-iso-gpu.json"
+        for fam in ${REDTEAM_ISO_FAMILIES:-reading tampering processes}; do
+          do_redteam "redteam-iso-$fam" "${T_REDTEAM_ISO:-200}" env GPUARENA_WORKER_ISOLATION=1 python3 bench/redteam_stream.py --device cuda --family "$fam"
+        done
+      fi ;;
+    redteam-cases)  # REDTEAM_CASES=name,name: only these cases, default settings
+      do_redteam redteam-cases "${T_REDTEAM:-560}" python3 bench/redteam_stream.py --device cuda --cases "${REDTEAM_CASES:-}" --json "$W/redteam-cases.json" ;;
+    examples) do_examples ;;
+    service) do_service ;;
+    fidelity) do_fidelity ;;
+    *) note "unknown step $s" ;;
+  esac
+done
+tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$W"
+echo "=================== summary"; cat "$SUMMARY"
