@@ -7,6 +7,9 @@
 # Usage: OUT=folder bash bench/gpu_validate.sh [STEP ...]
 #   steps (default: all, in this order):
 #     info        nvidia-smi, torch/triton versions
+#     probe       one small CUDA run with every worker guard on (the defaults), then with each
+#                 off (memory cap, network namespace, own user): a guard that breaks CUDA
+#                 here is switched off (exported) for the steps that follow, and noted
 #     tests       pytest -m gpu tests/gpu (default settings)
 #     tests-iso   the same with GPUARENA_WORKER_ISOLATION=1
 #     redteam     the red-team corpus on CUDA, streamed (bench/redteam_stream.py)
@@ -56,6 +59,23 @@ do_info() {
     echo "repo rev: ${GIT_REV:-unknown}"
   } > "$W/info.log" 2>&1
   cat "$W/info.log" | tee -a "$SUMMARY"
+}
+
+probe_run() {  # probe_run NAME [VAR=VALUE]: a small CUDA run; ok when it PASSED
+  step "probe-$1" "${T_PROBE:-120}" env ${2:-} sh -c 'python3 -m gpuarena.cli run level1/softmax \
+    examples/softmax/triton.py --device cuda --workload small-128x4096 --json > "$0"' "$W/probe-$1.json"
+  python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["status"], r["reason"][:200], "network:", r["environment"].get("worker_network"), "rights:", r["environment"].get("worker_rights"))' "$W/probe-$1.json" 2>&1 | sed "s/^/[probe-$1]   /" | tee -a "$SUMMARY"
+  grep -q '"status": "PASSED"' "$W/probe-$1.json" 2>/dev/null
+}
+
+do_probe() {
+  probe_run defaults && return 0
+  for knob in GPUARENA_WORKER_MEMORY_LIMIT GPUARENA_WORKER_NETNS GPUARENA_WORKER_ISOLATION; do
+    if probe_run "no-$knob" "$knob=0"; then
+      export "$knob=0"; note "[probe] $knob=0 from here on: the default broke CUDA on this machine"; return 0
+    fi
+  done
+  note "[probe] no single guard explains the failure"
 }
 
 do_tests() {
@@ -137,6 +157,7 @@ steps=("$@"); [ ${#steps[@]} = 0 ] && steps=(info tests tests-iso redteam redtea
 for s in "${steps[@]}"; do
   case $s in
     info) do_info ;;
+    probe) do_probe ;;
     tests) do_tests tests ;;
     tests-iso) do_tests tests-iso GPUARENA_WORKER_ISOLATION=1 ;;
     redteam)

@@ -14,12 +14,16 @@ solution's process, which can rewrite the clock, the timer or the reply. The sup
 knows two things the solution cannot change: its own clock around each `time` request, and
 the worker's CPU time over it (the kernel's account of all the worker's threads). The
 reported wall times of a block cannot sum to more than the request took, and on the CPU,
-where all work is CPU time, they cannot sum to less than the worker's CPU time, spread over
-at most the cores it may use, less the harness's own per-call and per-request work.
+where all work is CPU time, they must cover the worker's CPU time, spread over at most the
+cores it may use, less the harness's own share. That share is measured, not guessed: on the
+CPU the reference's block runs through the worker's own timing code in the supervisor
+(`ReferenceTwin`), in the same round and on the same buffers, and the supervisor's CPU
+time over it less the calls' windows is the harness's cost there.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,7 +34,9 @@ from gpuarena.harness import peaks
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess
 from gpuarena.harness.records import SpeedOfLight, Timing, WorkloadResult
+from gpuarena.harness.sandbox import children_of
 from gpuarena.harness.stats import bootstrap_median, bootstrap_ratio, converged
+from gpuarena.harness.worker import CallFailure, Worker
 
 if TYPE_CHECKING:
     from gpuarena.harness.supervisor import Supervisor, WorkloadSession
@@ -39,57 +45,115 @@ WARMUP_CALLS = 3
 CHECKED_PER_BLOCK = 1
 """Timed calls whose outputs are compared in each block, chosen after it has run."""
 
-HARNESS_MARGIN = 2.0
-"""The worker's own work per timed call (outside the call's window: poisoning destinations,
-copying the outputs out, the checks on them, the loop) is allowed this multiple of what the
-same harness code costs in the supervisor with a solve() that does nothing,"""
-HARNESS_NS_PER_CALL = 20_000
-"""plus this much per call (allocator and cache effects the no-op does not show),"""
-HARNESS_NS_PER_REQUEST = 300_000
-"""plus this much per `time` request (receiving it, the block's set-up, the reply)."""
+HARNESS_MARGIN = 1.3
+"""The worker's own CPU work in a `time` request (outside the calls' windows: receiving the
+request, poisoning destinations, copying outputs out, the checks on them, the loop, the
+reply) is allowed this multiple of what the same harness code costs when the supervisor
+runs it with a solve() that does nothing,"""
+HARNESS_NS_PER_CALL = 5_000
+"""plus this much per call (allocator and cache effects the no-op does not show)."""
 
 
-def harness_cost_ns(supervisor: Supervisor, session: WorkloadSession, rounds: int = 3) -> int:
-    """CPU time per timed call of the worker's own code around a call, measured here: the
-    worker's `time` on a Worker object in this process, with a solve() that does nothing and
-    outputs shaped like the real ones. Trusted: no solution code runs in this process."""
-    from gpuarena.harness.worker import Worker
+class ReferenceTwin:
+    """The reference timed through the worker's own `time` code, in the supervisor (CPU).
 
-    worker = Worker(None)  # type: ignore[arg-type]
-    worker.timer = supervisor.timer
-    worker.convention = supervisor.problem.spec.convention
-    worker.input_names = session.input_names
-    worker.output_names = supervisor.problem.spec.outputs
-    # the shared buffers themselves (file mappings on the CPU, slower to write than private
-    # memory); the loop refills them before every block
-    worker.sets = session.sets
-    worker.dests = session.dests
-    calls = len(session.sets)
-    outputs = [torch.empty_like(d) for d in session.dests[0]]
-    worker.solve = lambda *args: None if worker.convention == "destination" else tuple(outputs)
-    best = None
-    for _ in range(rounds):
+    Run this way, the reference's block does all the harness work a solution's block does
+    in the worker (poisoning, copying outputs out, checks, the loop), in the same
+    conditions (the same shared input sets, caches as the other side left them), so the
+    supervisor's CPU time over the block less the calls' windows is a faithful measure of
+    the harness's own cost: the allowance against which the worker's CPU time is judged.
+    The reference is trusted; its outputs go to buffers of the supervisor's own, never to
+    the shared destinations the solution's outputs are checked in."""
+
+    def __init__(self, supervisor: Supervisor, session: WorkloadSession):
+        self.worker = _TrustedWorker(None)  # type: ignore[arg-type]  # no connection: used in-process
+        w = self.worker
+        w.timer = supervisor.timer
+        w.convention = "return"  # the reference returns its outputs, whatever the solution's convention
+        w.input_names = session.input_names
+        w.output_names = supervisor.problem.spec.outputs
+        w.sets = session.sets
+        w.dests = [[torch.empty_like(d) for d in dests] for dests in session.dests]
+        w.children = children_of(os.getpid())
+        w.solve = supervisor.problem.reference
+
+    def block(self, n: int) -> tuple[list[int], list[int], int]:
+        """n timed calls: device samples, end-to-end samples, the harness's CPU time."""
         started = time.thread_time_ns()
-        try:
-            worker.time({"n": calls})
-        except Exception:  # e.g. another thread of this process started one meanwhile
-            continue
-        spent = (time.thread_time_ns() - started) // calls
-        best = spent if best is None else min(best, spent)
-    return best if best is not None else 200_000
+        with torch.no_grad():  # entered once, outside the calls' windows
+            reply = self.worker.time({"n": n})
+        spent = time.thread_time_ns() - started
+        return reply["device_ns"], reply["e2e_ns"], max(spent - sum(reply["e2e_ns"]), 0)
+
+
+class _TrustedWorker(Worker):
+    def _outputs(self, k: int, result: Any) -> list[torch.Tensor]:
+        try:  # the same checks, for the same cost; a reference may return a view of an input
+            return super()._outputs(k, result)
+        except CallFailure:
+            return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def _request_roundtrip_ns(calls: int) -> int:
+    """CPU time to pass one `time` request and its reply of `calls` samples through the
+    harness protocol (both ends, in this thread: an over-estimate of the worker's share)."""
+    import socket
+    from multiprocessing.connection import Connection
+
+    from gpuarena.harness import protocol
+
+    a, b = socket.socketpair()
+    ours, theirs = Connection(a.detach()), Connection(b.detach())
+    reply = {"op": "time", "device_ns": [123_456_789] * calls, "e2e_ns": [123_456_789] * calls,
+             "method": "cpu-perf-counter", "nonce": "0" * 16}
+    best = None
+    try:
+        for _ in range(5):
+            started = time.thread_time_ns()
+            protocol.send_request(ours, {"op": "time", "n": calls, "nonce": "0" * 16})
+            protocol.receive_request(theirs)
+            protocol.send_reply(theirs, reply)
+            protocol.receive_reply(ours, 1.0)
+            spent = time.thread_time_ns() - started
+            best = spent if best is None else min(best, spent)
+    finally:
+        ours.close()
+        theirs.close()
+    return best or 0
+
+
+MIN_REQUESTS = 3
+"""Requests the bound needs before it judges (a median of fewer is one outlier away)."""
 
 
 class TimeBudget:
-    """The supervisor-side bound on the worker's reported times (see the module docstring)."""
+    """The supervisor-side bound on the worker's reported times (see the module docstring).
 
-    def __init__(self, cpu: bool, cores: int, harness_ns: int):
+    Per `time` request the supervisor knows its own wall clock around it and the worker's
+    CPU time over it (the kernel's account). Reported times may never sum to more than the
+    wall clock. On the CPU, the worker's CPU time beyond the harness's allowance is the
+    solution's work, which the reported times (spread over at most `cores` cores) must
+    cover. The allowance comes from the reference's block of the same round, run through
+    the same harness code in the supervisor (`ReferenceTwin`). A request can be slowed by
+    the machine (page faults, another process), never sped up, so the bound is judged on
+    the median request, robust to such outliers."""
+
+    def __init__(self, cpu: bool, cores: int, roundtrip_ns: int = 0):
         self.cpu, self.cores = cpu, max(1, cores)
-        self.per_call = HARNESS_MARGIN * harness_ns + HARNESS_NS_PER_CALL
-        self.reported = 0
+        self.roundtrip_ns = roundtrip_ns
+        self.harness_ns: int | None = None
+        """The harness's CPU time in the latest reference block (set by the caller)."""
+        self.unexplained: list[float] = []
+        """Per request: CPU time the reported times and the allowance leave unexplained."""
+        self.allowances: list[float] = []
         self.worker_cpu = 0
+        self.reported = 0
         self.calls = 0
-        self.requests = 0
         self.measured = True
+
+    def allowance_ns(self, calls: int) -> float:
+        assert self.harness_ns is not None
+        return HARNESS_MARGIN * self.harness_ns + self.roundtrip_ns + HARNESS_NS_PER_CALL * calls
 
     def add(self, e2e_ns: list[int], wall_ns: int, worker_cpu_ns: int | None) -> None:
         reported = sum(e2e_ns)
@@ -98,24 +162,31 @@ class TimeBudget:
                                          f"{wall_ns / 1e3:.0f} µs on the supervisor's clock (tampered timing)")
         self.reported += reported
         self.calls += len(e2e_ns)
-        self.requests += 1
-        if worker_cpu_ns is None:
+        if worker_cpu_ns is None or self.harness_ns is None:
             self.measured = False
-        else:
-            self.worker_cpu += worker_cpu_ns
+            return
+        self.worker_cpu += worker_cpu_ns
+        allowance = self.allowance_ns(len(e2e_ns))
+        self.allowances.append(allowance)
+        self.unexplained.append(worker_cpu_ns - allowance - reported * self.cores)
 
     def check(self) -> None:
-        """On the CPU: the reported times, over all blocks so far, must account for the
-        worker's CPU time beyond the harness's share, spread over its cores."""
-        if not (self.cpu and self.measured and self.calls):
+        """On the CPU: in the median request, the reported times must account for the
+        worker's CPU time beyond the harness's allowance."""
+        if not (self.cpu and self.measured and len(self.unexplained) >= MIN_REQUESTS):
             return
-        harness = self.calls * self.per_call + self.requests * HARNESS_NS_PER_REQUEST
-        unexplained = self.worker_cpu - harness
-        if unexplained > self.reported * self.cores:
-            raise RunFailure("REJECTED", f"the worker spent {self.worker_cpu / 1e3:.0f} µs of CPU time on "
-                                         f"{self.calls} timed calls but reported {self.reported / 1e3:.0f} µs "
-                                         f"(allowing {harness / 1e3:.0f} µs for the harness and {self.cores} "
-                                         "core(s)): its times were tampered with")
+        middle = len(self.unexplained) // 2
+        median = sorted(self.unexplained)[middle]
+        if median > 0:
+            per_call = self.calls / len(self.unexplained)
+            allowance = sorted(self.allowances)[middle] / per_call
+            raise RunFailure(
+                "REJECTED",
+                f"the worker's CPU time is not explained by the times it reported: in the median request it spent "
+                f"{median / per_call / 1e3:.0f} µs per call more than its reported times (over {self.cores} core(s)) "
+                f"and the harness's own share ({allowance / 1e3:.0f} µs per call, measured on the reference); over "
+                f"{self.calls} timed calls it reported {self.reported / 1e3:.0f} µs and spent "
+                f"{self.worker_cpu / 1e3:.0f} µs of CPU time: its times were tampered with")
 
 
 @dataclass
@@ -168,7 +239,8 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     sol_e2e: list[int] = []
     sol_method = timer.method
     on_cpu = session.device.type == "cpu"
-    budget = TimeBudget(cpu=on_cpu, cores=_cores(), harness_ns=harness_cost_ns(supervisor, session) if on_cpu else 0)
+    budget = TimeBudget(cpu=on_cpu, cores=_cores(), roundtrip_ns=_request_roundtrip_ns(n_sets) if on_cpu else 0)
+    twin = ReferenceTwin(supervisor, session) if on_cpu else None
     started = time.monotonic()
     round_no = 0
     while True:
@@ -177,9 +249,13 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
         solution_first = round_no % 2 == 0
         for who in (("sol", "ref") if solution_first else ("ref", "sol")):
             if who == "ref":
-                block = timer.run_block(call_reference, n_sets)
-                ref_dev += block.device_ns
-                ref_e2e += block.e2e_ns
+                if twin is not None:
+                    dev, e2e, budget.harness_ns = twin.block(n_sets)
+                else:
+                    block = timer.run_block(call_reference, n_sets)
+                    dev, e2e = block.device_ns, block.e2e_ns
+                ref_dev += dev
+                ref_e2e += e2e
             else:
                 reply = worker.request({"op": "time", "n": n_sets}, supervisor.deadline,
                                        f"timing {session.workload.name}")
@@ -211,7 +287,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
         if time.monotonic() > supervisor.deadline:
             raise RunFailure("TIMEOUT", f"the time limit ran out while timing {session.workload.name}")
 
-    budget.check()  # over all blocks: cold caches and page faults of one block even out
+    budget.check()  # judged on the median request: cold caches and page faults of one block even out
     result.time = summarize(sol_dev, sol_e2e, sol_method)
     result.reference_time = summarize(ref_dev, ref_e2e, timer.method)
     ratio, low, high = bootstrap_ratio(ref_dev, sol_dev)

@@ -56,15 +56,25 @@ class RunOptions:
     """Ranked runs: the secret seed held by the supervisor (a local run draws one)."""
     timing_method: str | None = None
     memory_limit_bytes: int | None = None
-    """Cap on the CPU worker's memory (default: half the machine, at least 4 GiB)."""
+    """Cap on the worker's private writable memory (default: half the machine, at least 4 GiB;
+    GPUARENA_WORKER_MEMORY_LIMIT=0 turns the cap off)."""
     peaks: dict[str, float] | None = None
     """Device peaks to use instead of measuring them (known hardware, tests); enables the
     floor check on any device. Keys: bandwidth_gbs, tflops_bf16, tflops_fp32."""
     worker_isolation: bool | None = None
     """Run the worker without the supervisor's rights (a user of its own when the supervisor
     is root; the supervisor non-dumpable). Default: GPUARENA_WORKER_ISOLATION (1 or 0) if
-    set, else on for CPU runs and off for CUDA runs, where CUDA IPC between two users (and
-    with a non-dumpable exporter) has not been run on a GPU machine yet."""
+    set, else on (CUDA buffers then travel as cuMemCreate file descriptors)."""
+
+
+def _switch(name: str, default: bool) -> bool:
+    """An on/off setting from the environment (1/0, on/off, true/false, yes/no)."""
+    setting = os.environ.get(name, "").strip().lower()
+    if setting in ("1", "on", "true", "yes"):
+        return True
+    if setting in ("0", "off", "false", "no"):
+        return False
+    return default
 
 
 def derive_seed(seed: int, *parts: Any) -> int:
@@ -237,18 +247,14 @@ class Supervisor:
     def _isolate_worker(self) -> bool:
         if self.options.worker_isolation is not None:
             return self.options.worker_isolation
-        setting = os.environ.get("GPUARENA_WORKER_ISOLATION", "").strip().lower()
-        if setting in ("1", "on", "true", "yes"):
-            return True
-        if setting in ("0", "off", "false", "no"):
-            return False
-        return self.device.type == "cpu"
+        return _switch("GPUARENA_WORKER_ISOLATION", True)
 
     def _run_in(self, tmp: Path, isolate: bool, record: Evaluation) -> None:
-        # network isolation and the memory cap are proven on the CPU path; on CUDA they
-        # await a run on a GPU machine (CUDA maps large address ranges of its own)
-        on_cpu = self.device.type == "cpu"
-        memory = (self.options.memory_limit_bytes or default_memory_limit()) if on_cpu else None
+        # every guard is on by default, on the CPU and on CUDA (run on an H100: see
+        # docs/harness.md); each has a switch for platforms where it cannot be applied
+        memory = (self.options.memory_limit_bytes or default_memory_limit()) \
+            if _switch("GPUARENA_WORKER_MEMORY_LIMIT", True) else None
+        isolate_network = _switch("GPUARENA_WORKER_NETNS", True)
         # the run's folder is the supervisor's (the log lives there, out of the worker's
         # reach); the worker works in a folder of its own inside it
         user = worker_identity() if isolate else None
@@ -257,7 +263,8 @@ class Supervisor:
         if user is not None:
             os.chmod(tmp, 0o711)
             os.chown(workdir, user[0], user[1])
-        worker = WorkerProcess(workdir, tmp / "worker.log", isolate_network=on_cpu, memory_limit=memory, user=user)
+        worker = WorkerProcess(workdir, tmp / "worker.log", isolate_network=isolate_network, memory_limit=memory,
+                               user=user)
         arena = SharedArena(self.device, owner=(user[0], user[1]) if user else None)
         try:
             self._run(worker, arena, record)

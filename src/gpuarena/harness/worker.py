@@ -44,6 +44,16 @@ _receive_request = protocol.receive_request
 _receive_fds = protocol.receive_fds
 
 
+def _no_tqdm_monitor() -> None:
+    """tqdm starts a monitor thread with its first progress bar (Inductor shows one on CUDA),
+    which the worker would reject as a thread left running: turn it off, where tqdm exists."""
+    try:
+        import tqdm
+    except ImportError:
+        return
+    tqdm.tqdm.monitor_interval = 0
+
+
 class CallFailure(Exception):
     def __init__(self, status: str, reason: str):
         super().__init__(reason)
@@ -73,6 +83,8 @@ class Worker:
         self.output_names: list[str] = []
         self.sets: list[dict[str, Any]] = []
         self.dests: list[list[torch.Tensor]] = []
+        self.children: set[int] = set()
+        """The worker's child processes at the last check: one scan of /proc per request."""
 
     # -- requests ------------------------------------------------------------------------
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -110,8 +122,9 @@ class Worker:
         if solution.manifest.language == "cuda" and self.device.type != "cuda":
             return {"op": "build", "ok": False, "status": "COMPILE_ERROR",
                     "reason": "a cuda solution runs on a CUDA device: use --device cuda"}
+        _no_tqdm_monitor()
         threads_before = self._threads()
-        children_before = _children_of(_getpid())
+        children_before = self.children = _children_of(_getpid())
         try:
             solve = build(solution, Path.cwd() / "solution")
         except BuildError as exc:
@@ -212,14 +225,16 @@ class Worker:
             raise CallFailure("REJECTED", f"solve() left {len(left)} thread(s) running after it returned ({names})")
         if children_before is None:
             return
-        spawned = _children_of(_getpid()) - children_before
+        now = _children_of(_getpid())
+        spawned = now - children_before
+        self.children = now
         if spawned:
             # the worker is a child subreaper: a double-forked or setsid daemon is its child too
             raise CallFailure("REJECTED", f"solve() left {len(spawned)} child process(es) behind after it returned")
 
     def call_once(self, k: int, copy_to: list[torch.Tensor] | None) -> dict[str, Any]:
         threads_before = self._threads()
-        children_before = _children_of(_getpid())
+        children_before = self.children
         result = self._invoke(k)
         self._sync()
         outs = self._outputs(k, result)
@@ -246,7 +261,7 @@ class Worker:
             self.call_once(i % n_sets, copy_to=self.dests[i % n_sets])
         destination = self.convention == "destination"
         threads_before = self._threads()
-        children_before = _children_of(_getpid())
+        children_before = self.children  # as of the last check: nothing may have appeared since
 
         def prepare(i: int) -> None:
             if destination:
