@@ -16,6 +16,8 @@ from gpuarena.solutions.model import Solution
 class ApiError(GpuarenaError):
     def __init__(self, message: str, status: int | None = None):
         self.status = status
+        self.retry_after: float | None = None
+        """429 answers: the server's Retry-After, in seconds."""
         super().__init__(message)
 
 
@@ -34,27 +36,50 @@ def parse_events(lines: Iterator[str]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 class Client:
+    """One server, or several API servers over one database ("http://a:8000,http://b:8000"):
+    a request that cannot reach the current server raises ApiError (status None) and moves
+    the client on to the next one, so a caller's retry goes elsewhere."""
+
     def __init__(self, server: str, token: str | None = None, timeout: float = 30.0):
-        if not server.startswith(("http://", "https://")):
-            raise GpuarenaError(f"server {server!r}: give a URL such as http://localhost:8000")
-        self.server = server.rstrip("/")
+        servers = [s.strip().rstrip("/") for s in server.split(",") if s.strip()]
+        bad = [s for s in servers if not s.startswith(("http://", "https://"))]
+        if not servers or bad:
+            raise GpuarenaError(f"server {server!r}: give a URL such as http://localhost:8000 "
+                                "(several API servers: separate their URLs with commas)")
+        self.servers = servers
+        self._current = 0
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout)
+        self.http = httpx.Client(headers=headers, timeout=timeout)
+
+    @property
+    def server(self) -> str:
+        return self.servers[self._current]
+
+    def _next_server(self) -> None:
+        self._current = (self._current + 1) % len(self.servers)
 
     def close(self) -> None:
         self.http.close()
 
     def _call(self, method: str, path: str, timeout: float | None = None, **kwargs: Any) -> httpx.Response:
+        server = self.server
         try:
-            response = self.http.request(method, path, timeout=timeout or self.http.timeout, **kwargs)
+            response = self.http.request(method, server + path, timeout=timeout or self.http.timeout, **kwargs)
         except httpx.HTTPError as exc:
-            raise ApiError(f"cannot reach {self.server}: {type(exc).__name__}: {exc}") from None
+            if self.server == server:
+                self._next_server()
+            raise ApiError(f"cannot reach {server}: {type(exc).__name__}: {exc}") from None
+        if response.status_code in (502, 503, 504) and len(self.servers) > 1:
+            self._next_server()  # a proxy in front of a server that is down
         if response.status_code >= 400:
             try:
                 message = response.json().get("error") or response.text
             except ValueError:
                 message = response.text
-            raise ApiError(f"{method} {path}: {response.status_code}: {message}", response.status_code)
+            error = ApiError(f"{method} {path}: {response.status_code}: {message}", response.status_code)
+            if response.status_code == 429:
+                error.retry_after = float(response.headers.get("Retry-After") or 1)
+            raise error
         return response
 
     def get(self, path: str, **params: Any) -> Any:
@@ -67,11 +92,23 @@ class Client:
     def me(self) -> dict[str, Any]:
         return self.get("/api/me")
 
-    def submit(self, problem: str, solution: Solution, device_kind: str, mode: str) -> dict[str, Any]:
+    def submit(self, problem: str, solution: Solution, device_kind: str, mode: str,
+               client_key: str | None = None) -> dict[str, Any]:
+        """Queue a solution; with client_key, a retry of the same key returns the same submission."""
         body = {"problem": problem, "device_kind": device_kind, "mode": mode,
                 "solution": {"name": solution.name, "manifest": solution.manifest.model_dump(mode="json"),
                              "sources": solution.sources}}
+        if client_key is not None:
+            body["client_key"] = client_key
         return self.post("/api/submissions", body).json()
+
+    def submissions(self, ids: list[int]) -> list[dict[str, Any]]:
+        """Several submissions at once (without their Evaluation records)."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(ids), 200):
+            chunk = ids[start:start + 200]
+            found += self.get("/api/submissions", ids=",".join(map(str, chunk)), limit=len(chunk))
+        return found
 
     def submission(self, submission_id: int) -> dict[str, Any]:
         return self.get(f"/api/submissions/{submission_id}")
@@ -79,7 +116,7 @@ class Client:
     def watch(self, submission_id: int) -> Iterator[dict[str, Any]]:
         """The submission each time its status changes, until it is done (server-sent events)."""
         try:
-            with self.http.stream("GET", f"/api/submissions/{submission_id}/events",
+            with self.http.stream("GET", f"{self.server}/api/submissions/{submission_id}/events",
                                   timeout=httpx.Timeout(30.0, read=60.0)) as response:
                 if response.status_code >= 400:
                     response.read()
@@ -91,7 +128,9 @@ class Client:
                     elif event == "done":
                         return
         except httpx.HTTPError as exc:
-            raise ApiError(f"lost the connection to {self.server}: {exc}") from None
+            server = self.server
+            self._next_server()
+            raise ApiError(f"lost the connection to {server}: {exc}") from None
 
     def leaderboard(self, problem: str, device_kind: str) -> dict[str, Any]:
         return self.get("/api/leaderboard", problem=problem, device_kind=device_kind)
@@ -101,9 +140,12 @@ class Client:
         body = {"name": name, "hostname": hostname, "version": version, "devices": [d.model_dump() for d in devices]}
         return self.post("/api/runner/hello", body).json()["runner_id"]
 
-    def claim(self, runner_id: int, device_kinds: list[str], wait_s: float) -> ClaimedJob | None:
+    def runners(self) -> list[dict[str, Any]]:
+        return self.get("/api/runners")
+
+    def claim(self, runner_id: int, device_kinds: list[str], wait_s: float, device: str = "") -> ClaimedJob | None:
         response = self.post("/api/runner/claim", {"runner_id": runner_id, "device_kinds": device_kinds,
-                                                   "wait_s": wait_s}, timeout=wait_s + 30)
+                                                   "wait_s": wait_s, "device": device}, timeout=wait_s + 30)
         return None if response.status_code == 204 else ClaimedJob.model_validate(response.json())
 
     def heartbeat(self, runner_id: int, leases: dict[int, str], devices: list[DeviceSlot] | None = None) -> list[int]:
@@ -112,9 +154,11 @@ class Client:
             body["devices"] = [d.model_dump() for d in devices]
         return self.post("/api/runner/heartbeat", body).json()["lost"]
 
-    def post_result(self, job_id: int, lease_token: str, evaluation: Evaluation) -> dict[str, Any]:
+    def post_result(self, job_id: int, lease_token: str, evaluation: Evaluation,
+                    runner_id: int | None = None) -> dict[str, Any]:
         return self.post(f"/api/runner/jobs/{job_id}/result",
-                         {"lease_token": lease_token, "evaluation": evaluation.model_dump(mode="json")}).json()
+                         {"lease_token": lease_token, "evaluation": evaluation.model_dump(mode="json"),
+                          "runner_id": runner_id}).json()
 
     def release(self, job_id: int, lease_token: str, error: str = "") -> None:
         self.post(f"/api/runner/jobs/{job_id}/release", {"lease_token": lease_token, "error": error})

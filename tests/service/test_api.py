@@ -4,6 +4,7 @@ input, rate limits, and the runner protocol with its leases."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 
 from sqlalchemy import func, select, update
@@ -266,3 +267,52 @@ def test_code_is_shown_to_its_author_and_organisers_only(api) -> None:
     with api.db.write() as session:
         session.execute(update(Problem).values(solutions_public=True))
     assert api.http.get(f"/api/submissions/{sid}/code", headers=bob).status_code == 200
+
+
+def test_values_the_database_refuses_get_a_4xx_and_write_nothing(api) -> None:
+    """Ids beyond 64 bits, NUL characters (PostgreSQL refuses them in text), lone surrogates
+    and durations beyond any calendar: a 4xx that says what is wrong, never a 500."""
+    runner_headers, runner_id = api.runner()
+    headers = api.user("alice")
+    before = _counts(api)
+    huge = 2**70
+    for method, path, kwargs in [
+        ("GET", f"/api/submissions/{huge}", {}),
+        ("GET", f"/api/submissions/{huge}/events", {}),
+        ("DELETE", f"/api/tokens/{huge}", {}),
+        ("GET", "/api/leaderboard?problem=axpy%00&device_kind=cpu", {}),
+        ("GET", "/api/problems/axpy%00", {}),
+        ("POST", "/api/submissions", {"json": submission_body(problem="axpy\x00")}),
+        ("POST", "/api/submissions", {"content": json.dumps(submission_body(source="x = '\ud800'\n")),  # escaped
+                                      "headers": {**headers, "Content-Type": "application/json"}}),
+        ("POST", "/api/tokens", {"json": {"expires_in_days": 1e12}}),
+        ("POST", "/api/runner/claim", {"json": {"runner_id": huge, "device_kinds": ["cpu"]}, "headers": runner_headers}),
+        ("POST", "/api/runner/heartbeat", {"json": {"runner_id": runner_id, "leases": {str(huge): "x"}},
+                                           "headers": runner_headers}),
+    ]:
+        kwargs.setdefault("headers", headers)
+        answer = api.http.request(method, path, **kwargs)
+        assert 400 <= answer.status_code < 500, (path, answer.status_code, answer.text[:300])
+        assert answer.json()["error"], path
+    assert _counts(api) == before
+
+
+def test_api_errors_are_json_with_an_error_message(api) -> None:
+    headers = api.user("alice")
+    answer = api.http.get("/api/no-such-thing")
+    assert answer.status_code == 404 and "no such API endpoint" in answer.json()["error"]
+    answer = api.http.post("/api/submissions/upload", content=b"garbage", headers={
+        **headers, "Content-Type": "multipart/form-data; boundary=zz"})
+    assert answer.status_code == 400 and answer.json()["error"]
+    answer = api.http.post("/api/submissions", content=b"[" * 100_000 + b"]" * 100_000,
+                           headers={**headers, "Content-Type": "application/json"})
+    assert 400 <= answer.status_code < 500 and answer.json()["error"]
+
+
+def test_the_answer_to_a_submission_is_what_was_stored(api) -> None:
+    api.runner()
+    made = api.http.post("/api/submissions", json=submission_body(mode="test"), headers=api.user("alice"))
+    assert made.status_code == 201, made.text
+    stored = api.http.get(f"/api/submissions/{made.json()['id']}").json()
+    assert {key: stored[key] for key in made.json()} == made.json()
+    assert made.json()["user"] == "alice" and made.json()["problem"] == "axpy_dest" and not made.json()["done"]

@@ -78,6 +78,7 @@ def serve(
     from gpuarena.service.server import serve as run_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # the runner's heartbeats and polls, every few seconds
     try:
         settings = _settings(home, database, **({"problem_roots": problems} if problems else {}))
         err.print(f"gpuarena serving on http://{host}:{port} (API docs at /docs), database {settings.database_url}",
@@ -92,27 +93,65 @@ def runner(
     token: TokenOpt = None,
     name: Annotated[Optional[str], typer.Option(help="This runner's name [default: the host name]")] = None,
     device: Annotated[Optional[list[str]], typer.Option(help="Serve only this device: cpu or cuda:N (repeatable)")] = None,
+    devices: Annotated[Optional[str], typer.Option(
+        "--devices", envvar="GPUARENA_RUNNER_DEVICES",
+        help="The device slots, one worker each, instead of detecting them: e.g. cuda:0,cuda:1 or cuda:0=H100; "
+             "cpu:N adds workers on the CPU (to try a multi-device host without a GPU)")] = None,
+    devices_file: Annotated[Optional[Path], typer.Option(
+        "--devices-file", envvar="GPUARENA_RUNNER_DEVICES_FILE",
+        help="Like --devices, read from a file and read again at each health check: a device no longer "
+             "listed has disappeared and is drained")] = None,
+    health_interval: Annotated[float, typer.Option(
+        envvar="GPUARENA_HEALTH_INTERVAL", help="Seconds between health checks of idle devices (0: only at start "
+                                                "and after a harness failure)")] = 60.0,
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
 ) -> None:
-    """Serve jobs from a server on this machine's devices: one worker per device, until Ctrl-C or SIGTERM."""
+    """Serve jobs from a server on this machine's devices: one worker per device, until Ctrl-C or SIGTERM.
+
+    --server may list several API servers (http://a:8000,http://b:8000): the runner moves to
+    the next when one cannot be reached."""
     from gpuarena.runner.agent import Runner, RunnerConfig
-    from gpuarena.runner.devices import detect
+    from gpuarena.runner.devices import detect, parse_devices
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # the runner's heartbeats and polls, every few seconds
     try:
         client = _client(server, token)
-        slots = detect()
+        if devices and devices_file:
+            raise GpuarenaError("give --devices or --devices-file, not both")
+        if devices_file:
+            where = f"--devices-file {devices_file}"
+
+            def list_devices():  # type: ignore[no-untyped-def]
+                try:
+                    return parse_devices(devices_file.read_text(), where)
+                except OSError as exc:
+                    raise GpuarenaError(f"{where}: {exc.strerror}") from None
+
+            slots = list_devices()
+        elif devices:
+            slots = parse_devices(devices)
+
+            def list_devices():  # type: ignore[no-untyped-def]
+                gpus = {s.device for s in detect(cpu=False)}  # are its GPUs still there?
+                return [s for s in slots if not s.device.startswith("cuda") or s.device in gpus]
+        else:
+            slots = detect()
+            list_devices = lambda: detect()  # noqa: E731
         if device:
             unknown = set(device) - {s.device for s in slots}
             if unknown:
                 raise GpuarenaError(f"--device {', '.join(sorted(unknown))}: not here (found: {', '.join(s.device for s in slots)})")
             slots = [s for s in slots if s.device in device]
-        config = RunnerConfig(slots=slots, budget_s=budget, **({"name": name} if name else {}))
+        if not slots:
+            raise GpuarenaError("no devices to serve (check --devices / --devices-file)")
+        config = RunnerConfig(slots=slots, budget_s=budget, list_devices=list_devices,
+                              health_interval_s=health_interval, **({"name": name} if name else {}))
         agent = Runner(client, config)
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: agent.stop())
-        err.print(f"runner {config.name}: {', '.join(f'{s.device} ({s.kind})' for s in slots)} -> {client.server}",
-                  highlight=False)
+        err.print(f"runner {config.name}: {', '.join(f'{s.device} ({s.kind})' for s in slots)} -> "
+                  f"{', '.join(client.servers)}", highlight=False)
         agent.run()
     except GpuarenaError as exc:
         _fail(exc)
@@ -317,6 +356,9 @@ def register(app: typer.Typer) -> None:
     app.command()(login)
     app.command()(submit)
     app.command()(leaderboard)
+    from gpuarena.cli.batch import batch
+
+    app.command()(batch)
     app.add_typer(db_app, name="db")
     app.add_typer(users_app, name="users")
     app.add_typer(tokens_app, name="tokens")

@@ -170,14 +170,26 @@ class TimeBudget:
         self.allowances.append(allowance)
         self.unexplained.append(worker_cpu_ns - allowance - reported * self.cores)
 
+    def _median_unexplained(self) -> float | None:
+        if not (self.cpu and self.measured and len(self.unexplained) >= MIN_REQUESTS):
+            return None
+        return sorted(self.unexplained)[len(self.unexplained) // 2]
+
+    def holds(self) -> bool:
+        median = self._median_unexplained()
+        return median is None or median <= 0
+
+    def restart(self) -> None:
+        """Forget the requests so far: the next check judges only the requests after this."""
+        self.unexplained, self.allowances = [], []
+        self.worker_cpu = self.reported = self.calls = 0
+
     def check(self) -> None:
         """On the CPU: in the median request, the reported times must account for the
         worker's CPU time beyond the harness's allowance."""
-        if not (self.cpu and self.measured and len(self.unexplained) >= MIN_REQUESTS):
-            return
-        middle = len(self.unexplained) // 2
-        median = sorted(self.unexplained)[middle]
-        if median > 0:
+        median = self._median_unexplained()
+        if median is not None and median > 0:
+            middle = len(self.unexplained) // 2
             per_call = self.calls / len(self.unexplained)
             allowance = sorted(self.allowances)[middle] / per_call
             raise RunFailure(
@@ -186,7 +198,8 @@ class TimeBudget:
                 f"{median / per_call / 1e3:.0f} µs per call more than its reported times (over {self.cores} core(s)) "
                 f"and the harness's own share ({allowance / 1e3:.0f} µs per call, measured on the reference); over "
                 f"{self.calls} timed calls it reported {self.reported / 1e3:.0f} µs and spent "
-                f"{self.worker_cpu / 1e3:.0f} µs of CPU time: its times were tampered with")
+                f"{self.worker_cpu / 1e3:.0f} µs of CPU time (judged again on fresh rounds, with the same "
+                "outcome): its times were tampered with")
 
 
 @dataclass
@@ -242,9 +255,9 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     budget = TimeBudget(cpu=on_cpu, cores=_cores(), roundtrip_ns=_request_roundtrip_ns(n_sets) if on_cpu else 0)
     twin = ReferenceTwin(supervisor, session) if on_cpu else None
     started = time.monotonic()
-    round_no = 0
-    while True:
-        round_no += 1
+
+    def one_round(round_no: int) -> None:
+        nonlocal sol_method
         refresh(round_no)
         solution_first = round_no % 2 == 0
         for who in (("sol", "ref") if solution_first else ("ref", "sol")):
@@ -254,16 +267,16 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 else:
                     block = timer.run_block(call_reference, n_sets)
                     dev, e2e = block.device_ns, block.e2e_ns
-                ref_dev += dev
-                ref_e2e += e2e
+                ref_dev.extend(dev)
+                ref_e2e.extend(e2e)
             else:
                 reply = worker.request({"op": "time", "n": n_sets}, supervisor.deadline,
                                        f"timing {session.workload.name}")
                 _raise_on_failure(reply)
                 dev, e2e = _samples(reply, n_sets)
                 budget.add(e2e, worker.last_wall_ns, worker.last_cpu_ns)
-                sol_dev += dev
-                sol_e2e += e2e
+                sol_dev.extend(dev)
+                sol_e2e.extend(e2e)
                 sol_method = str(reply.get("method", sol_method))
         session.sync()
         for k in range(n_sets):
@@ -277,6 +290,13 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 verdict = compare(name, out, ref, tol)
                 if not verdict.ok:
                     raise RunFailure(verdict.status, f"a timed call returned wrong values: {verdict.reason}")
+        if time.monotonic() > supervisor.deadline:
+            raise RunFailure("TIMEOUT", f"the time limit ran out while timing {session.workload.name}")
+
+    round_no = 0
+    while True:
+        round_no += 1
+        one_round(round_no)
         elapsed = time.monotonic() - started
         if len(sol_dev) >= plan.max_samples:
             break
@@ -284,10 +304,18 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
             break
         if converged(sol_dev, plan.min_samples) and converged(ref_dev, plan.min_samples):
             break
-        if time.monotonic() > supervisor.deadline:
-            raise RunFailure("TIMEOUT", f"the time limit ran out while timing {session.workload.name}")
 
-    budget.check()  # judged on the median request: cold caches and page faults of one block even out
+    # judged on the median request: cold caches and page faults of one block even out
+    if not budget.holds():
+        # a machine busy for a while (other runners, a database) can slow the worker's own
+        # work for many requests in a row: judge once more on fresh rounds before rejecting.
+        # A solution whose times are forged fails again; an honest one under a passing load
+        # does not.
+        budget.restart()
+        for _ in range(max(MIN_REQUESTS + 2, round_no // 2)):
+            round_no += 1
+            one_round(round_no)
+    budget.check()
     result.time = summarize(sol_dev, sol_e2e, sol_method)
     result.reference_time = summarize(ref_dev, ref_e2e, timer.method)
     ratio, low, high = bootstrap_ratio(ref_dev, sol_dev)

@@ -1,8 +1,13 @@
-"""The runner agent: one worker thread per device slot claims jobs for that slot's kind, runs
-each in its own process (`gpuarena.runner.execute`), and posts the Evaluation. A heartbeat
-thread renews the leases of running jobs and stops jobs whose lease was lost. On shutdown it
-stops claiming, stops running jobs and gives their leases back, so they run again elsewhere
-at once instead of waiting for the lease to expire."""
+"""The runner agent: one worker per device slot (a thread that claims jobs for that slot's
+kind and runs each in its own process, `gpuarena.runner.execute`, pinned to the slot's GPU
+with CUDA_VISIBLE_DEVICES), which posts the Evaluation. A heartbeat thread renews the leases
+of running jobs, stops jobs whose lease was lost and reports the slots' health. A health
+thread checks each slot (the device is still listed; a GPU runs a tiny CUDA op in a pinned
+child process) when the runner starts, every health_interval_s while the slot is idle, and
+after a job's harness fails: a slot that fails is drained (claims no more jobs; its running
+job is stopped and given back) and reported to the server, which shows it in GET
+/api/runners. On shutdown it stops claiming, stops running jobs and gives their leases back,
+so they run again elsewhere at once instead of waiting for the lease to expire."""
 
 from __future__ import annotations
 
@@ -17,10 +22,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from gpuarena import __version__
 from gpuarena.client import ApiError, Client
 from gpuarena.harness.records import Evaluation
+from gpuarena.runner.devices import health_check, pinning
 from gpuarena.runner.execute import ExecuteRequest
 from gpuarena.service.schemas import ClaimedJob, DeviceSlot
 from gpuarena.solutions.build import cache_dir
@@ -33,6 +40,7 @@ STOP_GRACE_S = 10.0
 @dataclass
 class Running:
     job: ClaimedJob
+    slot: DeviceSlot
     process: subprocess.Popen | None = None
     lost: bool = False
 
@@ -45,6 +53,11 @@ class RunnerConfig:
     """Timing budget per workload."""
     timeout_s: float = 600.0
     work_dir: Path = field(default_factory=lambda: cache_dir() / "runner")
+    list_devices: Callable[[], list[DeviceSlot]] | None = None
+    """Lists the host's devices again, for the health check (a slot no longer listed has
+    disappeared); None: slots cannot disappear."""
+    health_interval_s: float = 60.0
+    """How often idle slots are checked again (0: only at start and after a harness failure)."""
 
 
 class Runner:
@@ -55,14 +68,19 @@ class Runner:
         self.lock = threading.Lock()
         self.runner_id: int | None = None
         self.jobs_done = 0
+        self.wake_heartbeat = threading.Event()
+        self.health_lock = threading.Lock()
 
     # lifecycle
     def run(self) -> None:
         """Serve until stop() is called (or SIGTERM/SIGINT when run as `gpuarena runner`)."""
+        self._check_health(busy=set())
         self.runner_id = self._hello()
         threads = [threading.Thread(target=self._slot_loop, args=(slot,), name=f"slot-{slot.device}", daemon=True)
                    for slot in self.config.slots if slot.healthy]
         threads.append(threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True))
+        if self.config.health_interval_s > 0:
+            threads.append(threading.Thread(target=self._health_loop, name="health", daemon=True))
         for thread in threads:
             thread.start()
         self.stopping.wait()
@@ -72,6 +90,7 @@ class Runner:
 
     def stop(self) -> None:
         self.stopping.set()
+        self.wake_heartbeat.set()
 
     def _hello(self) -> int:
         delay = 0.5
@@ -101,9 +120,9 @@ class Runner:
     def _slot_loop(self, slot: DeviceSlot) -> None:
         assert self.runner_id is not None
         backoff = 0.5
-        while not self.stopping.is_set():
+        while not self.stopping.is_set() and slot.healthy:
             try:
-                job = self.client.claim(self.runner_id, [slot.kind], wait_s=CLAIM_WAIT_S)
+                job = self.client.claim(self.runner_id, [slot.kind], wait_s=CLAIM_WAIT_S, device=slot.device)
                 backoff = 0.5
             except ApiError as exc:
                 log.warning("claim failed on %s: %s", slot.device, exc)
@@ -112,20 +131,30 @@ class Runner:
                 continue
             if job is None:
                 continue
-            if self.stopping.is_set():
-                self._quietly(self.client.release, job.job_id, job.lease_token)
+            if self.stopping.is_set() or not slot.healthy:
+                self._quietly(self.client.release, job.job_id, job.lease_token)  # never started: not an attempt
                 return
             self._run_job(slot, job)
+        if not slot.healthy:
+            log.error("%s drained: %s", slot.device, slot.reason)
 
     def _run_job(self, slot: DeviceSlot, job: ClaimedJob) -> None:
-        item = Running(job=job)
+        item = Running(job=job, slot=slot)
         with self.lock:
             self.running[job.job_id] = item
         try:
             evaluation, error = self._execute(slot, item)
             if item.lost or self.stopping.is_set():
                 return  # the lease is gone, or _shutdown gives it back
-            if evaluation is not None:
+            if evaluation is None and slot.healthy:
+                # the harness itself failed: is it the device?
+                reason = health_check(slot, self._present())
+                if reason:
+                    self._drain(slot, reason)
+            if not slot.healthy:
+                error = f"device {slot.device} failed its health check during the job: {slot.reason}"
+                self._quietly(self.client.release, job.job_id, job.lease_token, error)
+            elif evaluation is not None:
                 self._post(job, evaluation)
             else:
                 self._quietly(self.client.release, job.job_id, job.lease_token, error or "the harness failed")
@@ -138,11 +167,8 @@ class Runner:
         folder = self.config.work_dir / f"job-{job.job_id}-{job.lease_token[:8]}"
         folder.mkdir(parents=True, exist_ok=True)
         out = folder / "evaluation.json"
-        env = dict(os.environ)
-        device = "cpu"
-        if slot.device.startswith("cuda"):
-            env["CUDA_VISIBLE_DEVICES"] = slot.device.partition(":")[2] or "0"
-            device = "cuda"
+        device, pin = pinning(slot)
+        env = {**os.environ, **pin, "GPUARENA_RUNNER_PID": str(os.getpid())}
         request = ExecuteRequest(problem=job.problem, solution=job.solution, device=device, mode=job.mode,
                                  seed=job.seed, timeout_s=self.config.timeout_s, budget_s=self.config.budget_s,
                                  cache=str(self.config.work_dir / "problems"))
@@ -160,7 +186,7 @@ class Runner:
                 pass
             deadline = time.monotonic() + self.config.timeout_s + 120
             while process.poll() is None:
-                if item.lost or self.stopping.is_set() or time.monotonic() > deadline:
+                if item.lost or self.stopping.is_set() or not slot.healthy or time.monotonic() > deadline:
                     self._terminate(item)
                     break
                 time.sleep(0.1)
@@ -179,7 +205,7 @@ class Runner:
         delay = 0.5
         while True:
             try:
-                self.client.post_result(job.job_id, job.lease_token, evaluation)
+                self.client.post_result(job.job_id, job.lease_token, evaluation, self.runner_id)
                 self.jobs_done += 1
                 return
             except ApiError as exc:
@@ -203,18 +229,66 @@ class Runner:
         except ProcessLookupError:
             pass
 
+    # health
+    def _present(self) -> set[str] | None:
+        if self.config.list_devices is None:
+            return None
+        try:
+            return {slot.device for slot in self.config.list_devices()}
+        except Exception as exc:  # listing failed (nvidia-smi hung, the file is half written): judge nothing
+            log.warning("could not list this host's devices: %s", exc)
+            return None
+
+    def _check_health(self, busy: set[str]) -> None:
+        """Check every healthy slot; a busy one (running a job) only for being listed, so the
+        check never runs on a GPU in the middle of someone's timing."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def check(slot: DeviceSlot) -> str:
+            if slot.device in busy:
+                return health_check(slot, present) if present is not None and slot.device not in present else ""
+            return health_check(slot, present)
+
+        with self.health_lock:
+            present = self._present()
+            slots = [slot for slot in self.config.slots if slot.healthy]
+            with ThreadPoolExecutor(max_workers=max(1, len(slots))) as pool:  # GPUs in parallel
+                reasons = list(pool.map(check, slots))
+            for slot, reason in zip(slots, reasons):
+                if reason:
+                    self._drain(slot, reason)
+
+    def _drain(self, slot: DeviceSlot, reason: str) -> None:
+        """Claim nothing more on slot, stop its running job, and tell the server now."""
+        if not slot.healthy:
+            return
+        slot.healthy, slot.reason = False, reason
+        log.error("draining %s (%s): %s", slot.device, slot.kind, reason)
+        self.wake_heartbeat.set()
+
+    def _health_loop(self) -> None:
+        while not self.stopping.wait(self.config.health_interval_s):
+            with self.lock:
+                busy = {item.slot.device for item in self.running.values()}
+            self._check_health(busy)
+
     # leases
     def _heartbeat_loop(self) -> None:
         assert self.runner_id is not None
         interval = 5.0
-        while not self.stopping.wait(interval):
+        while True:
+            self.wake_heartbeat.wait(interval)
+            self.wake_heartbeat.clear()
+            if self.stopping.is_set():
+                return
             with self.lock:
                 leases = {job_id: item.job.lease_token for job_id, item in self.running.items()}
             try:
-                lost = self.client.heartbeat(self.runner_id, leases)
+                lost = self.client.heartbeat(self.runner_id, leases, self.config.slots)
                 interval = min(5.0, min((i.job.lease_s for i in self.running.values()), default=20.0) / 4)
             except ApiError as exc:
                 log.warning("heartbeat failed: %s", exc)
+                interval = 1.0  # again soon: the client has moved on to the next server, and leases run out
                 continue
             for job_id in lost:
                 with self.lock:

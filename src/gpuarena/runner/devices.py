@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 
+from gpuarena.errors import GpuarenaError
 from gpuarena.service.schemas import DeviceSlot
 
 _VENDOR_WORDS = {"NVIDIA", "AMD", "GeForce", "Tesla", "Radeon", "Instinct"}
@@ -55,3 +56,73 @@ def detect(cpu: bool = True, gpus: bool = True) -> list[DeviceSlot]:
         for index, name in _nvidia_smi() or _torch_gpus():
             slots.append(DeviceSlot(device=f"cuda:{index}", kind=device_kind(name), name=name))
     return slots
+
+
+def parse_devices(spec: str, where: str = "--devices") -> list[DeviceSlot]:
+    """Device slots from a list such as "cuda:0,cuda:1", "cpu" or "cpu:0,cpu:1=fake-gpu".
+
+    Items are separated by commas or new lines; each is DEVICE or DEVICE=KIND. DEVICE is
+    cpu, cpu:N (one more worker on the CPU: how multi-device hosts are tested without a GPU)
+    or cuda:N (the host's GPU N; its kind comes from nvidia-smi unless KIND is given)."""
+    items = [item.strip() for line in spec.splitlines() for item in line.split(",")]
+    items = [item for item in items if item and not item.startswith("#")]
+    gpus: dict[int, str] | None = None
+    slots: list[DeviceSlot] = []
+    for item in items:
+        device, _, kind = (part.strip() for part in item.partition("="))
+        if not re.fullmatch(r"cpu(:\d+)?|cuda:\d+", device):
+            raise GpuarenaError(f"{where}: {device!r} is not a device; use cpu, cpu:N or cuda:N "
+                                "(optionally =KIND, e.g. cuda:0=H100)")
+        if device.startswith("cpu"):
+            slots.append(DeviceSlot(device=device, kind=kind or "cpu", name="CPU"))
+            continue
+        if gpus is None:
+            gpus = dict(_nvidia_smi())
+        name = gpus.get(int(device.partition(":")[2]), "")
+        if not kind and not name:
+            raise GpuarenaError(f"{where}: {device} is not on this host (nvidia-smi lists "
+                                f"{', '.join(f'cuda:{i}' for i in gpus) or 'no GPU'}); give its kind as {device}=KIND")
+        slots.append(DeviceSlot(device=device, kind=kind or device_kind(name), name=name or kind))
+    if len({s.device for s in slots}) != len(slots):
+        raise GpuarenaError(f"{where}: a device is listed twice: {spec!r}")
+    return slots
+
+
+def is_gpu(slot: DeviceSlot) -> bool:
+    return slot.device.startswith("cuda")
+
+
+def pinning(slot: DeviceSlot) -> tuple[str, dict[str, str]]:
+    """The harness device and the environment that pin a job (or a health check) to slot:
+    CUDA_VISIBLE_DEVICES=N for cuda:N, so the child process sees exactly that GPU as cuda."""
+    if is_gpu(slot):
+        return "cuda", {"CUDA_VISIBLE_DEVICES": slot.device.partition(":")[2]}
+    return "cpu", {}
+
+
+HEALTH_TIMEOUT_S = 120.0
+
+
+def health_check(slot: DeviceSlot, present: set[str] | None = None, timeout_s: float = HEALTH_TIMEOUT_S) -> str:
+    """Why slot is unusable, or "" when it is healthy.
+
+    A device missing from present (the host's devices listed again) has disappeared. A GPU
+    must also run a tiny CUDA op in a child process pinned to it (`gpuarena.runner.health`),
+    within timeout_s: a GPU that errors, hangs or is gone fails. The CPU needs no op."""
+    if present is not None and slot.device not in present:
+        return f"{slot.device} disappeared (no longer listed among this host's devices)"
+    if not is_gpu(slot):
+        return ""
+    import os
+    import sys
+
+    _, pin = pinning(slot)
+    try:
+        done = subprocess.run([sys.executable, "-m", "gpuarena.runner.health"], env={**os.environ, **pin},
+                              capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return f"{slot.device}: the health check (a tiny CUDA op) did not finish within {timeout_s:.0f} s"
+    if done.returncode != 0:
+        lines = [line for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
+        return f"{slot.device}: the health check (a tiny CUDA op) failed: {lines[-1] if lines else done.returncode}"
+    return ""

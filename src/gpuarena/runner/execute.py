@@ -33,12 +33,31 @@ class ExecuteRequest(BaseModel):
     """Where problem folders are rebuilt."""
 
 
+def _die_with_the_runner() -> None:
+    """Get SIGTERM when the runner that started this process dies (Linux), and exit now if it
+    already has: a job left running after its runner was killed would hold the device while
+    the restarted runner starts the next job on it (and its result could never be posted)."""
+    import ctypes
+    import os
+
+    runner = os.environ.get("GPUARENA_RUNNER_PID")
+    if not runner or not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(runner):
+        sys.exit(143)
+
+
 def main() -> int:
     from gpuarena.harness.supervisor import RunOptions, evaluate
     from gpuarena.problems.pack import unpack_problem
 
     # the runner stops a job with SIGTERM: unwind, so the supervisor stops its worker
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    _die_with_the_runner()
     out = Path(sys.argv[1])
     request = ExecuteRequest.model_validate_json(sys.stdin.buffer.read())
     problem = unpack_problem(request.problem, Path(request.cache))

@@ -8,13 +8,16 @@ import pydantic
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from sqlalchemy.exc import DataError
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuarena import __version__
 from gpuarena.errors import GpuarenaError
-from gpuarena.service import routes, runner_routes
+from gpuarena.service import routes, runner_routes, web
 from gpuarena.service.auth import AuthError
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
@@ -75,6 +78,19 @@ def _validation_message(errors: list[dict]) -> str:
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
+def _bad_value(exc: Exception) -> str | None:
+    """What is wrong with a request whose values the database or its driver refused, or None
+    when exc is not such an error (then it stays a 500: a bug of ours, not bad input)."""
+    if isinstance(exc, UnicodeEncodeError) and "surrogate" in exc.reason:
+        return "the request has text that is not valid Unicode (a lone surrogate such as \\ud800); send UTF-8 text"
+    if isinstance(exc, OverflowError):
+        return f"a number in the request is out of range ({exc}); ids and counts must fit in 64 bits"
+    if isinstance(exc, DataError):  # PostgreSQL: integer out of range, NUL in text, value too long, ...
+        why = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        return f"a value in the request cannot be stored: {why}"
+    return None
+
+
 def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAPI:
     app = FastAPI(title="gpuarena", version=__version__, lifespan=lifespan,
                   description="GPU kernel contests: problems, submissions, runners and per-device leaderboards. "
@@ -82,6 +98,7 @@ def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAP
     app.state.settings, app.state.db = settings, db
     app.include_router(routes.router)
     app.include_router(runner_routes.router)
+    web.mount(app, settings)  # the pages, /static, the session cookie
 
     @app.exception_handler(GpuarenaError)
     async def _known(_request: Request, exc: GpuarenaError) -> JSONResponse:
@@ -97,6 +114,29 @@ def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAP
         detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
                   for e in exc.errors()]
         return JSONResponse({"error": _validation_message(detail), "detail": detail}, status_code=422)
+
+    @app.exception_handler(UnicodeEncodeError)
+    @app.exception_handler(OverflowError)
+    @app.exception_handler(DataError)
+    async def _refused_value(_request: Request, exc: Exception) -> JSONResponse:
+        message = _bad_value(exc)
+        if message is None:
+            raise exc
+        return JSONResponse({"error": message}, status_code=400)
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> Response:
+        """The API answers {"error": ...} like its other errors (an unparsable body, an unknown path)."""
+        if not request.url.path.startswith("/api"):
+            if (exc.status_code, str(exc.detail)) == (404, "Not Found"):
+                return web.not_found(request)
+            return await http_exception_handler(request, exc)
+        message = str(exc.detail)
+        if (exc.status_code, message) == (404, "Not Found"):  # no route matched
+            message = f"no such API endpoint: {request.method} {request.url.path} (see /docs)"
+        elif (exc.status_code, message) == (405, "Method Not Allowed"):
+            message = f"{request.method} is not allowed on {request.url.path} (see /docs)"
+        return JSONResponse({"error": message}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes + 64_000)
     return app

@@ -45,6 +45,8 @@ def _sync_one(db: Database, packed: PackedProblem, spec: dict) -> None:
                     content_hash=packed.hash, name=spec["name"], level=spec["level"], weight=spec["weight"],
                     summary=spec.get("summary", ""), spec=spec, files=dict(packed.files),
                     secret_seed=latest.secret_seed if latest else secrets.randbits(62),
+                    owner_id=latest.owner_id if latest else None,  # owner and openness stay with the slug
+                    solutions_public=latest.solutions_public if latest else False,
                 ))
             return
         except IntegrityError:

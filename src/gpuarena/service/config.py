@@ -30,7 +30,7 @@ class Settings(BaseModel):
     lease_s: float = 60.0
     """How long a runner's claim holds without a heartbeat (GPUARENA_LEASE_S)."""
     max_attempts: int = 3
-    """Claims per job before it ends as ERROR (a job whose runner keeps dying)."""
+    """Claims per job before it ends as ERROR (a job whose runner keeps dying; GPUARENA_MAX_ATTEMPTS)."""
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -40,7 +40,8 @@ class Settings(BaseModel):
         if os.environ.get("GPUARENA_PROBLEMS"):
             env["problem_roots"] = [Path(p) for p in os.environ["GPUARENA_PROBLEMS"].split(os.pathsep) if p]
         for key, name in (("submit_limit_per_minute", "GPUARENA_SUBMIT_LIMIT"),
-                          ("max_request_bytes", "GPUARENA_MAX_REQUEST_BYTES"), ("lease_s", "GPUARENA_LEASE_S")):
+                          ("max_request_bytes", "GPUARENA_MAX_REQUEST_BYTES"), ("lease_s", "GPUARENA_LEASE_S"),
+                          ("max_attempts", "GPUARENA_MAX_ATTEMPTS")):
             if os.environ.get(name):
                 env[key] = os.environ[name]
         env.update({k: v for k, v in overrides.items() if v is not None})

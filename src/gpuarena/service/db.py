@@ -9,6 +9,7 @@ takes row locks (SELECT ... FOR UPDATE SKIP LOCKED).
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -74,6 +75,7 @@ class Database:
                                                                  pool_pre_ping=True)
         else:
             raise GpuarenaError(f"--database {url!r}: only sqlite and postgresql are supported")
+        self._write_lock = threading.RLock() if self.dialect == "sqlite" else None
         self._writer = sessionmaker(self.write_engine, expire_on_commit=False)
         self._reader = sessionmaker(self.read_engine, expire_on_commit=False)
 
@@ -84,7 +86,14 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Session]:
         """A session whose transaction commits on success and rolls back on any error."""
-        with self._writer.begin() as session:
+        if self._write_lock is None:
+            with self._writer.begin() as session:
+                yield session
+            return
+        # SQLite: one writer at a time. Waiting here, the next writer starts the moment the last
+        # one commits; waiting in SQLite's busy handler, it sleeps in steps of up to 100 ms
+        # (busy_timeout still covers writers in other processes).
+        with self._write_lock, self._writer.begin() as session:
             yield session
 
     @contextmanager

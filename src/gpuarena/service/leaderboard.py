@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import datetime as dt
 
-from sqlalchemy import select
+from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.orm import Session
 
 from gpuarena.service.db import dialect_insert
@@ -44,13 +44,25 @@ class Row:
     achieved_at: dt.datetime
 
 
+_READ = (select(LeaderboardEntry.score, LeaderboardEntry.submission_id, LeaderboardEntry.achieved_at, User.name)
+         .join(User, User.id == LeaderboardEntry.user_id)
+         .where(LeaderboardEntry.problem_id == bindparam("problem_id"),
+                LeaderboardEntry.device_kind == bindparam("device_kind"))
+         .order_by(LeaderboardEntry.score.desc(), LeaderboardEntry.achieved_at)
+         .limit(bindparam("limit", type_=Integer)))
+"""Built once: a leaderboard read is the hottest query, and building a statement costs more than running it."""
+
+
+def read_rows(session: Session, problem_id: int, device_kind: str, limit: int = 100) -> list[tuple]:
+    """(score, submission_id, achieved_at, user name) best first, as plain rows: through the
+    session's connection, without the ORM's per-row bookkeeping."""
+    return list(session.connection().execute(
+        _READ, {"problem_id": problem_id, "device_kind": device_kind, "limit": limit}).all())
+
+
 def read(session: Session, problem_id: int, device_kind: str, limit: int = 100) -> list[Row]:
-    query = (select(LeaderboardEntry.score, LeaderboardEntry.submission_id, LeaderboardEntry.achieved_at, User.name)
-             .join(User, User.id == LeaderboardEntry.user_id)
-             .where(LeaderboardEntry.problem_id == problem_id, LeaderboardEntry.device_kind == device_kind)
-             .order_by(LeaderboardEntry.score.desc(), LeaderboardEntry.achieved_at).limit(limit))
     return [Row(rank=i + 1, user=name, score=score, submission_id=sid, achieved_at=at)
-            for i, (score, sid, at, name) in enumerate(session.execute(query))]
+            for i, (score, sid, at, name) in enumerate(read_rows(session, problem_id, device_kind, limit))]
 
 
 def recompute(session: Session, problem_id: int, device_kind: str) -> list[tuple[str, float, int]]:

@@ -45,7 +45,12 @@ def enqueue(session: Session, submission: Submission, max_attempts: int = 3) -> 
 def reap_expired(session: Session, now: dt.datetime | None = None) -> int:
     """Re-queue jobs whose lease ran out; fail those out of attempts. Returns how many."""
     now = now or utcnow()
-    expired = list(session.scalars(select(Job).where(Job.state == "leased", Job.lease_expires_at < now)))
+    query = select(Job).where(Job.state == "leased", Job.lease_expires_at < now)
+    if session.get_bind().dialect.name == "postgresql":
+        # lock what we re-queue, and skip rows another transaction holds: without the lock a
+        # concurrent claim's reap-and-lease of the same job would be overwritten by ours
+        query = query.with_for_update(skip_locked=True)
+    expired = list(session.scalars(query))
     for job in expired:
         _requeue_or_fail(session, job, f"runner lost the lease (attempt {job.attempts})")
     return len(expired)
@@ -66,8 +71,10 @@ def _requeue_or_fail(session: Session, job: Job, why: str) -> None:
         submission.status = "QUEUED"
 
 
-def claim(db: Database, runner_id: int, device_kinds: list[str], lease_s: float = LEASE_S) -> Claimed | None:
-    """Lease the oldest queued job for one of device_kinds, or None when there is none."""
+def claim(db: Database, runner_id: int, device_kinds: list[str], lease_s: float = LEASE_S,
+          device: str = "") -> Claimed | None:
+    """Lease the oldest queued job for one of device_kinds, or None when there is none;
+    device names the runner's slot that will run it (recorded on the job)."""
     if not device_kinds:
         return None
     with db.write() as session:
@@ -80,7 +87,7 @@ def claim(db: Database, runner_id: int, device_kinds: list[str], lease_s: float 
         if job is None:
             return None
         now = utcnow()
-        job.state, job.runner_id, job.claimed_at = "leased", runner_id, now
+        job.state, job.runner_id, job.claimed_at, job.device = "leased", runner_id, now, device
         job.lease_token = secrets.token_hex(16)
         job.lease_expires_at = now + dt.timedelta(seconds=lease_s)
         job.attempts += 1
@@ -143,6 +150,19 @@ def complete(db: Database, runner_id: int, job_id: int, lease_token: str, evalua
         session.flush()
         record_result(session, submission)
         return result, True
+
+
+def requeue_runner(db: Database, runner_id: int, why: str) -> int:
+    """Put back every job leased to runner_id (a runner process that just started holds none
+    of them: its predecessor died); counted as an attempt, as an expiry would be. Returns how many."""
+    with db.write() as session:
+        query = select(Job).where(Job.state == "leased", Job.runner_id == runner_id)
+        if db.is_postgres:
+            query = query.with_for_update(skip_locked=True)
+        jobs = list(session.scalars(query))
+        for job in jobs:
+            _requeue_or_fail(session, job, f"{why} (attempt {job.attempts})")
+        return len(jobs)
 
 
 def give_back(db: Database, runner_id: int, job_id: int, lease_token: str, error: str = "") -> None:

@@ -8,8 +8,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import StreamingResponse
-from sqlalchemy import func, select
+from fastapi.responses import Response, StreamingResponse
+from sqlalchemy import bindparam, func, select
 
 from gpuarena import __version__
 from gpuarena.harness.records import Mode
@@ -19,10 +19,10 @@ from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, admin, caller, get_db, get_settings
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
-from gpuarena.service.schemas import (DeviceKindInfo, Health, Leaderboard, LeaderboardRow, Me, NewToken, NewUser,
-                                      ProblemDetail, ProblemSummary, SubmissionDetail, SubmissionOut,
+from gpuarena.service.schemas import (DeviceKindInfo, Health, Leaderboard, Me, NewToken, NewUser,
+                                      ProblemDetail, ProblemSummary, RunnerInfo, SubmissionDetail, SubmissionOut,
                                       SubmissionRequest, TokenInfo, TokenRequest)
-from gpuarena.service.tables import DeviceKind, Job, Problem, Runner, SolutionBlob, Submission, Token, utcnow
+from gpuarena.service.tables import DeviceKind, Job, Problem, Runner, SolutionBlob, Submission, Token, User, utcnow
 from gpuarena.solutions.loader import solution_from_upload
 
 router = APIRouter(prefix="/api")
@@ -85,6 +85,21 @@ def device_kinds(db: DB) -> list[DeviceKindInfo]:
                 for name in session.scalars(select(DeviceKind.name).order_by(DeviceKind.name))]
 
 
+@router.get("/runners", tags=["runners"])
+def list_runners(_: CALLER, db: DB) -> list[RunnerInfo]:
+    """Runners, their device slots (drained ones with the reason) and the jobs they hold."""
+    with db.read() as session:
+        running: dict[int, list[int]] = {}
+        for job_id, runner_id in session.execute(select(Job.id, Job.runner_id).where(Job.state == "leased")):
+            running.setdefault(runner_id, []).append(job_id)
+        online_since = utcnow() - RUNNER_ONLINE
+        return [RunnerInfo(id=r.id, name=r.name, account=session.get(User, r.user_id).name, hostname=r.hostname,
+                           version=r.version, online=r.last_seen_at > online_since, device_kinds=r.device_kinds or [],
+                           devices=r.devices or [], running=sorted(running.get(r.id, [])), jobs_done=r.jobs_done,
+                           last_seen_at=r.last_seen_at)
+                for r in session.scalars(select(Runner).order_by(Runner.id))]
+
+
 @router.post("/submissions", status_code=201, tags=["submissions"])
 def submit(request: SubmissionRequest, who: CALLER, db: DB, settings: SETTINGS) -> SubmissionOut:
     """Queue a solution (JSON: a packed solution, or name, manifest and sources)."""
@@ -107,9 +122,13 @@ async def submit_upload(who: CALLER, db: DB, settings: SETTINGS,
 
 @router.get("/submissions", tags=["submissions"])
 def list_submissions(db: DB, user: str | None = None, problem: str | None = None,
-                     limit: Annotated[int, Query(ge=1, le=500)] = 50) -> list[SubmissionOut]:
+                     limit: Annotated[int, Query(ge=1, le=500)] = 50,
+                     ids: Annotated[str | None, Query(description="Only these submissions: comma-separated ids",
+                                                      pattern=r"^\d+(,\d+)*$")] = None) -> list[SubmissionOut]:
     with db.read() as session:
         query = select(Submission).order_by(Submission.id.desc()).limit(limit)
+        if ids:
+            query = query.where(Submission.id.in_([int(i) for i in ids.split(",")]))
         if user:
             query = query.where(Submission.user_id == auth.user_by_name(session, user).id)
         if problem:
@@ -164,17 +183,25 @@ async def submission_events(submission_id: int, request: Request, db: DB) -> Str
     return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
 
-@router.get("/leaderboard", tags=["leaderboards"])
+_CURRENT_VERSION = select(Problem.id, Problem.slug, Problem.version).where(Problem.slug == bindparam("slug"),
+                                                                           Problem.current)
+
+
+@router.get("/leaderboard", tags=["leaderboards"], response_model=Leaderboard)
 def get_leaderboard(db: DB, problem: str, device_kind: str,
-                    limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Leaderboard:
+                    limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Response:
     """Each user's best ranked, passing submission on one problem and device kind."""
     with db.read() as session:
-        p = current_problem(session, problem)
+        p = session.connection().execute(_CURRENT_VERSION, {"slug": problem}).first()  # not the problem's files
         if p is None:
             raise NotFound(f"unknown problem {problem!r}")
-        rows = leaderboard.read(session, p.id, device_kind, limit)
-    return Leaderboard(problem=p.slug, problem_version=p.version, device_kind=device_kind,
-                       rows=[LeaderboardRow(**vars(r)) for r in rows])
+        rows = leaderboard.read_rows(session, p.id, device_kind, limit)
+    board = Leaderboard.model_validate({
+        "problem": p.slug, "problem_version": p.version, "device_kind": device_kind,
+        "rows": [{"rank": i + 1, "user": name, "score": score, "submission_id": sid, "achieved_at": at}
+                 for i, (score, sid, at, name) in enumerate(rows)]})
+    # validated once, in one call; returned as JSON directly (FastAPI would validate and convert it twice more)
+    return Response(board.model_dump_json(), media_type="application/json")
 
 
 def _token_info(t: Token) -> TokenInfo:

@@ -28,11 +28,13 @@ POLL_S = 0.1
 """How often a waiting claim looks at the queue (a cheap read; the claim itself is a write)."""
 
 
-def _own_runner(db: Database, who: Caller, runner_id: int) -> None:
+def _own_runner(db: Database, who: Caller, runner_id: int) -> list[str]:
+    """Check that runner_id is the caller's; returns the kinds of its healthy devices."""
     with db.read() as session:
         runner = session.get(Runner, runner_id)
         if runner is None or runner.user_id != who.user_id:
             raise Forbidden(f"runner {runner_id} is not registered to {who.name}")
+        return list(runner.device_kinds or [])
 
 
 def _allowed_kinds(who: Caller, kinds: list[str]) -> list[str]:
@@ -40,7 +42,9 @@ def _allowed_kinds(who: Caller, kinds: list[str]) -> list[str]:
         return kinds
     outside = sorted(set(kinds) - set(who.device_kinds))
     if outside:
-        raise Forbidden(f"this runner token may serve {', '.join(who.device_kinds)}, not {', '.join(outside)}")
+        raise Forbidden(f"this runner token is scoped to device kinds {', '.join(who.device_kinds) or '(none)'}; "
+                        f"it may not serve {', '.join(outside)} (ask an admin for a token with "
+                        f"`gpuarena users add NAME --role runner --device-kind {outside[0]}`)")
     return kinds
 
 
@@ -62,7 +66,11 @@ def hello(body: RunnerHello, who: RUNNER, db: DB) -> RunnerId:
             session.execute(dialect_insert(session, DeviceKind).values(name=kind).on_conflict_do_update(
                 index_elements=["name"], set_={"last_seen_at": utcnow()}))
         session.flush()
-        return RunnerId(runner_id=runner.id)
+        runner_id = runner.id
+    # a runner process says hello once, when it starts: it holds none of the jobs its name held
+    # before (its predecessor died), so they go back to the queue now instead of at lease expiry
+    queue.requeue_runner(db, runner_id, f"runner {body.name} restarted while running it")
+    return RunnerId(runner_id=runner_id)
 
 
 def _work_waiting(db: Database, kinds: list[str]) -> bool:
@@ -72,8 +80,8 @@ def _work_waiting(db: Database, kinds: list[str]) -> bool:
             or_(Job.state == "queued", (Job.state == "leased") & (Job.lease_expires_at < utcnow()))).limit(1)) is not None
 
 
-def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str]) -> ClaimedJob | None:
-    claimed = queue.claim(db, runner_id, kinds, settings.lease_s)
+def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str], device: str) -> ClaimedJob | None:
+    claimed = queue.claim(db, runner_id, kinds, settings.lease_s, device)
     if claimed is None:
         return None
     job, submission = claimed.job, claimed.submission
@@ -95,11 +103,15 @@ async def claim(body: ClaimRequest, who: RUNNER, db: DB,
                 settings: Annotated[Settings, Depends(get_settings)]) -> ClaimedJob | Response:
     """Lease the oldest job for these device kinds, waiting up to wait_s for one to arrive."""
     kinds = _allowed_kinds(who, body.device_kinds)
-    await run_in_threadpool(_own_runner, db, who, body.runner_id)
+    healthy = await run_in_threadpool(_own_runner, db, who, body.runner_id)
+    drained = sorted(set(kinds) - set(healthy))
+    if drained:
+        raise Forbidden(f"runner {body.runner_id} has no healthy device of kind {', '.join(drained)} "
+                        "(drained after a failed health check, or never reported)")
     deadline = time.monotonic() + body.wait_s
     while True:
         if await run_in_threadpool(_work_waiting, db, kinds):
-            job = await run_in_threadpool(_claim, db, settings, body.runner_id, kinds)
+            job = await run_in_threadpool(_claim, db, settings, body.runner_id, kinds, body.device)
             if job is not None:
                 return job
         if time.monotonic() >= deadline:
@@ -114,11 +126,12 @@ def heartbeat(body: HeartbeatRequest, who: RUNNER, db: DB,
     _own_runner(db, who, body.runner_id)
     lost = queue.heartbeat(db, body.runner_id, body.leases, settings.lease_s)
     if body.devices is not None:
+        kinds = _allowed_kinds(who, sorted({d.kind for d in body.devices if d.healthy}))
         with db.write() as session:
             runner = session.get(Runner, body.runner_id)
             assert runner is not None
             runner.devices = [d.model_dump() for d in body.devices]
-            runner.device_kinds = sorted({d.kind for d in body.devices if d.healthy})
+            runner.device_kinds = kinds
     return HeartbeatReply(lost=lost)
 
 
@@ -131,6 +144,8 @@ def post_result(job_id: int, body: ResultPost, who: RUNNER, db: DB) -> ResultRep
     if runner_id is None:
         raise queue.LeaseLost(f"job {job_id} is not leased")
     _own_runner(db, who, runner_id)
+    if body.runner_id is not None and body.runner_id != runner_id:
+        raise queue.LeaseLost(f"job {job_id} is leased to runner {runner_id}, not runner {body.runner_id}")
     _, first = queue.complete(db, runner_id, job_id, body.lease_token, body.evaluation)
     return ResultReply(accepted=True, duplicate=not first)
 

@@ -63,6 +63,9 @@ class SubmissionRequest(Model):
     """test: correctness only; benchmark: and timing (public seed); ranked: secret seed, enters the leaderboard."""
     solution: Solution | PackedSolution
     """The solution as `gpuarena pack` writes it, or {name, manifest, sources}."""
+    client_key: str | None = Field(default=None, min_length=1, max_length=64)
+    """Optional idempotency key: sending the same key again (a retry after a lost answer)
+    returns the submission it made instead of queueing another."""
 
 
 class SubmissionOut(Model):
@@ -84,6 +87,12 @@ class SubmissionOut(Model):
 
 class SubmissionDetail(SubmissionOut):
     evaluation: Evaluation | None = None
+    runner: str | None = None
+    """The runner holding or last holding its job."""
+    runner_device: str | None = None
+    """That runner's device slot, e.g. cuda:1."""
+    attempts: int = 0
+    """Claims of its job so far."""
 
 
 class LeaderboardRow(Model):
@@ -153,6 +162,8 @@ class ClaimRequest(Model):
     device_kinds: list[str]
     wait_s: float = Field(default=0.0, ge=0, le=30)
     """Wait up to this long for a job (long polling)."""
+    device: str = Field(default="", max_length=64)
+    """The runner's device slot that will run the job (cuda:1); must be one of its healthy devices."""
 
 
 class ClaimedJob(Model):
@@ -183,6 +194,26 @@ class HeartbeatReply(Model):
 class ResultPost(Model):
     lease_token: str
     evaluation: Evaluation
+    runner_id: int | None = None
+    """The runner posting; when given it must be the runner holding the lease."""
+
+
+class RunnerInfo(Model):
+    id: int
+    name: str
+    account: str
+    hostname: str
+    version: str
+    online: bool
+    """Heard from within the last two minutes."""
+    device_kinds: list[str]
+    """Kinds of its healthy devices: what it may claim."""
+    devices: list[DeviceSlot]
+    """Every device slot, drained ones (healthy false, with the reason) included."""
+    running: list[int]
+    """Jobs it holds a lease on."""
+    jobs_done: int
+    last_seen_at: dt.datetime
 
 
 class ResultReply(Model):

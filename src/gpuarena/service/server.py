@@ -30,13 +30,14 @@ def prepare(settings: Settings) -> Database:
     return db
 
 
-def embedded_runner_token(db: Database) -> str:
-    """A fresh token for this server's own runner (earlier ones are revoked)."""
+def embedded_runner_token(db: Database, label: str = "embedded") -> str:
+    """A fresh token for this server's own runner; earlier ones with the same label (this
+    server's address) are revoked, not those of other servers over the same database."""
     with db.write() as session:
         user = session.scalar(select(User).where(User.name == EMBEDDED_RUNNER)) or add_user(session, EMBEDDED_RUNNER, "runner")
-        session.execute(update(Token).where(Token.user_id == user.id, Token.revoked_at.is_(None))
+        session.execute(update(Token).where(Token.user_id == user.id, Token.name == label, Token.revoked_at.is_(None))
                         .values(revoked_at=utcnow()))
-        _, plain = issue_token(session, user, "embedded")
+        _, plain = issue_token(session, user, label)
         return plain
 
 
@@ -52,7 +53,7 @@ def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gp
             from gpuarena.runner.devices import detect
 
             local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-            client = Client(f"http://{local}:{port}", embedded_runner_token(db))
+            client = Client(f"http://{local}:{port}", embedded_runner_token(db, f"embedded@{local}:{port}"[:64]))
             runner = Runner(client, RunnerConfig(name=f"embedded@{local}:{port}", slots=detect(gpus=runner_gpus),
                                                  work_dir=settings.home / "runner"))
             thread = threading.Thread(target=runner.run, name="embedded-runner", daemon=True)

@@ -3,19 +3,19 @@ job in one transaction (all or nothing)."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
+from sqlalchemy.exc import IntegrityError
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
 from gpuarena.service import ratelimit
-from gpuarena.service.catalog import current_problem
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
 from gpuarena.service.deps import Caller
 from gpuarena.service.errors import NotFound, TooLarge
 from gpuarena.service.queue import enqueue
 from gpuarena.service.schemas import SubmissionDetail, SubmissionOut, SubmissionRequest
-from gpuarena.service.tables import DeviceKind, Result, SolutionBlob, Submission
+from gpuarena.service.tables import DeviceKind, Job, Problem, Result, Runner, SolutionBlob, Submission
 from gpuarena.solutions.model import PackedSolution, Solution
 
 DONE = {"PASSED", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "WRONG_SHAPE", "WRONG_DTYPE", "WRONG_VALUES",
@@ -37,16 +37,51 @@ def as_solution(given: Solution | PackedSolution) -> Solution:
     return solution
 
 
+def _repeat(db: Database, who: Caller, request: SubmissionRequest, solution: Solution) -> SubmissionOut | None:
+    """The submission an earlier request with the same client_key made, if any."""
+    if request.client_key is None:
+        return None
+    with db.read() as session:
+        earlier = session.scalar(select(Submission).where(Submission.user_id == who.user_id,
+                                                          Submission.client_key == request.client_key))
+        if earlier is None:
+            return None
+        if (earlier.problem.slug, earlier.device_kind, earlier.mode, earlier.solution_hash) != (
+                request.problem, request.device_kind, request.mode, solution.hash):
+            raise GpuarenaError(f"client_key {request.client_key!r} was used for submission {earlier.id}, a different "
+                                "problem, device kind, mode or solution; use a new key for a new submission")
+        return to_out(earlier)
+
+
 def create(db: Database, settings: Settings, who: Caller, request: SubmissionRequest) -> SubmissionOut:
     solution = as_solution(request.solution)
     size = sum(len(text.encode()) for text in solution.sources.values())
     if size > settings.max_request_bytes:
         raise TooLarge(f"the solution's sources are {size} bytes; the limit is {settings.max_request_bytes}")
+    if (earlier := _repeat(db, who, request, solution)) is not None:
+        return earlier
+    try:
+        return _create(db, settings, who, request, solution, size)
+    except IntegrityError:
+        # the same client_key arrived twice at once (a retry through another server): one won
+        if (earlier := _repeat(db, who, request, solution)) is not None:
+            return earlier
+        raise
+
+
+_PROBLEM = select(Problem.id, Problem.slug, Problem.version, Problem.spec).where(Problem.slug == bindparam("slug"),
+                                                                                Problem.current)
+_DEVICE_KIND = select(DeviceKind.name).where(DeviceKind.name == bindparam("name"))
+
+
+def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRequest, solution: Solution,
+            size: int) -> SubmissionOut:
     with db.write() as session:
-        problem = current_problem(session, request.problem)
+        connection = session.connection()  # plain rows: not the problem's files, no ORM bookkeeping
+        problem = connection.execute(_PROBLEM, {"slug": request.problem}).first()
         if problem is None:
             raise NotFound(f"unknown problem {request.problem!r} (GET /api/problems lists them)")
-        if session.get(DeviceKind, request.device_kind) is None:
+        if connection.execute(_DEVICE_KIND, {"name": request.device_kind}).first() is None:
             known = ", ".join(session.scalars(select(DeviceKind.name).order_by(DeviceKind.name))) or "none yet"
             raise GpuarenaError(f"unknown device kind {request.device_kind!r} (known: {known}); "
                                 "a kind becomes known when a runner with that device connects")
@@ -62,11 +97,15 @@ def create(db: Database, settings: Settings, who: Caller, request: SubmissionReq
             manifest=solution.manifest.model_dump(mode="json"), sources=dict(solution.sources), size=size,
         ).on_conflict_do_nothing())
         submission = Submission(user_id=who.user_id, problem_id=problem.id, solution_hash=solution.hash,
-                                device_kind=request.device_kind, mode=request.mode, status="QUEUED", reason="")
+                                device_kind=request.device_kind, mode=request.mode, status="QUEUED", reason="",
+                                client_key=request.client_key)
         session.add(submission)
         session.flush()
         enqueue(session, submission, max_attempts=settings.max_attempts)
-        return to_out(submission)
+        return SubmissionOut(id=submission.id, problem=problem.slug, problem_version=problem.version, user=who.name,
+                             device_kind=submission.device_kind, mode=submission.mode, status=submission.status,
+                             reason="", score=None, solution_hash=solution.hash, created_at=submission.created_at,
+                             finished_at=None, done=False)
 
 
 def to_out(s: Submission) -> SubmissionOut:
@@ -83,4 +122,9 @@ def detail(db: Database, submission_id: int) -> SubmissionDetail:
             raise NotFound(f"no submission {submission_id}")
         result = session.scalar(select(Result).where(Result.submission_id == submission_id))
         evaluation = Evaluation.model_validate(result.evaluation) if result else None
-        return SubmissionDetail(**to_out(submission).model_dump(), evaluation=evaluation)
+        job = session.scalar(select(Job).where(Job.submission_id == submission_id))
+        runner = session.get(Runner, job.runner_id) if job is not None and job.runner_id is not None else None
+        return SubmissionDetail(**to_out(submission).model_dump(), evaluation=evaluation,
+                                runner=runner.name if runner else None,
+                                runner_device=(job.device or None) if runner else None,
+                                attempts=job.attempts if job is not None else 0)

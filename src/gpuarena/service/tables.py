@@ -76,6 +76,9 @@ class Problem(Base):
     secret_seed: Mapped[int] = mapped_column(BigInteger)
     """Ranked runs draw inputs from this; it leaves the server only inside a runner's job."""
     solutions_public: Mapped[bool] = mapped_column(Boolean, default=False)
+    """Everyone may read the code submitted to this problem (set by its owner or staff on the web page)."""
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    """The account that may make the solutions public (besides admins and organisers)."""
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -95,7 +98,8 @@ class SolutionBlob(Base):
 
 class Submission(Base):
     __tablename__ = "submissions"
-    __table_args__ = (Index("ix_submissions_user_created", "user_id", "created_at"),)
+    __table_args__ = (Index("ix_submissions_user_created", "user_id", "created_at"),
+                      UniqueConstraint("user_id", "client_key", name="uq_submissions_client_key"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
@@ -110,6 +114,9 @@ class Submission(Base):
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    client_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """The client's idempotency key: a repeat of the same key by the same user returns this
+    submission instead of making another (safe retries through failing API servers)."""
 
     user: Mapped[User] = relationship(lazy="joined")
     problem: Mapped[Problem] = relationship(lazy="joined")
@@ -132,6 +139,8 @@ class Job(Base):
     lease_token: Mapped[str | None] = mapped_column(String(64), nullable=True)
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     runner_id: Mapped[int | None] = mapped_column(ForeignKey("runners.id"), nullable=True)
+    device: Mapped[str] = mapped_column(String(64), default="")
+    """The runner's device slot that holds (or last held) the job, e.g. cuda:1."""
     queued_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     claimed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)

@@ -1,0 +1,56 @@
+"""The web pages, served by the same process as the JSON API: server-rendered Jinja2
+templates, htmx for live updates, and front-end assets shipped inside the package."""
+
+from __future__ import annotations
+
+from urllib.parse import quote, urlsplit
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.sessions import SessionMiddleware
+
+from gpuarena.service.config import Settings
+from gpuarena.service.web import actions, routes
+from gpuarena.service.web.render import STATIC, page
+from gpuarena.service.web.security import (SESSION_COOKIE, SESSION_DAYS, CsrfError, SecurityHeaders, https_only,
+                                           secret_key)
+from gpuarena.service.web.session import NotAllowed, SignInRequired
+from gpuarena.service.web.views import PageNotFound
+
+
+def _error(request: Request, status: int, title: str, message: str) -> HTMLResponse:
+    return page(request, "error.html", None, status_code=status, title=title, message=message)
+
+
+def not_found(request: Request) -> HTMLResponse:
+    """The page for an address no route serves (the API answers JSON instead)."""
+    return _error(request, 404, "Not found", f"There is no page at {request.url.path}.")
+
+
+def mount(app: FastAPI, settings: Settings) -> None:
+    """Add the pages, /static, the session cookie and the security headers to the app."""
+    app.include_router(routes.router)
+    app.include_router(actions.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.exception_handler(PageNotFound)
+    async def _not_found(request: Request, exc: PageNotFound) -> Response:
+        return _error(request, 404, "Not found", str(exc))
+
+    @app.exception_handler(NotAllowed)
+    async def _not_allowed(request: Request, exc: NotAllowed) -> Response:
+        return _error(request, 403, "Not allowed", str(exc))
+
+    @app.exception_handler(CsrfError)
+    async def _csrf(request: Request, exc: CsrfError) -> Response:
+        return _error(request, 403, "Form refused", str(exc))
+
+    @app.exception_handler(SignInRequired)
+    async def _sign_in(request: Request, _exc: SignInRequired) -> Response:
+        back = request.url.path if request.method == "GET" else urlsplit(request.headers.get("referer", "/")).path
+        return RedirectResponse("/signin?next=" + quote(routes.local_path(back), safe="/"), status_code=303)
+
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(SessionMiddleware, secret_key=secret_key(settings), session_cookie=SESSION_COOKIE,
+                       max_age=SESSION_DAYS * 24 * 3600, same_site="lax", https_only=https_only())

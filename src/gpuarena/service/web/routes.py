@@ -1,0 +1,77 @@
+"""The pages people read: home, problems, submissions, users, admin, sign-in and tokens."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse
+
+from gpuarena.service.db import Database
+from gpuarena.service.deps import Caller, get_db
+from gpuarena.service.web import views
+from gpuarena.service.web.render import page
+from gpuarena.service.web.session import admin_viewer, signed_in, viewer
+
+router = APIRouter(include_in_schema=False)
+DB = Annotated[Database, Depends(get_db)]
+WHO = Annotated[Caller | None, Depends(viewer)]
+MODES = [("ranked", "ranked: secret seed, enters the leaderboard"),
+         ("benchmark", "benchmark: timed, public seed"), ("test", "test: correctness only")]
+
+
+def local_path(target: str | None, default: str = "/") -> str:
+    """Only paths on this site are followed after sign-in (no open redirects)."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return default
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request, db: DB, who: WHO) -> HTMLResponse:
+    return page(request, "home.html", who, home=views.home(db))
+
+
+def problem_response(request: Request, db: Database, who: Caller | None, slug: str, error: str = "",
+                     form: dict[str, str] | None = None, status_code: int = 200) -> HTMLResponse:
+    """The problem page; the submit action re-renders it with the error and what was typed."""
+    shown = views.problem_page(db, slug)
+    return page(request, "problem.html", who, status_code=status_code, p=shown, modes=MODES,
+                can_manage=views.may_manage(who, shown.owner_id), error=error, form=form or {})
+
+
+@router.get("/problems/{slug:path}", response_class=HTMLResponse)
+def problem(slug: str, request: Request, db: DB, who: WHO) -> HTMLResponse:
+    return problem_response(request, db, who, slug)
+
+
+@router.get("/submissions/{submission_id}", response_class=HTMLResponse)
+def submission(submission_id: int, request: Request, db: DB, who: WHO) -> HTMLResponse:
+    return page(request, "submission.html", who, s=views.submission_page(db, submission_id, who))
+
+
+@router.get("/submissions/{submission_id}/live", response_class=HTMLResponse)
+def submission_live(submission_id: int, request: Request, db: DB, who: WHO) -> HTMLResponse:
+    """The fragment htmx polls: status while waiting, the whole result once done (and then
+    it stops polling, because the result carries no trigger)."""
+    return page(request, "_live.html", who, s=views.submission_page(db, submission_id, who))
+
+
+@router.get("/users/{name:path}", response_class=HTMLResponse)
+def user(name: str, request: Request, db: DB, who: WHO) -> HTMLResponse:
+    return page(request, "user.html", who, u=views.user_page(db, name))
+
+
+@router.get("/admin", response_class=HTMLResponse)
+def admin(request: Request, db: DB, who: Annotated[Caller, Depends(admin_viewer)]) -> HTMLResponse:
+    return page(request, "admin.html", who, a=views.admin_page(db))
+
+
+@router.get("/signin", response_class=HTMLResponse)
+def signin_form(request: Request, who: WHO) -> HTMLResponse:
+    return page(request, "signin.html", who, next=local_path(request.query_params.get("next")), error="")
+
+
+@router.get("/tokens", response_class=HTMLResponse)
+def tokens(request: Request, db: DB, who: Annotated[Caller, Depends(signed_in)]) -> HTMLResponse:
+    return page(request, "tokens.html", who, tokens=views.tokens_of(db, who.user_id), new_token=None, error="")

@@ -1,0 +1,312 @@
+"""What each page shows, read from the database into plain values (no ORM objects reach a
+template, so rendering never touches a closed session)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from gpuarena.service import leaderboard
+from gpuarena.service.catalog import current_problem
+from gpuarena.service.db import Database
+from gpuarena.service.deps import Caller
+from gpuarena.service.routes import RUNNER_ONLINE, device_kinds, health
+from gpuarena.service.schemas import DeviceKindInfo, Health, SubmissionDetail, SubmissionOut
+from gpuarena.service.submissions import detail as submission_detail
+from gpuarena.service.submissions import device_type, to_out
+from gpuarena.service.tables import (DeviceKind, Job, LeaderboardEntry, Problem, Result, Runner, SolutionBlob,
+                                     Submission, Token, User, utcnow)
+
+
+class PageNotFound(Exception):
+    """Nothing at this address (HTTP 404); the message says what was looked for."""
+
+
+@dataclass
+class Home:
+    levels: dict[int, list[dict[str, Any]]]
+    kinds: list[DeviceKindInfo]
+    health: Health
+
+
+def home(db: Database) -> Home:
+    levels: dict[int, list[dict[str, Any]]] = {}
+    with db.read() as session:
+        for p in session.scalars(select(Problem).where(Problem.current).order_by(Problem.level, Problem.slug)):
+            levels.setdefault(p.level, []).append(dict(slug=p.slug, name=p.name, summary=p.summary,
+                                                       tags=p.spec.get("tags", []), weight=p.weight))
+    return Home(levels=levels, kinds=device_kinds(db), health=health(db))
+
+
+def score_interval(evaluation: dict[str, Any] | None) -> tuple[float, float] | None:
+    """The score's interval: the weighted geometric mean of the workloads' 95% speedup bounds
+    (the score is the same mean of the speedups); None when a workload has no interval."""
+    if not evaluation:
+        return None
+    bounds = [(w.get("weight", 1.0), w.get("speedup_ci95")) for w in evaluation.get("workloads", [])]
+    if not bounds or any(b is None or min(b) <= 0 for _, b in bounds):
+        return None
+    total = sum(weight for weight, _ in bounds)
+    low = math.exp(sum(weight * math.log(b[0]) for weight, b in bounds) / total)
+    high = math.exp(sum(weight * math.log(b[1]) for weight, b in bounds) / total)
+    return low, high
+
+
+@dataclass
+class BoardRow:
+    rank: int
+    user: str
+    score: float
+    interval: tuple[float, float] | None
+    submission_id: int
+    achieved_at: dt.datetime
+
+
+@dataclass
+class BestPoint:
+    at: dt.datetime
+    score: float
+    user: str
+    submission_id: int
+
+
+@dataclass
+class ProblemPage:
+    id: int
+    slug: str
+    name: str
+    level: int
+    version: int
+    weight: float
+    summary: str
+    tags: list[str]
+    provenance: dict[str, Any]
+    workloads: list[dict[str, Any]]
+    readme: str
+    reference: str
+    solutions_public: bool
+    owner_id: int | None
+    owner: str | None
+    kinds: list[str]
+    """Device kinds this problem can run on, for the leaderboards and the submit form."""
+    boards: dict[str, list[BoardRow]] = field(default_factory=dict)
+    history: dict[str, list[BestPoint]] = field(default_factory=dict)
+
+
+def _runnable_kinds(session: Session, p: Problem) -> list[str]:
+    devices = {d for w in p.spec["workloads"] for d in w.get("devices", ["cpu", "cuda"])}
+    return [k for k in session.scalars(select(DeviceKind.name).order_by(DeviceKind.name)) if device_type(k) in devices]
+
+
+def _board(session: Session, problem_id: int, kind: str) -> list[BoardRow]:
+    rows = leaderboard.read(session, problem_id, kind)
+    evaluations = dict(session.execute(select(Result.submission_id, Result.evaluation)
+                                       .where(Result.submission_id.in_([r.submission_id for r in rows]))).all())
+    return [BoardRow(rank=r.rank, user=r.user, score=r.score, interval=score_interval(evaluations.get(r.submission_id)),
+                     submission_id=r.submission_id, achieved_at=r.achieved_at) for r in rows]
+
+
+def _history(session: Session, problem_id: int, kind: str) -> list[BestPoint]:
+    """Each moment the best ranked score on this device kind went up."""
+    query = (select(Submission.finished_at, Submission.score, User.name, Submission.id)
+             .join(User, User.id == Submission.user_id)
+             .where(Submission.problem_id == problem_id, Submission.device_kind == kind,
+                    Submission.mode == leaderboard.RANKED_MODE, Submission.status == "PASSED",
+                    Submission.score.is_not(None), Submission.finished_at.is_not(None))
+             .order_by(Submission.finished_at, Submission.id))
+    points: list[BestPoint] = []
+    for at, score, user, sid in session.execute(query):
+        if not points or score > points[-1].score:
+            points.append(BestPoint(at=at, score=score, user=user, submission_id=sid))
+    return points
+
+
+def problem_page(db: Database, slug: str) -> ProblemPage:
+    with db.read() as session:
+        p = current_problem(session, slug)
+        if p is None:
+            raise PageNotFound(f"there is no problem {slug!r}; the home page lists them")
+        owner = session.get(User, p.owner_id) if p.owner_id is not None else None
+        spec = p.spec
+        page = ProblemPage(
+            id=p.id, slug=p.slug, name=p.name, level=p.level, version=p.version, weight=p.weight, summary=p.summary,
+            tags=spec.get("tags", []), provenance=spec.get("provenance") or {}, workloads=spec["workloads"],
+            readme=p.files.get("README.md", ""), reference=p.files.get("reference.py", ""),
+            solutions_public=p.solutions_public, owner_id=p.owner_id, owner=owner.name if owner else None,
+            kinds=_runnable_kinds(session, p))
+        kinds = sorted(set(page.kinds) | set(session.scalars(
+            select(LeaderboardEntry.device_kind).where(LeaderboardEntry.problem_id == p.id).distinct())))
+        for kind in kinds:
+            page.boards[kind] = _board(session, p.id, kind)
+            page.history[kind] = _history(session, p.id, kind)
+    return page
+
+
+def may_manage(who: Caller | None, owner_id: int | None) -> bool:
+    """Who may make a problem's solutions public: its owner, admins and organisers."""
+    return who is not None and (who.is_staff or (owner_id is not None and who.user_id == owner_id))
+
+
+def problem_owner_id(db: Database, slug: str) -> int | None:
+    with db.read() as session:
+        p = current_problem(session, slug)
+        if p is None:
+            raise PageNotFound(f"there is no problem {slug!r}")
+        return p.owner_id
+
+
+@dataclass
+class SubmissionPage:
+    detail: SubmissionDetail
+    author_id: int
+    code: dict[str, str] | None
+    """None when this viewer may not read the code."""
+    language: str
+    score_interval: tuple[float, float] | None
+
+
+def code_visible(who: Caller | None, author_id: int, solutions_public: bool) -> bool:
+    """The author, admins and organisers always; everyone once the problem's solutions are public."""
+    return solutions_public or (who is not None and (who.user_id == author_id or who.is_staff))
+
+
+def submission_page(db: Database, submission_id: int, who: Caller | None) -> SubmissionPage:
+    with db.read() as session:
+        s = session.get(Submission, submission_id)
+        if s is None:
+            raise PageNotFound(f"there is no submission {submission_id}")
+        blob = session.get(SolutionBlob, s.solution_hash)
+        assert blob is not None
+        visible = code_visible(who, s.user_id, s.problem.solutions_public)
+        author_id, language, code = s.user_id, blob.language, dict(blob.sources) if visible else None
+    shown = submission_detail(db, submission_id)
+    evaluation = shown.evaluation.model_dump(mode="json") if shown.evaluation else None
+    return SubmissionPage(detail=shown, author_id=author_id, code=code, language=language,
+                          score_interval=score_interval(evaluation))
+
+
+@dataclass
+class BestRank:
+    problem: str
+    device_kind: str
+    rank: int
+    of: int
+    score: float
+    submission_id: int
+
+
+@dataclass
+class UserPage:
+    name: str
+    role: str
+    joined: dt.datetime
+    submissions: list[SubmissionOut]
+    ranks: list[BestRank]
+
+
+def user_page(db: Database, name: str, limit: int = 100) -> UserPage:
+    with db.read() as session:
+        user = session.scalar(select(User).where(User.name == name))
+        if user is None:
+            raise PageNotFound(f"there is no user {name!r}")
+        subs = [to_out(s) for s in session.scalars(select(Submission).where(Submission.user_id == user.id)
+                                                   .order_by(Submission.id.desc()).limit(limit))]
+        ranks: list[BestRank] = []
+        entries = session.execute(select(LeaderboardEntry, Problem.slug)
+                                  .join(Problem, Problem.id == LeaderboardEntry.problem_id)
+                                  .where(LeaderboardEntry.user_id == user.id, Problem.current)
+                                  .order_by(Problem.slug, LeaderboardEntry.device_kind)).all()
+        for entry, slug in entries:
+            same = (LeaderboardEntry.problem_id == entry.problem_id, LeaderboardEntry.device_kind == entry.device_kind)
+            above = session.scalar(select(func.count()).select_from(LeaderboardEntry)
+                                   .where(*same, LeaderboardEntry.score > entry.score)) or 0
+            total = session.scalar(select(func.count()).select_from(LeaderboardEntry).where(*same)) or 0
+            ranks.append(BestRank(problem=slug, device_kind=entry.device_kind, rank=above + 1, of=total,
+                                  score=entry.score, submission_id=entry.submission_id))
+        return UserPage(name=user.name, role=user.role, joined=user.created_at, submissions=subs, ranks=ranks)
+
+
+@dataclass
+class RunnerRow:
+    name: str
+    account: str
+    hostname: str
+    device_kinds: list[str]
+    devices: list[dict[str, Any]]
+    version: str
+    jobs_done: int
+    last_seen_at: dt.datetime
+    online: bool
+
+
+@dataclass
+class JobRow:
+    id: int
+    submission_id: int
+    problem: str
+    user: str
+    device_kind: str
+    state: str
+    attempts: int
+    queued_at: dt.datetime
+    lease_expires_at: dt.datetime | None
+    runner: str | None
+
+
+@dataclass
+class AdminPage:
+    runners: list[RunnerRow]
+    jobs: list[JobRow]
+    health: Health
+
+
+def admin_page(db: Database, limit: int = 200) -> AdminPage:
+    now = utcnow()
+    with db.read() as session:
+        runners = [RunnerRow(name=r.name, account=account, hostname=r.hostname, device_kinds=list(r.device_kinds),
+                             devices=list(r.devices), version=r.version, jobs_done=r.jobs_done,
+                             last_seen_at=r.last_seen_at, online=now - r.last_seen_at < RUNNER_ONLINE)
+                   for r, account in session.execute(select(Runner, User.name).join(User, User.id == Runner.user_id)
+                                                     .order_by(Runner.last_seen_at.desc()))]
+        names = {r.id: r.name for r in session.scalars(select(Runner))}
+        query = (select(Job, Problem.slug, User.name)
+                 .join(Submission, Submission.id == Job.submission_id)
+                 .join(Problem, Problem.id == Submission.problem_id)
+                 .join(User, User.id == Submission.user_id)
+                 .where(Job.state.in_(("queued", "leased"))).order_by(Job.id).limit(limit))
+        jobs = [JobRow(id=j.id, submission_id=j.submission_id, problem=slug, user=user, device_kind=j.device_kind,
+                       state=j.state, attempts=j.attempts, queued_at=j.queued_at, lease_expires_at=j.lease_expires_at,
+                       runner=names.get(j.runner_id) if j.runner_id else None)
+                for j, slug, user in session.execute(query)]
+    return AdminPage(runners=runners, jobs=jobs, health=health(db))
+
+
+@dataclass
+class TokenRow:
+    id: int
+    name: str
+    prefix: str
+    created_at: dt.datetime
+    expires_at: dt.datetime | None
+    revoked_at: dt.datetime | None
+    last_used_at: dt.datetime | None
+
+    @property
+    def state(self) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= utcnow():
+            return "expired"
+        return "active"
+
+
+def tokens_of(db: Database, user_id: int) -> list[TokenRow]:
+    with db.read() as session:
+        return [TokenRow(id=t.id, name=t.name, prefix=t.prefix, created_at=t.created_at, expires_at=t.expires_at,
+                         revoked_at=t.revoked_at, last_used_at=t.last_used_at)
+                for t in session.scalars(select(Token).where(Token.user_id == user_id).order_by(Token.id.desc()))]

@@ -1,0 +1,59 @@
+"""The account commands against a real database (SQLite and PostgreSQL), configured only from
+the environment: `gpuarena db upgrade`, `users add` (the token is the last line), `tokens list`
+and `tokens revoke`."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from gpuarena.cli.app import app
+from gpuarena.service.auth import AuthError, authenticate
+from gpuarena.service.db import Database
+from gpuarena.service.tables import Token
+
+
+def test_accounts_and_tokens_from_the_command_line(database_url, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("GPUARENA_DATABASE_URL", database_url)
+    monkeypatch.setenv("GPUARENA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "200")
+    cli = CliRunner()
+
+    upgraded = cli.invoke(app, ["db", "upgrade"])
+    assert upgraded.exit_code == 0, upgraded.output
+    assert "at revision" in upgraded.stdout
+
+    made = cli.invoke(app, ["users", "add", "alice", "--role", "organiser"])
+    assert made.exit_code == 0, made.output
+    token = made.stdout.strip().splitlines()[-1]
+    assert token.startswith("gpa_")
+
+    listed = cli.invoke(app, ["tokens", "list", "alice"])
+    assert listed.exit_code == 0, listed.output
+    assert token[:12] in listed.stdout and token not in listed.stdout  # shown once, listed by its prefix
+    database = Database(database_url)
+    try:
+        with database.read() as session:
+            assert authenticate(session, token).user.role == "organiser"
+            token_id = session.scalar(select(Token.id).where(Token.prefix == token[:12]))
+        revoked = cli.invoke(app, ["tokens", "revoke", str(token_id)])
+        assert revoked.exit_code == 0, revoked.output
+        with database.read() as session, pytest.raises(AuthError, match="revoked"):
+            authenticate(session, token)
+    finally:
+        database.dispose()
+    assert "revoked" in cli.invoke(app, ["tokens", "list", "alice"]).stdout
+
+    bad_role = cli.invoke(app, ["users", "add", "bob", "--role", "king"])
+    assert bad_role.exit_code == 2 and "role 'king'" in bad_role.output
+    twice = cli.invoke(app, ["users", "add", "alice"])
+    assert twice.exit_code == 2 and "already exists" in twice.output
+
+
+def test_the_default_database_is_sqlite_in_the_home_folder(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("GPUARENA_DATABASE_URL", raising=False)
+    monkeypatch.setenv("GPUARENA_HOME", str(tmp_path / "home"))
+    made = CliRunner().invoke(app, ["users", "add", "alice"])
+    assert made.exit_code == 0, made.output
+    assert (tmp_path / "home" / "gpuarena.db").is_file()

@@ -1,0 +1,31 @@
+"""bench/multi_gpu.py's logic on the CPU: two fake devices (cpu:0, cpu:1), a phase with one
+worker and one with two, and the record it writes (without the warm-up jobs, to keep it
+short: `python bench/multi_gpu.py --fake-cpu --jobs 6` runs them)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.service.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def test_multi_gpu_bench_runs_on_two_fake_devices(tmp_path) -> None:
+    out = tmp_path / "multi-gpu.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "multi_gpu.py"), "--fake-cpu", "--jobs", "2",
+                           "--no-warmup", "--out", str(out)], capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = json.loads(out.read_text())
+    one, two = record["phases"]
+    assert (one["devices"], two["devices"]) == (["cpu:0"], ["cpu:0", "cpu:1"])
+    assert one["verdicts"] == two["verdicts"] == {"PASSED": 2} and record["all_passed"]
+    assert set(one["jobs_per_device"]) == {"cpu:0"}
+    assert set(two["jobs_per_device"]) <= {"cpu:0", "cpu:1"} and sum(two["jobs_per_device"].values()) == 2
+    assert record["both_devices_used"] == (len(two["jobs_per_device"]) == 2)
+    assert record["throughput_ratio"] == pytest.approx(two["jobs_per_min"] / one["jobs_per_min"], rel=1e-2)
+    assert one["runner_exit"] == two["runner_exit"] == 0 and record["warmup"] is False

@@ -1,0 +1,159 @@
+"""Scale-out and runner trust against a real database (SQLite and PostgreSQL): token scopes,
+results bound to the runner and lease that claimed the job, idempotent submissions, drained
+devices in the runners API, a restarted runner's jobs re-queued, the migration chain."""
+
+from __future__ import annotations
+
+import threading
+
+from sqlalchemy import func, select, update
+
+from gpuarena.harness.records import Evaluation, Status
+from gpuarena.service.migrate import current
+from gpuarena.service.tables import Job, Result, Submission
+from tests.service.conftest import submission_body
+
+
+def _evaluation(score: float) -> dict:
+    return Evaluation(status=Status.PASSED, problem="axpy_dest", solution_hash="0" * 64, device="cpu",
+                      mode="ranked", score=score).model_dump(mode="json")
+
+
+def _hello(api, headers: dict, name: str, devices: list[dict]) -> int:
+    reply = api.http.post("/api/runner/hello", json={"name": name, "devices": devices}, headers=headers)
+    assert reply.status_code == 200, reply.text
+    return reply.json()["runner_id"]
+
+
+def _claim(api, headers: dict, runner_id: int, kinds: list[str], device: str = "") -> dict | None:
+    answer = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": kinds, "device": device},
+                           headers=headers)
+    assert answer.status_code in (200, 204), answer.text
+    return answer.json() if answer.status_code == 200 else None
+
+
+def _expire_all(api) -> None:
+    with api.db.write() as session:
+        session.execute(update(Job).where(Job.state == "leased").values(lease_expires_at=Job.queued_at))
+
+
+def test_migrations_reach_0003(db, database_url) -> None:
+    assert current(database_url) == "0003"
+
+
+def test_scoped_token_cannot_claim_or_report_other_kinds(api) -> None:
+    api.runner("cpu-box")  # makes cpu a known kind
+    api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice"))
+    scoped = api.user("h100-box", "runner", device_kinds=["H100"])
+    runner_id = _hello(api, scoped, "h100-box", [{"device": "cuda:0", "kind": "H100"}])
+    answer = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=scoped)
+    assert answer.status_code == 403
+    assert "scoped to device kinds H100" in answer.json()["error"] and "not serve cpu" in answer.json()["error"]
+    beat = api.http.post("/api/runner/heartbeat", headers=scoped, json={
+        "runner_id": runner_id, "devices": [{"device": "cpu", "kind": "cpu"}]})
+    assert beat.status_code == 403
+    assert _claim(api, scoped, runner_id, ["H100"]) is None  # in scope: allowed, nothing queued for H100
+    with api.db.read() as session:
+        assert session.scalar(select(Job.state)) == "queued"
+
+
+def test_a_result_is_bound_to_the_runner_and_lease_that_claimed_it(api) -> None:
+    headers = api.user("fleet", "runner")  # one account, two runner processes
+    first = _hello(api, headers, "box-1", [{"device": "cpu", "kind": "cpu"}])
+    second = _hello(api, headers, "box-2", [{"device": "cpu", "kind": "cpu"}])
+    api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice"))
+    job = _claim(api, headers, first, ["cpu"], device="cpu")
+    # the other runner, even with the right lease token, may not post it
+    answer = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
+                           json={"lease_token": job["lease_token"], "evaluation": _evaluation(3.0), "runner_id": second})
+    assert answer.status_code == 409 and f"leased to runner {first}" in answer.json()["error"]
+    # the lease expires and the second runner takes the job over
+    _expire_all(api)
+    taken = _claim(api, headers, second, ["cpu"], device="cpu")
+    assert taken["job_id"] == job["job_id"] and taken["lease_token"] != job["lease_token"]
+    stale = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
+                          json={"lease_token": job["lease_token"], "evaluation": _evaluation(9.0), "runner_id": first})
+    assert stale.status_code == 409 and f"leased to runner {second}, not runner {first}" in stale.json()["error"]
+    stale = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
+                          json={"lease_token": job["lease_token"], "evaluation": _evaluation(9.0)})
+    assert stale.status_code == 409 and "no longer valid" in stale.json()["error"]
+    fresh = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
+                          json={"lease_token": taken["lease_token"], "evaluation": _evaluation(2.0), "runner_id": second})
+    assert fresh.json() == {"accepted": True, "duplicate": False}
+    # the stale lease's result after the job is done: still refused, nothing overwritten
+    late = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
+                         json={"lease_token": job["lease_token"], "evaluation": _evaluation(9.0)})
+    assert late.status_code == 409 and "no longer valid" in late.json()["error"]
+    with api.db.read() as session:
+        results = list(session.scalars(select(Result)))
+        assert [(r.runner_id, r.score) for r in results] == [(second, 2.0)]
+        assert session.scalar(select(Submission.score)) == 2.0
+    detail = api.http.get(f"/api/submissions/{job['submission_id']}").json()
+    assert (detail["runner"], detail["runner_device"], detail["attempts"]) == ("box-2", "cpu", 2)
+
+
+def test_same_client_key_makes_one_submission(api) -> None:
+    api.runner()
+    alice, bob = api.user("alice"), api.user("bob")
+    body = {**submission_body(), "client_key": "batch-1-0"}
+    ids = []
+
+    def post() -> None:
+        answer = api.http.post("/api/submissions", json=body, headers=alice)
+        assert answer.status_code == 201, answer.text
+        ids.append(answer.json()["id"])
+
+    threads = [threading.Thread(target=post) for _ in range(6)]  # retries racing through the servers
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(ids)) == 1 and len(ids) == 6
+    with api.db.read() as session:
+        assert session.scalar(select(func.count()).select_from(Submission)) == 1
+        assert session.scalar(select(func.count()).select_from(Job)) == 1
+    assert api.http.post("/api/submissions", json=body, headers=bob).json()["id"] != ids[0]  # keys are per user
+    other = api.http.post("/api/submissions", json={**body, "mode": "test"}, headers=alice)
+    assert other.status_code == 400 and "client_key 'batch-1-0' was used" in other.json()["error"]
+    listed = api.http.get("/api/submissions", params={"ids": f"{ids[0]},999"}).json()
+    assert [s["id"] for s in listed] == [ids[0]]
+    assert api.http.get("/api/submissions", params={"ids": "1;drop"}).status_code == 422
+
+
+def test_drained_device_is_reported_and_claims_nothing(api) -> None:
+    headers = api.user("gpu-host", "runner")
+    devices = [{"device": "cuda:0", "kind": "H100"}, {"device": "cuda:1", "kind": "H100"},
+               {"device": "cpu", "kind": "cpu"}]
+    runner_id = _hello(api, headers, "gpu-host", devices)
+    api.http.post("/api/submissions", json=submission_body(device_kind="cpu"), headers=api.user("alice"))
+    job = _claim(api, headers, runner_id, ["cpu"], device="cpu")
+    devices[1].update(healthy=False, reason="cuda:1: the health check (a tiny CUDA op) failed: CUDA error")
+    devices[2].update(healthy=False, reason="cpu disappeared")
+    beat = api.http.post("/api/runner/heartbeat", headers=headers, json={
+        "runner_id": runner_id, "leases": {str(job["job_id"]): job["lease_token"]}, "devices": devices})
+    assert beat.json() == {"lost": []}
+    assert api.http.get("/api/runners").status_code == 401
+    (info,) = api.http.get("/api/runners", headers=headers).json()
+    assert (info["name"], info["online"], info["device_kinds"], info["running"]) == (
+        "gpu-host", True, ["H100"], [job["job_id"]])
+    health = {d["device"]: (d["healthy"], d["reason"]) for d in info["devices"]}
+    assert health["cuda:0"] == (True, "") and health["cuda:1"][0] is False and "CUDA error" in health["cuda:1"][1]
+    assert health["cpu"] == (False, "cpu disappeared")
+    answer = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=headers)
+    assert answer.status_code == 403 and "no healthy device of kind cpu" in answer.json()["error"]
+
+
+def test_a_restarted_runner_gets_its_old_jobs_requeued(api) -> None:
+    headers, runner_id = api.runner("box")
+    alice = api.user("alice")
+    sids = [api.http.post("/api/submissions", json=submission_body(), headers=alice).json()["id"] for _ in range(2)]
+    held = _claim(api, headers, runner_id, ["cpu"])
+    assert held["submission_id"] == sids[0]
+    # the runner process dies and starts again: its hello puts the job back at once
+    assert _hello(api, headers, "box", [{"device": "cpu", "kind": "cpu"}]) == runner_id
+    with api.db.read() as session:
+        job = session.get(Job, held["job_id"])
+        assert (job.state, job.lease_token, job.attempts) == ("queued", None, 1)
+        assert "box restarted" in job.last_error
+    again = _claim(api, headers, runner_id, ["cpu"])
+    assert again["job_id"] == held["job_id"]  # oldest first: the job it lost

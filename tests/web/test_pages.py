@@ -1,0 +1,288 @@
+"""The pages through a TestClient (no browser, no runner): escaping, who sees code, CSRF,
+sessions and cookies, redirects. Fast; the browser tests cover the live flow."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from gpuarena.harness.records import Evaluation
+from gpuarena.service.app import create_app
+from gpuarena.service.auth import issue_token
+from gpuarena.service.catalog import sync_problems
+from gpuarena.service.config import Settings
+from gpuarena.service.db import Database
+from gpuarena.service.migrate import upgrade
+from gpuarena.service.tables import DeviceKind, Problem, SolutionBlob, Submission, Token, User, utcnow
+from gpuarena.service.web.render import markdown
+from gpuarena.service.web.security import SECRET_FILE, SESSION_COOKIE
+
+from tests.service.conftest import _postgres_database
+from tests.web.conftest import ROOT, csrf_of
+
+FIXTURE_PROBLEMS = ROOT / "tests" / "fixtures" / "problems"
+HOSTILE = "<script>window.__pwned=1</script>"
+ESCAPED = "&lt;script&gt;window.__pwned=1&lt;/script&gt;"
+CODE = f"import torch\n# {HOSTILE}\n\n\ndef solve(a, x, b, y):\n    torch.addcmul(b, a, x, out=y)\n"
+
+
+class Site:
+    """The app over a fresh SQLite database, with accounts made directly and a browser-like
+    client per account (each keeps its own session cookie)."""
+
+    def __init__(self, tmp: Path, database_url: str):
+        self.settings = Settings(home=tmp / "home", database_url=database_url,
+                                 problem_roots=[FIXTURE_PROBLEMS], bundled_problems=False, submit_limit_per_minute=1000)
+        upgrade(self.settings.database_url)
+        self.db = Database(self.settings.database_url)
+        sync_problems(self.db, self.settings.all_problem_roots())
+        self.app = create_app(self.settings, self.db)
+        with self.db.write() as session:  # the cpu device kind exists once a runner has said hello
+            session.add(DeviceKind(name="cpu"))
+
+    def account(self, name: str, role: str = "participant") -> tuple[int, str]:
+        with self.db.write() as session:
+            user = User(name=name, role=role)  # no name check: hostile names must render safely too
+            session.add(user)
+            session.flush()
+            return user.id, issue_token(session, user, "first")[1]
+
+    def client(self) -> TestClient:
+        return TestClient(self.app, raise_server_exceptions=True)
+
+    def signed_in(self, token: str) -> TestClient:
+        client = self.client()
+        form = client.get("/signin")
+        reply = client.post("/signin", data={"token": token, "csrf_token": csrf_of(form.text), "next": "/"},
+                            follow_redirects=False)
+        assert reply.status_code == 303, reply.text
+        return client
+
+
+def _sqlite_database(tmp: Path) -> Iterator[str]:
+    yield f"sqlite:///{tmp / 'db.sqlite'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def site(request, tmp_path) -> Iterator[Site]:
+    """On SQLite, and on PostgreSQL where scripts/test.sh started one (else skipped there)."""
+    databases = _postgres_database() if request.param == "postgresql" else _sqlite_database(tmp_path)
+    made = Site(tmp_path, next(databases))
+    yield made
+    made.db.dispose()
+    databases.close()  # drops the PostgreSQL database
+
+
+def _submit(client: TestClient, code: str = CODE, mode: str = "test") -> int:
+    page = client.get("/problems/axpy_dest")
+    reply = client.post("/submit", data={"problem": "axpy_dest", "device_kind": "cpu", "mode": mode, "code": code,
+                                         "filename": "sol.py", "csrf_token": csrf_of(page.text)},
+                        follow_redirects=False)
+    assert reply.status_code == 303, reply.text
+    return int(reply.headers["location"].rsplit("/", 1)[1])
+
+
+def _finish(site: Site, submission_id: int, log: str, reason: str) -> None:
+    """Post a result through the runner API, as a runner would."""
+    _, runner_token = site.account("box", "runner")
+    api = site.client()
+    headers = {"Authorization": f"Bearer {runner_token}"}
+    runner = api.post("/api/runner/hello", headers=headers, json={"name": "box", "devices": [{"device": "cpu", "kind": "cpu"}]})
+    job = api.post("/api/runner/claim", headers=headers,
+                   json={"runner_id": runner.json()["runner_id"], "device_kinds": ["cpu"]}).json()
+    assert job["submission_id"] == submission_id
+    evaluation = Evaluation(status="WRONG_VALUES", reason=reason, problem="axpy_dest", solution_hash="0" * 64,
+                            device="cpu", mode="test", log=log,
+                            workloads=[{"name": "n4096", "status": "WRONG_VALUES", "reason": reason}])
+    posted = api.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
+                      json={"lease_token": job["lease_token"], "evaluation": evaluation.model_dump(mode="json")})
+    assert posted.status_code == 200, posted.text
+
+
+def test_user_text_is_escaped_everywhere(site) -> None:
+    _, token = site.account(HOSTILE)
+    author = site.signed_in(token)
+    sid = _submit(author)
+    _finish(site, sid, log=f"printed {HOSTILE}", reason=f"worst at {HOSTILE}")
+    created = author.post("/tokens", data={"name": HOSTILE, "csrf_token": csrf_of(author.get("/tokens").text)})
+    assert created.status_code == 201
+    anonymous = site.client()
+    pages = {
+        f"/submissions/{sid}": author, f"/submissions/{sid}/live": author, "/tokens": author,
+        "/users/" + HOSTILE.replace("/", "%2F"): anonymous, "/": author,
+    }
+    for path, client in pages.items():
+        html = client.get(path).text
+        assert HOSTILE not in html, f"{path} carries raw markup"
+        assert ESCAPED in html, f"{path} does not show the text escaped"
+    shown = author.get(f"/submissions/{sid}").text
+    assert shown.count(ESCAPED) >= 4  # user name, code, log, reason (page and workload)
+    assert re.search(r'<pre class="log">printed ' + re.escape(ESCAPED), shown)
+
+
+def test_markdown_drops_raw_html_and_script_links() -> None:
+    html = str(markdown(f"# Title\n\n{HOSTILE}\n\n[click](javascript:alert(1)) <img src=x onerror=alert(1)>\n\n"
+                        "| a | b |\n| - | - |\n| 1 | 2 |\n"))
+    assert "<h1>Title</h1>" in html and "<table>" in html
+    assert "<script" not in html and "<img" not in html and 'href="javascript' not in html
+    assert ESCAPED in html
+
+
+def test_code_visibility_follows_author_staff_and_the_public_flag(site) -> None:
+    _, alice_token = site.account("alice")
+    bob_id, bob_token = site.account("bob")
+    _, organiser_token = site.account("olga", "organiser")
+    _, admin_token = site.account("root", "admin")
+    alice, bob, olga, root = (site.signed_in(t) for t in (alice_token, bob_token, organiser_token, admin_token))
+    anonymous = site.client()
+    sid = _submit(alice, code=CODE.replace(HOSTILE, "secret-kernel"))
+
+    def sees(client: TestClient) -> bool:
+        return "secret-kernel" in client.get(f"/submissions/{sid}").text
+
+    assert sees(alice) and sees(olga) and sees(root)
+    assert not sees(bob) and not sees(anonymous)
+    assert "secret-kernel" not in anonymous.get(f"/submissions/{sid}/live").text
+
+    # bob is not the owner: he may not open the solutions, and the page shows him no settings form
+    page = bob.get("/problems/axpy_dest").text
+    assert 'action="/problem-settings"' not in page
+    refused = bob.post("/problem-settings", data={"problem": "axpy_dest", "solutions_public": "on",
+                                                  "csrf_token": csrf_of(page)})
+    assert refused.status_code == 403 and not sees(anonymous)
+
+    # an admin makes bob the owner; then bob opens the solutions to everyone
+    page = root.get("/problems/axpy_dest").text
+    made_owner = root.post("/problem-settings", data={"problem": "axpy_dest", "owner": "bob",
+                                                      "csrf_token": csrf_of(page)}, follow_redirects=False)
+    assert made_owner.status_code == 303
+    with site.db.read() as session:
+        assert session.scalar(select(Problem.owner_id).where(Problem.slug == "axpy_dest")) == bob_id
+    page = bob.get("/problems/axpy_dest").text
+    assert 'action="/problem-settings"' in page
+    opened = bob.post("/problem-settings", data={"problem": "axpy_dest", "solutions_public": "on",
+                                                 "csrf_token": csrf_of(page)}, follow_redirects=False)
+    assert opened.status_code == 303
+    assert sees(anonymous) and sees(bob)
+    assert anonymous.get("/api/problems/axpy_dest").json()["solutions_public"] is True
+
+    unknown = root.post("/problem-settings", data={"problem": "axpy_dest", "owner": "nobody",
+                                                   "csrf_token": csrf_of(root.get("/problems/axpy_dest").text)})
+    assert unknown.status_code == 400 and "owner: no user named" in unknown.text
+
+
+def test_every_form_needs_the_session_csrf_token(site) -> None:
+    _, token = site.account("alice")
+    alice = site.signed_in(token)
+    other = site.client()
+    other_token = csrf_of(other.get("/signin").text)  # a valid token, but of another session
+    forms = [("/submit", {"problem": "axpy_dest", "device_kind": "cpu", "code": CODE}),
+             ("/tokens", {"name": "x"}), ("/tokens/1/revoke", {}), ("/signout", {}),
+             ("/problem-settings", {"problem": "axpy_dest", "solutions_public": "on"}), ("/signin", {"token": token})]
+    for path, data in forms:
+        for extra in ({}, {"csrf_token": other_token}, {"csrf_token": ""}):
+            reply = alice.post(path, data={**data, **extra}, follow_redirects=False)
+            assert reply.status_code == 403, f"{path} {extra}: {reply.status_code}"
+            assert "security token" in reply.text
+    with site.db.read() as session:
+        assert session.scalar(select(Token).where(Token.name == "x")) is None
+        assert session.get(Token, 1).revoked_at is None
+    assert "Sign out" in alice.get("/").text  # still signed in
+
+
+def test_session_cookie_secret_key_and_headers(site) -> None:
+    client = site.client()
+    reply = client.get("/signin")
+    cookie = reply.headers["set-cookie"]
+    assert cookie.startswith(SESSION_COOKIE + "=") and "httponly" in cookie.lower() and "samesite=lax" in cookie.lower()
+    key_file = site.settings.home / SECRET_FILE
+    assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+    key = key_file.read_text()
+    assert len(key) >= 32 and key not in cookie
+    create_app(site.settings, site.db)  # a restart reuses the key: sessions survive it
+    assert key_file.read_text() == key
+    assert "script-src 'self'" in reply.headers["content-security-policy"]
+    assert reply.headers["x-frame-options"] == "DENY"
+    assert "content-security-policy" not in client.get("/api/health").headers
+    # the signed cookie carries the session; a tampered one is ignored, not trusted
+    _, token = site.account("alice")
+    value = site.signed_in(token).cookies[SESSION_COOKIE]
+    assert "Sign out" in TestClient(site.app, cookies={SESSION_COOKIE: value}).get("/").text
+    tampered = value[:-6] + ("AAAAAA" if not value.endswith("AAAAAA") else "BBBBBB")
+    assert "Sign out" not in TestClient(site.app, cookies={SESSION_COOKIE: tampered}).get("/").text
+
+
+def test_revoking_the_session_token_signs_out_and_sign_in_errors_are_clear(site) -> None:
+    alice_id, token = site.account("alice")
+    alice = site.signed_in(token)
+    assert "Sign out" in alice.get("/").text
+    with site.db.write() as session:
+        session.scalar(select(Token).where(Token.user_id == alice_id)).revoked_at = utcnow()
+    assert "Sign out" not in alice.get("/").text
+    assert alice.get("/tokens", follow_redirects=False).headers["location"] == "/signin?next=/tokens"
+
+    client = site.client()
+    csrf = csrf_of(client.get("/signin").text)
+    wrong = client.post("/signin", data={"token": "gpa_nope", "csrf_token": csrf})
+    assert wrong.status_code == 401 and "unknown token" in wrong.text
+    revoked = client.post("/signin", data={"token": token, "csrf_token": csrf})
+    assert revoked.status_code == 401 and "was revoked" in revoked.text
+
+
+def test_sign_in_follows_only_local_paths(site) -> None:
+    _, token = site.account("alice")
+    for target, expected in (("/problems/axpy_dest", "/problems/axpy_dest"), ("//evil.example", "/"),
+                             ("https://evil.example", "/"), ("/\\evil.example", "/")):
+        client = site.client()
+        reply = client.post("/signin", data={"token": token, "next": target,
+                                             "csrf_token": csrf_of(client.get("/signin").text)},
+                            follow_redirects=False)
+        assert reply.headers["location"] == expected
+
+
+def test_submit_form_errors_name_the_field(site) -> None:
+    _, token = site.account("alice")
+    alice = site.signed_in(token)
+    csrf = csrf_of(alice.get("/problems/axpy_dest").text)
+    cases = [({"code": ""}, "solution: choose a file"), ({"device_kind": "TPU"}, "unknown device kind"),
+             ({"mode": "fast"}, "mode &#39;fast&#39;"), ({"filename": "my-sol.txt"}, "my-sol.txt")]
+    for change, message in cases:
+        data = {"problem": "axpy_dest", "device_kind": "cpu", "mode": "test", "code": CODE, "filename": "sol.py",
+                "csrf_token": csrf, **change}
+        reply = alice.post("/submit", data=data)
+        assert reply.status_code == 400 and message in reply.text, (change, reply.text[-600:])
+        if change.get("code") is None:
+            assert "window.__pwned" in reply.text  # what was typed comes back, escaped
+    upload = alice.post("/submit", data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test",
+                                         "csrf_token": csrf}, files={"file": ("up.py", CODE.encode())},
+                        follow_redirects=False)
+    assert upload.status_code == 303
+    pasted = alice.post("/submit", data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test", "filename": "sol.py",
+                                         "code": CODE.replace("\n", "\r\n"), "csrf_token": csrf}, follow_redirects=False)
+    with site.db.read() as session:
+        sid = int(pasted.headers["location"].rsplit("/", 1)[1])
+        blob = session.get(SolutionBlob, session.get(Submission, sid).solution_hash)
+        assert blob.sources == {"sol.py": CODE}  # the same code as a file upload, not CRLF
+    assert alice.get("/submit").status_code == 405
+    assert site.client().post("/submit", data={"problem": "axpy_dest"}).status_code == 403
+
+
+def test_pages_answer_404_and_403_in_html(site) -> None:
+    _, token = site.account("alice")
+    alice = site.signed_in(token)
+    for path in ("/problems/nope", "/submissions/999", "/users/nobody", "/no/such/page"):
+        reply = alice.get(path)
+        assert reply.status_code == 404 and "<h1>Not found</h1>" in reply.text
+    # the API keeps answering JSON for addresses it does not have
+    api = alice.get("/api/no-such-endpoint")
+    assert api.status_code == 404 and "no such API endpoint" in api.json()["error"]
+    admin = alice.get("/admin")
+    assert admin.status_code == 403 and "this page is for admins" in admin.text
+    assert site.client().get("/admin", follow_redirects=False).status_code == 303
