@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import os
 import secrets
+import time
 from pathlib import Path
 
 from fastapi import Form, Request
@@ -54,6 +55,11 @@ def secret_key(settings: Settings) -> str:
             with os.fdopen(fd, "w") as handle:
                 handle.write(secrets.token_urlsafe(48))
     key = path.read_text().strip()
+    for _ in range(50):  # another server process made the file and is still writing it
+        if len(key) >= 32:
+            break
+        time.sleep(0.01)
+        key = path.read_text().strip()
     if len(key) < 32:
         raise GpuarenaError(f"{path}: the web secret key is shorter than 32 characters "
                             "(fix: delete the file and restart to generate one, or set GPUARENA_SECRET_KEY)")
