@@ -44,8 +44,7 @@ def scrubbed_env(workdir: Path | None = None, user: tuple[int, int, bool] | None
     env = {k: os.environ[k] for k in ENV_KEPT if k in os.environ}
     # inductor compiles in-process: a pool of compile workers would be a child process
     # left running, which the worker rejects
-    env.update(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", TORCHINDUCTOR_COMPILE_THREADS="1",
-               TQDM_DISABLE="1")  # a progress bar starts tqdm's monitor thread (Inductor on CUDA does)
+    env.update(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", TORCHINDUCTOR_COMPILE_THREADS="1")
     if user is not None and workdir is not None:
         # a worker of its own user has its home (and, for a per-run user, its compile caches)
         # in its working folder: the supervisor's home and caches are not its own

@@ -204,7 +204,8 @@ def get_leaderboard(db: DB, problem: str, device_kind: str,
     return Response(board.model_dump_json(), media_type="application/json")
 
 
-def _token_info(t: Token) -> TokenInfo:
+def token_info(t: Token) -> TokenInfo:
+    """What the API and the tokens page show of a token (never its hash)."""
     return TokenInfo(id=t.id, name=t.name, prefix=t.prefix, created_at=t.created_at, expires_at=t.expires_at,
                      revoked_at=t.revoked_at, last_used_at=t.last_used_at, device_kinds=t.device_kinds)
 
@@ -212,7 +213,7 @@ def _token_info(t: Token) -> TokenInfo:
 @router.get("/tokens", tags=["accounts"])
 def list_tokens(who: CALLER, db: DB) -> list[TokenInfo]:
     with db.read() as session:
-        return [_token_info(t) for t in session.scalars(select(Token).where(Token.user_id == who.user_id)
+        return [token_info(t) for t in session.scalars(select(Token).where(Token.user_id == who.user_id)
                                                         .order_by(Token.id))]
 
 
@@ -223,14 +224,14 @@ def create_token(request: TokenRequest, who: CALLER, db: DB) -> NewToken:
         expires = dt.timedelta(days=request.expires_in_days) if request.expires_in_days else None
         token, plain = auth.issue_token(session, user, request.name, expires, device_kinds=(
             list(who.device_kinds) if who.device_kinds is not None else None))
-        return NewToken(token=plain, info=_token_info(token))
+        return NewToken(token=plain, info=token_info(token))
 
 
 @router.delete("/tokens/{token_id}", tags=["accounts"])
 def revoke_token(token_id: int, who: CALLER, db: DB) -> TokenInfo:
     with db.write() as session:
         owner = None if who.role == "admin" else auth.user_by_name(session, who.name)
-        return _token_info(auth.revoke_token(session, token_id, owner))
+        return token_info(auth.revoke_token(session, token_id, owner))
 
 
 @router.post("/users", status_code=201, tags=["accounts"])
@@ -239,4 +240,4 @@ def create_user(request: NewUser, _: Annotated[Caller, Depends(admin)], db: DB) 
     with db.write() as session:
         user = auth.add_user(session, request.name, request.role)
         token, plain = auth.issue_token(session, user, "first")
-        return NewToken(token=plain, info=_token_info(token))
+        return NewToken(token=plain, info=token_info(token))

@@ -120,6 +120,17 @@ class TokenInfo(Model):
     last_used_at: dt.datetime | None
     device_kinds: list[str] | None
 
+    @property
+    def state(self) -> str:
+        """active, expired or revoked (not part of the JSON: the dates say it)."""
+        from gpuarena.service.tables import utcnow
+
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= utcnow():
+            return "expired"
+        return "active"
+
 
 class TokenRequest(Model):
     name: str = Field(default="", max_length=64)

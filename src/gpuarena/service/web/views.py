@@ -15,8 +15,8 @@ from gpuarena.service import leaderboard
 from gpuarena.service.catalog import current_problem
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller
-from gpuarena.service.routes import RUNNER_ONLINE, device_kinds, health
-from gpuarena.service.schemas import DeviceKindInfo, Health, SubmissionDetail, SubmissionOut
+from gpuarena.service.routes import RUNNER_ONLINE, device_kinds, health, token_info
+from gpuarena.service.schemas import DeviceKindInfo, Health, SubmissionDetail, SubmissionOut, TokenInfo
 from gpuarena.service.submissions import detail as submission_detail
 from gpuarena.service.submissions import device_type, to_out
 from gpuarena.service.tables import (DeviceKind, Job, LeaderboardEntry, Problem, Result, Runner, SolutionBlob,
@@ -286,27 +286,7 @@ def admin_page(db: Database, limit: int = 200) -> AdminPage:
     return AdminPage(runners=runners, jobs=jobs, health=health(db))
 
 
-@dataclass
-class TokenRow:
-    id: int
-    name: str
-    prefix: str
-    created_at: dt.datetime
-    expires_at: dt.datetime | None
-    revoked_at: dt.datetime | None
-    last_used_at: dt.datetime | None
-
-    @property
-    def state(self) -> str:
-        if self.revoked_at is not None:
-            return "revoked"
-        if self.expires_at is not None and self.expires_at <= utcnow():
-            return "expired"
-        return "active"
-
-
-def tokens_of(db: Database, user_id: int) -> list[TokenRow]:
+def tokens_of(db: Database, user_id: int) -> list[TokenInfo]:
     with db.read() as session:
-        return [TokenRow(id=t.id, name=t.name, prefix=t.prefix, created_at=t.created_at, expires_at=t.expires_at,
-                         revoked_at=t.revoked_at, last_used_at=t.last_used_at)
+        return [token_info(t)
                 for t in session.scalars(select(Token).where(Token.user_id == user_id).order_by(Token.id.desc()))]
