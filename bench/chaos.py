@@ -88,11 +88,14 @@ class Proc:
             return self.process.wait()
 
 
-def wait_healthy(url: str, timeout: float = 120) -> None:
+def wait_healthy(url: str, timeout: float = 120, process: subprocess.Popen | None = None) -> None:
+    """Wait for the server's health check; fail at once if its process has exited."""
     import httpx
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise SystemExit(f"{url}: the server exited with {process.returncode} before it became healthy")
         try:
             if httpx.get(url + "/api/health", timeout=2).status_code == 200:
                 return

@@ -161,10 +161,12 @@ for s in "${steps[@]}"; do
     tests) do_tests tests ;;
     tests-iso) do_tests tests-iso GPUARENA_WORKER_ISOLATION=1 ;;
     redteam)
-      # REDTEAM_SHARDS runs in parallel, each with its own TMPDIR (the leaked-process records)
+      # REDTEAM_SHARDS runs in parallel, each with its own TMPDIR (the leaked-process records);
+      # sticky and world-writable like /tmp: workers run as their own users, and where TMPDIR is
+      # not writable to them, their tempfile falls back to the shared /tmp
       n=${REDTEAM_SHARDS:-1}
       for ((k = 0; k < n; k++)); do
-        mkdir -p /tmp/redteam-shard-$k
+        mkdir -p /tmp/redteam-shard-$k && chmod 1777 /tmp/redteam-shard-$k
         TMPDIR=/tmp/redteam-shard-$k do_redteam redteam-$k "${T_REDTEAM:-560}" python3 bench/redteam_stream.py \
           --device cuda --shard $k/$n --json "$W/redteam-$k.json" > "$W/redteam-$k.summary" 2>&1 &
       done
