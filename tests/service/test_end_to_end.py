@@ -172,3 +172,59 @@ def test_a_stopped_runner_gives_its_job_back(env, tmp_path) -> None:
         assert http.get(f"/api/submissions/{sid}").json()["status"] == "PASSED"
     finally:
         server.stop()
+
+
+def _job_processes(runner_pid: int) -> list[int]:
+    """The runner's children running `gpuarena.runner.execute` (jobs and the one started ahead)."""
+    import psutil
+
+    found = []
+    for child in psutil.Process(runner_pid).children(recursive=True):
+        try:
+            if "gpuarena.runner.execute" in " ".join(child.cmdline()):
+                found.append(child.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+def test_runner_starts_the_next_job_process_ahead(env) -> None:
+    """After a job, the slot has one job process waiting (imports done); the next job runs in
+    it, and stopping the runner stops it too."""
+    server = Server(env, "--no-runner")
+    runner = None
+    try:
+        alice = _cli("users", "add", "alice", env=env).stdout.split()[-1]
+        runner_token = _cli("users", "add", "box", "--role", "runner", env=env).stdout.split()[-1]
+        runner = subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "runner", "--name", "box", "--devices", "cpu:0",
+                                   "--server", server.url, "--token", runner_token, "--health-interval", "0"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {alice}"})
+        _wait_for(lambda: any(k["name"] == "cpu" for k in http.get("/api/device-kinds").json()), what="the runner")
+        source = (SOLUTIONS / "dest_good.py").read_bytes()
+
+        def run_one() -> None:
+            made = http.post("/api/submissions/upload", files={"file": ("dest_good.py", source)},
+                             data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test"})
+            assert made.status_code == 201, made.text
+            sid = made.json()["id"]
+            _wait_for(lambda: http.get(f"/api/submissions/{sid}").json()["done"], what="the result")
+            assert http.get(f"/api/submissions/{sid}").json()["status"] == "PASSED"
+
+        run_one()
+        _wait_for(lambda: len(_job_processes(runner.pid)) == 1, what="a job process started ahead")
+        (ahead,) = _job_processes(runner.pid)
+        run_one()
+        _wait_for(lambda: len(_job_processes(runner.pid)) == 1 and ahead not in _job_processes(runner.pid),
+                  what="the process started ahead to run the job and a new one to wait")
+        (waiting,) = _job_processes(runner.pid)
+        runner.send_signal(signal.SIGTERM)
+        assert runner.wait(timeout=60) == 0
+        import psutil
+
+        assert not psutil.pid_exists(ahead)
+        _wait_for(lambda: not psutil.pid_exists(waiting), timeout=30, what="the waiting job process to stop")
+    finally:
+        if runner is not None and runner.poll() is None:
+            runner.kill()
+        server.stop()

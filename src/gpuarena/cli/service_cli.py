@@ -105,6 +105,9 @@ def runner(
         envvar="GPUARENA_HEALTH_INTERVAL", help="Seconds between health checks of idle devices (0: only at start "
                                                 "and after a harness failure)")] = 60.0,
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
+    prewarm: Annotated[bool, typer.Option(
+        envvar="GPUARENA_RUNNER_PREWARM", help="Start each device's next job process ahead (imports done, nothing "
+                                               "on the device), so jobs do not wait for Python and torch to load")] = True,
 ) -> None:
     """Serve jobs from a server on this machine's devices: one worker per device, until Ctrl-C or SIGTERM.
 
@@ -146,7 +149,7 @@ def runner(
         if not slots:
             raise GpuarenaError("no devices to serve (check --devices / --devices-file)")
         config = RunnerConfig(slots=slots, budget_s=budget, list_devices=list_devices,
-                              health_interval_s=health_interval, **({"name": name} if name else {}))
+                              health_interval_s=health_interval, prewarm=prewarm, **({"name": name} if name else {}))
         agent = Runner(client, config)
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: agent.stop())

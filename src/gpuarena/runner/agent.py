@@ -27,7 +27,7 @@ from typing import Callable
 from gpuarena import __version__
 from gpuarena.client import ApiError, Client
 from gpuarena.harness.records import Evaluation
-from gpuarena.runner.devices import health_check, pinning
+from gpuarena.runner.devices import health_check, is_gpu, pinning
 from gpuarena.runner.execute import ExecuteRequest
 from gpuarena.service.schemas import ClaimedJob, DeviceSlot
 from gpuarena.solutions.build import cache_dir
@@ -58,6 +58,17 @@ class RunnerConfig:
     disappeared); None: slots cannot disappear."""
     health_interval_s: float = 60.0
     """How often idle slots are checked again (0: only at start and after a harness failure)."""
+    prewarm: bool = True
+    """Start each slot's next job process ahead (Python, torch and the harness imported,
+    nothing on the device), so a job does not wait for those imports: on a GPU slot while the
+    current job runs; on the CPU, where a job's timing shares the cores, once it has ended."""
+
+
+@dataclass
+class Spare:
+    """A job process started ahead, waiting on stdin for its job."""
+    process: subprocess.Popen
+    log_path: Path
 
 
 class Runner:
@@ -70,6 +81,7 @@ class Runner:
         self.jobs_done = 0
         self.wake_heartbeat = threading.Event()
         self.health_lock = threading.Lock()
+        self.spares: dict[str, Spare] = {}
 
     # lifecycle
     def run(self) -> None:
@@ -108,6 +120,9 @@ class Runner:
     def _shutdown(self) -> None:
         with self.lock:
             running = list(self.running.values())
+            spares, self.spares = list(self.spares.values()), {}
+        for spare in spares:
+            self._kill_spare(spare)
         for item in running:
             self._terminate(item)
             try:
@@ -135,6 +150,10 @@ class Runner:
                 self._quietly(self.client.release, job.job_id, job.lease_token)  # never started: not an attempt
                 return
             self._run_job(slot, job)
+        with self.lock:
+            spare = self.spares.pop(slot.device, None)
+        if spare is not None:
+            self._kill_spare(spare)
         if not slot.healthy:
             log.error("%s drained: %s", slot.device, slot.reason)
 
@@ -172,24 +191,25 @@ class Runner:
         request = ExecuteRequest(problem=job.problem, solution=job.solution, device=device, mode=job.mode,
                                  seed=job.seed, timeout_s=self.config.timeout_s, budget_s=self.config.budget_s,
                                  cache=str(self.config.work_dir / "problems"))
-        log_path = folder / "execute.log"
-        with open(log_path, "wb") as log_file:
-            process = subprocess.Popen([sys.executable, "-m", "gpuarena.runner.execute", str(out)],
-                                       stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT, env=env,
-                                       start_new_session=True)
-            item.process = process
-            assert process.stdin is not None
-            try:
-                process.stdin.write(request.model_dump_json().encode())
-                process.stdin.close()
-            except BrokenPipeError:
-                pass
-            deadline = time.monotonic() + self.config.timeout_s + 120
-            while process.poll() is None:
-                if item.lost or self.stopping.is_set() or not slot.healthy or time.monotonic() > deadline:
-                    self._terminate(item)
-                    break
-                time.sleep(0.1)
+        spare = self._take_spare(slot, env)
+        process, log_path = spare.process, spare.log_path
+        item.process = process
+        assert process.stdin is not None
+        try:
+            process.stdin.write(request.model_copy(update={"out": str(out)}).model_dump_json().encode())
+            process.stdin.close()
+        except BrokenPipeError:
+            pass
+        if self.config.prewarm and is_gpu(slot) and not self.stopping.is_set():
+            self._start_spare(slot, env)
+        deadline = time.monotonic() + self.config.timeout_s + 120
+        while process.poll() is None:
+            if item.lost or self.stopping.is_set() or not slot.healthy or time.monotonic() > deadline:
+                self._terminate(item)
+                break
+            time.sleep(0.1)
+        if self.config.prewarm and not is_gpu(slot) and not self.stopping.is_set() and slot.healthy:
+            self._start_spare(slot, env)
         try:
             if out.is_file() and process.returncode == 0:
                 return Evaluation.model_validate_json(out.read_text()), ""
@@ -199,6 +219,43 @@ class Runner:
             return None, f"unreadable evaluation: {exc}"
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+            log_path.unlink(missing_ok=True)
+
+    # job processes
+    def _spawn(self, slot: DeviceSlot, env: dict[str, str]) -> Spare:
+        self.config.work_dir.mkdir(parents=True, exist_ok=True)
+        log_path = self.config.work_dir / f"execute-{slot.device.replace(':', '')}-{os.urandom(6).hex()}.log"
+        with open(log_path, "wb") as log_file:
+            process = subprocess.Popen([sys.executable, "-m", "gpuarena.runner.execute"], stdin=subprocess.PIPE,
+                                       stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        return Spare(process, log_path)
+
+    def _start_spare(self, slot: DeviceSlot, env: dict[str, str]) -> None:
+        spare = self._spawn(slot, env)
+        with self.lock:
+            old, self.spares[slot.device] = self.spares.get(slot.device), spare
+        if old is not None:
+            self._kill_spare(old)
+        if self.stopping.is_set():  # raced with shutdown, which has already stopped the others
+            with self.lock:
+                if self.spares.get(slot.device) is spare:
+                    del self.spares[slot.device]
+            self._kill_spare(spare)
+
+    def _take_spare(self, slot: DeviceSlot, env: dict[str, str]) -> Spare:
+        """The slot's process started ahead, if it still waits; else a new one."""
+        with self.lock:
+            spare = self.spares.pop(slot.device, None)
+        if spare is not None and spare.process.poll() is None:
+            return spare
+        if spare is not None:  # it died waiting (its log says why): start afresh
+            log.warning("the job process started ahead on %s had exited (%s)", slot.device, spare.process.returncode)
+            self._kill_spare(spare)
+        return self._spawn(slot, env)
+
+    def _kill_spare(self, spare: Spare) -> None:
+        self._stop_process(spare.process)
+        spare.log_path.unlink(missing_ok=True)
 
     def _post(self, job: ClaimedJob, evaluation: Evaluation) -> None:
         """Post the result, retrying through network trouble until it lands or the lease is gone."""
@@ -217,8 +274,13 @@ class Runner:
                 delay = min(delay * 2, 10.0)
 
     def _terminate(self, item: Running) -> None:
-        process = item.process
-        if process is None or process.poll() is not None:
+        if item.process is not None:
+            self._stop_process(item.process)
+
+    @staticmethod
+    def _stop_process(process: subprocess.Popen) -> None:
+        """SIGTERM to the job's process group, SIGKILL after STOP_GRACE_S."""
+        if process.poll() is not None:
             return
         try:
             os.killpg(process.pid, signal.SIGTERM)
