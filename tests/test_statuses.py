@@ -49,6 +49,16 @@ def test_exit_with_status_zero_is_not_a_pass(softmax_small):
     assert '"status": "PASSED"' in record.log  # what it printed is kept, never parsed
 
 
+def test_what_compiled_code_printed_reaches_the_log(softmax_small, tmp_path):
+    """What compiled code prints through C stdio is kept, although the worker leaves with _exit."""
+    solution = tmp_path / "prints_from_c.py"
+    solution.write_text('import ctypes\nimport torch\n\nctypes.CDLL(None).printf(b"printed-by-c-stdio\\n")\n\n\n'
+                        'def solve(x):\n    return torch.softmax(x, dim=-1)\n')
+    record = softmax_small(solution)
+    assert record.status == "PASSED", record.reason
+    assert "printed-by-c-stdio" in record.log
+
+
 def test_timeout_kills_the_worker_and_leaves_nothing_behind(softmax_small):
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     started = time.monotonic()
