@@ -19,6 +19,8 @@
 #     examples    gpuarena run level1/softmax on the three examples
 #     service     gpuarena serve + users add + submit + leaderboard on this GPU
 #     fidelity    bench/fidelity.py (timing vs ncu)
+#     overhead    bench/kernel_overhead.py (CUPTI vs ncu per kernel, back-to-back period)
+#     gpm         bench/gpm_probe.py (does NVML GPM see a worker's GPU time from outside?)
 # Missing Python packages: wheels in .whl/ (carried), installed into /tmp/site first.
 # $OUT receives summary.txt and logs.tgz (all logs; fidelity md/json also at the top).
 # Step time limits: T_TESTS, T_REDTEAM, ... (seconds), see below.
@@ -185,6 +187,8 @@ for s in "${steps[@]}"; do
     examples) do_examples ;;
     service) do_service ;;
     fidelity) do_fidelity ;;
+    overhead) step overhead "${T_OVERHEAD:-240}" python3 bench/kernel_overhead.py --out "$OUT/kernel-overhead.json" ;;
+    gpm) step gpm "${T_GPM:-240}" python3 bench/gpm_probe.py --out "$OUT/gpm-probe.json"; last gpm 'median' 20 ;;
     *) note "unknown step $s" ;;
   esac
 done
