@@ -84,6 +84,7 @@ class WorkerProcess:
         """The supervisor's clock around the last request: send to reply."""
         self.last_cpu_ns: int | None = None
         """The worker's CPU time (all threads, from the kernel) over the last request."""
+        self._closed = False
         become_subreaper()
         self._children_before = children_of(os.getpid())
         ours, theirs = socket.socketpair()
@@ -140,7 +141,10 @@ class WorkerProcess:
             pass
 
     def close(self) -> None:
-        """Stop the worker and everything it started (its whole process group)."""
+        """Stop the worker and everything it started (its whole process group); once."""
+        if self._closed:
+            return
+        self._closed = True
         if self.proc.poll() is None:
             try:
                 protocol.send_request(self.conn, {"op": "exit"})

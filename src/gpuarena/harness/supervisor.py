@@ -77,6 +77,58 @@ def _switch(name: str, default: bool) -> bool:
     return default
 
 
+class StartedWorker:
+    """A run's worker and folder, set up before the run: every guard applied, the worker's
+    interpreter and torch loaded, nothing of the problem or the solution in it yet. A runner's
+    job process makes one while it waits for its job, so the job does not wait for it.
+
+    isolation: run the worker as a user of its own (default: GPUARENA_WORKER_ISOLATION, on);
+    memory_limit_bytes: its memory cap (default: RunOptions' default)."""
+
+    def __init__(self, isolation: bool | None = None, memory_limit_bytes: int | None = None):
+        self.isolate = _switch("GPUARENA_WORKER_ISOLATION", True) if isolation is None else isolation
+        self.memory_limit_bytes = memory_limit_bytes
+        self.user: tuple[int, int, bool] | None = None
+        if self.isolate:
+            protect_supervisor(True)
+        self._folder = tempfile.TemporaryDirectory(prefix="gpuarena-run-")
+        try:
+            self.process = self._start(Path(self._folder.name), memory_limit_bytes)
+        except BaseException:
+            self._folder.cleanup()
+            if self.isolate:
+                protect_supervisor(False)
+            raise
+
+    def _start(self, tmp: Path, memory_limit_bytes: int | None) -> WorkerProcess:
+        # every guard is on by default, on the CPU and on CUDA (run on an H100: see
+        # docs/harness.md); each has a switch for platforms where it cannot be applied
+        memory = (memory_limit_bytes or default_memory_limit()) \
+            if _switch("GPUARENA_WORKER_MEMORY_LIMIT", True) else None
+        # the run's folder is the supervisor's (the log lives there, out of the worker's
+        # reach); the worker works in a folder of its own inside it
+        self.user = worker_identity() if self.isolate else None
+        workdir = tmp / "work"
+        workdir.mkdir(mode=0o700)
+        if self.user is not None:
+            os.chmod(tmp, 0o711)
+            os.chown(workdir, self.user[0], self.user[1])
+        return WorkerProcess(workdir, tmp / "worker.log", isolate_network=_switch("GPUARENA_WORKER_NETNS", True),
+                             memory_limit=memory, user=self.user)
+
+    def alive(self) -> bool:
+        return self.process.proc.poll() is None
+
+    def close(self) -> None:
+        """Stop the worker and everything it started, remove the folder."""
+        try:
+            self.process.close()
+        finally:
+            self._folder.cleanup()
+            if self.isolate:
+                protect_supervisor(False)
+
+
 def derive_seed(seed: int, *parts: Any) -> int:
     digest = hashlib.sha256(":".join(map(str, (seed, *parts))).encode()).digest()
     return int.from_bytes(digest[:8], "little") >> 1
@@ -187,8 +239,11 @@ def count_sets(device: torch.device, set_bytes: int) -> int:
 
 
 class Supervisor:
-    def __init__(self, problem: Problem, solution: Solution, options: RunOptions, progress: Progress | None = None):
+    def __init__(self, problem: Problem, solution: Solution, options: RunOptions, progress: Progress | None = None,
+                 worker: StartedWorker | None = None):
         self.problem, self.solution, self.options = problem, solution, options
+        self.started_worker = worker
+        """Set up ahead by the caller, used once; None: the run starts its own."""
         self.progress = progress or (lambda text: None)
         self.device = torch.device(options.device)
         if self.device.type == "cuda" and self.device.index is None:
@@ -231,15 +286,16 @@ class Supervisor:
         elif self.device.type == "cuda" and self.options.mode != "test":
             self.progress("measuring the device's peaks (once per device)")
             env.peaks = self.peaks = peaks.device_peaks(self.device, env.device_uuid, env.device_name)
-        isolate = self._isolate_worker()
-        if isolate:
-            protect_supervisor(True)
+        ready, self.started_worker = self.started_worker, None
+        wanted = (self._isolate_worker(), self.options.memory_limit_bytes)
+        if ready is None or not ready.alive() or (ready.isolate, ready.memory_limit_bytes) != wanted:
+            if ready is not None:  # died while it waited, or set up with other guards
+                ready.close()
+            ready = StartedWorker(*wanted)
         try:
-            with tempfile.TemporaryDirectory(prefix="gpuarena-run-") as tmp:
-                self._run_in(Path(tmp), isolate, record)
+            self._run_with(ready, record)
         finally:
-            if isolate:
-                protect_supervisor(False)
+            ready.close()
         environment.finish(record.environment, self.device)
         record.duration_s = round(time.monotonic() - started, 3)
         return record
@@ -249,33 +305,18 @@ class Supervisor:
             return self.options.worker_isolation
         return _switch("GPUARENA_WORKER_ISOLATION", True)
 
-    def _run_in(self, tmp: Path, isolate: bool, record: Evaluation) -> None:
-        # every guard is on by default, on the CPU and on CUDA (run on an H100: see
-        # docs/harness.md); each has a switch for platforms where it cannot be applied
-        memory = (self.options.memory_limit_bytes or default_memory_limit()) \
-            if _switch("GPUARENA_WORKER_MEMORY_LIMIT", True) else None
-        isolate_network = _switch("GPUARENA_WORKER_NETNS", True)
-        # the run's folder is the supervisor's (the log lives there, out of the worker's
-        # reach); the worker works in a folder of its own inside it
-        user = worker_identity() if isolate else None
-        workdir = tmp / "work"
-        workdir.mkdir(mode=0o700)
-        if user is not None:
-            os.chmod(tmp, 0o711)
-            os.chown(workdir, user[0], user[1])
-        worker = WorkerProcess(workdir, tmp / "worker.log", isolate_network=isolate_network, memory_limit=memory,
-                               user=user)
-        arena = SharedArena(self.device, owner=(user[0], user[1]) if user else None)
+    def _run_with(self, started: StartedWorker, record: Evaluation) -> None:
+        arena = SharedArena(self.device, owner=(started.user[0], started.user[1]) if started.user else None)
         try:
-            self._run(worker, arena, record)
+            self._run(started.process, arena, record)
         except RunFailure as failure:
             record.status, record.reason = Status(failure.status), failure.reason
             if failure.detail:
                 record.log += failure.detail
         finally:
-            worker.close()
+            started.process.close()
             arena.close()
-            record.log = worker.read_log() + record.log + "".join(self.details)
+            record.log = started.process.read_log() + record.log + "".join(self.details)
 
     def _run(self, worker: WorkerProcess, arena: SharedArena, record: Evaluation) -> None:
         workloads = self.workloads()
@@ -377,6 +418,7 @@ class Supervisor:
 
 
 def evaluate(problem: Problem, solution: Solution, options: RunOptions | None = None,
-             progress: Progress | None = None) -> Evaluation:
-    """Judge one solution on one problem on one device: the harness's single entry point."""
-    return Supervisor(problem, solution, options or RunOptions(), progress).run()
+             progress: Progress | None = None, worker: StartedWorker | None = None) -> Evaluation:
+    """Judge one solution on one problem on one device: the harness's single entry point.
+    worker: one set up ahead (StartedWorker), which the run uses and closes."""
+    return Supervisor(problem, solution, options or RunOptions(), progress, worker).run()

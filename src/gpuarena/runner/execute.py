@@ -56,12 +56,14 @@ def _die_with_the_runner() -> None:
 
 
 def main() -> int:
-    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.harness.supervisor import RunOptions, StartedWorker, evaluate
     from gpuarena.problems.pack import unpack_problem
 
     # the runner stops a job with SIGTERM: unwind, so the supervisor stops its worker
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     _die_with_the_runner()
+    # the worker starts (its guards, its interpreter, torch) while the job is still on its way
+    worker = StartedWorker()
     request = ExecuteRequest.model_validate_json(sys.stdin.buffer.read())
     if len(sys.argv) < 2 and not request.out:
         print("execute: no file for the Evaluation: name it on the command line or in the request's 'out'",
@@ -71,7 +73,8 @@ def main() -> int:
     problem = unpack_problem(request.problem, Path(request.cache))
     options = RunOptions(device=request.device, mode=request.mode, seed=request.seed, timeout_s=request.timeout_s,
                          budget_s=request.budget_s)
-    record = evaluate(problem, request.solution, options, progress=lambda text: print(text, file=sys.stderr, flush=True))
+    record = evaluate(problem, request.solution, options, progress=lambda text: print(text, file=sys.stderr, flush=True),
+                      worker=worker)
     tmp = out.with_suffix(".tmp")
     tmp.write_text(record.model_dump_json())
     tmp.replace(out)
