@@ -190,13 +190,13 @@ class Runner:
         env = {**os.environ, **pin, "GPUARENA_RUNNER_PID": str(os.getpid())}
         request = ExecuteRequest(problem=job.problem, solution=job.solution, device=device, mode=job.mode,
                                  seed=job.seed, timeout_s=self.config.timeout_s, budget_s=self.config.budget_s,
-                                 cache=str(self.config.work_dir / "problems"))
+                                 cache=str(self.config.work_dir / "problems"), out=str(out))
         spare = self._take_spare(slot, env)
         process, log_path = spare.process, spare.log_path
         item.process = process
         assert process.stdin is not None
         try:
-            process.stdin.write(request.model_copy(update={"out": str(out)}).model_dump_json().encode())
+            process.stdin.write(request.model_dump_json().encode())
             process.stdin.close()
         except BrokenPipeError:
             pass

@@ -1,10 +1,10 @@
 """Run one job in a process of its own: the job (with a ranked run's secret seed) arrives on
-stdin, the Evaluation is written to the file named on the command line (or in the request).
-A crash here never takes the runner down, and the runner can stop a job by killing this
+stdin, the Evaluation is written to the file the job names. A crash here never takes the
+runner down, and the runner can stop a job by killing this
 process group. The harness (and torch) is imported before the job is read, so a runner can
 start this process ahead of its next job and hand it the job when one comes.
 
-    python -m gpuarena.runner.execute [OUT.json] < job.json
+    python -m gpuarena.runner.execute < job.json
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ class ExecuteRequest(BaseModel):
     budget_s: float = 2.0
     cache: str
     """Where problem folders are rebuilt."""
-    out: str | None = None
-    """Where the Evaluation is written, when the command line names no file."""
+    out: str
+    """Where the Evaluation is written (a file the runner owns)."""
 
 
 def _die_with_the_runner() -> None:
@@ -65,11 +65,7 @@ def main() -> int:
     # the worker starts (its guards, its interpreter, torch) while the job is still on its way
     worker = StartedWorker()
     request = ExecuteRequest.model_validate_json(sys.stdin.buffer.read())
-    if len(sys.argv) < 2 and not request.out:
-        print("execute: no file for the Evaluation: name it on the command line or in the request's 'out'",
-              file=sys.stderr)
-        return 2
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else request.out)  # type: ignore[arg-type]
+    out = Path(request.out)
     problem = unpack_problem(request.problem, Path(request.cache))
     options = RunOptions(device=request.device, mode=request.mode, seed=request.seed, timeout_s=request.timeout_s,
                          budget_s=request.budget_s)
