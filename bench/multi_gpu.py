@@ -22,9 +22,11 @@ separate calls on the same machine and merge their records:
 
 Measured on 2 x H200 (2026-11-22): a level1/softmax job in benchmark mode takes about 17 s
 in its worker (9 workloads, up to 1 GB each) and 24 s from claim to result, so 40 of them on
-one GPU do not fit one call; in test mode a job still takes about 10 s. The small
-fixture problem fits: --problems tests/fixtures/problems --problem axpy_dest
---solution tests/fixtures/solutions/dest_good.py.
+one GPU do not fit one call. The small fixture problem fits: --problems tests/fixtures/problems
+--problem axpy_dest --solution tests/fixtures/solutions/dest_good.py. With it (2026-11-23,
+bench/results/multi-gpu-H200-2026-11-23.json): 343 s for 40 jobs on one GPU, 175 s on two,
+ratio 1.96. The record is rewritten after each phase, so a phase cut off by a time limit
+keeps the ones before it; --logs DIR keeps the server's and runners' logs.
 
 It takes about (jobs x 1.5) x (seconds per job) in all. Without a GPU, the same logic runs with two fake devices on the CPU:
 
@@ -41,6 +43,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -165,8 +168,11 @@ def main() -> int:
     parser.add_argument("--problems", type=Path, default=None, help="problem folder for the server (gpuarena serve --problems)")
     parser.add_argument("--combine", type=Path, nargs=2, metavar="RECORD", default=None,
                         help="merge the records of a --phase 1 and a --phase 2 run into --out; runs nothing")
+    parser.add_argument("--logs", type=Path, default=None, help="copy the server's and runners' logs here at the end")
     parser.add_argument("--no-warmup", action="store_true", help="skip the warm-up job on each device (quicker tests)")
     args = parser.parse_args()
+    # a time limit's SIGTERM still stops the server and copies the logs (the finally below)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.combine:
         record = combine(args.combine)
         out = args.out or ROOT / "bench" / "results" / f"multi-gpu-{record['kind']}-{dt.date.today().isoformat()}.json"
@@ -215,29 +221,34 @@ def main() -> int:
             if warm["summary"] != {"PASSED": 1}:
                 raise SystemExit(f"warm-up on {device} did not pass: {warm['summary']} {warm['rows'][0]['reason']}")
 
-        phases = []
+        label = "fake-cpu" if args.fake_cpu else kind
+        out = args.out or ROOT / "bench" / "results" / f"multi-gpu-{label}-{dt.date.today().isoformat()}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        record = {
+            "date": started.isoformat(timespec="seconds"),
+            "command": " ".join(["python", "bench/multi_gpu.py", *sys.argv[1:]]),
+            "fake_cpu": args.fake_cpu, "kind": kind, "problem": problem, "solution": str(solution.relative_to(ROOT))
+            if solution.is_relative_to(ROOT) else str(solution), "mode": args.mode, "budget_s": budget,
+            "jobs_per_phase": args.jobs, "warmup": not args.no_warmup, "devices": devices, "phases": [],
+            "machine": machine() | {"gpus": gpu_names()},
+        }
         for count in PHASES[args.phase]:
             name = f"host-{count}dev"
             runner = start_runner(env, name, devices[:count], url, fleet, budget, work / f"{name}.log")
             wait_runner(url, user, name, devices[:count], kind, runner)
             table = run_batch(env, url, user, problem, solution, kind, args.mode, args.jobs, work / name)
             code = stop(runner)
-            phases.append(phase_record(devices[:count], table) | {"runner_exit": code})
-            print(json.dumps(phases[-1]), flush=True)
-        record = finish({
-            "date": started.isoformat(timespec="seconds"),
-            "command": " ".join(["python", "bench/multi_gpu.py", *sys.argv[1:]]),
-            "fake_cpu": args.fake_cpu, "kind": kind, "problem": problem, "solution": str(solution.relative_to(ROOT))
-            if solution.is_relative_to(ROOT) else str(solution), "mode": args.mode, "budget_s": budget,
-            "jobs_per_phase": args.jobs, "warmup": not args.no_warmup, "devices": devices, "phases": phases,
-            "machine": machine() | {"gpus": gpu_names()},
-        })
+            record = finish(record | {"phases": [*record["phases"], phase_record(devices[:count], table)
+                                                 | {"runner_exit": code}]})
+            # written after each phase: a phase that outlives a time limit keeps the ones before it
+            out.write_text(json.dumps(record, indent=1) + "\n")
+            print(json.dumps(record["phases"][-1]), flush=True)
     finally:
         stop(server)
-    label = "fake-cpu" if args.fake_cpu else kind
-    out = args.out or ROOT / "bench" / "results" / f"multi-gpu-{label}-{dt.date.today().isoformat()}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=1) + "\n")
+        if args.logs:
+            args.logs.mkdir(parents=True, exist_ok=True)
+            for log in work.glob("*.log"):
+                shutil.copy(log, args.logs / log.name)
     print(json.dumps({k: record[k] for k in ("kind", "jobs_per_phase", "throughput_ratio", "all_passed",
                                              "both_devices_used")}))
     print(f"written to {out}; logs in {work}")
