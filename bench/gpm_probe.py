@@ -16,6 +16,10 @@ between calls: the L2 sweep and output poisoning would move to the supervisor).
 
 Prints one JSON line per block: op, calls, pause, interval_ms, cupti_busy_ms, gpm_busy_ms
 (GRAPHICS_UTIL), sm_busy_ms (SM_UTIL) and gpm/cupti.
+
+Result on an H100 (2026-11-23, bench/results/gpm-probe-NVIDIA-H100.json): not usable; GPM's
+busy time ranged from 0 to 14 x CUPTI's, and read 0 for 17 ms of matrix products. CUPTI PM
+sampling does see another process's work (bench/pm_sampling_cross.py).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@
 #     fidelity    bench/fidelity.py (timing vs ncu)
 #     overhead    bench/kernel_overhead.py (CUPTI vs ncu per kernel, back-to-back period)
 #     gpm         bench/gpm_probe.py (does NVML GPM see a worker's GPU time from outside?)
+#     pm-cross    bench/pm_sampling_cross.py (does CUPTI PM sampling in another process see it?)
 # Missing Python packages: wheels in .whl/ (carried), installed into /tmp/site first.
 # $OUT receives summary.txt and logs.tgz (all logs; fidelity md/json also at the top).
 # Step time limits: T_TESTS, T_REDTEAM, ... (seconds), see below.
@@ -189,6 +190,8 @@ for s in "${steps[@]}"; do
     fidelity) do_fidelity ;;
     overhead) step overhead "${T_OVERHEAD:-240}" python3 bench/kernel_overhead.py --out "$OUT/kernel-overhead.json" ;;
     gpm) step gpm "${T_GPM:-240}" python3 bench/gpm_probe.py --out "$OUT/gpm-probe.json"; last gpm 'median' 20 ;;
+    pm-cross) step pm-cross "${T_PM:-240}" python3 bench/pm_sampling_cross.py --cuda "${CUDA_HOME:-/usr/local/cuda}" \
+                --out "$OUT/pm-cross.json"; last pm-cross 'pm_over_cupti' 12 ;;
     *) note "unknown step $s" ;;
   esac
 done
