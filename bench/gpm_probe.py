@@ -56,6 +56,12 @@ def child() -> None:
         if op == "matmul-4096":
             a, b = rn(4096, 4096), rn(4096, 4096)
             return lambda: a @ b
+        if op == "softmax-64x1000":  # the red-team cases' small workload, float32
+            x = torch.randn(64, 1000, device="cuda")
+            return lambda: torch.softmax(x, dim=-1)
+        if op == "tiny-x10":  # ten 1-element adds per call: many launches, little work
+            a = rn(1)
+            return lambda: [a + a for _ in range(10)]
         return lambda: None
 
     for line in sys.stdin:

@@ -26,7 +26,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BLOCKS = [("add-16M", 200, 50), ("matmul-4096", 20, 50), ("matmul-4096", 60, 50), ("add-64K", 500, 20),
-          ("idle", 1, 20000)]
+          ("softmax-64x1000", 500, 20), ("tiny-x10", 100, 20), ("idle", 1, 20000)]
+METRICS = ["gr__cycles_elapsed.max", "gr__cycles_active.avg", "sm__cycles_active.max", "sm__cycles_active.avg"]
+"""Elapsed cycles first; each of the others gives a busy time. gr__cycles_active counts the
+front end's work too (about 2 µs more per kernel than CUPTI on an H100); sm__cycles_active.max,
+the busiest SM's cycles with a warp resident, should stay at or under the kernels' own time."""
 WAIT = """    printf("sampling\\n"); fflush(stdout);
     { std::string line; std::getline(std::cin, line); }
 """
@@ -46,19 +50,26 @@ def build(cuda: Path, work: Path) -> Path:
 
 
 def parse(output: str) -> dict:
-    """Busy time (ms) from the printed samples, skipping sample 0 (it spans the set-up)."""
-    samples = re.findall(r"Start: \[(\d+)\]\s*End: \[(\d+)\].*?gr__cycles_active\.avg\s+([\d.]+).*?"
-                         r"gr__cycles_elapsed\.max\s+([\d.]+)", output, re.S)
-    busy = span = 0.0
-    for start, end, active, elapsed in samples[1:]:
-        width = (int(end) - int(start)) / 1e6
+    """Busy time (ms) per activity metric from the printed samples, skipping sample 0 (it
+    spans the set-up)."""
+    samples = []
+    for block in re.split(r"Sample Index: \d+", output)[1:]:
+        stamps = re.search(r"Start: \[(\d+)\]\s*End: \[(\d+)\]", block)
+        values = dict(re.findall(r"^(\w+\.\w+)\s+([\d.]+)\s*$", block, re.M))
+        if stamps and METRICS[0] in values:
+            samples.append((int(stamps.group(1)), int(stamps.group(2)), values))
+    busy = {m: 0.0 for m in METRICS[1:]}
+    span = 0.0
+    for start, end, values in samples[1:]:
+        width = (end - start) / 1e6
         span += width
-        if float(elapsed) > 0:
-            busy += min(float(active) / float(elapsed), 1.0) * width
+        elapsed = float(values[METRICS[0]])
+        for m in busy:
+            if elapsed > 0 and m in values:
+                busy[m] += min(float(values[m]) / elapsed, 1.0) * width
     total = re.search(r"Total num of Samples: (\d+)", output)
-    return {"pm_busy_ms": round(busy, 4), "printed_samples": len(samples), "sampled_ms": round(span, 3),
-            "total_samples": int(total.group(1)) if total else None,
-            "sample0_active_cycles": float(samples[0][2]) if samples else None}
+    return {"busy_ms": {m: round(v, 4) for m, v in busy.items()}, "printed_samples": len(samples),
+            "sampled_ms": round(span, 3), "total_samples": int(total.group(1)) if total else None}
 
 
 def main() -> int:
@@ -78,13 +89,18 @@ def main() -> int:
     assert child.stdin and child.stdout
     rows = []
     try:
+        for op, _, pause_us in BLOCKS:  # warm-up: the profiler's and each op's first start take seconds
+            child.stdin.write(f"{op} 2 {pause_us}\ngo\n")
+            child.stdin.flush()
+            assert child.stdout.readline().strip() == "ready"
+            child.stdout.readline()
         for _ in range(args.repeats):
             for op, calls, pause_us in BLOCKS:
                 child.stdin.write(f"{op} {calls} {pause_us}\n")
                 child.stdin.flush()
                 assert child.stdout.readline().strip() == "ready"
                 pm = subprocess.Popen([str(sampler), "-d", "0", "-i", str(args.interval), "-s", "5000",
-                                       "-m", "gr__cycles_elapsed.max,gr__cycles_active.avg"],
+                                       "-m", ",".join(METRICS)],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True, env=env)
                 assert pm.stdin and pm.stdout
@@ -102,7 +118,7 @@ def main() -> int:
                 seen = parse(output)
                 cupti = report["cupti_busy_ms"]
                 row = {"op": op, "calls": calls, "pause_us": pause_us, "cupti_busy_ms": round(cupti, 4), **seen,
-                       "pm_over_cupti": round(seen["pm_busy_ms"] / cupti, 4) if cupti else None}
+                       "over_cupti": {m: round(v / cupti, 4) for m, v in seen["busy_ms"].items()} if cupti else None}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     finally:

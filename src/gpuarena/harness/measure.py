@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gpuarena.harness import peaks
+from gpuarena.harness import device_audit, peaks
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess
-from gpuarena.harness.records import SpeedOfLight, Timing, WorkloadResult
+from gpuarena.harness.records import DeviceAudit, SpeedOfLight, Timing, WorkloadResult
 from gpuarena.harness.sandbox import children_of
 from gpuarena.harness.stats import bootstrap_median, bootstrap_ratio, converged
 from gpuarena.harness.worker import CallFailure, Worker
@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from gpuarena.harness.supervisor import Supervisor, WorkloadSession
 
 WARMUP_CALLS = 3
+AUDIT_CALLS = 30
+AUDIT_BLOCK_S = 0.05
+"""The device audit: up to AUDIT_CALLS calls, fewer where they would take longer than this."""
 CHECKED_PER_BLOCK = 1
 """Timed calls whose outputs are compared in each block, chosen after it has run."""
 
@@ -65,23 +68,41 @@ class ReferenceTwin:
     The reference is trusted; its outputs go to buffers of the supervisor's own, never to
     the shared destinations the solution's outputs are checked in."""
 
-    def __init__(self, supervisor: Supervisor, session: WorkloadSession):
+    def __init__(self, supervisor: Supervisor, session: WorkloadSession, solve: Any = None,
+                 convention: str = "return"):
         self.worker = _TrustedWorker(None)  # type: ignore[arg-type]  # no connection: used in-process
         w = self.worker
         w.timer = supervisor.timer
-        w.convention = "return"  # the reference returns its outputs, whatever the solution's convention
+        w.device = session.device
+        w.convention = convention  # the reference returns its outputs, whatever the solution's convention
         w.input_names = session.input_names
         w.output_names = supervisor.problem.spec.outputs
         w.sets = session.sets
         w.dests = [[torch.empty_like(d) for d in dests] for dests in session.dests]
         w.children = children_of(os.getpid())
-        w.solve = supervisor.problem.reference
+        w.solve = solve or supervisor.problem.reference
 
-    def block(self, n: int) -> tuple[list[int], list[int], int]:
+    @classmethod
+    def no_op(cls, supervisor: Supervisor, session: WorkloadSession) -> ReferenceTwin:
+        """The harness alone: a solve() that does nothing (destination convention) or returns
+        ready outputs of the right shapes, through the worker's own `time` code. What the GPU
+        shows for it is the harness's share of a solution's request (poisoning, copying
+        outputs out), for the device audit to take off."""
+        convention = supervisor.problem.spec.convention
+        outs = [torch.empty_like(d) for d in session.dests[0]]
+
+        def solve(*_: Any, **__: Any) -> Any:
+            if convention == "destination":
+                return None
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        return cls(supervisor, session, solve=solve, convention=convention)
+
+    def block(self, n: int, evict: bool = True) -> tuple[list[int], list[int], int]:
         """n timed calls: device samples, end-to-end samples, the harness's CPU time."""
         started = time.thread_time_ns()
         with torch.no_grad():  # entered once, outside the calls' windows
-            reply = self.worker.time({"n": n})
+            reply = self.worker.time({"n": n, "evict": evict})
         spent = time.thread_time_ns() - started
         return reply["device_ns"], reply["e2e_ns"], max(spent - sum(reply["e2e_ns"]), 0)
 
@@ -278,6 +299,9 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 sol_dev.extend(dev)
                 sol_e2e.extend(e2e)
                 sol_method = str(reply.get("method", sol_method))
+        check_block()
+
+    def check_block() -> None:
         session.sync()
         for k in range(n_sets):
             changed = session.modified_input(k)
@@ -292,6 +316,52 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                     raise RunFailure(verdict.status, f"a timed call returned wrong values: {verdict.reason}")
         if time.monotonic() > supervisor.deadline:
             raise RunFailure("TIMEOUT", f"the time limit ran out while timing {session.workload.name}")
+
+    def audit_block() -> DeviceAudit:
+        """More requests of the solution's calls, without the L2 sweep, each while the GPU's
+        own counters are read from outside the worker (device_audit.py). Each request gets
+        fresh inputs and its outputs checked, as in the timed rounds, so the calls seen must
+        do their work; the supervisor's own GPU work (refreshing inputs) falls outside the
+        sampled windows."""
+        sampler = supervisor.sampler
+        audit = DeviceAudit(margin=device_audit.AUDIT_MARGIN, claimed_us=result.time.median_us if result.time else None)
+        if sampler is None:
+            audit.skipped = supervisor.sampler_missing
+            return audit
+        try:
+            idle = sampler.idle()
+            if device_audit.shared(idle):
+                audit.skipped = (f"the GPU was {idle.busy_ns / idle.span_ns:.0%} busy with other work before the audit "
+                                 "(it needs the GPU to itself)")
+                return audit
+            e2e_us = result.time.e2e_median_us if result.time and result.time.e2e_median_us else 1.0
+            calls = min(AUDIT_CALLS, max(1, int(AUDIT_BLOCK_S * 1e6 / e2e_us)))
+            harness = ReferenceTwin.no_op(supervisor, session)
+            busy_ns = harness_ns = 0.0
+            for j in range(-(-calls // n_sets)):
+                refresh(round_no + 1 + j)
+                # the harness alone, through the same code, on the same shapes
+                _, window = sampler.around(lambda: harness.block(n_sets, evict=False))
+                harness_ns += window.busy_ns
+                reply, window = sampler.around(lambda: worker.request(
+                    {"op": "time", "n": n_sets, "evict": False}, supervisor.deadline,
+                    f"auditing {session.workload.name}"))
+                _raise_on_failure(reply)
+                _samples(reply, n_sets)
+                check_block()
+                busy_ns += window.busy_ns
+                audit.calls += n_sets
+        except device_audit.SamplerError as exc:
+            audit.skipped = f"the PM sampler failed: {exc}"
+            return audit
+        audit.harness_us_per_call = harness_ns / audit.calls / 1e3
+        audit.observed_us_per_call = max(busy_ns - harness_ns, 0.0) / audit.calls / 1e3
+        if audit.claimed_us is not None and device_audit.understated(audit.claimed_us, audit.observed_us_per_call):
+            result.device_audit = audit
+            raise RunFailure("REJECTED", f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
+                                         f"the GPU's own counters saw from outside the worker "
+                                         f"({audit.observed_us_per_call:.2f} µs per call over {audit.calls} calls)")
+        return audit
 
     round_no = 0
     while True:
@@ -318,6 +388,8 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     budget.check()
     result.time = summarize(sol_dev, sol_e2e, sol_method)
     result.reference_time = summarize(ref_dev, ref_e2e, timer.method)
+    if session.device.type == "cuda":
+        result.device_audit = audit_block()
     ratio, low, high = bootstrap_ratio(ref_dev, sol_dev)
     result.speedup, result.speedup_ci95 = ratio, (low, high)
     _speed_of_light(supervisor, session, result)

@@ -61,6 +61,25 @@ class SpeedOfLight(Record):
     """Physical floor: max(bytes / peak bandwidth, flops / peak rate); a faster time is impossible."""
 
 
+class DeviceAudit(Record):
+    """The solution's claimed device time against the GPU's own counters, read from outside
+    the worker (CUDA; harness/device_audit.py)."""
+
+    method: str = "cupti-pm-sampling sm__cycles_active.max"
+    calls: int = 0
+    """Calls in the sampled block (run without the L2 sweep)."""
+    observed_us_per_call: float | None = None
+    """The busiest SM's active time over the solution's requests, per call, less the harness's."""
+    harness_us_per_call: float | None = None
+    """The same for the harness alone (a no-op solve() through the same code, in the supervisor)."""
+    claimed_us: float | None = None
+    """The solution's median device time, as the worker reported it."""
+    margin: float | None = None
+    """Claims under margin x observed are rejected."""
+    skipped: str = ""
+    """Why no audit ran (no sampler on this machine, a GPU shared with other work)."""
+
+
 class WorkloadResult(Record):
     name: str
     status: Status
@@ -81,6 +100,7 @@ class WorkloadResult(Record):
     speedup_ci95: tuple[float, float] | None = None
     """Bootstrap 95% interval of the ratio of medians."""
     speed_of_light: SpeedOfLight | None = None
+    device_audit: DeviceAudit | None = None
 
 
 class Environment(Record):

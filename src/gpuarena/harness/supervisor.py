@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from gpuarena.harness import environment, peaks
+from gpuarena.harness import device_audit, environment, peaks
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess
@@ -259,6 +259,27 @@ class Supervisor:
         """Times the reference, with the method the worker uses for the solution."""
         self.details: list[str] = []
         """Tracebacks and other detail that belongs in the log, not the verdict."""
+        self._sampler: device_audit.DeviceSampler | None = None
+        self.sampler_missing = ""
+        """Why there is no device sampler for the audit, once one was sought."""
+
+    @property
+    def sampler(self) -> device_audit.DeviceSampler | None:
+        """The GPU's counters, read from a process of the supervisor's (device_audit.py):
+        started on first use, held for the run, closed with it."""
+        if self._sampler is None and not self.sampler_missing:
+            if not _switch("GPUARENA_DEVICE_AUDIT", True):
+                self.sampler_missing = "turned off (GPUARENA_DEVICE_AUDIT=0)"
+                return None
+            binary, why = device_audit.build_sampler()
+            if binary is None:
+                self.sampler_missing = why
+                return None
+            try:
+                self._sampler = device_audit.DeviceSampler(binary, self.device.index or 0)
+            except (device_audit.SamplerError, OSError) as exc:
+                self.sampler_missing = f"the PM sampler could not start: {exc}"
+        return self._sampler
 
     def workloads(self) -> list[Workload]:
         chosen = self.problem.spec.workloads_for(self.device.type)
@@ -316,6 +337,8 @@ class Supervisor:
         finally:
             started.process.close()
             arena.close()
+            if self._sampler is not None:
+                self._sampler.close()
             record.log = started.process.read_log() + record.log + "".join(self.details)
 
     def _run(self, worker: WorkerProcess, arena: SharedArena, record: Evaluation) -> None:

@@ -106,15 +106,19 @@ class Timer:
 
     # -- a block of calls ----------------------------------------------------------------
     def run_block(self, call: Callable[[int], Any], n: int, prepare: Callable[[int], None] | None = None,
-                  after: Callable[[int, Any], None] | None = None) -> BlockSamples:
-        """Run call(i) for i in range(n); after(i, result) runs outside the window."""
+                  after: Callable[[int, Any], None] | None = None, evict: bool = True) -> BlockSamples:
+        """Run call(i) for i in range(n); after(i, result) runs outside the window.
+        evict=False: no L2 sweep between calls (the device audit's block, where the harness
+        should put as little as it can on the GPU)."""
         gc_was_enabled = gc.isenabled()
         gc.disable()  # no collector pause inside a timed window
+        evicting, self.evict = self.evict, self.evict and evict
         try:
             if self.method == "cupti-device-time":
                 return self._block_cupti(call, n, prepare, after)
             return self._block_wallclock(call, n, prepare, after)
         finally:
+            self.evict = evicting
             if gc_was_enabled:
                 gc.enable()
 

@@ -272,7 +272,8 @@ class Worker:
             self._copy_out(self._outputs(k, result), self.dests[k])
             self._left_running(threads_before, None)  # processes: once, after the block
 
-        samples = self.timer.run_block(lambda i: self._invoke(i % n_sets), request["n"], prepare, after)
+        samples = self.timer.run_block(lambda i: self._invoke(i % n_sets), request["n"], prepare, after,
+                                       evict=request.get("evict", True) is not False)
         self._sync()
         self._left_running(threads_before, children_before)
         return {"op": "time", "device_ns": samples.device_ns, "e2e_ns": samples.e2e_ns, "method": samples.method}

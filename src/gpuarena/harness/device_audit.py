@@ -1,0 +1,194 @@
+"""The GPU's own counters, read from outside the worker: a lower bound on a solution's device time.
+
+The worker measures the solution's device time inside the solution's process, so a solution
+can rewrite that figure (tests/redteam/exploits/fake_results/patched_reply_function.py). The
+supervisor cannot see into the worker, but the GPU can be watched from another process:
+CUPTI PM sampling reads the device's performance monitors for the whole GPU at a fixed
+interval (`pm_sampler.cpp`, built here once per CUDA install). After the timed rounds of a
+workload the supervisor samples a few more requests of the solution's calls (fresh inputs,
+outputs checked, as in the timed rounds), run without the L2 sweep so that the harness puts
+almost nothing of its own on the GPU while the counters are read, and compares.
+
+The metric is the busiest SM's active time (sm__cycles_active.max). On an H100 it read
+0.52-1.16 x CUPTI's busy time for kernels from 1 µs to 175 µs, and 1.00 x for the
+red-team's softmax of 64 x 1000 (bench/pm_sampling_cross.py), so a claimed median under
+AUDIT_MARGIN x the observed time per call cannot be honest. The audit assumes the GPU runs
+nothing but this job (a runner gives each job a GPU of its own); where the GPU is busy
+before the audit starts, the audit is skipped and says so. It sees the SMs' work: work a
+solution hands to the copy engines or the host is not covered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import select
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from gpuarena.solutions.build import cache_dir
+
+AUDIT_MARGIN = 0.7
+"""A claimed median below this fraction of the observed per-call busy time is rejected."""
+INTERVAL_CYCLES = 20_000
+"""Sampling interval in GPU system-clock cycles (about 12 µs on an H100)."""
+SETTLE_S = 0.001
+"""Waited after starting and before stopping: the first sample spans the set-up, and the last
+one must complete to be counted (both are many intervals)."""
+REPLY_TIMEOUT_S = 60.0
+IDLE_BUSY_FRACTION = 0.01
+"""Above this busy fraction in a window with nothing of the job's running, the GPU is shared."""
+SOURCE = Path(__file__).with_name("pm_sampler.cpp")
+T = TypeVar("T")
+
+
+CUPTI_PLACES = ("extras/CUPTI", "")
+"""Where a CUDA install keeps CUPTI's include/ and lib64/: its own folder, or beside CUDA's."""
+
+
+def cuda_home() -> Path | None:
+    for candidate in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if candidate and any((Path(candidate) / place / "include/cupti_pmsampling.h").is_file()
+                             for place in CUPTI_PLACES):
+            return Path(candidate)
+    return None
+
+
+def compile_sampler(cuda: Path, output: Path, link: bool = True) -> subprocess.CompletedProcess:
+    """Compile pm_sampler.cpp against the toolkit at `cuda`; link=False stops at the object
+    file (a check that needs CUPTI's headers but no driver)."""
+    compiler = shutil.which("g++") or shutil.which("c++") or "g++"
+    places = [cuda / place for place in CUPTI_PLACES]
+    libs = [f"{place}/lib64" for place in places if (place / "lib64").is_dir()]
+    command = [compiler, "-O2", "-std=c++17", str(SOURCE), *[f"-I{place}/include" for place in places]]
+    if link:
+        command += [*[f"-L{lib}" for lib in libs], f"-L{cuda}/lib64/stubs", "-lcupti", "-lcuda",
+                    *[f"-Wl,-rpath,{lib}" for lib in libs]]
+    else:
+        command.append("-c")
+    return subprocess.run([*command, "-o", str(output)], capture_output=True, text=True, timeout=300)
+
+
+def build_sampler() -> tuple[Path | None, str]:
+    """The sampler binary (built once per CUDA install and source), or None and why not."""
+    cuda = cuda_home()
+    if cuda is None:
+        return None, "no CUDA toolkit with CUPTI PM sampling headers (set CUDA_HOME)"
+    if not (shutil.which("g++") or shutil.which("c++")):
+        return None, "no C++ compiler"
+    key = hashlib.sha256(SOURCE.read_bytes() + str(cuda.resolve()).encode()).hexdigest()[:16]
+    binary = cache_dir() / "pm-sampler" / key / "gpuarena-pm-sampler"
+    if binary.is_file():
+        return binary, ""
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    done = compile_sampler(cuda, binary.with_suffix(".tmp"))
+    if done.returncode != 0:
+        return None, "building the PM sampler failed: " + (done.stderr or done.stdout)[-500:]
+    binary.with_suffix(".tmp").rename(binary)
+    return binary, ""
+
+
+class SamplerError(RuntimeError):
+    """The sampler could not start or read a window."""
+
+
+@dataclass
+class Window:
+    busy_ns: float
+    span_ns: float
+    samples: int
+    overflow: bool
+
+
+class DeviceSampler:
+    """One sampler process for one GPU, held for a run: begin() and end(), or around(work)."""
+
+    def __init__(self, binary: Path, device_index: int):
+        self.process = subprocess.Popen([str(binary), str(device_index), str(INTERVAL_CYCLES)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        ready = self._read()
+        if not ready.get("ready"):
+            self.close()
+            raise SamplerError(ready.get("error", "the PM sampler did not start"))
+        self.chip = str(ready.get("chip", ""))
+
+    def _read(self) -> dict:
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], REPLY_TIMEOUT_S)
+        if not ready:
+            self.process.kill()
+            return {"error": f"the PM sampler did not answer within {REPLY_TIMEOUT_S:.0f} s"}
+        line = self.process.stdout.readline()
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            return {"error": line.strip() or f"the PM sampler exited ({self.process.poll()})"}
+
+    def _send(self, command: str) -> dict:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(command + "\n")
+            self.process.stdin.flush()
+        except OSError as exc:  # it exited after an error of its own
+            raise SamplerError(f"the PM sampler is gone ({self.process.poll()}): {exc}") from None
+        reply = self._read()
+        if "error" in reply:
+            raise SamplerError(reply["error"])
+        return reply
+
+    def begin(self) -> None:
+        self._send("start")
+        time.sleep(SETTLE_S)
+
+    def end(self) -> Window:
+        time.sleep(SETTLE_S)
+        r = self._send("stop")
+        return Window(busy_ns=float(r["busy_ns"]), span_ns=float(r["span_ns"]), samples=int(r["samples"]),
+                      overflow=bool(r["overflow"]))
+
+    def around(self, work: Callable[[], T]) -> tuple[T, Window]:
+        """work() inside a window. An error of work() wins over one of the sampler's, so a
+        failing request keeps its own verdict."""
+        self.begin()
+        failed: SamplerError | None = None
+        try:
+            result = work()
+        finally:
+            try:
+                window = self.end()
+            except SamplerError as exc:
+                failed = exc
+        if failed is not None:
+            raise failed
+        return result, window
+
+    def idle(self, seconds: float = 0.005) -> Window:
+        """A window with nothing of the job's on the GPU: anything seen is someone else's."""
+        self.begin()
+        time.sleep(seconds)
+        return self.end()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                assert self.process.stdin is not None
+                self.process.stdin.write("quit\n")
+                self.process.stdin.flush()
+                self.process.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+
+
+def shared(idle: Window) -> bool:
+    return idle.span_ns > 0 and idle.busy_ns / idle.span_ns > IDLE_BUSY_FRACTION
+
+
+def understated(claimed_us: float, observed_us_per_call: float) -> bool:
+    """True when the claimed median cannot be honest against what the GPU's counters saw."""
+    return claimed_us < AUDIT_MARGIN * observed_us_per_call

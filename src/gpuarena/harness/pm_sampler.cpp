@@ -1,0 +1,216 @@
+// gpuarena-pm-sampler: how busy the GPU's SMs were, read from the device's own performance
+// monitors by a process of its own (CUPTI PM sampling), so that a worker's claimed device time
+// can be checked against something the worker's process cannot edit.
+//
+// Protocol, one line each way on stdin/stdout:
+//   on start   -> {"ready": true, "chip": "GH100"}  or  {"error": "..."} and exit 1
+//   "start"    -> {"started": true}                  sampling runs from here
+//   "stop"     -> {"busy_ns": B, "span_ns": S, "samples": N, "overflow": 0|1}
+//   "quit"     -> exits
+// busy_ns sums, over the completed samples, sm__cycles_active.max / gr__cycles_elapsed.max x the
+// sample's span: the busiest SM's time with a warp resident. It stays at or under the kernels'
+// own time (H100: 0.52-1.16 x CUPTI's), so it bounds a claim from below. The first sample of a
+// session spans the set-up, so it is left out; the caller waits a few intervals after "started"
+// and before "stop". Decoding happens after "stop", in one go: a CUPTI error there ends the
+// sampler with {"error": ...} (seen once on an H100, ERROR_OUT_OF_MEMORY, for a window of a
+// solution that collects garbage on every call; decoding during the window is the next step).
+//
+// Build: g++ -O2 -std=c++17 pm_sampler.cpp -I$CUDA/include -I$CUDA/extras/CUPTI/include
+//        -L$CUDA/extras/CUPTI/lib64 -L$CUDA/lib64/stubs -lcupti -lcuda -Wl,-rpath,$CUDA/extras/CUPTI/lib64
+
+#include <cuda.h>
+#include <cupti_pmsampling.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_target.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+static void fail(const std::string& what) {
+    std::printf("{\"error\": \"%s\"}\n", what.c_str());
+    std::fflush(stdout);
+    std::exit(1);
+}
+
+static void check(CUptiResult result, const char* call) {
+    if (result != CUPTI_SUCCESS) {
+        const char* text = "unknown";
+        cuptiGetResultString(result, &text);
+        fail(std::string(call) + ": " + text);
+    }
+}
+
+static void check_cu(CUresult result, const char* call) {
+    if (result != CUDA_SUCCESS) {
+        const char* text = "unknown";
+        cuGetErrorString(result, &text);
+        fail(std::string(call) + ": " + text);
+    }
+}
+
+#define CUPTI(call) check(call, #call)
+#define CU(call) check_cu(call, #call)
+
+static std::vector<const char*> METRICS = {"gr__cycles_elapsed.max", "sm__cycles_active.max"};
+
+int main(int argc, char** argv) {
+    int device = argc > 1 ? std::atoi(argv[1]) : 0;
+    uint64_t interval = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 20000;  // sysclk cycles
+    uint64_t max_samples = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 20000;
+
+    CU(cuInit(0));
+    CUdevice cu_device;
+    CU(cuDeviceGet(&cu_device, device));
+    CUcontext context;
+    CU(cuDevicePrimaryCtxRetain(&context, cu_device));
+    CU(cuCtxSetCurrent(context));
+
+    CUpti_Profiler_Initialize_Params init = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+    CUPTI(cuptiProfilerInitialize(&init));
+    CUpti_Device_GetChipName_Params chip = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+    chip.deviceIndex = device;
+    CUPTI(cuptiDeviceGetChipName(&chip));
+    std::string chip_name = chip.pChipName;
+
+    CUpti_PmSampling_GetCounterAvailability_Params avail = {CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE};
+    avail.deviceIndex = device;
+    CUPTI(cuptiPmSamplingGetCounterAvailability(&avail));
+    std::vector<uint8_t> availability(avail.counterAvailabilityImageSize);
+    avail.pCounterAvailabilityImage = availability.data();
+    CUPTI(cuptiPmSamplingGetCounterAvailability(&avail));
+
+    CUpti_Profiler_Host_Initialize_Params host_init = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+    host_init.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
+    host_init.pChipName = chip_name.c_str();
+    host_init.pCounterAvailabilityImage = availability.data();
+    CUPTI(cuptiProfilerHostInitialize(&host_init));
+    CUpti_Profiler_Host_Object* host = host_init.pHostObject;
+
+    CUpti_Profiler_Host_ConfigAddMetrics_Params add = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+    add.pHostObject = host;
+    add.ppMetricNames = METRICS.data();
+    add.numMetrics = METRICS.size();
+    CUPTI(cuptiProfilerHostConfigAddMetrics(&add));
+    CUpti_Profiler_Host_GetConfigImageSize_Params config_size = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+    config_size.pHostObject = host;
+    CUPTI(cuptiProfilerHostGetConfigImageSize(&config_size));
+    std::vector<uint8_t> config(config_size.configImageSize);
+    CUpti_Profiler_Host_GetConfigImage_Params get_config = {CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+    get_config.pHostObject = host;
+    get_config.pConfigImage = config.data();
+    get_config.configImageSize = config.size();
+    CUPTI(cuptiProfilerHostGetConfigImage(&get_config));
+
+    CUpti_PmSampling_Enable_Params enable = {CUpti_PmSampling_Enable_Params_STRUCT_SIZE};
+    enable.deviceIndex = device;
+    CUPTI(cuptiPmSamplingEnable(&enable));
+    CUpti_PmSampling_Object* sampler = enable.pPmSamplingObject;
+
+    CUpti_PmSampling_SetConfig_Params set_config = {CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE};
+    set_config.pPmSamplingObject = sampler;
+    set_config.configSize = config.size();
+    set_config.pConfig = config.data();
+    set_config.hardwareBufferSize = 256u << 20;
+    set_config.samplingInterval = interval;
+    set_config.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL;
+    CUPTI(cuptiPmSamplingSetConfig(&set_config));
+
+    CUpti_PmSampling_GetCounterDataSize_Params data_size = {CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE};
+    data_size.pPmSamplingObject = sampler;
+    data_size.numMetrics = METRICS.size();
+    data_size.pMetricNames = METRICS.data();
+    data_size.maxSamples = max_samples;
+    CUPTI(cuptiPmSamplingGetCounterDataSize(&data_size));
+    std::vector<uint8_t> data(data_size.counterDataSize);
+    auto reset = [&]() {
+        CUpti_PmSampling_CounterDataImage_Initialize_Params image = {CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+        image.pPmSamplingObject = sampler;
+        image.counterDataSize = data.size();
+        image.pCounterData = data.data();
+        CUPTI(cuptiPmSamplingCounterDataImageInitialize(&image));
+    };
+
+    std::printf("{\"ready\": true, \"chip\": \"%s\"}\n", chip_name.c_str());
+    std::fflush(stdout);
+
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        if (line == "quit") break;
+        if (line == "start") {
+            reset();
+            CUpti_PmSampling_Start_Params start = {CUpti_PmSampling_Start_Params_STRUCT_SIZE};
+            start.pPmSamplingObject = sampler;
+            CUPTI(cuptiPmSamplingStart(&start));
+            std::printf("{\"started\": true}\n");
+            std::fflush(stdout);
+            continue;
+        }
+        if (line != "stop") fail("unknown command: " + line);
+        CUpti_PmSampling_Stop_Params stop = {CUpti_PmSampling_Stop_Params_STRUCT_SIZE};
+        stop.pPmSamplingObject = sampler;
+        CUPTI(cuptiPmSamplingStop(&stop));
+
+        double busy_ns = 0, span_ns = 0;
+        uint64_t samples = 0, seen = 0;
+        int overflow = 0;
+        for (int round = 0; round < 1000; ++round) {  // until the hardware buffer is drained
+            CUpti_PmSampling_DecodeData_Params decode = {CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE};
+            decode.pPmSamplingObject = sampler;
+            decode.pCounterDataImage = data.data();
+            decode.counterDataImageSize = data.size();
+            CUPTI(cuptiPmSamplingDecodeData(&decode));
+            overflow |= decode.overflow ? 1 : 0;
+            CUpti_PmSampling_GetCounterDataInfo_Params info = {CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE};
+            info.pCounterDataImage = data.data();
+            info.counterDataImageSize = data.size();
+            CUPTI(cuptiPmSamplingGetCounterDataInfo(&info));
+            for (size_t i = 0; i < info.numCompletedSamples; ++i, ++seen) {
+                if (seen == 0) continue;  // spans the set-up, not the window
+                CUpti_PmSampling_CounterData_GetSampleInfo_Params sample = {CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE};
+                sample.pPmSamplingObject = sampler;
+                sample.pCounterDataImage = data.data();
+                sample.counterDataImageSize = data.size();
+                sample.sampleIndex = i;
+                CUPTI(cuptiPmSamplingCounterDataGetSampleInfo(&sample));
+                double values[2] = {0, 0};
+                CUpti_Profiler_Host_EvaluateToGpuValues_Params eval = {CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+                eval.pHostObject = host;
+                eval.pCounterDataImage = data.data();
+                eval.counterDataImageSize = data.size();
+                eval.ppMetricNames = METRICS.data();
+                eval.numMetrics = METRICS.size();
+                eval.rangeIndex = i;
+                eval.pMetricValues = values;
+                CUPTI(cuptiProfilerHostEvaluateToGpuValues(&eval));
+                double width = double(sample.endTimestamp - sample.startTimestamp);
+                span_ns += width;
+                samples += 1;
+                if (values[0] > 0) {
+                    double fraction = values[1] / values[0];
+                    busy_ns += (fraction < 1 ? fraction : 1) * width;
+                }
+            }
+            bool full = decode.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
+            reset();
+            if (!full) break;
+        }
+        std::printf("{\"busy_ns\": %.0f, \"span_ns\": %.0f, \"samples\": %llu, \"overflow\": %d}\n", busy_ns, span_ns,
+                    (unsigned long long)samples, overflow);
+        std::fflush(stdout);
+    }
+
+    CUpti_PmSampling_Disable_Params disable = {CUpti_PmSampling_Disable_Params_STRUCT_SIZE};
+    disable.pPmSamplingObject = sampler;
+    cuptiPmSamplingDisable(&disable);
+    CUpti_Profiler_Host_Deinitialize_Params host_done = {CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+    host_done.pHostObject = host;
+    cuptiProfilerHostDeinitialize(&host_done);
+    CUpti_Profiler_DeInitialize_Params done = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+    cuptiProfilerDeInitialize(&done);
+    return 0;
+}

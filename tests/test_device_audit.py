@@ -1,0 +1,120 @@
+"""The device audit's parts that run without a GPU: its thresholds, the sampler's protocol
+(against a stand-in process speaking it), and the build's refusal without a CUDA toolkit.
+The sampler itself and the audit end to end run on an NVIDIA GPU (tests/gpu, the red-team's
+fake_results/patched_reply_function)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuarena.harness import device_audit
+from gpuarena.harness.device_audit import DeviceSampler, SamplerError, Window
+
+STAND_IN = """#!{python}
+import json, sys
+print(json.dumps({{"ready": True, "chip": "TEST"}}), flush=True)
+stops = 0
+for line in sys.stdin:
+    command = line.strip()
+    if command == "quit":
+        break
+    if command == "start":
+        print(json.dumps({{"started": True}}), flush=True)
+    elif command == "stop":
+        stops += 1
+        if stops > {good_stops}:
+            print(json.dumps({{"error": "cuptiPmSamplingDecodeData: CUPTI_ERROR_OUT_OF_MEMORY"}}), flush=True)
+            sys.exit(1)
+        print(json.dumps({{"busy_ns": 4000 * stops, "span_ns": 10000, "samples": 3, "overflow": 0}}), flush=True)
+"""
+
+
+def stand_in(tmp_path: Path, good_stops: int = 100) -> Path:
+    path = tmp_path / "sampler"
+    path.write_text(STAND_IN.format(python=sys.executable, good_stops=good_stops))
+    path.chmod(0o755)
+    return path
+
+
+def test_a_claim_under_the_margin_of_what_the_gpu_saw_is_understated():
+    assert device_audit.understated(1.5, 4.66)  # patched_reply_function on an H100
+    assert not device_audit.understated(2.05, 1.46)  # the Triton softmax example on the same workload
+    assert not device_audit.understated(0.7 * 10.0, 10.0)
+    assert device_audit.understated(0.69 * 10.0, 10.0)
+
+
+def test_a_gpu_busy_before_the_audit_is_shared():
+    assert device_audit.shared(Window(busy_ns=200, span_ns=10_000, samples=10, overflow=False))
+    assert not device_audit.shared(Window(busy_ns=50, span_ns=10_000, samples=10, overflow=False))
+    assert not device_audit.shared(Window(busy_ns=0, span_ns=0, samples=0, overflow=False))
+
+
+def test_windows_come_back_with_the_work_s_result(tmp_path):
+    sampler = DeviceSampler(stand_in(tmp_path), 0)
+    try:
+        assert sampler.chip == "TEST"
+        result, window = sampler.around(lambda: "done")
+        assert result == "done"
+        assert window == Window(busy_ns=4000, span_ns=10000, samples=3, overflow=False)
+        assert sampler.idle(0.001).busy_ns == 8000
+    finally:
+        sampler.close()
+    assert sampler.process.poll() == 0
+
+
+def test_a_sampler_error_is_reported_and_a_failing_request_keeps_its_own(tmp_path):
+    sampler = DeviceSampler(stand_in(tmp_path, good_stops=0), 0)
+    try:
+        def failing_request():
+            raise ValueError("the worker's own failure")
+
+        with pytest.raises(ValueError, match="own failure"):
+            sampler.around(failing_request)  # the sampler failed too, after it: the request's error wins
+        with pytest.raises(SamplerError, match="gone|exited"):
+            sampler.around(lambda: None)  # it has exited since
+    finally:
+        sampler.close()
+
+
+def test_a_sampler_that_cannot_start_says_why(tmp_path):
+    broken = tmp_path / "broken"
+    broken.write_text(f"#!{sys.executable}\nprint('{{\"error\": \"cuptiPmSamplingEnable: not supported\"}}')\n")
+    broken.chmod(0o755)
+    with pytest.raises(SamplerError, match="not supported"):
+        DeviceSampler(broken, 0)
+
+
+def test_the_build_needs_cuptis_headers(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "nowhere"))
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    if Path("/usr/local/cuda/include/cupti_pmsampling.h").exists():
+        pytest.skip("this machine has a CUDA toolkit")
+    binary, why = device_audit.build_sampler()
+    assert binary is None and "CUDA_HOME" in why
+
+
+def test_a_toolkit_without_a_usable_cupti_fails_the_build_with_the_compiler_s_words(tmp_path, monkeypatch):
+    include = tmp_path / "cuda/extras/CUPTI/include"
+    include.mkdir(parents=True)
+    (include / "cupti_pmsampling.h").write_text("#error not a real CUPTI header\n")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
+    assert device_audit.cuda_home() == tmp_path / "cuda"
+    binary, why = device_audit.build_sampler()
+    if why == "no C++ compiler":
+        pytest.skip(why)
+    assert binary is None and why.startswith("building the PM sampler failed")
+
+
+def test_the_sampler_compiles_against_this_machine_s_cupti_headers(tmp_path):
+    """Compile only (no driver here to link against); the device tool's H100 built and ran it."""
+    cuda = device_audit.cuda_home()
+    if cuda is None or not (shutil.which("g++") or shutil.which("c++")):
+        pytest.skip("no CUDA toolkit with CUPTI's headers, or no C++ compiler")
+    done = device_audit.compile_sampler(cuda, tmp_path / "pm_sampler.o", link=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "pm_sampler.o").stat().st_size > 0
