@@ -168,6 +168,9 @@ for s in "${steps[@]}"; do
       # sticky and world-writable like /tmp: workers run as their own users, and where TMPDIR is
       # not writable to them, their tempfile falls back to the shared /tmp
       n=${REDTEAM_SHARDS:-1}
+      # the device audit reads the whole GPU's counters: shards sharing it would see each
+      # other's work (and only one can hold the sampler), so parallel shards run without it
+      if [ "$n" -gt 1 ]; then export GPUARENA_DEVICE_AUDIT=0; note "redteam: $n shards, device audit off"; fi
       for ((k = 0; k < n; k++)); do
         mkdir -p /tmp/redteam-shard-$k && chmod 1777 /tmp/redteam-shard-$k
         TMPDIR=/tmp/redteam-shard-$k do_redteam redteam-$k "${T_REDTEAM:-560}" python3 bench/redteam_stream.py \
