@@ -118,3 +118,19 @@ def test_the_sampler_compiles_against_this_machine_s_cupti_headers(tmp_path):
     done = device_audit.compile_sampler(cuda, tmp_path / "pm_sampler.o", link=False)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "pm_sampler.o").stat().st_size > 0
+
+
+def test_the_run_s_summary_says_what_the_audit_checked_or_why_it_did_not():
+    from gpuarena.cli.render import _audit_summary
+    from gpuarena.harness.records import DeviceAudit, Evaluation, Status, WorkloadResult
+
+    record = Evaluation(status=Status.PASSED, problem="level1/softmax", solution_hash="0" * 12, solution_name="s",
+                        language="triton", device="cuda:0", mode="benchmark", started_at="2026-11-23T00:00:00+00:00")
+    record.workloads = [WorkloadResult(name="a", status=Status.PASSED, device_audit=DeviceAudit(
+        calls=32, observed_us_per_call=1.46, claimed_us=2.05, margin=0.7))]
+    assert "1 workload(s) checked" in _audit_summary(record) and "1.40" in _audit_summary(record)
+    record.workloads = [WorkloadResult(name="a", status=Status.PASSED,
+                                       device_audit=DeviceAudit(skipped="turned off (GPUARENA_DEVICE_AUDIT=0)"))]
+    assert _audit_summary(record) == "device audit: skipped (turned off (GPUARENA_DEVICE_AUDIT=0))"
+    record.workloads = [WorkloadResult(name="a", status=Status.PASSED)]  # the CPU: no audit, no line
+    assert _audit_summary(record) == ""

@@ -67,6 +67,9 @@ def render(record: Evaluation, console: Console) -> None:
     if timed:
         console.print(f"time: median ±half-width of its 95% interval; speedup (95% interval); "
                       f"method {timed.method}, reference timed alike, interleaved", style="dim")
+    audit_line = _audit_summary(record)
+    if audit_line:
+        console.print(audit_line, style="dim")
     verdict = Text(record.status.value, style=STYLE.get(record.status, "bold red"))
     line = Text("verdict: ") + verdict
     if record.reason:
@@ -78,3 +81,16 @@ def render(record: Evaluation, console: Console) -> None:
         tail = "\n".join(record.log.strip().splitlines()[-25:])
         console.print("[dim]log (last lines; the whole log is in --json's \"log\"):[/]")
         console.print(tail, markup=False, highlight=False)
+
+
+def _audit_summary(record: Evaluation) -> str:
+    """One line on the device audit (CUDA): checked against the GPU's own counters, or why not."""
+    audits = [w.device_audit for w in record.workloads if w.device_audit is not None]
+    checked = [a for a in audits if a.observed_us_per_call is not None]
+    if checked:
+        ratios = [a.claimed_us / a.observed_us_per_call for a in checked if a.claimed_us and a.observed_us_per_call]
+        lowest = f"; lowest claimed / observed {min(ratios):.2f}" if ratios else ""
+        return (f"device audit: {len(checked)} workload(s) checked against the GPU's own counters "
+                f"(claims under {checked[0].margin} x observed are rejected{lowest})")
+    reasons = sorted({a.skipped for a in audits if a.skipped})
+    return f"device audit: skipped ({'; '.join(reasons)})" if reasons else ""

@@ -74,7 +74,7 @@ class ReferenceTwin:
         w = self.worker
         w.timer = supervisor.timer
         w.device = session.device
-        w.convention = convention  # the reference returns its outputs, whatever the solution's convention
+        w.convention = convention  # the reference: "return", whatever the solution's convention
         w.input_names = session.input_names
         w.output_names = supervisor.problem.spec.outputs
         w.sets = session.sets
