@@ -41,11 +41,11 @@ SETTLE_S = 0.001
 """Waited after starting and before stopping: the first sample spans the set-up, and the last
 one must complete to be counted (both are many intervals)."""
 REPLY_TIMEOUT_S = 60.0
+"""A sampler that does not answer a command within this is killed and the audit skipped."""
 IDLE_BUSY_FRACTION = 0.01
 """Above this busy fraction in a window with nothing of the job's running, the GPU is shared."""
 SOURCE = Path(__file__).with_name("pm_sampler.cpp")
 T = TypeVar("T")
-
 
 CUPTI_PLACES = ("extras/CUPTI", "")
 """Where a CUDA install keeps CUPTI's include/ and lib64/: its own folder, or beside CUDA's."""
