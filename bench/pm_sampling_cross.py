@@ -2,7 +2,7 @@
 timing reply on CUDA: the supervisor needs a view of the device that the worker cannot edit.)
 
 cupti-python 13.4 could not configure PM sampling on the lent H100 (driver 580, CUDA 13.0:
-every profiler-host call failed with ERROR_INVALID_PARAMETER; bench/pm_sampling_probe.py), but
+every profiler-host call failed with ERROR_INVALID_PARAMETER; the probe is in commit 2839583), but
 the CUDA toolkit's own CUPTI sample (extras/CUPTI/samples/pm_sampling) works there. This
 script builds that sample with its own workload replaced by "wait for a line on stdin", so it
 samples gr__cycles_active while a separate torch process (bench/gpm_probe.py's child) runs

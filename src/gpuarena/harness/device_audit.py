@@ -35,6 +35,9 @@ from gpuarena.solutions.build import cache_dir
 
 AUDIT_MARGIN = 0.7
 """A claimed median below this fraction of the observed per-call busy time is rejected."""
+AUDIT_CALLS = 30
+AUDIT_BLOCK_S = 0.05
+"""Calls audited per workload: up to AUDIT_CALLS, fewer where they would take longer than this."""
 INTERVAL_CYCLES = 20_000
 """Sampling interval in GPU system-clock cycles (about 12 µs on an H100)."""
 SETTLE_S = 0.001

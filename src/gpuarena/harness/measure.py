@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     from gpuarena.harness.supervisor import Supervisor, WorkloadSession
 
 WARMUP_CALLS = 3
-AUDIT_CALLS = 30
-AUDIT_BLOCK_S = 0.05
-"""The device audit: up to AUDIT_CALLS calls, fewer where they would take longer than this."""
 CHECKED_PER_BLOCK = 1
 """Timed calls whose outputs are compared in each block, chosen after it has run."""
 
@@ -335,7 +332,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                                  "(it needs the GPU to itself)")
                 return audit
             e2e_us = result.time.e2e_median_us if result.time and result.time.e2e_median_us else 1.0
-            calls = min(AUDIT_CALLS, max(1, int(AUDIT_BLOCK_S * 1e6 / e2e_us)))
+            calls = min(device_audit.AUDIT_CALLS, max(1, int(device_audit.AUDIT_BLOCK_S * 1e6 / e2e_us)))
             harness = ReferenceTwin.no_op(supervisor, session)
             busy_ns = harness_ns = 0.0
             for j in range(-(-calls // n_sets)):

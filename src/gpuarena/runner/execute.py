@@ -1,8 +1,8 @@
 """Run one job in a process of its own: the job (with a ranked run's secret seed) arrives on
 stdin, the Evaluation is written to the file the job names. A crash here never takes the
-runner down, and the runner can stop a job by killing this
-process group. The harness (and torch) is imported before the job is read, so a runner can
-start this process ahead of its next job and hand it the job when one comes.
+runner down, and the runner can stop a job by killing this process group. The harness (and
+torch) is imported and the worker started before the job is read, so a runner can start this
+process ahead of its next job and hand it the job when one comes.
 
     python -m gpuarena.runner.execute < job.json
 """
