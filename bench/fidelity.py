@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 SCRIPT = Path(__file__).resolve()
 REPO = SCRIPT.parents[1]
 OPS = ("add-64K", "add-16M", "softmax-8192x8192", "layernorm-16384x4096", "matmul-512", "matmul-4096")
-METHODS = ("gpuarena", "triton", "events")
+METHODS = ("gpuarena", "triton", "events", "held")
 NCU_METRIC = "gpu__time_duration.sum"
 NVTX_RANGE = "fidelity_call"
 KERNELS_TAG = "FIDELITY_KERNELS_PER_CALL="
@@ -169,7 +169,8 @@ def _fmt(x: float | None, kind: str) -> str:
 def render_markdown(result: dict[str, Any]) -> str:
     """The table (µs: median over repetitions; ×ncu: ratio; spread: max/min - 1) and verdict."""
     head = ["op", "ncu µs", "ncu spread", "gpuarena µs", "×ncu", "spread", "gpuarena e2e µs",
-            "triton µs", "×ncu", "spread", "events µs", "×ncu", "spread"]
+            "triton µs", "×ncu", "spread", "events µs", "×ncu", "spread",
+            "held µs", "×ncu", "spread"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for row in result["ops"]:
         cells = [row["op"], _fmt(row["ncu_us"], "us"), _fmt(row["ncu_spread"], "pct")]
@@ -277,7 +278,47 @@ def measure_events(op: str, b: Budget) -> dict[str, Any]:
     return {"us": statistics.median(us), "calls_us": us}
 
 
-MEASURE = {"gpuarena": measure_gpuarena, "triton": measure_triton, "events": measure_events}
+HOLD_US = (50.0, 200.0)
+"""How long the spin kernel holds the stream before each call in `held`; two values, so a hold
+too short for the host to enqueue the call shows up as a difference between them."""
+
+
+def measure_held(op: str, b: Budget) -> dict[str, Any]:
+    """Per call: read sweep (as gpuarena's), a spin kernel (torch.cuda._sleep) that holds the
+    stream while the host enqueues, event, call, event, sync. The GPU never waits for the host,
+    so the pair spans the call as the GPU runs it launched alone (launch processing, execution,
+    drain), which is what ncu's serialised gpu__time_duration sees, and not the host's launch
+    latency that plain events bill."""
+    import torch
+    call = make_call(op, 8)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size or (64 << 20)
+    sweep = torch.ones(max(3 * l2, 128 << 20) // 4, dtype=torch.float32, device="cuda")
+    sink = torch.empty((), dtype=torch.float32, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(10_000_000)
+    end.record()
+    torch.cuda.synchronize()
+    cycles_per_us = 10_000_000 / (start.elapsed_time(end) * 1e3)
+    by_hold: dict[str, float] = {}
+    for hold_us in HOLD_US:
+        cycles = int(hold_us * cycles_per_us)
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                 for _ in range(b.event_calls)]
+        for i, (s, e) in enumerate([(None, None)] * 10 + pairs):  # 10 warm-up calls, untimed
+            torch.sum(sweep, dim=0, out=sink)
+            torch.cuda._sleep(cycles)
+            if s is not None:
+                s.record()
+            call(i)
+            if e is not None:
+                e.record()
+            torch.cuda.synchronize()
+        by_hold[f"{hold_us:g}"] = statistics.median(s.elapsed_time(e) * 1e3 for s, e in pairs)
+    return {"us": by_hold[f"{HOLD_US[-1]:g}"], "us_by_hold": by_hold, "cycles_per_us": cycles_per_us}
+
+
+MEASURE = {"gpuarena": measure_gpuarena, "triton": measure_triton, "events": measure_events, "held": measure_held}
 
 
 def ncu_child(op: str, n_calls: int, count_kernels: bool) -> None:
@@ -413,13 +454,19 @@ def parent(args: argparse.Namespace) -> int:
         print(f"fidelity: unknown ops {unknown}; known: {', '.join(OPS)}", file=sys.stderr)
         return 2
     budget, reps = (QUICK if args.quick else FULL), args.reps or (1 if args.quick else 3)
+    methods = args.methods.split(",") if args.methods else list(METHODS)
+    if unknown := [m for m in methods if m not in METHODS]:
+        print(f"fidelity: unknown methods {unknown}; known: {', '.join(METHODS)}", file=sys.stderr)
+        return 2
     ncu = find_ncu()
     env = environment(ncu)
     print(f"fidelity on {env['device']}: ops {ops}, {reps} repetitions, ncu {ncu or 'MISSING'}", file=sys.stderr)
     t0, runs = time.monotonic(), []
     for rep in range(reps):  # repetitions outermost, so drift over the run shows up as spread
         for op in ops:
-            new = run_methods(op, ["gpuarena"], args.quick) + run_methods(op, ["triton", "events"], args.quick)
+            new = [] if "gpuarena" not in methods else run_methods(op, ["gpuarena"], args.quick)
+            if others := [m for m in methods if m != "gpuarena"]:
+                new += run_methods(op, others, args.quick)
             if ncu:
                 new.append(run_ncu(ncu, op, budget.ncu_calls))
             for run in new:
@@ -452,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ops", help=f"comma-separated subset of: {', '.join(OPS)} (default: all)")
     p.add_argument("--reps", type=int, help="independent repetitions per method (default 3; 1 with --quick)")
     p.add_argument("--out", default=str(REPO / "bench" / "results"), help="directory for the .json and .md results")
+    p.add_argument("--methods", help=f"comma-separated subset of: {', '.join(METHODS)} (default: all; ncu always)")
     p.add_argument("--quick", action="store_true", help="smoke run: 1 repetition, fewer samples and calls")
     p.add_argument("--method", help="(child) comma-separated methods to run in this process")
     p.add_argument("--op", help="(child) the op for --method")

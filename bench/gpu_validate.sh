@@ -14,11 +14,13 @@
 #     tests-iso   the same with GPUARENA_WORKER_ISOLATION=1
 #     redteam     the red-team corpus on CUDA, streamed (bench/redteam_stream.py)
 #     redteam-cases  only the cases named in REDTEAM_CASES (comma-separated)
+#     redteam-part   one part of the corpus, REDTEAM_PART=K/N (every Nth case from the Kth), run
+#                 alone on the GPU, so with the device audit on: the whole corpus in N calls
 #     redteam-iso the GPU-only cases and a few families with GPUARENA_WORKER_ISOLATION=1
 #                 (REDTEAM_ISO_ALL=1: the whole corpus)
 #     examples    gpuarena run level1/softmax on the three examples
 #     service     gpuarena serve + users add + submit + leaderboard on this GPU
-#     fidelity    bench/fidelity.py (timing vs ncu)
+#     fidelity    bench/fidelity.py (timing vs ncu; FIDELITY_ARGS are passed on)
 #     overhead    bench/kernel_overhead.py (CUPTI vs ncu per kernel, back-to-back period)
 #     gpm         bench/gpm_probe.py (does NVML GPM see a worker's GPU time from outside?)
 #     pm-cross    bench/pm_sampling_cross.py (does CUPTI PM sampling in another process see it?)
@@ -151,7 +153,7 @@ do_service() {
 }
 
 do_fidelity() {
-  step fidelity "${T_FIDELITY:-420}" python3 bench/fidelity.py --out "$W"
+  step fidelity "${T_FIDELITY:-420}" python3 bench/fidelity.py --out "$W" ${FIDELITY_ARGS:-}
   tail -12 "$W/fidelity.log" | sed 's/^/[fidelity]   /' | tee -a "$SUMMARY"
   cp "$W"/fidelity-*.md "$W"/fidelity-*.json "$OUT"/ 2>/dev/null
 }
@@ -188,6 +190,10 @@ for s in "${steps[@]}"; do
       fi ;;
     redteam-cases)  # REDTEAM_CASES=name,name: only these cases, default settings
       do_redteam redteam-cases "${T_REDTEAM:-560}" python3 bench/redteam_stream.py --device cuda --cases "${REDTEAM_CASES:-}" --json "$W/redteam-cases.json" ;;
+    redteam-part)
+      part=${REDTEAM_PART:-0/1}; tag=redteam-part-${part/\//-of-}
+      do_redteam "$tag" "${T_REDTEAM:-560}" python3 bench/redteam_stream.py --device cuda --shard "$part" \
+        --json "$OUT/$tag.json" ;;
     examples) do_examples ;;
     service) do_service ;;
     fidelity) do_fidelity ;;

@@ -149,7 +149,7 @@ def test_single_repetition_has_zero_spread():
 def test_markdown_table():
     text = fid.render_markdown(fid.summarize(_runs(), ["big", "small"]))
     lines = text.splitlines()
-    assert lines[0].startswith("| op | ncu µs |") and lines[1].count("---") == 13
+    assert lines[0].startswith("| op | ncu µs |") and lines[1].count("---") == 16
     assert lines[2].split(" | ")[:6] == ["| big", "100.0", "0.5%", "101.2", "1.012", "0.5%"]
     assert "| small | 3.00 |" in text and "| – | – | – |" in text
     assert "max |gpuarena/ncu − 1| over ops: 4.0% (target ≤ 5%): PASS" in text
@@ -206,7 +206,7 @@ def test_parent_writes_json_and_markdown(tmp_path, monkeypatch):
     """The whole parent loop with the GPU parts replaced: files, names, raw runs, errors."""
     import torch
 
-    fake_us = {"gpuarena": 101.0, "triton": 110.0, "events": 120.0}
+    fake_us = {"gpuarena": 101.0, "triton": 110.0, "events": 120.0, "held": 102.0}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(fid, "find_ncu", lambda: "/x/ncu")
     monkeypatch.setattr(fid, "environment", lambda ncu: {
@@ -218,8 +218,28 @@ def test_parent_writes_json_and_markdown(tmp_path, monkeypatch):
     monkeypatch.setattr(fid, "run_ncu", lambda ncu, op, n: {"op": op, "method": "ncu", "us": 100.0})
     assert fid.main(["--ops", "add-16M,matmul-512", "--reps", "2", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "fidelity-NVIDIA-H100-80GB-HBM3.json").read_text())
-    assert len(data["runs"]) == 2 * 2 * 4 and {r["rep"] for r in data["runs"]} == {0, 1}
+    assert len(data["runs"]) == 2 * 2 * 5 and {r["rep"] for r in data["runs"]} == {0, 1}
     assert data["summary"]["max_abs_dev"] == pytest.approx(0.01) and data["settings"]["reps"] == 2
     assert data["environment"]["gpuarena_timer"] == ["cupti-device-time"]
     md = (tmp_path / "fidelity-NVIDIA-H100-80GB-HBM3.md").read_text()
     assert "| add-16M | 100.0 |" in md and "- error, matmul-512 events rep 2: exit 1: boom" in md
+
+
+def test_methods_option_limits_what_runs(tmp_path, monkeypatch):
+    """--methods picks the methods measured (ncu always runs); an unknown one is refused."""
+    import torch
+
+    asked: list[list[str]] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(fid, "find_ncu", lambda: "/x/ncu")
+    monkeypatch.setattr(fid, "environment", lambda ncu: {
+        "device": "GPU", "driver": "1", "torch": "2", "triton": "3", "ncu_version": "V", "date": "d", "command": "c"})
+    monkeypatch.setattr(fid, "run_methods", lambda op, methods, quick: asked.append(methods) or [
+        {"op": op, "method": m, "us": 2.0} for m in methods])
+    monkeypatch.setattr(fid, "run_ncu", lambda ncu, op, n: {"op": op, "method": "ncu", "us": 2.0})
+    assert fid.main(["--ops", "add-64K", "--reps", "1", "--methods", "held", "--out", str(tmp_path)]) == 0
+    assert asked == [["held"]]
+    data = json.loads((tmp_path / "fidelity-GPU.json").read_text())
+    assert sorted(r["method"] for r in data["runs"]) == ["held", "ncu"]
+    assert data["ops"][0]["methods"]["held"]["ratio"] == 1.0
+    assert fid.main(["--ops", "add-64K", "--methods", "held,nope", "--out", str(tmp_path)]) == 2

@@ -11,9 +11,10 @@
 // sample's span: the busiest SM's time with a warp resident. It stays at or under the kernels'
 // own time (H100: 0.52-1.16 x CUPTI's), so it bounds a claim from below. The first sample of a
 // session spans the set-up, so it is left out; the caller waits a few intervals after "started"
-// and before "stop". Decoding happens after "stop", in one go: a CUPTI error there ends the
-// sampler with {"error": ...} (seen once on an H100, ERROR_OUT_OF_MEMORY, for a window of a
-// solution that collects garbage on every call; decoding during the window is the next step).
+// and before "stop". Samples are decoded all through the window by a thread of its own (as
+// CUPTI's pm_sampling sample does), so a long window cannot fill the hardware buffer (a decode
+// after the window once failed with ERROR_OUT_OF_MEMORY on an H100). A decoding error is answered
+// as {"error": ...} and the sampler carries on.
 //
 // Build: g++ -O2 -std=c++17 pm_sampler.cpp -I$CUDA/include -I$CUDA/extras/CUPTI/include
 //        -L$CUDA/extras/CUPTI/lib64 -L$CUDA/lib64/stubs -lcupti -lcuda -Wl,-rpath,$CUDA/extras/CUPTI/lib64
@@ -24,11 +25,14 @@
 #include <cupti_profiler_target.h>
 #include <cupti_target.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 static void fail(const std::string& what) {
@@ -135,72 +139,103 @@ int main(int argc, char** argv) {
         CUPTI(cuptiPmSamplingCounterDataImageInitialize(&image));
     };
 
+    // Decoding runs all through a window (as CUPTI's own sample does), so a long window never
+    // fills the hardware buffer; each pass adds its completed samples to the totals and resets.
+    double busy_ns = 0, span_ns = 0;
+    uint64_t samples = 0, seen = 0;
+    int overflow = 0;
+    std::string decode_error;
+    auto decode_pass = [&]() -> bool {  // true: the counter data image was full, go again
+        CUpti_PmSampling_DecodeData_Params decode = {CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE};
+        decode.pPmSamplingObject = sampler;
+        decode.pCounterDataImage = data.data();
+        decode.counterDataImageSize = data.size();
+        CUptiResult result = cuptiPmSamplingDecodeData(&decode);
+        if (result != CUPTI_SUCCESS) {
+            const char* text = "unknown";
+            cuptiGetResultString(result, &text);
+            decode_error = std::string("cuptiPmSamplingDecodeData: ") + text;
+            return false;
+        }
+        overflow |= decode.overflow ? 1 : 0;
+        CUpti_PmSampling_GetCounterDataInfo_Params info = {CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE};
+        info.pCounterDataImage = data.data();
+        info.counterDataImageSize = data.size();
+        CUPTI(cuptiPmSamplingGetCounterDataInfo(&info));
+        for (size_t i = 0; i < info.numCompletedSamples; ++i, ++seen) {
+            if (seen == 0) continue;  // spans the set-up, not the window
+            CUpti_PmSampling_CounterData_GetSampleInfo_Params sample = {CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE};
+            sample.pPmSamplingObject = sampler;
+            sample.pCounterDataImage = data.data();
+            sample.counterDataImageSize = data.size();
+            sample.sampleIndex = i;
+            CUPTI(cuptiPmSamplingCounterDataGetSampleInfo(&sample));
+            double values[2] = {0, 0};
+            CUpti_Profiler_Host_EvaluateToGpuValues_Params eval = {CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+            eval.pHostObject = host;
+            eval.pCounterDataImage = data.data();
+            eval.counterDataImageSize = data.size();
+            eval.ppMetricNames = METRICS.data();
+            eval.numMetrics = METRICS.size();
+            eval.rangeIndex = i;
+            eval.pMetricValues = values;
+            CUPTI(cuptiProfilerHostEvaluateToGpuValues(&eval));
+            double width = double(sample.endTimestamp - sample.startTimestamp);
+            span_ns += width;
+            samples += 1;
+            if (values[0] > 0) {
+                double fraction = values[1] / values[0];
+                busy_ns += (fraction < 1 ? fraction : 1) * width;
+            }
+        }
+        reset();
+        return decode.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
+    };
+
     std::printf("{\"ready\": true, \"chip\": \"%s\"}\n", chip_name.c_str());
     std::fflush(stdout);
 
+    std::atomic<bool> sampling{false};
+    std::thread decoder;
     std::string line;
     while (std::getline(std::cin, line)) {
         if (line == "quit") break;
         if (line == "start") {
+            if (sampling) fail("start while sampling");
             reset();
+            busy_ns = span_ns = 0;
+            samples = seen = 0;
+            overflow = 0;
+            decode_error.clear();
             CUpti_PmSampling_Start_Params start = {CUpti_PmSampling_Start_Params_STRUCT_SIZE};
             start.pPmSamplingObject = sampler;
             CUPTI(cuptiPmSamplingStart(&start));
+            sampling = true;
+            decoder = std::thread([&]() {
+                while (sampling && decode_error.empty()) {
+                    decode_pass();
+                    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // ~400 samples a pass
+                }
+            });
             std::printf("{\"started\": true}\n");
             std::fflush(stdout);
             continue;
         }
         if (line != "stop") fail("unknown command: " + line);
+        if (!sampling) fail("stop without start");
         CUpti_PmSampling_Stop_Params stop = {CUpti_PmSampling_Stop_Params_STRUCT_SIZE};
         stop.pPmSamplingObject = sampler;
         CUPTI(cuptiPmSamplingStop(&stop));
-
-        double busy_ns = 0, span_ns = 0;
-        uint64_t samples = 0, seen = 0;
-        int overflow = 0;
-        for (int round = 0; round < 1000; ++round) {  // until the hardware buffer is drained
-            CUpti_PmSampling_DecodeData_Params decode = {CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE};
-            decode.pPmSamplingObject = sampler;
-            decode.pCounterDataImage = data.data();
-            decode.counterDataImageSize = data.size();
-            CUPTI(cuptiPmSamplingDecodeData(&decode));
-            overflow |= decode.overflow ? 1 : 0;
-            CUpti_PmSampling_GetCounterDataInfo_Params info = {CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE};
-            info.pCounterDataImage = data.data();
-            info.counterDataImageSize = data.size();
-            CUPTI(cuptiPmSamplingGetCounterDataInfo(&info));
-            for (size_t i = 0; i < info.numCompletedSamples; ++i, ++seen) {
-                if (seen == 0) continue;  // spans the set-up, not the window
-                CUpti_PmSampling_CounterData_GetSampleInfo_Params sample = {CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE};
-                sample.pPmSamplingObject = sampler;
-                sample.pCounterDataImage = data.data();
-                sample.counterDataImageSize = data.size();
-                sample.sampleIndex = i;
-                CUPTI(cuptiPmSamplingCounterDataGetSampleInfo(&sample));
-                double values[2] = {0, 0};
-                CUpti_Profiler_Host_EvaluateToGpuValues_Params eval = {CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-                eval.pHostObject = host;
-                eval.pCounterDataImage = data.data();
-                eval.counterDataImageSize = data.size();
-                eval.ppMetricNames = METRICS.data();
-                eval.numMetrics = METRICS.size();
-                eval.rangeIndex = i;
-                eval.pMetricValues = values;
-                CUPTI(cuptiProfilerHostEvaluateToGpuValues(&eval));
-                double width = double(sample.endTimestamp - sample.startTimestamp);
-                span_ns += width;
-                samples += 1;
-                if (values[0] > 0) {
-                    double fraction = values[1] / values[0];
-                    busy_ns += (fraction < 1 ? fraction : 1) * width;
-                }
-            }
-            bool full = decode.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
-            reset();
-            if (!full) break;
+        sampling = false;
+        decoder.join();
+        for (int pass = 0; pass < 1000 && decode_error.empty() && decode_pass(); ++pass) {
         }
-        std::printf("{\"busy_ns\": %.0f, \"span_ns\": %.0f, \"samples\": %llu, \"overflow\": %d}\n", busy_ns, span_ns,
-                    (unsigned long long)samples, overflow);
+        if (!decode_error.empty()) {
+            std::printf("{\"error\": \"%s\"}\n", decode_error.c_str());
+        } else {
+            std::printf("{\"busy_ns\": %.0f, \"span_ns\": %.0f, \"samples\": %llu, \"overflow\": %d}\n", busy_ns,
+                        span_ns, (unsigned long long)samples, overflow);
+        }
         std::fflush(stdout);
     }
 
