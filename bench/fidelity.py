@@ -300,8 +300,7 @@ def measure_held(op: str, b: Budget) -> dict[str, Any]:
     end.record()
     torch.cuda.synchronize()
     cycles_per_us = 10_000_000 / (start.elapsed_time(end) * 1e3)
-    by_hold: dict[str, float] = {}
-    for hold_us in HOLD_US:
+    def held(hold_us: float, work: Callable[[int], Any]) -> float:
         cycles = int(hold_us * cycles_per_us)
         pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                  for _ in range(b.event_calls)]
@@ -310,12 +309,16 @@ def measure_held(op: str, b: Budget) -> dict[str, Any]:
             torch.cuda._sleep(cycles)
             if s is not None:
                 s.record()
-            call(i)
+            work(i)
             if e is not None:
                 e.record()
             torch.cuda.synchronize()
-        by_hold[f"{hold_us:g}"] = statistics.median(s.elapsed_time(e) * 1e3 for s, e in pairs)
-    return {"us": by_hold[f"{HOLD_US[-1]:g}"], "us_by_hold": by_hold, "cycles_per_us": cycles_per_us}
+        return statistics.median(s.elapsed_time(e) * 1e3 for s, e in pairs)
+
+    by_hold = {f"{hold_us:g}": held(hold_us, call) for hold_us in HOLD_US}
+    empty = held(HOLD_US[-1], lambda i: None)  # the event pair's own cost, nothing between
+    us = by_hold[f"{HOLD_US[-1]:g}"]
+    return {"us": us, "us_by_hold": by_hold, "empty_us": empty, "net_us": us - empty, "cycles_per_us": cycles_per_us}
 
 
 MEASURE = {"gpuarena": measure_gpuarena, "triton": measure_triton, "events": measure_events, "held": measure_held}
