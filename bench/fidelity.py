@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 SCRIPT = Path(__file__).resolve()
 REPO = SCRIPT.parents[1]
 OPS = ("add-64K", "add-16M", "softmax-8192x8192", "layernorm-16384x4096", "matmul-512", "matmul-4096")
-METHODS = ("gpuarena", "triton", "events", "held")
+METHODS = ("gpuarena", "triton", "events", "held", "hw")
 NCU_METRIC = "gpu__time_duration.sum"
 NVTX_RANGE = "fidelity_call"
 KERNELS_TAG = "FIDELITY_KERNELS_PER_CALL="
@@ -170,7 +170,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     """The table (µs: median over repetitions; ×ncu: ratio; spread: max/min - 1) and verdict."""
     head = ["op", "ncu µs", "ncu spread", "gpuarena µs", "×ncu", "spread", "gpuarena e2e µs",
             "triton µs", "×ncu", "spread", "events µs", "×ncu", "spread",
-            "held µs", "×ncu", "spread"]
+            "held µs", "×ncu", "spread", "hw µs", "×ncu", "spread"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for row in result["ops"]:
         cells = [row["op"], _fmt(row["ncu_us"], "us"), _fmt(row["ncu_spread"], "pct")]
@@ -321,7 +321,36 @@ def measure_held(op: str, b: Budget) -> dict[str, Any]:
     return {"us": us, "us_by_hold": by_hold, "empty_us": empty, "net_us": us - empty, "cycles_per_us": cycles_per_us}
 
 
-MEASURE = {"gpuarena": measure_gpuarena, "triton": measure_triton, "events": measure_events, "held": measure_held}
+def measure_hw(op: str, b: Budget) -> dict[str, Any]:
+    """gpuarena's range timer (harness/range_timer.py): ncu's own counter, gpu__time_duration.sum,
+    read in-process through CUPTI's Range Profiler, per call after the same read sweep as the
+    harness's, summed over the call's kernels."""
+    import torch
+    try:
+        import gpuarena  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, str(REPO / "src"))
+    from gpuarena.harness.range_timer import KernelDurations
+    call = make_call(op, 8)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size or (64 << 20)
+    sweep = torch.ones(max(3 * l2, 128 << 20) // 4, dtype=torch.float32, device="cuda")
+    sink = torch.empty((), dtype=torch.float32, device="cuda")
+    for i in range(5):
+        call(i)
+    torch.cuda.synchronize()
+    per_call, kernels = [], set()
+    with KernelDurations(torch.cuda.current_device()) as timer:
+        for i in range(b.event_calls):
+            torch.sum(sweep, dim=0, out=sink)
+            torch.cuda.synchronize()
+            durations = timer.measure(lambda: call(i))
+            kernels.add(len(durations))
+            per_call.append(sum(durations))
+    return {"us": statistics.median(per_call) / 1e3, "kernels_per_call": sorted(kernels), "n": len(per_call)}
+
+
+MEASURE = {"gpuarena": measure_gpuarena, "triton": measure_triton, "events": measure_events, "held": measure_held,
+           "hw": measure_hw}
 
 
 def ncu_child(op: str, n_calls: int, count_kernels: bool) -> None:

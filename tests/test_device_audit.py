@@ -17,25 +17,37 @@ from gpuarena.harness.device_audit import DeviceSampler, SamplerError, Window
 STAND_IN = """#!{python}
 import json, sys
 print(json.dumps({{"ready": True, "chip": "TEST"}}), flush=True)
-stops = 0
+sampling, marks = False, 0
 for line in sys.stdin:
     command = line.strip()
     if command == "quit":
         break
     if command == "start":
-        print(json.dumps({{"started": True}}), flush=True)
-    elif command == "stop":
-        stops += 1
-        if stops > {good_stops}:
-            print(json.dumps({{"error": "cuptiPmSamplingDecodeData: CUPTI_ERROR_OUT_OF_MEMORY"}}), flush=True)
+        if sampling:
+            print(json.dumps({{"error": "start while sampling"}}), flush=True)
             sys.exit(1)
-        print(json.dumps({{"busy_ns": 4000 * stops, "span_ns": 10000, "samples": 3, "overflow": 0}}), flush=True)
+        sampling, marks = True, 0
+        print(json.dumps({{"started": True}}), flush=True)
+    elif command in ("mark", "stop"):
+        if not sampling:
+            print(json.dumps({{"error": command + " without start"}}), flush=True)
+            sys.exit(1)
+        marks += command == "mark"
+        sampling = command == "mark"
+        if marks > {good_marks}:
+            print(json.dumps({{"error": "cuptiPmSamplingDecodeData: CUPTI_ERROR_OUT_OF_MEMORY"}}), flush=True)
+            if {dies}:
+                sys.exit(1)
+            continue
+        # cumulative, as the real one: 4000 ns busy and 10000 ns of span more at every mark
+        print(json.dumps({{"busy_ns": 4000 * marks, "span_ns": 10000 * marks, "samples": 3 * marks,
+                          "overflow": 0}}), flush=True)
 """
 
 
-def stand_in(tmp_path: Path, good_stops: int = 100) -> Path:
+def stand_in(tmp_path: Path, good_marks: int = 100, dies: bool = False) -> Path:
     path = tmp_path / "sampler"
-    path.write_text(STAND_IN.format(python=sys.executable, good_stops=good_stops))
+    path.write_text(STAND_IN.format(python=sys.executable, good_marks=good_marks, dies=dies))
     path.chmod(0o755)
     return path
 
@@ -53,29 +65,51 @@ def test_a_gpu_busy_before_the_audit_is_shared():
     assert not device_audit.shared(Window(busy_ns=0, span_ns=0, samples=0, overflow=False))
 
 
-def test_windows_come_back_with_the_work_s_result(tmp_path):
+def test_segments_are_differences_of_marks_and_come_back_with_the_work_s_result(tmp_path):
     sampler = DeviceSampler(stand_in(tmp_path), 0)
     try:
         assert sampler.chip == "TEST"
-        result, window = sampler.around(lambda: "done")
-        assert result == "done"
-        assert window == Window(busy_ns=4000, span_ns=10000, samples=3, overflow=False)
-        assert sampler.idle(0.001).busy_ns == 8000
+        with sampler.sampling():
+            result, window = sampler.segment(lambda: "done")
+            assert result == "done"
+            assert window == Window(busy_ns=4000, span_ns=10000, samples=3, overflow=False)
+            assert sampler.idle(0.001).busy_ns == 4000
+            assert sampler.mark().busy_ns == 5 * 4000  # four marks for two segments, and this one
+        with sampler.sampling():  # stopped on the way out, so it starts again
+            assert sampler.mark().busy_ns == 4000
     finally:
         sampler.close()
     assert sampler.process.poll() == 0
 
 
-def test_a_sampler_error_is_reported_and_a_failing_request_keeps_its_own(tmp_path):
-    sampler = DeviceSampler(stand_in(tmp_path, good_stops=0), 0)
+def test_sampling_stops_when_the_work_fails_and_the_work_s_error_wins(tmp_path):
+    sampler = DeviceSampler(stand_in(tmp_path, good_marks=1), 0)
     try:
         def failing_request():
             raise ValueError("the worker's own failure")
 
         with pytest.raises(ValueError, match="own failure"):
-            sampler.around(failing_request)  # the sampler failed too, after it: the request's error wins
+            with sampler.sampling():
+                sampler.segment(failing_request)
+        with pytest.raises(SamplerError, match="OUT_OF_MEMORY"):  # the sampler's own error, after it
+            with sampler.sampling():
+                sampler.segment(lambda: None)
+        with sampler.sampling():  # and it carries on: a failed window does not end it
+            pass
+    finally:
+        sampler.close()
+    assert sampler.process.poll() == 0
+
+
+def test_a_sampler_that_died_is_reported_as_gone(tmp_path):
+    sampler = DeviceSampler(stand_in(tmp_path, good_marks=0, dies=True), 0)
+    try:
+        with pytest.raises(SamplerError, match="OUT_OF_MEMORY"):
+            with sampler.sampling():
+                sampler.mark()
         with pytest.raises(SamplerError, match="gone|exited"):
-            sampler.around(lambda: None)  # it has exited since
+            with sampler.sampling():
+                pass
     finally:
         sampler.close()
 

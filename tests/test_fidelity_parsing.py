@@ -149,7 +149,7 @@ def test_single_repetition_has_zero_spread():
 def test_markdown_table():
     text = fid.render_markdown(fid.summarize(_runs(), ["big", "small"]))
     lines = text.splitlines()
-    assert lines[0].startswith("| op | ncu µs |") and lines[1].count("---") == 16
+    assert lines[0].startswith("| op | ncu µs |") and lines[1].count("---") == 19
     assert lines[2].split(" | ")[:6] == ["| big", "100.0", "0.5%", "101.2", "1.012", "0.5%"]
     assert "| small | 3.00 |" in text and "| – | – | – |" in text
     assert "max |gpuarena/ncu − 1| over ops: 4.0% (target ≤ 5%): PASS" in text
@@ -206,7 +206,7 @@ def test_parent_writes_json_and_markdown(tmp_path, monkeypatch):
     """The whole parent loop with the GPU parts replaced: files, names, raw runs, errors."""
     import torch
 
-    fake_us = {"gpuarena": 101.0, "triton": 110.0, "events": 120.0, "held": 102.0}
+    fake_us = {"gpuarena": 101.0, "triton": 110.0, "events": 120.0, "held": 102.0, "hw": 100.5}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(fid, "find_ncu", lambda: "/x/ncu")
     monkeypatch.setattr(fid, "environment", lambda ncu: {
@@ -218,7 +218,7 @@ def test_parent_writes_json_and_markdown(tmp_path, monkeypatch):
     monkeypatch.setattr(fid, "run_ncu", lambda ncu, op, n: {"op": op, "method": "ncu", "us": 100.0})
     assert fid.main(["--ops", "add-16M,matmul-512", "--reps", "2", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "fidelity-NVIDIA-H100-80GB-HBM3.json").read_text())
-    assert len(data["runs"]) == 2 * 2 * 5 and {r["rep"] for r in data["runs"]} == {0, 1}
+    assert len(data["runs"]) == 2 * 2 * 6 and {r["rep"] for r in data["runs"]} == {0, 1}
     assert data["summary"]["max_abs_dev"] == pytest.approx(0.01) and data["settings"]["reps"] == 2
     assert data["environment"]["gpuarena_timer"] == ["cupti-device-time"]
     md = (tmp_path / "fidelity-NVIDIA-H100-80GB-HBM3.md").read_text()

@@ -27,9 +27,10 @@ import select
 import shutil
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from gpuarena.solutions.build import cache_dir
 
@@ -41,8 +42,8 @@ AUDIT_BLOCK_S = 0.05
 INTERVAL_CYCLES = 20_000
 """Sampling interval in GPU system-clock cycles (about 12 µs on an H100)."""
 SETTLE_S = 0.001
-"""Waited after starting and before stopping: the first sample spans the set-up, and the last
-one must complete to be counted (both are many intervals)."""
+"""Waited after starting and around each segment: the first sample spans the set-up, and a
+segment's last sample must complete to be counted (both are many intervals)."""
 REPLY_TIMEOUT_S = 60.0
 """A sampler that does not answer a command within this is killed and the audit skipped."""
 IDLE_BUSY_FRACTION = 0.01
@@ -107,9 +108,15 @@ class Window:
     samples: int
     overflow: bool
 
+    def __sub__(self, earlier: "Window") -> "Window":
+        return Window(busy_ns=self.busy_ns - earlier.busy_ns, span_ns=self.span_ns - earlier.span_ns,
+                      samples=self.samples - earlier.samples, overflow=self.overflow)
+
 
 class DeviceSampler:
-    """One sampler process for one GPU, held for a run: begin() and end(), or around(work)."""
+    """One sampler process for one GPU, held for a run. Sampling starts and stops once per
+    audit (`sampling()`, tens of ms each on an H100); the pieces of work inside are read as
+    differences of marks (`segment()`, one decoding pass each)."""
 
     def __init__(self, binary: Path, device_index: int):
         self.process = subprocess.Popen([str(binary), str(device_index), str(INTERVAL_CYCLES)], stdin=subprocess.PIPE,
@@ -144,37 +151,43 @@ class DeviceSampler:
             raise SamplerError(reply["error"])
         return reply
 
-    def begin(self) -> None:
+    @staticmethod
+    def _window(reply: dict) -> Window:
+        return Window(busy_ns=float(reply["busy_ns"]), span_ns=float(reply["span_ns"]), samples=int(reply["samples"]),
+                      overflow=bool(reply["overflow"]))
+
+    @contextmanager
+    def sampling(self) -> Iterator["DeviceSampler"]:
+        """Sampling on for the block; stopped on the way out, whatever happened inside (an
+        error of the block's wins over one of the sampler's)."""
         self._send("start")
         time.sleep(SETTLE_S)
-
-    def end(self) -> Window:
-        time.sleep(SETTLE_S)
-        r = self._send("stop")
-        return Window(busy_ns=float(r["busy_ns"]), span_ns=float(r["span_ns"]), samples=int(r["samples"]),
-                      overflow=bool(r["overflow"]))
-
-    def around(self, work: Callable[[], T]) -> tuple[T, Window]:
-        """work() inside a window. An error of work() wins over one of the sampler's, so a
-        failing request keeps its own verdict."""
-        self.begin()
-        failed: SamplerError | None = None
         try:
-            result = work()
-        finally:
+            yield self
+        except BaseException:
             try:
-                window = self.end()
-            except SamplerError as exc:
-                failed = exc
-        if failed is not None:
-            raise failed
-        return result, window
+                self._send("stop")
+            except SamplerError:
+                pass
+            raise
+        self._send("stop")
+
+    def mark(self) -> Window:
+        """What the counters saw since sampling started, up to now."""
+        return self._window(self._send("mark"))
+
+    def segment(self, work: Callable[[], T]) -> tuple[T, Window]:
+        """work() between two marks (inside `sampling()`): what the GPU did meanwhile. The
+        caller makes sure its own earlier GPU work has finished before (a device sync)."""
+        time.sleep(SETTLE_S)
+        before = self.mark()
+        result = work()
+        time.sleep(SETTLE_S)
+        return result, self.mark() - before
 
     def idle(self, seconds: float = 0.005) -> Window:
-        """A window with nothing of the job's on the GPU: anything seen is someone else's."""
-        self.begin()
-        time.sleep(seconds)
-        return self.end()
+        """A segment with nothing of the job's on the GPU: anything seen is someone else's."""
+        return self.segment(lambda: time.sleep(seconds))[1]
 
     def close(self) -> None:
         if self.process.poll() is None:

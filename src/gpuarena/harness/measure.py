@@ -326,28 +326,29 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
             audit.skipped = supervisor.sampler_missing
             return audit
         try:
-            idle = sampler.idle()
-            if device_audit.shared(idle):
-                audit.skipped = (f"the GPU was {idle.busy_ns / idle.span_ns:.0%} busy with other work before the audit "
-                                 "(it needs the GPU to itself)")
-                return audit
-            e2e_us = result.time.e2e_median_us if result.time and result.time.e2e_median_us else 1.0
-            calls = min(device_audit.AUDIT_CALLS, max(1, int(device_audit.AUDIT_BLOCK_S * 1e6 / e2e_us)))
-            harness = ReferenceTwin.no_op(supervisor, session)
-            busy_ns = harness_ns = 0.0
-            for j in range(-(-calls // n_sets)):
-                refresh(round_no + 1 + j)
-                # the harness alone, through the same code, on the same shapes
-                _, window = sampler.around(lambda: harness.block(n_sets, evict=False))
-                harness_ns += window.busy_ns
-                reply, window = sampler.around(lambda: worker.request(
-                    {"op": "time", "n": n_sets, "evict": False}, supervisor.deadline,
-                    f"auditing {session.workload.name}"))
-                _raise_on_failure(reply)
-                _samples(reply, n_sets)
-                check_block()
-                busy_ns += window.busy_ns
-                audit.calls += n_sets
+            with sampler.sampling():
+                idle = sampler.idle()
+                if device_audit.shared(idle):
+                    audit.skipped = (f"the GPU was {idle.busy_ns / idle.span_ns:.0%} busy with other work before the "
+                                     "audit (it needs the GPU to itself)")
+                    return audit
+                e2e_us = result.time.e2e_median_us if result.time and result.time.e2e_median_us else 1.0
+                calls = min(device_audit.AUDIT_CALLS, max(1, int(device_audit.AUDIT_BLOCK_S * 1e6 / e2e_us)))
+                harness = ReferenceTwin.no_op(supervisor, session)
+                busy_ns = harness_ns = 0.0
+                for j in range(-(-calls // n_sets)):
+                    refresh(round_no + 1 + j)  # ends with a device sync: none of it in a segment
+                    # the harness alone, through the same code, on the same shapes
+                    _, window = sampler.segment(lambda: harness.block(n_sets, evict=False))
+                    harness_ns += window.busy_ns
+                    reply, window = sampler.segment(lambda: worker.request(
+                        {"op": "time", "n": n_sets, "evict": False}, supervisor.deadline,
+                        f"auditing {session.workload.name}"))
+                    _raise_on_failure(reply)
+                    _samples(reply, n_sets)
+                    check_block()
+                    busy_ns += window.busy_ns
+                    audit.calls += n_sets
         except device_audit.SamplerError as exc:
             audit.skipped = f"the PM sampler failed: {exc}"
             return audit

@@ -5,8 +5,11 @@
 // Protocol, one line each way on stdin/stdout:
 //   on start   -> {"ready": true, "chip": "GH100"}  or  {"error": "..."} and exit 1
 //   "start"    -> {"started": true}                  sampling runs from here
-//   "stop"     -> {"busy_ns": B, "span_ns": S, "samples": N, "overflow": 0|1}
+//   "mark"     -> {"busy_ns": B, "span_ns": S, "samples": N, "overflow": 0|1}  so far, sampling on
+//   "stop"     -> the same, and sampling ends
 //   "quit"     -> exits
+// Starting and stopping cost tens of ms each, a mark about one decoding pass: a caller reads many
+// short segments of one window as differences of marks.
 // busy_ns sums, over the completed samples, sm__cycles_active.max / gr__cycles_elapsed.max x the
 // sample's span: the busiest SM's time with a warp resident. It stays at or under the kernels'
 // own time (H100: 0.52-1.16 x CUPTI's), so it bounds a claim from below. The first sample of a
@@ -31,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -196,7 +200,17 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     std::atomic<bool> sampling{false};
+    std::mutex decoding;  // one decoding pass at a time: the thread's, or a mark's
     std::thread decoder;
+    auto totals = [&]() {
+        if (!decode_error.empty()) {
+            std::printf("{\"error\": \"%s\"}\n", decode_error.c_str());
+        } else {
+            std::printf("{\"busy_ns\": %.0f, \"span_ns\": %.0f, \"samples\": %llu, \"overflow\": %d}\n", busy_ns,
+                        span_ns, (unsigned long long)samples, overflow);
+        }
+        std::fflush(stdout);
+    };
     std::string line;
     while (std::getline(std::cin, line)) {
         if (line == "quit") break;
@@ -212,13 +226,25 @@ int main(int argc, char** argv) {
             CUPTI(cuptiPmSamplingStart(&start));
             sampling = true;
             decoder = std::thread([&]() {
-                while (sampling && decode_error.empty()) {
-                    decode_pass();
+                while (sampling) {
+                    {
+                        std::lock_guard<std::mutex> hold(decoding);
+                        if (!decode_error.empty()) break;
+                        decode_pass();
+                    }
                     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // ~400 samples a pass
                 }
             });
             std::printf("{\"started\": true}\n");
             std::fflush(stdout);
+            continue;
+        }
+        if (line == "mark") {
+            if (!sampling) fail("mark without start");
+            std::lock_guard<std::mutex> hold(decoding);
+            for (int pass = 0; pass < 1000 && decode_error.empty() && decode_pass(); ++pass) {
+            }
+            totals();
             continue;
         }
         if (line != "stop") fail("unknown command: " + line);
@@ -230,13 +256,7 @@ int main(int argc, char** argv) {
         decoder.join();
         for (int pass = 0; pass < 1000 && decode_error.empty() && decode_pass(); ++pass) {
         }
-        if (!decode_error.empty()) {
-            std::printf("{\"error\": \"%s\"}\n", decode_error.c_str());
-        } else {
-            std::printf("{\"busy_ns\": %.0f, \"span_ns\": %.0f, \"samples\": %llu, \"overflow\": %d}\n", busy_ns,
-                        span_ns, (unsigned long long)samples, overflow);
-        }
-        std::fflush(stdout);
+        totals();
     }
 
     CUpti_PmSampling_Disable_Params disable = {CUpti_PmSampling_Disable_Params_STRUCT_SIZE};
