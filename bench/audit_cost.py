@@ -32,6 +32,15 @@ def sampler_costs(windows: int) -> dict:
     t0 = time.perf_counter()
     sampler = device_audit.DeviceSampler(binary, 0)
     started = time.perf_counter() - t0
+    try:
+        return {"build_s": built, "start_s": started, **_windows(sampler, windows)}
+    finally:
+        t0 = time.perf_counter()
+        sampler.close()
+        print(f"close: {time.perf_counter() - t0:.3f} s")
+
+
+def _windows(sampler, windows: int) -> dict:
     on_off = []
     for _ in range(3):
         t0 = time.perf_counter()
@@ -44,12 +53,8 @@ def sampler_costs(windows: int) -> dict:
             t0 = time.perf_counter()
             sampler.idle()
             idle_s.append(time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    sampler.close()
-    closed = time.perf_counter() - t0
-    return {"build_s": built, "start_s": started, "sampling_on_off_s": on_off,
-            "idle_segment_s_median": statistics.median(idle_s),
-            "idle_segment_s_max": max(idle_s), "close_s": closed, "windows": windows}
+    return {"sampling_on_off_s": on_off, "idle_segment_s_median": statistics.median(idle_s),
+            "idle_segment_s_max": max(idle_s), "windows": windows}
 
 
 def transcript() -> list[str]:
@@ -86,7 +91,7 @@ def transcript() -> list[str]:
         if process.poll() is not None:
             lines.append(f"exited {process.returncode}: {process.stdout.read()}")
             break
-    process.kill()
+    process.communicate("quit\n", timeout=30)  # a killed sampler would hold the counters
     return lines
 
 

@@ -39,8 +39,12 @@ AUDIT_MARGIN = 0.7
 AUDIT_CALLS = 30
 AUDIT_BLOCK_S = 0.05
 """Calls audited per workload: up to AUDIT_CALLS, fewer where they would take longer than this."""
-INTERVAL_CYCLES = 20_000
-"""Sampling interval in GPU system-clock cycles (about 12 µs on an H100)."""
+INTERVAL_CYCLES = 200_000
+"""Sampling interval in GPU system-clock cycles (about 120 µs on an H100). Decoding costs about
+19 µs of host time per sample there, so at 12 µs a sampler fell behind and its hardware buffer
+overflowed (CUPTI_ERROR_OUT_OF_MEMORY). The busy time is a sum of counters over the samples,
+so longer samples lose no work; they only blur where a segment starts and ends, which the
+SETTLE_S waits around each segment cover."""
 SETTLE_S = 0.001
 """Waited after starting and around each segment: the first sample spans the set-up, and a
 segment's last sample must complete to be counted (both are many intervals)."""

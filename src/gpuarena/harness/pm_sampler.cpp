@@ -68,7 +68,7 @@ static std::vector<const char*> METRICS = {"gr__cycles_elapsed.max", "sm__cycles
 
 int main(int argc, char** argv) {
     int device = argc > 1 ? std::atoi(argv[1]) : 0;
-    uint64_t interval = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 20000;  // sysclk cycles
+    uint64_t interval = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 200000;  // sysclk cycles
     uint64_t max_samples = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 20000;
 
     CU(cuInit(0));
