@@ -334,13 +334,13 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                     return audit
                 e2e_us = result.time.e2e_median_us if result.time and result.time.e2e_median_us else 1.0
                 calls = min(device_audit.AUDIT_CALLS, max(1, int(device_audit.AUDIT_BLOCK_S * 1e6 / e2e_us)))
+                requests = -(-calls // n_sets)
+                # the harness alone, through the same code, on the same shapes, as many calls
                 harness = ReferenceTwin.no_op(supervisor, session)
-                busy_ns = harness_ns = 0.0
-                for j in range(-(-calls // n_sets)):
+                _, window = sampler.segment(lambda: [harness.block(n_sets, evict=False) for _ in range(requests)])
+                harness_ns, busy_ns = window.busy_ns, 0.0
+                for j in range(requests):
                     refresh(round_no + 1 + j)  # ends with a device sync: none of it in a segment
-                    # the harness alone, through the same code, on the same shapes
-                    _, window = sampler.segment(lambda: harness.block(n_sets, evict=False))
-                    harness_ns += window.busy_ns
                     reply, window = sampler.segment(lambda: worker.request(
                         {"op": "time", "n": n_sets, "evict": False}, supervisor.deadline,
                         f"auditing {session.workload.name}"))

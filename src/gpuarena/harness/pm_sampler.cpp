@@ -3,7 +3,7 @@
 // can be checked against something the worker's process cannot edit.
 //
 // Protocol, one line each way on stdin/stdout:
-//   on start   -> {"ready": true, "chip": "GH100"}  or  {"error": "..."} and exit 1
+//   on start   -> {"ready": true, "chip": "GH100", "image_bytes": N}  or  {"error": "..."} and exit 1
 //   "start"    -> {"started": true}                  sampling runs from here
 //   "mark"     -> {"busy_ns": B, "span_ns": S, "samples": N, "overflow": 0|1}  so far, sampling on
 //   "stop"     -> the same, and sampling ends
@@ -69,7 +69,9 @@ static std::vector<const char*> METRICS = {"gr__cycles_elapsed.max", "sm__cycles
 int main(int argc, char** argv) {
     int device = argc > 1 ? std::atoi(argv[1]) : 0;
     uint64_t interval = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 200000;  // sysclk cycles
-    uint64_t max_samples = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 20000;
+    // samples per counter data image: every decoding pass re-initialises the whole image, so a big
+    // one makes each pass (and each mark) slow; a full image is simply decoded again
+    uint64_t max_samples = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000;
 
     CU(cuInit(0));
     CUdevice cu_device;
@@ -196,7 +198,7 @@ int main(int argc, char** argv) {
         return decode.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
     };
 
-    std::printf("{\"ready\": true, \"chip\": \"%s\"}\n", chip_name.c_str());
+    std::printf("{\"ready\": true, \"chip\": \"%s\", \"image_bytes\": %zu}\n", chip_name.c_str(), data.size());
     std::fflush(stdout);
 
     std::atomic<bool> sampling{false};
@@ -232,7 +234,7 @@ int main(int argc, char** argv) {
                         if (!decode_error.empty()) break;
                         decode_pass();
                     }
-                    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // ~400 samples a pass
+                    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // ~170 samples a pass
                 }
             });
             std::printf("{\"started\": true}\n");
