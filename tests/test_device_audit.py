@@ -14,6 +14,8 @@ import pytest
 from gpuarena.harness import device_audit
 from gpuarena.harness.device_audit import DeviceSampler, SamplerError, Window
 
+from conftest import EXAMPLES
+
 STAND_IN = """#!{python}
 import json, sys
 print(json.dumps({{"ready": True, "chip": "TEST"}}), flush=True)
@@ -57,6 +59,19 @@ def test_a_claim_under_the_margin_of_what_the_gpu_saw_is_understated():
     assert not device_audit.understated(2.05, 1.46)  # the Triton softmax example on the same workload
     assert not device_audit.understated(0.7 * 10.0, 10.0)
     assert device_audit.understated(0.69 * 10.0, 10.0)
+
+
+def test_what_the_audit_adds_to_the_reference_is_allowed_to_the_solution():
+    # the Triton example on square-8192 (H100): 85 µs claimed, 107 observed without the sweep;
+    # a solution twice as fast with the same write-backs would fail without the allowance
+    assert device_audit.understated(42.0, 64.0)
+    assert not device_audit.understated(42.0, 64.0, inflation_us=device_audit.inflation(130.0, 108.0))
+    assert device_audit.inflation(130.0, 108.0) == 22.0
+    assert device_audit.inflation(1.2, 2.0) == 0.0  # the counters may read under CUPTI: never a penalty
+    assert device_audit.inflation(None, 2.0) == 0.0 and device_audit.inflation(3.0, None) == 0.0
+    # a forged claim stays caught where the reference's calls gain little (patched_reply_function)
+    assert device_audit.understated(1.5, 3.98, inflation_us=device_audit.inflation(2.3, 2.1))
+    assert device_audit.understated(1.0, 10.0, inflation_us=20.0) is False  # all of it allowed: nothing to check
 
 
 def test_a_gpu_busy_before_the_audit_is_shared():
@@ -163,8 +178,79 @@ def test_the_run_s_summary_says_what_the_audit_checked_or_why_it_did_not():
     record.workloads = [WorkloadResult(name="a", status=Status.PASSED, device_audit=DeviceAudit(
         calls=32, observed_us_per_call=1.46, claimed_us=2.05, margin=0.7))]
     assert "1 workload(s) checked" in _audit_summary(record) and "1.40" in _audit_summary(record)
+    record.workloads[0].device_audit.observed_us_per_call, record.workloads[0].device_audit.inflation_us = 4.05, 2.0
+    assert "lowest claimed / observed 1.00" in _audit_summary(record)  # 2.05 / (4.05 - 2.0)
     record.workloads = [WorkloadResult(name="a", status=Status.PASSED,
                                        device_audit=DeviceAudit(skipped="turned off (GPUARENA_DEVICE_AUDIT=0)"))]
     assert _audit_summary(record) == "device audit: skipped (turned off (GPUARENA_DEVICE_AUDIT=0))"
     record.workloads = [WorkloadResult(name="a", status=Status.PASSED)]  # the CPU: no audit, no line
     assert _audit_summary(record) == ""
+
+
+PLANNED = """#!{python}
+import json, os, sys
+# busy ns that each segment adds: idle 0, then the harness's, the reference's, each request's
+harness, reference, request = (float(v) for v in os.environ["GPUARENA_TEST_SAMPLER_PLAN"].split(","))
+print(json.dumps({{"ready": True, "chip": "TEST"}}), flush=True)
+marks = busy = 0
+for line in sys.stdin:
+    command = line.strip()
+    if command == "quit":
+        break
+    if command == "start":
+        marks = busy = 0
+        print(json.dumps({{"started": True}}), flush=True)
+        continue
+    if command == "mark":
+        if marks % 2:  # a segment's closing mark
+            busy += (0.0, harness, reference)[marks // 2] if marks // 2 < 3 else request
+        marks += 1
+    print(json.dumps({{"busy_ns": busy, "span_ns": 1e6 * (marks + 1), "samples": marks, "overflow": 0}}), flush=True)
+"""
+
+
+@pytest.fixture
+def audited_on_the_cpu(tmp_path, monkeypatch, softmax_small):
+    """The whole audit in a real run (supervisor, worker, twins, checks) on the CPU, with a
+    stand-in sampler reporting planned busy times: the flow and the verdicts, not the GPU."""
+    sampler = tmp_path / "planned-sampler"
+    sampler.write_text(PLANNED.format(python=sys.executable))
+    sampler.chmod(0o755)
+    monkeypatch.setattr(device_audit, "build_sampler", lambda: (sampler, ""))
+    monkeypatch.setattr(device_audit, "applies", lambda device: True)
+    monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
+
+    def run(harness_ns: float, reference_ns: float, request_ns: float):
+        monkeypatch.setenv("GPUARENA_TEST_SAMPLER_PLAN", f"{harness_ns},{reference_ns},{request_ns}")
+        record = softmax_small(EXAMPLES / "softmax" / "pytorch.py", mode="benchmark")
+        return record, record.workloads[0].device_audit
+
+    return run
+
+
+def test_the_audit_passes_a_claim_the_counters_do_not_contradict(audited_on_the_cpu):
+    record, audit = audited_on_the_cpu(0, 0, 0)
+    assert record.status == "PASSED", record.reason
+    assert audit.calls > 0 and audit.observed_us_per_call == 0 and audit.inflation_us == 0
+    assert audit.claimed_us == record.workloads[0].time.median_us and not audit.skipped
+    assert audit.reference_claimed_us == record.workloads[0].reference_time.median_us
+
+
+def test_the_audit_rejects_a_claim_far_under_what_the_counters_saw(audited_on_the_cpu):
+    record, audit = audited_on_the_cpu(0, 0, 1e9)  # a second of SM time per request
+    assert record.status == "REJECTED"
+    assert "below what the GPU's own counters saw" in record.reason
+    assert audit.observed_us_per_call > 1e4 and audit.inflation_us == 0
+
+
+def test_what_the_audit_adds_to_the_reference_is_taken_off_in_a_real_run(audited_on_the_cpu):
+    record, audit = audited_on_the_cpu(0, 1e11, 1e9)  # the reference's calls gained more still
+    assert record.status == "PASSED", record.reason
+    assert audit.observed_us_per_call > 1e4 and audit.inflation_us > audit.observed_us_per_call
+    assert audit.inflation_us == audit.reference_observed_us_per_call - audit.reference_claimed_us
+
+
+def test_a_gpu_busy_before_the_audit_skips_it_and_says_why(audited_on_the_cpu, monkeypatch):
+    monkeypatch.setattr(device_audit, "shared", lambda idle: True)
+    record, audit = audited_on_the_cpu(0, 0, 1e9)
+    assert record.status == "PASSED" and "busy with other work" in audit.skipped

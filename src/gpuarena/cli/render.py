@@ -88,9 +88,11 @@ def _audit_summary(record: Evaluation) -> str:
     audits = [w.device_audit for w in record.workloads if w.device_audit is not None]
     checked = [a for a in audits if a.observed_us_per_call is not None]
     if checked:
-        ratios = [a.claimed_us / a.observed_us_per_call for a in checked if a.claimed_us and a.observed_us_per_call]
+        ratios = [a.claimed_us / (a.observed_us_per_call - a.inflation_us) for a in checked
+                  if a.claimed_us and a.observed_us_per_call and a.observed_us_per_call > a.inflation_us]
         lowest = f"; lowest claimed / observed {min(ratios):.2f}" if ratios else ""
         return (f"device audit: {len(checked)} workload(s) checked against the GPU's own counters "
-                f"(claims under {checked[0].margin} x observed are rejected{lowest})")
+                f"(claims under {checked[0].margin} x observed are rejected, observed less what the audit adds "
+                f"to the reference{lowest})")
     reasons = sorted({a.skipped for a in audits if a.skipped})
     return f"device audit: skipped ({'; '.join(reasons)})" if reasons else ""

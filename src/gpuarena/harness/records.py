@@ -74,8 +74,15 @@ class DeviceAudit(Record):
     """The same for the harness alone (a no-op solve() through the same code, in the supervisor)."""
     claimed_us: float | None = None
     """The solution's median device time, as the worker reported it."""
+    reference_observed_us_per_call: float | None = None
+    """The trusted reference sampled the same way, per call, less the harness's share."""
+    reference_claimed_us: float | None = None
+    """The reference's median device time from the timed rounds."""
+    inflation_us: float = 0.0
+    """What the audit's conditions (no L2 sweep) add to a call: the reference's observed less
+    its claimed time, at least 0; taken off the solution's observed time before the check."""
     margin: float | None = None
-    """Claims under margin x observed are rejected."""
+    """Claims under margin x (observed - inflation) are rejected."""
     skipped: str = ""
     """Why no audit ran (no sampler on this machine, a GPU shared with other work)."""
 
