@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuarena.harness import device_audit
+from gpuarena.harness import cupti_build, device_audit
 from gpuarena.harness.device_audit import DeviceSampler, SamplerError, Window
 
 from conftest import EXAMPLES
@@ -140,8 +140,7 @@ def test_a_sampler_that_cannot_start_says_why(tmp_path):
 def test_the_build_needs_cuptis_headers(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "nowhere"))
     monkeypatch.delenv("CUDA_PATH", raising=False)
-    if Path("/usr/local/cuda/include/cupti_pmsampling.h").exists():
-        pytest.skip("this machine has a CUDA toolkit")
+    monkeypatch.setattr(cupti_build, "DEFAULT_CUDA", str(tmp_path / "no-usr-local-cuda"))
     binary, why = device_audit.build_sampler()
     assert binary is None and "CUDA_HOME" in why
 

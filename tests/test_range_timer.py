@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuarena.harness import device_audit, range_timer
+from gpuarena.harness import cupti_build, device_audit, range_timer
 from gpuarena.harness.range_timer import KernelDurations, RangeTimerError
 
 COMPILER = shutil.which("g++") or shutil.which("c++")
@@ -99,8 +99,7 @@ def test_a_failing_call_keeps_its_own_error_and_closes_the_window(stand_in, no_s
 def test_the_build_needs_cuptis_range_profiler_headers(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "nowhere"))
     monkeypatch.delenv("CUDA_PATH", raising=False)
-    if Path("/usr/local/cuda/include/cupti_pmsampling.h").exists():
-        pytest.skip("this machine has a CUDA toolkit at /usr/local/cuda, which the build would find")
+    monkeypatch.setattr(cupti_build, "DEFAULT_CUDA", str(tmp_path / "no-usr-local-cuda"))
     library, why = range_timer.build_range_timer()
     assert library is None and "CUDA_HOME" in why
 
@@ -111,6 +110,7 @@ def test_a_toolkit_older_than_the_range_profiler_is_refused_with_a_reason(tmp_pa
     (include / "cupti_pmsampling.h").write_text("/* PM sampling only, as before CUDA 12.6 */\n")
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
     monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(cupti_build, "DEFAULT_CUDA", str(tmp_path / "no-usr-local-cuda"))
     assert device_audit.cuda_home() == tmp_path / "cuda"
     library, why = range_timer.build_range_timer()
     assert library is None and "cupti_range_profiler.h" in why and "CUDA_HOME" in why
@@ -133,8 +133,8 @@ def test_a_toolkit_without_a_usable_cupti_fails_the_build_with_the_compiler_s_wo
 
 def test_the_range_timer_compiles_against_this_machine_s_cupti_headers(tmp_path):
     """Compile only: no driver here to link against."""
-    cuda = device_audit.cuda_home()
-    if cuda is None or not range_timer.has_range_profiler(cuda):
+    cuda = cupti_build.cuda_home(range_timer.HEADER)
+    if cuda is None:
         pytest.skip("no CUDA toolkit with CUPTI's Range Profiler headers (cupti_range_profiler.h, CUDA 12.6+)")
     if COMPILER is None:
         pytest.skip("no C++ compiler")

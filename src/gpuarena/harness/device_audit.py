@@ -20,11 +20,9 @@ solution hands to the copy engines or the host is not covered.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import select
-import shutil
 import subprocess
 import time
 from contextlib import contextmanager
@@ -34,7 +32,7 @@ from typing import Callable, Iterator, TypeVar
 
 import torch
 
-from gpuarena.solutions.build import cache_dir
+from gpuarena.harness import cupti_build
 
 AUDIT_MARGIN = 0.7
 """A claimed median below this fraction of the observed per-call busy time is rejected."""
@@ -57,50 +55,19 @@ IDLE_BUSY_FRACTION = 0.01
 SOURCE = Path(__file__).with_name("pm_sampler.cpp")
 T = TypeVar("T")
 
-CUPTI_PLACES = ("extras/CUPTI", "")
-"""Where a CUDA install keeps CUPTI's include/ and lib64/: its own folder, or beside CUDA's."""
-
-
 def cuda_home() -> Path | None:
-    for candidate in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if candidate and any((Path(candidate) / place / "include/cupti_pmsampling.h").is_file()
-                             for place in CUPTI_PLACES):
-            return Path(candidate)
-    return None
+    return cupti_build.cuda_home("cupti_pmsampling.h")
 
 
 def compile_sampler(cuda: Path, output: Path, link: bool = True) -> subprocess.CompletedProcess:
-    """Compile pm_sampler.cpp against the toolkit at `cuda`; link=False stops at the object
-    file (a check that needs CUPTI's headers but no driver)."""
-    compiler = shutil.which("g++") or shutil.which("c++") or "g++"
-    places = [cuda / place for place in CUPTI_PLACES]
-    libs = [f"{place}/lib64" for place in places if (place / "lib64").is_dir()]
-    command = [compiler, "-O2", "-std=c++17", str(SOURCE), *[f"-I{place}/include" for place in places]]
-    if link:
-        command += [*[f"-L{lib}" for lib in libs], f"-L{cuda}/lib64/stubs", "-lcupti", "-lcuda",
-                    *[f"-Wl,-rpath,{lib}" for lib in libs]]
-    else:
-        command.append("-c")
-    return subprocess.run([*command, "-o", str(output)], capture_output=True, text=True, timeout=300)
+    """Compile pm_sampler.cpp against the toolkit at `cuda` (link=False: the object file only)."""
+    return cupti_build.compile_program(SOURCE, cuda, output, link=link)
 
 
 def build_sampler() -> tuple[Path | None, str]:
     """The sampler binary (built once per CUDA install and source), or None and why not."""
-    cuda = cuda_home()
-    if cuda is None:
-        return None, "no CUDA toolkit with CUPTI PM sampling headers (set CUDA_HOME)"
-    if not (shutil.which("g++") or shutil.which("c++")):
-        return None, "no C++ compiler"
-    key = hashlib.sha256(SOURCE.read_bytes() + str(cuda.resolve()).encode()).hexdigest()[:16]
-    binary = cache_dir() / "pm-sampler" / key / "gpuarena-pm-sampler"
-    if binary.is_file():
-        return binary, ""
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    done = compile_sampler(cuda, binary.with_suffix(".tmp"))
-    if done.returncode != 0:
-        return None, "building the PM sampler failed: " + (done.stderr or done.stdout)[-500:]
-    binary.with_suffix(".tmp").rename(binary)
-    return binary, ""
+    return cupti_build.build(SOURCE, "gpuarena-pm-sampler", "PM sampler", "cupti_pmsampling.h",
+                             "CUPTI PM sampling headers")
 
 
 class SamplerError(RuntimeError):

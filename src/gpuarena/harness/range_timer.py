@@ -10,14 +10,11 @@ profiler serialises the kernels it measures: a figure for each kernel alone, not
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Callable
 
-from gpuarena.harness import device_audit
-from gpuarena.solutions.build import cache_dir
+from gpuarena.harness import cupti_build
 
 SOURCE = Path(__file__).with_name("range_timer.cpp")
 HEADER = "cupti_range_profiler.h"
@@ -26,42 +23,19 @@ LIBRARY = "libgpuarena_range_timer.so"
 
 def has_range_profiler(cuda: Path) -> bool:
     """CUPTI's Range Profiler came with CUDA 12.6; older toolkits have PM sampling's headers only."""
-    return any((cuda / place / "include" / HEADER).is_file() for place in device_audit.CUPTI_PLACES)
+    return cupti_build.has_header(cuda, HEADER)
 
 
 def compile_range_timer(cuda: Path, output: Path, link: bool = True) -> subprocess.CompletedProcess:
-    """Compile range_timer.cpp against the toolkit at `cuda` into a shared library; link=False
-    stops at the object file (a check that needs CUPTI's headers but no driver)."""
-    compiler = shutil.which("g++") or shutil.which("c++") or "g++"
-    places = [cuda / place for place in device_audit.CUPTI_PLACES]
-    libs = [f"{place}/lib64" for place in places if (place / "lib64").is_dir()]
-    command = [compiler, "-O2", "-std=c++17", "-fPIC", str(SOURCE), *[f"-I{place}/include" for place in places]]
-    if link:
-        command += ["-shared", *[f"-L{lib}" for lib in libs], f"-L{cuda}/lib64/stubs", "-lcupti", "-lcuda",
-                    *[f"-Wl,-rpath,{lib}" for lib in libs]]
-    else:
-        command.append("-c")
-    return subprocess.run([*command, "-o", str(output)], capture_output=True, text=True, timeout=300)
+    """Compile range_timer.cpp against the toolkit at `cuda` into a shared library (link=False:
+    the object file only)."""
+    return cupti_build.compile_program(SOURCE, cuda, output, link=link, shared=True)
 
 
 def build_range_timer() -> tuple[Path | None, str]:
     """The range timer's shared library (built once per CUDA install and source), or None and why not."""
-    cuda = device_audit.cuda_home()
-    if cuda is None or not has_range_profiler(cuda):
-        return None, f"no CUDA toolkit with CUPTI's Range Profiler headers ({HEADER}, CUDA 12.6+; set CUDA_HOME)"
-    if not (shutil.which("g++") or shutil.which("c++")):
-        return None, "no C++ compiler"
-    key = hashlib.sha256(SOURCE.read_bytes() + str(cuda.resolve()).encode()).hexdigest()[:16]
-    library = cache_dir() / "range-timer" / key / LIBRARY
-    if library.is_file():
-        return library, ""
-    library.parent.mkdir(parents=True, exist_ok=True)
-    partial = library.with_suffix(".tmp")
-    done = compile_range_timer(cuda, partial)
-    if done.returncode != 0:
-        return None, "building the range timer failed: " + (done.stderr or done.stdout)[-500:]
-    partial.rename(library)
-    return library, ""
+    return cupti_build.build(SOURCE, LIBRARY, "range timer", HEADER,
+                             f"CUPTI's Range Profiler headers ({HEADER}, CUDA 12.6+)", shared=True)
 
 
 class RangeTimerError(RuntimeError):
