@@ -21,7 +21,6 @@ solution hands to the copy engines or the host is not covered.
 from __future__ import annotations
 
 import json
-import os
 import select
 import subprocess
 import time
