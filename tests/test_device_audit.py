@@ -14,7 +14,7 @@ import pytest
 from gpuarena.harness import cupti_build, device_audit
 from gpuarena.harness.device_audit import DeviceSampler, SamplerError, Window
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, SOLUTIONS, judge
 
 STAND_IN = """#!{python}
 import json, sys
@@ -188,8 +188,8 @@ def test_the_run_s_summary_says_what_the_audit_checked_or_why_it_did_not():
 
 PLANNED = """#!{python}
 import json, os, sys
-# busy ns that each segment adds: idle 0, then the harness's, the reference's, each request's
-harness, reference, request = (float(v) for v in os.environ["GPUARENA_TEST_SAMPLER_PLAN"].split(","))
+# busy ns that each segment adds, in order; the last figure repeats (the solution's requests)
+plan = [float(v) for v in os.environ["GPUARENA_TEST_SAMPLER_PLAN"].split(",")]
 print(json.dumps({{"ready": True, "chip": "TEST"}}), flush=True)
 marks = busy = 0
 for line in sys.stdin:
@@ -202,16 +202,18 @@ for line in sys.stdin:
         continue
     if command == "mark":
         if marks % 2:  # a segment's closing mark
-            busy += (0.0, harness, reference)[marks // 2] if marks // 2 < 3 else request
+            busy += plan[min(marks // 2, len(plan) - 1)]
         marks += 1
     print(json.dumps({{"busy_ns": busy, "span_ns": 1e6 * (marks + 1), "samples": marks, "overflow": 0}}), flush=True)
 """
 
 
 @pytest.fixture
-def audited_on_the_cpu(tmp_path, monkeypatch, softmax_small):
+def audited_on_the_cpu(tmp_path, monkeypatch):
     """The whole audit in a real run (supervisor, worker, twins, checks) on the CPU, with a
-    stand-in sampler reporting planned busy times: the flow and the verdicts, not the GPU."""
+    stand-in sampler reporting planned busy times per segment: the flow and the verdicts, not
+    the GPU. Segments: idle, the harness, (for a destination-passing problem, the harness as
+    the reference calls it,) the reference, then each of the solution's requests."""
     sampler = tmp_path / "planned-sampler"
     sampler.write_text(PLANNED.format(python=sys.executable))
     sampler.chmod(0o755)
@@ -219,16 +221,17 @@ def audited_on_the_cpu(tmp_path, monkeypatch, softmax_small):
     monkeypatch.setattr(device_audit, "applies", lambda device: True)
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
 
-    def run(harness_ns: float, reference_ns: float, request_ns: float):
-        monkeypatch.setenv("GPUARENA_TEST_SAMPLER_PLAN", f"{harness_ns},{reference_ns},{request_ns}")
-        record = softmax_small(EXAMPLES / "softmax" / "pytorch.py", mode="benchmark")
+    def run(*plan: float, problem: str = "level1/softmax", solution: Path = EXAMPLES / "softmax" / "pytorch.py"):
+        monkeypatch.setenv("GPUARENA_TEST_SAMPLER_PLAN", ",".join(str(v) for v in plan))
+        options = {"workloads": ["small-64x1000"]} if problem == "level1/softmax" else {}
+        record = judge(problem, solution, mode="benchmark", **options)
         return record, record.workloads[0].device_audit
 
     return run
 
 
 def test_the_audit_passes_a_claim_the_counters_do_not_contradict(audited_on_the_cpu):
-    record, audit = audited_on_the_cpu(0, 0, 0)
+    record, audit = audited_on_the_cpu(0, 0, 0, 0)
     assert record.status == "PASSED", record.reason
     assert audit.calls > 0 and audit.observed_us_per_call == 0 and audit.inflation_us == 0
     assert audit.claimed_us == record.workloads[0].time.median_us and not audit.skipped
@@ -236,14 +239,14 @@ def test_the_audit_passes_a_claim_the_counters_do_not_contradict(audited_on_the_
 
 
 def test_the_audit_rejects_a_claim_far_under_what_the_counters_saw(audited_on_the_cpu):
-    record, audit = audited_on_the_cpu(0, 0, 1e9)  # a second of SM time per request
+    record, audit = audited_on_the_cpu(0, 0, 0, 1e9)  # a second of SM time per request
     assert record.status == "REJECTED"
     assert "below what the GPU's own counters saw" in record.reason
     assert audit.observed_us_per_call > 1e4 and audit.inflation_us == 0
 
 
 def test_what_the_audit_adds_to_the_reference_is_taken_off_in_a_real_run(audited_on_the_cpu):
-    record, audit = audited_on_the_cpu(0, 1e11, 1e9)  # the reference's calls gained more still
+    record, audit = audited_on_the_cpu(0, 0, 1e11, 1e9)  # the reference's calls gained more still
     assert record.status == "PASSED", record.reason
     assert audit.observed_us_per_call > 1e4 and audit.inflation_us > audit.observed_us_per_call
     assert audit.inflation_us == audit.reference_observed_us_per_call - audit.reference_claimed_us
@@ -251,5 +254,17 @@ def test_what_the_audit_adds_to_the_reference_is_taken_off_in_a_real_run(audited
 
 def test_a_gpu_busy_before_the_audit_skips_it_and_says_why(audited_on_the_cpu, monkeypatch):
     monkeypatch.setattr(device_audit, "shared", lambda idle: True)
-    record, audit = audited_on_the_cpu(0, 0, 1e9)
+    record, audit = audited_on_the_cpu(0, 0, 0, 1e9)
     assert record.status == "PASSED" and "busy with other work" in audit.skipped
+
+
+def test_a_destination_passing_problem_s_reference_is_judged_with_its_own_harness_share(audited_on_the_cpu):
+    """The reference returns its outputs, the solution writes into destinations: the reference's
+    harness share (copying outputs out) is sampled on its own and taken off the reference."""
+    axpy = dict(problem="axpy_dest", solution=SOLUTIONS / "dest_good.py")
+    record, audit = audited_on_the_cpu(0, 0, 0, 1e11, 1e9, **axpy)
+    assert record.status == "PASSED", record.reason
+    assert audit.inflation_us > audit.observed_us_per_call > 1e4
+    # the same reference busy time, all of it the reference's harness share: nothing allowed
+    record, audit = audited_on_the_cpu(0, 0, 1e11, 1e11, 1e9, **axpy)
+    assert record.status == "REJECTED" and audit.inflation_us == 0 and audit.reference_observed_us_per_call == 0

@@ -80,12 +80,13 @@ class ReferenceTwin:
         w.solve = solve or supervisor.problem.reference
 
     @classmethod
-    def no_op(cls, supervisor: Supervisor, session: WorkloadSession) -> ReferenceTwin:
+    def no_op(cls, supervisor: Supervisor, session: WorkloadSession, convention: str | None = None) -> ReferenceTwin:
         """The harness alone: a solve() that does nothing (destination convention) or returns
         ready outputs of the right shapes, through the worker's own `time` code. What the GPU
         shows for it is the harness's share of a solution's request (poisoning, copying
-        outputs out), for the device audit to take off."""
-        convention = supervisor.problem.spec.convention
+        outputs out), for the device audit to take off. `convention`: the problem's unless
+        given (the reference always returns its outputs)."""
+        convention = convention or supervisor.problem.spec.convention
         outs = [torch.empty_like(d) for d in session.dests[0]]
 
         def solve(*_: Any, **__: Any) -> Any:
@@ -318,8 +319,10 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
         """More requests of the solution's calls, without the L2 sweep, each while the GPU's
         own counters are read from outside the worker (device_audit.py). Each request gets
         fresh inputs and its outputs checked, as in the timed rounds, so the calls seen must
-        do their work; the supervisor's own GPU work (refreshing inputs) falls outside the
-        sampled windows."""
+        do their work; the supervisor's own GPU work (refreshing inputs, checks) falls between
+        the sampled segments. The harness alone and the trusted reference are sampled the same
+        way first: the harness's share is taken off, and what the audit's conditions add to
+        the reference is allowed to the solution."""
         sampler = supervisor.sampler
         audit = DeviceAudit(margin=device_audit.AUDIT_MARGIN, claimed_us=result.time.median_us if result.time else None)
         if sampler is None:
@@ -335,14 +338,18 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 e2e_us = result.time.e2e_median_us if result.time and result.time.e2e_median_us else 1.0
                 calls = min(device_audit.AUDIT_CALLS, max(1, int(device_audit.AUDIT_BLOCK_S * 1e6 / e2e_us)))
                 requests = -(-calls // n_sets)
+                def sampled(twin: ReferenceTwin) -> float:  # busy ns of `requests` blocks of the twin
+                    return sampler.segment(lambda: [twin.block(n_sets, evict=False) for _ in range(requests)])[1].busy_ns
+
                 # the harness alone, through the same code, on the same shapes, as many calls
-                harness = ReferenceTwin.no_op(supervisor, session)
-                _, window = sampler.segment(lambda: [harness.block(n_sets, evict=False) for _ in range(requests)])
-                harness_ns, busy_ns = window.busy_ns, 0.0
-                # the trusted reference in the same conditions: what they add to any call
-                reference = ReferenceTwin(supervisor, session)
-                _, window = sampler.segment(lambda: [reference.block(n_sets, evict=False) for _ in range(requests)])
-                audit.reference_observed_us_per_call = max(window.busy_ns - harness_ns, 0.0) / (requests * n_sets) / 1e3
+                harness_ns, busy_ns = sampled(ReferenceTwin.no_op(supervisor, session)), 0.0
+                # the trusted reference in the same conditions, less its own harness share (it
+                # returns its outputs, whatever the solution's convention): what they add to a call
+                reference_harness_ns = harness_ns if supervisor.problem.spec.convention == "return" else sampled(
+                    ReferenceTwin.no_op(supervisor, session, convention="return"))
+                reference_ns = sampled(ReferenceTwin(supervisor, session))
+                audit.reference_observed_us_per_call = (max(reference_ns - reference_harness_ns, 0.0)
+                                                        / (requests * n_sets) / 1e3)
                 for j in range(requests):
                     refresh(round_no + 1 + j)  # ends with a device sync: none of it in a segment
                     reply, window = sampler.segment(lambda: worker.request(
