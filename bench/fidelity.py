@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Timing fidelity: gpuarena's device time against ncu, triton's do_bench and CUDA events.
+"""Timing fidelity: gpuarena's device time against ncu, triton's do_bench, CUDA events, events
+around a call launched alone (held) and gpuarena's in-process reading of ncu's counter (hw).
 
 Why: DESIGN.md ("Measuring time on a GPU") claims that per-call CUPTI device time after a
 read-only L2 eviction tracks ncu's kernel duration within a few percent, where events after
 a write flush do not. This checks it on the GPU at hand, each repetition a fresh process:
-    python3 bench/fidelity.py [--ops add-16M,matmul-4096] [--reps 3] [--out DIR] [--quick]
-Child modes: ``--method M[,M] --op OP`` prints one JSON line per method; ``--ncu-child OP``
-is what ncu profiles. torch, triton and gpuarena are imported lazily, so the parsing and
+    python3 bench/fidelity.py [--ops add-16M,matmul-4096] [--methods gpuarena,hw] [--reps 3] [--out DIR] [--quick]
+Child modes (the ops and methods are in fidelity_methods.py): ``--method M[,M] --op OP``
+prints one JSON line per method; ``--ncu-child OP`` is what ncu profiles. torch, triton and gpuarena are imported lazily, so the parsing and
 summary helpers (tests/test_fidelity_parsing.py) import on a CPU-only box.
 """
 
@@ -27,31 +28,16 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 SCRIPT = Path(__file__).resolve()
 REPO = SCRIPT.parents[1]
-OPS = ("add-64K", "add-16M", "softmax-8192x8192", "layernorm-16384x4096", "matmul-512", "matmul-4096")
-METHODS = ("gpuarena", "triton", "events", "held", "hw")
+sys.path.insert(0, str(SCRIPT.parent))
+from fidelity_methods import FULL, KERNELS_TAG, MEASURE, METHODS, NVTX_RANGE, OPS, QUICK, Budget, ncu_child  # noqa: E402
 NCU_METRIC = "gpu__time_duration.sum"
-NVTX_RANGE = "fidelity_call"
-KERNELS_TAG = "FIDELITY_KERNELS_PER_CALL="
 UNIT_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
 TARGET_MAX, TARGET_MEDIAN = 0.05, 0.02  # |gpuarena/ncu - 1|: every op, median over ops
 SPREAD_BIG, SPREAD_SMALL, SMALL_US = 0.01, 0.03, 20.0  # max/min - 1 over repetitions
-
-
-@dataclass(frozen=True)
-class Budget:
-    """How much each method measures; --quick shrinks it for a smoke run."""
-    max_samples: int = 400
-    block: int = 50
-    triton_rep: int = 200
-    event_calls: int = 200
-    ncu_calls: int = 20
-
-
-FULL, QUICK = Budget(), Budget(max_samples=100, triton_rep=50, event_calls=50, ncu_calls=5)
 
 
 # -- ncu output (pure, tested on the CPU) ----------------------------------------------------
@@ -194,193 +180,6 @@ def render_markdown(result: dict[str, Any]) -> str:
                        for r in result["ops"])
     lines.append(f"- gpuarena spread over repetitions: {per_op}: {verdict(s['spread_ok'])}")
     return "\n".join(lines) + "\n"
-
-
-# -- the ops and the methods (child processes, CUDA) ----------------------------------------
-def make_call(op: str, n_sets: int) -> Callable[[int], Any]:
-    """call(i) runs `op` on input set i % n_sets: random bf16 inputs (never zeros)."""
-    import torch
-    import torch.nn.functional as F
-    torch.manual_seed(0)
-
-    def rn(*shape: int) -> Any:
-        return torch.randn(*shape, device="cuda", dtype=torch.bfloat16)
-
-    fn: Callable[..., Any]
-    sets: list[tuple[Any, ...]]
-    if op in ("add-64K", "add-16M"):
-        n = 1 << 16 if op == "add-64K" else 1 << 24
-        sets, fn = [(rn(n), rn(n)) for _ in range(n_sets)], lambda x, y: x + y
-    elif op == "softmax-8192x8192":
-        sets, fn = [(rn(8192, 8192),) for _ in range(n_sets)], lambda x: torch.softmax(x, -1)
-    elif op == "layernorm-16384x4096":
-        sets = [(rn(16384, 4096), rn(4096), rn(4096)) for _ in range(n_sets)]
-        fn = lambda x, w, b: F.layer_norm(x, (4096,), w, b)  # noqa: E731
-    elif op in ("matmul-512", "matmul-4096"):
-        n = int(op.split("-")[1])
-        sets, fn = [(rn(n, n), rn(n, n)) for _ in range(n_sets)], torch.matmul
-    else:
-        raise ValueError(f"unknown op {op!r}; known: {', '.join(OPS)}")
-    torch.cuda.synchronize()
-    return lambda i: fn(*sets[i % n_sets])
-
-
-def measure_gpuarena(op: str, b: Budget) -> dict[str, Any]:
-    """The harness itself: Timer.run_block over 8 rotated input sets until the median's 95%
-    interval is within ±1% (stats.converged, at least 50 samples) or max_samples."""
-    import torch
-    try:  # gpuarena as installed, else this checkout's src/
-        import gpuarena  # noqa: F401
-    except ImportError:
-        sys.path.insert(0, str(REPO / "src"))
-    from gpuarena.harness.stats import bootstrap_median, converged
-    from gpuarena.harness.timing import Timer
-    call, timer = make_call(op, 8), Timer(torch.device("cuda"))
-    timer.run_block(call, 5)  # warm-up: sweep buffer, cuBLAS handle, allocator; discarded
-    dev: list[int] = []
-    e2e: list[int] = []
-    while len(dev) < b.max_samples:
-        s = timer.run_block(call, min(b.block, b.max_samples - len(dev)))
-        dev += s.device_ns
-        e2e += s.e2e_ns
-        if converged(dev, min_samples=50):
-            break
-    m = bootstrap_median(dev)
-    return {"us": m.median / 1e3, "low_us": m.low / 1e3, "high_us": m.high / 1e3,
-            "e2e_us": statistics.median(e2e) / 1e3, "n": len(dev), "timer_method": timer.method,
-            "device_ns": dev, "e2e_ns": e2e}
-
-
-def measure_triton(op: str, b: Budget) -> dict[str, Any]:
-    """triton's own benchmark: L2 flushed by writing a buffer, events around each call."""
-    import triton.testing
-    call = make_call(op, 1)
-    ms = triton.testing.do_bench(lambda: call(0), warmup=25, rep=b.triton_rep, return_mode="median")
-    return {"us": ms * 1e3, "triton_version": triton.__version__}
-
-
-def measure_events(op: str, b: Budget) -> dict[str, Any]:
-    """Per call: zero 256 MB (the write flush), event, call, event. No sync per call, so the
-    flush hides the host's launch latency as in do_bench; the write-back is still billed."""
-    import torch
-    call, buf = make_call(op, 8), torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for i in range(10):
-        buf.zero_()
-        call(i)
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(b.event_calls)]
-    for i, (start, end) in enumerate(pairs):
-        buf.zero_()
-        start.record()
-        call(i)
-        end.record()
-    torch.cuda.synchronize()
-    us = [start.elapsed_time(end) * 1e3 for start, end in pairs]
-    return {"us": statistics.median(us), "calls_us": us}
-
-
-HOLD_US = (50.0, 200.0)
-"""How long the spin kernel holds the stream before each call in `held`; two values, so a hold
-too short for the host to enqueue the call shows up as a difference between them."""
-
-
-def measure_held(op: str, b: Budget) -> dict[str, Any]:
-    """Per call: read sweep (as gpuarena's), a spin kernel (torch.cuda._sleep) that holds the
-    stream while the host enqueues, event, call, event, sync. The GPU never waits for the host,
-    so the pair spans the call as the GPU runs it launched alone (launch processing, execution,
-    drain), which is what ncu's serialised gpu__time_duration sees, and not the host's launch
-    latency that plain events bill."""
-    import torch
-    call = make_call(op, 8)
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size or (64 << 20)
-    sweep = torch.ones(max(3 * l2, 128 << 20) // 4, dtype=torch.float32, device="cuda")
-    sink = torch.empty((), dtype=torch.float32, device="cuda")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    torch.cuda._sleep(10_000_000)
-    end.record()
-    torch.cuda.synchronize()
-    cycles_per_us = 10_000_000 / (start.elapsed_time(end) * 1e3)
-    def held(hold_us: float, work: Callable[[int], Any]) -> float:
-        cycles = int(hold_us * cycles_per_us)
-        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                 for _ in range(b.event_calls)]
-        for i, (s, e) in enumerate([(None, None)] * 10 + pairs):  # 10 warm-up calls, untimed
-            torch.sum(sweep, dim=0, out=sink)
-            torch.cuda._sleep(cycles)
-            if s is not None:
-                s.record()
-            work(i)
-            if e is not None:
-                e.record()
-            torch.cuda.synchronize()
-        return statistics.median(s.elapsed_time(e) * 1e3 for s, e in pairs)
-
-    by_hold = {f"{hold_us:g}": held(hold_us, call) for hold_us in HOLD_US}
-    empty = held(HOLD_US[-1], lambda i: None)  # the event pair's own cost, nothing between
-    us = by_hold[f"{HOLD_US[-1]:g}"]
-    return {"us": us, "us_by_hold": by_hold, "empty_us": empty, "net_us": us - empty, "cycles_per_us": cycles_per_us}
-
-
-def measure_hw(op: str, b: Budget) -> dict[str, Any]:
-    """gpuarena's range timer (harness/range_timer.py): ncu's own counter, gpu__time_duration.sum,
-    read in-process through CUPTI's Range Profiler, per call after the same read sweep as the
-    harness's, summed over the call's kernels."""
-    import torch
-    try:
-        import gpuarena  # noqa: F401
-    except ImportError:
-        sys.path.insert(0, str(REPO / "src"))
-    from gpuarena.harness.range_timer import KernelDurations
-    call = make_call(op, 8)
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size or (64 << 20)
-    sweep = torch.ones(max(3 * l2, 128 << 20) // 4, dtype=torch.float32, device="cuda")
-    sink = torch.empty((), dtype=torch.float32, device="cuda")
-    for i in range(5):
-        call(i)
-    torch.cuda.synchronize()
-    # FIDELITY_HW_PRIME=1: is the first kernel after the profiler starts slower than the rest?
-    prime = os.environ.get("FIDELITY_HW_PRIME") == "1"
-    per_call, kernels = [], set()
-    with KernelDurations(torch.cuda.current_device()) as timer:
-        for i in range(b.event_calls):
-            torch.sum(sweep, dim=0, out=sink)
-            torch.cuda.synchronize()
-            if prime:  # a tiny kernel first in the window, its range dropped
-                durations = timer.measure(lambda: (sink.add_(0), call(i)))[1:]
-            else:
-                durations = timer.measure(lambda: call(i))
-            kernels.add(len(durations))
-            per_call.append(sum(durations))
-    return {"us": statistics.median(per_call) / 1e3, "kernels_per_call": sorted(kernels), "n": len(per_call),
-            "primed": prime}
-
-
-MEASURE = {"gpuarena": measure_gpuarena, "triton": measure_triton, "events": measure_events, "held": measure_held,
-           "hw": measure_hw}
-
-
-def ncu_child(op: str, n_calls: int, count_kernels: bool) -> None:
-    """What ncu profiles: inputs and warm-up outside any NVTX range, then n_calls calls each in
-    range NVTX_RANGE, launching nothing after them (the fallback takes the last rows)."""
-    import torch
-    call = make_call(op, 1)
-    for _ in range(3):
-        call(0)
-    torch.cuda.synchronize()
-    if count_kernels:
-        from torch.profiler import ProfilerActivity, profile
-
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            call(0)
-            torch.cuda.synchronize()
-        names = [e.name() for e in prof.profiler.kineto_results.events()
-                 if e.device_type() != torch.autograd.DeviceType.CPU]
-        print(f"{KERNELS_TAG}{sum(not n.startswith(('Memcpy', 'Memset')) for n in names)}", flush=True)
-    for _ in range(n_calls):
-        torch.cuda.nvtx.range_push(NVTX_RANGE)
-        call(0)
-        torch.cuda.nvtx.range_pop()
-        torch.cuda.synchronize()
 
 
 # -- the parent: fresh processes, ncu, the report --------------------------------------------

@@ -51,6 +51,15 @@ def _libcuda() -> ctypes.CDLL | None:
         return None
 
 
+def l2_read_sweep(device: torch.device) -> Callable[[], None]:
+    """A function that reads (never writes) a buffer a few times larger than L2, so the next
+    call starts with a clean, cold L2 and no write-back of ours is billed to it."""
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size or (64 << 20)
+    sweep = torch.ones(max(3 * l2, 128 << 20) // 4, dtype=torch.float32, device=device)
+    sink = torch.empty((), dtype=torch.float32, device=device)
+    return lambda: torch.sum(sweep, dim=0, out=sink)
+
+
 class Timer:
     """Times calls on one device with the best method available there."""
 
@@ -62,8 +71,7 @@ class Timer:
         # _cuda_synchronize (the worker makes its Timer before importing the solution) does not
         # turn the harness's synchronisation into a no-op
         self._synchronize = _cuda_synchronize
-        self._sweep: torch.Tensor | None = None
-        self._sink: torch.Tensor | None = None
+        self._sweep: Callable[[], None] | None = None
         self._libcuda = _libcuda() if self.is_cuda else None
         if not self.is_cuda:
             # Supervisor and worker time in turn on the same cores: one thread each, so an idle
@@ -77,14 +85,9 @@ class Timer:
 
     # -- between calls -------------------------------------------------------------------
     def _evict_l2(self) -> None:
-        """Read (never write) a buffer a few times larger than L2, so the next call starts
-        with a clean, cold L2 and no write-back of ours is billed to it."""
         if self._sweep is None:
-            l2 = torch.cuda.get_device_properties(self.device).L2_cache_size or (64 << 20)
-            n = max(3 * l2, 128 << 20) // 4
-            self._sweep = torch.ones(n, dtype=torch.float32, device=self.device)
-            self._sink = torch.empty((), dtype=torch.float32, device=self.device)
-        torch.sum(self._sweep, dim=0, out=self._sink)
+            self._sweep = l2_read_sweep(self.device)
+        self._sweep()
 
     def _reset_persisting_l2(self) -> None:
         """No persisting-L2 window survives into the next call: where a limit was set (only
