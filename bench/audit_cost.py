@@ -57,44 +57,6 @@ def _windows(sampler, windows: int) -> dict:
             "idle_segment_s_max": max(idle_s), "windows": windows}
 
 
-def transcript() -> list[str]:
-    """The sampler's own words for a short session: every command and its reply, in order."""
-    import select
-    import subprocess as sp
-
-    from gpuarena.harness import device_audit
-
-    binary, why = device_audit.build_sampler()
-    if binary is None:
-        return [why]
-    process = sp.Popen([str(binary), "0", str(device_audit.INTERVAL_CYCLES)], stdin=sp.PIPE, stdout=sp.PIPE,
-                       stderr=sp.STDOUT, text=True)
-    lines = []
-
-    def reply(command: str | None) -> None:
-        if command is not None:
-            try:
-                process.stdin.write(command + "\n")
-                process.stdin.flush()
-            except OSError as exc:
-                lines.append(f"> {command}: {exc}")
-                return
-        t0 = time.perf_counter()
-        ready, _, _ = select.select([process.stdout], [], [], 20)
-        answer = process.stdout.readline().strip() if ready else "(no answer in 20 s)"
-        lines.append(f"> {command}: {answer} ({(time.perf_counter() - t0) * 1e3:.1f} ms)")
-
-    reply(None)
-    for command in ("start", "mark", "mark", "stop", "start", "mark", "stop", "start", "stop"):
-        time.sleep(0.005)
-        reply(command)
-        if process.poll() is not None:
-            lines.append(f"exited {process.returncode}: {process.stdout.read()}")
-            break
-    process.communicate("quit\n", timeout=30)  # a killed sampler would hold the counters
-    return lines
-
-
 def run_costs(runs: int) -> dict:
     cmd = [sys.executable, "-m", "gpuarena.cli", "run", "level1/softmax", "examples/softmax/pytorch.py",
            "--device", "cuda", "--json"]
@@ -122,11 +84,10 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=2)
     p.add_argument("--out", default="audit-cost.json")
     args = p.parse_args()
-    result = {"transcript": transcript()}
-    print("\n".join(result["transcript"]), flush=True)
+    result: dict = {}
     try:
         result["sampler"] = sampler_costs(args.windows)
-    except Exception as exc:  # the figures that follow still matter
+    except Exception:  # the sampler's own words; the figures that follow still matter
         import traceback
         result["sampler"] = {"error": traceback.format_exc()[-1500:]}
     result["run"] = run_costs(args.runs)
