@@ -42,12 +42,12 @@ def _import_gpuarena() -> None:
 
 
 def _harness_sweep() -> Callable[[], None]:
-    """The harness's own L2 read sweep (timing.l2_read_sweep), so every method starts each
-    call from the same cache state as gpuarena's."""
+    """The harness's own eviction (Timer.evict_caches: instruction caches, then an L2 read
+    sweep), so every method starts each call from the same cache state as gpuarena's."""
     import torch
     _import_gpuarena()
-    from gpuarena.harness.timing import l2_read_sweep
-    return l2_read_sweep(torch.device("cuda"))
+    from gpuarena.harness.timing import Timer
+    return Timer(torch.device("cuda")).evict_caches
 
 
 def make_call(op: str, n_sets: int) -> Callable[[int], Any]:
@@ -170,25 +170,23 @@ def measure_held(op: str, b: Budget) -> dict[str, Any]:
 
 
 def measure_hw(op: str, b: Budget) -> dict[str, Any]:
-    """gpuarena's range timer (harness/range_timer.py): ncu's own counter, gpu__time_duration.sum,
-    read in-process through CUPTI's Range Profiler, per call after the same read sweep as the
-    harness's, summed over the call's kernels."""
+    """gpuarena's ncu-comparable figure, taken as records take it (Timing.kernel_duration_us):
+    the harness's Timer with the range timer's library, so each call, after the harness's own
+    eviction, gives the sum of its kernels' gpu__time_duration (ncu's counter, read in-process
+    through CUPTI's Range Profiler, each kernel launched alone)."""
     import torch
     _import_gpuarena()
-    from gpuarena.harness.range_timer import KernelDurations
-    call, sweep = make_call(op, 8), _harness_sweep()
-    for i in range(5):
-        call(i)
-    torch.cuda.synchronize()
-    per_call, kernels = [], set()
-    with KernelDurations(torch.cuda.current_device()) as timer:
-        for i in range(b.event_calls):
-            sweep()
-            torch.cuda.synchronize()
-            durations = timer.measure(lambda: call(i))
-            kernels.add(len(durations))
-            per_call.append(sum(durations))
-    return {"us": statistics.median(per_call) / 1e3, "kernels_per_call": sorted(kernels), "n": len(per_call)}
+    from gpuarena.harness import kernel_duration
+    from gpuarena.harness.timing import Timer
+    library, why = kernel_duration.library()
+    if library is None:
+        raise RuntimeError(why)
+    call, timer = make_call(op, 8), Timer(torch.device("cuda"))
+    timer.run_block(call, 5)  # warm-up: sweep buffers, cuBLAS handle, allocator; discarded
+    per_call: list[int] = []
+    while len(per_call) < b.event_calls:
+        per_call += timer.run_block(call, min(b.block, b.event_calls - len(per_call)), kernel_library=library).device_ns
+    return {"us": statistics.median(per_call) / 1e3, "n": len(per_call), "timer_eviction": timer.eviction}
 
 
 MEASURE = {"gpuarena": measure_gpuarena, "triton": measure_triton, "events": measure_events, "held": measure_held,

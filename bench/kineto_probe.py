@@ -42,7 +42,7 @@ for method in ("cupti-device-time", "cuda-sync-wallclock"):
     print(f"{method}: {(_time.perf_counter() - t0) / 5 * 1e3:.1f} ms per block of 16 calls")
 
 timer = Timer(torch.device("cuda"))
-for name, fn in (("evict+sync", lambda: (timer._evict_l2(), torch.cuda.synchronize())),
+for name, fn in (("evict+sync", lambda: (timer.evict_caches(), torch.cuda.synchronize())),
                  ("persisting reset", timer._reset_persisting_l2),
                  ("sync", torch.cuda.synchronize),
                  ("cuCtxResetPersistingL2Cache", lambda: timer._libcuda.cuCtxResetPersistingL2Cache()),

@@ -20,3 +20,11 @@ def test_triton_softmax_passes_under_the_interpreter(monkeypatch):
     record = judge("level1/softmax", EXAMPLES / "softmax" / "triton.py", mode="benchmark", budget_s=0.2)
     assert record.status == "PASSED", record.reason + record.log[-2000:]
     assert record.language == "triton"
+
+
+def test_triton_add_passes_under_the_interpreter(monkeypatch):
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    record = judge("level1/add", EXAMPLES / "add" / "triton.py", mode="benchmark", budget_s=0.2)
+    assert record.status == "PASSED", record.reason + record.log[-2000:]
+    assert {w.name for w in record.workloads} >= {"small-64k", "small-1m"}

@@ -243,3 +243,16 @@ def test_methods_option_limits_what_runs(tmp_path, monkeypatch):
     assert sorted(r["method"] for r in data["runs"]) == ["held", "ncu"]
     assert data["ops"][0]["methods"]["held"]["ratio"] == 1.0
     assert fid.main(["--ops", "add-64K", "--methods", "held,nope", "--out", str(tmp_path)]) == 2
+
+
+def test_the_ncu_duration_figure_gets_its_own_verdict():
+    runs = _runs() + [{"op": op, "method": "hw", "us": us, "rep": rep}
+                      for rep in range(3) for op, us in (("big", 100.4), ("small", 3.01 + 0.01 * rep))]
+    result = fid.summarize(runs, ["big", "small"])
+    hw = result["summary"]["hw"]
+    assert hw["max_abs_dev"] == pytest.approx(3.02 / 3.0 - 1) and hw["all_ok"]
+    assert not result["summary"]["all_ok"]  # the stream cost's verdict is its own
+    text = fid.render_markdown(result)
+    assert "**hw** (the ncu Duration records carry)" in text and "max |hw/ncu − 1| over ops: 0.7%" in text
+    assert "median |hw/ncu − 1| over ops: 0.5% (target ≤ 2%): PASS" in text
+    assert "**gpuarena** (the stream cost, ranked)" in text

@@ -14,16 +14,22 @@ from gpuarena.harness.range_timer import KernelDurations, RangeTimerError
 
 COMPILER = shutil.which("g++") or shutil.which("c++")
 
-# Speaks grt_*'s ABI: three kernels per window, and refuses calls out of order, so the tests see
-# the Python side start, stop and read in that order and leave no window open after an error.
+# Speaks grt_*'s ABI: three kernels per window, each metric's value its kernel's duration times
+# the metric's position, and refuses calls out of order, so the tests see the Python side start,
+# stop and read in that order and leave no window open after an error.
 STAND_IN = r"""
-static int opened = 0, started = 0, stopped = 0;
+#include <cstring>
+static int opened = 0, started = 0, stopped = 0, metrics = 0;
 static const char* error = "";
 extern "C" {
 const char* grt_error(void) { return error; }
-int grt_open(int device, int max_ranges) {
+int grt_metric_count(void) { return metrics; }
+int grt_open(int device, int max_ranges, const char* names) {
     if (device == 7) { error = "cuptiRangeProfilerEnable: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"; return 1; }
     opened = max_ranges > 0;
+    metrics = 1;
+    for (const char* c = names; *c; ++c) metrics += *c == ',';
+    if (device == 8) metrics = 1;  // a library that ignores all but the first metric
     return 0;
 }
 int grt_start(void) {
@@ -37,7 +43,9 @@ int grt_read(double* out_ns, int capacity, int* count) {
     if (!stopped) { error = "read before stop"; return 1; }
     stopped = 0;
     if (capacity < 3) { error = "3 ranges, room for 2"; return 1; }
-    out_ns[0] = 1500; out_ns[1] = 250.5; out_ns[2] = 9000;
+    const double kernels[3] = {1500, 250.5, 9000};
+    for (int k = 0; k < 3; ++k)
+        for (int m = 0; m < metrics; ++m) out_ns[k * metrics + m] = kernels[k] * (m + 1);
     *count = 3;
     return 0;
 }
@@ -46,17 +54,22 @@ void grt_close(void) { opened = 0; }
 """
 
 
-@pytest.fixture
-def stand_in(tmp_path: Path) -> Path:
+def compile_stand_in(folder: Path, source_text: str = STAND_IN) -> Path:
+    """The stand-in library, built with this machine's C++ compiler."""
     if COMPILER is None:
         pytest.skip("no C++ compiler")
-    source = tmp_path / "stand_in.cpp"
-    source.write_text(STAND_IN)
-    library = tmp_path / "libstand_in.so"
+    source = folder / "stand_in.cpp"
+    source.write_text(source_text)
+    library = folder / "libstand_in.so"
     done = subprocess.run([COMPILER, "-shared", "-fPIC", str(source), "-o", str(library)], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stderr
     return library
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> Path:
+    return compile_stand_in(tmp_path)
 
 
 @pytest.fixture
@@ -92,3 +105,30 @@ def test_a_failing_call_keeps_its_own_error_and_closes_the_window(stand_in, no_s
         with pytest.raises(ValueError, match="own failure"):
             timer.measure(failing)
         assert len(timer.measure(lambda: None)) == 3  # stopped and read after the error: starts again
+
+
+def test_several_metrics_come_back_per_kernel_in_the_order_named(stand_in, no_sync):
+    with KernelDurations(0, library=stand_in, metrics=("gpu__time_duration.sum", "gpc__cycles_elapsed.max")) as timer:
+        rows = timer.measure_metrics(lambda: None)
+        assert rows == [{"gpu__time_duration.sum": 1500.0, "gpc__cycles_elapsed.max": 3000.0},
+                        {"gpu__time_duration.sum": 250.5, "gpc__cycles_elapsed.max": 501.0},
+                        {"gpu__time_duration.sum": 9000.0, "gpc__cycles_elapsed.max": 18000.0}]
+        assert timer.measure(lambda: None) == [1500.0, 250.5, 9000.0]  # the first metric
+
+
+def test_a_library_that_took_other_metrics_is_refused(stand_in):
+    with pytest.raises(RangeTimerError, match="took 1 metrics, not 2"):
+        KernelDurations(8, library=stand_in, metrics=("a.sum", "b.max"))
+
+
+@pytest.mark.parametrize("metrics", [(), ("",), ("a.sum,b.max",)])
+def test_bad_metric_names_are_refused_before_the_library_is_touched(metrics):
+    with pytest.raises(ValueError, match="metrics must be"):
+        KernelDurations(0, library=Path("/nonexistent.so"), metrics=metrics)
+
+
+def test_a_library_that_cannot_be_loaded_is_a_range_timer_error(tmp_path):
+    unreadable = tmp_path / "libnot_a_library.so"
+    unreadable.write_text("not an ELF file")
+    with pytest.raises(RangeTimerError, match="cannot load the range timer's library"):
+        KernelDurations(0, library=unreadable)

@@ -36,7 +36,7 @@ def render(record: Evaluation, console: Console) -> None:
     where = f"{env.device_name} ({record.device})" if env else record.device
     console.print(f"[bold]{record.problem}[/] · {record.solution_name} ({record.language}, "
                   f"{record.solution_hash[:12]}) · {where} · mode {record.mode}")
-    columns = ("workload", "status", "abs err", "rel err", "time", "reference", "speedup", "SOL")
+    columns = ("workload", "status", "abs err", "rel err", "time", "reference", "speedup", "ncu Duration", "SOL")
     rows = []
     for w in record.workloads:
         speedup = "-"
@@ -52,9 +52,14 @@ def render(record: Evaluation, console: Console) -> None:
             if w.speed_of_light.compute_fraction:
                 parts.append(f"{100 * w.speed_of_light.compute_fraction:.0f}% FLOP")
             sol = ", ".join(parts)
+        ncu = "-"
+        if w.time and w.time.kernel_duration_us is not None:
+            ncu = f"{w.time.kernel_duration_us:.2f} µs"
+            if w.reference_time and w.reference_time.kernel_duration_us:
+                ncu += f" (ref {w.reference_time.kernel_duration_us:.2f})"
         rows.append([w.name, Text(w.status.value, style=STYLE.get(w.status, "bold red")),
                      _fmt_err(w.max_abs_error), _fmt_err(w.max_rel_error), _fmt_time(w.time),
-                     _fmt_time(w.reference_time), speedup, sol])
+                     _fmt_time(w.reference_time), speedup, ncu, sol])
     # columns with nothing to say (no timing in test mode, no SOL without peaks) are left out
     keep = [i for i in range(len(columns)) if i < 2 or any(row[i] != "-" for row in rows)]
     table = Table(show_lines=False, header_style="bold")
@@ -67,6 +72,9 @@ def render(record: Evaluation, console: Console) -> None:
     if timed:
         console.print(f"time: median ±half-width of its 95% interval; speedup (95% interval); "
                       f"method {timed.method}, reference timed alike, interleaved", style="dim")
+    ncu_line = _kernel_duration_summary(record)
+    if ncu_line:
+        console.print(ncu_line, style="dim")
     audit_line = _audit_summary(record)
     if audit_line:
         console.print(audit_line, style="dim")
@@ -81,6 +89,15 @@ def render(record: Evaluation, console: Console) -> None:
         tail = "\n".join(record.log.strip().splitlines()[-25:])
         console.print("[dim]log (last lines; the whole log is in --json's \"log\"):[/]")
         console.print(tail, markup=False, highlight=False)
+
+
+def _kernel_duration_summary(record: Evaluation) -> str:
+    """One line on the ncu-comparable figure (CUDA): what it is, or why it is missing."""
+    if any(w.time and w.time.kernel_duration_us is not None for w in record.workloads):
+        return ("ncu Duration: gpu__time_duration of each kernel launched alone, summed per call, read in-process "
+                "(what ncu reports; ranked by time, the cost on a stream)")
+    reasons = sorted({w.kernel_duration_skipped for w in record.workloads if w.kernel_duration_skipped})
+    return f"ncu Duration: not measured ({'; '.join(reasons)})" if reasons else ""
 
 
 def _audit_summary(record: Evaluation) -> str:

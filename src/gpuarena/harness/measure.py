@@ -24,13 +24,15 @@ time over it less the calls' windows is the harness's cost there.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gpuarena.harness import device_audit, peaks
+from gpuarena.harness import device_audit, kernel_duration, peaks
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess
 from gpuarena.harness.records import DeviceAudit, SpeedOfLight, Timing, WorkloadResult
@@ -250,11 +252,11 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
         with torch.no_grad():
             return reference(**{name: session.sets[i % n_sets][name] for name in names})
 
-    def refresh(round_no: int) -> None:
+    def refresh(round_no: int, purpose: str = "timing") -> None:
         from gpuarena.harness.supervisor import poison
 
         for k in range(n_sets):
-            session.fill(k, session.make("timing", round_no, k))
+            session.fill(k, session.make(purpose, round_no, k))
             poison(session.dests[k])  # a call that writes nothing leaves NaN, not an old output
         session.sync()
 
@@ -377,6 +379,21 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                                          f"{allowance})")
         return audit
 
+    def reference_kernels(library: Path) -> list[int]:
+        return timer.run_block(call_reference, n_sets, kernel_library=library).device_ns
+
+    def solution_kernels(library: Path) -> list[int]:
+        reply = worker.request({"op": "time", "n": n_sets, "kernel_library": str(_for_the_worker(library, worker))},
+                               supervisor.deadline,
+                               f"reading kernel durations on {session.workload.name}")
+        _raise_on_failure(reply)
+        if "kernel_error" in reply:
+            raise kernel_duration.Unavailable(str(reply["kernel_error"]))
+        dev = reply.get("device_ns")
+        if not (isinstance(dev, list) and len(dev) == n_sets and all(type(v) is int and v >= 0 for v in dev)):
+            raise RunFailure("REJECTED", "the worker returned malformed kernel durations")
+        return dev
+
     round_no = 0
     while True:
         round_no += 1
@@ -404,9 +421,25 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     result.reference_time = summarize(ref_dev, ref_e2e, timer.method)
     if device_audit.applies(session.device):
         result.device_audit = audit_block()
+    if kernel_duration.applies(session.device):
+        supervisor.release_sampler()  # it holds the counters the range timer reads
+        kernel_duration.measure(result, lambda r: refresh(r, "kernel-duration"), reference_kernels, solution_kernels,
+                                check_block)
     ratio, low, high = bootstrap_ratio(ref_dev, sol_dev)
     result.speedup, result.speedup_ci95 = ratio, (low, high)
     _speed_of_light(supervisor, session, result)
+
+
+def _for_the_worker(library: Path, worker: WorkerProcess) -> Path:
+    """A copy of the range timer's library the worker can load: a worker of its own user cannot
+    read the supervisor's cache. It goes in the run's folder, which is the supervisor's (the
+    worker can reach a file there by name but create nothing), so the worker cannot plant a
+    link for the supervisor to write through."""
+    copy = worker.log_path.parent / library.name
+    if not copy.exists():
+        shutil.copyfile(library, copy)
+        copy.chmod(0o755)
+    return copy
 
 
 def _cores() -> int:

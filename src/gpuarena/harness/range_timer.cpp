@@ -8,8 +8,10 @@
 // replay is KERNEL (CUPTI replays a kernel itself if the metric needed more than one pass; one
 // metric should need one). Ranges come back in launch order.
 //
-//   grt_open(device, max_ranges)  once, on the thread whose CUDA context launches the kernels
-//   grt_start() ... kernels ... synchronise ... grt_stop() ... grt_read(out_ns, capacity, &count)
+//   grt_open(device, max_ranges, metrics)  once, on the thread whose CUDA context launches the
+//       kernels; metrics: comma-separated metric names, or NULL for gpu__time_duration.sum alone
+//   grt_start() ... kernels ... synchronise ... grt_stop() ... grt_read(out, capacity, &count)
+//       out: count rows of one value per metric, in the order named; capacity counts rows
 //   grt_close()
 //
 // Build: g++ -O2 -std=c++17 -shared -fPIC range_timer.cpp -I$CUDA/include -I$CUDA/extras/CUPTI/include
@@ -26,8 +28,10 @@
 #include <string>
 #include <vector>
 
-static const char* METRICS[] = {"gpu__time_duration.sum"};
-static const size_t NUM_METRICS = 1;
+static const char* DEFAULT_METRICS = "gpu__time_duration.sum";
+
+static std::vector<std::string> g_metric_names;  // what grt_open was asked for
+static std::vector<const char*> g_metrics;       // pointers into g_metric_names, for CUPTI
 
 static std::string g_error;
 static CUcontext g_context = nullptr;
@@ -119,8 +123,8 @@ static int open_profiler(int device_index, int max_ranges) {
 
     CUpti_Profiler_Host_ConfigAddMetrics_Params add = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
     add.pHostObject = g_host;
-    add.ppMetricNames = METRICS;
-    add.numMetrics = NUM_METRICS;
+    add.ppMetricNames = g_metrics.data();
+    add.numMetrics = g_metrics.size();
     CUPTI(cuptiProfilerHostConfigAddMetrics(&add));
     CUpti_Profiler_Host_GetConfigImageSize_Params config_size = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
     config_size.pHostObject = g_host;
@@ -139,8 +143,8 @@ static int open_profiler(int device_index, int max_ranges) {
 
     CUpti_RangeProfiler_GetCounterDataSize_Params data_size = {CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
     data_size.pRangeProfilerObject = g_profiler;
-    data_size.pMetricNames = METRICS;
-    data_size.numMetrics = NUM_METRICS;
+    data_size.pMetricNames = g_metrics.data();
+    data_size.numMetrics = g_metrics.size();
     data_size.maxNumOfRanges = size_t(max_ranges);
     data_size.maxNumRangeTreeNodes = uint32_t(max_ranges);
     CUPTI(cuptiRangeProfilerGetCounterDataSize(&data_size));
@@ -164,7 +168,7 @@ static int open_profiler(int device_index, int max_ranges) {
     return 0;
 }
 
-static int read_ranges(double* out_ns, int capacity, int* count) {
+static int read_ranges(double* out, int capacity, int* count) {
     CUpti_RangeProfiler_DecodeData_Params decode = {CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
     decode.pRangeProfilerObject = g_profiler;
     CUPTI(cuptiRangeProfilerDecodeData(&decode));
@@ -182,10 +186,10 @@ static int read_ranges(double* out_ns, int capacity, int* count) {
         eval.pHostObject = g_host;
         eval.pCounterDataImage = g_data.data();
         eval.counterDataImageSize = g_data.size();
-        eval.ppMetricNames = METRICS;
-        eval.numMetrics = NUM_METRICS;
+        eval.ppMetricNames = g_metrics.data();
+        eval.numMetrics = g_metrics.size();
         eval.rangeIndex = i;
-        eval.pMetricValues = &out_ns[i];  // gpu__time_duration is in nanoseconds
+        eval.pMetricValues = &out[i * g_metrics.size()];  // gpu__time_duration is in nanoseconds
         CUPTI(cuptiProfilerHostEvaluateToGpuValues(&eval));
         *count = int(i + 1);
     }
@@ -223,12 +227,34 @@ void grt_close(void) {
     g_context = nullptr;
     g_config.clear();
     g_data.clear();
+    g_metrics.clear();
+    g_metric_names.clear();
     g_error = first;
 }
 
-int grt_open(int device_index, int max_ranges) {
+static int parse_metrics(const char* csv) {
+    std::string text = csv != nullptr ? csv : DEFAULT_METRICS;
+    size_t begin = 0;
+    while (begin <= text.size()) {
+        size_t end = text.find(',', begin);
+        if (end == std::string::npos) end = text.size();
+        if (end == begin) return fail("grt_open: an empty metric name in '" + text + "'");
+        g_metric_names.push_back(text.substr(begin, end - begin));
+        begin = end + 1;
+    }
+    for (const std::string& name : g_metric_names) g_metrics.push_back(name.c_str());
+    return 0;
+}
+
+int grt_metric_count(void) { return int(g_metrics.size()); }
+
+int grt_open(int device_index, int max_ranges, const char* metrics) {
     g_error.clear();
     if (g_profiler != nullptr) return fail("grt_open: already open (grt_close first)");
+    if (parse_metrics(metrics) != 0) {
+        grt_close();
+        return 1;
+    }
     if (open_context(device_index) != 0 || open_profiler(device_index, max_ranges) != 0) {
         grt_close();  // keeps the error that stopped the opening
         return 1;
@@ -254,10 +280,10 @@ int grt_stop(void) {
     return 0;
 }
 
-int grt_read(double* out_ns, int capacity, int* count) {
+int grt_read(double* out, int capacity, int* count) {
     *count = 0;
     if (g_profiler == nullptr) return fail("grt_read: not open");
-    int failed = read_ranges(out_ns, capacity, count);
+    int failed = read_ranges(out, capacity, count);
     std::string error = g_error;
     if (reset_counter_data() != 0) return 1;  // the next window begins empty, whatever happened here
     g_error = error;

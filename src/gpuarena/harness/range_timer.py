@@ -19,6 +19,8 @@ from gpuarena.harness import cupti_build
 SOURCE = Path(__file__).with_name("range_timer.cpp")
 HEADER = "cupti_range_profiler.h"
 LIBRARY = "libgpuarena_range_timer.so"
+DURATION = "gpu__time_duration.sum"
+"""ncu's "Duration", in nanoseconds: the metric the timer reads unless told others."""
 
 
 def has_range_profiler(cuda: Path) -> bool:
@@ -43,48 +45,75 @@ class RangeTimerError(RuntimeError):
 
 
 class KernelDurations:
-    """gpu__time_duration.sum for each kernel that `measure(fn)` runs, on one device. Open it on
-    the thread that launches the kernels, after the device's CUDA context exists (torch made it);
-    one at a time per process, since the library keeps one profiler session."""
+    """gpu__time_duration.sum (or the metrics named) for each kernel that `measure(fn)` runs, on
+    one device. Open it on the thread that launches the kernels, after the device's CUDA context
+    exists (torch made it); one at a time per process, since the library keeps one profiler
+    session. Metrics beyond the duration (clocks, cycles, DRAM bytes) explain a duration; if
+    they need more than one pass, CUPTI replays each kernel, restoring its memory in between."""
 
-    def __init__(self, device_index: int, max_ranges: int = 4096, library: Path | None = None):
+    def __init__(self, device_index: int, max_ranges: int = 4096, library: Path | None = None,
+                 metrics: tuple[str, ...] = (DURATION,), synchronize: Callable[[], object] | None = None):
+        """synchronize: waits for the window's kernels (default: torch.cuda.synchronize of the
+        device; the harness passes the binding it captured before any solution code ran)."""
+        if not metrics or any(not m or "," in m for m in metrics):
+            raise ValueError(f"metrics must be non-empty names without commas, got {metrics!r}")
         if library is None:
             library, why = build_range_timer()
             if library is None:
                 raise RangeTimerError(why)
         self.device_index = device_index
         self.max_ranges = max_ranges
-        self.lib = ctypes.CDLL(str(library))
-        self.lib.grt_open.argtypes = [ctypes.c_int, ctypes.c_int]
+        self.metrics = tuple(metrics)
+        self._synchronize = synchronize
+        try:
+            self.lib = ctypes.CDLL(str(library))
+        except OSError as exc:  # unreadable, or built for another platform
+            raise RangeTimerError(f"cannot load the range timer's library: {exc}") from None
+        self.lib.grt_open.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p]
         self.lib.grt_read.argtypes = [ctypes.POINTER(ctypes.c_double), ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
         self.lib.grt_error.restype = ctypes.c_char_p
         self.lib.grt_close.restype = None
         self._open = False
-        self._check(self.lib.grt_open(device_index, max_ranges))
+        self._check(self.lib.grt_open(device_index, max_ranges, ",".join(self.metrics).encode()))
         self._open = True
+        if self.lib.grt_metric_count() != len(self.metrics):
+            self.close()
+            raise RangeTimerError(f"the library took {self.lib.grt_metric_count()} metrics, not {len(self.metrics)}")
 
     def _check(self, result: int) -> None:
         if result != 0:
             raise RangeTimerError((self.lib.grt_error() or b"").decode(errors="replace") or "range timer failed")
 
     def measure(self, fn: Callable[[], object]) -> list[float]:
-        """Run fn() with the profiler on and return each of its kernels' durations in ns, in launch
-        order. An error of fn() wins over one of the profiler's, so a failing call keeps its own."""
-        import torch
+        """Run fn() with the profiler on and return each of its kernels' first metric (the
+        duration in ns, unless told otherwise), in launch order."""
+        return [row[self.metrics[0]] for row in self.measure_metrics(fn)]
 
+    def measure_metrics(self, fn: Callable[[], object]) -> list[dict[str, float]]:
+        """Run fn() with the profiler on and return each of its kernels' metrics, in launch
+        order. An error of fn() wins over one of the profiler's, so a failing call keeps its own."""
         self._check(self.lib.grt_start())
-        values = (ctypes.c_double * self.max_ranges)()
+        width = len(self.metrics)
+        values = (ctypes.c_double * (self.max_ranges * width))()
         count = ctypes.c_int(0)
         try:
             fn()
-            torch.cuda.synchronize(self.device_index)
+            self._wait()
         except BaseException:
             self.lib.grt_stop()
             self.lib.grt_read(values, self.max_ranges, ctypes.byref(count))  # leaves the next window empty
             raise
         self._check(self.lib.grt_stop())
         self._check(self.lib.grt_read(values, self.max_ranges, ctypes.byref(count)))
-        return list(values[: count.value])
+        return [dict(zip(self.metrics, values[k * width:(k + 1) * width])) for k in range(count.value)]
+
+    def _wait(self) -> None:
+        if self._synchronize is not None:
+            self._synchronize()
+        else:
+            import torch
+
+            torch.cuda.synchronize(self.device_index)
 
     def close(self) -> None:
         if self._open:

@@ -46,6 +46,13 @@ class Timing(Record):
     """Host clock around each call with a device-wide sync: includes launch and host work."""
     mean_us: float | None = None
     min_us: float | None = None
+    kernel_duration_us: float | None = None
+    """ncu's "Duration" (gpu__time_duration.sum) summed over the call's kernels, each launched
+    alone, median over kernel_duration_calls calls after the same eviction: the figure ncu
+    gives for the same kernels (kernels only; copies and memsets are not in it). It includes
+    each kernel's launch and drain, which kernels following one another in a stream overlap,
+    so it is above median_us for small kernels (CUDA, where CUPTI's Range Profiler can run)."""
+    kernel_duration_calls: int = 0
 
 
 class SpeedOfLight(Record):
@@ -108,6 +115,8 @@ class WorkloadResult(Record):
     """Bootstrap 95% interval of the ratio of medians."""
     speed_of_light: SpeedOfLight | None = None
     device_audit: DeviceAudit | None = None
+    kernel_duration_skipped: str = ""
+    """Why time.kernel_duration_us is missing (no CUPTI Range Profiler here, a profiler error)."""
 
 
 class Environment(Record):
@@ -132,6 +141,9 @@ class Environment(Record):
     harness_version: str = HARNESS_VERSION
     peaks: dict[str, float] | None = None
     """Measured peak bandwidth (GB/s) and matrix rates (TFLOP/s) of this device."""
+    timer_eviction: str | None = None
+    """What made the caches cold before each timed call (CUDA): the L2 read sweep and, where
+    Triton could build it, the instruction-cache sweep."""
     worker_network: str | None = None
     """"isolated" when the worker ran in its own network namespace, "available" where the platform did not allow it."""
 

@@ -266,7 +266,7 @@ class Supervisor:
     @property
     def sampler(self) -> device_audit.DeviceSampler | None:
         """The GPU's counters, read from a process of the supervisor's (device_audit.py):
-        started on first use, held for the run, closed with it."""
+        started on first use, held until released (release_sampler) or the run ends."""
         if self._sampler is None and not self.sampler_missing:
             if not _switch("GPUARENA_DEVICE_AUDIT", True):
                 self.sampler_missing = "turned off (GPUARENA_DEVICE_AUDIT=0)"
@@ -280,6 +280,14 @@ class Supervisor:
             except (device_audit.SamplerError, OSError) as exc:
                 self.sampler_missing = f"the PM sampler could not start: {exc}"
         return self._sampler
+
+    def release_sampler(self) -> None:
+        """Quit the PM sampler: while it runs it holds the GPU's counters, and any other
+        profiling session on the device (the range timer's) gets CUPTI_ERROR_HARDWARE_BUSY.
+        The next audit starts another (0.6-0.8 s on an H100)."""
+        if self._sampler is not None:
+            self._sampler.close()
+            self._sampler = None
 
     def workloads(self) -> list[Workload]:
         chosen = self.problem.spec.workloads_for(self.device.type)
@@ -355,9 +363,15 @@ class Supervisor:
             raise RunFailure(reply.get("status", "COMPILE_ERROR"), reply.get("reason", "build failed"),
                              reply.get("traceback", ""))
         method = reply.get("method", "")
-        self.timer = Timer(self.device, method=method or None)
+        # the reference starts each call from the caches the solution's calls start from
+        worker_icache = reply.get("icache_sweep") is True
+        self.timer = Timer(self.device, method=method or None, icache=worker_icache)
+        if worker_icache and not self.timer.has_icache_sweep:
+            self.details.append("\n[gpuarena] the worker has an instruction-cache sweep and the supervisor none: "
+                                "the solution's calls start colder than the reference's\n")
         if record.environment is not None:
             record.environment.worker_network = str(reply.get("network", "unknown"))
+            record.environment.timer_eviction = self.timer.eviction or None
         self.details.append(f"\n[gpuarena] worker rights: {reply.get('rights', 'unknown')}\n")
         for index, workload in enumerate(workloads):
             self.progress(f"workload {index + 1}/{len(workloads)}: {workload.name}")

@@ -2,8 +2,10 @@
 
 The same code times the reference (in the supervisor) and the solution (in the worker), so
 both are measured alike. A block runs `n` calls; before each, the caller's `prepare(i)`
-runs, then (on CUDA) L2 is evicted with a read sweep, persisting-L2 lines are reset and the
-device is synchronised; none of that is inside the timed window.
+runs, then (on CUDA) the caches are made cold as ncu's `--cache-control all` leaves them: a
+kernel of 240 KB of code takes the call's instructions out of the SMs' instruction caches
+(icache_sweep.py), a read sweep takes its data (and that code) out of L2, persisting-L2
+lines are reset and the device is synchronised; none of that is inside the timed window.
 
 Methods:
 - ``cpu-perf-counter``: host clock around the call.
@@ -13,6 +15,9 @@ Methods:
   are outside the call's window and are not counted.
 - ``cuda-sync-wallclock`` (CUDA, fallback when CUPTI is unavailable): host clock around the
   call plus a device-wide synchronize.
+- ``cupti-range-profiler gpu__time_duration.sum`` (CUDA, blocks asked for with
+  `kernel_library`): per call, the sum over its kernels of ncu's own "Duration", each kernel
+  launched alone (range_timer.py). The figure a contestant's ncu gives; kernels only.
 
 Every method also records the end-to-end time (host clock around call + device sync) so
 host-side work stays visible.
@@ -24,9 +29,12 @@ import ctypes
 import gc
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
+
+from gpuarena.harness import icache_sweep
 
 # Captured at import, before any solution code runs, so that patching the module attributes
 # later does not change what the harness calls.
@@ -34,6 +42,7 @@ _perf_counter_ns = time.perf_counter_ns
 _cuda_synchronize = torch.cuda.synchronize
 
 CALL_RANGE = "gpuarena::timed_call"
+KERNEL_DURATION_METHOD = "cupti-range-profiler gpu__time_duration.sum"
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
 
 
@@ -63,7 +72,10 @@ def l2_read_sweep(device: torch.device) -> Callable[[], None]:
 class Timer:
     """Times calls on one device with the best method available there."""
 
-    def __init__(self, device: torch.device, method: str | None = None, evict: bool = True):
+    def __init__(self, device: torch.device, method: str | None = None, evict: bool = True,
+                 icache: bool = True):
+        """icache=False: no instruction-cache sweep (the other side of the run has none, and
+        both sides must start each call from the same state)."""
         self.device = device
         self.is_cuda = device.type == "cuda"
         self.evict = evict and self.is_cuda
@@ -72,6 +84,17 @@ class Timer:
         # turn the harness's synchronisation into a no-op
         self._synchronize = _cuda_synchronize
         self._sweep: Callable[[], None] | None = None
+        self._icache_sweep: Callable[[], None] | None = None
+        self.eviction = ""
+        """What runs between calls to make the caches cold, in words (CUDA)."""
+        if self.evict:
+            # built now: the worker makes its Timer before importing the solution
+            why = "not asked for"
+            if icache:
+                self._icache_sweep, why = icache_sweep.build(device)
+            self.eviction = "L2 read sweep (3 x L2), " + (
+                f"instruction-cache sweep ({icache_sweep.OPS} FMAs of straight-line code)" if self._icache_sweep
+                else f"no instruction-cache sweep ({why})")
         self._libcuda = _libcuda() if self.is_cuda else None
         if not self.is_cuda:
             # Supervisor and worker time in turn on the same cores: one thread each, so an idle
@@ -83,8 +106,16 @@ class Timer:
         else:
             self.method = "cupti-device-time" if _cupti_available() else "cuda-sync-wallclock"
 
+    @property
+    def has_icache_sweep(self) -> bool:
+        return self._icache_sweep is not None
+
     # -- between calls -------------------------------------------------------------------
-    def _evict_l2(self) -> None:
+    def evict_caches(self) -> None:
+        """What runs before each timed call on CUDA: instruction caches, then L2 (public for
+        the benchmarks that time calls the harness's way)."""
+        if self._icache_sweep is not None:
+            self._icache_sweep()
         if self._sweep is None:
             self._sweep = l2_read_sweep(self.device)
         self._sweep()
@@ -103,20 +134,25 @@ class Timer:
     def _between(self) -> None:
         if self.is_cuda:
             if self.evict:
-                self._evict_l2()
+                self.evict_caches()
             self._reset_persisting_l2()
             self._synchronize(self.device)
 
     # -- a block of calls ----------------------------------------------------------------
     def run_block(self, call: Callable[[int], Any], n: int, prepare: Callable[[int], None] | None = None,
-                  after: Callable[[int, Any], None] | None = None, evict: bool = True) -> BlockSamples:
+                  after: Callable[[int, Any], None] | None = None, evict: bool = True,
+                  kernel_library: Path | None = None) -> BlockSamples:
         """Run call(i) for i in range(n); after(i, result) runs outside the window.
         evict=False: no L2 sweep between calls (the device audit's block, where the harness
-        should put as little as it can on the GPU)."""
+        should put as little as it can on the GPU). kernel_library: the range timer's library;
+        each call's device figure is then its kernels' ncu Duration (raises RangeTimerError
+        where the profiler cannot run)."""
         gc_was_enabled = gc.isenabled()
         gc.disable()  # no collector pause inside a timed window
         evicting, self.evict = self.evict, self.evict and evict
         try:
+            if kernel_library is not None:
+                return self._block_kernel_durations(call, n, prepare, after, kernel_library)
             if self.method == "cupti-device-time":
                 return self._block_cupti(call, n, prepare, after)
             return self._block_wallclock(call, n, prepare, after)
@@ -144,6 +180,30 @@ class Timer:
             if after:
                 after(i, result)
             del result
+        return samples
+
+    def _block_kernel_durations(self, call, n, prepare, after, library: Path) -> BlockSamples:
+        from gpuarena.harness.range_timer import KernelDurations
+
+        samples = BlockSamples(method=KERNEL_DURATION_METHOD)
+        index = self.device.index if self.device.index is not None else (
+            torch.cuda.current_device() if self.is_cuda else 0)
+        wait = (lambda: self._synchronize(self.device)) if self.is_cuda else (lambda: None)
+        # opened for the block alone: the profiler serialises kernels while it is enabled, and
+        # the stream-cost blocks must see the solution's streams as they are
+        with KernelDurations(index, library=library, synchronize=wait) as profiler:
+            for i in range(n):
+                if prepare:
+                    prepare(i)
+                self._between()
+                box: list[Any] = []
+                t0 = _perf_counter_ns()
+                durations = profiler.measure(lambda: box.append(call(i)))
+                samples.e2e_ns.append(_perf_counter_ns() - t0)
+                samples.device_ns.append(round(sum(durations)))
+                if after:
+                    after(i, box[0])
+                del box
         return samples
 
     def _block_cupti(self, call, n, prepare, after) -> BlockSamples:

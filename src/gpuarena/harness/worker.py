@@ -21,6 +21,7 @@ import torch
 
 from gpuarena.harness import protocol
 from gpuarena.harness.sandbox import children_of
+from gpuarena.harness.range_timer import RangeTimerError
 from gpuarena.harness.timing import Timer
 from gpuarena.harness.transport import attach, fds_needed
 from gpuarena.solutions.build import BuildError, build
@@ -148,7 +149,7 @@ class Worker:
                     "reason": f"importing the solution left {len(spawned)} child process(es) behind"}
         self.solve = solve
         return {"op": "build", "ok": True, "method": self.timer.method, "network": self.network,
-                "rights": self.rights}
+                "rights": self.rights, "icache_sweep": self.timer.has_icache_sweep}
 
     @staticmethod
     def _threads() -> set[threading.Thread]:
@@ -272,8 +273,14 @@ class Worker:
             self._copy_out(self._outputs(k, result), self.dests[k])
             self._left_running(threads_before, None)  # processes: once, after the block
 
-        samples = self.timer.run_block(lambda i: self._invoke(i % n_sets), request["n"], prepare, after,
-                                       evict=request.get("evict", True) is not False)
+        library = request.get("kernel_library")
+        try:
+            samples = self.timer.run_block(lambda i: self._invoke(i % n_sets), request["n"], prepare, after,
+                                           evict=request.get("evict", True) is not False,
+                                           kernel_library=Path(library) if isinstance(library, str) else None)
+        except RangeTimerError as exc:  # the profiler, not the solution: no figure, no verdict
+            self._sync()
+            return {"op": "time", "kernel_error": str(exc)[:500]}
         self._sync()
         self._left_running(threads_before, children_before)
         return {"op": "time", "device_ns": samples.device_ns, "e2e_ns": samples.e2e_ns, "method": samples.method}

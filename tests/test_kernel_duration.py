@@ -1,0 +1,175 @@
+"""The ncu-comparable figure (kernel_duration.py) in real runs on the CPU: supervisor, worker,
+interleaved blocks and checks, with a stand-in range-timer library speaking the real one's C
+ABI (three kernels of 1500, 250.5 and 9000 ns per call). The flow, the record and the ways it
+can be missing; the counters themselves are read on a GPU (tests/gpu)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import EXAMPLES, judge
+from gpuarena.harness import kernel_duration
+from gpuarena.harness.timing import KERNEL_DURATION_METHOD, Timer
+from test_range_timer import STAND_IN, compile_stand_in
+
+torch = pytest.importorskip("torch")
+
+PER_CALL_US = round(1500 + 250.5 + 9000) / 1e3  # the three stand-in kernels, summed to whole ns
+
+# grt_open fails in the worker (whose environment the harness scrubs of pytest's variables)
+FAILS_IN_THE_WORKER = STAND_IN.replace("#include <cstring>", "#include <cstring>\n#include <cstdlib>").replace(
+    "    opened = max_ranges > 0;",
+    '    if (!getenv("PYTEST_CURRENT_TEST")) { error = "cuptiRangeProfilerEnable: '
+    'CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (stand-in)"; return 1; }\n    opened = max_ranges > 0;')
+
+
+@pytest.fixture
+def profiled_on_the_cpu(monkeypatch, tmp_path):
+    def run(library_source: str | None = STAND_IN, why: str = ""):
+        library = compile_stand_in(tmp_path, library_source) if library_source else None
+        monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
+        monkeypatch.setattr(kernel_duration, "library", lambda: (library, why))
+        record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
+                       workloads=["small-64x1000"])
+        assert record.status == "PASSED", record.reason
+        return record.workloads[0]
+
+    return run
+
+
+def test_both_sides_get_ncu_s_figure_in_a_real_run(profiled_on_the_cpu):
+    workload = profiled_on_the_cpu()
+    assert workload.time.kernel_duration_us == pytest.approx(PER_CALL_US)
+    assert workload.reference_time.kernel_duration_us == pytest.approx(PER_CALL_US)
+    assert workload.time.kernel_duration_calls == workload.reference_time.kernel_duration_calls > 0
+    assert workload.time.kernel_duration_calls % kernel_duration.ROUNDS == 0
+    assert workload.kernel_duration_skipped == ""
+    assert workload.time.median_us != PER_CALL_US  # the ranked figure is still the stream cost
+
+
+def test_no_profiler_here_leaves_the_figure_out_and_says_why(profiled_on_the_cpu):
+    workload = profiled_on_the_cpu(None, why="no CUDA toolkit found (nvcc)")
+    assert workload.time.kernel_duration_us is None and workload.reference_time.kernel_duration_us is None
+    assert workload.kernel_duration_skipped == "no CUDA toolkit found (nvcc)"
+
+
+def test_a_profiler_that_fails_in_the_worker_is_no_verdict_on_the_solution(profiled_on_the_cpu):
+    workload = profiled_on_the_cpu(FAILS_IN_THE_WORKER)
+    assert workload.time.kernel_duration_us is None
+    assert "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (stand-in)" in workload.kernel_duration_skipped
+
+
+def test_a_timer_block_with_the_library_gives_each_call_s_kernels_summed(tmp_path):
+    library = compile_stand_in(tmp_path)
+    seen = []
+    samples = Timer(torch.device("cpu")).run_block(lambda i: i * 10, 3, after=lambda i, r: seen.append(r),
+                                                   kernel_library=library)
+    assert samples.method == KERNEL_DURATION_METHOD
+    assert samples.device_ns == [round(PER_CALL_US * 1e3)] * 3 and len(samples.e2e_ns) == 3
+    assert seen == [0, 10, 20]  # after() gets each call's own result
+
+
+def test_the_cpu_timer_makes_no_caches_cold():
+    timer = Timer(torch.device("cpu"))
+    assert not timer.has_icache_sweep and timer.eviction == ""
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="no ptxas (CUDA toolkit)")
+def test_the_instruction_cache_sweep_compiles_to_more_code_than_an_sm_caches(tmp_path):
+    """The PTX the driver loads is valid, and on sm_90 it is more than 128 KB of machine code
+    (the point of it); ptxas here stands in for the driver's own."""
+    from gpuarena.harness import icache_sweep
+
+    (tmp_path / "sweep.ptx").write_text(icache_sweep.ptx())
+    done = subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / "sweep.ptx"), "-o", str(tmp_path / "sweep.cubin")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    sections = subprocess.run(["readelf", "-S", "-W", str(tmp_path / "sweep.cubin")], capture_output=True, text=True)
+    text = next(line for line in sections.stdout.splitlines() if f".text.{icache_sweep.ENTRY}" in line)
+    size = int(text.split(f".text.{icache_sweep.ENTRY}")[1].split()[3], 16)  # type, address, offset, size
+    assert size > 128 << 10, size
+
+
+def test_the_ptx_constants_are_distinct_so_no_fma_can_be_folded():
+    from gpuarena.harness import icache_sweep
+
+    fmas = [line for line in icache_sweep.ptx(64).splitlines() if "fma.rn.f32" in line]
+    assert len(fmas) == 64 and len(set(fmas)) == 64
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is seen where there is no GPU")
+def test_no_gpu_no_instruction_cache_sweep_and_why():
+    from gpuarena.harness import icache_sweep
+
+    sweep, why = icache_sweep.build(torch.device("cuda"))
+    assert sweep is None and why
+
+
+def test_the_cli_shows_the_figure_or_why_it_is_missing(profiled_on_the_cpu):
+    from rich.console import Console
+
+    from gpuarena.cli.render import _kernel_duration_summary, render
+    from gpuarena.harness.records import Evaluation, Status, WorkloadResult
+
+    workload = profiled_on_the_cpu()
+    record = Evaluation(status=Status.PASSED, problem="level1/softmax", solution_hash="0" * 64, device="cpu",
+                        mode="benchmark", workloads=[workload])
+    console = Console(record=True, width=200)
+    render(record, console)
+    text = console.export_text()
+    assert f"{PER_CALL_US:.2f} µs (ref {PER_CALL_US:.2f})" in text and "what ncu reports" in text
+    record.workloads = [WorkloadResult(name="a", status=Status.PASSED, kernel_duration_skipped="no toolkit")]
+    assert _kernel_duration_summary(record) == "ncu Duration: not measured (no toolkit)"
+
+
+def test_the_submission_page_shows_the_figure_only_where_measured(profiled_on_the_cpu):
+    from types import SimpleNamespace
+
+    from gpuarena.harness.records import Evaluation, Status
+    from gpuarena.service.web.render import ENV
+
+    workload = profiled_on_the_cpu()
+    evaluation = Evaluation(status=Status.PASSED, problem="level1/softmax", solution_hash="0" * 64, device="cpu",
+                            mode="benchmark", workloads=[workload])
+    detail = SimpleNamespace(status="PASSED", reason="", done=True, id=1, device_kind="cpu", score=None,
+                             evaluation=evaluation)
+
+    def html() -> str:
+        return ENV.get_template("_live.html").render(s=SimpleNamespace(detail=detail, score_interval=None))
+
+    assert "ncu Duration</th>" in html() and f"{PER_CALL_US:.2f} µs" in html()
+    workload.time.kernel_duration_us = workload.reference_time.kernel_duration_us = None
+    assert "ncu Duration" not in html()
+
+
+def test_the_audit_s_sampler_is_released_for_the_profiler_and_started_again(tmp_path, monkeypatch):
+    """The PM sampler holds the GPU's counters while it runs (on an H100 the range timer then
+    got CUPTI_ERROR_HARDWARE_BUSY), so it is quit before each workload's kernel-duration phase
+    and the next workload's audit starts another: both figures on every workload."""
+    import sys
+
+    from gpuarena.harness import device_audit
+    from test_device_audit import PLANNED
+
+    starts = tmp_path / "sampler-starts"
+    sampler = tmp_path / "planned-sampler"
+    sampler.write_text(PLANNED.format(python=sys.executable).replace(
+        "import json, os, sys\n", "import json, os, sys\nopen(os.environ['SAMPLER_STARTS'], 'a').write('start\\n')\n"))
+    sampler.chmod(0o755)
+    monkeypatch.setattr(device_audit, "build_sampler", lambda: (sampler, ""))
+    monkeypatch.setattr(device_audit, "applies", lambda device: True)
+    monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
+    monkeypatch.setenv("GPUARENA_TEST_SAMPLER_PLAN", "0")
+    monkeypatch.setenv("SAMPLER_STARTS", str(starts))
+    library = compile_stand_in(tmp_path)
+    monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
+    monkeypatch.setattr(kernel_duration, "library", lambda: (library, ""))
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
+                   workloads=["small-64x1000", "small-128x4096"])
+    assert record.status == "PASSED", record.reason
+    assert [w.device_audit.calls > 0 and not w.device_audit.skipped for w in record.workloads] == [True, True]
+    assert [w.time.kernel_duration_us for w in record.workloads] == [pytest.approx(PER_CALL_US)] * 2
+    assert starts.read_text() == "start\nstart\n"
