@@ -7,7 +7,7 @@ For each op, one fresh process per condition reads, per call, through the range 
   duration, elapsed SM cycles, SM clock and DRAM bytes read (may take several passes).
 Conditions: `sweep` (the harness's L2 read sweep before each call), `nosweep` (no sweep: the
 last call's lines stay in L2), `idle` (sweep, then the GPU left idle 2 ms before the call, as
-between ncu's replays), and the sweep after a kernel of 128 KB of code (`+code`: the SMs'
+between ncu's replays), and the sweep after a kernel of 236 KB of code (`+code`: the SMs'
 instruction caches) or a read of one byte per 64 KB over 16 GB (`+tlb`: address
 translations), or both. ncu then profiles the same op with the same metrics, with
 `--cache-control all` and `none` (`--clock-control none` always).
@@ -31,37 +31,28 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fidelity import child_env, find_ncu, to_ns  # noqa: E402
-from fidelity_methods import _harness_sweep, _import_gpuarena, make_call  # noqa: E402
+from fidelity_methods import _import_gpuarena, make_call  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 DURATION = "gpu__time_duration.sum"
 EXPLAIN = (DURATION, "gpc__cycles_elapsed.max", "smsp__cycles_elapsed.avg.per_second", "dram__bytes_read.sum")
 CONDITIONS = ("sweep", "nosweep", "idle", "sweep+code", "sweep+tlb", "sweep+code+tlb")
 IDLE_S = 0.002
-CODE_OPS = 8192  # one FFMA each, about 128 KB of machine code: more than an SM's instruction caches
 TLB_BYTES, TLB_STRIDE = 16 << 30, 64 << 10  # one byte read per 64 KB over 16 GB: 8192 2-MB pages
 
 
 def code_sweep() -> Callable[[], None]:
-    """A kernel of about 128 KB of straight-line code run on every SM, so the measured call's
-    instructions are no longer in the SMs' instruction caches (the L2 sweep after it takes them
-    out of L2 too): what ncu's --cache-control all does that a data sweep does not, if the
-    instruction caches are the difference."""
+    """The harness's instruction-cache sweep (harness/icache_sweep.py: 236 KB of straight-line
+    code on every SM), so the call's instructions are no longer in the SMs' instruction caches
+    (the L2 sweep after it takes them out of L2 too). The recorded run (commit 7216c23) used a
+    Triton kernel of the same 8192 FMAs instead, which took minutes to compile."""
     import torch
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def straight_line(x_ptr, N_OPS: tl.constexpr):
-        offs = tl.program_id(0) * 128 + tl.arange(0, 128)
-        x = tl.load(x_ptr + offs)
-        for i in tl.static_range(N_OPS):
-            x = x * (1.0 + i * 1e-7) + i * 1e-3
-        tl.store(x_ptr + offs, x)
-
-    programs = 4 * torch.cuda.get_device_properties(0).multi_processor_count
-    buf = torch.zeros(programs * 128, device="cuda")
-    return lambda: straight_line[(programs,)](buf, N_OPS=CODE_OPS, num_warps=4)
+    _import_gpuarena()
+    from gpuarena.harness import icache_sweep
+    sweep, why = icache_sweep.build(torch.device("cuda"))
+    if sweep is None:
+        raise RuntimeError(why)
+    return sweep
 
 
 def tlb_sweep() -> Callable[[], None]:
@@ -77,7 +68,8 @@ def child(op: str, condition: str, metrics: tuple[str, ...], calls: int) -> dict
     import torch
     _import_gpuarena()
     from gpuarena.harness.range_timer import KernelDurations
-    call, data_sweep = make_call(op, 8), _harness_sweep()
+    from gpuarena.harness.timing import l2_read_sweep
+    call, data_sweep = make_call(op, 8), l2_read_sweep(torch.device("cuda"))  # L2 alone: the conditions add the rest
     parts = ([code_sweep()] if "code" in condition else []) + ([tlb_sweep()] if "tlb" in condition else [])
     parts += [data_sweep] if condition != "nosweep" else []
 

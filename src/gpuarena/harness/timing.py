@@ -3,7 +3,7 @@
 The same code times the reference (in the supervisor) and the solution (in the worker), so
 both are measured alike. A block runs `n` calls; before each, the caller's `prepare(i)`
 runs, then (on CUDA) the caches are made cold as ncu's `--cache-control all` leaves them: a
-kernel of 240 KB of code takes the call's instructions out of the SMs' instruction caches
+kernel of 236 KB of code takes the call's instructions out of the SMs' instruction caches
 (icache_sweep.py), a read sweep takes its data (and that code) out of L2, persisting-L2
 lines are reset and the device is synchronised; none of that is inside the timed window.
 
