@@ -28,3 +28,11 @@ def test_triton_add_passes_under_the_interpreter(monkeypatch):
     record = judge("level1/add", EXAMPLES / "add" / "triton.py", mode="benchmark", budget_s=0.2)
     assert record.status == "PASSED", record.reason + record.log[-2000:]
     assert {w.name for w in record.workloads} >= {"small-64k", "small-1m"}
+
+
+def test_a_triton_solution_on_the_cpu_without_the_interpreter_is_told_how(monkeypatch):
+    pytest.importorskip("triton")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    record = judge("level1/add", EXAMPLES / "add" / "triton.py", workloads=["small-64k"])
+    assert record.status in ("RUNTIME_ERROR", "COMPILE_ERROR")
+    assert "--device cuda, or on the CPU under TRITON_INTERPRET=1" in record.reason, record.reason

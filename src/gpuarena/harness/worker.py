@@ -176,6 +176,9 @@ class Worker:
         except BaseException as exc:
             status = "COMPILE_ERROR" if _is_compile_error(exc) else "RUNTIME_ERROR"
             reason = "".join(traceback.format_exception_only(_type(exc), exc)).strip()
+            if "active drivers" in reason and self.device.type == "cpu":
+                reason += (" (Triton found no GPU: run Triton solutions with --device cuda, or on the CPU "
+                           "under TRITON_INTERPRET=1)")
             return {"op": "failure", "status": status, "reason": reason, "traceback": traceback.format_exc()}
 
     # -- calling the solution --------------------------------------------------------------
