@@ -86,7 +86,7 @@ do_probe() {
 do_tests() {
   local name=$1; shift
   mkdir -p "$W/records-$name"
-  GPUARENA_GPU_OUT=$W/records-$name step "$name" "${T_TESTS:-290}" env "$@" \
+  GPUARENA_GPU_OUT=$W/records-$name step "$name" "${T_TESTS:-420}" env "$@" \
     python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rfE --timeout 280
   last "$name" '(passed|failed|error)' 1
   last "$name" '^(FAILED|ERROR) ' 20
