@@ -322,8 +322,31 @@ def parent(args: argparse.Namespace) -> int:
     env = environment(ncu)
     print(f"fidelity on {env['device']}: ops {ops}, {reps} repetitions, ncu {ncu or 'MISSING'}", file=sys.stderr)
     t0, runs = time.monotonic(), []
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "fidelity-" + re.sub(r"[^A-Za-z0-9._-]+", "-", env["device"].strip())
+    settings = asdict(budget) | {"reps": reps, "ops": ops, "quick": args.quick, "ncu_metric": NCU_METRIC}
+
+    def write(done: int) -> str:
+        """The results so far: a run cut by a time limit keeps what it measured."""
+        timers = sorted({r["timer_method"] for r in runs if "timer_method" in r})
+        env.update(state_after=_smi(STATE), wall_s=round(time.monotonic() - t0, 1), gpuarena_timer=timers)
+        result = summarize(runs, ops)
+        table = render_markdown(result)
+        total = reps * len(ops)
+        partial = "" if done == total else f" PARTIAL: {done} of {total} op-repetitions measured."
+        (out / f"{stem}.json").write_text(json.dumps({"environment": env, "settings": settings, "runs": runs,
+                                                      "done": done, "total": total, **result}, indent=1) + "\n")
+        header = (f"# Timing fidelity on {env['device']}\n\n{env['date']}; driver {env['driver']}, torch {env['torch']}, "
+                  f"triton {env['triton']}, ncu {env['ncu_version'] or 'missing'}; {reps} repetitions; "
+                  f"gpuarena timer {', '.join(timers) or '?'}; {env['wall_s']} s.{partial}\n\n`{env['command']}`\n\n")
+        errors = "".join(f"- error, {r['op']} {r['method']} rep {r['rep'] + 1}: {r['error'][:300]}\n"
+                         for r in runs if "error" in r)
+        (out / f"{stem}.md").write_text(header + table + errors)
+        return table
+
     for rep in range(reps):  # repetitions outermost, so drift over the run shows up as spread
-        for op in ops:
+        for k, op in enumerate(ops):
             new = [] if "gpuarena" not in methods else run_methods(op, ["gpuarena"], args.quick)
             if others := [m for m in methods if m != "gpuarena"]:
                 new += run_methods(op, others, args.quick)
@@ -334,22 +357,7 @@ def parent(args: argparse.Namespace) -> int:
                 what = f"{run['us']:.2f} µs" if "us" in run else f"ERROR {run.get('error', '')[:300]}"
                 print(f"[rep {rep + 1}/{reps}] {op:22s} {run['method']:9s} {what}", file=sys.stderr, flush=True)
             runs += new
-    timers = sorted({r["timer_method"] for r in runs if "timer_method" in r})
-    env.update(state_after=_smi(STATE), wall_s=round(time.monotonic() - t0, 1), gpuarena_timer=timers)
-    result = summarize(runs, ops)
-    table = render_markdown(result)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = "fidelity-" + re.sub(r"[^A-Za-z0-9._-]+", "-", env["device"].strip())
-    settings = asdict(budget) | {"reps": reps, "ops": ops, "quick": args.quick, "ncu_metric": NCU_METRIC}
-    (out / f"{stem}.json").write_text(json.dumps({"environment": env, "settings": settings, "runs": runs,
-                                                  **result}, indent=1) + "\n")
-    header = (f"# Timing fidelity on {env['device']}\n\n{env['date']}; driver {env['driver']}, torch {env['torch']}, "
-              f"triton {env['triton']}, ncu {env['ncu_version'] or 'missing'}; {reps} repetitions; "
-              f"gpuarena timer {', '.join(timers) or '?'}; {env['wall_s']} s.\n\n`{env['command']}`\n\n")
-    errors = "".join(f"- error, {r['op']} {r['method']} rep {r['rep'] + 1}: {r['error'][:300]}\n"
-                     for r in runs if "error" in r)
-    (out / f"{stem}.md").write_text(header + table + errors)
+            table = write(rep * len(ops) + k + 1)
     print(table + f"\nwrote {out / stem}.json and .md", flush=True)
     return 0
 

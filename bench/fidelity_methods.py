@@ -184,8 +184,13 @@ def measure_hw(op: str, b: Budget) -> dict[str, Any]:
     call, timer = make_call(op, 8), Timer(torch.device("cuda"))
     timer.run_block(call, 5)  # warm-up: sweep buffers, cuBLAS handle, allocator; discarded
     per_call: list[int] = []
-    while len(per_call) < b.event_calls:
-        per_call += timer.run_block(call, min(b.block, b.event_calls - len(per_call)), kernel_library=library).device_ns
+    timer.open_kernel_profiler(library)  # held for every block, as a run's phase holds it
+    try:
+        while len(per_call) < b.event_calls:
+            per_call += timer.run_block(call, min(b.block, b.event_calls - len(per_call)),
+                                        kernel_library=library).device_ns
+    finally:
+        timer.close_kernel_profiler()
     return {"us": statistics.median(per_call) / 1e3, "n": len(per_call), "timer_eviction": timer.eviction}
 
 

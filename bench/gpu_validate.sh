@@ -87,7 +87,7 @@ do_tests() {
   local name=$1; shift
   mkdir -p "$W/records-$name"
   GPUARENA_GPU_OUT=$W/records-$name step "$name" "${T_TESTS:-420}" env "$@" \
-    python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rfE --timeout 280
+    python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rfE --timeout 280 --durations=12
   last "$name" '(passed|failed|error)' 1
   last "$name" '^(FAILED|ERROR) ' 20
 }

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from conftest import EXAMPLES, judge
 from gpuarena.harness import kernel_duration
+from gpuarena.harness.range_timer import RangeTimerError
 from gpuarena.harness.timing import KERNEL_DURATION_METHOD, Timer
 from test_range_timer import STAND_IN, compile_stand_in
 
@@ -26,9 +29,44 @@ FAILS_IN_THE_WORKER = STAND_IN.replace("#include <cstring>", "#include <cstring>
     'CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (stand-in)"; return 1; }\n    opened = max_ranges > 0;')
 
 
+def holding_the_counters(source: str, folder) -> str:
+    """The stand-in as the GPU's counters make the real one behave: one holder at a time (an
+    exclusive lock on a file stands for them; a second grt_open gets HARDWARE_BUSY), and each
+    opening noted in a file (the real one's first window after opening costs seconds)."""
+    return source.replace("#include <cstring>", "#include <cstring>\n#include <cstdio>\n#include <fcntl.h>\n"
+                          "#include <sys/file.h>\n#include <unistd.h>\nstatic int counters = -1;").replace(
+        "    opened = max_ranges > 0;",
+        '    if (counters >= 0) { error = "grt_open: already open"; return 1; }  // one per process, as the real one\n'
+        f'    counters = open("{folder}/counters", O_CREAT | O_RDWR, 0666);\n'
+        '    if (counters < 0) { error = "stand-in: cannot open its counters file"; return 1; }\n'
+        "    if (flock(counters, LOCK_EX | LOCK_NB) != 0) {\n"
+        "        close(counters);\n"
+        '        counters = -1; error = "cuptiProfilerGetCounterAvailability: CUPTI_ERROR_HARDWARE_BUSY (stand-in)"; return 1;\n'
+        "    }\n"
+        f'    FILE* log = fopen("{folder}/opens", "a"); if (log) {{ fputs("open\\n", log); fclose(log); }}\n'
+        "    opened = max_ranges > 0;").replace(
+        "void grt_close(void) { opened = 0; }",
+        "void grt_close(void) { opened = 0; if (counters >= 0) { flock(counters, LOCK_UN); close(counters); counters = -1; } }")
+
+
 @pytest.fixture
-def profiled_on_the_cpu(monkeypatch, tmp_path):
+def counters_folder():
+    """Where the stand-in keeps its lock and its log: a worker of its own user (a root test
+    run) must reach them, and pytest's tmp_path is private to the test's user."""
+    folder = Path(tempfile.mkdtemp(prefix="gpuarena-test-counters-"))
+    folder.chmod(0o777)
+    for name in ("counters", "opens"):
+        (folder / name).touch()
+        (folder / name).chmod(0o666)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def profiled_on_the_cpu(monkeypatch, tmp_path, counters_folder):
     def run(library_source: str | None = STAND_IN, why: str = ""):
+        if library_source:
+            library_source = holding_the_counters(library_source, counters_folder)
         library = compile_stand_in(tmp_path, library_source) if library_source else None
         monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
         monkeypatch.setattr(kernel_duration, "library", lambda: (library, why))
@@ -70,6 +108,39 @@ def test_a_timer_block_with_the_library_gives_each_call_s_kernels_summed(tmp_pat
     assert samples.method == KERNEL_DURATION_METHOD
     assert samples.device_ns == [round(PER_CALL_US * 1e3)] * 3 and len(samples.e2e_ns) == 3
     assert seen == [0, 10, 20]  # after() gets each call's own result
+
+
+def test_the_phase_can_be_switched_off_and_the_record_says_so(tmp_path, monkeypatch, counters_folder):
+    library = compile_stand_in(tmp_path, holding_the_counters(STAND_IN, counters_folder))
+    monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
+    monkeypatch.setattr(kernel_duration, "library", lambda: (library, ""))
+    monkeypatch.setenv("GPUARENA_KERNEL_DURATION", "0")
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
+                   workloads=["small-64x1000"])
+    assert record.status == "PASSED" and record.score, record.reason
+    workload = record.workloads[0]
+    assert workload.time.kernel_duration_us is None and workload.time.median_us > 0
+    assert workload.kernel_duration_skipped == "switched off (GPUARENA_KERNEL_DURATION=0)"
+    assert (counters_folder / "opens").read_text() == ""
+
+
+def test_a_block_opens_the_profiler_for_itself_unless_the_timer_holds_it(tmp_path, counters_folder):
+    """A lone block gives the counters back when it ends (another Timer, another process may
+    want them); a held profiler serves every block until it is closed."""
+    library = compile_stand_in(tmp_path, holding_the_counters(STAND_IN, counters_folder))
+    first, second = Timer(torch.device("cpu")), Timer(torch.device("cpu"))
+    for timer in (first, second, first):
+        assert timer.run_block(lambda i: i, 2, kernel_library=library).device_ns == [round(PER_CALL_US * 1e3)] * 2
+    opens = counters_folder / "opens"
+    assert opens.read_text() == "open\n" * 3
+    first.open_kernel_profiler(library)
+    for _ in range(3):
+        first.run_block(lambda i: i, 2, kernel_library=library)
+    assert opens.read_text() == "open\n" * 4
+    with pytest.raises(RangeTimerError, match="already open"):
+        second.run_block(lambda i: i, 1, kernel_library=library)
+    first.close_kernel_profiler()
+    second.run_block(lambda i: i, 1, kernel_library=library)
 
 
 def test_the_cpu_timer_makes_no_caches_cold():
@@ -145,10 +216,27 @@ def test_the_submission_page_shows_the_figure_only_where_measured(profiled_on_th
     assert "ncu Duration" not in html()
 
 
-def test_the_audit_s_sampler_is_released_for_the_profiler_and_started_again(tmp_path, monkeypatch):
+def test_each_side_opens_the_profiler_once_per_run_and_never_both_at_once(tmp_path, monkeypatch, counters_folder):
+    """On an H100 the Range Profiler's first window after opening costs about 4 s, and a
+    second process cannot open it while one holds it: opened per block, the phase took over
+    a minute on one workload. After every workload is timed, the worker holds it for all the
+    solution's rounds, then the supervisor for the reference's: two openings per run."""
+    library = compile_stand_in(tmp_path, holding_the_counters(STAND_IN, counters_folder))
+    monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
+    monkeypatch.setattr(kernel_duration, "library", lambda: (library, ""))
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
+                   workloads=["small-64x1000", "small-128x4096"])
+    assert record.status == "PASSED", record.reason
+    assert [w.kernel_duration_skipped for w in record.workloads] == ["", ""]  # no HARDWARE_BUSY
+    assert [w.time.kernel_duration_us for w in record.workloads] == [pytest.approx(PER_CALL_US)] * 2
+    assert [w.reference_time.kernel_duration_us for w in record.workloads] == [pytest.approx(PER_CALL_US)] * 2
+    assert (counters_folder / "opens").read_text() == "open\nopen\n"
+
+
+def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeypatch, counters_folder):
     """The PM sampler holds the GPU's counters while it runs (on an H100 the range timer then
-    got CUPTI_ERROR_HARDWARE_BUSY), so it is quit before each workload's kernel-duration phase
-    and the next workload's audit starts another: both figures on every workload."""
+    got CUPTI_ERROR_HARDWARE_BUSY): it audits every workload, then is quit before the phase.
+    Here it holds the stand-in's lock, as the real one holds the counters."""
     import sys
 
     from gpuarena.harness import device_audit
@@ -157,14 +245,17 @@ def test_the_audit_s_sampler_is_released_for_the_profiler_and_started_again(tmp_
     starts = tmp_path / "sampler-starts"
     sampler = tmp_path / "planned-sampler"
     sampler.write_text(PLANNED.format(python=sys.executable).replace(
-        "import json, os, sys\n", "import json, os, sys\nopen(os.environ['SAMPLER_STARTS'], 'a').write('start\\n')\n"))
+        "import json, os, sys\n",
+        "import fcntl, json, os, sys\nopen(os.environ['SAMPLER_STARTS'], 'a').write('start\\n')\n"
+        f"counters = open({str(counters_folder / 'counters')!r}, 'a')\n"
+        "fcntl.flock(counters, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while the profiler holds them\n"))
     sampler.chmod(0o755)
     monkeypatch.setattr(device_audit, "build_sampler", lambda: (sampler, ""))
     monkeypatch.setattr(device_audit, "applies", lambda device: True)
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
     monkeypatch.setenv("GPUARENA_TEST_SAMPLER_PLAN", "0")
     monkeypatch.setenv("SAMPLER_STARTS", str(starts))
-    library = compile_stand_in(tmp_path)
+    library = compile_stand_in(tmp_path, holding_the_counters(STAND_IN, counters_folder))
     monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
     monkeypatch.setattr(kernel_duration, "library", lambda: (library, ""))
     record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
@@ -172,4 +263,4 @@ def test_the_audit_s_sampler_is_released_for_the_profiler_and_started_again(tmp_
     assert record.status == "PASSED", record.reason
     assert [w.device_audit.calls > 0 and not w.device_audit.skipped for w in record.workloads] == [True, True]
     assert [w.time.kernel_duration_us for w in record.workloads] == [pytest.approx(PER_CALL_US)] * 2
-    assert starts.read_text() == "start\nstart\n"
+    assert starts.read_text() == "start\n"  # one sampler for every workload's audit

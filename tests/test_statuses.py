@@ -67,6 +67,8 @@ def test_timeout_kills_the_worker_and_leaves_nothing_behind(softmax_small):
     assert time.monotonic() - started < 30
     after = {p.pid for p in psutil.Process().children(recursive=True)}
     assert after <= before
+    # where the worker was when it stopped answering: its stack, down to the solution's line
+    assert "sleeps.py" in record.log and "in solve" in record.log, record.log[-2000:]
 
 
 @pytest.mark.parametrize("fixture, status, words", [

@@ -5,9 +5,12 @@ occupies the GPU). ncu, which contestants check their kernels with, reports each
 launched alone, its launch and drain included: about 1.3 µs more per kernel on an H100
 (bench/results/kernel-overhead-NVIDIA-H100.md), the whole difference on a kernel of a few
 microseconds. This phase reads ncu's counter, gpu__time_duration, in-process through CUPTI's
-Range Profiler (range_timer.py), for the reference and the solution in interleaved blocks
-after the same cache eviction, so each record carries the figure ncu would give beside the
-stream cost it is ranked by.
+Range Profiler (range_timer.py), for the solution and the reference after the same cache
+eviction, so each record carries the figure ncu would give beside the stream cost it is ranked
+by. It runs once every workload is timed (measure.measure_kernel_durations): the profiler
+admits one process at a time, and its first window after opening costs about 4 s on an H100
+(bench/results/range-profiler-NVIDIA-H100.md), so each side opens it once per run rather than
+the sides taking turns per block.
 
 Like the stream cost, the solution's figure is reported by the worker. It ranks nothing; a
 profiler that cannot run here leaves the figure out and says why, never a verdict.
@@ -17,7 +20,6 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -25,7 +27,8 @@ from gpuarena.harness import range_timer
 from gpuarena.harness.records import WorkloadResult
 
 ROUNDS = 4
-"""Blocks of each side (one call per input set each): the counter varies by tens of ns."""
+"""Blocks of each side per workload (one call per input set each, fresh inputs each): the
+counter varies by tens of ns."""
 
 PRIVILEGES = ("the driver lets only admin users read GPU counters, and a worker of its own user is not one: "
               "allow all users (NVreg_RestrictProfilingToAdminUsers=0) or, on a machine you trust, run workers as "
@@ -52,32 +55,17 @@ class Unavailable(Exception):
     """The profiler could not give the figure here (its words); the run goes on without it."""
 
 
-def measure(result: WorkloadResult, refresh: Callable[[int], None],
-            reference_block: Callable[[Path], list[int]], solution_block: Callable[[Path], list[int]],
-            check: Callable[[], None]) -> None:
-    """ROUNDS rounds of fresh inputs, a reference block and a solution block (alternating
-    which goes first), each call's kernels' durations summed; the outputs are checked after
-    each round as in the timed rounds. Sets time.kernel_duration_us and
-    reference_time.kernel_duration_us, or result.kernel_duration_skipped."""
-    path, why = library()
-    if path is None:
+def skip(results: list[WorkloadResult], why: str) -> None:
+    """No figure for these workloads, and why (the run goes on)."""
+    if "INSUFFICIENT_PRIVILEGES" in why:
+        why += f" ({PRIVILEGES})"
+    for result in results:
         result.kernel_duration_skipped = why
-        return
-    reference: list[int] = []
-    solution: list[int] = []
-    try:
-        for r in range(ROUNDS):
-            refresh(r)
-            for who in (("sol", "ref") if r % 2 == 0 else ("ref", "sol")):
-                (solution if who == "sol" else reference).extend(
-                    solution_block(path) if who == "sol" else reference_block(path))
-            check()
-    except (Unavailable, range_timer.RangeTimerError) as exc:
-        result.kernel_duration_skipped = f"CUPTI's Range Profiler failed here: {exc}"
-        if "INSUFFICIENT_PRIVILEGES" in str(exc):
-            result.kernel_duration_skipped += f" ({PRIVILEGES})"
-        return
-    for timing, samples in ((result.time, solution), (result.reference_time, reference)):
+
+
+def record(result: WorkloadResult, solution_ns: list[int], reference_ns: list[int]) -> None:
+    """Each side's median over its calls, into time and reference_time."""
+    for timing, samples in ((result.time, solution_ns), (result.reference_time, reference_ns)):
         if timing is not None and samples:
             timing.kernel_duration_us = statistics.median(samples) / 1e3
             timing.kernel_duration_calls = len(samples)

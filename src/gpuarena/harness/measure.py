@@ -28,14 +28,15 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
 from gpuarena.harness import device_audit, kernel_duration, peaks
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess
-from gpuarena.harness.records import DeviceAudit, SpeedOfLight, Timing, WorkloadResult
+from gpuarena.harness.range_timer import RangeTimerError
+from gpuarena.harness.records import DeviceAudit, SpeedOfLight, Status, Timing, WorkloadResult
 from gpuarena.harness.sandbox import children_of
 from gpuarena.harness.stats import bootstrap_median, bootstrap_ratio, converged
 from gpuarena.harness.worker import CallFailure, Worker
@@ -241,24 +242,12 @@ def summarize(device_ns: list[int], e2e_ns: list[int], method: str) -> Timing:
 def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: WorkloadSession,
                      result: WorkloadResult, plan: TimingPlan) -> None:
     n_sets = len(session.sets)
-    names = session.input_names
-    problem = supervisor.problem
-    tol = problem.spec.tolerance_for(session.workload.dtype)
     timer = supervisor.timer
     assert timer is not None
-    reference = problem.reference
+    call_reference = reference_call(session)
 
-    def call_reference(i: int) -> Any:
-        with torch.no_grad():
-            return reference(**{name: session.sets[i % n_sets][name] for name in names})
-
-    def refresh(round_no: int, purpose: str = "timing") -> None:
-        from gpuarena.harness.supervisor import poison
-
-        for k in range(n_sets):
-            session.fill(k, session.make(purpose, round_no, k))
-            poison(session.dests[k])  # a call that writes nothing leaves NaN, not an old output
-        session.sync()
+    def refresh(round_no: int) -> None:
+        refresh_sets(session, round_no, "timing")
 
     # warm-up: compilation, autotuning and allocator growth stay out of the samples
     refresh(0)
@@ -302,20 +291,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
         check_block()
 
     def check_block() -> None:
-        session.sync()
-        for k in range(n_sets):
-            changed = session.modified_input(k)
-            if changed:
-                raise RunFailure("REJECTED", f"solve() modified its input {changed} during timing")
-        # which calls are checked is decided now, after the block: every call had to be right
-        for i in sorted(supervisor.rng.sample(range(n_sets), k=min(CHECKED_PER_BLOCK, n_sets))):
-            expected = session.reference(session.private[i])
-            for name, out, ref in zip(problem.spec.outputs, session.dests[i], expected):
-                verdict = compare(name, out, ref, tol)
-                if not verdict.ok:
-                    raise RunFailure(verdict.status, f"a timed call returned wrong values: {verdict.reason}")
-        if time.monotonic() > supervisor.deadline:
-            raise RunFailure("TIMEOUT", f"the time limit ran out while timing {session.workload.name}")
+        check_outputs(supervisor, session, f"timing {session.workload.name}")
 
     def audit_block() -> DeviceAudit:
         """More requests of the solution's calls, without the L2 sweep, each while the GPU's
@@ -379,21 +355,6 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                                          f"{allowance})")
         return audit
 
-    def reference_kernels(library: Path) -> list[int]:
-        return timer.run_block(call_reference, n_sets, kernel_library=library).device_ns
-
-    def solution_kernels(library: Path) -> list[int]:
-        reply = worker.request({"op": "time", "n": n_sets, "kernel_library": str(_for_the_worker(library, worker))},
-                               supervisor.deadline,
-                               f"reading kernel durations on {session.workload.name}")
-        _raise_on_failure(reply)
-        if "kernel_error" in reply:
-            raise kernel_duration.Unavailable(str(reply["kernel_error"]))
-        dev = reply.get("device_ns")
-        if not (isinstance(dev, list) and len(dev) == n_sets and all(type(v) is int and v >= 0 for v in dev)):
-            raise RunFailure("REJECTED", "the worker returned malformed kernel durations")
-        return dev
-
     round_no = 0
     while True:
         round_no += 1
@@ -421,13 +382,120 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     result.reference_time = summarize(ref_dev, ref_e2e, timer.method)
     if device_audit.applies(session.device):
         result.device_audit = audit_block()
-    if kernel_duration.applies(session.device):
-        supervisor.release_sampler()  # it holds the counters the range timer reads
-        kernel_duration.measure(result, lambda r: refresh(r, "kernel-duration"), reference_kernels, solution_kernels,
-                                check_block)
     ratio, low, high = bootstrap_ratio(ref_dev, sol_dev)
     result.speedup, result.speedup_ci95 = ratio, (low, high)
     _speed_of_light(supervisor, session, result)
+
+
+def reference_call(session: WorkloadSession) -> Callable[[int], Any]:
+    """call(i): the trusted reference on input set i (of the session's rotating sets)."""
+    names, n_sets, reference = session.input_names, len(session.sets), session.problem.reference
+
+    def call(i: int) -> Any:
+        with torch.no_grad():
+            return reference(**{name: session.sets[i % n_sets][name] for name in names})
+
+    return call
+
+
+def refresh_sets(session: WorkloadSession, round_no: int, purpose: str) -> None:
+    """Fresh random inputs in every shared set (drawn from the run's seed, the purpose and
+    the round) and NaN in every destination, outside any timed region."""
+    from gpuarena.harness.supervisor import poison
+
+    for k in range(len(session.sets)):
+        session.fill(k, session.make(purpose, round_no, k))
+        poison(session.dests[k])  # a call that writes nothing leaves NaN, not an old output
+    session.sync()
+
+
+def check_outputs(supervisor: Supervisor, session: WorkloadSession, doing: str) -> None:
+    """After a block of the solution's calls: no input changed, and the outputs of calls
+    chosen only now are right (every call had to be), within the run's time limit."""
+    session.sync()
+    for k in range(len(session.sets)):
+        changed = session.modified_input(k)
+        if changed:
+            raise RunFailure("REJECTED", f"solve() modified its input {changed} during timing")
+    tol = session.problem.spec.tolerance_for(session.workload.dtype)
+    for i in sorted(supervisor.rng.sample(range(len(session.sets)), k=min(CHECKED_PER_BLOCK, len(session.sets)))):
+        expected = session.reference(session.private[i])
+        for name, out, ref in zip(session.problem.spec.outputs, session.dests[i], expected):
+            verdict = compare(name, out, ref, tol)
+            if not verdict.ok:
+                raise RunFailure(verdict.status, f"a timed call returned wrong values: {verdict.reason}")
+    if time.monotonic() > supervisor.deadline:
+        raise RunFailure("TIMEOUT", f"the time limit ran out while {doing}")
+
+
+def measure_kernel_durations(supervisor: Supervisor, worker: WorkerProcess,
+                             timed: list[tuple[WorkloadSession, WorkloadResult]]) -> None:
+    """ncu's figure for every timed workload (kernel_duration.py), once all are timed.
+
+    CUPTI's Range Profiler admits one process at a time and its first window after opening
+    costs seconds, so each side opens it once per run: first the worker, for the solution's
+    rounds on every workload (fresh inputs, outputs checked as in the timed rounds), then the
+    supervisor, for the reference's. The device audit's sampler, which holds the same
+    counters, is quit first."""
+    library, why = kernel_duration.library()
+    if library is None:
+        kernel_duration.skip([result for _, result in timed], why)
+        return
+    supervisor.release_sampler()
+    solution: dict[str, list[int]] = {}
+    reference: dict[str, list[int]] = {}
+    try:
+        for session, result in timed:
+            name = session.workload.name
+            _raise_on_failure(worker.request({"op": "select", "workload": name}, supervisor.deadline,
+                                             f"returning to {name}"))
+            try:
+                solution[name] = _rounds(session, lambda: _solution_kernels(supervisor, worker, session, library),
+                                         lambda: check_outputs(supervisor, session, f"reading kernel durations on {name}"))
+            except RunFailure as failure:  # the verdict is on this workload's calls
+                result.status, result.reason = Status(failure.status), failure.reason
+                raise RunFailure(failure.status, f"workload {name}: {failure.reason}", failure.detail) from None
+        # (a failure above ends the run, and the worker with it, which frees the counters)
+        _raise_on_failure(worker.request({"op": "kernel_close"}, supervisor.deadline, "closing the worker's profiler"))
+        timer = supervisor.timer
+        assert timer is not None
+        try:
+            timer.open_kernel_profiler(library)
+            for session, result in timed:
+                call = reference_call(session)
+                reference[session.workload.name] = _rounds(
+                    session, lambda: timer.run_block(call, len(session.sets), kernel_library=library).device_ns, None)
+        finally:
+            timer.close_kernel_profiler()
+    except (kernel_duration.Unavailable, RangeTimerError) as exc:
+        kernel_duration.skip([result for _, result in timed], f"CUPTI's Range Profiler failed here: {exc}")
+        return
+    for session, result in timed:
+        kernel_duration.record(result, solution[session.workload.name], reference[session.workload.name])
+
+
+def _rounds(session: WorkloadSession, block: Callable[[], list[int]], check: Callable[[], None] | None) -> list[int]:
+    samples: list[int] = []
+    for r in range(kernel_duration.ROUNDS):
+        refresh_sets(session, r, "kernel-duration")
+        samples += block()
+        if check is not None:
+            check()
+    return samples
+
+
+def _solution_kernels(supervisor: Supervisor, worker: WorkerProcess, session: WorkloadSession,
+                      library: Path) -> list[int]:
+    n_sets = len(session.sets)
+    reply = worker.request({"op": "time", "n": n_sets, "kernel_library": str(_for_the_worker(library, worker))},
+                           supervisor.deadline, f"reading kernel durations on {session.workload.name}")
+    _raise_on_failure(reply)
+    if "kernel_error" in reply:
+        raise kernel_duration.Unavailable(str(reply["kernel_error"]))
+    dev = reply.get("device_ns")
+    if not (isinstance(dev, list) and len(dev) == n_sets and all(type(v) is int and v >= 0 for v in dev)):
+        raise RunFailure("REJECTED", "the worker returned malformed kernel durations")
+    return dev
 
 
 def _for_the_worker(library: Path, worker: WorkerProcess) -> Path:

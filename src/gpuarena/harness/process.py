@@ -126,6 +126,7 @@ class WorkerProcess:
         cpu_after = process_cpu_ns(self.proc.pid)
         self.last_cpu_ns = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
         if reply is None:
+            self._dump_stacks()
             raise RunFailure("TIMEOUT", f"no answer within the time limit while {doing}")
         if reply.get("op") == "garbage":
             raise RunFailure("REJECTED", f"the worker's reply while {doing} was not a harness message")
@@ -133,6 +134,16 @@ class WorkerProcess:
             raise RunFailure("REJECTED", f"a reply while {doing} did not answer the request (a forged or "
                                          "out-of-order message on the harness socket)")
         return reply
+
+    def _dump_stacks(self, wait: float = 1.0) -> None:
+        """Ask a worker that did not answer where it is: it writes its threads' Python stacks to
+        its log (faulthandler on SIGUSR1, even inside a C call), which the record keeps. A
+        solution can take the signal over; then the log just lacks the stacks."""
+        try:
+            os.kill(self.proc.pid, signal.SIGUSR1)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(wait)
 
     def _reap(self, wait: float = 5.0) -> None:
         try:

@@ -158,7 +158,7 @@ static int open_profiler(int device_index, int max_ranges) {
     set_config.counterDataImageSize = g_data.size();
     set_config.pCounterDataImage = g_data.data();
     set_config.range = CUPTI_AutoRange;
-    set_config.replayMode = CUPTI_KernelReplay;
+    set_config.replayMode = CUPTI_KernelReplay;  // one pass for gpu__time_duration; user replay's first window costs the same
     set_config.maxRangesPerPass = size_t(max_ranges);
     set_config.numNestingLevels = 1;  // AUTO ranges are not nested
     set_config.minNestingLevel = 1;

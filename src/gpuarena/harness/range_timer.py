@@ -62,6 +62,7 @@ class KernelDurations:
             if library is None:
                 raise RangeTimerError(why)
         self.device_index = device_index
+        self.library = library
         self.max_ranges = max_ranges
         self.metrics = tuple(metrics)
         self._synchronize = synchronize

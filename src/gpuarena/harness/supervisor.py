@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 import torch
 
-from gpuarena.harness import device_audit, environment, peaks
-from gpuarena.harness.measure import TimingPlan, measure_workload
+from gpuarena.harness import device_audit, environment, kernel_duration, peaks
+from gpuarena.harness.measure import TimingPlan, measure_kernel_durations, measure_workload
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess
 from gpuarena.harness.records import Evaluation, Mode, Status, WorkloadResult
@@ -65,6 +65,9 @@ class RunOptions:
     """Run the worker without the supervisor's rights (a user of its own when the supervisor
     is root; the supervisor non-dumpable). Default: GPUARENA_WORKER_ISOLATION (1 or 0) if
     set, else on (CUDA buffers then travel as cuMemCreate file descriptors)."""
+    kernel_duration: bool | None = None
+    """Read ncu's Duration for both sides after the timed rounds (CUDA; about 9 s a run on an
+    H100). Default: GPUARENA_KERNEL_DURATION (1 or 0) if set, else on."""
 
 
 def _switch(name: str, default: bool) -> bool:
@@ -329,6 +332,11 @@ class Supervisor:
         record.duration_s = round(time.monotonic() - started, 3)
         return record
 
+    def _kernel_duration_wanted(self) -> bool:
+        if self.options.kernel_duration is not None:
+            return self.options.kernel_duration
+        return _switch("GPUARENA_KERNEL_DURATION", True)
+
     def _isolate_worker(self) -> bool:
         if self.options.worker_isolation is not None:
             return self.options.worker_isolation
@@ -373,21 +381,45 @@ class Supervisor:
             record.environment.worker_network = str(reply.get("network", "unknown"))
             record.environment.timer_eviction = self.timer.eviction or None
         self.details.append(f"\n[gpuarena] worker rights: {reply.get('rights', 'unknown')}\n")
+        measured: list[tuple[WorkloadSession, WorkloadResult]] = []
         for index, workload in enumerate(workloads):
             self.progress(f"workload {index + 1}/{len(workloads)}: {workload.name}")
-            result = self._workload(worker, arena, workload, method)
+            session, result = self._workload(worker, arena, workload, method)
             record.workloads.append(result)
+            if result.time is not None:
+                session.private.clear()  # the buffers stay (the arena's until the run ends); fresh inputs come later
+                measured.append((session, result))
             if result.status != Status.PASSED:
                 record.status, record.reason = result.status, f"workload {workload.name}: {result.reason}"
                 record.workloads += [WorkloadResult(name=w.name, status=Status.SKIPPED, axes=w.axes, dtype=w.dtype,
                                                     weight=w.weight, reason="not run: an earlier workload failed")
                                      for w in workloads[index + 1:]]
                 return
+        if measured and kernel_duration.applies(self.device) and not self._kernel_durations(worker, measured, record):
+            return
         timed = [w for w in record.workloads if w.speedup]
         if timed:
             record.score = weighted_geomean([w.speedup for w in timed], [w.weight for w in timed])
 
-    def _workload(self, worker: WorkerProcess, arena: SharedArena, workload: Workload, method: str) -> WorkloadResult:
+    def _kernel_durations(self, worker: WorkerProcess, measured: list[tuple[WorkloadSession, WorkloadResult]],
+                          record: Evaluation) -> bool:
+        """ncu's figure for every timed workload (measure.measure_kernel_durations); False when
+        a check in it failed the run."""
+        if not self._kernel_duration_wanted():
+            kernel_duration.skip([result for _, result in measured], "switched off (GPUARENA_KERNEL_DURATION=0)")
+            return True
+        self.progress("reading ncu's kernel durations")
+        try:
+            measure_kernel_durations(self, worker, measured)
+        except RunFailure as failure:
+            record.status, record.reason = Status(failure.status), failure.reason
+            if failure.detail:
+                self.details.append(f"\n[gpuarena] {failure.reason}\n{failure.detail}")
+            return False
+        return True
+
+    def _workload(self, worker: WorkerProcess, arena: SharedArena, workload: Workload,
+                  method: str) -> tuple[WorkloadSession, WorkloadResult]:
         session = WorkloadSession(self.problem, workload, self.device, self.seed, arena)
         result = WorkloadResult(name=workload.name, status=Status.PASSED, axes=workload.axes, dtype=workload.dtype,
                                 weight=workload.weight)
@@ -398,7 +430,7 @@ class Supervisor:
         session.allocate(first, first_ref, n_sets, n_checks=0)
         fds = arena.take_fds()  # CUDA buffers for a worker of its own user (see transport)
         try:
-            reply = worker.request({"op": "setup", **session.handles}, self.deadline,
+            reply = worker.request({"op": "setup", "workload": workload.name, **session.handles}, self.deadline,
                                    f"sharing inputs of {workload.name}", fds=fds)
         finally:
             for fd in fds:
@@ -409,7 +441,7 @@ class Supervisor:
             result.status = Status(reply.get("status", "RUNTIME_ERROR"))
             result.reason = f"the worker could not map the shared inputs and outputs: {reply.get('reason', 'no reason given')}"
             self.details.append(f"\n[gpuarena] {workload.name}: {result.reason}\n{reply.get('traceback', '')}")
-            return result
+            return session, result
         try:
             self._check_correctness(worker, session, result, first, first_ref)
             if timing and result.status == Status.PASSED:
@@ -420,7 +452,7 @@ class Supervisor:
             result.status, result.reason = Status(failure.status), failure.reason
             if failure.detail:
                 self.details.append(f"\n[gpuarena] {workload.name}: {failure.reason}\n{failure.detail}")
-        return result
+        return session, result
 
     def _check_correctness(self, worker: WorkerProcess, session: WorkloadSession, result: WorkloadResult,
                            first: dict[str, Any], first_ref: tuple[torch.Tensor, ...]) -> None:

@@ -96,6 +96,8 @@ class Timer:
                 f"instruction-cache sweep ({icache_sweep.OPS} FMAs of straight-line code)" if self._icache_sweep
                 else f"no instruction-cache sweep ({why})")
         self._libcuda = _libcuda() if self.is_cuda else None
+        self._kernel_profiler: Any = None
+        """The range timer while held (open_kernel_profiler)."""
         if not self.is_cuda:
             # Supervisor and worker time in turn on the same cores: one thread each, so an idle
             # process's spinning thread pool cannot steal cycles from the one being timed.
@@ -183,15 +185,10 @@ class Timer:
         return samples
 
     def _block_kernel_durations(self, call, n, prepare, after, library: Path) -> BlockSamples:
-        from gpuarena.harness.range_timer import KernelDurations
-
         samples = BlockSamples(method=KERNEL_DURATION_METHOD)
-        index = self.device.index if self.device.index is not None else (
-            torch.cuda.current_device() if self.is_cuda else 0)
-        wait = (lambda: self._synchronize(self.device)) if self.is_cuda else (lambda: None)
-        # opened for the block alone: the profiler serialises kernels while it is enabled, and
-        # the stream-cost blocks must see the solution's streams as they are
-        with KernelDurations(index, library=library, synchronize=wait) as profiler:
+        held = self._kernel_profiler is not None and self._kernel_profiler.library == library
+        profiler = self._kernel_profiler if held else self._new_kernel_profiler(library)
+        try:
             for i in range(n):
                 if prepare:
                     prepare(i)
@@ -203,8 +200,36 @@ class Timer:
                 samples.device_ns.append(round(sum(durations)))
                 if after:
                     after(i, box[0])
-                del box
+                box.clear()  # the call's outputs go before the next call
+        finally:
+            if not held:
+                profiler.close()
         return samples
+
+    def _new_kernel_profiler(self, library: Path) -> Any:
+        from gpuarena.harness.range_timer import KernelDurations
+
+        index = self.device.index if self.device.index is not None else (
+            torch.cuda.current_device() if self.is_cuda else 0)
+        wait = (lambda: self._synchronize(self.device)) if self.is_cuda else (lambda: None)
+        return KernelDurations(index, library=library, synchronize=wait)
+
+    def open_kernel_profiler(self, library: Path) -> None:
+        """Hold the range timer for the blocks to come, until close_kernel_profiler(): its first
+        window after opening costs about 4 s on an H100, later ones nothing
+        (bench/results/range-profiler-NVIDIA-H100.md). A block given the library without this
+        opens it for itself. While it is held no other process can read the GPU's counters; an
+        open, idle profiler does not serialise streams."""
+        if self._kernel_profiler is not None and self._kernel_profiler.library == library:
+            return
+        self.close_kernel_profiler()
+        self._kernel_profiler = self._new_kernel_profiler(library)
+
+    def close_kernel_profiler(self) -> None:
+        """Give the GPU's counters back (to the other process's profiler, the device audit)."""
+        profiler, self._kernel_profiler = self._kernel_profiler, None
+        if profiler is not None:
+            profiler.close()
 
     def _block_cupti(self, call, n, prepare, after) -> BlockSamples:
         from torch.profiler import ProfilerActivity, profile, record_function

@@ -7,8 +7,10 @@ Started as ``python -m gpuarena.harness.sandbox FD``, which applies the process 
 
 from __future__ import annotations
 
+import faulthandler
 import inspect
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -84,6 +86,8 @@ class Worker:
         self.output_names: list[str] = []
         self.sets: list[dict[str, Any]] = []
         self.dests: list[list[torch.Tensor]] = []
+        self.workloads: dict[str, tuple[list[dict[str, Any]], list[list[torch.Tensor]]]] = {}
+        """Every workload's buffers by name, for the run's last phase to come back to (select)."""
         self.children: set[int] = set()
         """The worker's child processes at the last check: one scan of /proc per request."""
 
@@ -104,7 +108,15 @@ class Worker:
             finally:
                 for fd in fds:
                     os.close(fd)
+            self.workloads[str(request.get("workload", ""))] = (self.sets, self.dests)
             return {"op": "setup", "ok": True}
+        if op == "select":  # back to a workload set up earlier (the ncu phase, after all of them)
+            self.sets, self.dests = self.workloads[request["workload"]]
+            return {"op": "select", "ok": True}
+        if op == "kernel_close":  # the phase is over: the counters go back to the supervisor
+            if self.timer is not None:
+                self.timer.close_kernel_profiler()
+            return {"op": "kernel_close", "ok": True}
         if op == "call":
             return self.guarded(lambda: self.call_once(request["set"], copy_to=self.dests[request["set"]]))
         if op == "time":
@@ -278,6 +290,8 @@ class Worker:
 
         library = request.get("kernel_library")
         try:
+            if isinstance(library, str):  # the ncu phase: held until kernel_close
+                self.timer.open_kernel_profiler(Path(library))
             samples = self.timer.run_block(lambda i: self._invoke(i % n_sets), request["n"], prepare, after,
                                            evict=request.get("evict", True) is not False,
                                            kernel_library=Path(library) if isinstance(library, str) else None)
@@ -301,6 +315,7 @@ def _flush_c_stdio() -> None:
 def main(argv: list[str], network: str = "unknown", rights: str = "unknown") -> None:
     """Serve requests until told to exit (started by gpuarena.harness.sandbox)."""
     conn = Connection(int(argv[0]))
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the supervisor asks where a silent worker is
     worker = Worker(conn, network, rights)
     while True:
         try:
