@@ -1,7 +1,8 @@
 """The ncu-comparable figure (kernel_duration.py) in real runs on the CPU: supervisor, worker,
-interleaved blocks and checks, with a stand-in range-timer library speaking the real one's C
-ABI (three kernels of 1500, 250.5 and 9000 ns per call). The flow, the record and the ways it
-can be missing; the counters themselves are read on a GPU (tests/gpu)."""
+rounds and checks, with a stand-in range-timer library speaking the real one's C ABI (three
+kernels of 1500, 250.5 and 9000 ns per call) and holding a lock as the real one holds the GPU's
+counters. The flow, the record and the ways it can be missing; the counters themselves are read
+on a GPU (tests/gpu)."""
 
 from __future__ import annotations
 
@@ -63,19 +64,26 @@ def counters_folder():
 
 
 @pytest.fixture
-def profiled_on_the_cpu(monkeypatch, tmp_path, counters_folder):
-    def run(library_source: str | None = STAND_IN, why: str = ""):
+def profiled_run(monkeypatch, tmp_path, counters_folder):
+    """A real softmax run on the CPU with the stand-in library (None: no library, and why)."""
+    def run(library_source: str | None = STAND_IN, why: str = "", workloads: tuple[str, ...] = ("small-64x1000",)):
         if library_source:
             library_source = holding_the_counters(library_source, counters_folder)
         library = compile_stand_in(tmp_path, library_source) if library_source else None
         monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
         monkeypatch.setattr(kernel_duration, "library", lambda: (library, why))
         record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
-                       workloads=["small-64x1000"])
+                       workloads=list(workloads))
         assert record.status == "PASSED", record.reason
-        return record.workloads[0]
+        return record
 
     return run
+
+
+@pytest.fixture
+def profiled_on_the_cpu(profiled_run):
+    """The one workload of a profiled run."""
+    return lambda *args, **kwargs: profiled_run(*args, **kwargs).workloads[0]
 
 
 def test_both_sides_get_ncu_s_figure_in_a_real_run(profiled_on_the_cpu):
@@ -110,17 +118,14 @@ def test_a_timer_block_with_the_library_gives_each_call_s_kernels_summed(tmp_pat
     assert seen == [0, 10, 20]  # after() gets each call's own result
 
 
-def test_the_phase_can_be_switched_off_and_the_record_says_so(tmp_path, monkeypatch, counters_folder):
-    library = compile_stand_in(tmp_path, holding_the_counters(STAND_IN, counters_folder))
-    monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
-    monkeypatch.setattr(kernel_duration, "library", lambda: (library, ""))
+def test_the_phase_can_be_switched_off_and_the_record_says_so(profiled_run, monkeypatch, counters_folder):
     monkeypatch.setenv("GPUARENA_KERNEL_DURATION", "0")
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
-                   workloads=["small-64x1000"])
-    assert record.status == "PASSED" and record.score, record.reason
+    record = profiled_run()
+    assert record.score
     workload = record.workloads[0]
     assert workload.time.kernel_duration_us is None and workload.time.median_us > 0
-    assert workload.kernel_duration_skipped == "switched off (GPUARENA_KERNEL_DURATION=0)"
+    assert workload.kernel_duration_skipped == kernel_duration.SWITCHED_OFF and "GPUARENA_KERNEL_DURATION=0" in \
+        kernel_duration.SWITCHED_OFF
     assert (counters_folder / "opens").read_text() == ""
 
 
@@ -216,24 +221,19 @@ def test_the_submission_page_shows_the_figure_only_where_measured(profiled_on_th
     assert "ncu Duration" not in html()
 
 
-def test_each_side_opens_the_profiler_once_per_run_and_never_both_at_once(tmp_path, monkeypatch, counters_folder):
+def test_each_side_opens_the_profiler_once_per_run_and_never_both_at_once(profiled_run, counters_folder):
     """On an H100 the Range Profiler's first window after opening costs about 4 s, and a
     second process cannot open it while one holds it: opened per block, the phase took over
     a minute on one workload. After every workload is timed, the worker holds it for all the
     solution's rounds, then the supervisor for the reference's: two openings per run."""
-    library = compile_stand_in(tmp_path, holding_the_counters(STAND_IN, counters_folder))
-    monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
-    monkeypatch.setattr(kernel_duration, "library", lambda: (library, ""))
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
-                   workloads=["small-64x1000", "small-128x4096"])
-    assert record.status == "PASSED", record.reason
+    record = profiled_run(workloads=("small-64x1000", "small-128x4096"))
     assert [w.kernel_duration_skipped for w in record.workloads] == ["", ""]  # no HARDWARE_BUSY
     assert [w.time.kernel_duration_us for w in record.workloads] == [pytest.approx(PER_CALL_US)] * 2
     assert [w.reference_time.kernel_duration_us for w in record.workloads] == [pytest.approx(PER_CALL_US)] * 2
     assert (counters_folder / "opens").read_text() == "open\nopen\n"
 
 
-def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeypatch, counters_folder):
+def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeypatch, counters_folder, profiled_run):
     """The PM sampler holds the GPU's counters while it runs (on an H100 the range timer then
     got CUPTI_ERROR_HARDWARE_BUSY): it audits every workload, then is quit before the phase.
     Here it holds the stand-in's lock, as the real one holds the counters."""
@@ -255,12 +255,7 @@ def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeyp
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
     monkeypatch.setenv("GPUARENA_TEST_SAMPLER_PLAN", "0")
     monkeypatch.setenv("SAMPLER_STARTS", str(starts))
-    library = compile_stand_in(tmp_path, holding_the_counters(STAND_IN, counters_folder))
-    monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
-    monkeypatch.setattr(kernel_duration, "library", lambda: (library, ""))
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
-                   workloads=["small-64x1000", "small-128x4096"])
-    assert record.status == "PASSED", record.reason
+    record = profiled_run(workloads=("small-64x1000", "small-128x4096"))
     assert [w.device_audit.calls > 0 and not w.device_audit.skipped for w in record.workloads] == [True, True]
     assert [w.time.kernel_duration_us for w in record.workloads] == [pytest.approx(PER_CALL_US)] * 2
     assert starts.read_text() == "start\n"  # one sampler for every workload's audit

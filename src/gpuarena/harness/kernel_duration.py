@@ -33,6 +33,7 @@ counter varies by tens of ns."""
 PRIVILEGES = ("the driver lets only admin users read GPU counters, and a worker of its own user is not one: "
               "allow all users (NVreg_RestrictProfilingToAdminUsers=0) or, on a machine you trust, run workers as "
               "the supervisor's user (GPUARENA_WORKER_ISOLATION=0)")
+SWITCHED_OFF = "switched off (GPUARENA_KERNEL_DURATION=0 or RunOptions.kernel_duration=False)"
 _LIBRARY: tuple[Path | None, str] | None = None
 
 

@@ -406,7 +406,7 @@ class Supervisor:
         """ncu's figure for every timed workload (measure.measure_kernel_durations); False when
         a check in it failed the run."""
         if not self._kernel_duration_wanted():
-            kernel_duration.skip([result for _, result in measured], "switched off (GPUARENA_KERNEL_DURATION=0)")
+            kernel_duration.skip([result for _, result in measured], kernel_duration.SWITCHED_OFF)
             return True
         self.progress("reading ncu's kernel durations")
         try:
