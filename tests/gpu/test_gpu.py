@@ -22,7 +22,8 @@ pytestmark = [
 ]
 
 LARGE = ["square-8192", "llama3-vocab-1024"]
-# runs that test something else pass kernel_duration=False: ncu's phase adds about 9 s a run
+# runs that test something else pass kernel_duration=False: ncu's phase opens the profiler
+# twice a run, about 4 s each
 
 
 def keep(name: str, record) -> None:

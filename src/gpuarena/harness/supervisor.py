@@ -66,8 +66,9 @@ class RunOptions:
     is root; the supervisor non-dumpable). Default: GPUARENA_WORKER_ISOLATION (1 or 0) if
     set, else on (CUDA buffers then travel as cuMemCreate file descriptors)."""
     kernel_duration: bool | None = None
-    """Read ncu's Duration for both sides after the timed rounds (CUDA; about 9 s a run on an
-    H100). Default: GPUARENA_KERNEL_DURATION (1 or 0) if set, else on."""
+    """Read ncu's Duration for both sides after the timed rounds (CUDA; two profiler openings
+    a run, about 4 s each on an H100). Default: GPUARENA_KERNEL_DURATION (1 or 0) if set,
+    else on."""
 
 
 def _switch(name: str, default: bool) -> bool:
