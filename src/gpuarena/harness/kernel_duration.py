@@ -7,7 +7,7 @@ launched alone, its launch and drain included: about 1.3 µs more per kernel on 
 microseconds. This phase reads ncu's counter, gpu__time_duration, in-process through CUPTI's
 Range Profiler (range_timer.py), for the solution and the reference after the same cache
 eviction, so each record carries the figure ncu would give beside the stream cost it is ranked
-by. It runs once every workload is timed (measure.measure_kernel_durations): the profiler
+by. It runs once every workload is timed (measure() below): the profiler
 admits one process at a time, and its first window after opening costs about 4 s on an H100
 (bench/results/range-profiler-NVIDIA-H100.md), so each side opens it once per run rather than
 the sides taking turns per block.
@@ -18,13 +18,21 @@ profiler that cannot run here leaves the figure out and says why, never a verdic
 
 from __future__ import annotations
 
+import shutil
 import statistics
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
 from gpuarena.harness import range_timer
-from gpuarena.harness.records import WorkloadResult
+from gpuarena.harness.measure import check_outputs, raise_on_failure, reference_call, refresh_sets
+from gpuarena.harness.process import RunFailure, WorkerProcess
+from gpuarena.harness.range_timer import RangeTimerError
+from gpuarena.harness.records import Status, WorkloadResult
+
+if TYPE_CHECKING:
+    from gpuarena.harness.supervisor import Supervisor, WorkloadSession
 
 ROUNDS = 4
 """Blocks of each side per workload (one call per input set each, fresh inputs each): the
@@ -70,3 +78,84 @@ def record(result: WorkloadResult, solution_ns: list[int], reference_ns: list[in
         if timing is not None and samples:
             timing.kernel_duration_us = statistics.median(samples) / 1e3
             timing.kernel_duration_calls = len(samples)
+
+
+def measure(supervisor: Supervisor, worker: WorkerProcess, timed: list[tuple[WorkloadSession, WorkloadResult]]) -> None:
+    """ncu's figure for every timed workload, once all are timed.
+
+    CUPTI's Range Profiler admits one process at a time and its first window after opening
+    costs seconds, so each side opens it once per run: first the worker, for the solution's
+    rounds on every workload (fresh inputs, outputs checked as in the timed rounds), then the
+    supervisor, for the reference's. The device audit's sampler, which holds the same
+    counters, is quit first."""
+    path, why = library()
+    if path is None:
+        skip([result for _, result in timed], why)
+        return
+    supervisor.release_sampler()
+    solution: dict[str, list[int]] = {}
+    reference: dict[str, list[int]] = {}
+    try:
+        for session, result in timed:
+            name = session.workload.name
+            raise_on_failure(worker.request({"op": "select", "workload": name}, supervisor.deadline,
+                                            f"returning to {name}"))
+            try:
+                solution[name] = _rounds(session, lambda: _solution_kernels(supervisor, worker, session, path),
+                                         lambda: check_outputs(supervisor, session, f"reading kernel durations on {name}"))
+            except RunFailure as failure:  # the verdict is on this workload's calls
+                result.status, result.reason = Status(failure.status), failure.reason
+                raise RunFailure(failure.status, f"workload {name}: {failure.reason}", failure.detail) from None
+        # (a failure above ends the run, and the worker with it, which frees the counters)
+        raise_on_failure(worker.request({"op": "kernel_close"}, supervisor.deadline, "closing the worker's profiler"))
+        timer = supervisor.timer
+        assert timer is not None
+        try:
+            timer.open_kernel_profiler(path)
+            for session, result in timed:
+                call = reference_call(session)
+                reference[session.workload.name] = _rounds(
+                    session, lambda: timer.run_block(call, len(session.sets), kernel_library=path).device_ns, None)
+        finally:
+            timer.close_kernel_profiler()
+    except (Unavailable, RangeTimerError) as exc:
+        skip([result for _, result in timed], f"CUPTI's Range Profiler failed here: {exc}")
+        return
+    for session, result in timed:
+        record(result, solution[session.workload.name], reference[session.workload.name])
+
+
+def _rounds(session: WorkloadSession, block: Callable[[], list[int]], check: Callable[[], None] | None) -> list[int]:
+    samples: list[int] = []
+    for r in range(ROUNDS):
+        refresh_sets(session, r, "kernel-duration")
+        samples += block()
+        if check is not None:
+            check()
+    return samples
+
+
+def _solution_kernels(supervisor: Supervisor, worker: WorkerProcess, session: WorkloadSession,
+                      library: Path) -> list[int]:
+    n_sets = len(session.sets)
+    reply = worker.request({"op": "time", "n": n_sets, "kernel_library": str(_for_the_worker(library, worker))},
+                           supervisor.deadline, f"reading kernel durations on {session.workload.name}")
+    raise_on_failure(reply)
+    if "kernel_error" in reply:
+        raise Unavailable(str(reply["kernel_error"]))
+    dev = reply.get("device_ns")
+    if not (isinstance(dev, list) and len(dev) == n_sets and all(type(v) is int and v >= 0 for v in dev)):
+        raise RunFailure("REJECTED", "the worker returned malformed kernel durations")
+    return dev
+
+
+def _for_the_worker(library: Path, worker: WorkerProcess) -> Path:
+    """A copy of the range timer's library the worker can load: a worker of its own user cannot
+    read the supervisor's cache. It goes in the run's folder, which is the supervisor's (the
+    worker can reach a file there by name but create nothing), so the worker cannot plant a
+    link for the supervisor to write through."""
+    copy = worker.log_path.parent / library.name
+    if not copy.exists():
+        shutil.copyfile(library, copy)
+        copy.chmod(0o755)
+    return copy

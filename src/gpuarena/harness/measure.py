@@ -24,19 +24,16 @@ time over it less the calls' windows is the harness's cost there.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from gpuarena.harness import device_audit, kernel_duration, peaks
+from gpuarena.harness import device_audit, peaks
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess
-from gpuarena.harness.range_timer import RangeTimerError
-from gpuarena.harness.records import DeviceAudit, SpeedOfLight, Status, Timing, WorkloadResult
+from gpuarena.harness.records import DeviceAudit, SpeedOfLight, Timing, WorkloadResult
 from gpuarena.harness.sandbox import children_of
 from gpuarena.harness.stats import bootstrap_median, bootstrap_ratio, converged
 from gpuarena.harness.worker import CallFailure, Worker
@@ -254,7 +251,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     timer.run_block(call_reference, WARMUP_CALLS)
     reply = worker.request({"op": "time", "n": 0, "warmup": max(WARMUP_CALLS, n_sets)}, supervisor.deadline,
                            f"warming up on {session.workload.name}")
-    _raise_on_failure(reply)
+    raise_on_failure(reply)
 
     ref_dev: list[int] = []
     ref_e2e: list[int] = []
@@ -282,7 +279,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
             else:
                 reply = worker.request({"op": "time", "n": n_sets}, supervisor.deadline,
                                        f"timing {session.workload.name}")
-                _raise_on_failure(reply)
+                raise_on_failure(reply)
                 dev, e2e = _samples(reply, n_sets)
                 budget.add(e2e, worker.last_wall_ns, worker.last_cpu_ns)
                 sol_dev.extend(dev)
@@ -333,7 +330,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                     reply, window = sampler.segment(lambda: worker.request(
                         {"op": "time", "n": n_sets, "evict": False}, supervisor.deadline,
                         f"auditing {session.workload.name}"))
-                    _raise_on_failure(reply)
+                    raise_on_failure(reply)
                     _samples(reply, n_sets)
                     check_block()
                     busy_ns += window.busy_ns
@@ -428,88 +425,6 @@ def check_outputs(supervisor: Supervisor, session: WorkloadSession, doing: str) 
         raise RunFailure("TIMEOUT", f"the time limit ran out while {doing}")
 
 
-def measure_kernel_durations(supervisor: Supervisor, worker: WorkerProcess,
-                             timed: list[tuple[WorkloadSession, WorkloadResult]]) -> None:
-    """ncu's figure for every timed workload (kernel_duration.py), once all are timed.
-
-    CUPTI's Range Profiler admits one process at a time and its first window after opening
-    costs seconds, so each side opens it once per run: first the worker, for the solution's
-    rounds on every workload (fresh inputs, outputs checked as in the timed rounds), then the
-    supervisor, for the reference's. The device audit's sampler, which holds the same
-    counters, is quit first."""
-    library, why = kernel_duration.library()
-    if library is None:
-        kernel_duration.skip([result for _, result in timed], why)
-        return
-    supervisor.release_sampler()
-    solution: dict[str, list[int]] = {}
-    reference: dict[str, list[int]] = {}
-    try:
-        for session, result in timed:
-            name = session.workload.name
-            _raise_on_failure(worker.request({"op": "select", "workload": name}, supervisor.deadline,
-                                             f"returning to {name}"))
-            try:
-                solution[name] = _rounds(session, lambda: _solution_kernels(supervisor, worker, session, library),
-                                         lambda: check_outputs(supervisor, session, f"reading kernel durations on {name}"))
-            except RunFailure as failure:  # the verdict is on this workload's calls
-                result.status, result.reason = Status(failure.status), failure.reason
-                raise RunFailure(failure.status, f"workload {name}: {failure.reason}", failure.detail) from None
-        # (a failure above ends the run, and the worker with it, which frees the counters)
-        _raise_on_failure(worker.request({"op": "kernel_close"}, supervisor.deadline, "closing the worker's profiler"))
-        timer = supervisor.timer
-        assert timer is not None
-        try:
-            timer.open_kernel_profiler(library)
-            for session, result in timed:
-                call = reference_call(session)
-                reference[session.workload.name] = _rounds(
-                    session, lambda: timer.run_block(call, len(session.sets), kernel_library=library).device_ns, None)
-        finally:
-            timer.close_kernel_profiler()
-    except (kernel_duration.Unavailable, RangeTimerError) as exc:
-        kernel_duration.skip([result for _, result in timed], f"CUPTI's Range Profiler failed here: {exc}")
-        return
-    for session, result in timed:
-        kernel_duration.record(result, solution[session.workload.name], reference[session.workload.name])
-
-
-def _rounds(session: WorkloadSession, block: Callable[[], list[int]], check: Callable[[], None] | None) -> list[int]:
-    samples: list[int] = []
-    for r in range(kernel_duration.ROUNDS):
-        refresh_sets(session, r, "kernel-duration")
-        samples += block()
-        if check is not None:
-            check()
-    return samples
-
-
-def _solution_kernels(supervisor: Supervisor, worker: WorkerProcess, session: WorkloadSession,
-                      library: Path) -> list[int]:
-    n_sets = len(session.sets)
-    reply = worker.request({"op": "time", "n": n_sets, "kernel_library": str(_for_the_worker(library, worker))},
-                           supervisor.deadline, f"reading kernel durations on {session.workload.name}")
-    _raise_on_failure(reply)
-    if "kernel_error" in reply:
-        raise kernel_duration.Unavailable(str(reply["kernel_error"]))
-    dev = reply.get("device_ns")
-    if not (isinstance(dev, list) and len(dev) == n_sets and all(type(v) is int and v >= 0 for v in dev)):
-        raise RunFailure("REJECTED", "the worker returned malformed kernel durations")
-    return dev
-
-
-def _for_the_worker(library: Path, worker: WorkerProcess) -> Path:
-    """A copy of the range timer's library the worker can load: a worker of its own user cannot
-    read the supervisor's cache. It goes in the run's folder, which is the supervisor's (the
-    worker can reach a file there by name but create nothing), so the worker cannot plant a
-    link for the supervisor to write through."""
-    copy = worker.log_path.parent / library.name
-    if not copy.exists():
-        shutil.copyfile(library, copy)
-        copy.chmod(0o755)
-    return copy
-
-
 def _cores() -> int:
     """How many cores the worker can run on at most: those this process may use (the
     worker inherits the set; it can narrow it, not widen it beyond the cpuset)."""
@@ -535,7 +450,8 @@ def _samples(reply: dict[str, Any], n: int) -> tuple[list[int], list[int]]:
     return dev, e2e
 
 
-def _raise_on_failure(reply: dict[str, Any]) -> None:
+def raise_on_failure(reply: dict[str, Any]) -> None:
+    """A worker's failure reply as the run's verdict."""
     if reply.get("op") == "failure":
         raise RunFailure(reply.get("status", "RUNTIME_ERROR"), reply.get("reason", ""), reply.get("traceback", ""))
 

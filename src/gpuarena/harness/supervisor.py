@@ -21,7 +21,7 @@ from typing import Any, Callable
 import torch
 
 from gpuarena.harness import device_audit, environment, kernel_duration, peaks
-from gpuarena.harness.measure import TimingPlan, measure_kernel_durations, measure_workload
+from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess
 from gpuarena.harness.records import Evaluation, Mode, Status, WorkloadResult
@@ -404,14 +404,14 @@ class Supervisor:
 
     def _kernel_durations(self, worker: WorkerProcess, measured: list[tuple[WorkloadSession, WorkloadResult]],
                           record: Evaluation) -> bool:
-        """ncu's figure for every timed workload (measure.measure_kernel_durations); False when
+        """ncu's figure for every timed workload (kernel_duration.measure); False when
         a check in it failed the run."""
         if not self._kernel_duration_wanted():
             kernel_duration.skip([result for _, result in measured], kernel_duration.SWITCHED_OFF)
             return True
         self.progress("reading ncu's kernel durations")
         try:
-            measure_kernel_durations(self, worker, measured)
+            kernel_duration.measure(self, worker, measured)
         except RunFailure as failure:
             record.status, record.reason = Status(failure.status), failure.reason
             if failure.detail:
