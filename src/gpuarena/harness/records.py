@@ -116,7 +116,8 @@ class WorkloadResult(Record):
     speed_of_light: SpeedOfLight | None = None
     device_audit: DeviceAudit | None = None
     kernel_duration_skipped: str = ""
-    """Why time.kernel_duration_us is missing (no CUPTI Range Profiler here, a profiler error)."""
+    """Why time.kernel_duration_us is missing (no CUPTI Range Profiler here, a profiler error,
+    the phase switched off)."""
 
 
 class Environment(Record):
@@ -143,7 +144,7 @@ class Environment(Record):
     """Measured peak bandwidth (GB/s) and matrix rates (TFLOP/s) of this device."""
     timer_eviction: str | None = None
     """What made the caches cold before each timed call (CUDA): the L2 read sweep and, where
-    Triton could build it, the instruction-cache sweep."""
+    the driver could load it, the instruction-cache sweep."""
     worker_network: str | None = None
     """"isolated" when the worker ran in its own network namespace, "available" where the platform did not allow it."""
 
