@@ -37,6 +37,10 @@ if ls .whl/*.whl >/dev/null 2>&1 && [ ! -e /tmp/site/.gpuarena-installed ]; then
     > "$W/pip.log" 2>&1 && touch /tmp/site/.gpuarena-installed || echo "pip install of .whl failed (see pip.log)" | tee -a "$SUMMARY"
 fi
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site:$PWD/src || export PYTHONPATH=$PWD/src
+# the worker's sandbox: bubblewrap, carried as Debian's package in .gpu/ where the machine lacks it
+if ! command -v bwrap >/dev/null 2>&1 && ls .gpu/bubblewrap_*.deb >/dev/null 2>&1; then
+  mkdir -p /tmp/bwrap-root && dpkg -x .gpu/bubblewrap_*.deb /tmp/bwrap-root && export PATH=$PATH:/tmp/bwrap-root/usr/bin
+fi
 chmod -R a+rX /tmp/site 2>/dev/null
 
 note() { echo "$*" | tee -a "$SUMMARY"; }
@@ -62,6 +66,7 @@ do_info() {
     python3 -c 'import fastapi, sqlalchemy, uvicorn, typer, pydantic; print("fastapi", fastapi.__version__, "sqlalchemy", sqlalchemy.__version__, "uvicorn", uvicorn.__version__, "typer", typer.__version__, "pydantic", pydantic.__version__)'
     python3 -m gpuarena.cli version
     echo "repo rev: ${GIT_REV:-unknown}"
+    echo "bubblewrap: $(command -v bwrap) $(bwrap --version 2>&1)"; cat /proc/self/cgroup; grep cgroup /proc/self/mountinfo
   } > "$W/info.log" 2>&1
   cat "$W/info.log" | tee -a "$SUMMARY"
 }

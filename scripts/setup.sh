@@ -16,4 +16,15 @@ if ! python -c "import torch" 2>/dev/null; then
   fi
 fi
 python -m pip install -q -e ".[test]"
+# the worker's sandbox (harness/containment.py): Debian's bubblewrap; without it workers run
+# with in-process guards only, and every record says so
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing bubblewrap from Debian's packages (the worker's sandbox)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+  else
+    echo "warning: bubblewrap (bwrap) is not installed: workers will run without a sandbox (sudo apt-get install bubblewrap)" >&2
+  fi
+fi
 echo "gpuarena installed in $(pwd)/.venv ($(python -c 'import torch; print("torch", torch.__version__, "cuda" if torch.cuda.is_available() else "cpu")'))"

@@ -220,10 +220,45 @@ def test_what_the_audit_adds_to_the_reference_is_taken_off_in_a_real_run(audited
     assert audit.inflation_us == audit.reference_observed_us_per_call - audit.reference_claimed_us
 
 
-def test_a_gpu_busy_before_the_audit_skips_it_and_says_why(audited_on_the_cpu, monkeypatch):
-    monkeypatch.setattr(device_audit, "shared", lambda idle: True)
-    record, audit = audited_on_the_cpu(0, 0, 0, 1e9)
-    assert record.status == "PASSED" and "busy with other work" in audit.skipped
+def test_a_gpu_that_stays_busy_before_the_audit_rejects_the_run(audited_on_the_cpu, monkeypatch):
+    """A solution's helper could keep the GPU busy to have the audit skipped: a busy GPU is
+    looked at again, and one that never gets quiet ends the run, never passes it."""
+    looks: list[int] = []
+    monkeypatch.setattr(device_audit, "QUIET_WAIT_S", 0.01)
+    monkeypatch.setattr(device_audit, "shared", lambda idle: looks.append(1) or True)
+    record, audit = audited_on_the_cpu(0, 0, 0, 0)
+    assert record.status == "REJECTED" and "busy with work that is not the harness's" in record.reason
+    assert len(looks) == device_audit.QUIET_ATTEMPTS
+
+
+def test_a_gpu_busy_for_a_moment_before_the_audit_is_waited_for(audited_on_the_cpu, monkeypatch):
+    looks: list[int] = []
+    monkeypatch.setattr(device_audit, "QUIET_WAIT_S", 0.01)
+    monkeypatch.setattr(device_audit, "shared", lambda idle: looks.append(1) or len(looks) < 3)
+    record, audit = audited_on_the_cpu(0, 0, 0, 0)
+    assert record.status == "PASSED", record.reason
+    assert not audit.skipped and audit.calls > 0 and len(looks) == 3
+
+
+def test_audited_requests_are_the_requests_of_the_timed_rounds(audited_on_the_cpu, monkeypatch):
+    """Nothing in an audited request tells the solution it is audited but the cache sweep,
+    where device_audit.AUDIT_EVICTS leaves it out (see its docstring)."""
+    from gpuarena.harness import process
+
+    sent: list[dict] = []
+    request = process.WorkerProcess.request
+
+    def spy(self, message, *args, **kwargs):
+        if message.get("op") == "time":
+            sent.append({k: v for k, v in message.items()})
+        return request(self, message, *args, **kwargs)
+
+    monkeypatch.setattr(process.WorkerProcess, "request", spy)
+    record, audit = audited_on_the_cpu(0, 0, 0, 0)
+    assert record.status == "PASSED" and audit.calls > 0
+    timed = [{k: v for k, v in m.items() if device_audit.AUDIT_EVICTS or k != "evict"} for m in sent if m.get("n")]
+    assert timed and all(m == timed[0] for m in timed), {str(sorted(m.items())) for m in timed}
+    assert any("evict" in m for m in sent) != device_audit.AUDIT_EVICTS
 
 
 def test_a_destination_passing_problem_s_reference_is_judged_with_its_own_harness_share(audited_on_the_cpu):

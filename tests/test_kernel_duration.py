@@ -51,10 +51,12 @@ def holding_the_counters(source: str, folder) -> str:
 
 
 @pytest.fixture
-def counters_folder():
+def counters_folder(monkeypatch):
     """Where the stand-in keeps its lock and its log: a worker of its own user (a root test
-    run) must reach them, and pytest's tmp_path is private to the test's user."""
+    run) must reach them, and pytest's tmp_path is private to the test's user; the worker's
+    sandbox shares the folder with it (GPUARENA_SANDBOX_SHARE), as the GPU's counters are."""
     folder = Path(tempfile.mkdtemp(prefix="gpuarena-test-counters-"))
+    monkeypatch.setenv("GPUARENA_SANDBOX_SHARE", str(folder))
     folder.chmod(0o777)
     for name in ("counters", "opens"):
         (folder / name).touch()
@@ -259,3 +261,48 @@ def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeyp
     assert [w.device_audit.calls > 0 and not w.device_audit.skipped for w in record.workloads] == [True, True]
     assert [w.time.kernel_duration_us for w in record.workloads] == [pytest.approx(PER_CALL_US)] * 2
     assert starts.read_text() == "start\n"  # one sampler for every workload's audit
+
+
+WRONG_UNDER_THE_PROFILER = '''
+import torch
+
+
+def solve(x):
+    with open("/proc/self/maps") as maps:  # the range timer's library is loaded: the ncu phase
+        profiled = "libstand_in" in maps.read()
+    return torch.zeros_like(x) if profiled else torch.softmax(x, dim=-1)
+'''
+
+
+def test_outputs_wrong_only_under_the_profiler_leave_the_figure_out_not_a_verdict(
+        tmp_path, monkeypatch, counters_folder):
+    """CUDA graphs are not replayed under the Range Profiler (an honest graph-replay softmax on
+    an H100): outputs right in the timed rounds and wrong in the ncu phase cost the figure,
+    never the verdict, which the timed rounds gave."""
+    library = compile_stand_in(tmp_path, holding_the_counters(STAND_IN, counters_folder))
+    monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
+    monkeypatch.setattr(kernel_duration, "library", lambda: (library, ""))
+    solution = tmp_path / "wrong_under_profiler.py"
+    solution.write_text(WRONG_UNDER_THE_PROFILER)
+    record = judge("level1/softmax", solution, mode="benchmark", workloads=["small-64x1000"])
+    assert record.status == "PASSED", record.reason
+    workload = record.workloads[0]
+    assert workload.time.kernel_duration_us is None
+    assert "wrong under CUPTI's Range Profiler" in workload.kernel_duration_skipped
+
+
+def test_a_stream_cost_far_below_ncu_s_figure_for_the_same_calls_is_rejected():
+    from gpuarena.harness.records import Timing, WorkloadResult
+
+    def result(stream_us: float, ncu_us: float) -> WorkloadResult:
+        timing = Timing(median_us=stream_us, ci95_low_us=stream_us, ci95_high_us=stream_us, samples=30,
+                        method="cupti-device-time", kernel_duration_us=ncu_us)
+        return WorkloadResult(name="w", status="PASSED", time=timing)
+
+    # the copy-out attack on an H100: 203 µs timed, 627.7 µs under ncu
+    assert "far above their timed stream cost" in kernel_duration.stream_cost_understated(result(203.0, 627.7))
+    # honest: ncu bills each kernel ~1.3 µs of launch and drain (add 64K: 1.54 timed, 2.88 ncu;
+    # fifty 1 µs kernels: 50 timed, about 115 ncu)
+    assert kernel_duration.stream_cost_understated(result(1.54, 2.88)) == ""
+    assert kernel_duration.stream_cost_understated(result(50.0, 115.0)) == ""
+    assert kernel_duration.stream_cost_understated(result(84.6, 86.2)) == ""

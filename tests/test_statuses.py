@@ -132,7 +132,14 @@ def worker_writable_tmp():
 
     folder = Path(tempfile.mkdtemp(prefix="gpuarena-test-"))
     os.chmod(folder, 0o1777)
+    # the worker's sandbox shows it nothing of the host's file system unless shared
+    previous = os.environ.get("GPUARENA_SANDBOX_SHARE")
+    os.environ["GPUARENA_SANDBOX_SHARE"] = str(folder)
     yield folder
+    if previous is None:
+        os.environ.pop("GPUARENA_SANDBOX_SHARE", None)
+    else:
+        os.environ["GPUARENA_SANDBOX_SHARE"] = previous
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -141,7 +148,7 @@ def test_processes_left_running_are_rejected_and_killed(softmax_small):
 
     record = softmax_small(SOLUTIONS / "spawns_daemon.py")
     assert record.status == "REJECTED"
-    assert "child process" in record.reason
+    assert "process(es)" in record.reason
     sleepers = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "1000"]]
     assert not sleepers
     assert not children_of(psutil.Process().pid) - {c.pid for c in psutil.Process().children()}
@@ -152,7 +159,7 @@ def test_double_forked_orphans_are_rejected_and_reaped(softmax_small):
     # the worker is a subreaper: the orphaned grandchild comes back to it, and a process
     # left behind at import is rejected; it must not outlive the run either
     assert record.status == "REJECTED", record.reason
-    assert "child process" in record.reason
+    assert "process(es)" in record.reason
     time.sleep(0.2)
     leftovers = [p for p in psutil.process_iter(["cmdline", "status"])
                  if p.info["status"] != psutil.STATUS_ZOMBIE and "double_fork" not in " ".join(p.info["cmdline"] or [])

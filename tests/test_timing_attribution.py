@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from gpuarena.harness.timing import CALL_RANGE, device_busy_ns
+from gpuarena.harness.timing import CALL_RANGE, HARNESS_RANGE, device_busy_ns
 
 CPU, CUDA = torch.autograd.DeviceType.CPU, torch.autograd.DeviceType.CUDA
 
@@ -51,10 +51,28 @@ def test_side_stream_work_counts_and_overlap_is_not_double_counted():
     assert device_busy_ns(events, 1) == [400]
 
 
+def harness(start, end):
+    return Event(HARNESS_RANGE, CPU, start, end - start, corr=1)
+
+
 def test_harness_work_outside_windows_is_excluded():
     # the L2 sweep is launched before the window opens, even if its kernel ends inside it
-    events = [launch(-50, 3), kernel(-40, 5, 3), call(0, 1000), launch(10, 7), kernel(100, 200, 7)]
+    events = [harness(-60, -1), launch(-50, 3), kernel(-40, 5, 3), call(0, 1000), launch(10, 7), kernel(100, 200, 7)]
     assert device_busy_ns(events, 1) == [100]
+
+
+def test_work_launched_outside_the_windows_and_the_harness_is_billed_to_the_call_before():
+    # a hook on the harness's copy-out, or a deferred launch, after the call returned: its
+    # kernel belongs to the call that just ended, not to nobody
+    events = [call(0, 1000), harness(1001, 1500), launch(1100, 5), kernel(1200, 1300, 5),
+              launch(1600, 6), kernel(1700, 2000, 6), call(3000, 4000), launch(3010, 7), kernel(3100, 3150, 7),
+              launch(4200, 8), kernel(4300, 4500, 8)]
+    assert device_busy_ns(events, 2) == [300, 250]
+
+
+def test_work_launched_before_the_first_call_outside_the_harness_is_billed_to_it():
+    events = [launch(-50, 3), kernel(-40, 5, 3), call(0, 1000), launch(10, 7), kernel(100, 200, 7)]
+    assert device_busy_ns(events, 1) == [145]
 
 
 def test_work_is_attributed_to_the_call_that_launched_it():

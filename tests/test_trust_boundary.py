@@ -24,7 +24,14 @@ def worker_writable_tmp():
     supervisor's alone): sticky and world-writable, like /tmp."""
     folder = Path(tempfile.mkdtemp(prefix="gpuarena-test-"))
     os.chmod(folder, 0o1777)
+    # the worker's sandbox shows it nothing of the host's file system unless shared
+    previous = os.environ.get("GPUARENA_SANDBOX_SHARE")
+    os.environ["GPUARENA_SANDBOX_SHARE"] = str(folder)
     yield folder
+    if previous is None:
+        os.environ.pop("GPUARENA_SANDBOX_SHARE", None)
+    else:
+        os.environ["GPUARENA_SANDBOX_SHARE"] = previous
     shutil.rmtree(folder, ignore_errors=True)
 
 

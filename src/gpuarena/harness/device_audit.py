@@ -35,6 +35,17 @@ from gpuarena.harness import cupti_build
 
 AUDIT_MARGIN = 0.7
 """A claimed median below this fraction of the observed per-call busy time is rejected."""
+QUIET_ATTEMPTS = 6
+QUIET_WAIT_S = 0.5
+"""A GPU busy with other work before the audit is looked at again this many times, this far
+apart, before the run is rejected (never skipped: a solution could keep it busy)."""
+AUDIT_EVICTS = False
+"""Whether audited requests sweep the caches like timed ones (then nothing but the counters'
+presence tells them apart; the twins are sampled the same way and the sweeps taken off).
+On an H100 (2026-11-23) the sweeps' share was too noisy to take off: with it an honest
+torch.compile softmax of 2.08 µs a call read 4.22 µs observed and was rejected, and the
+forged 1.5 µs of fake_results/patched_reply_function passed once in two runs. So audited
+requests run without the sweep, which a solution can notice; see docs/harness.md."""
 AUDIT_CALLS = 30
 AUDIT_BLOCK_S = 0.05
 """Calls audited per workload: up to AUDIT_CALLS, fewer where they would take longer than this."""

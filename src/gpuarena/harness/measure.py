@@ -280,7 +280,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 reply = worker.request({"op": "time", "n": n_sets}, supervisor.deadline,
                                        f"timing {session.workload.name}")
                 raise_on_failure(reply)
-                dev, e2e = _samples(reply, n_sets)
+                dev, e2e = _samples(reply, n_sets, host_timed=on_cpu)
                 budget.add(e2e, worker.last_wall_ns, worker.last_cpu_ns)
                 sol_dev.extend(dev)
                 sol_e2e.extend(e2e)
@@ -305,16 +305,24 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
             return audit
         try:
             with sampler.sampling():
-                idle = sampler.idle()
-                if device_audit.shared(idle):
-                    audit.skipped = (f"the GPU was {idle.busy_ns / idle.span_ns:.0%} busy with other work before the "
-                                     "audit (it needs the GPU to itself)")
-                    return audit
+                # the audit cannot be switched off by keeping the GPU busy: wait for a quiet
+                # GPU, and a GPU that never gets quiet ends the run (the service retries it)
+                for attempt in range(device_audit.QUIET_ATTEMPTS):
+                    idle = sampler.idle()
+                    if not device_audit.shared(idle):
+                        break
+                    time.sleep(device_audit.QUIET_WAIT_S)
+                else:
+                    raise RunFailure("REJECTED", f"the GPU stayed {idle.busy_ns / idle.span_ns:.0%} busy with work "
+                                                 "that is not the harness's before the device audit (it needs the GPU "
+                                                 "to itself: run the job again on a quiet GPU)")
                 e2e_us = result.time.e2e_median_us if result.time and result.time.e2e_median_us else 1.0
                 calls = min(device_audit.AUDIT_CALLS, max(1, int(device_audit.AUDIT_BLOCK_S * 1e6 / e2e_us)))
                 requests = -(-calls // n_sets)
+                evict = device_audit.AUDIT_EVICTS
+
                 def sampled(twin: ReferenceTwin) -> float:  # busy ns of `requests` blocks of the twin
-                    return sampler.segment(lambda: [twin.block(n_sets, evict=False) for _ in range(requests)])[1].busy_ns
+                    return sampler.segment(lambda: [twin.block(n_sets, evict=evict) for _ in range(requests)])[1].busy_ns
 
                 # the harness alone, through the same code, on the same shapes, as many calls
                 harness_ns, busy_ns = sampled(ReferenceTwin.no_op(supervisor, session)), 0.0
@@ -327,9 +335,11 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                                                         / (requests * n_sets) / 1e3)
                 for j in range(requests):
                     refresh(round_no + 1 + j)  # ends with a device sync: none of it in a segment
+                    # the very request a timed round sends: the solution cannot tell it is audited
+                    # from the request (with AUDIT_EVICTS, not from the caches either)
+                    request = {"op": "time", "n": n_sets} if evict else {"op": "time", "n": n_sets, "evict": False}
                     reply, window = sampler.segment(lambda: worker.request(
-                        {"op": "time", "n": n_sets, "evict": False}, supervisor.deadline,
-                        f"auditing {session.workload.name}"))
+                        request, supervisor.deadline, f"timing {session.workload.name}"))
                     raise_on_failure(reply)
                     _samples(reply, n_sets)
                     check_block()
@@ -436,14 +446,20 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _samples(reply: dict[str, Any], n: int) -> tuple[list[int], list[int]]:
-    """Raw samples from the worker: exactly n non-negative integers each, or the run is rejected."""
+def _samples(reply: dict[str, Any], n: int, host_timed: bool = False) -> tuple[list[int], list[int]]:
+    """Raw samples from the worker: exactly n non-negative integers each, or the run is rejected.
+    host_timed: the device is the host (CPU), where a call's device time *is* its end-to-end
+    time: a device time that differs was forged (and only the end-to-end one is bounded by
+    the worker's CPU time)."""
     dev, e2e = reply.get("device_ns"), reply.get("e2e_ns")
     ok = all(isinstance(s, list) and len(s) == n and all(type(v) is int and v >= 0 for v in s) for s in (dev, e2e))
     if not ok:
         raise RunFailure("REJECTED", "the worker returned malformed timing samples")
     if any(d > e for d, e in zip(dev, e2e)):
         raise RunFailure("REJECTED", "device time exceeds the wall-clock time around the same call")
+    if host_timed and dev != e2e:
+        raise RunFailure("REJECTED", "on the CPU a call's device time is its end-to-end time, and the worker "
+                                     "reported them different (tampered timing)")
     if min(dev) <= 0:
         raise RunFailure("REJECTED", "a timed call did no measurable work on the device (a cached result, "
                                      "work done elsewhere, or a tampered clock)")

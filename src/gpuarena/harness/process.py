@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -13,7 +14,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from gpuarena.harness import protocol
+from gpuarena.harness import containment, protocol
 from gpuarena.harness.sandbox import become_subreaper, children_of, kill_new_children, process_cpu_ns
 
 ENV_KEPT = (
@@ -45,10 +46,16 @@ def scrubbed_env(workdir: Path | None = None, user: tuple[int, int, bool] | None
     # inductor compiles in-process: a pool of compile workers would be a child process
     # left running, which the worker rejects
     env.update(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", TORCHINDUCTOR_COMPILE_THREADS="1")
+    # no thread pools of their own in numerical libraries: a thread that appears after the
+    # solution's import is the solution's (the supervisor counts the worker's threads)
+    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     if user is not None and workdir is not None:
-        # a worker of its own user has its home (and, for a per-run user, its compile caches)
-        # in its working folder: the supervisor's home and caches are not its own
+        # a worker of its own user has its home, temporary files (and, for a per-run user,
+        # its compile caches) in its working folder: the supervisor's are not its own, and
+        # nothing one run's user made (/tmp/torchinductor_$USER, say) is in another's way
         env.update(HOME=str(workdir), USER="gpuarena-worker", LOGNAME="gpuarena-worker")
+        if env.get("TMPDIR") not in os.environ.get("GPUARENA_SANDBOX_SHARE", "").split(":"):
+            env["TMPDIR"] = str(workdir / "tmp")  # unless the deployment shares its own with the worker
         if not user[2]:
             env.update({name: str(workdir / ".cache" / sub) for name, sub in CACHE_VARIABLES.items()})
     return env
@@ -67,41 +74,139 @@ def describe_exit(code: int | None) -> str:
 
 
 class WorkerProcess:
-    """One worker: a fresh interpreter in its own session, its output going to a log file.
+    """One worker: a fresh interpreter in a sandbox of its own (containment.py: PID, mount,
+    network and IPC namespaces through bubblewrap, and a cgroup where the machine allows),
+    its output going to a log file.
 
-    The supervisor is a child subreaper, so whatever the solution spawns and orphans (a
-    setsid or double-forked process escapes the worker's process group) is handed back to
-    it and killed when the worker is closed.
+    Without bubblewrap the worker runs in its own session and the supervisor is a child
+    subreaper, so whatever the solution spawns and orphans is handed back to it and killed
+    when the worker is closed; the record says which containment was in force.
     """
 
     def __init__(self, workdir: Path, log_path: Path, isolate_network: bool = False,
-                 memory_limit: int | None = None, user: tuple[int, int, bool] | None = None):
+                 memory_limit: int | None = None, user: tuple[int, int, bool] | None = None, gpu: bool = True):
         """user: (uid, gid, dedicated) to run the worker as (see sandbox.worker_identity);
-        workdir must then be the worker's (the caller gives it the folder)."""
+        workdir must then be the worker's (the caller gives it the folder). gpu: whether the
+        worker may see the GPUs' device files (a CPU run's worker may not: its time would not
+        count work done on a GPU)."""
         self.log_path = log_path
         self.user = user
+        self.gpu = gpu
         self.last_wall_ns = 0
         """The supervisor's clock around the last request: send to reply."""
         self.last_cpu_ns: int | None = None
         """The worker's CPU time (all threads, from the kernel) over the last request."""
         self._closed = False
+        self.init_pid: int | None = None
+        """The sandbox's init (bubblewrap, pid 1 of the worker's PID namespace), in our namespace."""
+        self.worker_pid: int | None = None
+        self.cgroup: containment.Cgroup | None = None
+        self.threads: set[int] | None = None
+        """The worker's thread ids as the harness left them (counted from outside), once known."""
         become_subreaper()
         self._children_before = children_of(os.getpid())
         ours, theirs = socket.socketpair()
         self.conn = Connection(ours.detach())
         child_fd = theirs.detach()
         self._log = open(log_path, "wb")
+        command = ([sys.executable, "-m", "gpuarena.harness.sandbox", str(child_fd)]
+                   + (["--isolate-network"] if isolate_network else [])
+                   + (["--memory-limit", str(memory_limit)] if memory_limit else [])
+                   + (["--user", f"{user[0]}:{user[1]}"] if user else []))
+        binary = containment.bwrap_path()
+        self.sandbox_problem = containment.bwrap_problem(binary) if binary else (
+            "turned off (GPUARENA_SANDBOX=0)" if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed")
+        env = scrubbed_env(workdir, user)
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gpuarena.harness.sandbox", str(child_fd)]
-                + (["--isolate-network"] if isolate_network else [])
-                + (["--memory-limit", str(memory_limit)] if memory_limit else [])
-                + (["--user", f"{user[0]}:{user[1]}"] if user else []),
-                pass_fds=[child_fd], stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                env=scrubbed_env(workdir, user), cwd=workdir, start_new_session=True,
-            )
+            if self.sandbox_problem:
+                self.proc = subprocess.Popen(
+                    command,
+                    pass_fds=[child_fd], stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                    env=env, cwd=workdir, start_new_session=True)
+                self.worker_pid = self.proc.pid
+            else:
+                self._start_sandboxed(binary, command, child_fd, workdir, env, isolate_network, memory_limit)
         finally:
             os.close(child_fd)
+
+    def _start_sandboxed(self, binary: str | None, command: list[str], child_fd: int, workdir: Path,
+                         env: dict[str, str], network: bool, memory_limit: int | None) -> None:
+        assert binary is not None
+        run_folder = self.log_path.parent
+        self.cgroup = containment.Cgroup.make(f"gpuarena-{os.getpid()}-{secrets.token_hex(4)}", memory_limit)
+        tmpfs = min(containment.DEFAULT_TMPFS_BYTES, memory_limit or containment.DEFAULT_TMPFS_BYTES)
+        info_path = run_folder / "sandbox.json"
+        info_fd = os.open(info_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        shared = containment.shared_folders(env, bool(self.user and self.user[2]), list(CACHE_VARIABLES))
+        argv = containment.sandbox_argv(binary, run_folder, workdir, gpu=self.gpu, network=network, tmpfs_bytes=tmpfs,
+                                        env=env, shared=shared)
+        try:
+            self.proc = subprocess.Popen(
+                argv + ["--info-fd", str(info_fd), "--", *command],
+                pass_fds=[child_fd, info_fd], stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                env=env, cwd=run_folder, start_new_session=True,
+                preexec_fn=self.cgroup.enter if self.cgroup.folders else None)
+        finally:
+            os.close(info_fd)
+        self.init_pid = containment.read_info(info_path, self.proc)
+        deadline = time.monotonic() + 30
+        while self.worker_pid is None and time.monotonic() < deadline and self.proc.poll() is None:
+            children = containment.child_pids(self.init_pid)
+            if children:
+                self.worker_pid = children[0]
+            else:
+                time.sleep(0.002)
+        if self.worker_pid is None:
+            raise OSError("the sandboxed worker did not start")
+
+    @property
+    def containment(self) -> str:
+        """Which containment the worker runs in, for the record."""
+        if self.sandbox_problem:
+            return f"none: no sandbox ({self.sandbox_problem}); in-process guards only"
+        limits = ", ".join(self.cgroup.limits) if self.cgroup and self.cgroup.limits else "no cgroup limits"
+        network = ", network" if "--unshare-net" in self.proc.args else ""
+        return (f"bubblewrap: PID, mount, IPC, UTS{network} namespaces, read-only system view, private /tmp and "
+                f"/dev/shm{', GPU device files' if self.gpu else ', no GPU device files'}; {limits}")
+
+    def cpu_ns(self) -> int | None:
+        """CPU time of the worker and everything it started: the cgroup's account where there
+        is one, else the worker process's (its threads, and the children it reaped)."""
+        if self.cgroup is not None:
+            total = self.cgroup.cpu_ns()
+            if total is not None:
+                return total
+        return process_cpu_ns(self.worker_pid) if self.worker_pid else None
+
+    def check_contained(self, doing: str, after_import: bool = False) -> None:
+        """From outside the worker: no process but the worker in its PID namespace, and no
+        thread the harness did not start. What the solution starts must end before its
+        request does; the kernel's view of the namespace cannot be patched from inside."""
+        if self.init_pid is None:
+            return
+        processes = containment.namespace_processes(self.init_pid)
+        if processes is None:
+            return  # the sandbox is gone: the next request says how
+        extra = [pid for pid, state in processes.items() if pid > 2 and state not in ("Z", "X")]
+        what = "importing the solution" if after_import else "solve()"
+        if extra:
+            raise RunFailure("REJECTED", f"{what} left {len(extra)} process(es) running in the worker's sandbox "
+                                         f"after {doing} (seen from outside the worker)")
+        if self.threads is None:
+            return
+        now = containment.namespace_threads(self.init_pid, 2)
+        if now is None:
+            return
+        new = now - self.threads
+        if new:
+            raise RunFailure("REJECTED", f"{what} left {len(new)} thread(s) running in the worker after {doing} "
+                                         "(counted from outside the worker)")
+        self.threads = now
+
+    def mark_threads(self) -> None:
+        """The worker's threads now are the harness's own: any later one is the solution's."""
+        if self.init_pid is not None:
+            self.threads = containment.namespace_threads(self.init_pid, 2)
 
     def request(self, message: dict[str, Any], deadline: float, doing: str, fds: list[int] | None = None) -> dict[str, Any]:
         """Send one request and wait for its reply until the run's deadline.
@@ -111,7 +216,7 @@ class WorkerProcess:
         it unless it reads the worker's memory, and a reply for another request is refused.
         fds: file descriptors to pass with the request (SCM_RIGHTS), right after it."""
         nonce = secrets.token_hex(8)
-        cpu_before = process_cpu_ns(self.proc.pid)
+        cpu_before = self.cpu_ns()
         started = time.perf_counter_ns()
         try:
             protocol.send_request(self.conn, {**message, "nonce": nonce})
@@ -120,10 +225,10 @@ class WorkerProcess:
             reply = protocol.receive_reply(self.conn, deadline - time.monotonic())
         except (protocol.WorkerGone, BrokenPipeError, ConnectionResetError):
             self._reap()
-            raise RunFailure("RUNTIME_ERROR", f"the worker {describe_exit(self.proc.returncode)} while {doing}"
+            raise RunFailure("RUNTIME_ERROR", f"the worker {describe_exit(self.exit_code)} while {doing}"
                              " (a crash, or the solution ended the process)") from None
         self.last_wall_ns = time.perf_counter_ns() - started
-        cpu_after = process_cpu_ns(self.proc.pid)
+        cpu_after = self.cpu_ns()
         self.last_cpu_ns = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
         if reply is None:
             self._dump_stacks()
@@ -133,14 +238,27 @@ class WorkerProcess:
         if reply.get("nonce") != nonce:
             raise RunFailure("REJECTED", f"a reply while {doing} did not answer the request (a forged or "
                                          "out-of-order message on the harness socket)")
+        if message.get("op") == "prepare" or "kernel_library" in message:
+            self.mark_threads()  # the harness's own: the CUDA driver's, the profilers'
+        else:
+            self.check_contained(doing, after_import=message.get("op") == "build")
         return reply
+
+    @property
+    def exit_code(self) -> int | None:
+        """The worker's exit status as Popen gives it (negative: killed by that signal); bubblewrap
+        passes a killed child on as 128 + the signal."""
+        code = self.proc.returncode
+        if code is not None and self.init_pid is not None and code > 128:
+            return -(code - 128)
+        return code
 
     def _dump_stacks(self, wait: float = 1.0) -> None:
         """Ask a worker that did not answer where it is: it writes its threads' Python stacks to
         its log (faulthandler on SIGUSR1, even inside a C call), which the record keeps. A
         solution can take the signal over; then the log just lacks the stacks."""
         try:
-            os.kill(self.proc.pid, signal.SIGUSR1)
+            os.kill(self.worker_pid or self.proc.pid, signal.SIGUSR1)
         except (ProcessLookupError, PermissionError):
             return
         time.sleep(wait)
@@ -168,6 +286,8 @@ class WorkerProcess:
         except (ProcessLookupError, PermissionError):
             pass
         self._reap()
+        if self.cgroup is not None:
+            self.cgroup.remove()
         self.orphans_killed = kill_new_children(self._children_before)
         self.conn.close()
         self._log.close()

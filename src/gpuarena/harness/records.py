@@ -147,6 +147,8 @@ class Environment(Record):
     the driver could load it, the instruction-cache sweep."""
     worker_network: str | None = None
     """"isolated" when the worker ran in its own network namespace, "available" where the platform did not allow it."""
+    worker_containment: str | None = None
+    """The sandbox the worker ran in (bubblewrap's namespaces, the cgroup's limits), or why there was none."""
 
 
 class Evaluation(Record):

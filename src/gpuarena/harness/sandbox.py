@@ -57,11 +57,18 @@ def isolate_network() -> bool:
     return bool(libc) and libc.unshare(CLONE_NEWNET) == 0
 
 
+FILE_SIZE_LIMIT = 4 << 30
+"""The largest file the worker may write (its log included: a seek to 1 TiB and a write end
+the worker with SIGXFSZ instead of leaving the supervisor a sparse file to read)."""
+
+
 def limit_resources(memory_bytes: int | None) -> None:
-    """No core files; and, where given, a cap on the worker's private writable memory
-    (RLIMIT_DATA covers heap and anonymous mappings), so exhausting memory ends in a
-    MemoryError inside the worker instead of starving the machine."""
+    """No core files, a file-size limit; and, where given, a cap on the worker's private
+    writable memory (RLIMIT_DATA covers heap and anonymous mappings), so exhausting memory
+    ends in a MemoryError inside the worker instead of starving the machine. (Shared memory
+    and tmpfs files are counted only by the sandbox's cgroup, where there is one.)"""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
     if memory_bytes:
         resource.setrlimit(resource.RLIMIT_DATA, (memory_bytes, memory_bytes))
 
@@ -314,6 +321,8 @@ def main() -> None:
     if user:
         uid, gid = (int(v) for v in user.split(":"))
         rights = drop_privileges(uid, gid, needs_read_search(uid, gid))
+    if os.environ.get("TMPDIR"):
+        os.makedirs(os.environ["TMPDIR"], exist_ok=True)
     # after the user change (which clears it): the worker dies with the supervisor
     die_with_parent()
     # orphans of the solution (double forks, setsid daemons) come back to the worker, where

@@ -89,9 +89,11 @@ class StartedWorker:
     isolation: run the worker as a user of its own (default: GPUARENA_WORKER_ISOLATION, on);
     memory_limit_bytes: its memory cap (default: RunOptions' default)."""
 
-    def __init__(self, isolation: bool | None = None, memory_limit_bytes: int | None = None):
+    def __init__(self, isolation: bool | None = None, memory_limit_bytes: int | None = None, gpu: bool = True):
         self.isolate = _switch("GPUARENA_WORKER_ISOLATION", True) if isolation is None else isolation
         self.memory_limit_bytes = memory_limit_bytes
+        self.gpu = gpu
+        """Whether the worker sees the GPUs (a CPU run's must not: its time would not count GPU work)."""
         self.user: tuple[int, int, bool] | None = None
         if self.isolate:
             protect_supervisor(True)
@@ -118,7 +120,7 @@ class StartedWorker:
             os.chmod(tmp, 0o711)
             os.chown(workdir, self.user[0], self.user[1])
         return WorkerProcess(workdir, tmp / "worker.log", isolate_network=_switch("GPUARENA_WORKER_NETNS", True),
-                             memory_limit=memory, user=self.user)
+                             memory_limit=memory, user=self.user, gpu=self.gpu)
 
     def alive(self) -> bool:
         return self.process.proc.poll() is None
@@ -145,8 +147,12 @@ def as_outputs(value: Any) -> tuple[torch.Tensor, ...]:
 class WorkloadSession:
     """Inputs, shared buffers and reference outputs of one workload, all supervisor-side."""
 
-    def __init__(self, problem: Problem, workload: Workload, device: torch.device, seed: int, arena: SharedArena):
+    def __init__(self, problem: Problem, workload: Workload, device: torch.device, seed: int, arena: SharedArena,
+                 fresh_seed: int | None = None):
+        """seed: the correctness trials' inputs; fresh_seed: every other draw's (the timed
+        rounds', the audit's), secret to the worker in every mode."""
         self.problem, self.workload, self.device, self.seed, self.arena = problem, workload, device, seed, arena
+        self.fresh_seed = seed if fresh_seed is None else fresh_seed
         self.input_names = problem.input_names
         self.sets: list[dict[str, Any]] = []
         self.private: list[dict[str, Any]] = []
@@ -158,7 +164,8 @@ class WorkloadSession:
 
     def make(self, *tag: Any) -> dict[str, Any]:
         """Fresh inputs from a seed derived from the run's seed: never sent to the worker."""
-        generator = torch.Generator(device=self.device).manual_seed(derive_seed(self.seed, self.workload.name, *tag))
+        seed = self.seed if tag and tag[0] == "trial" else self.fresh_seed
+        generator = torch.Generator(device=self.device).manual_seed(derive_seed(seed, self.workload.name, *tag))
         inputs = self.problem.make_inputs(dict(self.workload.axes), self.workload.torch_dtype, self.device, generator)
         if not isinstance(inputs, dict) or list(inputs) != self.input_names:
             got = list(inputs) if isinstance(inputs, dict) else type(inputs).__name__
@@ -256,7 +263,10 @@ class Supervisor:
             self.seed = options.seed if options.seed is not None else secrets.randbits(62)
         else:
             self.seed = PUBLIC_SEED if options.seed is None else options.seed
-        self.rng = random.Random(derive_seed(self.seed, "checks"))
+        # which timed calls are checked, and the timed rounds' inputs, are unpredictable in
+        # every mode (the public seed makes the correctness trials reproducible, nothing more)
+        self.rng: random.Random = random.SystemRandom()
+        self.fresh_seed = self.seed if options.mode == "ranked" else secrets.randbits(62)
         self.deadline = 0.0
         self.peaks: dict[str, float] | None = None
         self.timer: Timer | None = None
@@ -320,8 +330,8 @@ class Supervisor:
             self.progress("measuring the device's peaks (once per device)")
             env.peaks = self.peaks = peaks.device_peaks(self.device, env.device_uuid, env.device_name)
         ready, self.started_worker = self.started_worker, None
-        wanted = (self._isolate_worker(), self.options.memory_limit_bytes)
-        if ready is None or not ready.alive() or (ready.isolate, ready.memory_limit_bytes) != wanted:
+        wanted = (self._isolate_worker(), self.options.memory_limit_bytes, self.device.type != "cpu")
+        if ready is None or not ready.alive() or (ready.isolate, ready.memory_limit_bytes, ready.gpu) != wanted:
             if ready is not None:  # died while it waited, or set up with other guards
                 ready.close()
             ready = StartedWorker(*wanted)
@@ -344,7 +354,8 @@ class Supervisor:
         return _switch("GPUARENA_WORKER_ISOLATION", True)
 
     def _run_with(self, started: StartedWorker, record: Evaluation) -> None:
-        arena = SharedArena(self.device, owner=(started.user[0], started.user[1]) if started.user else None)
+        arena = SharedArena(self.device, owner=(started.user[0], started.user[1]) if started.user else None,
+                            by_fd=started.process.init_pid is not None)
         try:
             self._run(started.process, arena, record)
         except RunFailure as failure:
@@ -363,11 +374,17 @@ class Supervisor:
         if not workloads:
             raise RunFailure("REJECTED", f"problem {self.problem.id} has no workloads for device kind {self.device.type}")
         self.progress(f"building {self.solution.name} ({self.solution.manifest.language})")
-        reply = worker.request({
-            "op": "build", "solution": self.solution.model_dump(mode="json"), "device": str(self.device),
-            "convention": self.problem.spec.convention, "input_names": self.problem.input_names,
-            "output_names": self.problem.spec.outputs, "method": self.options.timing_method,
-        }, self.deadline, "building the solution")
+        setup = {"device": str(self.device), "convention": self.problem.spec.convention,
+                 "input_names": self.problem.input_names, "output_names": self.problem.spec.outputs,
+                 "method": self.options.timing_method}
+        if record.environment is not None:
+            record.environment.worker_containment = worker.containment
+        reply = worker.request({"op": "prepare", **setup}, self.deadline, "preparing the device")
+        if not reply.get("ok"):
+            raise RunFailure("RUNTIME_ERROR", f"the worker could not prepare {self.device}: {reply.get('reason', '')}",
+                             str(reply.get("traceback", "")))
+        reply = worker.request({"op": "build", "solution": self.solution.model_dump(mode="json"), **setup},
+                               self.deadline, "building the solution")
         if not reply.get("ok"):
             raise RunFailure(reply.get("status", "COMPILE_ERROR"), reply.get("reason", "build failed"),
                              reply.get("traceback", ""))
@@ -421,7 +438,7 @@ class Supervisor:
 
     def _workload(self, worker: WorkerProcess, arena: SharedArena, workload: Workload,
                   method: str) -> tuple[WorkloadSession, WorkloadResult]:
-        session = WorkloadSession(self.problem, workload, self.device, self.seed, arena)
+        session = WorkloadSession(self.problem, workload, self.device, self.seed, arena, self.fresh_seed)
         result = WorkloadResult(name=workload.name, status=Status.PASSED, axes=workload.axes, dtype=workload.dtype,
                                 weight=workload.weight)
         first = session.make("trial", 0)

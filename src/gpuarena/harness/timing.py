@@ -25,6 +25,7 @@ host-side work stays visible.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import gc
 import time
@@ -42,6 +43,10 @@ _perf_counter_ns = time.perf_counter_ns
 _cuda_synchronize = torch.cuda.synchronize
 
 CALL_RANGE = "gpuarena::timed_call"
+HARNESS_RANGE = "gpuarena::harness"
+"""The harness's own work between calls (cache sweeps, poisoning, copying outputs out): what
+is launched in it is nobody's. Anything else launched outside the calls' windows is billed
+to the call before it (work a solution defers past its return)."""
 KERNEL_DURATION_METHOD = "cupti-range-profiler gpu__time_duration.sum"
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
 
@@ -237,15 +242,19 @@ class Timer:
         samples = BlockSamples(method=self.method)
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for i in range(n):
-                if prepare:
-                    prepare(i)
-                self._between()
+                with record_function(HARNESS_RANGE):
+                    if prepare:
+                        prepare(i)
+                    self._between()
                 with record_function(CALL_RANGE):
                     result, elapsed = self._one(call, i)
                 samples.e2e_ns.append(elapsed)
-                if after:
-                    after(i, result)
-                del result
+                with record_function(HARNESS_RANGE):
+                    if after:
+                        after(i, result)
+                    del result
+                    if self.is_cuda:
+                        self._synchronize(self.device)  # what after() launched ends before the next call
         samples.device_ns = device_busy_ns(prof.profiler.kineto_results.events(), n)
         return samples
 
@@ -258,11 +267,15 @@ def device_busy_ns(events: list[Any], n_calls: int) -> list[int]:
 
     GPU activities are attributed to a call through the host-side CUDA runtime or driver
     call that launched them (same correlation id; host clock; any thread): a launch inside
-    the call's window belongs to it, whichever stream the work ran on. GPU-side user
-    annotations (record_function ranges mirrored on the GPU timeline) are not work and are
-    skipped: they would count the gaps between kernels.
+    the call's window belongs to it, whichever stream the work ran on. A launch inside one of
+    the harness's own ranges (HARNESS_RANGE: sweeps, poisoning, copying out) is nobody's;
+    any other launch outside the windows (work the solution deferred past its return, into
+    a hook on the harness's own operations, say) is billed to the call before it. GPU-side
+    user annotations (record_function ranges mirrored on the GPU timeline) are not work and
+    are skipped: they would count the gaps between kernels.
     """
     windows: list[tuple[int, int]] = []
+    harness: list[tuple[int, int]] = []
     launches: dict[int, int] = {}
     gpu: list[tuple[int, int, int]] = []
     for e in events:
@@ -270,6 +283,8 @@ def device_busy_ns(events: list[Any], n_calls: int) -> list[int]:
             name = e.name()
             if name == CALL_RANGE:
                 windows.append((e.start_ns(), e.start_ns() + e.duration_ns()))
+            elif name == HARNESS_RANGE:
+                harness.append((e.start_ns(), e.start_ns() + e.duration_ns()))
             elif name.startswith("cu") and e.correlation_id():  # cudaLaunchKernel, cuLaunchKernelEx, ...
                 launches[e.correlation_id()] = e.start_ns()
         elif not _is_annotation(e):
@@ -279,10 +294,16 @@ def device_busy_ns(events: list[Any], n_calls: int) -> list[int]:
         raise RuntimeError(f"profiler saw {len(windows)} timed windows for {n_calls} calls")
     per_call: list[list[tuple[int, int]]] = [[] for _ in windows]
     starts = [w[0] for w in windows]
+    harness.sort()
+    harness_starts = [h[0] for h in harness]
     for corr, start, end in gpu:
-        host = launches.get(corr)
-        k = _window_index(starts, windows, host if host is not None else start)
-        if k is not None:
+        stamp = launches.get(corr, start)
+        k = _window_index(starts, windows, stamp)
+        if k is None:
+            if _window_index(harness_starts, harness, stamp) is not None:
+                continue  # the harness's own
+            k = max(bisect.bisect_right(starts, stamp) - 1, 0)  # deferred: the call before it pays
+        if per_call:
             per_call[k].append((start, end))
     return [_union_length(intervals) for intervals in per_call]
 
@@ -295,8 +316,6 @@ def _is_annotation(event: Any) -> bool:
 
 
 def _window_index(starts: list[int], windows: list[tuple[int, int]], stamp: int) -> int | None:
-    import bisect
-
     k = bisect.bisect_right(starts, stamp) - 1
     if k >= 0 and stamp <= windows[k][1]:
         return k

@@ -30,9 +30,13 @@ from multiprocessing.reduction import ForkingPickler
 class SharedArena:
     """Supervisor-side allocator of shared tensors; frees them all on close()."""
 
-    def __init__(self, device: torch.device, owner: tuple[int, int] | None = None):
+    def __init__(self, device: torch.device, owner: tuple[int, int] | None = None, by_fd: bool = False):
+        """owner: the worker's (uid, gid), when it runs as a user of its own; by_fd: the worker
+        cannot open the arena's files by name (it runs in a sandbox with a /dev/shm of its
+        own), so CPU tensors go as file descriptors too."""
         self.device = device
         self.owner = owner
+        self.by_fd = by_fd
         self._dir = tempfile.mkdtemp(prefix="gpuarena-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         if owner is not None:
             os.chmod(self._dir, 0o711)  # the worker may open the files it is given, not list or change the folder
@@ -65,7 +69,11 @@ class SharedArena:
                 os.chown(path, *self.owner)
                 os.chmod(path, 0o600)
         self._keep.append(tensor)
-        return tensor, {"kind": "cpu", "path": path, "nbytes": nbytes, "dtype": str(dtype), "shape": list(shape)}
+        handle = {"kind": "cpu", "path": path, "nbytes": nbytes, "dtype": str(dtype), "shape": list(shape)}
+        if self.by_fd and nbytes:
+            self._fds.append(os.open(path, os.O_RDWR))
+            handle.update(kind="cpu-fd", fd=len(self._fds) - 1, path="")
+        return tensor, handle
 
     def _cuda_for_owner(self, shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, Any]:
         """Device memory for a worker of another user: a cuMemCreate allocation, exported as a
@@ -109,7 +117,7 @@ a tensor of an earlier workload)."""
 def fds_needed(handles: Any) -> int:
     """How many descriptors come with a request whose handles these are."""
     if isinstance(handles, dict):
-        if handles.get("kind") == "cuda-fd":
+        if handles.get("kind") in ("cuda-fd", "cpu-fd"):
             return 1
         return sum(fds_needed(v) for v in handles.values())
     if isinstance(handles, (list, tuple)):
@@ -137,5 +145,10 @@ def attach(handle: Any, fds: list[int] | None = None) -> torch.Tensor:
         return mapping.tensor
     if handle["nbytes"] == 0:
         return torch.empty(handle["shape"], dtype=dtype)
-    raw = torch.from_file(handle["path"], shared=True, size=handle["nbytes"], dtype=torch.uint8)
+    path = handle["path"]
+    if handle["kind"] == "cpu-fd":  # the mapping outlives the descriptor, which the caller closes
+        if fds is None or not 0 <= handle["fd"] < len(fds):
+            raise ValueError("a cpu-fd handle without its file descriptor")
+        path = f"/proc/self/fd/{fds[handle['fd']]}"
+    raw = torch.from_file(path, shared=True, size=handle["nbytes"], dtype=torch.uint8)
     return raw.view(dtype).view(handle["shape"])

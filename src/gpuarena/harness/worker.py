@@ -35,9 +35,25 @@ from gpuarena.solutions.model import Solution
 # not trust the worker, are what hold: outputs compared there, times bounded by its clock.)
 _Tensor = torch.Tensor
 _type = type
-_copy = torch.Tensor.copy_
 _synchronize = torch.cuda.synchronize
-_fill = torch.Tensor.fill_
+_no_python_dispatch = torch._C._DisableTorchDispatch
+_no_torch_function = torch._C.DisableTorchFunction
+_raw_copy = torch.Tensor.copy_
+_raw_fill = torch.Tensor.fill_
+
+
+def _copy(dest: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """The harness's copy of an output into its destination, outside the timed window: with
+    Python dispatch and torch-function handling off, so no TorchDispatchMode, tensor subclass
+    or __torch_function__ of the solution's sees it (and does its deferred work there)."""
+    with _no_python_dispatch(), _no_torch_function():
+        return _raw_copy(dest, src)
+
+
+def _fill(dest: torch.Tensor, value: Any) -> torch.Tensor:
+    """The harness's poisoning of a destination, as unseen by the solution as _copy."""
+    with _no_python_dispatch(), _no_torch_function():
+        return _raw_fill(dest, value)
 _enumerate = threading.enumerate
 _is_alive = threading.Thread.is_alive
 _getpid = os.getpid
@@ -94,6 +110,8 @@ class Worker:
     # -- requests ------------------------------------------------------------------------
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request["op"]
+        if op == "prepare":
+            return self.prepare(request)
         if op == "build":
             return self.build(request)
         if op == "setup":
@@ -123,8 +141,10 @@ class Worker:
             return self.guarded(lambda: self.time(request))
         raise ValueError(f"unknown request {op!r}")
 
-    def build(self, request: dict[str, Any]) -> dict[str, Any]:
-        solution = Solution.model_validate(request["solution"])
+    def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The harness's own set-up, before any solution code: the device, its context and the
+        timer (whose first profile starts CUPTI's threads). The supervisor counts the threads
+        this leaves as the harness's; any thread after the import is the solution's."""
         self.device = torch.device(request["device"])
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
@@ -132,6 +152,13 @@ class Worker:
         self.input_names = request["input_names"]
         self.output_names = request["output_names"]
         self.timer = Timer(self.device, method=request.get("method"))
+        return {"op": "prepare", "ok": True}
+
+    def build(self, request: dict[str, Any]) -> dict[str, Any]:
+        solution = Solution.model_validate(request["solution"])
+        if self.timer is None:
+            self.prepare(request)
+        assert self.timer is not None
         if solution.manifest.language == "cuda" and self.device.type != "cuda":
             return {"op": "build", "ok": False, "status": "COMPILE_ERROR",
                     "reason": "a cuda solution runs on a CUDA device: use --device cuda"}

@@ -187,7 +187,9 @@ class Runner:
         folder.mkdir(parents=True, exist_ok=True)
         out = folder / "evaluation.json"
         device, pin = pinning(slot)
-        env = {**os.environ, **pin, "GPUARENA_RUNNER_PID": str(os.getpid())}
+        # GPUARENA_JOB_DEVICE: the job process starts its worker before the job arrives, and a
+        # CPU slot's worker must not see the GPUs
+        env = {**os.environ, **pin, "GPUARENA_RUNNER_PID": str(os.getpid()), "GPUARENA_JOB_DEVICE": device}
         request = ExecuteRequest(problem=job.problem, solution=job.solution, device=device, mode=job.mode,
                                  seed=job.seed, timeout_s=self.config.timeout_s, budget_s=self.config.budget_s,
                                  cache=str(self.config.work_dir / "problems"), out=str(out))

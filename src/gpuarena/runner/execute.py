@@ -9,6 +9,7 @@ process ahead of its next job and hand it the job when one comes.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -63,7 +64,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     _die_with_the_runner()
     # the worker starts (its guards, its interpreter, torch) while the job is still on its way
-    worker = StartedWorker()
+    worker = StartedWorker(gpu=os.environ.get("GPUARENA_JOB_DEVICE", "cuda") != "cpu")
     request = ExecuteRequest.model_validate_json(sys.stdin.buffer.read())
     out = Path(request.out)
     problem = unpack_problem(request.problem, Path(request.cache))

@@ -1,0 +1,118 @@
+"""The worker's sandbox (harness/containment.py): what a solution can see and start, checked
+through real runs on this machine (bubblewrap, cgroups where the machine gives them)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import judge
+from gpuarena.harness import containment
+from gpuarena.harness.process import scrubbed_env
+
+ROOT = Path(__file__).resolve().parents[1]
+
+needs_bwrap = pytest.mark.skipif(bool(not containment.bwrap_path() or containment.bwrap_problem(containment.bwrap_path())),
+                                 reason="bubblewrap cannot make a sandbox here")
+
+
+def _solution(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "solution.py"
+    path.write_text("import os\nimport torch\n\n" + body)
+    return path
+
+
+def _argv(tmp_path: Path, gpu: bool) -> list[str]:
+    run = tmp_path / "run"
+    (run / "work").mkdir(parents=True)
+    return containment.sandbox_argv("/usr/bin/bwrap", run, run / "work", gpu=gpu, network=True,
+                                    tmpfs_bytes=1 << 28, env=scrubbed_env())
+
+
+@needs_bwrap
+def test_the_worker_runs_in_a_sandbox_and_the_record_says_so(softmax_small):
+    record = softmax_small(ROOT / "examples" / "softmax" / "pytorch.py")
+    assert record.status == "PASSED", record.reason
+    assert record.environment.worker_containment.startswith("bubblewrap: PID, mount")
+    if os.geteuid() == 0:
+        assert "(no capabilities)" in record.log  # nothing to read past: the view holds what it needs
+
+
+def test_a_cpu_run_s_view_has_no_gpu_device_files_and_no_home_or_repository(tmp_path):
+    argv = _argv(tmp_path, gpu=False)
+    binds = [argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind", "--dev-bind")]
+    assert "--dev-bind" not in argv
+    assert not any(b.startswith("/dev/nvidia") for b in binds)
+    for secret in ("/root", os.path.expanduser("~"), str(ROOT), str(ROOT / ".gpuarena"), "/"):
+        assert secret not in binds, secret
+    assert str(ROOT / "src") in binds  # the package itself (an editable install)
+    assert argv.count("--tmpfs") >= 3  # /tmp, /dev/shm and the worker's own folder
+
+
+def test_a_gpu_run_s_view_has_the_gpu_device_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(containment, "_gpu_device_files", lambda: ["/dev/nvidia0", "/dev/nvidiactl"])
+    argv = _argv(tmp_path, gpu=True)
+    assert ["--dev-bind", "/dev/nvidia0", "/dev/nvidia0"] == argv[argv.index("--dev-bind"):argv.index("--dev-bind") + 3]
+
+
+def test_no_home_folder_is_bound_for_a_bin_folder_in_it(monkeypatch):
+    env = {"PATH": f"/root/bin:/usr/bin:{os.path.expanduser('~')}/bin"}
+    monkeypatch.setattr(os.path, "isdir", lambda p: True)
+    tools = containment._tool_paths(env)
+    assert "/root" not in tools and os.path.expanduser("~") not in tools and "/usr" in tools
+
+
+@needs_bwrap
+def test_files_written_to_dev_shm_stay_in_the_sandbox(softmax_small, tmp_path):
+    solution = _solution(tmp_path, '''
+def solve(x):
+    with open("/dev/shm/gpuarena-test-left-behind", "wb") as f:
+        f.write(b"x" * 4096)
+    return torch.softmax(x, dim=-1)
+''')
+    record = softmax_small(solution, mode="test")
+    assert record.status == "PASSED", record.reason
+    assert not Path("/dev/shm/gpuarena-test-left-behind").exists()
+
+
+@needs_bwrap
+def test_shared_anonymous_memory_counts_against_the_memory_limit(tmp_path):
+    """RLIMIT_DATA does not count MAP_SHARED|MAP_ANONYMOUS memory; the cgroup does."""
+    probe = containment.Cgroup.make(f"gpuarena-test-{os.getpid()}", 1 << 30)
+    counts = probe.counts_memory
+    probe.remove()
+    if not counts:
+        pytest.skip("no cgroup memory controller for the supervisor here")
+    solution = _solution(tmp_path, '''
+import mmap
+
+def solve(x):
+    block = mmap.mmap(-1, 3 << 30, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+    for at in range(0, 3 << 30, 4096):
+        block[at] = 1
+    return torch.softmax(x, dim=-1)
+''')
+    record = judge("level1/softmax", solution, mode="test", workloads=["small-64x1000"],
+                   memory_limit_bytes=1 << 30)
+    assert record.status == "RUNTIME_ERROR", (record.status, record.reason)
+    assert "memory.limit_in_bytes 1024 MiB" in record.environment.worker_containment or \
+        "memory.max 1024 MiB" in record.environment.worker_containment
+
+
+@needs_bwrap
+def test_the_run_leaves_no_cgroup_behind(softmax_small):
+    before = {str(p) for p in Path("/sys/fs/cgroup").rglob("gpuarena-*")} if os.geteuid() == 0 else set()
+    softmax_small(ROOT / "examples" / "softmax" / "pytorch.py", mode="test")
+    after = {str(p) for p in Path("/sys/fs/cgroup").rglob("gpuarena-*")} if os.geteuid() == 0 else set()
+    assert after <= before
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+def test_the_sandbox_can_be_turned_off_and_the_record_says_so(softmax_small, monkeypatch):
+    monkeypatch.setenv("GPUARENA_SANDBOX", "0")
+    record = softmax_small(ROOT / "examples" / "softmax" / "pytorch.py", mode="test")
+    assert record.status == "PASSED", record.reason
+    assert record.environment.worker_containment.startswith("none: no sandbox (turned off")
