@@ -116,3 +116,14 @@ def test_the_sandbox_can_be_turned_off_and_the_record_says_so(softmax_small, mon
     record = softmax_small(ROOT / "examples" / "softmax" / "pytorch.py", mode="test")
     assert record.status == "PASSED", record.reason
     assert record.environment.worker_containment.startswith("none: no sandbox (turned off")
+
+
+@needs_bwrap
+def test_two_torch_compile_solutions_in_a_row_both_pass(softmax_small):
+    """Inductor keeps its cache in /tmp/torchinductor_$USER: a later worker of another user
+    used to hit the folder an earlier one made (PermissionError). Each worker now has its own
+    /tmp and TMPDIR."""
+    honest = ROOT / "tests" / "redteam" / "honest" / "torch_compile.py"
+    for _ in range(2):
+        record = softmax_small(honest, mode="test")
+        assert record.status == "PASSED", record.reason
