@@ -47,6 +47,7 @@ FAMILIES = {
     "memory exhaustion",
     "network",
     "tampering with the supervisor",
+    "crashing the supervisor",  # replies too deep or too large to parse, forged statuses, a huge log
 }
 
 SCORE_CAP = 5.0

@@ -32,9 +32,13 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
         wrong = out != ref
         if bool(wrong.any()):
             first = list(map(int, torch.nonzero(wrong)[0]))
+            diff = (out.double() - ref.double()).abs()
+            rel = float((diff / ref.double().abs().clamp_min(1.0)).max())
+            norm = float(torch.linalg.vector_norm(ref.double()))
+            l2 = float(torch.linalg.vector_norm(diff)) / norm if norm > 0 else math.inf
             return Comparison(False, "WRONG_VALUES", f"output {name}: {int(wrong.sum())} of {out.numel()} elements differ "
                               f"(integer output, compared exactly); first at {first}: got {out[tuple(first)].item()}, "
-                              f"expected {ref[tuple(first)].item()}", float((out.double() - ref.double()).abs().max()))
+                              f"expected {ref[tuple(first)].item()}", float(diff.max()), rel, l2)
         return Comparison(True, "PASSED", "", 0.0, 0.0, 0.0)
     o = out.detach().to(torch.float64)
     r = ref.detach().to(torch.float64)

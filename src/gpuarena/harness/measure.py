@@ -32,7 +32,7 @@ import torch
 
 from gpuarena.harness import device_audit, peaks
 from gpuarena.harness.compare import compare
-from gpuarena.harness.process import RunFailure, WorkerProcess
+from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import DeviceAudit, SpeedOfLight, Timing, WorkloadResult
 from gpuarena.harness.sandbox import children_of
 from gpuarena.harness.stats import bootstrap_median, bootstrap_ratio, converged
@@ -467,9 +467,9 @@ def _samples(reply: dict[str, Any], n: int, host_timed: bool = False) -> tuple[l
 
 
 def raise_on_failure(reply: dict[str, Any]) -> None:
-    """A worker's failure reply as the run's verdict."""
+    """A worker's failure reply as the run's verdict (checked: process.worker_failure)."""
     if reply.get("op") == "failure":
-        raise RunFailure(reply.get("status", "RUNTIME_ERROR"), reply.get("reason", ""), reply.get("traceback", ""))
+        raise worker_failure(reply)
 
 
 def _speed_of_light(supervisor: Supervisor, session: WorkloadSession, result: WorkloadResult) -> None:

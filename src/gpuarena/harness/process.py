@@ -35,6 +35,21 @@ class RunFailure(Exception):
         self.status, self.reason, self.detail = status, reason, detail
 
 
+WORKER_FAILURES = frozenset({"COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "WRONG_SHAPE", "WRONG_DTYPE", "REJECTED"})
+"""The verdicts a worker may report about its own solution; any other status in a failure reply
+(PASSED, or a word of its own) is a forged or broken reply."""
+
+
+def worker_failure(reply: dict[str, Any], default: str = "RUNTIME_ERROR") -> RunFailure:
+    """A worker's failure reply as the run's verdict, checked: its status must be one a worker
+    may give, its reason and traceback strings (bounded); anything else is REJECTED."""
+    status, reason, detail = reply.get("status", default), reply.get("reason", ""), reply.get("traceback", "")
+    if status not in WORKER_FAILURES or not isinstance(reason, str) or not isinstance(detail, str):
+        return RunFailure("REJECTED", f"the worker's failure reply was malformed (status {str(status)[:40]!r}, which a "
+                                      "worker may not give, or fields of the wrong type): a forged reply")
+    return RunFailure(status, reason[:4000], detail[:64000])
+
+
 CACHE_VARIABLES = {
     "GPUARENA_CACHE": "gpuarena", "TRITON_CACHE_DIR": "triton", "TORCHINDUCTOR_CACHE_DIR": "inductor",
     "TORCH_EXTENSIONS_DIR": "torch_extensions",
@@ -234,7 +249,8 @@ class WorkerProcess:
             self._dump_stacks()
             raise RunFailure("TIMEOUT", f"no answer within the time limit while {doing}")
         if reply.get("op") == "garbage":
-            raise RunFailure("REJECTED", f"the worker's reply while {doing} was not a harness message")
+            raise RunFailure("REJECTED", f"the worker's reply while {doing} was not a harness message "
+                                         f"({reply.get('why', 'unreadable')})")
         if reply.get("nonce") != nonce:
             raise RunFailure("REJECTED", f"a reply while {doing} did not answer the request (a forged or "
                                          "out-of-order message on the harness socket)")
@@ -293,9 +309,14 @@ class WorkerProcess:
         self._log.close()
 
     def read_log(self, limit: int = 64_000) -> str:
+        """The log's last `limit` bytes: never more, whatever the worker made of the file (a
+        sparse file of a terabyte, say)."""
         try:
-            data = self.log_path.read_bytes()
+            with open(self.log_path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                f.seek(max(0, size - limit))
+                data = f.read(limit)
         except OSError:
             return ""
-        text = data[-limit:].decode(errors="replace")
-        return ("[... earlier output cut ...]\n" + text) if len(data) > limit else text
+        text = data.decode(errors="replace")
+        return ("[... earlier output cut ...]\n" + text) if size > limit else text

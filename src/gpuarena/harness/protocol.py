@@ -39,11 +39,47 @@ def receive_reply(conn: Connection, timeout: float) -> dict[str, Any] | None:
         raw = conn.recv_bytes(MAX_REPLY_BYTES)
     except (EOFError, OSError) as exc:
         raise WorkerGone(str(exc)) from None
+    return parse_reply(raw)
+
+
+MAX_DEPTH = 32
+MAX_INT_DIGITS = 24
+"""Replies nest a few levels and carry nanosecond counts: anything deeper or longer is not ours."""
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits")
+    return int(text)
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of a parsed reply, iteratively (no recursion to exhaust)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        if isinstance(item, dict):
+            stack += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+    return deepest
+
+
+def parse_reply(raw: bytes) -> dict[str, Any]:
+    """A worker's frame as a reply, or {"op": "garbage", "why": ...}: never an exception, whatever
+    the bytes (too deep for the parser, huge integers, not JSON, not an object)."""
     try:
-        reply = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return {"op": "garbage"}
-    return reply if isinstance(reply, dict) else {"op": "garbage"}
+        reply = json.loads(raw, parse_int=_bounded_int, parse_constant=lambda name: float("nan"))
+    except (UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
+        return {"op": "garbage", "why": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    if not isinstance(reply, dict):
+        return {"op": "garbage", "why": f"a JSON {type(reply).__name__}, not an object"}
+    if _depth(reply, MAX_DEPTH) > MAX_DEPTH:
+        return {"op": "garbage", "why": f"nested deeper than {MAX_DEPTH} levels"}
+    return reply
 
 
 FDS_PER_MESSAGE = 200

@@ -23,7 +23,7 @@ import torch
 from gpuarena.harness import device_audit, environment, kernel_duration, peaks
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.compare import compare
-from gpuarena.harness.process import RunFailure, WorkerProcess
+from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import Evaluation, Mode, Status, WorkloadResult
 from gpuarena.harness.sandbox import default_memory_limit, protect_supervisor, worker_identity
 from gpuarena.harness.stats import weighted_geomean
@@ -229,7 +229,8 @@ def poison(tensors: list[torch.Tensor]) -> None:
 def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.numel() == 0:
         return True
-    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+    # reshape first: a 0-dim tensor cannot be viewed as bytes
+    return torch.equal(a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8))
 
 
 def input_bytes(inputs: dict[str, Any], outputs: tuple[torch.Tensor, ...]) -> int:
@@ -362,6 +363,15 @@ class Supervisor:
             record.status, record.reason = Status(failure.status), failure.reason
             if failure.detail:
                 record.log += failure.detail
+        except Exception as exc:  # noqa: BLE001  the supervisor always gives a verdict
+            # what reaches the supervisor from the worker is the attack surface: a reply it could
+            # not judge is not a pass, and the record says exactly what broke
+            import traceback
+
+            record.status = Status.REJECTED
+            record.reason = (f"the supervisor could not judge the worker's replies ({type(exc).__name__}: "
+                             f"{str(exc)[:300]})")
+            self.details.append("\n[gpuarena] " + traceback.format_exc())
         finally:
             started.process.close()
             arena.close()
@@ -386,8 +396,7 @@ class Supervisor:
         reply = worker.request({"op": "build", "solution": self.solution.model_dump(mode="json"), **setup},
                                self.deadline, "building the solution")
         if not reply.get("ok"):
-            raise RunFailure(reply.get("status", "COMPILE_ERROR"), reply.get("reason", "build failed"),
-                             reply.get("traceback", ""))
+            raise worker_failure({"reason": "build failed", **reply}, default="COMPILE_ERROR")
         method = reply.get("method", "")
         # the reference starts each call from the caches the solution's calls start from
         worker_icache = reply.get("icache_sweep") is True
@@ -456,9 +465,10 @@ class Supervisor:
         if not reply.get("ok"):
             # the worker could not map the shared buffers (CUDA IPC refused, say): say so, with
             # the worker's traceback, rather than fail later on buffers it does not have
-            result.status = Status(reply.get("status", "RUNTIME_ERROR"))
-            result.reason = f"the worker could not map the shared inputs and outputs: {reply.get('reason', 'no reason given')}"
-            self.details.append(f"\n[gpuarena] {workload.name}: {result.reason}\n{reply.get('traceback', '')}")
+            failure = worker_failure(reply)
+            result.status = Status(failure.status)
+            result.reason = f"the worker could not map the shared inputs and outputs: {failure.reason or 'no reason given'}"
+            self.details.append(f"\n[gpuarena] {workload.name}: {result.reason}\n{failure.detail}")
             return session, result
         try:
             self._check_correctness(worker, session, result, first, first_ref)
@@ -488,7 +498,7 @@ class Supervisor:
                                    f"calling solve() on {session.workload.name}, trial {trial + 1}")
             result.trials = trial + 1
             if reply.get("op") == "failure":
-                raise RunFailure(reply["status"], reply["reason"], reply.get("traceback", ""))
+                raise worker_failure(reply)
             session.sync()
             for name, value in inputs.items():
                 if isinstance(value, torch.Tensor) and not bitwise_equal(session.sets[0][name], value):

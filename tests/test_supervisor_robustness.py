@@ -1,0 +1,121 @@
+"""The supervisor always gives a verdict: whatever the worker sends (fuzzed frames), whatever
+the outputs are (integers, booleans, 0-dim), and whatever it made of its log."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import FIXTURES, judge
+from gpuarena.harness import protocol
+from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
+from gpuarena.problems.check import check_problem
+
+
+def _frames(rng: random.Random) -> bytes:
+    """One malicious or broken frame."""
+    kind = rng.randrange(9)
+    if kind == 0:
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400)))
+    if kind == 1:
+        depth = rng.choice([50, 1000, 100_000])
+        return b'{"op": "time", "x": ' + b"[" * depth + b"]" * depth + b"}"
+    if kind == 2:
+        return b'{"op": "time", "device_ns": [' + b"9" * rng.choice([30, 5000, 100_000]) + b"]}"
+    if kind == 3:
+        return json.dumps(rng.choice([[], 1, "x", None, 1.5, True])).encode()
+    if kind == 4:
+        return json.dumps({"op": "failure", "status": rng.choice(["PASSED", "SKIPPED", "", 7, None, "WHATEVER"]),
+                           "reason": rng.choice(["x", 3, None, ["a"]])}).encode()
+    if kind == 5:
+        return b'{"op": "time", "device_ns": [NaN, Infinity, -Infinity]}'
+    if kind == 6:
+        return json.dumps({"op": "time", "device_ns": "x" * rng.randrange(10, 10_000)}).encode()
+    if kind == 7:
+        return b'{"op": ' + b'"' + b"\xff\xfe" * 10 + b'"}'
+    return json.dumps({"op": rng.choice(["time", "call", "build", "failure"]),
+                       "nonce": rng.choice([None, 1, "0" * 16])}).encode()
+
+
+def test_no_frame_makes_the_parser_raise():
+    rng = random.Random(20261123)
+    for _ in range(400):
+        reply = protocol.parse_reply(_frames(rng))
+        assert isinstance(reply, dict)
+        if reply.get("op") == "garbage":
+            assert reply["why"]
+
+
+def test_failure_replies_carry_only_a_worker_s_statuses():
+    assert worker_failure({"status": "RUNTIME_ERROR", "reason": "boom"}).status == "RUNTIME_ERROR"
+    for forged in ({"status": "PASSED"}, {"status": "SKIPPED"}, {"status": 3}, {"status": "OK"},
+                   {"status": "COMPILE_ERROR", "reason": ["not", "a", "string"]}):
+        failure = worker_failure(forged)
+        assert isinstance(failure, RunFailure) and failure.status == "REJECTED", forged
+
+
+def test_the_log_is_read_within_its_limit_whatever_its_size(tmp_path):
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as f:
+        f.seek(1 << 40)  # a sparse terabyte
+        f.write(b"the end\n")
+    process = WorkerProcess.__new__(WorkerProcess)
+    process.log_path = log
+    text = process.read_log(limit=1000)
+    assert text.startswith("[... earlier output cut ...]") and text.endswith("the end\n")
+    assert len(text) < 1100
+
+
+HONEST = '''
+import torch
+
+def solve(x):
+    return torch.argmax(x, dim=-1), x.sum(dim=-1) > 0, x.sum()
+'''
+
+WRONG_INDEX = '''
+import torch
+
+def solve(x):
+    index = torch.argmax(x, dim=-1)
+    index[5] = (index[5] + 1) % x.shape[-1]
+    return index, x.sum(dim=-1) > 0, x.sum()
+'''
+
+WRONG_BOOL = '''
+import torch
+
+def solve(x):
+    positive = x.sum(dim=-1) > 0
+    return torch.argmax(x, dim=-1), ~positive, x.sum()
+'''
+
+WRONG_TOTAL = '''
+import torch
+
+def solve(x):
+    return torch.argmax(x, dim=-1), x.sum(dim=-1) > 0, x.sum() + 1.0
+'''
+
+
+@pytest.mark.parametrize("source, status, words", [
+    (HONEST, "PASSED", ""),
+    (WRONG_INDEX, "WRONG_VALUES", "output index: 1 of 64 elements differ (integer output, compared exactly)"),
+    (WRONG_BOOL, "WRONG_VALUES", "output positive: 64 of 64 elements differ"),
+    (WRONG_TOTAL, "WRONG_VALUES", "output total"),
+], ids=["honest", "wrong-int", "wrong-bool", "wrong-0dim"])
+def test_integer_boolean_and_0_dim_outputs_get_a_verdict(tmp_path, source, status, words):
+    solution = tmp_path / "solution.py"
+    solution.write_text(source)
+    record = judge("argmax_sign_total", solution, mode="benchmark", budget_s=0.2)
+    assert record.status == status, record.reason
+    assert words in record.reason
+
+
+def test_check_handles_integer_boolean_and_0_dim_outputs():
+    report = check_problem(FIXTURES / "problems" / "argmax_sign_total")
+    assert report.ok, report
