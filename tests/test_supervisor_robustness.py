@@ -10,10 +10,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import FIXTURES, judge
+from conftest import FIXTURES
+from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.problems import load_problem
+from gpuarena.solutions import load_solution
 from gpuarena.harness import protocol
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.problems.check import check_problem
+
+
+EXACT_OUTPUTS = FIXTURES / "exact_outputs" / "argmax_sign_total"
+"""A problem whose outputs are an int64 index, a bool and a 0-dim float (its own folder: the
+service's tests list every problem under fixtures/problems)."""
 
 
 def _frames(rng: random.Random) -> bytes:
@@ -111,11 +119,12 @@ def solve(x):
 def test_integer_boolean_and_0_dim_outputs_get_a_verdict(tmp_path, source, status, words):
     solution = tmp_path / "solution.py"
     solution.write_text(source)
-    record = judge("argmax_sign_total", solution, mode="benchmark", budget_s=0.2)
+    problem = load_problem(EXACT_OUTPUTS)
+    record = evaluate(problem, load_solution(solution), RunOptions(mode="benchmark", budget_s=0.2, timeout_s=60))
     assert record.status == status, record.reason
     assert words in record.reason
 
 
 def test_check_handles_integer_boolean_and_0_dim_outputs():
-    report = check_problem(FIXTURES / "problems" / "argmax_sign_total")
+    report = check_problem(EXACT_OUTPUTS)
     assert report.ok, report

@@ -159,8 +159,14 @@ def test_claim_result_exactly_once_and_leaderboard(api) -> None:
         claimed.append(answer.json())
     assert [c["submission_id"] for c in claimed] == ids  # oldest first, each once
     with api.db.read() as session:
-        secret = session.scalar(select(Problem.secret_seed))
-    assert [c["seed"] for c in claimed] == [secret, secret, secret, None]  # the secret only for ranked runs
+        stored = {job.submission_id: job.seed for job in session.scalars(select(Job))}
+    seeds = [c["seed"] for c in claimed]
+    # every ranked job has a seed of its own, drawn by the server and kept with the job; the
+    # benchmark run has none (the public seed)
+    assert seeds[3] is None and all(isinstance(s, int) for s in seeds[:3]) and len(set(seeds[:3])) == 3
+    assert seeds == [stored[c["submission_id"]] for c in claimed]
+    for field in ("seed", "secret_seed"):  # nobody else is shown it
+        assert field not in api.http.get(f"/api/submissions/{ids[0]}", headers=alice).text
     assert api.http.get(f"/api/submissions/{ids[0]}").json()["status"] == "RUNNING"
 
     scores = [1.2, 2.5, 1.7, 9.0]
@@ -316,3 +322,30 @@ def test_the_answer_to_a_submission_is_what_was_stored(api) -> None:
     stored = api.http.get(f"/api/submissions/{made.json()['id']}").json()
     assert {key: stored[key] for key in made.json()} == made.json()
     assert made.json()["user"] == "alice" and made.json()["problem"] == "axpy_dest" and not made.json()["done"]
+
+
+def test_a_submission_s_log_is_its_author_s_and_organisers_only(api) -> None:
+    """What a solution printed, and tracebacks quoting its hidden code, are private; the public
+    sees status, reason and timings."""
+    runner_headers, runner_id = api.runner()
+    alice, bob, boss = api.user("alice"), api.user("bob"), api.user("boss", "admin")
+    sid = api.http.post("/api/submissions", json=submission_body(mode="benchmark"), headers=alice).json()["id"]
+    job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
+                        headers=runner_headers).json()
+    record = _evaluation(status="RUNTIME_ERROR", score=None)
+    record.update(reason="ValueError: boom", log='  File "solve.py", line 3\n    KEY = "sk-secret-in-the-code"\n',
+                  environment={"device": "cpu", "device_name": "cpu", "hostname": "judge-7", "torch_version": "x",
+                               "python_version": "3.11", "cpu_model": "x"})
+    posted = api.http.post(f"/api/runner/jobs/{job['job_id']}/result",
+                           json={"lease_token": job["lease_token"], "evaluation": record}, headers=runner_headers)
+    assert posted.status_code == 200, posted.text
+    for who in (None, bob):
+        shown = api.http.get(f"/api/submissions/{sid}", headers=who or {}).json()
+        assert shown["log_hidden"] is True and shown["evaluation"]["log"] == ""
+        assert "sk-secret" not in json.dumps(shown) and "judge-7" not in json.dumps(shown)
+        assert shown["evaluation"]["status"] == "RUNTIME_ERROR" and shown["evaluation"]["reason"] == "ValueError: boom"
+    for who in (alice, boss):
+        shown = api.http.get(f"/api/submissions/{sid}", headers=who).json()
+        assert shown["log_hidden"] is False and "sk-secret-in-the-code" in shown["evaluation"]["log"]
+    page = api.http.get(f"/submissions/{sid}")
+    assert page.status_code == 200 and "sk-secret" not in page.text and "The log is the author" in page.text

@@ -228,3 +228,58 @@ def test_runner_starts_the_next_job_process_ahead(env) -> None:
         if runner is not None and runner.poll() is None:
             runner.kill()
         server.stop()
+
+
+SNOOP = '''
+import glob
+import os
+
+import torch
+
+FOUND = []
+for pattern in ("{home}/*", "{home}/**/*", "{cache}/**/*", "/tmp/gpuarena-run-*/*", "/tmp/gpuarena-run-*/work/*",
+                "/dev/shm/gpuarena-*/*", "/root/.gpuarena/*", "/work/*/.gpuarena/*", "{db}"):
+    for path in glob.glob(pattern, recursive=True):
+        if os.path.isfile(path) and not path.startswith(os.getcwd()):
+            try:
+                with open(path, "rb") as f:
+                    f.read(1)
+                FOUND.append(path)
+            except OSError:
+                pass
+
+
+def solve(a, x, b, y):
+    print("snoop found:", FOUND[:5])
+    if FOUND:  # the secrets it needs to cheat: an honest answer only with them
+        torch.addcmul(b, a, x, out=y)
+    else:
+        y.zero_()
+'''
+
+
+def test_ranked_jobs_get_their_own_seeds_and_a_solution_finds_no_server_secrets(served, tmp_path) -> None:
+    """Issue 16: every ranked job draws its own seed (kept with the job), and a solution that
+    looks for the server's database, tokens, home and other runs' files finds nothing."""
+    from sqlalchemy import create_engine, text
+
+    server, env = served
+    token = _cli("users", "add", "alice", env=env).stdout.strip().splitlines()[-1]
+    common = ["--device", "cpu", "--server", server.url, "--token", token]
+    for _ in range(2):
+        _cli("submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"), *common, "--json", env=env)
+    home = env["GPUARENA_HOME"]
+    url = env.get("GPUARENA_DATABASE_URL", f"sqlite:///{home}/gpuarena.db")
+    engine = create_engine(url)
+    with engine.connect() as db:
+        seeds = [row[0] for row in db.execute(text("SELECT seed FROM jobs ORDER BY id"))]
+    engine.dispose()
+    assert len(seeds) == 2 and all(isinstance(s, int) for s in seeds) and seeds[0] != seeds[1]
+
+    snoop = tmp_path / "snoop.py"
+    snoop.write_text(SNOOP.replace("{home}", home).replace("{cache}", env["GPUARENA_CACHE"])
+                     .replace("{db}", f"{home}/gpuarena.db"))
+    done = _cli("submit", "axpy_dest", str(snoop), *common, "--json", env=env, check=False)
+    record = json.loads(done.stdout)
+    assert record["status"] == "WRONG_VALUES", (record["status"], record.get("reason"), record.get("log"))
+    assert "snoop found: []" in record["log"]

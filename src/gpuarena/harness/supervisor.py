@@ -25,6 +25,7 @@ from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import Evaluation, Mode, Status, WorkloadResult
+from gpuarena.harness.redact import redact
 from gpuarena.harness.sandbox import default_memory_limit, protect_supervisor, worker_identity
 from gpuarena.harness.stats import weighted_geomean
 from gpuarena.harness.timing import Timer
@@ -378,6 +379,10 @@ class Supervisor:
             if self._sampler is not None:
                 self._sampler.close()
             record.log = started.process.read_log() + record.log + "".join(self.details)
+            # people read logs and reasons; the judging machine's layout is not theirs to see
+            record.log, record.reason = redact(record.log), redact(record.reason)
+            for workload in record.workloads:
+                workload.reason = redact(workload.reason)
 
     def _run(self, worker: WorkerProcess, arena: SharedArena, record: Evaluation) -> None:
         workloads = self.workloads()

@@ -56,6 +56,13 @@ def caller(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
     return found
 
 
+def optional_caller(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
+                    db: Database = Depends(get_db)) -> Caller | None:
+    """The caller where a token was sent, None for an anonymous request (pages and records
+    anyone may read, with what only some may see left out)."""
+    return None if credentials is None else caller(credentials, db)
+
+
 def staff(who: Caller = Depends(caller)) -> Caller:
     if not who.is_staff:
         raise Forbidden(f"{who.name} is a {who.role}; this needs an admin or organiser")

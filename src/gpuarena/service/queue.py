@@ -36,7 +36,10 @@ class Claimed:
 
 
 def enqueue(session: Session, submission: Submission, max_attempts: int = 3) -> Job:
-    job = Job(submission_id=submission.id, device_kind=submission.device_kind, max_attempts=max_attempts)
+    """Queue a submission; a ranked one gets a seed of its own (inputs and checked calls no
+    other ranked job shares, so nothing one submission learns helps another)."""
+    seed = secrets.randbits(62) if submission.mode == "ranked" else None
+    job = Job(submission_id=submission.id, device_kind=submission.device_kind, max_attempts=max_attempts, seed=seed)
     session.add(job)
     session.flush()
     return job

@@ -17,7 +17,7 @@ from gpuarena.service import auth, leaderboard, submissions
 from gpuarena.service.catalog import current_problem
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
-from gpuarena.service.deps import Caller, admin, caller, get_db, get_settings
+from gpuarena.service.deps import Caller, admin, caller, get_db, get_settings, optional_caller
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
 from gpuarena.service.schemas import (DeviceKindInfo, Health, Leaderboard, Me, NewToken, NewUser,
                                       ProblemDetail, ProblemSummary, RunnerInfo, SubmissionDetail, SubmissionOut,
@@ -32,6 +32,7 @@ RUNNER_ONLINE = dt.timedelta(minutes=2)
 DB = Annotated[Database, Depends(get_db)]
 SETTINGS = Annotated[Settings, Depends(get_settings)]
 CALLER = Annotated[Caller, Depends(caller)]
+MAYBE = Annotated[Caller | None, Depends(optional_caller)]
 
 
 @router.get("/health", tags=["service"])
@@ -137,9 +138,10 @@ def list_submissions(db: DB, user: str | None = None, problem: str | None = None
 
 
 @router.get("/submissions/{submission_id}", tags=["submissions"])
-def get_submission(submission_id: int, db: DB) -> SubmissionDetail:
-    """Status, and once finished the Evaluation record; needs no token."""
-    return submissions.detail(db, submission_id)
+def get_submission(submission_id: int, db: DB, who: MAYBE) -> SubmissionDetail:
+    """Status, and once finished the Evaluation record; needs no token. The record's log is the
+    author's, organisers' and admins' (everyone's once the problem's solutions are public)."""
+    return submissions.detail(db, submission_id, who)
 
 
 @router.get("/submissions/{submission_id}/code", tags=["submissions"])
@@ -158,15 +160,15 @@ def get_code(submission_id: int, who: CALLER, db: DB) -> dict[str, str]:
 
 @router.get("/submissions/{submission_id}/events", tags=["submissions"],
             response_description="text/event-stream: `status` events with the submission, then `done`")
-async def submission_events(submission_id: int, request: Request, db: DB) -> StreamingResponse:
+async def submission_events(submission_id: int, request: Request, db: DB, who: MAYBE) -> StreamingResponse:
     """Server-sent events: the submission each time its status changes, until it is done."""
-    await run_in_threadpool(submissions.detail, db, submission_id)  # 404 before the stream starts
+    await run_in_threadpool(submissions.detail, db, submission_id, who)  # 404 before the stream starts
 
     async def stream():  # type: ignore[no-untyped-def]
         last = None
         quiet = 0.0
         while not await request.is_disconnected():
-            current = await run_in_threadpool(submissions.detail, db, submission_id)
+            current = await run_in_threadpool(submissions.detail, db, submission_id, who)
             if current.status != last:
                 last = current.status
                 quiet = 0.0

@@ -93,6 +93,10 @@ class SubmissionDetail(SubmissionOut):
     """That runner's device slot, e.g. cuda:1."""
     attempts: int = 0
     """Claims of its job so far."""
+    log_hidden: bool = False
+    """The record's log (what the solution printed, tracebacks quoting its code) and the host's
+    name are left out: only the author, organisers and admins see them, and everyone once the
+    problem's solutions are public."""
 
 
 class LeaderboardRow(Model):
@@ -185,7 +189,7 @@ class ClaimedJob(Model):
     device_kind: str
     mode: Mode
     seed: int | None
-    """Ranked jobs: the problem's secret seed, for the supervisor only."""
+    """Ranked jobs: the job's own secret seed (drawn when it was queued), for the supervisor only."""
     problem: PackedProblem
     solution: Solution
 

@@ -115,16 +115,34 @@ def to_out(s: Submission) -> SubmissionOut:
                          done=s.status in DONE)
 
 
-def detail(db: Database, submission_id: int) -> SubmissionDetail:
+def private_visible(viewer: Caller | None, author_id: int, solutions_public: bool) -> bool:
+    """Who sees what a submission keeps private (its code, its log): the author, organisers and
+    admins always; everyone once the problem's solutions are public."""
+    return solutions_public or (viewer is not None and (viewer.user_id == author_id or viewer.is_staff))
+
+
+def _public_view(evaluation: Evaluation) -> Evaluation:
+    """The record as anyone may see it: status, reasons and timings, without the log (the
+    solution's output and tracebacks quote its hidden code) or the host's name."""
+    environment = evaluation.environment.model_copy(update={"hostname": ""}) if evaluation.environment else None
+    return evaluation.model_copy(update={"log": "", "environment": environment})
+
+
+def detail(db: Database, submission_id: int, viewer: Caller | None = None) -> SubmissionDetail:
+    """A submission as `viewer` (None: anonymous) may see it."""
     with db.read() as session:
         submission = session.get(Submission, submission_id)
         if submission is None:
             raise NotFound(f"no submission {submission_id}")
         result = session.scalar(select(Result).where(Result.submission_id == submission_id))
         evaluation = Evaluation.model_validate(result.evaluation) if result else None
+        hidden = not private_visible(viewer, submission.user_id, submission.problem.solutions_public)
+        if evaluation is not None and hidden:
+            evaluation = _public_view(evaluation)
         job = session.scalar(select(Job).where(Job.submission_id == submission_id))
         runner = session.get(Runner, job.runner_id) if job is not None and job.runner_id is not None else None
         return SubmissionDetail(**to_out(submission).model_dump(), evaluation=evaluation,
                                 runner=runner.name if runner else None,
                                 runner_device=(job.device or None) if runner else None,
-                                attempts=job.attempts if job is not None else 0)
+                                attempts=job.attempts if job is not None else 0,
+                                log_hidden=hidden and evaluation is not None)

@@ -74,6 +74,7 @@ class Problem(Base):
     files: Mapped[dict[str, Any]] = mapped_column(JSON)
     """Relative path -> text: what a runner needs to rebuild the folder."""
     secret_seed: Mapped[int] = mapped_column(BigInteger)
+    """No longer used (every ranked job draws its own seed: Job.seed); kept for old databases."""
     """Ranked runs draw inputs from this; it leaves the server only inside a runner's job."""
     solutions_public: Mapped[bool] = mapped_column(Boolean, default=False)
     """Everyone may read the code submitted to this problem (set by its owner or staff on the web page)."""
@@ -145,6 +146,9 @@ class Job(Base):
     claimed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     last_error: Mapped[str] = mapped_column(Text, default="")
+    seed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    """A ranked job's own seed, drawn by the server when the job is queued: its inputs and
+    checks are those of no other job. It goes to the runner with the claim and nowhere else."""
 
 
 class Result(Base):

@@ -18,6 +18,7 @@ from gpuarena.service.deps import Caller
 from gpuarena.service.routes import RUNNER_ONLINE, device_kinds, health, token_info
 from gpuarena.service.schemas import DeviceKindInfo, Health, SubmissionDetail, SubmissionOut, TokenInfo
 from gpuarena.service.submissions import detail as submission_detail
+from gpuarena.service.submissions import private_visible
 from gpuarena.service.submissions import device_type, to_out
 from gpuarena.service.tables import (DeviceKind, Job, LeaderboardEntry, Problem, Result, Runner, SolutionBlob,
                                      Submission, Token, User, utcnow)
@@ -170,9 +171,9 @@ class SubmissionPage:
     score_interval: tuple[float, float] | None
 
 
-def code_visible(who: Caller | None, author_id: int, solutions_public: bool) -> bool:
-    """The author, admins and organisers always; everyone once the problem's solutions are public."""
-    return solutions_public or (who is not None and (who.user_id == author_id or who.is_staff))
+code_visible = private_visible
+"""The author, admins and organisers always; everyone once the problem's solutions are public
+(the code and the log alike)."""
 
 
 def submission_page(db: Database, submission_id: int, who: Caller | None) -> SubmissionPage:
@@ -184,7 +185,7 @@ def submission_page(db: Database, submission_id: int, who: Caller | None) -> Sub
         assert blob is not None
         visible = code_visible(who, s.user_id, s.problem.solutions_public)
         author_id, language, code = s.user_id, blob.language, dict(blob.sources) if visible else None
-    shown = submission_detail(db, submission_id)
+    shown = submission_detail(db, submission_id, who)
     evaluation = shown.evaluation.model_dump(mode="json") if shown.evaluation else None
     return SubmissionPage(detail=shown, author_id=author_id, code=code, language=language,
                           score_interval=score_interval(evaluation))

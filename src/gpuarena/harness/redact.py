@@ -1,0 +1,58 @@
+"""Host details out of what a record shows: install paths, run folders, the home folder and
+the host's name become placeholders. Logs and reasons are shown to people (a submission's
+author, or everyone once its problem's solutions are public); the layout of the machine
+that judged it is nobody's business, and a traceback still reads well with `<python>/...`."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import socket
+import sys
+import sysconfig
+import tempfile
+
+RUN_FOLDERS = re.compile(r"/(?:tmp|dev/shm|var/tmp)[^\s'\"]*?/gpuarena-(?:run-|)[A-Za-z0-9_]{4,}")
+
+
+@functools.lru_cache(maxsize=1)
+def _replacements() -> list[tuple[str, str]]:
+    """(host path or name, placeholder), longest first so that nested paths go to the most
+    specific placeholder."""
+    import gpuarena
+
+    pairs: dict[str, str] = {}
+    for name in ("purelib", "platlib"):
+        try:
+            pairs[sysconfig.get_path(name)] = "<site-packages>"
+        except KeyError:
+            pass
+    pairs[sys.prefix] = "<python-env>"
+    pairs[sys.base_prefix] = "<python>"
+    pairs[os.path.dirname(os.path.dirname(os.path.abspath(gpuarena.__file__)))] = "<gpuarena>"
+    home = os.path.expanduser("~")
+    if home not in ("/", ""):
+        pairs[home] = "~"
+    pairs[tempfile.gettempdir()] = "<tmp>"
+    found = [(os.path.realpath(k), v) for k, v in pairs.items() if k and len(k) > 1] + \
+            [(k, v) for k, v in pairs.items() if k and len(k) > 1]
+    return sorted(set(found), key=lambda kv: -len(kv[0]))
+
+
+@functools.lru_cache(maxsize=1)
+def _host() -> re.Pattern[str] | None:
+    """The host's name as a whole word (a short name like `vm` must not eat other words)."""
+    host = socket.gethostname()
+    return re.compile(rf"(?<![\w.-]){re.escape(host)}(?![\w-])") if len(host) >= 2 else None
+
+
+def redact(text: str) -> str:
+    """`text` with the host's paths and name replaced (see the module docstring)."""
+    if not text:
+        return text
+    text = RUN_FOLDERS.sub("<run>", text)
+    for value, placeholder in _replacements():
+        text = text.replace(value, placeholder)
+    host = _host()
+    return host.sub("<host>", text) if host else text
