@@ -107,6 +107,14 @@ class WorkloadResult(Record):
     max_rel_error: float | None = None
     """max |out - ref| / max(|ref|, atol) over all elements and outputs."""
     l2_rel_error: float | None = None
+    error_vs_float64: float | None = None
+    """The solution's relative L2 error against the reference computed in float64 on the same
+    inputs (worst over trials and floating outputs)."""
+    reference_error_vs_float64: float | None = None
+    """The reference's own error against that float64 computation: what this dtype's math
+    gives; a problem asking for faithful math allows a small multiple of it."""
+    float64_skipped: str = ""
+    """Why the float64 comparison is missing (a reference that cannot run in float64 here)."""
     time: Timing | None = None
     reference_time: Timing | None = None
     speedup: float | None = None

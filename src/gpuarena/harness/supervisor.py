@@ -14,13 +14,14 @@ import random
 import secrets
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
-from gpuarena.harness import device_audit, environment, kernel_duration, peaks
+from gpuarena.harness import device_audit, environment, kernel_duration, peaks, precision
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
@@ -174,7 +175,8 @@ class WorkloadSession:
         return inputs
 
     def reference(self, inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
-        with torch.no_grad():
+        faithful = precision.full_float32() if self.problem.spec.faithful(self.workload.dtype) else nullcontext()
+        with torch.no_grad(), faithful:
             outs = as_outputs(self.problem.reference(**inputs))
         if len(outs) != len(self.problem.spec.outputs):
             raise RunFailure("REJECTED", f"problem bug: reference() returned {len(outs)} outputs, "
@@ -517,6 +519,28 @@ class Supervisor:
                     result.max_abs_error, result.max_rel_error, result.l2_rel_error = worst["abs"], worst["rel"], worst["l2"]
                 if not verdict.ok:
                     raise RunFailure(verdict.status, f"trial {trial + 1}: {verdict.reason}")
+            self._precision(session, result, inputs, ref, trial)
+
+    def _precision(self, session: WorkloadSession, result: WorkloadResult, inputs: dict[str, Any],
+                   ref: tuple[torch.Tensor, ...], trial: int) -> None:
+        """Both sides' errors against the reference in float64 (the worst over trials), and the
+        faithful-math rule where the problem asks for it (harness/precision.py)."""
+        if not session.workload.torch_dtype.is_floating_point or result.float64_skipped:
+            return
+        exact = precision.float64_reference(self.problem.reference, inputs)
+        if isinstance(exact, str):
+            result.float64_skipped = exact
+            return
+        solution_error = precision.worst_error(session.dests[0], exact)
+        reference_error = precision.worst_error(ref, exact)
+        if solution_error is None or reference_error is None:
+            return
+        result.error_vs_float64 = max(result.error_vs_float64 or 0.0, solution_error)
+        result.reference_error_vs_float64 = max(result.reference_error_vs_float64 or 0.0, reference_error)
+        if self.problem.spec.faithful(session.workload.dtype):
+            why = precision.unfaithful(solution_error, reference_error)
+            if why:
+                raise RunFailure("WRONG_VALUES", f"trial {trial + 1}: lower precision than asked: {why}")
 
 
 def evaluate(problem: Problem, solution: Solution, options: RunOptions | None = None,

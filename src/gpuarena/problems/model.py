@@ -108,6 +108,11 @@ class ProblemSpec(Strict):
     provenance: Provenance = Field(default_factory=Provenance)
     tolerance: dict[str, Tolerance] = Field(default_factory=dict)
     """Per-dtype overrides of the default tolerances."""
+    faithful_dtypes: list[str] = Field(default_factory=list)
+    """Dtypes whose math must be as accurate as the reference's (e.g. ["float32"]: no TF32, no
+    lower-precision accumulation): a solution's error against a float64 computation may be at
+    most a small multiple of the reference's own (harness/precision.py), whatever the
+    elementwise tolerance allows."""
     workloads: list[Workload] = Field(min_length=1)
 
     @field_validator("bytes", "flops")
@@ -124,6 +129,18 @@ class ProblemSpec(Strict):
             if key not in DTYPES:
                 raise ValueError(f"tolerance for unknown dtype {key!r}; use one of {', '.join(DTYPES)}")
         return value
+
+    @field_validator("faithful_dtypes")
+    @classmethod
+    def _faithful_dtypes(cls, value: list[str]) -> list[str]:
+        for key in value:
+            if key not in ("float32", "float16", "bfloat16", "float64"):
+                raise ValueError(f"faithful_dtypes names {key!r}; use floating dtypes (float32, float16, bfloat16, float64)")
+        return value
+
+    def faithful(self, dtype: str) -> bool:
+        """Whether this dtype's workloads must use math as accurate as the reference's."""
+        return dtype in self.faithful_dtypes
 
     @model_validator(mode="after")
     def _consistent(self) -> ProblemSpec:
