@@ -406,11 +406,23 @@ def namespace_processes(init_pid: int) -> dict[int, str] | None:
 
 
 def namespace_threads(init_pid: int, ns_pid: int) -> set[int] | None:
-    """Thread ids of one process of the sandbox (its /proc/<pid>/task), from outside."""
+    """Live thread ids of one process of the sandbox (its /proc/<pid>/task, less threads that
+    are exiting), from outside."""
+    folder = f"/proc/{init_pid}/root/proc/{ns_pid}/task"
     try:
-        return {int(t) for t in os.listdir(f"/proc/{init_pid}/root/proc/{ns_pid}/task")}
-    except (OSError, ValueError):
+        tids = os.listdir(folder)
+    except OSError:
         return None
+    live = set()
+    for tid in tids:
+        try:
+            with open(f"{folder}/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # gone between the listing and the read
+        if state not in ("Z", "X"):
+            live.add(int(tid))
+    return live
 
 
 def child_pids(pid: int) -> list[int]:

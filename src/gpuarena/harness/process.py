@@ -50,6 +50,11 @@ def worker_failure(reply: dict[str, Any], default: str = "RUNTIME_ERROR") -> Run
     return RunFailure(status, reason[:4000], detail[:64000])
 
 
+THREAD_EXIT_GRACE_S = 0.5
+"""A thread the solution joined before returning has finished its Python code, but the kernel
+may list it for a moment longer (on a loaded machine, milliseconds); one still listed after
+this is running."""
+
 CACHE_VARIABLES = {
     "GPUARENA_CACHE": "gpuarena", "TRITON_CACHE_DIR": "triton", "TORCHINDUCTOR_CACHE_DIR": "inductor",
     "TORCH_EXTENSIONS_DIR": "torch_extensions",
@@ -213,6 +218,11 @@ class WorkerProcess:
         if now is None:
             return
         new = now - self.threads
+        settle = time.monotonic() + THREAD_EXIT_GRACE_S
+        while new and time.monotonic() < settle:  # a joined thread may take a moment to leave the kernel
+            time.sleep(0.005)
+            now = containment.namespace_threads(self.init_pid, 2) or set()
+            new = now - self.threads
         if new:
             raise RunFailure("REJECTED", f"{what} left {len(new)} thread(s) running in the worker after {doing} "
                                          "(counted from outside the worker)")
