@@ -423,18 +423,3 @@ def namespace_threads(init_pid: int, ns_pid: int) -> set[int] | None:
         if state not in ("Z", "X"):
             live.add(int(tid))
     return live
-
-
-def child_pids(pid: int) -> list[int]:
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                found += [int(c) for c in f.read().split()]
-        except (OSError, ValueError):
-            pass
-    return found

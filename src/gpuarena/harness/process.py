@@ -171,9 +171,9 @@ class WorkerProcess:
         self.init_pid = containment.read_info(info_path, self.proc)
         deadline = time.monotonic() + 30
         while self.worker_pid is None and time.monotonic() < deadline and self.proc.poll() is None:
-            children = containment.child_pids(self.init_pid)
+            children = children_of(self.init_pid)
             if children:
-                self.worker_pid = children[0]
+                self.worker_pid = min(children)
             else:
                 time.sleep(0.002)
         if self.worker_pid is None:
