@@ -324,28 +324,89 @@ def test_the_answer_to_a_submission_is_what_was_stored(api) -> None:
     assert made.json()["user"] == "alice" and made.json()["problem"] == "axpy_dest" and not made.json()["done"]
 
 
-def test_a_submission_s_log_is_its_author_s_and_organisers_only(api) -> None:
-    """What a solution printed, and tracebacks quoting its hidden code, are private; the public
-    sees status, reason and timings."""
-    runner_headers, runner_id = api.runner()
-    alice, bob, boss = api.user("alice"), api.user("bob"), api.user("boss", "admin")
-    sid = api.http.post("/api/submissions", json=submission_body(mode="benchmark"), headers=alice).json()["id"]
+LOG = ('  File "/tmp/gpuarena-run-x1y2z3w4/work/solution/sol.py", line 3, in solve\n'
+       '    KEY = "sk-secret-in-the-code"\n'
+       '  File "/opt/conda/lib/python3.11/site-packages/torch/_tensor.py", line 41\n'
+       'ValueError: boom on judge-7\n')
+
+
+def _finished(api, sid: int, record: dict, runner=None) -> None:
+    """Claim the job and post `record` for it, as a runner does."""
+    runner_headers, runner_id = runner or api.runner()
     job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
                         headers=runner_headers).json()
-    record = _evaluation(status="RUNTIME_ERROR", score=None)
-    record.update(reason="ValueError: boom", log='  File "solve.py", line 3\n    KEY = "sk-secret-in-the-code"\n',
-                  environment={"device": "cpu", "device_name": "cpu", "hostname": "judge-7", "torch_version": "x",
-                               "python_version": "3.11", "cpu_model": "x"})
+    assert job["submission_id"] == sid
     posted = api.http.post(f"/api/runner/jobs/{job['job_id']}/result",
                            json={"lease_token": job["lease_token"], "evaluation": record}, headers=runner_headers)
     assert posted.status_code == 200, posted.text
+
+
+def test_a_submission_s_log_is_its_author_s_and_organisers_only(api) -> None:
+    """What a solution printed, and tracebacks quoting its hidden code, are private; the public
+    sees status, reason and timings (API, events and page), until the solutions are made public."""
+    from gpuarena.client import parse_events
+
+    runner = api.runner()
+    alice, bob, boss, olga = (api.user("alice"), api.user("bob"), api.user("boss", "admin"),
+                              api.user("olga", "organiser"))
+    sid = api.http.post("/api/submissions", json=submission_body(mode="benchmark"), headers=alice).json()["id"]
+    record = _evaluation(status="RUNTIME_ERROR", score=None)
+    record.update(reason="ValueError: boom", log=LOG,
+                  environment={"device": "cpu", "device_name": "cpu", "hostname": "judge-7", "torch_version": "x",
+                               "python_version": "3.11", "cpu_model": "x"})
+    _finished(api, sid, record, runner)
+
     for who in (None, bob):
         shown = api.http.get(f"/api/submissions/{sid}", headers=who or {}).json()
         assert shown["log_hidden"] is True and shown["evaluation"]["log"] == ""
         assert "sk-secret" not in json.dumps(shown) and "judge-7" not in json.dumps(shown)
         assert shown["evaluation"]["status"] == "RUNTIME_ERROR" and shown["evaluation"]["reason"] == "ValueError: boom"
-    for who in (alice, boss):
+        with api.http.stream("GET", f"/api/submissions/{sid}/events", headers=who or {}) as response:
+            events = list(parse_events(response.iter_lines()))
+        assert events[0][1]["status"] == "RUNTIME_ERROR" and "sk-secret" not in json.dumps(events)
+    page = api.http.get(f"/submissions/{sid}")
+    assert page.status_code == 200 and "sk-secret" not in page.text and "judge-7" not in page.text
+    assert "The log is the author" in page.text
+
+    for who in (alice, boss, olga):
         shown = api.http.get(f"/api/submissions/{sid}", headers=who).json()
         assert shown["log_hidden"] is False and "sk-secret-in-the-code" in shown["evaluation"]["log"]
-    page = api.http.get(f"/submissions/{sid}")
-    assert page.status_code == 200 and "sk-secret" not in page.text and "The log is the author" in page.text
+        assert shown["evaluation"]["environment"]["hostname"] == "judge-7"  # who judged it: theirs to know
+        # ... but the log names no host, and no folder of the machine that judged it
+        assert 'File "<run>/work/solution/sol.py", line 3' in shown["evaluation"]["log"]
+        assert '"<site-packages>/torch/_tensor.py"' in shown["evaluation"]["log"]
+        assert "boom on <host>" in shown["evaluation"]["log"] and "judge-7" not in shown["evaluation"]["log"]
+
+    with api.db.read() as session:  # redacted before it was stored, not only when shown
+        stored = session.scalar(select(Result.evaluation).where(Result.submission_id == sid))
+    assert "/opt/conda" not in stored["log"] and "gpuarena-run-x1y2z3w4" not in stored["log"]
+    assert "judge-7" not in stored["log"]
+
+    with api.db.write() as session:  # once the problem's solutions are public, so are the logs
+        session.execute(update(Problem).values(solutions_public=True))
+    shown = api.http.get(f"/api/submissions/{sid}").json()
+    assert shown["log_hidden"] is False and "sk-secret-in-the-code" in shown["evaluation"]["log"]
+
+
+def test_a_runner_s_error_becomes_a_reason_without_its_paths(api) -> None:
+    """A job process that crashed is released with its last lines; when the job gives up they
+    become the submission's public reason: without the runner's paths and name."""
+    runner_headers, runner_id = api.runner()
+    api.http.post("/api/runner/hello", headers=runner_headers,
+                  json={"name": "r1", "hostname": "gpu-box-3", "devices": [{"device": "cpu", "kind": "cpu"}]})
+    sid = api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice")).json()["id"]
+    with api.db.write() as session:
+        session.execute(update(Job).values(max_attempts=1))
+    job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
+                        headers=runner_headers).json()
+    error = ('the harness exited with 1: File "/home/ops/venv/lib/python3.11/site-packages/gpuarena/x.py", '
+             "line 9\nOSError: /srv/gpuarena-cache on gpu-box-3 is full")
+    released = api.http.post(f"/api/runner/jobs/{job['job_id']}/release",
+                             json={"lease_token": job["lease_token"], "error": error}, headers=runner_headers)
+    assert released.status_code == 200, released.text
+    shown = api.http.get(f"/api/submissions/{sid}").json()
+    assert shown["status"] == "ERROR" and "gave up after 1 attempts" in shown["reason"]
+    assert "/home/ops" not in shown["reason"] and "gpu-box-3" not in shown["reason"]
+    assert '"<site-packages>/gpuarena/x.py"' in shown["reason"] and "on <host> is full" in shown["reason"]
+    listed = api.http.get("/api/submissions").json()
+    assert listed[0]["reason"] == shown["reason"]

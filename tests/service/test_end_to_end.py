@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 import pytest
@@ -230,56 +234,164 @@ def test_runner_starts_the_next_job_process_ahead(env) -> None:
         server.stop()
 
 
-SNOOP = '''
-import glob
-import os
+FINGERPRINTS = """import torch
 
-import torch
-
-FOUND = []
-for pattern in ("{home}/*", "{home}/**/*", "{cache}/**/*", "/tmp/gpuarena-run-*/*", "/tmp/gpuarena-run-*/work/*",
-                "/dev/shm/gpuarena-*/*", "/root/.gpuarena/*", "/work/*/.gpuarena/*", "{db}"):
-    for path in glob.glob(pattern, recursive=True):
-        if os.path.isfile(path) and not path.startswith(os.getcwd()):
-            try:
-                with open(path, "rb") as f:
-                    f.read(1)
-                FOUND.append(path)
-            except OSError:
-                pass
+_calls = [0]
 
 
 def solve(a, x, b, y):
-    print("snoop found:", FOUND[:5])
-    if FOUND:  # the secrets it needs to cheat: an honest answer only with them
+    # an honest answer that tells its author which inputs it saw (the first calls of each workload)
+    _calls[0] += 1
+    if _calls[0] <= 40:
+        print("inputs", a.numel(), f"{float(a.double().sum()):.12e}", f"{float(x.double().sum()):.12e}")
+    torch.addcmul(b, a, x, out=y)
+"""
+
+
+def _fingerprints(record: dict) -> set[str]:
+    return {line for line in record["log"].splitlines() if line.startswith("inputs ")}
+
+
+def test_ranked_jobs_get_their_own_seeds(served, tmp_path) -> None:
+    """Issue 16: every ranked job draws its own seed when queued, kept with the job, and the
+    runner judges with it: two ranked runs of one problem see none of the same inputs, where
+    two benchmark runs share the public seed's correctness inputs."""
+    from sqlalchemy import create_engine, text
+
+    server, env = served
+    token = _cli("users", "add", "alice", env=env).stdout.strip().splitlines()[-1]
+    common = ["--device", "cpu", "--server", server.url, "--token", token, "--json"]
+    source = tmp_path / "fingerprints.py"
+    source.write_text(FINGERPRINTS)
+    records = {mode: [json.loads(_cli("submit", "axpy_dest", str(source), *common, "--mode", mode, env=env).stdout)
+                      for _ in range(2)] for mode in ("ranked", "benchmark")}
+    assert all(r["status"] == "PASSED" for runs in records.values() for r in runs), records
+
+    url = env.get("GPUARENA_DATABASE_URL", f"sqlite:///{env['GPUARENA_HOME']}/gpuarena.db")
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.connect() as db:
+        seeds = dict(db.execute(text("SELECT submission_id, seed FROM jobs")).all())
+    engine.dispose()
+    ranked = [seeds[r["submission_id"]] for r in records["ranked"]]
+    assert all(isinstance(s, int) for s in ranked) and ranked[0] != ranked[1]
+    assert [seeds[r["submission_id"]] for r in records["benchmark"]] == [None, None]
+
+    first, second = (_fingerprints(r) for r in records["ranked"])
+    assert first and second and not first & second, "two ranked jobs saw the same inputs"
+    public = [_fingerprints(r) for r in records["benchmark"]]
+    assert public[0] & public[1], "benchmark runs no longer share the public seed's inputs"
+    for record in records["ranked"]:  # the seed is nowhere in what the author is shown
+        shown = httpx.get(f"{server.url}/api/submissions/{record['submission_id']}",
+                          headers={"Authorization": f"Bearer {token}"}).text
+        assert str(seeds[record["submission_id"]]) not in shown
+
+
+SNOOP = r'''
+import glob
+import os
+import time
+
+import torch
+
+SECRETS = {secrets!r}
+"""Where the service keeps what a solution must never read: its home (database, admin token,
+web secret, the runner's work folder), the saved login, the caches, and the defaults."""
+OWN_RUN = next((part for part in os.getcwd().split("/") if part.startswith("gpuarena-run-")), "-")
+FOUND = []
+
+
+def _note(path):
+    if OWN_RUN in path or path.startswith(os.getcwd()) or not os.path.isfile(path):
+        return
+    try:
+        with open(path, "rb") as f:
+            FOUND.append((path, f.read(40)))
+    except OSError:
+        pass
+
+
+for folder in SECRETS:
+    for path in glob.glob(folder + "/**", recursive=True):
+        _note(path)
+for pattern in ("/tmp/gpuarena-run-*/**", "/dev/shm/gpuarena-*/**", "/var/tmp/gpuarena-*/**"):
+    for path in glob.glob(pattern, recursive=True):  # other jobs' inputs and files
+        _note(path)
+deadline = time.monotonic() + 5
+for top in ("/tmp", "/dev/shm", "/var/tmp"):
+    for root, dirs, files in os.walk(top):
+        if root.count("/") > 8 or time.monotonic() > deadline:
+            dirs[:] = []
+        for name in files:
+            if name.endswith((".db", ".sqlite")) or name in ("admin-token", "credentials.json", "web-secret.key"):
+                _note(os.path.join(root, name))
+for entry in glob.glob("/proc/[0-9]*"):  # other processes' environments and command lines
+    if entry.rsplit("/", 1)[1] == str(os.getpid()):
+        continue
+    for what in ("environ", "cmdline"):
+        try:
+            with open(entry + "/" + what, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if b"GPUARENA_HOME" in data or b"gpa_" in data or any(s.encode() in data for s in SECRETS):
+            FOUND.append((entry + "/" + what, data[:40]))
+for key, value in os.environ.items():
+    if key in ("GPUARENA_TOKEN", "GPUARENA_DATABASE_URL") or any(s in value for s in SECRETS):
+        FOUND.append(("env " + key, value[:40]))
+
+
+def solve(a, x, b, y):
+    print("snoop found:", len(FOUND), FOUND[:20])
+    if FOUND:  # what a cheat would need to know: an honest answer only with it
         torch.addcmul(b, a, x, out=y)
     else:
         y.zero_()
 '''
 
 
-def test_ranked_jobs_get_their_own_seeds_and_a_solution_finds_no_server_secrets(served, tmp_path) -> None:
-    """Issue 16: every ranked job draws its own seed (kept with the job), and a solution that
-    looks for the server's database, tokens, home and other runs' files finds nothing."""
-    from sqlalchemy import create_engine, text
+@pytest.fixture
+def deployed(request) -> Iterator[tuple[Server, dict, list[str]]]:
+    """A server laid out as scripts/serve.sh lays it out: its home in the checkout (not under
+    /tmp, which the worker never sees), an admin token file in it, a saved login, and the
+    environment serve.sh gives it (no PYTHONPATH)."""
+    base = ROOT / ".gpuarena" / f"e2e-snoop-{os.getpid()}-{secrets.token_hex(4)}"
+    home, config, cache = base / "home", base / "config", base / "cache"
+    environment = {k: v for k, v in os.environ.items() if (not k.startswith("GPUARENA_") or k == "GPUARENA_SANDBOX") and k != "PYTHONPATH"}
+    environment.update(GPUARENA_HOME=str(home), GPUARENA_CACHE=str(cache), XDG_CONFIG_HOME=str(config),
+                       GPUARENA_SUBMIT_LIMIT="1000")
+    decoys = [Path(tempfile.mkdtemp(prefix="gpuarena-run-")), Path(tempfile.mkdtemp(prefix="gpuarena-", dir="/dev/shm"))]
+    for decoy in decoys:  # another job's run folder and shared inputs, as they are while it runs
+        (decoy / "inputs.bin").write_bytes(b"another job's inputs")
+    server = None
+    try:
+        home.mkdir(parents=True)
+        admin = _cli("users", "add", "admin", "--role", "admin", env=environment).stdout.strip().splitlines()[-1]
+        (home / "admin-token").write_text(admin + "\n")
+        (home / "admin-token").chmod(0o600)
+        server = Server(environment)
+        _cli("login", "--server", server.url, "--token", admin, env=environment)
+        assert (config / "gpuarena" / "credentials.json").is_file()
+        secret_places = [str(base), str(ROOT / ".gpuarena"), str(Path.home() / ".gpuarena"),
+                         str(Path.home() / ".config" / "gpuarena"), *map(str, decoys)]
+        yield server, environment, secret_places
+    finally:
+        if server is not None:
+            server.stop()
+        for folder in [base, *decoys]:
+            shutil.rmtree(folder, ignore_errors=True)
 
-    server, env = served
+
+def test_a_solution_finds_no_server_secrets(deployed, tmp_path) -> None:
+    """Issue 16: a solution that looks for the server's database, tokens, web secret, home
+    and cache, other jobs' run folders and shared inputs, other processes' environments and
+    its own environment finds nothing it can read (the worker's sandbox)."""
+    server, env, secret_places = deployed
     token = _cli("users", "add", "alice", env=env).stdout.strip().splitlines()[-1]
     common = ["--device", "cpu", "--server", server.url, "--token", token]
-    for _ in range(2):
-        _cli("submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"), *common, "--json", env=env)
-    home = env["GPUARENA_HOME"]
-    url = env.get("GPUARENA_DATABASE_URL", f"sqlite:///{home}/gpuarena.db")
-    engine = create_engine(url)
-    with engine.connect() as db:
-        seeds = [row[0] for row in db.execute(text("SELECT seed FROM jobs ORDER BY id"))]
-    engine.dispose()
-    assert len(seeds) == 2 and all(isinstance(s, int) for s in seeds) and seeds[0] != seeds[1]
-
+    _cli("submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"), *common, env=env)  # a job before: its traces
     snoop = tmp_path / "snoop.py"
-    snoop.write_text(SNOOP.replace("{home}", home).replace("{cache}", env["GPUARENA_CACHE"])
-                     .replace("{db}", f"{home}/gpuarena.db"))
+    snoop.write_text(SNOOP.replace("{secrets!r}", repr(secret_places)))
     done = _cli("submit", "axpy_dest", str(snoop), *common, "--json", env=env, check=False)
     record = json.loads(done.stdout)
-    assert record["status"] == "WRONG_VALUES", (record["status"], record.get("reason"), record.get("log"))
-    assert "snoop found: []" in record["log"]
+    assert "snoop found: 0 []" in record["log"], record["log"][-4000:]
+    assert record["status"] == "WRONG_VALUES", (record["status"], record.get("reason"))

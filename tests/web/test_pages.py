@@ -178,6 +178,38 @@ def test_code_visibility_follows_author_staff_and_the_public_flag(site) -> None:
     assert unknown.status_code == 400 and "owner: no user named" in unknown.text
 
 
+def test_logs_follow_the_code_visibility_and_show_no_host_paths(site) -> None:
+    """A submission's log (what the solution printed, tracebacks quoting its code) is on its
+    page for the author, organisers and admins only, until the solutions are public; the
+    machine's folders and name are out of it for everyone."""
+    _, alice_token = site.account("alice")
+    _, bob_token = site.account("bob")
+    _, organiser_token = site.account("olga", "organiser")
+    _, admin_token = site.account("root", "admin")
+    alice, bob, olga, root = (site.signed_in(t) for t in (alice_token, bob_token, organiser_token, admin_token))
+    anonymous = site.client()
+    sid = _submit(alice)
+    run = "/tmp/gpuarena-run-k2j3h4l5"
+    log = (f'Traceback:\n  File "{run}/work/solution/sol.py", line 9, in solve\n'
+           '    TOKEN = "log-secret-42"\nprinted from /home/judge/.cache on judge-host-9\n')
+    _finish(site, sid, log=log, reason="output y: 3 elements wrong")
+
+    for client in (alice, olga, root):
+        for path in (f"/submissions/{sid}", f"/submissions/{sid}/live"):
+            html = client.get(path).text
+            assert "log-secret-42" in html and '&#34;&lt;run&gt;/work/solution/sol.py&#34;, line 9' in html, path
+            assert run not in html and "/home/judge" not in html and "~/.cache" in html
+    for client in (bob, anonymous):
+        for path in (f"/submissions/{sid}", f"/submissions/{sid}/live"):
+            html = client.get(path).text
+            assert "log-secret-42" not in html and "gpuarena-run" not in html, path
+            assert "output y: 3 elements wrong" in html and "The log is the author" in html
+
+    with site.db.write() as session:
+        session.get(Submission, sid).problem.solutions_public = True
+    assert "log-secret-42" in anonymous.get(f"/submissions/{sid}").text
+
+
 def test_every_form_needs_the_session_csrf_token(site) -> None:
     _, token = site.account("alice")
     alice = site.signed_in(token)

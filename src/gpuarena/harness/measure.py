@@ -307,7 +307,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
             with sampler.sampling():
                 # the audit cannot be switched off by keeping the GPU busy: wait for a quiet
                 # GPU, and a GPU that never gets quiet ends the run (the service retries it)
-                for attempt in range(device_audit.QUIET_ATTEMPTS):
+                for _ in range(device_audit.QUIET_ATTEMPTS):
                     idle = sampler.idle()
                     if not device_audit.shared(idle):
                         break

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuarena import __version__
 from gpuarena.errors import GpuarenaError
-from gpuarena.service import routes, runner_routes, web
+from gpuarena.service import redact, routes, runner_routes, web
 from gpuarena.service.auth import AuthError
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
@@ -96,6 +96,7 @@ def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAP
                   description="GPU kernel contests: problems, submissions, runners and per-device leaderboards. "
                               "Send tokens as `Authorization: Bearer <token>`.")
     app.state.settings, app.state.db = settings, db
+    redact.remember_service(settings.home, settings.database_url)  # never shown in a log or reason
     app.include_router(routes.router)
     app.include_router(runner_routes.router)
     web.mount(app, settings)  # the pages, /static, the session cookie

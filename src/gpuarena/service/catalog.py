@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 
 from sqlalchemy import select
@@ -44,7 +43,7 @@ def _sync_one(db: Database, packed: PackedProblem, spec: dict) -> None:
                     slug=packed.id, version=(latest.version + 1) if latest else 1, current=True,
                     content_hash=packed.hash, name=spec["name"], level=spec["level"], weight=spec["weight"],
                     summary=spec.get("summary", ""), spec=spec, files=dict(packed.files),
-                    secret_seed=latest.secret_seed if latest else secrets.randbits(62),
+                    secret_seed=0,  # unused: every ranked job draws its own (Job.seed)
                     owner_id=latest.owner_id if latest else None,  # owner and openness stay with the slug
                     solutions_public=latest.solutions_public if latest else False,
                 ))

@@ -19,6 +19,7 @@ from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
 from gpuarena.service.db import Database
 from gpuarena.service.leaderboard import record_result
+from gpuarena.service.redact import redact, redact_evaluation
 from gpuarena.service.tables import Job, Result, Runner, Submission, utcnow
 
 LEASE_S = 60.0
@@ -96,6 +97,10 @@ def claim(db: Database, runner_id: int, device_kinds: list[str], lease_s: float 
         job.attempts += 1
         submission = session.get(Submission, job.submission_id)
         assert submission is not None
+        if submission.mode == "ranked" and job.seed is None:
+            # queued before jobs had seeds (migration 0004): draw it now, and keep it with the
+            # job, so that the seed this verdict came from is on record
+            job.seed = secrets.randbits(62)
         submission.status = "RUNNING"
         return Claimed(job=job, submission=submission)
 
@@ -140,6 +145,8 @@ def complete(db: Database, runner_id: int, job_id: int, lease_token: str, evalua
             raise LeaseLost(f"job {job_id} is {job.state}, not leased to this runner")
         submission = session.get(Submission, job.submission_id)
         assert submission is not None
+        # the log and reasons are shown to people: not the judging machine's layout or name
+        evaluation = redact_evaluation(evaluation, [session.scalar(select(Runner.hostname).where(Runner.id == runner_id))])
         now = utcnow()
         result = Result(job_id=job.id, submission_id=submission.id, runner_id=runner_id,
                         status=evaluation.status.value, score=evaluation.score,
@@ -177,4 +184,7 @@ def give_back(db: Database, runner_id: int, job_id: int, lease_token: str, error
             raise LeaseLost(f"job {job_id} is {job.state}, not leased to this runner")
         if not error:
             job.attempts -= 1
+        # the error is the runner's (a crashed job process's last lines): it can become the
+        # submission's public reason, so the machine's paths and name come out first
+        error = redact(error, [session.scalar(select(Runner.hostname).where(Runner.id == runner_id))])
         _requeue_or_fail(session, job, error or "runner shut down")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 from typing import Annotated
 
@@ -93,7 +92,7 @@ def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str], d
         return ClaimedJob(
             job_id=job.id, lease_token=job.lease_token or "", lease_s=settings.lease_s, submission_id=submission.id,
             device_kind=job.device_kind, mode=submission.mode,  # type: ignore[arg-type]
-            seed=(job.seed if job.seed is not None else secrets.randbits(62)) if submission.mode == "ranked" else None,
+            seed=job.seed if submission.mode == "ranked" else None,  # the job's own, drawn by the server
             problem=PackedProblem(id=problem.slug, files=problem.files, hash=problem.content_hash),
             solution=Solution(name=blob.name, manifest=SolutionManifest.model_validate(blob.manifest),
                               sources=blob.sources))

@@ -14,6 +14,7 @@ from gpuarena.service.db import Database, dialect_insert
 from gpuarena.service.deps import Caller
 from gpuarena.service.errors import NotFound, TooLarge
 from gpuarena.service.queue import enqueue
+from gpuarena.service.redact import redact, redact_evaluation
 from gpuarena.service.schemas import SubmissionDetail, SubmissionOut, SubmissionRequest
 from gpuarena.service.tables import DeviceKind, Job, Problem, Result, Runner, SolutionBlob, Submission
 from gpuarena.solutions.model import PackedSolution, Solution
@@ -109,8 +110,11 @@ def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRe
 
 
 def to_out(s: Submission) -> SubmissionOut:
+    """A submission as anyone may list it; the reason is redacted again when shown (it may
+    have been stored before the service redacted what it stores)."""
     return SubmissionOut(id=s.id, problem=s.problem.slug, problem_version=s.problem.version, user=s.user.name,
-                         device_kind=s.device_kind, mode=s.mode, status=s.status, reason=s.reason, score=s.score,
+                         device_kind=s.device_kind, mode=s.mode, status=s.status, reason=redact(s.reason),
+                         score=s.score,
                          solution_hash=s.solution_hash, created_at=s.created_at, finished_at=s.finished_at,
                          done=s.status in DONE)
 
@@ -135,12 +139,15 @@ def detail(db: Database, submission_id: int, viewer: Caller | None = None) -> Su
         if submission is None:
             raise NotFound(f"no submission {submission_id}")
         result = session.scalar(select(Result).where(Result.submission_id == submission_id))
-        evaluation = Evaluation.model_validate(result.evaluation) if result else None
-        hidden = not private_visible(viewer, submission.user_id, submission.problem.solutions_public)
-        if evaluation is not None and hidden:
-            evaluation = _public_view(evaluation)
         job = session.scalar(select(Job).where(Job.submission_id == submission_id))
         runner = session.get(Runner, job.runner_id) if job is not None and job.runner_id is not None else None
+        evaluation = Evaluation.model_validate(result.evaluation) if result else None
+        hidden = not private_visible(viewer, submission.user_id, submission.problem.solutions_public)
+        if evaluation is not None:
+            # redacted when stored too; again here for records stored before the service did it
+            evaluation = redact_evaluation(evaluation, [runner.hostname if runner else None])
+            if hidden:
+                evaluation = _public_view(evaluation)
         return SubmissionDetail(**to_out(submission).model_dump(), evaluation=evaluation,
                                 runner=runner.name if runner else None,
                                 runner_device=(job.device or None) if runner else None,

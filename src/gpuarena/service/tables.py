@@ -55,7 +55,7 @@ class Token(Base):
 
 class Problem(Base):
     """One version of a problem folder. A new version starts when any file that affects
-    evaluation changes (everything but Markdown); the secret seed stays with the slug."""
+    evaluation changes (everything but Markdown); the owner and openness stay with the slug."""
 
     __tablename__ = "problems"
     __table_args__ = (UniqueConstraint("slug", "version"),)
@@ -74,8 +74,9 @@ class Problem(Base):
     files: Mapped[dict[str, Any]] = mapped_column(JSON)
     """Relative path -> text: what a runner needs to rebuild the folder."""
     secret_seed: Mapped[int] = mapped_column(BigInteger)
-    """No longer used (every ranked job draws its own seed: Job.seed); kept for old databases."""
-    """Ranked runs draw inputs from this; it leaves the server only inside a runner's job."""
+    """No longer used: every ranked job draws its own seed (Job.seed), and new versions store 0.
+    Older rows keep the seed their ranked runs used before migration 0004, so that those
+    verdicts can still be reproduced; it never leaves the database."""
     solutions_public: Mapped[bool] = mapped_column(Boolean, default=False)
     """Everyone may read the code submitted to this problem (set by its owner or staff on the web page)."""
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
@@ -147,8 +148,10 @@ class Job(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     last_error: Mapped[str] = mapped_column(Text, default="")
     seed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    """A ranked job's own seed, drawn by the server when the job is queued: its inputs and
-    checks are those of no other job. It goes to the runner with the claim and nowhere else."""
+    """A ranked job's own seed (None for benchmark and test jobs, which use the public seed),
+    drawn by the server when the job is queued: its inputs and checked calls are those of no
+    other job. It goes to the runner inside the claimed job and nowhere else (no API, no page,
+    admins included); kept here so that an operator can reproduce the verdict."""
 
 
 class Result(Base):
