@@ -213,7 +213,7 @@ def test_the_submission_page_shows_the_figure_only_where_measured(profiled_on_th
     evaluation = Evaluation(status=Status.PASSED, problem="level1/softmax", solution_hash="0" * 64, device="cpu",
                             mode="benchmark", workloads=[workload])
     detail = SimpleNamespace(status="PASSED", reason="", done=True, id=1, device_kind="cpu", score=None,
-                             evaluation=evaluation)
+                             evaluation=evaluation, log_hidden=False)
 
     def html() -> str:
         return ENV.get_template("_live.html").render(s=SimpleNamespace(detail=detail, score_interval=None))
