@@ -127,3 +127,23 @@ def test_two_torch_compile_solutions_in_a_row_both_pass(softmax_small):
     for _ in range(2):
         record = softmax_small(honest, mode="test")
         assert record.status == "PASSED", record.reason
+
+
+def test_a_data_folder_inside_a_readable_folder_is_hidden(tmp_path, monkeypatch):
+    """A checkout on PYTHONPATH holds serve.sh's `.gpuarena/` (database, tokens): the view
+    mounts an empty tmpfs over it."""
+    checkout = tmp_path / "checkout"
+    (checkout / ".gpuarena").mkdir(parents=True)
+    (checkout / ".gpuarena" / "gpuarena.db").write_text("secret")
+    env = {**scrubbed_env(), "PYTHONPATH": str(checkout)}
+    monkeypatch.setattr(containment, "_WORKER_SYS_PATH", None)
+    run = tmp_path / "run"
+    (run / "work").mkdir(parents=True)
+    try:
+        argv = containment.sandbox_argv("/usr/bin/bwrap", run, run / "work", gpu=False, network=True,
+                                        tmpfs_bytes=1 << 28, env=env)
+    finally:
+        containment._WORKER_SYS_PATH = None
+    assert str(checkout) in argv
+    at = argv.index(str(checkout / ".gpuarena"))
+    assert argv[at - 1] == "--tmpfs"

@@ -410,3 +410,19 @@ def test_a_runner_s_error_becomes_a_reason_without_its_paths(api) -> None:
     assert '"<site-packages>/gpuarena/x.py"' in shown["reason"] and "on <host> is full" in shown["reason"]
     listed = api.http.get("/api/submissions").json()
     assert listed[0]["reason"] == shown["reason"]
+
+
+def test_a_ranked_job_queued_without_a_seed_gets_one_at_its_claim(api) -> None:
+    """Jobs queued before migration 0004 have no seed: the claim draws one and keeps it with
+    the job (the seed a verdict came from stays on record), instead of a seed shared by all."""
+    runner_headers, runner_id = api.runner()
+    alice = api.user("alice")
+    ids = [api.http.post("/api/submissions", json=submission_body(), headers=alice).json()["id"] for _ in range(2)]
+    with api.db.write() as session:
+        session.execute(update(Job).values(seed=None))
+    claimed = [api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
+                             headers=runner_headers).json() for _ in ids]
+    with api.db.read() as session:
+        stored = {job.submission_id: job.seed for job in session.scalars(select(Job))}
+    assert [c["seed"] for c in claimed] == [stored[i] for i in ids]
+    assert all(isinstance(stored[i], int) for i in ids) and stored[ids[0]] != stored[ids[1]]

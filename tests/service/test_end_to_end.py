@@ -317,10 +317,11 @@ for pattern in ("/tmp/gpuarena-run-*/**", "/dev/shm/gpuarena-*/**", "/var/tmp/gp
     for path in glob.glob(pattern, recursive=True):  # other jobs' inputs and files
         _note(path)
 deadline = time.monotonic() + 5
-for top in ("/tmp", "/dev/shm", "/var/tmp"):
+for top in ("/tmp", "/dev/shm", "/var/tmp", {checkout!r}):
     for root, dirs, files in os.walk(top):
         if root.count("/") > 8 or time.monotonic() > deadline:
             dirs[:] = []
+        dirs[:] = [d for d in dirs if d not in (".git", ".venv", "node_modules")]
         for name in files:
             if name.endswith((".db", ".sqlite")) or name in ("admin-token", "credentials.json", "web-secret.key"):
                 _note(os.path.join(root, name))
@@ -349,16 +350,20 @@ def solve(a, x, b, y):
 '''
 
 
-@pytest.fixture
+@pytest.fixture(params=["serve.sh", "checkout-on-pythonpath"])
 def deployed(request) -> Iterator[tuple[Server, dict, list[str]]]:
     """A server laid out as scripts/serve.sh lays it out: its home in the checkout (not under
-    /tmp, which the worker never sees), an admin token file in it, a saved login, and the
-    environment serve.sh gives it (no PYTHONPATH)."""
+    /tmp, which the worker never sees), made with `mkdir -p` (mode 0755) before the first
+    command, an admin token file in it, and a saved login; run with the environment serve.sh
+    gives it (no PYTHONPATH), and with the checkout on PYTHONPATH (then the sandbox shows the
+    worker the whole checkout, the data folder in it included: its mode must keep it out)."""
     base = ROOT / ".gpuarena" / f"e2e-snoop-{os.getpid()}-{secrets.token_hex(4)}"
     home, config, cache = base / "home", base / "config", base / "cache"
-    environment = {k: v for k, v in os.environ.items() if (not k.startswith("GPUARENA_") or k == "GPUARENA_SANDBOX") and k != "PYTHONPATH"}
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_") and k != "PYTHONPATH"}
     environment.update(GPUARENA_HOME=str(home), GPUARENA_CACHE=str(cache), XDG_CONFIG_HOME=str(config),
                        GPUARENA_SUBMIT_LIMIT="1000")
+    if request.param == "checkout-on-pythonpath":
+        environment["PYTHONPATH"] = str(ROOT)
     decoys = [Path(tempfile.mkdtemp(prefix="gpuarena-run-")), Path(tempfile.mkdtemp(prefix="gpuarena-", dir="/dev/shm"))]
     for decoy in decoys:  # another job's run folder and shared inputs, as they are while it runs
         (decoy / "inputs.bin").write_bytes(b"another job's inputs")
@@ -371,7 +376,7 @@ def deployed(request) -> Iterator[tuple[Server, dict, list[str]]]:
         server = Server(environment)
         _cli("login", "--server", server.url, "--token", admin, env=environment)
         assert (config / "gpuarena" / "credentials.json").is_file()
-        secret_places = [str(base), str(ROOT / ".gpuarena"), str(Path.home() / ".gpuarena"),
+        secret_places = [str(home), str(config), str(Path.home() / ".gpuarena"),
                          str(Path.home() / ".config" / "gpuarena"), *map(str, decoys)]
         yield server, environment, secret_places
     finally:
@@ -379,6 +384,10 @@ def deployed(request) -> Iterator[tuple[Server, dict, list[str]]]:
             server.stop()
         for folder in [base, *decoys]:
             shutil.rmtree(folder, ignore_errors=True)
+        try:
+            base.parent.rmdir()  # the checkout's .gpuarena/, if this test made it
+        except OSError:
+            pass
 
 
 def test_a_solution_finds_no_server_secrets(deployed, tmp_path) -> None:
@@ -390,7 +399,7 @@ def test_a_solution_finds_no_server_secrets(deployed, tmp_path) -> None:
     common = ["--device", "cpu", "--server", server.url, "--token", token]
     _cli("submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"), *common, env=env)  # a job before: its traces
     snoop = tmp_path / "snoop.py"
-    snoop.write_text(SNOOP.replace("{secrets!r}", repr(secret_places)))
+    snoop.write_text(SNOOP.replace("{secrets!r}", repr(secret_places)).replace("{checkout!r}", repr(str(ROOT))))
     done = _cli("submit", "axpy_dest", str(snoop), *common, "--json", env=env, check=False)
     record = json.loads(done.stdout)
     assert "snoop found: 0 []" in record["log"], record["log"][-4000:]

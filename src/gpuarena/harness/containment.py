@@ -95,7 +95,7 @@ def _worker_sys_path(env: dict[str, str]) -> list[str]:
     global _WORKER_SYS_PATH
     if _WORKER_SYS_PATH is None:
         try:
-            out = subprocess.run([sys.executable, "-I" if not os.environ.get("PYTHONPATH") else "-s", "-c",
+            out = subprocess.run([sys.executable, "-I" if not env.get("PYTHONPATH") else "-s", "-c",
                                   "import sys, json; print(json.dumps(sys.path))"],
                                  capture_output=True, text=True, timeout=60, env=env, cwd="/")
             _WORKER_SYS_PATH = [p for p in json.loads(out.stdout) if p]
@@ -155,6 +155,21 @@ def _outside(path: str, folders: list[str]) -> bool:
     return not any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
+def _service_data(readable: list[str]) -> list[str]:
+    """gpuarena's data folders (database, tokens, web key) that fall inside a folder the worker
+    may read (a checkout on PYTHONPATH holds `.gpuarena/`, serve.sh's home): hidden under an
+    empty tmpfs, whatever their modes."""
+    candidates = [os.environ.get("GPUARENA_HOME", ""), os.path.expanduser("~/.gpuarena")]
+    candidates += [os.path.join(folder, ".gpuarena") for folder in readable]
+    candidates += [os.path.join(os.path.dirname(folder), ".gpuarena") for folder in readable]
+    found = []
+    for path in candidates:
+        real = os.path.realpath(path) if path else ""
+        if real and os.path.isdir(real) and not _outside(real, readable) and real not in found:
+            found.append(real)
+    return found
+
+
 def shared_folders(env: dict[str, str], dedicated: bool, cache_variables: list[str]) -> list[str]:
     """Folders the worker may write besides its own: those the deployment names in
     GPUARENA_SANDBOX_SHARE (colon-separated), and a dedicated worker user's compile caches."""
@@ -190,7 +205,7 @@ def sandbox_argv(binary: str, run_folder: Path, workdir: Path, gpu: bool, networ
     for path in SYSTEM_PATHS:
         if os.path.islink(path):  # /lib -> usr/lib on merged-/usr systems: ld.so is found by that name
             args += ["--symlink", os.readlink(path), path]
-    for hidden in PRIVATE_ETC:
+    for hidden in [*PRIVATE_ETC, *_service_data(readable)]:
         if os.path.isdir(hidden):
             args += ["--tmpfs", hidden]
         elif os.path.exists(hidden):

@@ -11,9 +11,10 @@ import re
 import socket
 import sys
 import sysconfig
-import tempfile
 
-RUN_FOLDERS = re.compile(r"/(?:tmp|dev/shm|var/tmp)[^\s'\"]*?/gpuarena-(?:run-|)[A-Za-z0-9_]{4,}")
+RUN_FOLDERS = re.compile(r"/(?:tmp|dev/shm|var/tmp)/gpuarena-(?:run-)?\w{4,}")
+"""Run folders and shared-tensor folders (direct children of the temporary roots): one pass,
+no backtracking, whatever the solution wrote into its log."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,10 +35,16 @@ def _replacements() -> list[tuple[str, str]]:
     home = os.path.expanduser("~")
     if home not in ("/", ""):
         pairs[home] = "~"
-    pairs[tempfile.gettempdir()] = "<tmp>"
     found = [(os.path.realpath(k), v) for k, v in pairs.items() if k and len(k) > 1] + \
             [(k, v) for k, v in pairs.items() if k and len(k) > 1]
     return sorted(set(found), key=lambda kv: -len(kv[0]))
+
+
+@functools.lru_cache(maxsize=None)
+def _whole_path(value: str) -> re.Pattern[str]:
+    """`value` where it is a path of its own, not part of a longer name (/root in
+    /sys/fs/cgroup/root.slice, /tmp in /tmpfs)."""
+    return re.compile(rf"(?<![\w.~-]){re.escape(value)}(?![\w.-])")
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,6 +60,6 @@ def redact(text: str) -> str:
         return text
     text = RUN_FOLDERS.sub("<run>", text)
     for value, placeholder in _replacements():
-        text = text.replace(value, placeholder)
+        text = _whole_path(value).sub(placeholder, text)
     host = _host()
     return host.sub("<host>", text) if host else text

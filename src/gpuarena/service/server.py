@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import uvicorn
 from sqlalchemy import select, update
+from sqlalchemy.engine import make_url
 
 from gpuarena.service.app import create_app
 from gpuarena.service.auth import add_user, issue_token
@@ -21,9 +25,34 @@ log = logging.getLogger("gpuarena.service")
 EMBEDDED_RUNNER = "embedded-runner"
 
 
+def protect_data(settings: Settings) -> None:
+    """The data folder and the SQLite database readable by the service's account only.
+
+    They hold the database (every solution's code, every job's seed), the admin token file
+    scripts/serve.sh writes, the web session key and the embedded runner's work folder. The
+    worker's sandbox does not show them to a solution, but a deployment may widen its view
+    (a PYTHONPATH or GPUARENA_SANDBOX_SHARE that includes the folder); a worker that runs
+    under its own user still cannot read them then. The folder is gpuarena's own (GPUARENA_HOME):
+    it is made, or tightened to, mode 0700."""
+    home = Path(settings.home)
+    home.mkdir(parents=True, mode=0o700, exist_ok=True)
+    mode = stat.S_IMODE(home.stat().st_mode)
+    if mode & 0o077:
+        os.chmod(home, 0o700)
+        log.info("%s: mode %o -> 700 (the database and tokens in it are the service's alone)", home, mode)
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        for suffix in ("", "-wal", "-shm"):  # SQLite makes -wal and -shm with the database's mode
+            path = url.database + suffix
+            if os.path.isfile(path) and stat.S_IMODE(os.stat(path).st_mode) & 0o077:
+                os.chmod(path, 0o600)
+
+
 def prepare(settings: Settings) -> Database:
-    """Everything but the HTTP server: schema up to date, problems synced."""
+    """Everything but the HTTP server: data private, schema up to date, problems synced."""
+    protect_data(settings)
     upgrade(settings.database_url)
+    protect_data(settings)  # the database file the migration may just have made
     db = Database(settings.database_url)
     synced = sync_problems(db, settings.all_problem_roots())
     log.info("%d problems loaded", len(synced))
