@@ -160,14 +160,21 @@ class WorkerProcess:
         shared = containment.shared_folders(env, bool(self.user and self.user[2]), list(CACHE_VARIABLES))
         argv = containment.sandbox_argv(binary, run_folder, workdir, gpu=self.gpu, network=network, tmpfs_bytes=tmpfs,
                                         env=env, shared=shared)
+        # the options go through a pipe (--args), not the command line: /proc/1/cmdline inside
+        # the sandbox would otherwise show the worker every path bound or hidden from it
+        options_read, options_write = os.pipe()
+        os.write(options_write, b"\0".join(a.encode() for a in argv[1:] + ["--info-fd", str(info_fd)]) + b"\0")
+        os.close(options_write)
         try:
             self.proc = subprocess.Popen(
-                argv + ["--info-fd", str(info_fd), "--", *command],
-                pass_fds=[child_fd, info_fd], stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                env=env, cwd=run_folder, start_new_session=True,
+                [argv[0], "--args", str(options_read), "--", *command],
+                pass_fds=[child_fd, info_fd, options_read], stdin=subprocess.DEVNULL, stdout=self._log,
+                stderr=subprocess.STDOUT, env=env, cwd=run_folder, start_new_session=True,
                 preexec_fn=self.cgroup.enter if self.cgroup.folders else None)
         finally:
             os.close(info_fd)
+            os.close(options_read)
+        self.sandbox_options = argv[1:]
         self.init_pid = containment.read_info(info_path, self.proc)
         deadline = time.monotonic() + 30
         while self.worker_pid is None and time.monotonic() < deadline and self.proc.poll() is None:
@@ -185,7 +192,7 @@ class WorkerProcess:
         if self.sandbox_problem:
             return f"none: no sandbox ({self.sandbox_problem}); in-process guards only"
         limits = ", ".join(self.cgroup.limits) if self.cgroup and self.cgroup.limits else "no cgroup limits"
-        network = ", network" if "--unshare-net" in self.proc.args else ""
+        network = ", network" if "--unshare-net" in self.sandbox_options else ""
         return (f"bubblewrap: PID, mount, IPC, UTS{network} namespaces, read-only system view, private /tmp and "
                 f"/dev/shm{', GPU device files' if self.gpu else ', no GPU device files'}; {limits}")
 
