@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """What the device audit costs a run on CUDA: the PM sampler's start, sampling on and off, one
 idle segment (two marks), its close, and
-a whole `gpuarena run` with the audit on and off. Why: with the audit on, red-team cases took
+whole `gpuarena run`s of the softmax examples with the audit on and off (their timed
+medians and audit figures per workload). Why: with the audit on, red-team cases took
 about 20 s on an H100 where they took 10 s before, and a runner pays that on every job.
 
-    python3 bench/audit_cost.py [--windows 20] [--runs 2] [--out audit-cost.json]
+    python3 bench/audit_cost.py [--windows 20] [--runs 1] [--examples pytorch,triton,cuda] [--out audit-cost.json]
 """
 
 from __future__ import annotations
@@ -57,31 +58,40 @@ def _windows(sampler, windows: int) -> dict:
             "idle_segment_s_max": max(idle_s), "windows": windows}
 
 
-def run_costs(runs: int) -> dict:
-    cmd = [sys.executable, "-m", "gpuarena.cli", "run", "level1/softmax", "examples/softmax/pytorch.py",
-           "--device", "cuda", "--json"]
-    out: dict = {"command": " ".join(cmd[1:])}
-    for audit in ("0", "1"):
-        walls, audits = [], []
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
-                               env=dict(os.environ, GPUARENA_DEVICE_AUDIT=audit))
-            walls.append(time.perf_counter() - t0)
-            try:
-                record = json.loads(p.stdout)
-                audits.append([w.get("device_audit") for w in record.get("workloads", [])][:1])
-                status = record.get("status")
-            except json.JSONDecodeError:
-                status = f"exit {p.returncode}: {p.stderr[-300:]}"
-        out[f"audit_{audit}"] = {"wall_s": walls, "status": status, "first_audit": audits[-1] if audits else None}
+def run_costs(runs: int, examples: list[str], modes: list[str]) -> dict:
+    """Whole runs of the softmax examples with the audit off and on: wall time, verdicts, each
+    workload's timed medians (does sampling the timed rounds move them?) and audit figures."""
+    out: dict = {}
+    for example in examples:
+        source = "examples/softmax/cuda" if example == "cuda" else f"examples/softmax/{example}.py"
+        cmd = [sys.executable, "-m", "gpuarena.cli", "run", "level1/softmax", source, "--device", "cuda", "--json"]
+        for audit in modes:
+            walls, records = [], []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
+                                   env=dict(os.environ, GPUARENA_DEVICE_AUDIT=audit))
+                walls.append(time.perf_counter() - t0)
+                try:
+                    record = json.loads(p.stdout)
+                except json.JSONDecodeError:
+                    records.append({"error": f"exit {p.returncode}: {p.stderr[-600:]}"})
+                    continue
+                records.append({"status": record.get("status"), "reason": record.get("reason"), "workloads": [
+                    {"name": w.get("name"), "status": w.get("status"),
+                     "median_us": (w.get("time") or {}).get("median_us"),
+                     "reference_median_us": (w.get("reference_time") or {}).get("median_us"),
+                     "device_audit": w.get("device_audit")} for w in record.get("workloads", [])]})
+            out[f"{example}_audit_{audit}"] = {"command": " ".join(cmd[1:]), "wall_s": walls, "runs": records}
     return out
 
 
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--windows", type=int, default=20)
-    p.add_argument("--runs", type=int, default=2)
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--examples", default="pytorch,triton,cuda")
+    p.add_argument("--audit", default="0,1", help="runs with the audit off (0) and on (1)")
     p.add_argument("--out", default="audit-cost.json")
     args = p.parse_args()
     result: dict = {}
@@ -90,10 +100,32 @@ def main() -> int:
     except Exception:  # the sampler's own words; the figures that follow still matter
         import traceback
         result["sampler"] = {"error": traceback.format_exc()[-1500:]}
-    result["run"] = run_costs(args.runs)
+    result["run"] = run_costs(args.runs, args.examples.split(","), args.audit.split(","))
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result, indent=1))
+    print(json.dumps(result["sampler"]))
+    print_runs(result["run"])
     return 0
+
+
+def print_runs(runs: dict) -> None:
+    """A line per workload: the timed medians and what the audit saw (µs per call)."""
+    def f(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    for name, entry in runs.items():
+        print(name, "wall s:", [round(x, 1) for x in entry["wall_s"]])
+        for run in entry["runs"]:
+            if "error" in run:
+                print("  ", run["error"][-500:])
+                continue
+            print("  ", run["status"], (run.get("reason") or "")[:300])
+            for w in run["workloads"]:
+                a = w.get("device_audit") or {}
+                print(f"    {w['name']:<26} {w['status']:<9} claimed {f(w['median_us'])} ref {f(w['reference_median_us'])}"
+                      f" | observed {f(a.get('observed_us_per_call'))} noise {f(a.get('noise_us'))}"
+                      f" harness {f(a.get('harness_us_per_call'))} inflation {f(a.get('inflation_us'))}"
+                      f" ref timed {f(a.get('reference_timed_us_per_call'))} twin {f(a.get('reference_twin_us_per_call'))}"
+                      f" calls {a.get('calls')}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@
 #     overhead    bench/kernel_overhead.py (CUPTI vs ncu per kernel, back-to-back period)
 #     gpm         bench/gpm_probe.py (does NVML GPM see a worker's GPU time from outside?)
 #     pm-cross    bench/pm_sampling_cross.py (does CUPTI PM sampling in another process see it?)
+#     audit-cost  bench/audit_cost.py (the sampler's costs; the softmax examples with the audit off and on)
+#     audit-sweep bench/audit_sweep_noise.py (the L2 sweep's share of the GPU's counters, and its spread)
 # Missing Python packages: wheels in .whl/ (carried), installed into /tmp/site first.
 # $OUT receives summary.txt and logs.tgz (all logs; fidelity md/json also at the top).
 # Step time limits: T_TESTS, T_REDTEAM, ... (seconds), see below.
@@ -206,6 +208,8 @@ for s in "${steps[@]}"; do
     gpm) step gpm "${T_GPM:-240}" python3 bench/gpm_probe.py --out "$OUT/gpm-probe.json"; last gpm 'median' 20 ;;
     pm-cross) step pm-cross "${T_PM:-240}" python3 bench/pm_sampling_cross.py --cuda "${CUDA_HOME:-/usr/local/cuda}" \
                 --out "$OUT/pm-cross.json"; last pm-cross 'pm_over_cupti' 12 ;;
+    audit-cost) step audit-cost "${T_AUDIT_COST:-500}" python3 bench/audit_cost.py ${AUDIT_COST_ARGS:-} --out "$OUT/audit-cost.json" ;;
+    audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
     *) note "unknown step $s" ;;
   esac
 done

@@ -73,6 +73,17 @@ def test_what_the_audit_adds_to_the_reference_is_allowed_to_the_solution():
     assert device_audit.understated(1.0, 10.0, inflation_us=20.0) is False  # all of it allowed: nothing to check
 
 
+def test_the_observed_figure_s_error_is_allowed_for():
+    """The audit judges a small difference of large busy times (the harness's sweeps): the
+    error of the medians, from their spread, is taken off before the check."""
+    assert device_audit.median_error([1.0]) == 0.0 and device_audit.median_error([5.0] * 8) == 0.0
+    assert 0 < device_audit.median_error([10, 11, 9, 10, 12, 8, 10, 10]) < 1
+    assert device_audit.median_error([10] * 5 + [1000] * 3) == 0  # fewer than half cannot move it
+    # an honest Triton softmax on an H100, judged on 2 requests: 2.11 claimed, 3.68 observed
+    assert device_audit.understated(2.11, 3.68) and not device_audit.understated(2.11, 3.68, noise_us=0.3)
+    assert device_audit.understated(1.5, 4.4, inflation_us=0.9, noise_us=0.3)  # a forged 1.5 still is
+
+
 def test_a_gpu_busy_before_the_audit_is_shared():
     assert device_audit.shared(Window(busy_ns=200, span_ns=10_000, samples=10, overflow=False))
     assert not device_audit.shared(Window(busy_ns=50, span_ns=10_000, samples=10, overflow=False))
@@ -154,43 +165,53 @@ def test_the_run_s_summary_says_what_the_audit_checked_or_why_it_did_not():
     assert _audit_summary(record) == ""
 
 
-PLANNED = """#!{python}
-import json, os, sys
-# busy ns that each segment adds, in order; the last figure repeats (the solution's requests)
-plan = [float(v) for v in os.environ["GPUARENA_TEST_SAMPLER_PLAN"].split(",")]
-print(json.dumps({{"ready": True, "chip": "TEST"}}), flush=True)
-marks = busy = 0
-for line in sys.stdin:
-    command = line.strip()
-    if command == "quit":
-        break
-    if command == "start":
-        marks = busy = 0
-        print(json.dumps({{"started": True}}), flush=True)
-        continue
-    if command == "mark":
-        if marks % 2:  # a segment's closing mark
-            busy += plan[min(marks // 2, len(plan) - 1)]
-        marks += 1
-    print(json.dumps({{"busy_ns": busy, "span_ns": 1e6 * (marks + 1), "samples": marks, "overflow": 0}}), flush=True)
-"""
+class PlannedSampler:
+    """A stand-in for the PM sampler in a real run on the CPU: each segment reports the busy
+    time planned for what it samples (by the name the audit gives it), so the audit's flow and
+    verdicts are tested, not the GPU. It records what it sampled, in order."""
+
+    plan: dict[str, float] = {}
+    seen: list[str] = []
+    states: list[str] = []
+
+    def __init__(self, binary: Path, index: int):
+        self.chip = "TEST"
+
+    def start(self) -> None:
+        PlannedSampler.states.append("start")
+
+    def stop(self) -> None:
+        PlannedSampler.states.append("stop")
+
+    def segment(self, work, what: str = "a segment"):
+        assert PlannedSampler.states[-1:] == ["start"], "sampled while sampling was off"
+        result = work()
+        PlannedSampler.seen.append(what)
+        return result, Window(busy_ns=self.plan.get(what, 0.0), span_ns=1e6, samples=8, overflow=False)
+
+    def idle(self, seconds: float = 0.005):
+        return self.segment(lambda: None, "an idle GPU")[1]
+
+    def close(self) -> None:
+        pass
+
+
+from gpuarena.harness.rounds_audit import (  # noqa: E402
+    HARNESS, MIN_REQUESTS, REFERENCE, REFERENCE_HARNESS, REFERENCE_TWIN, SOLUTION, TWIN_BLOCKS)
 
 
 @pytest.fixture
 def audited_on_the_cpu(tmp_path, monkeypatch):
-    """The whole audit in a real run (supervisor, worker, twins, checks) on the CPU, with a
-    stand-in sampler reporting planned busy times per segment: the flow and the verdicts, not
-    the GPU. Segments: idle, the harness, (for a destination-passing problem, the harness as
-    the reference calls it,) the reference, then each of the solution's requests."""
-    sampler = tmp_path / "planned-sampler"
-    sampler.write_text(PLANNED.format(python=sys.executable))
-    sampler.chmod(0o755)
-    monkeypatch.setattr(device_audit, "build_sampler", lambda: (sampler, ""))
+    """The whole audit in a real run (supervisor, worker, twins, checks) on the CPU, with the
+    planned stand-in sampler: run(plan) -> (record, the first workload's audit)."""
+    monkeypatch.setattr(device_audit, "build_sampler", lambda: (tmp_path / "planned", ""))
+    monkeypatch.setattr(device_audit, "DeviceSampler", PlannedSampler)
     monkeypatch.setattr(device_audit, "applies", lambda device: True)
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
 
-    def run(*plan: float, problem: str = "level1/softmax", solution: Path = EXAMPLES / "softmax" / "pytorch.py"):
-        monkeypatch.setenv("GPUARENA_TEST_SAMPLER_PLAN", ",".join(str(v) for v in plan))
+    def run(plan: dict[str, float], problem: str = "level1/softmax",
+            solution: Path = EXAMPLES / "softmax" / "pytorch.py"):
+        PlannedSampler.plan, PlannedSampler.seen, PlannedSampler.states = plan, [], []
         options = {"workloads": ["small-64x1000"]} if problem == "level1/softmax" else {}
         record = judge(problem, solution, mode="benchmark", **options)
         return record, record.workloads[0].device_audit
@@ -199,50 +220,17 @@ def audited_on_the_cpu(tmp_path, monkeypatch):
 
 
 def test_the_audit_passes_a_claim_the_counters_do_not_contradict(audited_on_the_cpu):
-    record, audit = audited_on_the_cpu(0, 0, 0, 0)
+    record, audit = audited_on_the_cpu({})
     assert record.status == "PASSED", record.reason
     assert audit.calls > 0 and audit.observed_us_per_call == 0 and audit.inflation_us == 0
     assert audit.claimed_us == record.workloads[0].time.median_us and not audit.skipped
     assert audit.reference_claimed_us == record.workloads[0].reference_time.median_us
+    assert PlannedSampler.states[-1] == "stop"
 
 
-def test_the_audit_rejects_a_claim_far_under_what_the_counters_saw(audited_on_the_cpu):
-    record, audit = audited_on_the_cpu(0, 0, 0, 1e9)  # a second of SM time per request
-    assert record.status == "REJECTED"
-    assert "below what the GPU's own counters saw" in record.reason
-    assert audit.observed_us_per_call > 1e4 and audit.inflation_us == 0
-
-
-def test_what_the_audit_adds_to_the_reference_is_taken_off_in_a_real_run(audited_on_the_cpu):
-    record, audit = audited_on_the_cpu(0, 0, 1e11, 1e9)  # the reference's calls gained more still
-    assert record.status == "PASSED", record.reason
-    assert audit.observed_us_per_call > 1e4 and audit.inflation_us > audit.observed_us_per_call
-    assert audit.inflation_us == audit.reference_observed_us_per_call - audit.reference_claimed_us
-
-
-def test_a_gpu_that_stays_busy_before_the_audit_rejects_the_run(audited_on_the_cpu, monkeypatch):
-    """A solution's helper could keep the GPU busy to have the audit skipped: a busy GPU is
-    looked at again, and one that never gets quiet ends the run, never passes it."""
-    looks: list[int] = []
-    monkeypatch.setattr(device_audit, "QUIET_WAIT_S", 0.01)
-    monkeypatch.setattr(device_audit, "shared", lambda idle: looks.append(1) or True)
-    record, audit = audited_on_the_cpu(0, 0, 0, 0)
-    assert record.status == "REJECTED" and "busy with work that is not the harness's" in record.reason
-    assert len(looks) == device_audit.QUIET_ATTEMPTS
-
-
-def test_a_gpu_busy_for_a_moment_before_the_audit_is_waited_for(audited_on_the_cpu, monkeypatch):
-    looks: list[int] = []
-    monkeypatch.setattr(device_audit, "QUIET_WAIT_S", 0.01)
-    monkeypatch.setattr(device_audit, "shared", lambda idle: looks.append(1) or len(looks) < 3)
-    record, audit = audited_on_the_cpu(0, 0, 0, 0)
-    assert record.status == "PASSED", record.reason
-    assert not audit.skipped and audit.calls > 0 and len(looks) == 3
-
-
-def test_audited_requests_are_the_requests_of_the_timed_rounds(audited_on_the_cpu, monkeypatch):
-    """Nothing in an audited request tells the solution it is audited but the cache sweep,
-    where device_audit.AUDIT_EVICTS leaves it out (see its docstring)."""
+def test_every_timed_request_is_audited_and_nothing_else_is_sent(audited_on_the_cpu, monkeypatch):
+    """Audited requests are the timed rounds' requests: each of the solution's timed requests
+    is a sampled segment, and no request of another kind is sent for the audit."""
     from gpuarena.harness import process
 
     sent: list[dict] = []
@@ -250,24 +238,132 @@ def test_audited_requests_are_the_requests_of_the_timed_rounds(audited_on_the_cp
 
     def spy(self, message, *args, **kwargs):
         if message.get("op") == "time":
-            sent.append({k: v for k, v in message.items()})
+            sent.append(dict(message))
         return request(self, message, *args, **kwargs)
 
     monkeypatch.setattr(process.WorkerProcess, "request", spy)
-    record, audit = audited_on_the_cpu(0, 0, 0, 0)
-    assert record.status == "PASSED" and audit.calls > 0
-    timed = [{k: v for k, v in m.items() if device_audit.AUDIT_EVICTS or k != "evict"} for m in sent if m.get("n")]
-    assert timed and all(m == timed[0] for m in timed), {str(sorted(m.items())) for m in timed}
-    assert any("evict" in m for m in sent) != device_audit.AUDIT_EVICTS
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "PASSED", record.reason
+    timed = [m for m in sent if m.get("n")]
+    assert timed and all(set(m) == {"op", "n"} and m["n"] == timed[0]["n"] for m in timed)
+    assert len(timed) >= MIN_REQUESTS  # the rounds go on until the audit has enough
+    assert PlannedSampler.seen.count(SOLUTION) == len(timed) == audit.calls // timed[0]["n"]
+    assert PlannedSampler.seen.count(REFERENCE) == record.workloads[0].reference_time.samples // timed[0]["n"]
+    # on a GPU found quiet first; the twins in the rounds' conditions, from the first round on
+    assert PlannedSampler.seen[0] == "an idle GPU"
+    assert PlannedSampler.seen.index(HARNESS) < PlannedSampler.seen.index(SOLUTION) + 3
+    assert PlannedSampler.seen.count(HARNESS) == PlannedSampler.seen.count(REFERENCE_TWIN) >= TWIN_BLOCKS
+    assert REFERENCE_HARNESS not in PlannedSampler.seen  # softmax's reference and solution both return
+
+
+def test_the_audit_rejects_a_claim_far_under_what_the_counters_saw(audited_on_the_cpu):
+    record, audit = audited_on_the_cpu({SOLUTION: 1e9})  # a second of SM time per request
+    assert record.status == "REJECTED"
+    assert "below what the GPU's own counters saw" in record.reason
+    assert audit.observed_us_per_call > 1e4 and audit.inflation_us == 0
+
+
+def test_the_harness_s_share_is_taken_off(audited_on_the_cpu):
+    """The sweeps and copies in a timed request are the harness's: what the same code does
+    with no solution is taken off (the least busy of its blocks)."""
+    record, audit = audited_on_the_cpu({SOLUTION: 1e9, HARNESS: 1e9})
+    assert record.status == "PASSED", record.reason
+    assert audit.observed_us_per_call == 0 and audit.harness_us_per_call > 1e4
+
+
+def test_what_the_counters_add_to_the_reference_is_taken_off_in_a_real_run(audited_on_the_cpu):
+    record, audit = audited_on_the_cpu({REFERENCE_TWIN: 1e11, SOLUTION: 1e9})
+    assert record.status == "PASSED", record.reason
+    assert audit.observed_us_per_call > 1e4 and audit.inflation_us > audit.observed_us_per_call
+    assert audit.inflation_us == audit.reference_observed_us_per_call - audit.reference_claimed_us
+
+
+def test_work_under_the_reference_s_timing_rejects_the_run(audited_on_the_cpu):
+    """Work that is not the harness's running while the reference is timed (a solution's
+    kernel queued to start later) slows the reference: its timed blocks, far busier than its
+    twin's (which does more harness work), end the run."""
+    record, audit = audited_on_the_cpu({REFERENCE: 1e9, REFERENCE_TWIN: 1e6})
+    assert record.status == "REJECTED" and "ran under the reference's timing" in record.reason
+    assert audit.reference_timed_us_per_call > audit.reference_twin_us_per_call
+    record, audit = audited_on_the_cpu({REFERENCE: 1.04e9, REFERENCE_TWIN: 1e9})  # within the margin
+    assert record.status == "PASSED", record.reason
+
+
+def test_a_gpu_that_stays_busy_before_the_rounds_rejects_the_run(audited_on_the_cpu, monkeypatch):
+    """A solution's helper could keep the GPU busy to have the audit skipped: a busy GPU is
+    looked at again, and one that never gets quiet ends the run, never passes it."""
+    looks: list[int] = []
+    monkeypatch.setattr(device_audit, "QUIET_WAIT_S", 0.01)
+    monkeypatch.setattr(device_audit, "shared", lambda idle: looks.append(1) or True)
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "REJECTED" and "busy with work that is not the harness's" in record.reason
+    assert len(looks) == device_audit.QUIET_ATTEMPTS and SOLUTION not in PlannedSampler.seen
+
+
+def test_a_gpu_busy_for_a_moment_is_waited_for(audited_on_the_cpu, monkeypatch):
+    looks: list[int] = []
+    monkeypatch.setattr(device_audit, "QUIET_WAIT_S", 0.01)
+    monkeypatch.setattr(device_audit, "shared", lambda idle: looks.append(1) or len(looks) < 3)
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "PASSED", record.reason
+    assert not audit.skipped and audit.calls > 0 and len(looks) >= 3
+
+
+def test_counters_that_cannot_be_read_mid_run_reject_it(audited_on_the_cpu, monkeypatch):
+    """A solution could hold the GPU's counters to make the audit fail: once the sampler has
+    started in a run, a sampler that fails is a REJECTED run, never an unaudited pass."""
+    segment = PlannedSampler.segment
+
+    def failing(self, work, what="a segment"):
+        if what == SOLUTION and PlannedSampler.seen.count(SOLUTION) >= 2:
+            raise SamplerError("cuptiPmSamplingStart: CUPTI_ERROR_HARDWARE_BUSY")
+        return segment(self, work, what)
+
+    monkeypatch.setattr(PlannedSampler, "segment", failing)
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "REJECTED" and "counters could not be read" in record.reason
+    assert "HARDWARE_BUSY" in record.reason and PlannedSampler.states[-1] == "stop"
+
+
+def test_a_sampler_that_will_not_start_again_in_a_run_rejects_it(tmp_path, monkeypatch):
+    """The sampler starts before any of the solution's code runs; one that started and then
+    cannot start again (after the range profiler's pass, say) may be kept out by the solution:
+    the next audit rejects the run instead of skipping."""
+    from gpuarena.harness.process import RunFailure
+    from gpuarena.harness.rounds_audit import RoundsAudit
+    from gpuarena.harness.supervisor import RunOptions, Supervisor
+    from gpuarena.problems import resolve_problem
+    from gpuarena.solutions import load_solution
+
+    starts: list[int] = []
+
+    class StartsOnce(PlannedSampler):
+        def __init__(self, binary: Path, index: int):
+            starts.append(1)
+            if len(starts) > 1:
+                raise SamplerError("cuptiPmSamplingEnable: CUPTI_ERROR_HARDWARE_BUSY")
+            super().__init__(binary, index)
+
+    monkeypatch.setattr(device_audit, "build_sampler", lambda: (tmp_path / "planned", ""))
+    monkeypatch.setattr(device_audit, "DeviceSampler", StartsOnce)
+    monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
+    supervisor = Supervisor(resolve_problem("level1/softmax"), load_solution(EXAMPLES / "softmax" / "pytorch.py"),
+                            RunOptions(device="cpu", mode="benchmark"))
+    assert supervisor.sampler is not None and not supervisor.sampler_lost
+    supervisor.release_sampler()
+    assert supervisor.sampler is None and supervisor.sampler_lost and "HARDWARE_BUSY" in supervisor.sampler_missing
+    with pytest.raises(RunFailure, match="could earlier in this run"):
+        RoundsAudit(supervisor, None, enabled=True)  # type: ignore[arg-type]
+    assert RoundsAudit(supervisor, None, enabled=False).sampler is None  # type: ignore[arg-type]  # the CPU's
 
 
 def test_a_destination_passing_problem_s_reference_is_judged_with_its_own_harness_share(audited_on_the_cpu):
     """The reference returns its outputs, the solution writes into destinations: the reference's
     harness share (copying outputs out) is sampled on its own and taken off the reference."""
     axpy = dict(problem="axpy_dest", solution=SOLUTIONS / "dest_good.py")
-    record, audit = audited_on_the_cpu(0, 0, 0, 1e11, 1e9, **axpy)
+    record, audit = audited_on_the_cpu({REFERENCE_TWIN: 1e11, SOLUTION: 1e9}, **axpy)
     assert record.status == "PASSED", record.reason
     assert audit.inflation_us > audit.observed_us_per_call > 1e4
     # the same reference busy time, all of it the reference's harness share: nothing allowed
-    record, audit = audited_on_the_cpu(0, 0, 1e11, 1e11, 1e9, **axpy)
+    record, audit = audited_on_the_cpu({REFERENCE_HARNESS: 1e11, REFERENCE_TWIN: 1e11, SOLUTION: 1e9}, **axpy)
     assert record.status == "REJECTED" and audit.inflation_us == 0 and audit.reference_observed_us_per_call == 0

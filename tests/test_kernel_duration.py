@@ -239,24 +239,29 @@ def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeyp
     """The PM sampler holds the GPU's counters while it runs (on an H100 the range timer then
     got CUPTI_ERROR_HARDWARE_BUSY): it audits every workload, then is quit before the phase.
     Here it holds the stand-in's lock, as the real one holds the counters."""
-    import sys
+    import fcntl
 
     from gpuarena.harness import device_audit
-    from test_device_audit import PLANNED
+    from test_device_audit import PlannedSampler
 
     starts = tmp_path / "sampler-starts"
-    sampler = tmp_path / "planned-sampler"
-    sampler.write_text(PLANNED.format(python=sys.executable).replace(
-        "import json, os, sys\n",
-        "import fcntl, json, os, sys\nopen(os.environ['SAMPLER_STARTS'], 'a').write('start\\n')\n"
-        f"counters = open({str(counters_folder / 'counters')!r}, 'a')\n"
-        "fcntl.flock(counters, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while the profiler holds them\n"))
-    sampler.chmod(0o755)
-    monkeypatch.setattr(device_audit, "build_sampler", lambda: (sampler, ""))
+
+    class HoldsTheCounters(PlannedSampler):
+        def __init__(self, binary: Path, index: int):
+            super().__init__(binary, index)
+            with starts.open("a") as log:
+                log.write("start\n")
+            self.counters = (counters_folder / "counters").open("a")
+            fcntl.flock(self.counters, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while the profiler holds them
+
+        def close(self) -> None:
+            self.counters.close()
+
+    PlannedSampler.plan, PlannedSampler.seen, PlannedSampler.states = {}, [], []
+    monkeypatch.setattr(device_audit, "build_sampler", lambda: (tmp_path / "planned", ""))
+    monkeypatch.setattr(device_audit, "DeviceSampler", HoldsTheCounters)
     monkeypatch.setattr(device_audit, "applies", lambda device: True)
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
-    monkeypatch.setenv("GPUARENA_TEST_SAMPLER_PLAN", "0")
-    monkeypatch.setenv("SAMPLER_STARTS", str(starts))
     record = profiled_run(workloads=("small-64x1000", "small-128x4096"))
     assert [w.device_audit.calls > 0 and not w.device_audit.skipped for w in record.workloads] == [True, True]
     assert [w.time.kernel_duration_us for w in record.workloads] == [pytest.approx(PER_CALL_US)] * 2

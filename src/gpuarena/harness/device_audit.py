@@ -4,17 +4,13 @@ The worker measures the solution's device time inside the solution's process, so
 can rewrite that figure (tests/redteam/exploits/fake_results/patched_reply_function.py). The
 supervisor cannot see into the worker, but the GPU can be watched from another process:
 CUPTI PM sampling reads the device's performance monitors for the whole GPU at a fixed
-interval (`pm_sampler.cpp`, built here once per CUDA install). After the timed rounds of a
-workload the supervisor samples a few more requests of the solution's calls (fresh inputs,
-outputs checked, as in the timed rounds), run without the L2 sweep so that the harness puts
-almost nothing of its own on the GPU while the counters are read, and compares.
+interval (`pm_sampler.cpp`, built here once per CUDA install). The audit reads them over the
+solution's timed requests themselves and takes the harness's share off (rounds_audit.py).
 
 The metric is the busiest SM's active time (sm__cycles_active.max). On an H100 it read
 0.52-1.16 x CUPTI's busy time for kernels from 1 µs to 175 µs, and 1.00 x for the
 red-team's softmax of 64 x 1000 (bench/pm_sampling_cross.py), so a claimed median under
-AUDIT_MARGIN x the observed time per call cannot be honest. The audit assumes the GPU runs
-nothing but this job (a runner gives each job a GPU of its own); where the GPU is busy
-before the audit starts, the audit is skipped and says so. It sees the SMs' work: work a
+AUDIT_MARGIN x the observed time per call cannot be honest. It sees the SMs' work: work a
 solution hands to the copy engines or the host is not covered.
 """
 
@@ -22,6 +18,7 @@ from __future__ import annotations
 
 import json
 import select
+import statistics
 import subprocess
 import time
 from contextlib import contextmanager
@@ -39,16 +36,6 @@ QUIET_ATTEMPTS = 6
 QUIET_WAIT_S = 0.5
 """A GPU busy with other work before the audit is looked at again this many times, this far
 apart, before the run is rejected (never skipped: a solution could keep it busy)."""
-AUDIT_EVICTS = False
-"""Whether audited requests sweep the caches like timed ones (then nothing but the counters'
-presence tells them apart; the twins are sampled the same way and the sweeps taken off).
-On an H100 (2026-11-23) the sweeps' share was too noisy to take off: with it an honest
-torch.compile softmax of 2.08 µs a call read 4.22 µs observed and was rejected, and the
-forged 1.5 µs of fake_results/patched_reply_function passed once in two runs. So audited
-requests run without the sweep, which a solution can notice; see docs/harness.md."""
-AUDIT_CALLS = 30
-AUDIT_BLOCK_S = 0.05
-"""Calls audited per workload: up to AUDIT_CALLS, fewer where they would take longer than this."""
 INTERVAL_CYCLES = 200_000
 """Sampling interval in GPU system-clock cycles (about 120 µs on an H100). Decoding costs about
 19 µs of host time per sample there, so at 12 µs a sampler fell behind and its hardware buffer
@@ -139,38 +126,48 @@ class DeviceSampler:
         return Window(busy_ns=float(reply["busy_ns"]), span_ns=float(reply["span_ns"]), samples=int(reply["samples"]),
                       overflow=bool(reply["overflow"]))
 
+    def start(self) -> None:
+        self._send("start")
+        time.sleep(SETTLE_S)
+
+    def stop(self) -> None:
+        self._send("stop")
+
     @contextmanager
     def sampling(self) -> Iterator["DeviceSampler"]:
         """Sampling on for the block; stopped on the way out, whatever happened inside (an
         error of the block's wins over one of the sampler's)."""
-        self._send("start")
-        time.sleep(SETTLE_S)
+        self.start()
         try:
             yield self
         except BaseException:
             try:
-                self._send("stop")
+                self.stop()
             except SamplerError:
                 pass
             raise
-        self._send("stop")
+        self.stop()
 
     def mark(self) -> Window:
         """What the counters saw since sampling started, up to now."""
         return self._window(self._send("mark"))
 
-    def segment(self, work: Callable[[], T]) -> tuple[T, Window]:
+    def segment(self, work: Callable[[], T], what: str = "a segment") -> tuple[T, Window]:
         """work() between two marks (inside `sampling()`): what the GPU did meanwhile. The
-        caller makes sure its own earlier GPU work has finished before (a device sync)."""
-        time.sleep(SETTLE_S)
-        before = self.mark()
-        result = work()
-        time.sleep(SETTLE_S)
-        return result, self.mark() - before
+        caller makes sure its own earlier GPU work has finished before (a device sync).
+        `what` names the work in errors (and lets a test's stand-in tell segments apart)."""
+        try:
+            time.sleep(SETTLE_S)
+            before = self.mark()
+            result = work()
+            time.sleep(SETTLE_S)
+            return result, self.mark() - before
+        except SamplerError as exc:
+            raise SamplerError(f"{exc} (sampling {what})") from None
 
     def idle(self, seconds: float = 0.005) -> Window:
         """A segment with nothing of the job's on the GPU: anything seen is someone else's."""
-        return self.segment(lambda: time.sleep(seconds))[1]
+        return self.segment(lambda: time.sleep(seconds), "an idle GPU")[1]
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -195,18 +192,32 @@ def shared(idle: Window) -> bool:
 
 
 def inflation(reference_observed_us: float | None, reference_claimed_us: float | None) -> float:
-    """What the audit's conditions add to a call, measured on the trusted reference: the
-    reference sampled the same way (same shapes, same harness work, no L2 sweep) less its own
-    timed median. Without the sweep a call pays the write-back of the dirty lines the last call
-    and the harness's copy-out left in L2, which the timed rounds' read sweep takes on instead;
-    on an H100 that put the Triton softmax example 22 µs per call above its claim on an 8192 x
-    8192 output (107 observed, 85 claimed), up to an L2's worth of writes whatever the kernel."""
+    """What the counters see of a call beyond its timed device time, measured on the trusted
+    reference: the reference sampled the same way (same shapes, same harness work) less its
+    own timed median. A call's dirty lines are written back during the next cache sweep, in
+    the same sampled request but outside the call's timed window, and the busiest SM's active
+    time differs from CUPTI's kernel time by up to a couple of µs a kernel."""
     if reference_observed_us is None or reference_claimed_us is None:
         return 0.0
     return max(reference_observed_us - reference_claimed_us, 0.0)
 
 
-def understated(claimed_us: float, observed_us_per_call: float, inflation_us: float = 0.0) -> bool:
+def understated(claimed_us: float, observed_us_per_call: float, inflation_us: float = 0.0,
+                noise_us: float = 0.0) -> bool:
     """True when the claimed median cannot be honest against what the GPU's counters saw, less
-    what the audit's own conditions add to any call (`inflation`)."""
-    return claimed_us < AUDIT_MARGIN * max(observed_us_per_call - inflation_us, 0.0)
+    what the counters see of any call beyond its timed time (`inflation`) and NOISE_SIGMAS x
+    the uncertainty of the observed figure (`noise_us`, see `median_error`)."""
+    return claimed_us < AUDIT_MARGIN * max(observed_us_per_call - inflation_us - NOISE_SIGMAS * noise_us, 0.0)
+
+
+NOISE_SIGMAS = 3.0
+
+
+def median_error(values: list[float]) -> float:
+    """The standard error of the median of `values`, from their median absolute deviation
+    (robust: fewer than half of them can move it): 1.4826 x MAD x 1.2533 / sqrt(n)."""
+    if len(values) < 2:
+        return 0.0
+    middle = statistics.median(values)
+    mad = statistics.median(abs(v - middle) for v in values)
+    return 1.4826 * mad * 1.2533 / len(values) ** 0.5

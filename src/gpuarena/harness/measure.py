@@ -23,20 +23,19 @@ time over it less the calls' windows is the harness's cost there.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import torch
 
 from gpuarena.harness import device_audit, peaks
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
-from gpuarena.harness.records import DeviceAudit, SpeedOfLight, Timing, WorkloadResult
-from gpuarena.harness.sandbox import children_of
+from gpuarena.harness.records import SpeedOfLight, Timing, WorkloadResult
+from gpuarena.harness.rounds_audit import RoundsAudit
 from gpuarena.harness.stats import bootstrap_median, bootstrap_ratio, converged
-from gpuarena.harness.worker import CallFailure, Worker
+from gpuarena.harness.twin import ReferenceTwin
 
 if TYPE_CHECKING:
     from gpuarena.harness.supervisor import Supervisor, WorkloadSession
@@ -52,65 +51,6 @@ reply) is allowed this multiple of what the same harness code costs when the sup
 runs it with a solve() that does nothing,"""
 HARNESS_NS_PER_CALL = 5_000
 """plus this much per call (allocator and cache effects the no-op does not show)."""
-
-
-class ReferenceTwin:
-    """The reference timed through the worker's own `time` code, in the supervisor (CPU).
-
-    Run this way, the reference's block does all the harness work a solution's block does
-    in the worker (poisoning, copying outputs out, checks, the loop), in the same
-    conditions (the same shared input sets, caches as the other side left them), so the
-    supervisor's CPU time over the block less the calls' windows is a faithful measure of
-    the harness's own cost: the allowance against which the worker's CPU time is judged.
-    The reference is trusted; its outputs go to buffers of the supervisor's own, never to
-    the shared destinations the solution's outputs are checked in."""
-
-    def __init__(self, supervisor: Supervisor, session: WorkloadSession, solve: Any = None,
-                 convention: str = "return"):
-        self.worker = _TrustedWorker(None)  # type: ignore[arg-type]  # no connection: used in-process
-        w = self.worker
-        w.timer = supervisor.timer
-        w.device = session.device
-        w.convention = convention  # the reference: "return", whatever the solution's convention
-        w.input_names = session.input_names
-        w.output_names = supervisor.problem.spec.outputs
-        w.sets = session.sets
-        w.dests = [[torch.empty_like(d) for d in dests] for dests in session.dests]
-        w.children = children_of(os.getpid())
-        w.solve = solve or supervisor.problem.reference
-
-    @classmethod
-    def no_op(cls, supervisor: Supervisor, session: WorkloadSession, convention: str | None = None) -> ReferenceTwin:
-        """The harness alone: a solve() that does nothing (destination convention) or returns
-        ready outputs of the right shapes, through the worker's own `time` code. What the GPU
-        shows for it is the harness's share of a solution's request (poisoning, copying
-        outputs out), for the device audit to take off. `convention`: the problem's unless
-        given (the reference always returns its outputs)."""
-        convention = convention or supervisor.problem.spec.convention
-        outs = [torch.empty_like(d) for d in session.dests[0]]
-
-        def solve(*_: Any, **__: Any) -> Any:
-            if convention == "destination":
-                return None
-            return outs[0] if len(outs) == 1 else tuple(outs)
-
-        return cls(supervisor, session, solve=solve, convention=convention)
-
-    def block(self, n: int, evict: bool = True) -> tuple[list[int], list[int], int]:
-        """n timed calls: device samples, end-to-end samples, the harness's CPU time."""
-        started = time.thread_time_ns()
-        with torch.no_grad():  # entered once, outside the calls' windows
-            reply = self.worker.time({"n": n, "evict": evict})
-        spent = time.thread_time_ns() - started
-        return reply["device_ns"], reply["e2e_ns"], max(spent - sum(reply["e2e_ns"]), 0)
-
-
-class _TrustedWorker(Worker):
-    def _outputs(self, k: int, result: Any) -> list[torch.Tensor]:
-        try:  # the same checks, for the same cost; a reference may return a view of an input
-            return super()._outputs(k, result)
-        except CallFailure:
-            return list(result) if isinstance(result, (tuple, list)) else [result]
 
 
 def _request_roundtrip_ns(calls: int) -> int:
@@ -243,6 +183,9 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     assert timer is not None
     call_reference = reference_call(session)
 
+    def reference_block() -> Any:
+        return timer.run_block(call_reference, n_sets)
+
     def refresh(round_no: int) -> None:
         refresh_sets(session, round_no, "timing")
 
@@ -267,128 +210,65 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
         nonlocal sol_method
         refresh(round_no)
         solution_first = round_no % 2 == 0
+        committed: list[tuple[int, list[torch.Tensor]]] = []
         for who in (("sol", "ref") if solution_first else ("ref", "sol")):
             if who == "ref":
-                if twin is not None:
-                    dev, e2e, budget.harness_ns = twin.block(n_sets)
+                if twin is not None:  # the CPU
+                    dev, e2e, budget.harness_ns = audit.reference(lambda: twin.block(n_sets))
                 else:
-                    block = timer.run_block(call_reference, n_sets)
+                    block = audit.reference(reference_block)
                     dev, e2e = block.device_ns, block.e2e_ns
                 ref_dev.extend(dev)
                 ref_e2e.extend(e2e)
             else:
-                reply = worker.request({"op": "time", "n": n_sets}, supervisor.deadline,
-                                       f"timing {session.workload.name}")
+                reply, committed = audit.solution(
+                    lambda: worker.request({"op": "time", "n": n_sets}, supervisor.deadline,
+                                           f"timing {session.workload.name}"),
+                    lambda: commit_checked(supervisor, session), n_sets)
                 raise_on_failure(reply)
                 dev, e2e = _samples(reply, n_sets, host_timed=on_cpu)
                 budget.add(e2e, worker.last_wall_ns, worker.last_cpu_ns)
                 sol_dev.extend(dev)
                 sol_e2e.extend(e2e)
                 sol_method = str(reply.get("method", sol_method))
-        check_block()
+        check_outputs(supervisor, session, f"timing {session.workload.name}", committed)
+        audit.twins(round_no)
 
-    def check_block() -> None:
-        check_outputs(supervisor, session, f"timing {session.workload.name}")
-
-    def audit_block() -> DeviceAudit:
-        """More requests of the solution's calls, without the L2 sweep, each while the GPU's
-        own counters are read from outside the worker (device_audit.py). Each request gets
-        fresh inputs and its outputs checked, as in the timed rounds, so the calls seen must
-        do their work; the supervisor's own GPU work (refreshing inputs, checks) falls between
-        the sampled segments. The harness alone and the trusted reference are sampled the same
-        way first: the harness's share is taken off, and what the audit's conditions add to
-        the reference is allowed to the solution."""
-        sampler = supervisor.sampler
-        audit = DeviceAudit(margin=device_audit.AUDIT_MARGIN, claimed_us=result.time.median_us if result.time else None)
-        if sampler is None:
-            audit.skipped = supervisor.sampler_missing
-            return audit
-        try:
-            with sampler.sampling():
-                # the audit cannot be switched off by keeping the GPU busy: wait for a quiet
-                # GPU, and a GPU that never gets quiet ends the run (the service retries it)
-                for _ in range(device_audit.QUIET_ATTEMPTS):
-                    idle = sampler.idle()
-                    if not device_audit.shared(idle):
-                        break
-                    time.sleep(device_audit.QUIET_WAIT_S)
-                else:
-                    raise RunFailure("REJECTED", f"the GPU stayed {idle.busy_ns / idle.span_ns:.0%} busy with work "
-                                                 "that is not the harness's before the device audit (it needs the GPU "
-                                                 "to itself: run the job again on a quiet GPU)")
-                e2e_us = result.time.e2e_median_us if result.time and result.time.e2e_median_us else 1.0
-                calls = min(device_audit.AUDIT_CALLS, max(1, int(device_audit.AUDIT_BLOCK_S * 1e6 / e2e_us)))
-                requests = -(-calls // n_sets)
-                evict = device_audit.AUDIT_EVICTS
-
-                def sampled(twin: ReferenceTwin) -> float:  # busy ns of `requests` blocks of the twin
-                    return sampler.segment(lambda: [twin.block(n_sets, evict=evict) for _ in range(requests)])[1].busy_ns
-
-                # the harness alone, through the same code, on the same shapes, as many calls
-                harness_ns, busy_ns = sampled(ReferenceTwin.no_op(supervisor, session)), 0.0
-                # the trusted reference in the same conditions, less its own harness share (it
-                # returns its outputs, whatever the solution's convention): what they add to a call
-                reference_harness_ns = harness_ns if supervisor.problem.spec.convention == "return" else sampled(
-                    ReferenceTwin.no_op(supervisor, session, convention="return"))
-                reference_ns = sampled(ReferenceTwin(supervisor, session))
-                audit.reference_observed_us_per_call = (max(reference_ns - reference_harness_ns, 0.0)
-                                                        / (requests * n_sets) / 1e3)
-                for j in range(requests):
-                    refresh(round_no + 1 + j)  # ends with a device sync: none of it in a segment
-                    # the very request a timed round sends: the solution cannot tell it is audited
-                    # from the request (with AUDIT_EVICTS, not from the caches either)
-                    request = {"op": "time", "n": n_sets} if evict else {"op": "time", "n": n_sets, "evict": False}
-                    reply, window = sampler.segment(lambda: worker.request(
-                        request, supervisor.deadline, f"timing {session.workload.name}"))
-                    raise_on_failure(reply)
-                    _samples(reply, n_sets)
-                    check_block()
-                    busy_ns += window.busy_ns
-                    audit.calls += n_sets
-        except device_audit.SamplerError as exc:
-            audit.skipped = f"the PM sampler failed: {exc}"
-            return audit
-        audit.harness_us_per_call = harness_ns / audit.calls / 1e3
-        audit.observed_us_per_call = max(busy_ns - harness_ns, 0.0) / audit.calls / 1e3
-        audit.reference_claimed_us = result.reference_time.median_us if result.reference_time else None
-        audit.inflation_us = device_audit.inflation(audit.reference_observed_us_per_call, audit.reference_claimed_us)
-        if audit.claimed_us is not None and device_audit.understated(audit.claimed_us, audit.observed_us_per_call,
-                                                                     audit.inflation_us):
-            result.device_audit = audit
-            allowance = f", less {audit.inflation_us:.2f} µs the audit adds to any call" if audit.inflation_us else ""
-            raise RunFailure("REJECTED", f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
-                                         f"the GPU's own counters saw from outside the worker "
-                                         f"({audit.observed_us_per_call:.2f} µs per call over {audit.calls} calls"
-                                         f"{allowance})")
-        return audit
-
+    audit = RoundsAudit(supervisor, session, enabled=device_audit.applies(session.device),
+                        commit=lambda: commit_copies(session, range(min(CHECKED_PER_BLOCK, n_sets))))
     round_no = 0
-    while True:
-        round_no += 1
-        one_round(round_no)
-        elapsed = time.monotonic() - started
-        if len(sol_dev) >= plan.max_samples:
-            break
-        if elapsed >= plan.budget_s and len(sol_dev) >= plan.min_samples:
-            break
-        if converged(sol_dev, plan.min_samples) and converged(ref_dev, plan.min_samples):
-            break
-
-    # judged on the median request: cold caches and page faults of one block even out
-    if not budget.holds():
-        # a machine busy for a while (other runners, a database) can slow the worker's own
-        # work for many requests in a row: judge once more on fresh rounds before rejecting.
-        # A solution whose times are forged fails again; an honest one under a passing load
-        # does not.
-        budget.restart()
-        for _ in range(max(MIN_REQUESTS + 2, round_no // 2)):
+    try:
+        audit.begin()
+        while True:
             round_no += 1
             one_round(round_no)
-    budget.check()
-    result.time = summarize(sol_dev, sol_e2e, sol_method)
-    result.reference_time = summarize(ref_dev, ref_e2e, timer.method)
-    if device_audit.applies(session.device):
-        result.device_audit = audit_block()
+            elapsed = time.monotonic() - started
+            if audit.wants_more:  # the device audit's noise must average down first
+                continue
+            if len(sol_dev) >= plan.max_samples:
+                break
+            if elapsed >= plan.budget_s and len(sol_dev) >= plan.min_samples:
+                break
+            if converged(sol_dev, plan.min_samples) and converged(ref_dev, plan.min_samples):
+                break
+
+        # judged on the median request: cold caches and page faults of one block even out
+        if not budget.holds():
+            # a machine busy for a while (other runners, a database) can slow the worker's own
+            # work for many requests in a row: judge once more on fresh rounds before rejecting.
+            # A solution whose times are forged fails again; an honest one under a passing load
+            # does not.
+            budget.restart()
+            for _ in range(max(MIN_REQUESTS + 2, round_no // 2)):
+                round_no += 1
+                one_round(round_no)
+        budget.check()
+        result.time = summarize(sol_dev, sol_e2e, sol_method)
+        result.reference_time = summarize(ref_dev, ref_e2e, timer.method)
+        if audit.enabled:
+            audit.finish(result)
+    finally:
+        audit.stop()
     ratio, low, high = bootstrap_ratio(ref_dev, sol_dev)
     result.speedup, result.speedup_ci95 = ratio, (low, high)
     _speed_of_light(supervisor, session, result)
@@ -416,18 +296,36 @@ def refresh_sets(session: WorkloadSession, round_no: int, purpose: str) -> None:
     session.sync()
 
 
-def check_outputs(supervisor: Supervisor, session: WorkloadSession, doing: str) -> None:
-    """After a block of the solution's calls: no input changed, and the outputs of calls
-    chosen only now are right (every call had to be), within the run's time limit."""
+def commit_checked(supervisor: Supervisor, session: WorkloadSession) -> list[tuple[int, list[torch.Tensor]]]:
+    """Right after the solution's request: the calls whose outputs will be checked, chosen only
+    now, and a copy of those outputs. The copy is the commit point: an output a call had not
+    finished by then (work delayed on the GPU past the reply, say) is wrong."""
+    n = len(session.sets)
+    return commit_copies(session, sorted(supervisor.rng.sample(range(n), k=min(CHECKED_PER_BLOCK, n))))
+
+
+def commit_copies(session: WorkloadSession, picks: Iterable[int]) -> list[tuple[int, list[torch.Tensor]]]:
+    copies = [(i, [d.clone() for d in session.dests[i]]) for i in picks]
     session.sync()
+    return copies
+
+
+def check_outputs(supervisor: Supervisor, session: WorkloadSession, doing: str,
+                  committed: list[tuple[int, list[torch.Tensor]]] | None = None) -> None:
+    """After a block of the solution's calls: no input changed, and the committed outputs (of
+    calls chosen only after the request, `commit_checked`; committed now if not given) are
+    right (every call had to be), within the run's time limit."""
+    session.sync()
+    if committed is None:
+        committed = commit_checked(supervisor, session)
     for k in range(len(session.sets)):
         changed = session.modified_input(k)
         if changed:
             raise RunFailure("REJECTED", f"solve() modified its input {changed} during timing")
     tol = session.problem.spec.tolerance_for(session.workload.dtype)
-    for i in sorted(supervisor.rng.sample(range(len(session.sets)), k=min(CHECKED_PER_BLOCK, len(session.sets)))):
+    for i, outputs in committed:
         expected = session.reference(session.private[i])
-        for name, out, ref in zip(session.problem.spec.outputs, session.dests[i], expected):
+        for name, out, ref in zip(session.problem.spec.outputs, outputs, expected):
             verdict = compare(name, out, ref, tol)
             if not verdict.ok:
                 raise RunFailure(verdict.status, f"a timed call returned wrong values: {verdict.reason}")

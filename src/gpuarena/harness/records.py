@@ -70,15 +70,16 @@ class SpeedOfLight(Record):
 
 class DeviceAudit(Record):
     """The solution's claimed device time against the GPU's own counters, read from outside
-    the worker (CUDA; harness/device_audit.py)."""
+    the worker over its timed requests themselves (CUDA; harness/rounds_audit.py)."""
 
     method: str = "cupti-pm-sampling sm__cycles_active.max"
     calls: int = 0
-    """Calls in the sampled block (run without the L2 sweep)."""
+    """Timed calls in the sampled requests (all of the timed rounds')."""
     observed_us_per_call: float | None = None
-    """The busiest SM's active time over the solution's requests, per call, less the harness's."""
+    """The busiest SM's active time over the solution's timed requests, per call, less the harness's."""
     harness_us_per_call: float | None = None
-    """The same for the harness alone (a no-op solve() through the same code, in the supervisor)."""
+    """The same for the harness alone (a no-op solve() through the same code, cache sweeps
+    included, in the supervisor)."""
     claimed_us: float | None = None
     """The solution's median device time, as the worker reported it."""
     reference_observed_us_per_call: float | None = None
@@ -86,12 +87,20 @@ class DeviceAudit(Record):
     reference_claimed_us: float | None = None
     """The reference's median device time from the timed rounds."""
     inflation_us: float = 0.0
-    """What the audit's conditions (no L2 sweep) add to a call: the reference's observed less
-    its claimed time, at least 0; taken off the solution's observed time before the check."""
+    """What the counters see of a call beyond its timed device time: the reference's observed
+    less its claimed time, at least 0; taken off the solution's observed time before the check."""
+    reference_timed_us_per_call: float | None = None
+    """Busy time per call of the reference's timed blocks (median block),"""
+    reference_twin_us_per_call: float | None = None
+    """and of its twin's, which does more harness work: far more in the timed blocks means
+    something else used the GPU while the reference was timed."""
+    noise_us: float = 0.0
+    """The standard error of the observed figure (the medians' of the solution's requests and
+    of the harness's blocks, from their spread)."""
     margin: float | None = None
-    """Claims under margin x (observed - inflation) are rejected."""
+    """Claims under margin x (observed - inflation - 3 x noise) are rejected."""
     skipped: str = ""
-    """Why no audit ran (no sampler on this machine, a GPU shared with other work)."""
+    """Why no audit ran (no sampler on this machine)."""
 
 
 class WorkloadResult(Record):

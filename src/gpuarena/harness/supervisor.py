@@ -280,6 +280,10 @@ class Supervisor:
         self._sampler: device_audit.DeviceSampler | None = None
         self.sampler_missing = ""
         """Why there is no device sampler for the audit, once one was sought."""
+        self.sampler_lost = False
+        """The sampler started in this run and could not start again later: the counters may
+        be held by the solution (device_audit.py), so the audit must not be skipped."""
+        self._sampler_started = False
 
     @property
     def sampler(self) -> device_audit.DeviceSampler | None:
@@ -295,8 +299,10 @@ class Supervisor:
                 return None
             try:
                 self._sampler = device_audit.DeviceSampler(binary, self.device.index or 0)
+                self._sampler_started = True
             except (device_audit.SamplerError, OSError) as exc:
                 self.sampler_missing = f"the PM sampler could not start: {exc}"
+                self.sampler_lost = self._sampler_started
         return self._sampler
 
     def release_sampler(self) -> None:
@@ -333,6 +339,10 @@ class Supervisor:
         elif self.device.type == "cuda" and self.options.mode != "test":
             self.progress("measuring the device's peaks (once per device)")
             env.peaks = self.peaks = peaks.device_peaks(self.device, env.device_uuid, env.device_name)
+        if self.device.type == "cuda" and self.options.mode != "test":
+            # the device audit's sampler starts before any of the solution's code runs: whether
+            # this GPU's counters can be read is the machine's answer, not the solution's
+            _ = self.sampler
         ready, self.started_worker = self.started_worker, None
         wanted = (self._isolate_worker(), self.options.memory_limit_bytes, self.device.type != "cpu")
         if ready is None or not ready.alive() or (ready.isolate, ready.memory_limit_bytes, ready.gpu) != wanted:

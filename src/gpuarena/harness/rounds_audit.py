@@ -1,0 +1,227 @@
+"""The device audit over the timed rounds themselves (CUDA): what the GPU's own counters saw of
+every timed request of the solution, against the device time the worker claimed for it.
+
+The audit used to send requests of its own after the timed rounds, without the L2 sweep, and
+a solution could tell them apart (no sweep, the counters held only then). Now there is
+nothing to tell apart: the PM sampler (device_audit.py) holds the counters for the whole
+timed phase and every one of the solution's timed requests is a sampled segment. A segment
+runs from the request to the copy of the outputs the supervisor will check, chosen only once
+the reply is in (`commit`), so any work a checked output needs, however the solution delays
+it on the GPU, is inside the segment: what finishes later was wrong when copied.
+
+What the segments hold besides the solution's calls is the harness's: the L2 and
+instruction-cache sweeps before each call, poisoning and copying outputs out, the copy of
+the checked outputs. On an H100 the sweeps took about 160 µs of the busiest SM's time per
+call (the L2 read sweep alone 58.7 µs, steady within ±0.6% over blocks of 30,
+bench/results/audit-rounds-NVIDIA-H100.md), so they must be taken off precisely, in the same
+conditions: the GPU's clocks after a long idle (a CUDA build) made whole rounds 3.5% busier
+than the same blocks a few seconds later. So in every TWIN_EVERY-th round the same harness
+code with a solve() that does nothing, and the trusted reference, run through the worker's
+own `time` code in the supervisor (twin.py), are sampled too: they give the harness's share
+and what the counters see of a call beyond its CUPTI time (`inflation`).
+
+The reference's timed blocks are sampled as well: work that is not the harness's running
+while the reference is timed (a solution's kernel queued to start later) would slow the
+reference and flatter the solution. They do less harness work than the reference's twin
+(no copies out), so a median block far busier than the twin's means someone else's work.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import TYPE_CHECKING, Callable, TypeVar
+
+from gpuarena.harness import device_audit
+from gpuarena.harness.device_audit import SamplerError, Window
+from gpuarena.harness.process import RunFailure
+from gpuarena.harness.records import DeviceAudit, WorkloadResult
+from gpuarena.harness.twin import ReferenceTwin
+
+if TYPE_CHECKING:
+    from gpuarena.harness.supervisor import Supervisor, WorkloadSession
+
+T = TypeVar("T")
+SOLUTION, REFERENCE = "the solution's request", "the reference's timed block"
+HARNESS, REFERENCE_HARNESS = "the harness alone", "the harness as the reference calls it"
+REFERENCE_TWIN = "the reference through the worker's code"
+"""What each sampled segment holds (the names errors give, and a test's stand-in reads)."""
+MIN_REQUESTS = 8
+"""The timed rounds go on until this many of the solution's requests were sampled: the harness's
+share is about 160 µs a call on an H100 and a 2 µs kernel is judged on the difference, so its
+noise must average down (with 2 requests an honest Triton softmax read 3.68 µs for 2.11)."""
+TWIN_EVERY = 2
+"""The twins are sampled in the first round and every TWIN_EVERY-th after it,"""
+TWIN_BLOCKS = 4
+"""and after the rounds until each has this many blocks; the median block counts."""
+REFERENCE_SHARED_FRACTION = 0.05
+REFERENCE_SHARED_NS_PER_CALL = 2_000
+"""The reference's timed blocks may be this much busier (median) than its twin's before the
+run is rejected as sharing the GPU."""
+
+
+class RoundsAudit:
+    """One workload's audit: `begin()` before the timed rounds, `solution()` and `reference()`
+    around each block in them, `twins()` at the end of each round, `finish()` after (then
+    `stop()`, always). `commit`: the work of the solution's commit, for the twins' blocks."""
+
+    def __init__(self, supervisor: Supervisor, session: WorkloadSession, enabled: bool = True,
+                 commit: Callable[[], object] = lambda: None):
+        """enabled=False (the CPU, which has its own bound): every block runs unsampled."""
+        self.supervisor, self.session, self.enabled, self.commit = supervisor, session, enabled, commit
+        self.sampler = supervisor.sampler if enabled else None
+        if enabled and self.sampler is None and supervisor.sampler_lost:
+            raise RunFailure("REJECTED", f"the GPU's counters could not be read for the device audit "
+                                         f"({supervisor.sampler_missing}) after they could earlier in this run: "
+                                         "nothing may hold them while a job runs")
+        self.on = False
+        self.solution_ns: list[float] = []
+        """Busy ns per sampled request of the solution (calls, harness work, commit)."""
+        self.reference_ns: list[float] = []
+        """Busy ns per timed reference block."""
+        self.twin_ns: dict[str, list[float]] = {HARNESS: [], REFERENCE_HARNESS: [], REFERENCE_TWIN: []}
+        """Busy ns per block of each twin."""
+        self.calls = 0
+        self._twins: dict[str, ReferenceTwin] = {}
+
+    def begin(self) -> None:
+        """Sampling on, once the GPU is quiet (it cannot be switched off by keeping it busy)."""
+        if self.sampler is None:
+            return
+        self._twins = {HARNESS: ReferenceTwin.no_op(self.supervisor, self.session),
+                       REFERENCE_TWIN: ReferenceTwin(self.supervisor, self.session)}
+        if self.supervisor.problem.spec.convention != "return":  # the reference returns its outputs
+            self._twins[REFERENCE_HARNESS] = ReferenceTwin.no_op(self.supervisor, self.session, convention="return")
+        try:
+            self.sampler.start()
+            self.on = True
+            self._wait_quiet("the timed rounds")
+        except SamplerError as exc:
+            raise self._failed(exc) from None
+
+    @property
+    def wants_more(self) -> bool:
+        """Whether the rounds must go on for the audit (fewer than MIN_REQUESTS sampled)."""
+        return self.on and len(self.solution_ns) < MIN_REQUESTS
+
+    def solution(self, request: Callable[[], T], commit: Callable[[], object], calls: int) -> tuple[T, object]:
+        """One timed request of the solution and the commit that ends it, sampled."""
+        if not self.on:
+            return request(), commit()
+        (reply, committed), window = self._segment(lambda: (request(), commit()), SOLUTION)
+        self.solution_ns.append(window.busy_ns)
+        self.calls += calls
+        return reply, committed
+
+    def reference(self, block: Callable[[], T]) -> T:
+        """One timed block of the reference, sampled."""
+        if not self.on:
+            return block()
+        result, window = self._segment(block, REFERENCE)
+        self.reference_ns.append(window.busy_ns)
+        return result
+
+    def twins(self, round_no: int) -> None:
+        """At the end of round `round_no` (from 1): the twins' blocks, in the rounds' conditions."""
+        if self.on and (round_no - 1) % TWIN_EVERY == 0:
+            self._sample_twins()
+
+    def finish(self, result: WorkloadResult) -> DeviceAudit:
+        """The verdict, from the medians (the twins topped up first where the rounds were few)."""
+        audit = DeviceAudit(margin=device_audit.AUDIT_MARGIN, claimed_us=result.time.median_us if result.time else None,
+                            reference_claimed_us=result.reference_time.median_us if result.reference_time else None)
+        result.device_audit = audit
+        if not self.enabled:
+            return audit
+        if self.sampler is None:
+            audit.skipped = self.supervisor.sampler_missing
+            return audit
+        try:
+            if len(self.twin_ns[HARNESS]) < TWIN_BLOCKS:
+                self._wait_quiet("the harness's own share is measured")
+                while len(self.twin_ns[HARNESS]) < TWIN_BLOCKS:
+                    self._sample_twins()
+        finally:
+            self.stop()
+        n = len(self.session.sets)
+
+        def per_call(ns: float) -> float:
+            return max(ns, 0.0) / n / 1e3
+
+        harness = statistics.median(self.twin_ns[HARNESS])
+        reference_harness = statistics.median(self.twin_ns[REFERENCE_HARNESS] or self.twin_ns[HARNESS])
+        reference_twin = statistics.median(self.twin_ns[REFERENCE_TWIN])
+        audit.calls = self.calls
+        audit.harness_us_per_call = per_call(harness)
+        audit.observed_us_per_call = per_call(statistics.median(self.solution_ns) - harness) if self.solution_ns else 0.0
+        audit.noise_us = math.hypot(device_audit.median_error(self.solution_ns),
+                                    device_audit.median_error(self.twin_ns[HARNESS])) / n / 1e3
+        audit.reference_observed_us_per_call = per_call(reference_twin - reference_harness)
+        audit.inflation_us = device_audit.inflation(audit.reference_observed_us_per_call, audit.reference_claimed_us)
+        audit.reference_twin_us_per_call = per_call(reference_twin)
+        if self.reference_ns:
+            timed = statistics.median(self.reference_ns)
+            audit.reference_timed_us_per_call = per_call(timed)
+            if timed > (1 + REFERENCE_SHARED_FRACTION) * reference_twin + REFERENCE_SHARED_NS_PER_CALL * n:
+                raise RunFailure("REJECTED", f"the GPU did more while the reference was timed "
+                                             f"({audit.reference_timed_us_per_call:.2f} µs per call) than for the same "
+                                             f"calls with more harness work around them "
+                                             f"({audit.reference_twin_us_per_call:.2f} µs): work that is not the "
+                                             "harness's ran under the reference's timing (run the job again on a GPU "
+                                             "of its own)")
+        if audit.claimed_us is not None and device_audit.understated(audit.claimed_us, audit.observed_us_per_call,
+                                                                     audit.inflation_us, audit.noise_us):
+            allowance = (f", less {audit.inflation_us:.2f} µs the counters add to the reference's calls"
+                         if audit.inflation_us else "") + f", less {device_audit.NOISE_SIGMAS:g} x its error of " \
+                f"{audit.noise_us:.2f} µs"
+            raise RunFailure("REJECTED", f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
+                                         f"the GPU's own counters saw from outside the worker "
+                                         f"({audit.observed_us_per_call:.2f} µs per call in the median of "
+                                         f"{len(self.solution_ns)} timed requests, the harness's share taken "
+                                         f"off{allowance})")
+        return audit
+
+    def stop(self) -> None:
+        """Sampling off (idempotent; a sampler that fails to stop is closed by the run's end)."""
+        if self.on:
+            self.on = False
+            try:
+                assert self.sampler is not None
+                self.sampler.stop()
+            except SamplerError:
+                pass
+
+    def _segment(self, work: Callable[[], T], what: str) -> tuple[T, Window]:
+        assert self.sampler is not None
+        self.session.sync()  # the supervisor's own earlier GPU work stays out of the segment
+        try:
+            return self.sampler.segment(work, what)
+        except SamplerError as exc:
+            raise self._failed(exc) from None
+
+    def _sample_twins(self) -> None:
+        n = len(self.session.sets)
+        for name, twin in self._twins.items():
+            work = (lambda twin=twin: (twin.block(n), self.commit()))
+            self.twin_ns[name].append(self._segment(work, name)[1].busy_ns)
+
+    def _wait_quiet(self, before: str) -> None:
+        """A GPU busy with work that is not the harness's is looked at again a few times, and
+        one that never gets quiet ends the run (the service runs it again), never passes it."""
+        assert self.sampler is not None
+        for _ in range(device_audit.QUIET_ATTEMPTS):
+            idle = self.sampler.idle()
+            if not device_audit.shared(idle):
+                return
+            time.sleep(device_audit.QUIET_WAIT_S)
+        raise RunFailure("REJECTED", f"the GPU stayed {idle.busy_ns / max(idle.span_ns, 1):.0%} busy with work that is "
+                                     f"not the harness's before {before} (the device audit needs the GPU to itself: "
+                                     "run the job again on a quiet GPU)")
+
+    def _failed(self, exc: SamplerError) -> RunFailure:
+        """The counters could not be read once the sampler had started: a solution could make
+        that happen (by holding the GPU's counters), so the run is not passed unaudited."""
+        self.stop()
+        return RunFailure("REJECTED", f"the GPU's counters could not be read during the device audit ({exc}); "
+                                      "nothing may hold them while a job runs")

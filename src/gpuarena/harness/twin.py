@@ -1,0 +1,76 @@
+"""The trusted reference (or no solution at all) run through the worker's own `time` code, in
+the supervisor: the measure of the harness's share of a solution's request, on the CPU (its
+CPU time) and on CUDA (what the GPU's counters see of it, for the device audit)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from gpuarena.harness.sandbox import children_of
+from gpuarena.harness.worker import CallFailure, Worker
+
+if TYPE_CHECKING:
+    from gpuarena.harness.supervisor import Supervisor, WorkloadSession
+
+
+class ReferenceTwin:
+    """The reference timed through the worker's own `time` code, in the supervisor (CPU).
+
+    Run this way, the reference's block does all the harness work a solution's block does
+    in the worker (poisoning, copying outputs out, checks, the loop), in the same
+    conditions (the same shared input sets, caches as the other side left them), so the
+    supervisor's CPU time over the block less the calls' windows is a faithful measure of
+    the harness's own cost: the allowance against which the worker's CPU time is judged.
+    The reference is trusted; its outputs go to buffers of the supervisor's own, never to
+    the shared destinations the solution's outputs are checked in."""
+
+    def __init__(self, supervisor: Supervisor, session: WorkloadSession, solve: Any = None,
+                 convention: str = "return"):
+        self.worker = _TrustedWorker(None)  # type: ignore[arg-type]  # no connection: used in-process
+        w = self.worker
+        w.timer = supervisor.timer
+        w.device = session.device
+        w.convention = convention  # the reference: "return", whatever the solution's convention
+        w.input_names = session.input_names
+        w.output_names = supervisor.problem.spec.outputs
+        w.sets = session.sets
+        w.dests = [[torch.empty_like(d) for d in dests] for dests in session.dests]
+        w.children = children_of(os.getpid())
+        w.solve = solve or supervisor.problem.reference
+
+    @classmethod
+    def no_op(cls, supervisor: Supervisor, session: WorkloadSession, convention: str | None = None) -> ReferenceTwin:
+        """The harness alone: a solve() that does nothing (destination convention) or returns
+        ready outputs of the right shapes, through the worker's own `time` code. What the GPU
+        shows for it is the harness's share of a solution's request (poisoning, copying
+        outputs out), for the device audit to take off. `convention`: the problem's unless
+        given (the reference always returns its outputs)."""
+        convention = convention or supervisor.problem.spec.convention
+        outs = [torch.empty_like(d) for d in session.dests[0]]
+
+        def solve(*_: Any, **__: Any) -> Any:
+            if convention == "destination":
+                return None
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        return cls(supervisor, session, solve=solve, convention=convention)
+
+    def block(self, n: int, evict: bool = True) -> tuple[list[int], list[int], int]:
+        """n timed calls: device samples, end-to-end samples, the harness's CPU time."""
+        started = time.thread_time_ns()
+        with torch.no_grad():  # entered once, outside the calls' windows
+            reply = self.worker.time({"n": n, "evict": evict})
+        spent = time.thread_time_ns() - started
+        return reply["device_ns"], reply["e2e_ns"], max(spent - sum(reply["e2e_ns"]), 0)
+
+
+class _TrustedWorker(Worker):
+    def _outputs(self, k: int, result: Any) -> list[torch.Tensor]:
+        try:  # the same checks, for the same cost; a reference may return a view of an input
+            return super()._outputs(k, result)
+        except CallFailure:
+            return list(result) if isinstance(result, (tuple, list)) else [result]
