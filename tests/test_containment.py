@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import judge
+from conftest import EXAMPLES, judge
 from gpuarena.harness import containment
 from gpuarena.harness.process import scrubbed_env
 
@@ -100,6 +100,31 @@ def solve(x):
     assert record.status == "RUNTIME_ERROR", (record.status, record.reason)
     assert "memory.limit_in_bytes 1024 MiB" in record.environment.worker_containment or \
         "memory.max 1024 MiB" in record.environment.worker_containment
+
+
+@needs_bwrap
+def test_without_a_cgroup_the_memory_limit_is_watched_from_outside(tmp_path, monkeypatch, softmax_small):
+    """Where no cgroup counts memory (cgroup v2 without the memory controller delegated, as on
+    the lent H100), shared anonymous memory still counts: the supervisor sums the sandbox's
+    resident memory from outside and kills it over the limit, with a reason that says so."""
+    monkeypatch.setenv("GPUARENA_SANDBOX_CGROUP", "0")
+    solution = _solution(tmp_path, '''
+import mmap
+
+def solve(x):
+    block = mmap.mmap(-1, 3 << 30, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+    for at in range(0, 3 << 30, 4096):
+        block[at] = 1
+    return torch.softmax(x, dim=-1)
+''')
+    record = judge("level1/softmax", solution, mode="test", workloads=["small-64x1000"],
+                   memory_limit_bytes=1 << 30)
+    assert record.status == "RUNTIME_ERROR", (record.status, record.reason)
+    assert "went over its memory limit" in record.reason and "limit 1024 MiB" in record.reason
+    assert "memory watched from outside (1024 MiB resident)" in record.environment.worker_containment
+    assert "memory.max" not in record.environment.worker_containment
+    honest = softmax_small(EXAMPLES / "softmax" / "pytorch.py", memory_limit_bytes=1 << 30)
+    assert honest.status == "PASSED", honest.reason  # a worker's own footprint stays under it
 
 
 @needs_bwrap

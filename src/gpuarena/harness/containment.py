@@ -18,6 +18,8 @@ solution, which shares that process. What this module sets up cannot:
 - **A cgroup** where this machine lets the supervisor make one (v2, or v1's memory, pids and
   cpuacct hierarchies): a memory limit that counts every kind of memory (shared anonymous,
   tmpfs files), a process limit, and CPU time of everything in it, read from outside.
+  Where no cgroup counts memory (cgroup v2 without the memory controller delegated, as on
+  the lent H100; or `GPUARENA_SANDBOX_CGROUP=0`), `MemoryWatch` looks from outside instead.
 
 Where bubblewrap is missing or cannot run (a kernel without user namespaces for a normal
 user, say) the worker runs without it and the record says so (`Containment.describe`); the
@@ -31,7 +33,9 @@ import os
 import shutil
 import subprocess
 import sys
+import signal
 import sysconfig
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,7 +272,10 @@ class Cgroup:
 
     @classmethod
     def make(cls, name: str, memory_bytes: int | None) -> Cgroup:
+        """The cgroup(s) this machine lets us make, limited; none with GPUARENA_SANDBOX_CGROUP=0."""
         group = cls()
+        if os.environ.get("GPUARENA_SANDBOX_CGROUP", "1").strip().lower() in ("0", "false", "no", "off"):
+            return group
         own = _own_cgroups()
         for mount, fstype, options in _mounts():
             if fstype == "cgroup2":
@@ -438,3 +445,49 @@ def namespace_threads(init_pid: int, ns_pid: int) -> set[int] | None:
         if state not in ("Z", "X"):
             live.add(int(tid))
     return live
+
+
+class MemoryWatch:
+    """The memory limit where no cgroup counts memory: a thread of the supervisor's sums the
+    resident anonymous and shared memory (RssAnon + RssShmem: heap, anonymous and shared
+    mappings, mapped tmpfs files) of every process in the sandbox every INTERVAL_S, through
+    the namespace's /proc from outside, and kills the sandbox above the limit. Coarser than
+    `memory.max`: memory touched faster than the interval overshoots until the next look, and
+    tmpfs files nobody maps count only against their own size limits."""
+
+    INTERVAL_S = 0.05
+
+    def __init__(self, init_pid: int, limit_bytes: int):
+        self.init_pid, self.limit_bytes = init_pid, limit_bytes
+        self.exceeded_bytes = 0
+        """What the sandbox held when it was killed for it (0: never)."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="gpuarena-memory-watch", daemon=True)
+        self._thread.start()
+
+    def resident_bytes(self) -> int:
+        total = 0
+        for ns_pid in namespace_processes(self.init_pid) or {}:
+            try:
+                with open(f"/proc/{self.init_pid}/root/proc/{ns_pid}/status") as f:
+                    for line in f:
+                        if line.startswith(("RssAnon:", "RssShmem:")):
+                            total += int(line.split()[1]) * 1024
+            except (OSError, ValueError, IndexError):
+                continue  # gone between the listing and the read
+        return total
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.INTERVAL_S):
+            used = self.resident_bytes()
+            if used > self.limit_bytes:
+                self.exceeded_bytes = used
+                try:
+                    os.kill(self.init_pid, signal.SIGKILL)  # the namespace's init: everything in it dies
+                except (ProcessLookupError, PermissionError):
+                    pass
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)

@@ -121,6 +121,8 @@ class WorkerProcess:
         """The sandbox's init (bubblewrap, pid 1 of the worker's PID namespace), in our namespace."""
         self.worker_pid: int | None = None
         self.cgroup: containment.Cgroup | None = None
+        self.memory_watch: containment.MemoryWatch | None = None
+        """The memory limit watched from outside, where no cgroup counts memory."""
         self.threads: set[int] | None = None
         """The worker's thread ids as the harness left them (counted from outside), once known."""
         become_subreaper()
@@ -176,6 +178,8 @@ class WorkerProcess:
             os.close(options_read)
         self.sandbox_options = argv[1:]
         self.init_pid = containment.read_info(info_path, self.proc)
+        if memory_limit and not self.cgroup.counts_memory:
+            self.memory_watch = containment.MemoryWatch(self.init_pid, memory_limit)
         deadline = time.monotonic() + 30
         while self.worker_pid is None and time.monotonic() < deadline and self.proc.poll() is None:
             children = children_of(self.init_pid)
@@ -192,6 +196,8 @@ class WorkerProcess:
         if self.sandbox_problem:
             return f"none: no sandbox ({self.sandbox_problem}); in-process guards only"
         limits = ", ".join(self.cgroup.limits) if self.cgroup and self.cgroup.limits else "no cgroup limits"
+        if self.memory_watch is not None:
+            limits += f", memory watched from outside ({self.memory_watch.limit_bytes >> 20} MiB resident)"
         network = ", network" if "--unshare-net" in self.sandbox_options else ""
         return (f"bubblewrap: PID, mount, IPC, UTS{network} namespaces, read-only system view, private /tmp and "
                 f"/dev/shm{', GPU device files' if self.gpu else ', no GPU device files'}; {limits}")
@@ -257,6 +263,10 @@ class WorkerProcess:
             reply = protocol.receive_reply(self.conn, deadline - time.monotonic())
         except (protocol.WorkerGone, BrokenPipeError, ConnectionResetError):
             self._reap()
+            if self.memory_watch is not None and self.memory_watch.exceeded_bytes:
+                raise RunFailure("RUNTIME_ERROR", f"the worker went over its memory limit while {doing}: "
+                                 f"{self.memory_watch.exceeded_bytes >> 20} MiB resident, limit "
+                                 f"{self.memory_watch.limit_bytes >> 20} MiB (seen from outside)") from None
             raise RunFailure("RUNTIME_ERROR", f"the worker {describe_exit(self.exit_code)} while {doing}"
                              " (a crash, or the solution ended the process)") from None
         self.last_wall_ns = time.perf_counter_ns() - started
@@ -307,6 +317,8 @@ class WorkerProcess:
         if self._closed:
             return
         self._closed = True
+        if self.memory_watch is not None:
+            self.memory_watch.stop()
         if self.proc.poll() is None:
             try:
                 protocol.send_request(self.conn, {"op": "exit"})
