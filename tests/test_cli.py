@@ -152,6 +152,33 @@ def test_check_all_bundled_problems():
     assert "FAIL" not in result.stdout
 
 
+def test_check_takes_a_bundled_id_like_run(tmp_path):
+    """Every command that takes a problem takes a bundled id (it failed with "problem.toml: not
+    found"); a missing one gets the loader's message, not a traceback."""
+    result = gpuarena("check", "level1/softmax", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 of 1 problems ok" in result.stdout
+    missing = gpuarena("check", "level1/no-such-problem", cwd=tmp_path)
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+
+
+def test_a_local_problem_folder_names_the_server_s_problem(tmp_path):
+    """`gpuarena submit problems/level1/softmax ...` (a folder, as `run` takes) asks the server
+    for level1/softmax, not for "unknown problem" problems/level1/softmax."""
+    from gpuarena.problems.loader import problem_id
+
+    assert problem_id("level1/softmax") == "level1/softmax"
+    assert problem_id(ROOT / "problems" / "level1" / "softmax") == "level1/softmax"
+    copy = tmp_path / "contest" / "problems" / "level2" / "mine"
+    copy.mkdir(parents=True)
+    (copy / "problem.toml").write_text((ROOT / "problems" / "level1" / "softmax" / "problem.toml").read_text())
+    assert problem_id(copy) == "level2/mine"
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "problem.toml").write_text("")
+    assert problem_id(lone) == "lone"
+
+
 def test_schema_command_writes_schemas(tmp_path):
     assert gpuarena("schema", "-o", str(tmp_path)).returncode == 0
     assert {p.name for p in tmp_path.iterdir()} >= {"problem.schema.json", "evaluation.schema.json"}

@@ -57,3 +57,33 @@ def test_the_default_database_is_sqlite_in_the_home_folder(tmp_path, monkeypatch
     made = CliRunner().invoke(app, ["users", "add", "alice"])
     assert made.exit_code == 0, made.output
     assert (tmp_path / "home" / "gpuarena.db").is_file()
+
+
+def test_account_commands_reach_the_server_s_database_from_its_clone(tmp_path, monkeypatch) -> None:
+    """`scripts/serve.sh` keeps its data in .gpuarena/ of the clone; `gpuarena users add` run
+    there (or below) without GPUARENA_HOME must write to that database, and say which."""
+    monkeypatch.delenv("GPUARENA_DATABASE_URL", raising=False)
+    monkeypatch.delenv("GPUARENA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    monkeypatch.setenv("COLUMNS", "400")
+    clone = tmp_path / "clone"
+    (clone / "examples").mkdir(parents=True)
+    cli = CliRunner()
+    assert cli.invoke(app, ["db", "upgrade", "--home", str(clone / ".gpuarena")]).exit_code == 0
+    monkeypatch.chdir(clone / "examples")
+    made = cli.invoke(app, ["users", "add", "alice"])
+    assert made.exit_code == 0, made.output
+    server_db = clone / ".gpuarena" / "gpuarena.db"
+    assert f"in sqlite:///{server_db}" in made.stderr and "no database" not in made.stderr
+    assert not (tmp_path / "user-home" / ".gpuarena").exists()
+    database = Database(f"sqlite:///{server_db}")
+    try:
+        with database.read() as session:
+            assert authenticate(session, made.stdout.strip().splitlines()[-1]).user.name == "alice"
+    finally:
+        database.dispose()
+    # elsewhere, with no database near: a new one in ~/.gpuarena, and the message says so
+    monkeypatch.chdir(tmp_path)
+    elsewhere = cli.invoke(app, ["users", "add", "bob"])
+    assert elsewhere.exit_code == 0 and "no database at" in elsewhere.stderr
+    assert (tmp_path / "user-home" / ".gpuarena" / "gpuarena.db").is_file()

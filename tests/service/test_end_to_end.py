@@ -112,6 +112,9 @@ def test_serve_submit_result_leaderboard(served) -> None:
                             env=env).stdout)
     assert [(r["rank"], r["user"], r["submission_id"]) for r in board["rows"]] == [(1, "alice", record["submission_id"])]
     assert board["rows"][0]["score"] == pytest.approx(record["score"])
+    by_folder = json.loads(_cli("leaderboard", str(ROOT / "tests" / "fixtures" / "problems" / "axpy_dest"), "--device",
+                                "cpu", "--server", server.url, "--json", env=env).stdout)
+    assert by_folder["rows"] == board["rows"]  # a local problem folder names the server's problem
 
     # `gpuarena login` saves the server and token for later commands
     _cli("login", "--server", server.url, "--token", token, env=env)

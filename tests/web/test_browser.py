@@ -215,3 +215,32 @@ def test_admin_page_lists_runners_and_queue(server, browser) -> None:
     page.goto("/admin")
     assert "/signin" in page.url
     context.close()
+
+
+def test_api_docs_render_offline(server, browser) -> None:
+    """/docs and /redoc were blank offline: FastAPI loads their scripts from a CDN. Every
+    request that leaves the server is refused here, and both pages must still render."""
+    context = browser.new_context()
+    refused: list[str] = []
+
+    def offline(route) -> None:
+        if route.request.url.startswith(server.url):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", offline)
+    errors = _watch_errors(context)
+    page = context.new_page()
+    page.goto(f"{server.url}/docs")
+    page.wait_for_selector(".swagger-ui .info .title", timeout=20_000)
+    assert "gpuarena" in page.locator(".swagger-ui .info .title").inner_text()
+    page.wait_for_selector(".opblock-summary-path", timeout=20_000)  # the API's operations are listed
+    _shot(page, "api-docs")
+    page.goto(f"{server.url}/redoc")
+    page.wait_for_selector("h1:has-text('gpuarena')", timeout=20_000)
+    _shot(page, "api-redoc")
+    context.close()
+    assert refused == [], refused
+    assert errors == [], errors

@@ -92,17 +92,17 @@ def _check_device(device: str) -> None:
 
 @app.command()
 def check(
-    problems: Annotated[list[Path], typer.Argument(help="Problem folders (or a folder holding many)")],
+    problems: Annotated[list[Path], typer.Argument(help="Problem folders, bundled ids (level1/softmax), or a folder holding many")],
     device: Annotated[str, typer.Option(help="Device to run the reference on")] = "cpu",
 ) -> None:
     """Validate problems: schema, reference on every workload, outputs that trivial answers cannot match."""
     from gpuarena.problems.check import check_problem
-    from gpuarena.problems.loader import PROBLEM_FILE
+    from gpuarena.problems.loader import PROBLEM_FILE, problem_folder
 
     folders: list[Path] = []
     for path in problems:
-        if (path / PROBLEM_FILE).is_file():
-            folders.append(path)
+        if problem_folder(path) is not None:
+            folders.append(problem_folder(path))  # type: ignore[arg-type]
         elif path.is_dir() and any(path.rglob(PROBLEM_FILE)):
             folders += sorted(p.parent for p in path.rglob(PROBLEM_FILE))
         else:

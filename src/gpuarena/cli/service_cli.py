@@ -21,7 +21,7 @@ users_app = typer.Typer(no_args_is_help=True, help="Accounts, made directly in t
 tokens_app = typer.Typer(no_args_is_help=True, help="API tokens, managed directly in the configured database.")
 
 HomeOpt = Annotated[Optional[Path], typer.Option("--home", envvar="GPUARENA_HOME",
-                                                 help="Folder for the embedded database and caches [default: ~/.gpuarena]")]
+                                                 help="Folder for the embedded database and caches [default: GPUARENA_HOME, else the nearest .gpuarena/ with a database from here up, else ~/.gpuarena]")]
 DatabaseOpt = Annotated[Optional[str], typer.Option("--database", envvar="GPUARENA_DATABASE_URL",
                                                     help="sqlite:///file.db or postgresql://user@host/db [default: SQLite in --home]")]
 ServerOpt = Annotated[Optional[str], typer.Option("--server", envvar="GPUARENA_SERVER",
@@ -37,12 +37,23 @@ def _settings(home: Path | None, database: str | None, **more: object):  # type:
 
 
 def _database(home: Path | None, database: str | None):  # type: ignore[no-untyped-def]
+    """The database the account commands write to, made or migrated first; a new SQLite file
+    is said out loud (a server started elsewhere keeps its own)."""
     from gpuarena.service.db import Database
     from gpuarena.service.migrate import upgrade
 
     settings = _settings(home, database)
+    path = settings.database_url.removeprefix("sqlite:///") if settings.database_url.startswith("sqlite:///") else ""
+    if path and not Path(path).exists():
+        err.print(f"no database at {path} yet: making a new one (a server started with another GPUARENA_HOME "
+                  "will not see what is written here; --home or GPUARENA_HOME chooses)", highlight=False)
     upgrade(settings.database_url)
     return Database(settings.database_url)
+
+
+def _where(db) -> str:  # type: ignore[no-untyped-def]
+    """The database's URL for messages, without a password."""
+    return db.write_engine.url.render_as_string(hide_password=True)
 
 
 def credentials_path() -> Path:
@@ -191,7 +202,7 @@ def users_add(
             _, plain = issue_token(session, user, "first", device_kinds=device_kind or None)
     except GpuarenaError as exc:
         _fail(exc)
-    err.print(f"created {role} {name!r}; its API token (shown once):", highlight=False)
+    err.print(f"created {role} {name!r} in {_where(db)}; its API token (shown once):", highlight=False)
     sys.stdout.write(plain + "\n")
 
 
@@ -250,6 +261,7 @@ def tokens_create(name: Annotated[str, typer.Argument(help="Account name")],
             _, plain = issue_token(session, user, label, dt.timedelta(days=expires_in_days) if expires_in_days else None)
     except GpuarenaError as exc:
         _fail(exc)
+    err.print(f"new token for {name!r} in {_where(db)} (shown once):", highlight=False)
     sys.stdout.write(plain + "\n")
 
 
@@ -263,7 +275,7 @@ def tokens_revoke(token_id: Annotated[int, typer.Argument(help="Token id (from `
         db = _database(home, database)
         with db.write() as session:
             token = revoke_token(session, token_id)
-            out.print(f"revoked token {token.id} ({token.prefix}…)", highlight=False)
+            out.print(f"revoked token {token.id} ({token.prefix}…) in {_where(db)}", highlight=False)
     except GpuarenaError as exc:
         _fail(exc)
 
@@ -286,7 +298,7 @@ def login(server: Annotated[str, typer.Option(envvar="GPUARENA_SERVER", help="Se
 
 
 def submit(
-    problem: Annotated[str, typer.Argument(help="Problem id on the server, e.g. level1/softmax")],
+    problem: Annotated[str, typer.Argument(help="Problem id on the server, e.g. level1/softmax (or its local folder)")],
     solution: Annotated[Path, typer.Argument(help="A .py file, a folder with solution.toml, or a pack")],
     device: Annotated[str, typer.Option("--device", help="Device kind, e.g. cpu or H100")],
     server: ServerOpt = None,
@@ -297,6 +309,7 @@ def submit(
     """Submit a solution to a server, follow it live, and show the verdict; exit 0 only when PASSED."""
     from gpuarena.cli.render import render
     from gpuarena.harness.records import Evaluation
+    from gpuarena.problems.loader import problem_id
     from gpuarena.solutions import load_solution
 
     if mode not in ("test", "benchmark", "ranked"):
@@ -304,7 +317,7 @@ def submit(
     try:
         loaded = load_solution(solution)
         client = _client(server, token)
-        created = client.submit(problem, loaded, device, mode)
+        created = client.submit(problem_id(problem), loaded, device, mode)
         submission_id = created["id"]
         with err.status(f"submission {submission_id}: QUEUED") as status:
             final = created
@@ -330,14 +343,16 @@ def submit(
 
 
 def leaderboard(
-    problem: Annotated[str, typer.Argument(help="Problem id, e.g. level1/softmax")],
+    problem: Annotated[str, typer.Argument(help="Problem id, e.g. level1/softmax (or its local folder)")],
     device: Annotated[str, typer.Option("--device", help="Device kind, e.g. cpu or H100")],
     server: ServerOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Each user's best ranked, passing submission on PROBLEM and one device kind."""
+    from gpuarena.problems.loader import problem_id
+
     try:
-        board = _client(server, None, need_token=False).leaderboard(problem, device)
+        board = _client(server, None, need_token=False).leaderboard(problem_id(problem), device)
     except GpuarenaError as exc:
         _fail(exc)
     if json_out:

@@ -150,6 +150,29 @@ def resolve_problem(name: str | Path) -> Problem:
                       "give a folder holding problem.toml, or an id from `gpuarena list`")
 
 
+def problem_folder(name: str | Path) -> Path | None:
+    """The folder of a problem given as a folder path or as a bundled id; None if neither."""
+    path = Path(name)
+    if (path / PROBLEM_FILE).is_file():
+        return path
+    bundled = bundled_root() / str(name)
+    return bundled if (bundled / PROBLEM_FILE).is_file() else None
+
+
+def problem_id(name: str | Path) -> str:
+    """The id a server knows a problem by: an id as given; for a local problem folder, its path
+    below the bundled problems or below the nearest folder named `problems` (as the bundled
+    ones are laid out: problems/level1/softmax -> level1/softmax), else its folder name."""
+    path = Path(name)
+    if not (path / PROBLEM_FILE).is_file():
+        return str(name)
+    folder = path.resolve()
+    for root in (bundled_root().resolve(), *(p for p in folder.parents if p.name == "problems")):
+        if folder.is_relative_to(root) and folder != root:
+            return folder.relative_to(root).as_posix()
+    return folder.name
+
+
 def discover(root: Path | None = None) -> list[Problem]:
     """All problem folders under root (default: the bundled problems), sorted by id."""
     root = (root or bundled_root()).resolve()

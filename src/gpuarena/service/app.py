@@ -91,8 +91,28 @@ def _bad_value(exc: Exception) -> str | None:
     return None
 
 
+def _api_docs(app: FastAPI) -> None:
+    """/docs (Swagger UI) and /redoc from the package's own copies of their scripts: FastAPI's
+    defaults load them from a CDN, and offline those pages were blank."""
+    from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+
+    vendor, icon = "/static/vendor", "/static/favicon.svg"
+
+    @app.get("/docs", include_in_schema=False)
+    async def _swagger() -> Response:
+        return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title} API",
+                                   swagger_js_url=f"{vendor}/swagger-ui/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{vendor}/swagger-ui/swagger-ui.css", swagger_favicon_url=icon)
+
+    @app.get("/redoc", include_in_schema=False)
+    async def _redoc() -> Response:
+        return get_redoc_html(openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title} API",
+                              redoc_js_url=f"{vendor}/redoc/redoc.standalone.js", redoc_favicon_url=icon,
+                              with_google_fonts=False)
+
+
 def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAPI:
-    app = FastAPI(title="gpuarena", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="gpuarena", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="GPU kernel contests: problems, submissions, runners and per-device leaderboards. "
                               "Send tokens as `Authorization: Bearer <token>`.")
     app.state.settings, app.state.db = settings, db
@@ -100,6 +120,7 @@ def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAP
     app.include_router(routes.router)
     app.include_router(runner_routes.router)
     web.mount(app, settings)  # the pages, /static, the session cookie
+    _api_docs(app)
 
     @app.exception_handler(GpuarenaError)
     async def _known(_request: Request, exc: GpuarenaError) -> JSONResponse:

@@ -9,15 +9,28 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 
-def default_home() -> Path:
-    return Path(os.environ.get("GPUARENA_HOME") or Path.home() / ".gpuarena")
+HOME_FOLDER = ".gpuarena"
+
+
+def default_home(start: Path | None = None) -> Path:
+    """GPUARENA_HOME; else the nearest `.gpuarena/` holding a database, from the current
+    folder up (where `scripts/serve.sh` keeps its data: so `gpuarena users add` run in the
+    clone reaches the server just started there); else ~/.gpuarena."""
+    if os.environ.get("GPUARENA_HOME"):
+        return Path(os.environ["GPUARENA_HOME"])
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / HOME_FOLDER / "gpuarena.db").is_file():
+            return folder / HOME_FOLDER
+    return Path.home() / HOME_FOLDER
 
 
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     home: Path = Field(default_factory=default_home)
-    """Where the embedded SQLite database and caches live (GPUARENA_HOME, default ~/.gpuarena)."""
+    """Where the embedded SQLite database and caches live (GPUARENA_HOME; else the nearest
+    .gpuarena/ with a database, from the current folder up; else ~/.gpuarena)."""
     database_url: str = ""
     """GPUARENA_DATABASE_URL; default sqlite:///<home>/gpuarena.db."""
     problem_roots: list[Path] = Field(default_factory=list)
