@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs gpuarena into it, with the test extras.
-# On a machine without an NVIDIA GPU it installs the CPU build of PyTorch first: a bare
-# `torch` requirement would pull a multi-GB CUDA build.
+# On a machine without an NVIDIA GPU it installs the CPU build of PyTorch first, from PyTorch's
+# own CPU-only index where that can be reached: on PyPI `torch` on Linux is the CUDA build,
+# with about 20 nvidia-* packages and gigabytes. Each step says what it does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
+say() { echo "setup: $*" >&2; }
+[ -x .venv/bin/python ] || { say "creating .venv"; "$PYTHON" -m venv .venv; }
 . .venv/bin/activate
 python -m pip install -q --upgrade pip >/dev/null
 if ! python -c "import torch" 2>/dev/null; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-    python -m pip install -q torch
+    say "installing PyTorch with CUDA (an NVIDIA GPU is present; a few GB)"
+    python -m pip install --progress-bar on torch
+  elif python -c "import urllib.request as u; u.urlopen('$TORCH_CPU_INDEX/torch/', timeout=5)" 2>/dev/null; then
+    say "installing PyTorch 2.13.0, CPU build, from $TORCH_CPU_INDEX (no NVIDIA GPU here)"
+    python -m pip install --progress-bar on --index-url "$TORCH_CPU_INDEX" torch==2.13.0
   else
-    python -m pip install -q torch==2.13.0
+    say "installing PyTorch 2.13.0 from the default index ($TORCH_CPU_INDEX cannot be reached; no NVIDIA GPU here)"
+    python -m pip install --progress-bar on torch==2.13.0
   fi
 fi
+say "installing gpuarena and its test tools into .venv"
 python -m pip install -q -e ".[test]"
 # the worker's sandbox (harness/containment.py): Debian's bubblewrap; without it workers run
 # with in-process guards only, and every record says so

@@ -182,3 +182,19 @@ def test_a_local_problem_folder_names_the_server_s_problem(tmp_path):
 def test_schema_command_writes_schemas(tmp_path):
     assert gpuarena("schema", "-o", str(tmp_path)).returncode == 0
     assert {p.name for p in tmp_path.iterdir()} >= {"problem.schema.json", "evaluation.schema.json"}
+
+
+def test_bad_solutions_are_refused_with_the_reason_not_a_traceback(tmp_path):
+    """The same checks as the server's door (an empty file, a folder whose manifest names
+    '../' sources), in the user's words."""
+    empty = tmp_path / "empty.py"
+    empty.write_text("\n")
+    result = gpuarena("run", "level1/softmax", str(empty), "--device", "cpu")
+    assert result.returncode != 0 and "empty.py is empty" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and "pydantic" not in result.stderr
+    folder = tmp_path / "sneaky"
+    folder.mkdir()
+    (folder / "solution.toml").write_text('language = "pytorch"\nentry_point = "../x.py:solve"\nsources = ["../x.py"]\n')
+    (tmp_path / "x.py").write_text("def solve(x):\n    return x\n")
+    result = gpuarena("run", "level1/softmax", str(folder), "--device", "cpu")
+    assert result.returncode != 0 and "'..' parts" in result.stderr, result.stderr

@@ -86,12 +86,24 @@ def test_bad_submissions_get_a_clear_4xx_and_write_nothing(api) -> None:
         (dict(json={**submission_body(), "solution": {"name": "s", "manifest": {"language": "cuda",
                     "entry_point": "f"}, "sources": {"k.cu": "x"}}}), 400, "GPU"),
         (dict(json=submission_body(source="x" * 3_000_000)), 413, "larger"),
+        # refused at the door, like the web form does, never queued to fail on a runner
+        (dict(json=submission_body(source="")), 422, "sol.py is empty"),
+        (dict(json=submission_body(source="  \n")), 422, "sol.py is empty"),
+        (dict(json={**submission_body(), "solution": {"name": "s", "manifest": {"language": "pytorch",
+                    "entry_point": "../../evil.py:solve"}, "sources": {"../../evil.py": "x"}}}), 422, "'..' parts"),
+        (dict(json={**submission_body(), "solution": {"name": "s", "manifest": {"language": "pytorch",
+                    "entry_point": "/tmp/evil.py:solve"}, "sources": {"/tmp/evil.py": "x"}}}), 422, "relative"),
+        (dict(json={**submission_body(), "solution": {"name": "s", "manifest": {"language": "pytorch",
+                    "entry_point": "solve"}, "sources": {"a.py": "x"}}}), 422, "'file.py:function'"),
+        (dict(content=b'{"problem": "\xff"}', headers={**headers, "Content-Type": "application/json"}), 400, "UTF-8"),
+        (dict(content=b"[" * 100_000, headers={**headers, "Content-Type": "application/json"}), 400, "nested"),
     ]
     for kwargs, status, words in cases:
         kwargs.setdefault("headers", headers)
         answer = api.http.post("/api/submissions", **kwargs)
         assert answer.status_code == status, (words, answer.status_code, answer.text[:300])
         assert words.lower() in answer.json()["error"].lower(), (words, answer.json()["error"])
+        assert "function-after" not in answer.json()["error"] and "Value error" not in answer.json()["error"]
     assert _counts(api) == before
 
 
@@ -106,6 +118,9 @@ def test_upload_a_file(api) -> None:
     bad = api.http.post("/api/submissions/upload", headers=headers, files={"file": ("x.py", b"\xff\xfe")},
                         data={"problem": "axpy_dest", "device_kind": "cpu"})
     assert bad.status_code == 400 and "UTF-8" in bad.json()["error"]
+    empty = api.http.post("/api/submissions/upload", headers=headers, files={"file": ("x.py", b"")},
+                          data={"problem": "axpy_dest", "device_kind": "cpu"})
+    assert empty.status_code in (400, 422) and "x.py is empty" in empty.json()["error"], empty.text
 
 
 def test_same_code_is_stored_once(api) -> None:

@@ -318,3 +318,27 @@ def test_pages_answer_404_and_403_in_html(site) -> None:
     admin = alice.get("/admin")
     assert admin.status_code == 403 and "this page is for admins" in admin.text
     assert site.client().get("/admin", follow_redirects=False).status_code == 303
+
+
+def test_browser_errors_come_back_as_pages_with_one_size_limit(site) -> None:
+    """A page's error is a page, never the API's JSON: an upload over the limit (413, one limit
+    quoted: the solution's), an id that is not a number or does not fit (404), and the API
+    keeps answering JSON for the same mistakes."""
+    _, token = site.account("alice")
+    alice = site.signed_in(token)
+    csrf = csrf_of(alice.get("/problems/axpy_dest").text)
+    limit = site.settings.max_request_bytes
+    big = alice.post("/submit", data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test", "csrf_token": csrf},
+                     files={"file": ("big.py", b"#" * (limit + 100_000))})
+    assert big.status_code == 413 and big.headers["content-type"].startswith("text/html"), big.text[:300]
+    assert f"{limit:,} bytes" in big.text and "Go back" in big.text
+    api_big = alice.post("/api/submissions/upload", files={"file": ("big.py", b"#" * (limit + 100_000))},
+                         data={"problem": "axpy_dest", "device_kind": "cpu"},
+                         headers={"Authorization": f"Bearer {token}"})
+    assert api_big.status_code == 413 and f"{limit:,} bytes" in api_big.json()["error"]
+    for path in ("/submissions/abc", "/submissions/99999999999999999999"):
+        reply = alice.get(path)
+        assert reply.status_code == 404 and "<h1>Not found</h1>" in reply.text, (path, reply.text[:300])
+        assert "Input should be" not in reply.text and "INTEGER" not in reply.text
+    assert alice.get("/api/submissions/abc").status_code == 422  # the API: JSON, as before
+    assert "error" in alice.get("/api/submissions/abc").json()

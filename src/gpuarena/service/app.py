@@ -36,8 +36,10 @@ class BodyLimit:
     """Refuse request bodies over a limit with 413, before the route reads them; counts the
     bytes that actually arrive, so a missing or false Content-Length does not get around it."""
 
-    def __init__(self, app: ASGIApp, limit: int):
-        self.app, self.limit = app, limit
+    def __init__(self, app: ASGIApp, limit: int, quoted: int | None = None):
+        """limit: bytes accepted (room for a form's framing included); quoted: the limit the
+        message names (the solution's, the one a user can act on)."""
+        self.app, self.limit, self.quoted = app, limit, quoted or limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -45,7 +47,7 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(send)
+            await self._refuse(scope, send)
             return
         seen = 0
 
@@ -61,19 +63,31 @@ class BodyLimit:
         try:
             await self.app(scope, counted, send)
         except TooLarge:
-            await self._refuse(send)
+            await self._refuse(scope, send)
 
-    async def _refuse(self, send: Send) -> None:
-        response = JSONResponse({"error": f"the request body is larger than {self.limit} bytes "
-                                          "(GPUARENA_MAX_REQUEST_BYTES)"}, status_code=413)
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        message = (f"the upload is larger than the limit of {self.quoted:,} bytes for a solution's sources "
+                   "(GPUARENA_MAX_REQUEST_BYTES)")
+        if is_page(scope.get("path", "")):
+            response: Response = web.error_page(Request(scope), 413, "Too large",
+                                                message + ". Go back: the browser keeps what you typed.")
+        else:
+            response = JSONResponse({"error": message}, status_code=413)
         await response({"type": "http"}, None, send)  # type: ignore[arg-type]
 
 
+def is_page(path: str) -> bool:
+    """Whether a path is the web pages' (answered with pages) rather than the API's (JSON)."""
+    return not (path.startswith("/api") or path == "/openapi.json")
+
+
 def _validation_message(errors: list[dict]) -> str:
+    """pydantic's errors in a user's words: the field, then what is wrong (its validators'
+    names, such as function-after[_valid(), Solution], and "Value error, " left out)."""
     parts = []
     for error in errors[:5]:
-        where = ".".join(str(x) for x in error["loc"] if x != "body") or "body"
-        parts.append(f"{where}: {error['msg']}")
+        where = ".".join(str(x) for x in error["loc"] if x != "body" and not str(x).startswith("function-")) or "body"
+        parts.append(f"{where}: {str(error['msg']).removeprefix('Value error, ')}")
     more = len(errors) - 5
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
@@ -119,46 +133,61 @@ def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAP
     redact.remember_service(settings.home, settings.database_url)  # never shown in a log or reason
     app.include_router(routes.router)
     app.include_router(runner_routes.router)
+    # inside the session and security-header middleware web.mount adds (added later, so outer):
+    # a refused upload's page knows who is signed in and carries the same headers
+    app.add_middleware(BodyLimit, limit=settings.max_request_bytes + 64_000, quoted=settings.max_request_bytes)
     web.mount(app, settings)  # the pages, /static, the session cookie
     _api_docs(app)
 
     @app.exception_handler(GpuarenaError)
-    async def _known(_request: Request, exc: GpuarenaError) -> JSONResponse:
+    async def _known(request: Request, exc: GpuarenaError) -> Response:
         status = next(code for kind, code in STATUS if isinstance(exc, kind))
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
         if status == 401:
             headers = {"WWW-Authenticate": "Bearer"}
+        if is_page(request.url.path):
+            return web.error_page(request, status, "Not done", str(exc), headers=headers)
         return JSONResponse({"error": str(exc)}, status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     @app.exception_handler(pydantic.ValidationError)
-    async def _invalid(_request: Request, exc: RequestValidationError | pydantic.ValidationError) -> JSONResponse:
+    async def _invalid(request: Request, exc: RequestValidationError | pydantic.ValidationError) -> Response:
         detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
                   for e in exc.errors()]
+        if is_page(request.url.path):
+            if any(d["loc"][:1] == ["path"] for d in detail):  # /submissions/abc: no such page
+                return web.not_found(request)
+            return web.error_page(request, 400, "Not done", _validation_message(detail))
         return JSONResponse({"error": _validation_message(detail), "detail": detail}, status_code=422)
 
     @app.exception_handler(UnicodeEncodeError)
     @app.exception_handler(OverflowError)
     @app.exception_handler(DataError)
-    async def _refused_value(_request: Request, exc: Exception) -> JSONResponse:
+    async def _refused_value(request: Request, exc: Exception) -> Response:
         message = _bad_value(exc)
         if message is None:
             raise exc
+        if is_page(request.url.path):
+            if isinstance(exc, (OverflowError, DataError)) and request.method == "GET":
+                return web.not_found(request)  # /submissions/99999999999999999999: no such page
+            return web.error_page(request, 400, "Not done", message)
         return JSONResponse({"error": message}, status_code=400)
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> Response:
         """The API answers {"error": ...} like its other errors (an unparsable body, an unknown path)."""
-        if not request.url.path.startswith("/api"):
+        if is_page(request.url.path):
             if (exc.status_code, str(exc.detail)) == (404, "Not Found"):
                 return web.not_found(request)
             return await http_exception_handler(request, exc)
         message = str(exc.detail)
         if (exc.status_code, message) == (404, "Not Found"):  # no route matched
             message = f"no such API endpoint: {request.method} {request.url.path} (see /docs)"
+        elif (exc.status_code, message) == (400, "There was an error parsing the body"):
+            message = ("the request body could not be read: it must be JSON in UTF-8, nested at most a few hundred "
+                       "levels deep (or a form, for the upload endpoint)")
         elif (exc.status_code, message) == (405, "Method Not Allowed"):
             message = f"{request.method} is not allowed on {request.url.path} (see /docs)"
         return JSONResponse({"error": message}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
-    app.add_middleware(BodyLimit, limit=settings.max_request_bytes + 64_000)
     return app

@@ -33,10 +33,20 @@ def _from_file(path: Path) -> Solution:
     return _from_python_source(path.name, _read_text(path))
 
 
+def _solution(where: Path | str, hint: str, **fields: object) -> Solution:
+    """Solution(**fields), its validation errors in a user's words (never pydantic's)."""
+    try:
+        return Solution(**fields)  # type: ignore[arg-type]
+    except pydantic.ValidationError as exc:
+        message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise FormatError(where, None, message, hint) from None
+
+
 def _from_python_source(filename: str, source: str) -> Solution:
     language = "triton" if _IMPORTS_TRITON.search(source) else "pytorch"
     manifest = SolutionManifest(language=language, entry_point=f"{filename}:solve", sources=[filename])
-    return Solution(name=Path(filename).stem, manifest=manifest, sources={filename: source})
+    return _solution(filename, "write solve() in it (`gpuarena new solution PROBLEM` writes one that passes)",
+                     name=Path(filename).stem, manifest=manifest, sources={filename: source})
 
 
 def _from_folder(folder: Path) -> Solution:
@@ -61,10 +71,7 @@ def _from_folder(folder: Path) -> Solution:
         if not file.is_file():
             raise FormatError(manifest_path, "sources", f"lists {name!r}, which does not exist", "fix the list")
         sources[name] = _read_text(file)
-    try:
-        return Solution(name=folder.name, manifest=manifest, sources=sources)
-    except pydantic.ValidationError as exc:
-        raise FormatError(manifest_path, "entry_point", exc.errors()[0]["msg"], "name a listed source file") from None
+    return _solution(manifest_path, "see docs/formats.md", name=folder.name, manifest=manifest, sources=sources)
 
 
 def _from_pack(path: Path) -> Solution:
@@ -77,7 +84,8 @@ def _from_pack_text(where: Path | str, text: str) -> Solution:
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         raise FormatError(where, ".".join(str(x) for x in first["loc"]), first["msg"], "repack with `gpuarena pack`") from None
-    solution = Solution(name=packed.name, manifest=packed.manifest, sources=packed.sources)
+    solution = _solution(where, "repack with `gpuarena pack`", name=packed.name, manifest=packed.manifest,
+                         sources=packed.sources)
     if solution.hash != packed.hash:
         raise FormatError(where, "hash", "does not match the manifest and sources (edited after packing?)",
                           "repack with `gpuarena pack`")

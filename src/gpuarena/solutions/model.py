@@ -39,6 +39,20 @@ class SolutionManifest(BaseModel):
     build: BuildOptions = Field(default_factory=BuildOptions)
 
 
+def unsafe_source_name(name: str) -> str:
+    """Why a source file name cannot be used (empty when it can): names are paths relative to
+    the solution's own folder, so nothing absolute, no '..', no odd characters."""
+    if not name or len(name) > 255:
+        return "must have 1 to 255 characters"
+    if name.startswith("/") or "\\" in name:
+        return "must be a path relative to the solution's folder, with '/' between folders"
+    if any(part in ("", ".", "..") for part in name.split("/")):
+        return "must not have empty, '.' or '..' parts"
+    if not name.isprintable():
+        return "must be printable text"
+    return ""
+
+
 class Solution(BaseModel):
     """A solution as the harness receives it: manifest and sources, nothing else."""
 
@@ -51,13 +65,24 @@ class Solution(BaseModel):
     """File name -> text, for every file the solution consists of."""
 
     @model_validator(mode="after")
-    def _entry_exists(self) -> Solution:
+    def _valid(self) -> Solution:
+        """Checked wherever a solution is made (CLI, API, web, runner), so bad input is refused
+        at the door, never queued to fail on a runner."""
         if not self.sources:
             raise ValueError("a solution needs at least one source file")
+        for name in self.sources:
+            if why := unsafe_source_name(name):
+                raise ValueError(f"source name {name!r} {why}")
         if self.manifest.language != "cuda":
-            file, _, _ = self.manifest.entry_point.partition(":")
+            file, colon, function = self.manifest.entry_point.partition(":")
+            if not colon or not function:
+                raise ValueError(f"entry_point must be 'file.py:function', not {self.manifest.entry_point!r}")
             if file not in self.sources:
                 raise ValueError(f"entry_point file {file!r} is not among the sources {sorted(self.sources)}")
+            if not self.sources[file].strip():
+                raise ValueError(f"{file} is empty")
+        elif not any(text.strip() for text in self.sources.values()):
+            raise ValueError("every source file is empty")
         return self
 
     @cached_property

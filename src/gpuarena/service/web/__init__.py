@@ -19,13 +19,20 @@ from gpuarena.service.web.session import NotAllowed, SignInRequired
 from gpuarena.service.web.views import PageNotFound
 
 
-def _error(request: Request, status: int, title: str, message: str) -> HTMLResponse:
-    return page(request, "error.html", None, status_code=status, title=title, message=message)
+def error_page(request: Request, status: int, title: str, message: str,
+               headers: dict[str, str] | None = None) -> HTMLResponse:
+    """An error as a page, for a browser (the API answers the same errors as JSON)."""
+    response = page(request, "error.html", None, status_code=status, title=title, message=message)
+    response.headers.update(headers or {})
+    return response
+
+
+
 
 
 def not_found(request: Request) -> HTMLResponse:
     """The page for an address no route serves (the API answers JSON instead)."""
-    return _error(request, 404, "Not found", f"There is no page at {request.url.path}.")
+    return error_page(request, 404, "Not found", f"There is no page at {request.url.path}.")
 
 
 def mount(app: FastAPI, settings: Settings) -> None:
@@ -36,15 +43,15 @@ def mount(app: FastAPI, settings: Settings) -> None:
 
     @app.exception_handler(PageNotFound)
     async def _not_found(request: Request, exc: PageNotFound) -> Response:
-        return _error(request, 404, "Not found", str(exc))
+        return error_page(request, 404, "Not found", str(exc))
 
     @app.exception_handler(NotAllowed)
     async def _not_allowed(request: Request, exc: NotAllowed) -> Response:
-        return _error(request, 403, "Not allowed", str(exc))
+        return error_page(request, 403, "Not allowed", str(exc))
 
     @app.exception_handler(CsrfError)
     async def _csrf(request: Request, exc: CsrfError) -> Response:
-        return _error(request, 403, "Form refused", str(exc))
+        return error_page(request, 403, "Form refused", str(exc))
 
     @app.exception_handler(SignInRequired)
     async def _sign_in(request: Request, _exc: SignInRequired) -> Response:
