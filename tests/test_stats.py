@@ -51,3 +51,62 @@ def test_weighted_geometric_mean():
     assert weighted_geomean([4.0, 1.0], [1, 3]) == pytest.approx(4 ** 0.25)
     with pytest.raises(ValueError):
         weighted_geomean([0.0], [1])
+
+
+def test_round_intervals_cover_what_varies_between_rounds():
+    """A busy machine slows whole rounds. The reference timed against itself, each side's
+    rounds slowed by an independent load: resampling single calls gives a narrow interval that
+    can exclude 1; resampling whole rounds (paired) covers it."""
+    import numpy as np
+
+    from gpuarena.harness.stats import bootstrap_ratio, bootstrap_rounds, round_spread
+
+    rng = np.random.default_rng(7)
+    a = [list(100 * rng.uniform(1.0, 1.3) * rng.normal(1, 0.01, 16)) for _ in range(12)]
+    b = [list(100 * rng.uniform(1.0, 1.3) * rng.normal(1, 0.01, 16)) for _ in range(12)]
+    _, call_low, call_high = bootstrap_ratio([x for r in a for x in r], [x for r in b for x in r])
+    ratio, low, high = bootstrap_rounds(a, b)
+    assert low <= 1.0 <= high, (low, high)
+    assert high - low > 1.5 * (call_high - call_low)
+    assert round_spread(a, b) > 0.05  # and the record calls it noisy
+    # a load that slows both sides of a round alike cancels in the paired ratio
+    load = rng.uniform(1.0, 1.5, 12)
+    fast = [list(50 * f * rng.normal(1, 0.005, 16)) for f in load]
+    slow = [list(100 * f * rng.normal(1, 0.005, 16)) for f in load]
+    ratio, low, high = bootstrap_rounds(slow, fast)
+    assert 1.98 < low <= ratio <= high < 2.02
+    assert round_spread(slow, fast) < 0.01
+    median, low, high = bootstrap_rounds(fast)  # one side: the median's interval over rounds
+    assert low <= median <= high and low > 49
+
+
+def test_round_intervals_refuse_unpaired_rounds():
+    import pytest
+
+    from gpuarena.harness.stats import bootstrap_rounds
+
+    with pytest.raises(ValueError):
+        bootstrap_rounds([[1.0], [2.0]], [[1.0]])
+    with pytest.raises(ValueError):
+        bootstrap_rounds([[1.0], []], [[1.0], [2.0]])
+    assert bootstrap_rounds([[1.0, 3.0]], [[1.0]]) == (2.0, 2.0, 2.0)
+
+
+def test_a_noisy_run_says_so_in_the_record_and_the_table():
+    import io
+
+    from rich.console import Console
+
+    from gpuarena.cli.render import render
+    from gpuarena.harness.records import Evaluation
+
+    record = Evaluation(status="PASSED", problem="level1/softmax", solution_hash="0" * 64, device="cpu", mode="benchmark",
+                        workloads=[{"name": "small", "status": "PASSED", "speedup": 1.03, "speedup_ci95": (0.9, 1.2),
+                                    "round_spread": 0.12, "noisy": True},
+                                   {"name": "big", "status": "PASSED", "speedup": 2.0, "speedup_ci95": (1.98, 2.02),
+                                    "round_spread": 0.004}])
+    out = io.StringIO()
+    render(record, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "1.03x (0.90-1.20) noisy" in text and "2.00x (1.98-2.02)" in text and "2.00x (1.98-2.02) noisy" not in text
+    assert "varied up to 12% between rounds on 1 workload(s)" in text

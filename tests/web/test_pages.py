@@ -342,3 +342,28 @@ def test_browser_errors_come_back_as_pages_with_one_size_limit(site) -> None:
         assert "Input should be" not in reply.text and "INTEGER" not in reply.text
     assert alice.get("/api/submissions/abc").status_code == 422  # the API: JSON, as before
     assert "error" in alice.get("/api/submissions/abc").json()
+
+
+def test_leaderboard_marks_entries_within_noise_as_tied(site) -> None:
+    """Each entry shows its score's 95% interval; an entry whose interval overlaps the one
+    above is marked tied: its place is within noise."""
+    _, runner_token = site.account("box", "runner")
+    api = site.client()
+    headers = {"Authorization": f"Bearer {runner_token}"}
+    runner_id = api.post("/api/runner/hello", headers=headers,
+                         json={"name": "box", "devices": [{"device": "cpu", "kind": "cpu"}]}).json()["runner_id"]
+    for name, speedup, low, high in (("ann", 2.0, 1.9, 2.1), ("bob", 1.95, 1.85, 2.05), ("cy", 1.2, 1.15, 1.25)):
+        _, token = site.account(name)
+        submission_id = _submit(site.signed_in(token), mode="ranked")
+        job = api.post("/api/runner/claim", headers=headers, json={"runner_id": runner_id, "device_kinds": ["cpu"]}).json()
+        assert job["submission_id"] == submission_id
+        evaluation = Evaluation(status="PASSED", problem="axpy_dest", solution_hash="0" * 64, device="cpu", mode="ranked",
+                                score=speedup, workloads=[{"name": "n4096", "status": "PASSED", "speedup": speedup,
+                                                           "speedup_ci95": (low, high)}])
+        posted = api.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
+                          json={"lease_token": job["lease_token"], "evaluation": evaluation.model_dump(mode="json")})
+        assert posted.status_code == 200, posted.text
+    page = site.client().get("/problems/axpy_dest").text
+    board = page[page.index("leaderboard"):]
+    assert board.count("tied with #") == 1 and "≈ tied with #1" in board  # bob with ann; cy is clearly behind
+    assert "1.85" in board and "2.05" in board

@@ -44,6 +44,8 @@ def render(record: Evaluation, console: Console) -> None:
             speedup = f"{w.speedup:.2f}x"
             if w.speedup_ci95:
                 speedup += f" ({w.speedup_ci95[0]:.2f}-{w.speedup_ci95[1]:.2f})"
+            if w.noisy:
+                speedup += " noisy"
         sol = "-"
         if w.speed_of_light and (w.speed_of_light.bandwidth_fraction or w.speed_of_light.compute_fraction):
             parts = []
@@ -72,6 +74,12 @@ def render(record: Evaluation, console: Console) -> None:
     if timed:
         console.print(f"time: median ±half-width of its 95% interval; speedup (95% interval); "
                       f"method {timed.method}, reference timed alike, interleaved", style="dim")
+    noisy = [w for w in record.workloads if w.noisy]
+    if noisy:
+        worst = max(w.round_spread or 0.0 for w in noisy)
+        console.print(f"noisy: the speed-up varied up to {100 * worst:.0f}% between rounds on {len(noisy)} workload(s) "
+                      "(a busy machine); the intervals are wide, and a run on a quiet machine is worth more",
+                      style="yellow")
     ncu_line = _kernel_duration_summary(record)
     if ncu_line:
         console.print(ncu_line, style="dim")

@@ -34,13 +34,16 @@ from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import SpeedOfLight, Timing, WorkloadResult
 from gpuarena.harness.rounds_audit import RoundsAudit
-from gpuarena.harness.stats import bootstrap_median, bootstrap_ratio, converged
+from gpuarena.harness.stats import bootstrap_median, bootstrap_rounds, converged, round_spread
 from gpuarena.harness.twin import ReferenceTwin
 
 if TYPE_CHECKING:
     from gpuarena.harness.supervisor import Supervisor, WorkloadSession
 
 WARMUP_CALLS = 3
+NOISY_SPREAD = 0.05
+"""A workload whose speed-up varies more than this between rounds (median absolute deviation
+over the median) is marked noisy: its machine was busy, and its interval is wide."""
 CHECKED_PER_BLOCK = 1
 """Timed calls whose outputs are compared in each block, chosen after it has run."""
 
@@ -168,11 +171,17 @@ class TimingPlan:
     max_samples: int
 
 
-def summarize(device_ns: list[int], e2e_ns: list[int], method: str) -> Timing:
+def summarize(device_ns: list[int], e2e_ns: list[int], method: str, rounds: list[list[int]] | None = None) -> Timing:
+    """The samples' median, with an interval from resampling whole rounds where they are given
+    (stats.bootstrap_rounds), else single samples."""
     us = [v / 1e3 for v in device_ns]
-    s = bootstrap_median(us)
+    if rounds:
+        median, low, high = bootstrap_rounds([[v / 1e3 for v in r] for r in rounds])
+    else:
+        s = bootstrap_median(us)
+        median, low, high = s.median, s.low, s.high
     e2e = bootstrap_median([v / 1e3 for v in e2e_ns]).median if e2e_ns else None
-    return Timing(median_us=s.median, ci95_low_us=s.low, ci95_high_us=s.high, samples=s.n, method=method,
+    return Timing(median_us=median, ci95_low_us=low, ci95_high_us=high, samples=len(us), method=method,
                   e2e_median_us=e2e, mean_us=sum(us) / len(us), min_us=min(us))
 
 
@@ -197,6 +206,8 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     raise_on_failure(reply)
 
     ref_dev: list[int] = []
+    ref_rounds: list[list[int]] = []
+    sol_rounds: list[list[int]] = []
     ref_e2e: list[int] = []
     sol_dev: list[int] = []
     sol_e2e: list[int] = []
@@ -219,6 +230,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                     block = audit.reference(reference_block)
                     dev, e2e = block.device_ns, block.e2e_ns
                 ref_dev.extend(dev)
+                ref_rounds.append(list(dev))
                 ref_e2e.extend(e2e)
             else:
                 reply, committed = audit.solution(
@@ -229,6 +241,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 dev, e2e = _samples(reply, n_sets, host_timed=on_cpu)
                 budget.add(e2e, worker.last_wall_ns, worker.last_cpu_ns)
                 sol_dev.extend(dev)
+                sol_rounds.append(list(dev))
                 sol_e2e.extend(e2e)
                 sol_method = str(reply.get("method", sol_method))
         check_outputs(supervisor, session, f"timing {session.workload.name}", committed)
@@ -263,14 +276,16 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 round_no += 1
                 one_round(round_no)
         budget.check()
-        result.time = summarize(sol_dev, sol_e2e, sol_method)
-        result.reference_time = summarize(ref_dev, ref_e2e, timer.method)
+        result.time = summarize(sol_dev, sol_e2e, sol_method, sol_rounds)
+        result.reference_time = summarize(ref_dev, ref_e2e, timer.method, ref_rounds)
         if audit.enabled:
             audit.finish(result)
     finally:
         audit.stop()
-    ratio, low, high = bootstrap_ratio(ref_dev, sol_dev)
+    ratio, low, high = bootstrap_rounds(ref_rounds, sol_rounds)
     result.speedup, result.speedup_ci95 = ratio, (low, high)
+    result.round_spread = round_spread(ref_rounds, sol_rounds)
+    result.noisy = result.round_spread > NOISY_SPREAD
     _speed_of_light(supervisor, session, result)
 
 

@@ -129,7 +129,11 @@ class WorkloadResult(Record):
     speedup: float | None = None
     """Reference median over solution median."""
     speedup_ci95: tuple[float, float] | None = None
-    """Bootstrap 95% interval of the ratio of medians."""
+    """95% interval of the ratio of medians, from resampling whole rounds (paired)."""
+    round_spread: float | None = None
+    """How much the speed-up varied between rounds (median absolute deviation over the median)."""
+    noisy: bool = False
+    """The speed-up varied more than 5% between rounds: the machine was busy, compare on a quiet one."""
     speed_of_light: SpeedOfLight | None = None
     device_audit: DeviceAudit | None = None
     kernel_duration_skipped: str = ""

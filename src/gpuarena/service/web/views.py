@@ -66,6 +66,8 @@ class BoardRow:
     interval: tuple[float, float] | None
     submission_id: int
     achieved_at: dt.datetime
+    tied: bool = False
+    """Within noise of the entry above: the two 95% intervals overlap."""
 
 
 @dataclass
@@ -108,8 +110,16 @@ def _board(session: Session, problem_id: int, kind: str) -> list[BoardRow]:
     rows = leaderboard.read(session, problem_id, kind)
     evaluations = dict(session.execute(select(Result.submission_id, Result.evaluation)
                                        .where(Result.submission_id.in_([r.submission_id for r in rows]))).all())
-    return [BoardRow(rank=r.rank, user=r.user, score=r.score, interval=score_interval(evaluations.get(r.submission_id)),
-                     submission_id=r.submission_id, achieved_at=r.achieved_at) for r in rows]
+    board = [BoardRow(rank=r.rank, user=r.user, score=r.score, interval=score_interval(evaluations.get(r.submission_id)),
+                      submission_id=r.submission_id, achieved_at=r.achieved_at) for r in rows]
+    for above, row in zip(board, board[1:]):
+        row.tied = overlapping(above.interval, row.interval)
+    return board
+
+
+def overlapping(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
+    """Whether two 95% intervals overlap: then the entries' order is within noise."""
+    return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
 
 
 def _history(session: Session, problem_id: int, kind: str) -> list[BestPoint]:
