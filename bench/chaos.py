@@ -261,7 +261,7 @@ def main() -> int:
     logs.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
     env.update(GPUARENA_HOME=str(work / "home"), GPUARENA_CACHE=str(work / "cache"), GPUARENA_DATABASE_URL=url,
-               GPUARENA_LEASE_S=str(args.lease), GPUARENA_SUBMIT_LIMIT="0", GPUARENA_MAX_ATTEMPTS=str(args.max_attempts), XDG_CONFIG_HOME=str(work / "config"),
+               GPUARENA_LEASE_S=str(args.lease), GPUARENA_SUBMIT_LIMIT="0", GPUARENA_MAX_IN_FLIGHT="0", GPUARENA_MAX_ATTEMPTS=str(args.max_attempts), XDG_CONFIG_HOME=str(work / "config"),
                PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
     procs: list[Proc] = []
     batches: list[subprocess.Popen] = []

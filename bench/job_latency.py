@@ -31,7 +31,7 @@ def one_run(prewarm: bool, jobs: int, idle_s: float) -> list[float]:
 
     work = Path(tempfile.mkdtemp(prefix="gpuarena-job-latency-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
-    env.update(GPUARENA_HOME=str(work / "home"), XDG_CONFIG_HOME=str(work / "config"), GPUARENA_SUBMIT_LIMIT="0",
+    env.update(GPUARENA_HOME=str(work / "home"), XDG_CONFIG_HOME=str(work / "config"), GPUARENA_SUBMIT_LIMIT="0", GPUARENA_MAX_IN_FLIGHT="0",
                PYTHONPATH=str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", ""))
     url = f"http://127.0.0.1:{(port := free_port())}"
     server = subprocess.Popen([*CLI, "serve", "--no-runner", "--port", str(port), "--problems",

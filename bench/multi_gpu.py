@@ -198,7 +198,7 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="gpuarena-multi-gpu-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
-    env.update(GPUARENA_HOME=str(work / "home"), GPUARENA_SUBMIT_LIMIT="0", XDG_CONFIG_HOME=str(work / "config"),
+    env.update(GPUARENA_HOME=str(work / "home"), GPUARENA_SUBMIT_LIMIT="0", GPUARENA_MAX_IN_FLIGHT="0", XDG_CONFIG_HOME=str(work / "config"),
                PYTHONPATH=str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", ""))
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -159,7 +159,7 @@ def seed(url: str, stored: int, users: int) -> dict:
 
 def start_server(url: str, home: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    env = {**os.environ, "GPUARENA_SUBMIT_LIMIT": "0", "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "GPUARENA_SUBMIT_LIMIT": "0", "GPUARENA_MAX_IN_FLIGHT": "0", "PYTHONPATH": str(ROOT / "src")}
     log = open(home / f"serve-{port}.log", "w")
     process = subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "serve", "--port", str(port), "--no-runner",
                                 "--home", str(home), "--database", url], env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -198,3 +198,24 @@ def test_bad_solutions_are_refused_with_the_reason_not_a_traceback(tmp_path):
     (tmp_path / "x.py").write_text("def solve(x):\n    return x\n")
     result = gpuarena("run", "level1/softmax", str(folder), "--device", "cpu")
     assert result.returncode != 0 and "'..' parts" in result.stderr, result.stderr
+
+
+def test_a_problem_s_time_limit_is_shown_and_ends_an_infinite_loop(tmp_path):
+    """Per-problem, per-mode limits ([time_limits] in problem.toml): `gpuarena run` says the
+    limit it runs under and a `while True: pass` ends TIMEOUT there, not after 10 minutes."""
+    import shutil
+    import time
+
+    problem = tmp_path / "axpy_dest"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "problems" / "axpy_dest", problem)
+    with (problem / "problem.toml").open("a") as toml:
+        toml.write("\n[time_limits]\ntest = 8\n")
+    loop = tmp_path / "loop.py"
+    loop.write_text("def solve(a, x, b, y):\n    while True:\n        pass\n")
+    started = time.monotonic()
+    result = gpuarena("run", str(problem), str(loop), "--device", "cpu", "--mode", "test")
+    assert result.returncode == 1 and "time limit 8 s in test mode" in result.stderr
+    assert "TIMEOUT" in result.stdout and time.monotonic() - started < 60
+    from gpuarena.problems import resolve_problem
+
+    assert resolve_problem(problem).spec.time_limit_for("ranked") == 600.0  # the defaults for the others

@@ -113,6 +113,9 @@ class Client:
     def submission(self, submission_id: int) -> dict[str, Any]:
         return self.get(f"/api/submissions/{submission_id}")
 
+    def cancel(self, submission_id: int) -> dict[str, Any]:
+        return self.post(f"/api/submissions/{submission_id}/cancel", {}).json()
+
     def watch(self, submission_id: int) -> Iterator[dict[str, Any]]:
         """The submission each time its status changes, until it is done (server-sent events)."""
         try:

@@ -55,7 +55,7 @@ def database_url(request, tmp_path) -> Iterator[str]:
 @pytest.fixture
 def settings(database_url, tmp_path) -> Settings:
     return Settings(home=tmp_path / "home", database_url=database_url, problem_roots=[FIXTURE_PROBLEMS],
-                    bundled_problems=False, submit_limit_per_minute=1000, lease_s=60)
+                    bundled_problems=False, submit_limit_per_minute=1000, max_in_flight=1000, lease_s=60)
 
 
 @pytest.fixture

@@ -126,8 +126,8 @@ def test_upload_a_file(api) -> None:
 def test_same_code_is_stored_once(api) -> None:
     api.runner()
     headers = api.user("alice")
-    for _ in range(3):
-        assert api.http.post("/api/submissions", json=submission_body(), headers=headers).status_code == 201
+    for mode in ("test", "benchmark", "ranked"):  # the same code in flight twice in one mode is refused
+        assert api.http.post("/api/submissions", json=submission_body(mode=mode), headers=headers).status_code == 201
     assert _counts(api) == (3, 3, 1)
 
 
@@ -137,10 +137,11 @@ def test_rate_limit_holds_under_concurrency(api) -> None:
     headers = api.user("alice")
     codes: list[int] = []
 
-    def submit() -> None:
-        codes.append(api.http.post("/api/submissions", json=submission_body(), headers=headers).status_code)
+    def submit(i: int) -> None:  # distinct code: a copy of a submission in flight is refused before the limit
+        body = submission_body(source=submission_body()["solution"]["sources"]["sol.py"] + f"# {i}\n")
+        codes.append(api.http.post("/api/submissions", json=body, headers=headers).status_code)
 
-    threads = [threading.Thread(target=submit) for _ in range(16)]
+    threads = [threading.Thread(target=submit, args=(i,)) for i in range(16)]
     for t in threads:
         t.start()
     for t in threads:
@@ -172,7 +173,8 @@ def test_claim_result_exactly_once_and_leaderboard(api) -> None:
     while (answer := api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
                                    headers=runner_headers)).status_code == 200:
         claimed.append(answer.json())
-    assert [c["submission_id"] for c in claimed] == ids  # oldest first, each once
+    # each once; fair between users (alice, bob, alice, bob), oldest first within a turn
+    assert [c["submission_id"] for c in claimed] == [ids[0], ids[2], ids[1], ids[3]]
     with api.db.read() as session:
         stored = {job.submission_id: job.seed for job in session.scalars(select(Job))}
     seeds = [c["seed"] for c in claimed]
@@ -184,9 +186,9 @@ def test_claim_result_exactly_once_and_leaderboard(api) -> None:
         assert field not in api.http.get(f"/api/submissions/{ids[0]}", headers=alice).text
     assert api.http.get(f"/api/submissions/{ids[0]}").json()["status"] == "RUNNING"
 
-    scores = [1.2, 2.5, 1.7, 9.0]
-    for job, score in zip(claimed, scores):
-        body = {"lease_token": job["lease_token"], "evaluation": _evaluation(score=score)}
+    scores = dict(zip(ids, [1.2, 2.5, 1.7, 9.0]))
+    for job in claimed:
+        body = {"lease_token": job["lease_token"], "evaluation": _evaluation(score=scores[job["submission_id"]])}
         first = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", json=body, headers=runner_headers)
         assert first.json() == {"accepted": True, "duplicate": False}
         again = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", json=body, headers=runner_headers)

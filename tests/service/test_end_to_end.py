@@ -76,7 +76,7 @@ def env(tmp_path) -> dict:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
     environment.update(GPUARENA_HOME=str(tmp_path / "home"), GPUARENA_CACHE=str(tmp_path / "cache"),
                        XDG_CONFIG_HOME=str(tmp_path / "config"), PYTHONPATH=str(ROOT),
-                       GPUARENA_SUBMIT_LIMIT="1000")
+                       GPUARENA_SUBMIT_LIMIT="1000", GPUARENA_MAX_IN_FLIGHT="1000")
     return environment
 
 
@@ -364,7 +364,7 @@ def deployed(request) -> Iterator[tuple[Server, dict, list[str]]]:
     home, config, cache = base / "home", base / "config", base / "cache"
     environment = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_") and k != "PYTHONPATH"}
     environment.update(GPUARENA_HOME=str(home), GPUARENA_CACHE=str(cache), XDG_CONFIG_HOME=str(config),
-                       GPUARENA_SUBMIT_LIMIT="1000")
+                       GPUARENA_SUBMIT_LIMIT="1000", GPUARENA_MAX_IN_FLIGHT="1000")
     if request.param == "checkout-on-pythonpath":
         environment["PYTHONPATH"] = str(ROOT)
     decoys = [Path(tempfile.mkdtemp(prefix="gpuarena-run-")), Path(tempfile.mkdtemp(prefix="gpuarena-", dir="/dev/shm"))]
@@ -407,3 +407,46 @@ def test_a_solution_finds_no_server_secrets(deployed, tmp_path) -> None:
     record = json.loads(done.stdout)
     assert "snoop found: 0 []" in record["log"], record["log"][-4000:]
     assert record["status"] == "WRONG_VALUES", (record["status"], record.get("reason"))
+
+
+LOOPS_FOREVER = "def solve(a, x, b, y):\n    while True:\n        pass\n"
+
+
+def test_an_infinite_loop_is_cancelled_and_the_next_user_goes_on(served, tmp_path) -> None:
+    """One runner, one user's `while True: pass`: the next user's job waits in the queue with
+    its position shown, the author cancels, the runner kills the job within seconds, the next
+    job runs; `gpuarena submit` piped to a file printed each change."""
+    server, env = served
+    tokens = {name: _cli("users", "add", name, env=env).stdout.strip().splitlines()[-1] for name in ("ann", "bob")}
+    loop = tmp_path / "loop.py"
+    loop.write_text(LOOPS_FOREVER)
+    common = ["--device", "cpu", "--mode", "test", "--server", server.url]
+    ann = subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "submit", "axpy_dest", str(loop), *common,
+                            "--token", tokens["ann"]], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    api = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {tokens['bob']}"})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        mine = api.get("/api/submissions", params={"user": "ann"}).json()
+        if mine and mine[0]["status"] == "RUNNING":
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"ann's job never started: {mine}")
+    looping = mine[0]["id"]
+    bob = subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"),
+                            *common, "--token", tokens["bob"]], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    while not (waiting := api.get("/api/submissions", params={"user": "bob"}).json()):
+        time.sleep(0.2)
+    assert api.get(f"/api/submissions/{waiting[0]['id']}").json()["queue_position"] == 1
+    time.sleep(2)
+    cancelled = _cli("cancel", str(looping), "--server", server.url, "--token", tokens["ann"], env=env)
+    assert "CANCELLED (cancelled by ann)" in cancelled.stdout
+    started = time.monotonic()
+    bob_out, bob_err = bob.communicate(timeout=240)
+    assert bob.returncode == 0 and "verdict: PASSED" in bob_out, bob_out + bob_err
+    assert time.monotonic() - started < 120  # the loop was killed, not left to its 600 s limit
+    ann_out, ann_err = ann.communicate(timeout=60)
+    assert ann.returncode == 1 and "CANCELLED" in ann_out
+    assert f"submission {looping}: RUNNING" in ann_err  # progress lines without a terminal
+    assert f"gpuarena cancel {looping}" in ann_err

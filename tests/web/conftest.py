@@ -62,7 +62,7 @@ def server(tmp_path_factory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("web")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
     env.update(GPUARENA_HOME=str(tmp / "home"), GPUARENA_CACHE=str(tmp / "cache"), XDG_CONFIG_HOME=str(tmp / "config"),
-               PYTHONPATH=str(ROOT), GPUARENA_SUBMIT_LIMIT="1000")
+               PYTHONPATH=str(ROOT), GPUARENA_SUBMIT_LIMIT="1000", GPUARENA_MAX_IN_FLIGHT="1000")
     port = _free_port()
     log = tmp / "serve.log"
     with open(log, "w") as out:

@@ -367,3 +367,25 @@ def test_leaderboard_marks_entries_within_noise_as_tied(site) -> None:
     board = page[page.index("leaderboard"):]
     assert board.count("tied with #") == 1 and "≈ tied with #1" in board  # bob with ann; cy is clearly behind
     assert "1.85" in board and "2.05" in board
+
+
+def test_the_author_cancels_a_queued_submission_from_its_page(site) -> None:
+    _, alice_token = site.account("alice")
+    _, bob_token = site.account("bob")
+    alice, bob = site.signed_in(alice_token), site.signed_in(bob_token)
+    sid = _submit(alice)
+    mine = alice.get(f"/submissions/{sid}").text
+    assert "Cancel this submission" in mine and "(position 1 in the queue)" in mine
+    theirs = bob.get(f"/submissions/{sid}").text
+    assert "Cancel this submission" not in theirs
+    refused = bob.post(f"/submissions/{sid}/cancel", data={"csrf_token": csrf_of(theirs)})
+    assert refused.status_code == 403 and "only its author or an admin" in refused.text and "<h1>" in refused.text
+    done = alice.post(f"/submissions/{sid}/cancel", data={"csrf_token": csrf_of(mine)}, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == f"/submissions/{sid}"
+    page = alice.get(f"/submissions/{sid}").text
+    assert "CANCELLED" in page and "cancelled by alice" in page and "Cancel this submission" not in page
+
+
+def test_the_problem_page_shows_its_time_limits(site) -> None:
+    page = site.client().get("/problems/axpy_dest").text
+    assert "Time limit per run: test 300 s · benchmark 600 s · ranked 600 s." in page

@@ -40,7 +40,7 @@ def run(
     solution: Annotated[Path, typer.Argument(help="solve() in a .py file, a folder with solution.toml, or a pack")],
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
     mode: Annotated[str, typer.Option(help="test (correctness), benchmark (and timing), ranked (secret seed)")] = "benchmark",
-    timeout: Annotated[float, typer.Option(help="Limit for the whole run, in seconds")] = 600.0,
+    timeout: Annotated[Optional[float], typer.Option(help="Limit for the whole run, in seconds [default: the problem's for the mode]")] = None,
     workload: Annotated[Optional[list[str]], typer.Option(help="Only this workload (repeatable)")] = None,
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record as JSON on stdout")] = False,
@@ -64,7 +64,10 @@ def run(
             raise GpuarenaError(f"--workload {', '.join(sorted(unknown))}: not in {loaded_problem.id} (it has: {names})")
     except GpuarenaError as exc:
         _fail(exc)
-    options = RunOptions(device=device, mode=mode, timeout_s=timeout, budget_s=budget, workloads=workload or None)
+    limit = timeout or loaded_problem.spec.time_limit_for(mode)
+    err.print(f"{loaded_problem.id}: time limit {limit:.0f} s in {mode} mode"
+              f"{'' if timeout else ' (the problem’s; --timeout sets another)'}", highlight=False)
+    options = RunOptions(device=device, mode=mode, timeout_s=limit, budget_s=budget, workloads=workload or None)
     with err.status("starting") as status:
         record = evaluate(loaded_problem, loaded_solution, options, progress=lambda text: status.update(text))
     if json_out:

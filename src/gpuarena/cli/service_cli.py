@@ -319,11 +319,18 @@ def submit(
         client = _client(server, token)
         created = client.submit(problem_id(problem), loaded, device, mode)
         submission_id = created["id"]
+        err.print(f"submission {submission_id} queued on {client.server} (stop it with `gpuarena cancel "
+                  f"{submission_id}`)", highlight=False)
         with err.status(f"submission {submission_id}: QUEUED") as status:
-            final = created
+            final, said = created, ""
             for update in client.watch(submission_id):
                 final = update
-                status.update(f"submission {submission_id}: {update['status']}")
+                where = f" (position {update['queue_position']} in the queue)" if update.get("queue_position") else ""
+                line = f"submission {submission_id}: {update['status']}{where}"
+                status.update(line)
+                if not err.is_terminal and line != said:  # piped or logged: one line per change
+                    err.print(line, highlight=False)
+                    said = line
         if not final.get("done"):
             final = client.submission(submission_id)
     except GpuarenaError as exc:
@@ -368,8 +375,22 @@ def leaderboard(
         out.print("no ranked, passing submissions yet")
 
 
+def cancel(
+    submission_id: Annotated[int, typer.Argument(help="The submission's id")],
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Cancel a queued or running submission of yours (admins: anyone's)."""
+    try:
+        done = _client(server, token).cancel(submission_id)
+    except GpuarenaError as exc:
+        _fail(exc)
+    out.print(f"submission {submission_id}: {done['status']} ({done['reason']})", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     app.command()(serve)
+    app.command()(cancel)
     app.command()(runner)
     app.command()(login)
     app.command()(submit)

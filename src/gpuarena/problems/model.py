@@ -85,6 +85,18 @@ class Provenance(Strict):
     """Models the operator and shapes are taken from."""
 
 
+class TimeLimits(BaseModel):
+    """Seconds a whole run may take (start-up, build, trials, timing), per mode. An infinite loop
+    holds a runner this long at most; the problem page and `gpuarena run` show them."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    test: float = Field(default=300.0, gt=0, le=3600)
+    """Correctness trials only."""
+    benchmark: float = Field(default=600.0, gt=0, le=3600)
+    ranked: float = Field(default=600.0, gt=0, le=3600)
+
+
 class ProblemSpec(Strict):
     """The contents of problem.toml."""
 
@@ -113,6 +125,8 @@ class ProblemSpec(Strict):
     lower-precision accumulation): a solution's error against a float64 computation may be at
     most a small multiple of the reference's own (harness/precision.py), whatever the
     elementwise tolerance allows."""
+    time_limits: TimeLimits = Field(default_factory=lambda: TimeLimits())
+    """The longest a whole run may take, per mode, build included; a runner may set a lower cap."""
     workloads: list[Workload] = Field(min_length=1)
 
     @field_validator("bytes", "flops")
@@ -156,6 +170,9 @@ class ProblemSpec(Strict):
             for w in self.workloads:
                 evaluate_formula(formula, {**w.axes, "dtype_bytes": 4})
         return self
+
+    def time_limit_for(self, mode: str) -> float:
+        return float(getattr(self.time_limits, mode, self.time_limits.ranked))
 
     def tolerance_for(self, dtype: str) -> Tolerance:
         if dtype in self.tolerance:

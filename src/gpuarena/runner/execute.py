@@ -68,7 +68,9 @@ def main() -> int:
     request = ExecuteRequest.model_validate_json(sys.stdin.buffer.read())
     out = Path(request.out)
     problem = unpack_problem(request.problem, Path(request.cache))
-    options = RunOptions(device=request.device, mode=request.mode, seed=request.seed, timeout_s=request.timeout_s,
+    # the problem's limit for the mode, capped by the runner's own
+    timeout_s = min(request.timeout_s, problem.spec.time_limit_for(request.mode))
+    options = RunOptions(device=request.device, mode=request.mode, seed=request.seed, timeout_s=timeout_s,
                          budget_s=request.budget_s)
     record = evaluate(problem, request.solution, options, progress=lambda text: print(text, file=sys.stderr, flush=True),
                       worker=worker)

@@ -38,6 +38,9 @@ class Settings(BaseModel):
     bundled_problems: bool = True
     submit_limit_per_minute: int = 60
     """Submissions per user per minute (GPUARENA_SUBMIT_LIMIT; 0: no limit)."""
+    max_in_flight: int = 10
+    """Submissions one user may have queued or running at once (GPUARENA_MAX_IN_FLIGHT; 0: no limit;
+    admins are not limited)."""
     max_request_bytes: int = 2_000_000
     """Largest request body accepted, uploads included (GPUARENA_MAX_REQUEST_BYTES)."""
     lease_s: float = 60.0
@@ -52,7 +55,7 @@ class Settings(BaseModel):
             env["database_url"] = os.environ["GPUARENA_DATABASE_URL"]
         if os.environ.get("GPUARENA_PROBLEMS"):
             env["problem_roots"] = [Path(p) for p in os.environ["GPUARENA_PROBLEMS"].split(os.pathsep) if p]
-        for key, name in (("submit_limit_per_minute", "GPUARENA_SUBMIT_LIMIT"),
+        for key, name in (("submit_limit_per_minute", "GPUARENA_SUBMIT_LIMIT"), ("max_in_flight", "GPUARENA_MAX_IN_FLIGHT"),
                           ("max_request_bytes", "GPUARENA_MAX_REQUEST_BYTES"), ("lease_s", "GPUARENA_LEASE_S"),
                           ("max_attempts", "GPUARENA_MAX_ATTEMPTS")):
             if os.environ.get(name):

@@ -1,6 +1,8 @@
 """The job queue, in the database.
 
-A claim takes a lease: a random token and a deadline. Heartbeats move the deadline; a lease
+Jobs are claimed fairly between users: by turn, a job's place among its user's jobs queued
+or running, then oldest first (one user's fifty jobs do not starve another's one). A claim takes a
+lease: a random token and a deadline. Heartbeats move the deadline; a lease
 that runs out puts the job back in the queue (up to max_attempts, then the submission ends
 as ERROR). A result is accepted only with the job's current lease token, once: posting it
 again with the same token is acknowledged without a second row; any other token is refused.
@@ -12,7 +14,7 @@ import datetime as dt
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from gpuarena.errors import GpuarenaError
@@ -75,19 +77,39 @@ def _requeue_or_fail(session: Session, job: Job, why: str) -> None:
         submission.status = "QUEUED"
 
 
+def fair_order(device_kinds: list[str]):  # type: ignore[no-untyped-def]
+    """Jobs for device_kinds, queued or running, with their turn: a job's place among its
+    user's jobs in flight (row_number over them, oldest first). Queued jobs are claimed by
+    (turn, job id): a user with a job running waits behind one with none."""
+    turn = func.row_number().over(partition_by=Submission.user_id, order_by=Job.id).label("turn")
+    return (select(Job.id.label("job_id"), Job.state, turn)
+            .join(Submission, Submission.id == Job.submission_id)
+            .where(Job.state.in_(("queued", "leased")), Job.device_kind.in_(device_kinds))).subquery()
+
+
+CLAIM_CANDIDATES = 8
+"""Jobs tried per claim on PostgreSQL, where a job another server is claiming is skipped."""
+
+
 def claim(db: Database, runner_id: int, device_kinds: list[str], lease_s: float = LEASE_S,
           device: str = "") -> Claimed | None:
-    """Lease the oldest queued job for one of device_kinds, or None when there is none;
-    device names the runner's slot that will run it (recorded on the job)."""
+    """Lease the next queued job for one of device_kinds in fair order, or None when there is
+    none; device names the runner's slot that will run it (recorded on the job)."""
     if not device_kinds:
         return None
     with db.write() as session:
         reap_expired(session)
-        query = (select(Job).where(Job.state == "queued", Job.device_kind.in_(device_kinds))
-                 .order_by(Job.id).limit(1))
-        if db.is_postgres:
-            query = query.with_for_update(skip_locked=True)
-        job = session.scalar(query)
+        ordered = fair_order(device_kinds)
+        candidates = session.scalars(select(ordered.c.job_id).where(ordered.c.state == "queued")
+                                     .order_by(ordered.c.turn, ordered.c.job_id).limit(CLAIM_CANDIDATES)).all()
+        job = None
+        for job_id in candidates:  # window functions cannot take row locks: lock the chosen row itself
+            query = select(Job).where(Job.id == job_id, Job.state == "queued")
+            if db.is_postgres:
+                query = query.with_for_update(skip_locked=True)
+            job = session.scalar(query)
+            if job is not None:
+                break
         if job is None:
             return None
         now = utcnow()
@@ -103,6 +125,32 @@ def claim(db: Database, runner_id: int, device_kinds: list[str], lease_s: float 
             job.seed = secrets.randbits(62)
         submission.status = "RUNNING"
         return Claimed(job=job, submission=submission)
+
+
+def queue_position(session: Session, job: Job) -> int | None:
+    """1 for the next job its device kind's runners will claim; None when it is not queued."""
+    if job.state != "queued":
+        return None
+    ordered = fair_order([job.device_kind])
+    mine = session.scalar(select(ordered.c.turn).where(ordered.c.job_id == job.id))
+    if mine is None:
+        return None
+    ahead = session.scalar(select(func.count()).select_from(ordered).where(ordered.c.state == "queued").where(
+        (ordered.c.turn < mine) | ((ordered.c.turn == mine) & (ordered.c.job_id < job.id))))
+    return int(ahead or 0) + 1
+
+
+def cancel(session: Session, submission: Submission, by: str) -> None:
+    """Stop a submission that has not finished: a queued job leaves the queue; a running one
+    loses its lease, so its runner stops it at its next heartbeat (a few seconds) and its
+    result, if it comes, is refused."""
+    job = session.scalar(select(Job).where(Job.submission_id == submission.id))
+    if submission.status not in ("QUEUED", "RUNNING") or job is None or job.state not in ("queued", "leased"):
+        raise GpuarenaError(f"submission {submission.id} has already finished ({submission.status}): nothing to cancel")
+    job.state, job.lease_token, job.lease_expires_at = "cancelled", None, None
+    job.finished_at = utcnow()
+    job.last_error = f"cancelled by {by}"
+    submission.status, submission.reason, submission.finished_at = "CANCELLED", f"cancelled by {by}", job.finished_at
 
 
 def _held(session: Session, db: Database, job_id: int, lease_token: str) -> Job:

@@ -13,9 +13,10 @@ from gpuarena.service.tables import RateCounter
 
 
 class RateLimited(GpuarenaError):
-    def __init__(self, action: str, limit: int, window_s: int, retry_after: int):
+    def __init__(self, action: str, limit: int, window_s: int, retry_after: int, message: str = ""):
         self.retry_after = retry_after
-        super().__init__(f"rate limit: at most {limit} {action} per {window_s} s per user; retry in {retry_after} s")
+        super().__init__(message or f"rate limit: at most {limit} {action} per {window_s} s per user; "
+                                    f"retry in {retry_after} s")
 
 
 _TAKE = (update(RateCounter)

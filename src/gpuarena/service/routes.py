@@ -144,6 +144,13 @@ def get_submission(submission_id: int, db: DB, who: MAYBE) -> SubmissionDetail:
     return submissions.detail(db, submission_id, who)
 
 
+@router.post("/submissions/{submission_id}/cancel", tags=["submissions"])
+def cancel_submission(submission_id: int, who: CALLER, db: DB) -> SubmissionOut:
+    """Cancel a queued or running submission (its author or an admin): a queued job leaves the
+    queue, a running one is stopped by its runner within a few seconds; it ends CANCELLED."""
+    return submissions.cancel(db, who, submission_id)
+
+
 @router.get("/submissions/{submission_id}/code", tags=["submissions"])
 def get_code(submission_id: int, who: CALLER, db: DB) -> dict[str, str]:
     """The sources: for the author, organisers, and everyone once the problem's solutions are public."""
@@ -161,16 +168,16 @@ def get_code(submission_id: int, who: CALLER, db: DB) -> dict[str, str]:
 @router.get("/submissions/{submission_id}/events", tags=["submissions"],
             response_description="text/event-stream: `status` events with the submission, then `done`")
 async def submission_events(submission_id: int, request: Request, db: DB, who: MAYBE) -> StreamingResponse:
-    """Server-sent events: the submission each time its status changes, until it is done."""
+    """Server-sent events: the submission each time its status or queue position changes, until it is done."""
     await run_in_threadpool(submissions.detail, db, submission_id, who)  # 404 before the stream starts
 
     async def stream():  # type: ignore[no-untyped-def]
-        last = None
+        last: tuple[str, int | None] | None = None
         quiet = 0.0
         while not await request.is_disconnected():
             current = await run_in_threadpool(submissions.detail, db, submission_id, who)
-            if current.status != last:
-                last = current.status
+            if (current.status, current.queue_position) != last:  # a move up the queue is news too
+                last = (current.status, current.queue_position)
                 quiet = 0.0
                 yield f"event: status\ndata: {current.model_dump_json()}\n\n"
             if current.done:

@@ -76,7 +76,8 @@ class SubmissionOut(Model):
     device_kind: str
     mode: str
     status: str
-    """QUEUED, RUNNING, a verdict (PASSED, WRONG_VALUES, ...) or ERROR (the infrastructure gave up)."""
+    """QUEUED, RUNNING, a verdict (PASSED, WRONG_VALUES, ...), ERROR (the infrastructure gave up)
+    or CANCELLED (by its author or an admin)."""
     reason: str
     score: float | None
     solution_hash: str
@@ -87,6 +88,8 @@ class SubmissionOut(Model):
 
 class SubmissionDetail(SubmissionOut):
     evaluation: Evaluation | None = None
+    queue_position: int | None = None
+    """While queued: 1 for the next job its device kind's runners will take (fair order between users)."""
     runner: str | None = None
     """The runner holding or last holding its job."""
     runner_device: str | None = None

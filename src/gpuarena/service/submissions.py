@@ -3,24 +3,25 @@ job in one transaction (all or nothing)."""
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
-from gpuarena.service import ratelimit
+from gpuarena.service import queue, ratelimit
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
 from gpuarena.service.deps import Caller
-from gpuarena.service.errors import NotFound, TooLarge
-from gpuarena.service.queue import enqueue
+from gpuarena.service.errors import Forbidden, NotFound, TooLarge
 from gpuarena.service.redact import redact, redact_evaluation
 from gpuarena.service.schemas import SubmissionDetail, SubmissionOut, SubmissionRequest
 from gpuarena.service.tables import DeviceKind, Job, Problem, Result, Runner, SolutionBlob, Submission
 from gpuarena.solutions.model import PackedSolution, Solution
 
 DONE = {"PASSED", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "WRONG_SHAPE", "WRONG_DTYPE", "WRONG_VALUES",
-        "REJECTED", "ERROR"}
+        "REJECTED", "ERROR", "CANCELLED"}
+IN_FLIGHT = ("QUEUED", "RUNNING")
 
 
 def device_type(kind: str) -> str:
@@ -92,6 +93,7 @@ def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRe
         if solution.manifest.language == "cuda" and target != "cuda":
             raise GpuarenaError(f"a CUDA solution needs a GPU device kind, not {request.device_kind!r}")
         if who.role not in ("admin", "runner"):
+            _fair_use(session, settings, who)
             ratelimit.take(session, who.user_id, "submissions", settings.submit_limit_per_minute)
         session.execute(dialect_insert(session, SolutionBlob).values(
             hash=solution.hash, name=solution.name, language=solution.manifest.language,
@@ -102,11 +104,37 @@ def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRe
                                 client_key=request.client_key)
         session.add(submission)
         session.flush()
-        enqueue(session, submission, max_attempts=settings.max_attempts)
+        queue.enqueue(session, submission, max_attempts=settings.max_attempts)
         return SubmissionOut(id=submission.id, problem=problem.slug, problem_version=problem.version, user=who.name,
                              device_kind=submission.device_kind, mode=submission.mode, status=submission.status,
                              reason="", score=None, solution_hash=solution.hash, created_at=submission.created_at,
                              finished_at=None, done=False)
+
+
+def _fair_use(session: Session, settings: Settings, who: Caller) -> None:
+    """A user's own share of the runners: at most settings.max_in_flight submissions queued or
+    running at once (with the per-minute rate limit, one user cannot fill the queue)."""
+    if not settings.max_in_flight:
+        return
+    count = session.scalar(select(func.count()).select_from(Submission).where(
+        Submission.user_id == who.user_id, Submission.status.in_(IN_FLIGHT)))
+    if count >= settings.max_in_flight:
+        raise ratelimit.RateLimited("submissions queued or running at once", settings.max_in_flight, 0, 30,
+                                    f"you have {count} submissions queued or running; the limit is "
+                                    f"{settings.max_in_flight} (GPUARENA_MAX_IN_FLIGHT): wait for some to finish, "
+                                    "or cancel some (`gpuarena cancel ID`)")
+
+
+def cancel(db: Database, who: Caller, submission_id: int) -> SubmissionOut:
+    """Cancel a submission that has not finished: its author or an admin."""
+    with db.write() as session:
+        submission = session.get(Submission, submission_id)
+        if submission is None:
+            raise NotFound(f"no submission {submission_id}")
+        if submission.user_id != who.user_id and who.role != "admin":
+            raise Forbidden(f"submission {submission_id} is not yours: only its author or an admin can cancel it")
+        queue.cancel(session, submission, who.name)
+        return to_out(submission)
 
 
 def to_out(s: Submission) -> SubmissionOut:
@@ -149,6 +177,7 @@ def detail(db: Database, submission_id: int, viewer: Caller | None = None) -> Su
             if hidden:
                 evaluation = _public_view(evaluation)
         return SubmissionDetail(**to_out(submission).model_dump(), evaluation=evaluation,
+                                queue_position=queue.queue_position(session, job) if job is not None else None,
                                 runner=runner.name if runner else None,
                                 runner_device=(job.device or None) if runner else None,
                                 attempts=job.attempts if job is not None else 0,

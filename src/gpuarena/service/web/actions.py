@@ -89,6 +89,13 @@ async def submit(request: Request, db: DB, settings: SETTINGS, who: SIGNED_IN,
     return _back(f"/submissions/{made.id}")
 
 
+@router.post("/submissions/{submission_id}/cancel")
+def cancel_submission(submission_id: int, db: DB, who: SIGNED_IN) -> Response:
+    """The submission page's Cancel button (its author, admins); refusals are error pages."""
+    submissions.cancel(db, who, submission_id)
+    return _back(f"/submissions/{submission_id}")
+
+
 @router.post("/problem-settings")
 def problem_settings(request: Request, db: DB, who: Annotated[Caller | None, Depends(viewer)],
                      problem: Annotated[str, Form()], solutions_public: Annotated[str, Form()] = "",

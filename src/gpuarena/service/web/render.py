@@ -79,6 +79,8 @@ def status_class(status: str) -> str:
         return "ok"
     if status in ("QUEUED", "RUNNING"):
         return "wait"
+    if status == "CANCELLED":
+        return "muted"
     return "bad"
 
 

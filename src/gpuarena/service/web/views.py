@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from gpuarena.problems.model import TimeLimits
 from gpuarena.service import leaderboard
 from gpuarena.service.catalog import current_problem
 from gpuarena.service.db import Database
@@ -90,6 +91,8 @@ class ProblemPage:
     tags: list[str]
     provenance: dict[str, Any]
     workloads: list[dict[str, Any]]
+    time_limits: dict[str, float]
+    """Seconds per mode (problem.toml's [time_limits], or the defaults for problems stored before)."""
     readme: str
     reference: str
     solutions_public: bool
@@ -147,6 +150,7 @@ def problem_page(db: Database, slug: str) -> ProblemPage:
         page = ProblemPage(
             id=p.id, slug=p.slug, name=p.name, level=p.level, version=p.version, weight=p.weight, summary=p.summary,
             tags=spec.get("tags", []), provenance=spec.get("provenance") or {}, workloads=spec["workloads"],
+            time_limits=TimeLimits.model_validate(spec.get("time_limits") or {}).model_dump(),
             readme=p.files.get("README.md", ""), reference=p.files.get("reference.py", ""),
             solutions_public=p.solutions_public, owner_id=p.owner_id, owner=owner.name if owner else None,
             kinds=_runnable_kinds(session, p))
