@@ -14,7 +14,7 @@ mkdir -p "$GPUARENA_HOME"
 gpuarena db upgrade
 token_file=$GPUARENA_HOME/admin-token
 if [ ! -s "$token_file" ]; then
-  (umask 077; gpuarena users add admin --role admin | tail -1 > "$token_file")
+  (umask 077; gpuarena users add admin --role admin 2>/dev/null | tail -1 > "$token_file")
 fi
 host=${GPUARENA_HOST:-127.0.0.1} port=${GPUARENA_PORT:-8000}
 echo

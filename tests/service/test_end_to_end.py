@@ -32,9 +32,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _cli(*args: str, env: dict, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+def _cli(*args: str, env: dict, check: bool = True, timeout: float = 300, input: str | None = None,
+         ) -> subprocess.CompletedProcess:
     done = subprocess.run([sys.executable, "-m", "gpuarena.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, input=input)
     if check:
         assert done.returncode == 0, f"gpuarena {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
@@ -116,9 +117,12 @@ def test_serve_submit_result_leaderboard(served) -> None:
                                 "cpu", "--server", server.url, "--json", env=env).stdout)
     assert by_folder["rows"] == board["rows"]  # a local problem folder names the server's problem
 
-    # `gpuarena login` saves the server and token for later commands
-    _cli("login", "--server", server.url, "--token", token, env=env)
-    test_mode = _cli("submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"), "--device", "cpu", "--mode", "test", env=env)
+    # `gpuarena login` saves the server and token for later commands; a token piped in is read
+    # without a warning, and http://host:port/ is the same server as http://host:port
+    piped = _cli("login", "--server", server.url + "/", env=env, input=token + "\n")
+    assert "signed in to" in piped.stdout and "Warning" not in piped.stderr, piped.stderr
+    test_mode = _cli("submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"), "--device", "cpu", "--mode", "test",
+                     "--server", server.url + "/", env=env)  # the saved token is found for the slashed address
     assert "verdict: PASSED" in test_mode.stdout
     bad = _cli("submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"), "--device", "TPU", env=env, check=False)
     assert bad.returncode == 2 and "unknown device kind 'TPU'" in bad.stderr

@@ -244,3 +244,32 @@ def test_api_docs_render_offline(server, browser) -> None:
     context.close()
     assert refused == [], refused
     assert errors == [], errors
+
+
+def test_pages_fit_a_phone_and_long_names_do_not_overlap(server, browser) -> None:
+    """At phone width no page scrolls sideways (the home page was 624 px wide at 390 with its
+    header overlapping); at 1280 px a long problem name wraps in its cell instead of running
+    into the summary next to it."""
+    phone = browser.new_context(viewport={"width": 390, "height": 800})
+    page = phone.new_page()
+    for path in ("/", "/problems/level1/softmax", "/signin"):
+        page.goto(f"{server.url}{path}")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, (path, width)
+    _shot(page, "phone-signin")
+    page.goto(f"{server.url}/")
+    _shot(page, "phone-home")
+    top = page.locator("header.top").bounding_box()
+    brand, nav = page.locator("header.top .brand").bounding_box(), page.locator("header.top nav").bounding_box()
+    assert brand["x"] + brand["width"] <= nav["x"] or brand["y"] + brand["height"] <= nav["y"], (brand, nav, top)
+    phone.close()
+    desk = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = desk.new_page()
+    page.goto(f"{server.url}/")
+    overlaps = page.evaluate("""() => [...document.querySelectorAll('table.problems tbody tr')].filter(row => {
+        const name = row.cells[0].querySelector('a') || row.cells[0];
+        return name.getBoundingClientRect().right > row.cells[1].getBoundingClientRect().left + 1;
+    }).map(row => row.cells[0].innerText)""")
+    assert overlaps == [], overlaps
+    _shot(page, "desktop-home")
+    desk.close()

@@ -263,7 +263,7 @@ def test_revoking_the_session_token_signs_out_and_sign_in_errors_are_clear(site)
     client = site.client()
     csrf = csrf_of(client.get("/signin").text)
     wrong = client.post("/signin", data={"token": "gpa_nope", "csrf_token": csrf})
-    assert wrong.status_code == 401 and "unknown token" in wrong.text
+    assert wrong.status_code == 401 and "not known here" in wrong.text and "GPUARENA_TOKEN" not in wrong.text
     revoked = client.post("/signin", data={"token": token, "csrf_token": csrf})
     assert revoked.status_code == 401 and "was revoked" in revoked.text
 
@@ -389,3 +389,24 @@ def test_the_author_cancels_a_queued_submission_from_its_page(site) -> None:
 def test_the_problem_page_shows_its_time_limits(site) -> None:
     page = site.client().get("/problems/axpy_dest").text
     assert "Time limit per run: test 300 s · benchmark 600 s · ranked 600 s." in page
+
+
+def test_small_things_that_looked_broken(site) -> None:
+    """Error pages know who is signed in; /problems and trailing slashes lead somewhere; token
+    names over 64 characters and names differing from another only in case are refused aloud."""
+    _, token = site.account("alice")
+    alice = site.signed_in(token)
+    missing = alice.get("/no/such/page")
+    assert missing.status_code == 404 and "Sign in</a>" not in missing.text and ">alice</a>" in missing.text
+    assert alice.get("/problems", follow_redirects=False).headers["location"] == "/#problems"
+    slash = alice.get("/problems/axpy_dest/?x=1", follow_redirects=False)
+    assert slash.status_code == 308 and slash.headers["location"] == "/problems/axpy_dest?x=1"
+    assert alice.get("/problems/axpy_dest/").status_code == 200
+    csrf = csrf_of(alice.get("/tokens").text)
+    long = alice.post("/tokens", data={"name": "n" * 80, "expires_in_days": "", "csrf_token": csrf})
+    assert "use at most 64" in long.text
+    from gpuarena.errors import GpuarenaError
+    from gpuarena.service.auth import add_user
+
+    with site.db.write() as session, pytest.raises(GpuarenaError, match="mistaken for the existing 'alice'"):
+        add_user(session, "Alice")

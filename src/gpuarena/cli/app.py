@@ -142,12 +142,18 @@ def list_problems(
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
     table = Table(header_style="bold")
-    for column in ("problem", "level", "weight", "workloads (cpu/all)", "tags", "summary"):
-        table.add_column(column)
+    # ids are what a user types next: never cut; on a narrow terminal the tags go and the
+    # summary is shortened instead
+    wide = out.width >= 120
+    id_width = max((len(p.id) for p in found), default=7)
+    for column in ("problem", "level", "weight", "cpu/all", *(["tags"] if wide else []), "summary"):
+        table.add_column(column, no_wrap=column != "tags" and column != "summary" or not wide, overflow="fold")
+    room = max(10, out.width - id_width - len("level") - len("weight") - len("cpu/all") - 19)  # borders, padding
     for p in found:
         n_cpu = len(p.spec.workloads_for("cpu"))
+        summary = p.spec.summary if wide or len(p.spec.summary) <= room else p.spec.summary[:room - 1] + "…"
         table.add_row(p.id, str(p.spec.level), f"{p.spec.weight:g}", f"{n_cpu}/{len(p.spec.workloads)}",
-                      ", ".join(p.spec.tags), p.spec.summary)
+                      *([", ".join(p.spec.tags)] if wide else []), summary)
     out.print(table)
 
 

@@ -65,8 +65,9 @@ def render(record: Evaluation, console: Console) -> None:
     # columns with nothing to say (no timing in test mode, no SOL without peaks) are left out
     keep = [i for i in range(len(columns)) if i < 2 or any(row[i] != "-" for row in rows)]
     table = Table(show_lines=False, header_style="bold")
-    for i in keep:
-        table.add_column(columns[i], justify="left" if i < 2 else "right")
+    for i in keep:  # workload names are what --workload takes: folded, never cut
+        table.add_column(columns[i], justify="left" if i < 2 else "right", overflow="fold",
+                         min_width=max(len(w.name) for w in record.workloads) if i == 0 and record.workloads else None)
     for row in rows:
         table.add_row(*(row[i] for i in keep))
     console.print(table)
@@ -74,6 +75,9 @@ def render(record: Evaluation, console: Console) -> None:
     if timed:
         console.print(f"time: median ±half-width of its 95% interval; speedup (95% interval); "
                       f"method {timed.method}, reference timed alike, interleaved", style="dim")
+    if timed and record.environment and record.environment.triton_interpret:
+        console.print("TRITON_INTERPRET=1: Triton kernels ran in the interpreter on the CPU; these times check "
+                      "nothing about a GPU's speed (use it for correctness)", style="yellow")
     noisy = [w for w in record.workloads if w.noisy]
     if noisy:
         worst = max(w.round_spread or 0.0 for w in noisy)

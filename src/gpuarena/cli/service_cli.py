@@ -67,8 +67,9 @@ def _client(server: str | None, token: str | None, need_token: bool = True):  # 
     saved = {}
     if credentials_path().is_file():
         saved = json.loads(credentials_path().read_text())
-    server = server or saved.get("server")
-    token = token or (saved.get("token") if saved.get("server") in (None, server) else None)
+    server = (server or saved.get("server") or "").rstrip("/")  # http://host:port/ is http://host:port
+    saved_server = (saved.get("server") or "").rstrip("/")
+    token = token or (saved.get("token") if saved_server in ("", server) else None)
     if not server:
         raise GpuarenaError("no server: pass --server URL, set GPUARENA_SERVER, or run `gpuarena login`")
     if need_token and not token:
@@ -281,11 +282,18 @@ def tokens_revoke(token_id: Annotated[int, typer.Argument(help="Token id (from `
 
 
 def login(server: Annotated[str, typer.Option(envvar="GPUARENA_SERVER", help="Server URL")],
-          token: Annotated[str, typer.Option(envvar="GPUARENA_TOKEN", prompt=True, hide_input=True,
-                                             help="API token")]) -> None:
+          token: Annotated[Optional[str], typer.Option(envvar="GPUARENA_TOKEN",
+                                                       help="API token [default: asked for, or read from a pipe]")] = None,
+          ) -> None:
     """Check a token against a server and save both for later commands (~/.config/gpuarena)."""
+    import getpass
+
     from gpuarena.client import Client
 
+    server = server.rstrip("/")
+    if not token:  # typed without echo at a terminal; read as a line from a pipe (no GetPassWarning)
+        token = getpass.getpass("Token: ") if sys.stdin.isatty() else sys.stdin.readline()
+    token = token.strip()
     try:
         me = Client(server, token).me()
     except GpuarenaError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import shutil
+import os
 import socket
 import subprocess
 import sys
@@ -49,7 +50,8 @@ def capture(device: torch.device) -> Environment:
     except Exception:
         triton_version = None
     common = dict(torch_version=torch.__version__, triton_version=triton_version,
-                  python_version=sys.version.split()[0], cpu_model=_cpu_model(), hostname=socket.gethostname())
+                  python_version=sys.version.split()[0], cpu_model=_cpu_model(), hostname=socket.gethostname(),
+                  triton_interpret=os.environ.get("TRITON_INTERPRET", "") not in ("", "0"))
     if device.type != "cuda":
         return Environment(device="cpu", device_name=_cpu_model(), **common)
     index = device.index if device.index is not None else torch.cuda.current_device()

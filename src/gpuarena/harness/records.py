@@ -144,6 +144,9 @@ class WorkloadResult(Record):
 class Environment(Record):
     """Where the run happened; enough to compare and reproduce."""
 
+    triton_interpret: bool = False
+    """TRITON_INTERPRET was on: Triton kernels ran in the interpreter on the CPU (times mean nothing)."""
+
     device: str
     device_name: str
     device_uuid: str | None = None

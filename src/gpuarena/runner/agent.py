@@ -140,7 +140,8 @@ class Runner:
                 job = self.client.claim(self.runner_id, [slot.kind], wait_s=CLAIM_WAIT_S, device=slot.device)
                 backoff = 0.5
             except ApiError as exc:
-                log.warning("claim failed on %s: %s", slot.device, exc)
+                if not self.stopping.is_set():  # a server going away as we stop is no news
+                    log.warning("claim failed on %s: %s", slot.device, exc)
                 self.stopping.wait(backoff)
                 backoff = min(backoff * 2, 10.0)
                 continue
@@ -351,7 +352,8 @@ class Runner:
                 lost = self.client.heartbeat(self.runner_id, leases, self.config.slots)
                 interval = min(5.0, min((i.job.lease_s for i in self.running.values()), default=20.0) / 4)
             except ApiError as exc:
-                log.warning("heartbeat failed: %s", exc)
+                if not self.stopping.is_set():
+                    log.warning("heartbeat failed: %s", exc)
                 interval = 1.0  # again soon: the client has moved on to the next server, and leases run out
                 continue
             for job_id in lost:

@@ -7,7 +7,7 @@ import hashlib
 import re
 import secrets
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from gpuarena.errors import GpuarenaError
@@ -36,8 +36,11 @@ def add_user(session: Session, name: str, role: str = "participant") -> User:
     check_user_name(name)
     if role not in ROLES:
         raise GpuarenaError(f"role {role!r}: use one of {', '.join(ROLES)}")
-    if session.scalar(select(User).where(User.name == name)) is not None:
-        raise GpuarenaError(f"user {name!r} already exists")
+    existing = session.scalar(select(User).where(func.lower(User.name) == name.lower()))
+    if existing is not None:
+        raise GpuarenaError(f"user {name!r} already exists" if existing.name == name else
+                            f"user {name!r} would be mistaken for the existing {existing.name!r}: names differ in more "
+                            "than case")
     user = User(name=name, role=role)
     session.add(user)
     session.flush()
@@ -47,6 +50,8 @@ def add_user(session: Session, name: str, role: str = "participant") -> User:
 def issue_token(session: Session, user: User, name: str = "", expires_in: dt.timedelta | None = None,
                 device_kinds: list[str] | None = None) -> tuple[Token, str]:
     """Create a token; returns the row and the plain token, which is never stored."""
+    if len(name) > 64:
+        raise GpuarenaError(f"token name: {len(name)} characters; use at most 64")
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = Token(user_id=user.id, name=name, prefix=plain[:12], hash=hash_token(plain), device_kinds=device_kinds,
                   expires_at=utcnow() + expires_in if expires_in else None)

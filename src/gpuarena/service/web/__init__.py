@@ -15,14 +15,21 @@ from gpuarena.service.web import actions, routes
 from gpuarena.service.web.render import STATIC, page
 from gpuarena.service.web.security import (SESSION_COOKIE, SESSION_DAYS, CsrfError, SecurityHeaders, https_only,
                                            secret_key)
-from gpuarena.service.web.session import NotAllowed, SignInRequired
+from gpuarena.service.web.session import NotAllowed, SignInRequired, viewer
 from gpuarena.service.web.views import PageNotFound
 
 
 def error_page(request: Request, status: int, title: str, message: str,
                headers: dict[str, str] | None = None) -> HTMLResponse:
-    """An error as a page, for a browser (the API answers the same errors as JSON)."""
-    response = page(request, "error.html", None, status_code=status, title=title, message=message)
+    """An error as a page, for a browser (the API answers the same errors as JSON), with the
+    header of whoever is signed in (not "Sign in" to someone who is)."""
+    who = None
+    if "session" in request.scope and getattr(request.app.state, "db", None) is not None:
+        try:
+            who = viewer(request, request.app.state.db)
+        except Exception:  # noqa: BLE001  an error page must render whatever broke
+            who = None
+    response = page(request, "error.html", who, status_code=status, title=title, message=message)
     response.headers.update(headers or {})
     return response
 
@@ -30,9 +37,19 @@ def error_page(request: Request, status: int, title: str, message: str,
 
 
 
-def not_found(request: Request) -> HTMLResponse:
-    """The page for an address no route serves (the API answers JSON instead)."""
-    return error_page(request, 404, "Not found", f"There is no page at {request.url.path}.")
+def not_found(request: Request) -> Response:
+    """The page for an address no route serves (the API answers JSON instead); an address with
+    a trailing slash goes to the one without."""
+    return _without_slash(request) or error_page(request, 404, "Not found", f"There is no page at {request.url.path}.")
+
+
+def _without_slash(request: Request) -> Response | None:
+    """A redirect to the address without its trailing slash, where it has one (GET only)."""
+    path = request.url.path
+    if request.method not in ("GET", "HEAD") or (path.rstrip("/") or "/") == path:
+        return None
+    query = f"?{request.url.query}" if request.url.query else ""
+    return RedirectResponse(path.rstrip("/") + query, status_code=308)
 
 
 def mount(app: FastAPI, settings: Settings) -> None:
@@ -43,7 +60,7 @@ def mount(app: FastAPI, settings: Settings) -> None:
 
     @app.exception_handler(PageNotFound)
     async def _not_found(request: Request, exc: PageNotFound) -> Response:
-        return error_page(request, 404, "Not found", str(exc))
+        return _without_slash(request) or error_page(request, 404, "Not found", str(exc))
 
     @app.exception_handler(NotAllowed)
     async def _not_allowed(request: Request, exc: NotAllowed) -> Response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
@@ -30,6 +30,12 @@ def local_path(target: str | None, default: str = "/") -> str:
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, db: DB, who: WHO) -> HTMLResponse:
     return page(request, "home.html", who, home=views.home(db))
+
+
+@router.get("/problems", include_in_schema=False)
+def problems() -> RedirectResponse:
+    """The problems are listed on the home page."""
+    return RedirectResponse("/#problems", status_code=303)
 
 
 def problem_response(request: Request, db: Database, who: Caller | None, slug: str, error: str = "",

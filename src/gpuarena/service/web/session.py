@@ -62,7 +62,13 @@ def sign_in(request: Request, db: Database, plain_token: str) -> Caller:
     if not plain:
         raise AuthError("token: paste an API token (`gpuarena users add NAME` prints one)")
     with db.read() as session:
-        token = authenticate(session, plain)
+        try:
+            token = authenticate(session, plain)
+        except AuthError as exc:  # the API's hint is for the CLI; on the page, say what to do here
+            if "unknown token" in str(exc):
+                raise AuthError("this token is not known here: paste the whole token (it starts with gpa_), "
+                                "or ask an admin of this server for a new one") from None
+            raise
         if token.user.role == "runner":
             raise AuthError(f"token {token.prefix}… belongs to the runner account {token.user.name!r}; "
                             "sign in with a person's token")
