@@ -367,6 +367,12 @@ def test_leaderboard_marks_entries_within_noise_as_tied(site) -> None:
     board = page[page.index("leaderboard"):]
     assert board.count("tied with #") == 1 and "≈ tied with #1" in board  # bob with ann; cy is clearly behind
     assert "1.85" in board and "2.05" in board
+    import csv as csv_module
+    import io
+
+    rows = list(csv_module.DictReader(io.StringIO(site.client().get("/leaderboard.csv?problem=axpy_dest&device_kind=cpu").text)))
+    assert [(r["user"], r["tied_with_above"]) for r in rows] == [("ann", "False"), ("bob", "True"), ("cy", "False")]
+    assert float(rows[1]["score_low"]) == 1.85
 
 
 def test_the_author_cancels_a_queued_submission_from_its_page(site) -> None:
@@ -410,3 +416,39 @@ def test_small_things_that_looked_broken(site) -> None:
 
     with site.db.write() as session, pytest.raises(GpuarenaError, match="mistaken for the existing 'alice'"):
         add_user(session, "Alice")
+
+
+def test_submissions_page_filters_and_downloads(site) -> None:
+    """All submissions with filters; "your submissions" on the problem page; a leaderboard and a
+    user's results as CSV and JSON; a submission's record as JSON, the log only for its author."""
+    import csv as csv_module
+    import io
+    import json
+
+    _, alice_token = site.account("alice")
+    _, bob_token = site.account("bob")
+    alice, bob = site.signed_in(alice_token), site.signed_in(bob_token)
+    first = _submit(alice)
+    second = _submit(bob, mode="benchmark")
+    _finish(site, first, "alice's secret log line", "wrong")
+    everyone = site.client().get("/submissions").text
+    assert f"#{first}" in everyone and f"#{second}" in everyone
+    only_bob = site.client().get("/submissions?user=bob").text
+    assert f"#{second}" in only_bob and f"#{first}<" not in only_bob
+    failed = site.client().get("/submissions?status=WRONG_VALUES&device_kind=cpu&problem=axpy_dest").text
+    assert f"#{first}" in failed and f"#{second}<" not in failed
+    assert "no user named" in site.client().get("/submissions?user=nobody").text
+    problem = alice.get("/problems/axpy_dest").text
+    assert "Your submissions" in problem and f"#{first}" in problem and f"#{second}<" not in problem
+    results = site.client().get("/results.csv?user=alice")
+    assert results.headers["content-type"].startswith("text/csv")
+    rows = list(csv_module.DictReader(io.StringIO(results.text)))
+    assert [(int(r["id"]), r["status"]) for r in rows] == [(first, "WRONG_VALUES")]
+    assert json.loads(site.client().get("/results.json?user=bob").text)[0]["id"] == second
+    board = site.client().get("/leaderboard.csv?problem=axpy_dest&device_kind=cpu")
+    assert board.status_code == 200 and board.text == "rank,user,score,score_low,score_high,tied_with_above,submission_id,achieved_at\n"
+    assert site.client().get("/leaderboard.json?problem=nope&device_kind=cpu").status_code == 404
+    own = json.loads(alice.get(f"/submissions/{first}/record.json").text)
+    assert own["evaluation"]["log"] == "alice's secret log line"
+    public = json.loads(site.client().get(f"/submissions/{first}/record.json").text)
+    assert public["evaluation"]["log"] == "" and public["log_hidden"]

@@ -122,19 +122,14 @@ async def submit_upload(who: CALLER, db: DB, settings: SETTINGS,
 
 
 @router.get("/submissions", tags=["submissions"])
-def list_submissions(db: DB, user: str | None = None, problem: str | None = None,
-                     limit: Annotated[int, Query(ge=1, le=500)] = 50,
+def list_submissions(db: DB, user: str | None = None, problem: str | None = None, device_kind: str | None = None,
+                     status: str | None = None, limit: Annotated[int, Query(ge=1, le=500)] = 50,
                      ids: Annotated[str | None, Query(description="Only these submissions: comma-separated ids",
                                                       pattern=r"^\d+(,\d+)*$")] = None) -> list[SubmissionOut]:
+    """Submissions, newest first: by user, problem, device kind and status (QUEUED, PASSED, ...)."""
     with db.read() as session:
-        query = select(Submission).order_by(Submission.id.desc()).limit(limit)
-        if ids:
-            query = query.where(Submission.id.in_([int(i) for i in ids.split(",")]))
-        if user:
-            query = query.where(Submission.user_id == auth.user_by_name(session, user).id)
-        if problem:
-            query = query.join(Problem, Problem.id == Submission.problem_id).where(Problem.slug == problem)
-        return [submissions.to_out(s) for s in session.scalars(query)]
+        return submissions.search(session, user, problem, device_kind, status, limit,
+                                  [int(i) for i in ids.split(",")] if ids else None)
 
 
 @router.get("/submissions/{submission_id}", tags=["submissions"])

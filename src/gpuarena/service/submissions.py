@@ -137,6 +137,25 @@ def cancel(db: Database, who: Caller, submission_id: int) -> SubmissionOut:
         return to_out(submission)
 
 
+def search(session: Session, user: str | None = None, problem: str | None = None, device_kind: str | None = None,
+           status: str | None = None, limit: int = 50, ids: list[int] | None = None) -> list[SubmissionOut]:
+    """Submissions, newest first, filtered (the API's list and the web's submissions page)."""
+    from gpuarena.service import auth
+
+    query = select(Submission).order_by(Submission.id.desc()).limit(limit)
+    if ids:
+        query = query.where(Submission.id.in_(ids))
+    if user:
+        query = query.where(Submission.user_id == auth.user_by_name(session, user).id)
+    if problem:
+        query = query.join(Problem, Problem.id == Submission.problem_id).where(Problem.slug == problem)
+    if device_kind:
+        query = query.where(Submission.device_kind == device_kind)
+    if status:
+        query = query.where(Submission.status == status.upper())
+    return [to_out(s) for s in session.scalars(query)]
+
+
 def to_out(s: Submission) -> SubmissionOut:
     """A submission as anyone may list it; the reason is redacted again when shown (it may
     have been stored before the service redacted what it stores)."""

@@ -32,6 +32,28 @@ def home(request: Request, db: DB, who: WHO) -> HTMLResponse:
     return page(request, "home.html", who, home=views.home(db))
 
 
+@router.get("/submissions", response_class=HTMLResponse)
+def submissions_page(request: Request, db: DB, who: WHO, problem: str = "", user: str = "", device_kind: str = "",
+                     status: str = "") -> HTMLResponse:
+    """Every submission, newest first, filtered by problem, user, device kind and status."""
+    from gpuarena.errors import GpuarenaError
+    from gpuarena.service.submissions import DONE, IN_FLIGHT, search
+
+    filters = dict(problem=problem.strip() or None, user=user.strip() or None,
+                   device_kind=device_kind.strip() or None, status=status.strip() or None)
+    error, rows = "", []
+    with db.read() as session:
+        try:
+            rows = search(session, **filters, limit=SUBMISSIONS_SHOWN)
+        except GpuarenaError as exc:  # an unknown user: say so above an empty list
+            error = str(exc)
+    return page(request, "submissions.html", who, rows=rows, f=filters, error=error, limit=SUBMISSIONS_SHOWN,
+                statuses=[*IN_FLIGHT, *sorted(DONE)])
+
+
+SUBMISSIONS_SHOWN = 200
+
+
 @router.get("/problems", include_in_schema=False)
 def problems() -> RedirectResponse:
     """The problems are listed on the home page."""
@@ -41,9 +63,15 @@ def problems() -> RedirectResponse:
 def problem_response(request: Request, db: Database, who: Caller | None, slug: str, error: str = "",
                      form: dict[str, str] | None = None, status_code: int = 200) -> HTMLResponse:
     """The problem page; the submit action re-renders it with the error and what was typed."""
+    from gpuarena.service.submissions import search
+
     shown = views.problem_page(db, slug)
+    mine = []
+    if who is not None:
+        with db.read() as session:
+            mine = search(session, user=who.name, problem=shown.slug, limit=10)
     return page(request, "problem.html", who, status_code=status_code, p=shown, modes=MODES,
-                can_manage=views.may_manage(who, shown.owner_id), error=error, form=form or {})
+                can_manage=views.may_manage(who, shown.owner_id), error=error, form=form or {}, mine=mine)
 
 
 @router.get("/problems/{slug:path}", response_class=HTMLResponse)

@@ -109,8 +109,9 @@ def _runnable_kinds(session: Session, p: Problem) -> list[str]:
     return [k for k in session.scalars(select(DeviceKind.name).order_by(DeviceKind.name)) if device_type(k) in devices]
 
 
-def _board(session: Session, problem_id: int, kind: str) -> list[BoardRow]:
-    rows = leaderboard.read(session, problem_id, kind)
+def board(session: Session, problem_id: int, kind: str, limit: int = 100) -> list[BoardRow]:
+    """A leaderboard's rows with their intervals, each marked tied when it overlaps the one above."""
+    rows = leaderboard.read(session, problem_id, kind, limit)
     evaluations = dict(session.execute(select(Result.submission_id, Result.evaluation)
                                        .where(Result.submission_id.in_([r.submission_id for r in rows]))).all())
     board = [BoardRow(rank=r.rank, user=r.user, score=r.score, interval=score_interval(evaluations.get(r.submission_id)),
@@ -157,7 +158,7 @@ def problem_page(db: Database, slug: str) -> ProblemPage:
         kinds = sorted(set(page.kinds) | set(session.scalars(
             select(LeaderboardEntry.device_kind).where(LeaderboardEntry.problem_id == p.id).distinct())))
         for kind in kinds:
-            page.boards[kind] = _board(session, p.id, kind)
+            page.boards[kind] = board(session, p.id, kind)
             page.history[kind] = _history(session, p.id, kind)
     return page
 
