@@ -372,6 +372,10 @@ def test_leaderboard_marks_entries_within_noise_as_tied(site) -> None:
 
     rows = list(csv_module.DictReader(io.StringIO(site.client().get("/leaderboard.csv?problem=axpy_dest&device_kind=cpu").text)))
     assert [(r["user"], r["tied_with_above"]) for r in rows] == [("ann", "False"), ("bob", "True"), ("cy", "False")]
+    home = site.client().get("/").text  # the home page: leaders and recent activity
+    leaders = home[home.index("<h2>Leaders</h2>"):home.index("Recent activity")]
+    assert "axpy_dest" in leaders and ">ann<" in leaders and ">bob<" not in leaders
+    assert "Recent activity" in home and home.count("/submissions/") >= 3
     assert float(rows[1]["score_low"]) == 1.85
 
 

@@ -34,6 +34,10 @@ class Home:
     levels: dict[int, list[dict[str, Any]]]
     kinds: list[DeviceKindInfo]
     health: Health
+    leaders: list[dict[str, Any]] = field(default_factory=list)
+    """The best entry of every problem's leaderboard on each device kind."""
+    recent: list[SubmissionOut] = field(default_factory=list)
+    """The newest submissions."""
 
 
 def home(db: Database) -> Home:
@@ -42,7 +46,22 @@ def home(db: Database) -> Home:
         for p in session.scalars(select(Problem).where(Problem.current).order_by(Problem.level, Problem.slug)):
             levels.setdefault(p.level, []).append(dict(slug=p.slug, name=p.name, summary=p.summary,
                                                        tags=p.spec.get("tags", []), weight=p.weight))
-    return Home(levels=levels, kinds=device_kinds(db), health=health(db))
+        leaders: dict[tuple[str, str], dict[str, Any]] = {}
+        entries = session.execute(select(Problem.slug, LeaderboardEntry.device_kind, User.name, LeaderboardEntry.score,
+                                         LeaderboardEntry.submission_id)
+                                  .join(Problem, Problem.id == LeaderboardEntry.problem_id)
+                                  .join(User, User.id == LeaderboardEntry.user_id)
+                                  .where(Problem.current).order_by(LeaderboardEntry.score.desc()).limit(LEADER_ROWS))
+        for slug, kind, user, score, submission_id in entries:
+            leaders.setdefault((slug, kind), dict(problem=slug, device_kind=kind, user=user, score=score,
+                                                  submission_id=submission_id))
+        recent = [to_out(s) for s in session.scalars(select(Submission).order_by(Submission.id.desc()).limit(10))]
+    return Home(levels=levels, kinds=device_kinds(db), health=health(db),
+                leaders=sorted(leaders.values(), key=lambda r: (r["problem"], r["device_kind"])), recent=recent)
+
+
+LEADER_ROWS = 20_000
+"""Leaderboard entries read for the home page's leaders (the best per problem and kind)."""
 
 
 def score_interval(evaluation: dict[str, Any] | None) -> tuple[float, float] | None:
