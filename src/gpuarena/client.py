@@ -113,6 +113,9 @@ class Client:
     def submission(self, submission_id: int) -> dict[str, Any]:
         return self.get(f"/api/submissions/{submission_id}")
 
+    def invite(self, role: str, uses: int, days: float | None, note: str) -> dict[str, Any]:
+        return self.post("/api/invites", {"role": role, "uses": uses, "expires_in_days": days, "note": note}).json()
+
     def cancel(self, submission_id: int) -> dict[str, Any]:
         return self.post(f"/api/submissions/{submission_id}/cancel", {}).json()
 

@@ -124,6 +124,10 @@ def test_serve_submit_result_leaderboard(served) -> None:
     test_mode = _cli("submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"), "--device", "cpu", "--mode", "test",
                      "--server", server.url + "/", env=env)  # the saved token is found for the slashed address
     assert "verdict: PASSED" in test_mode.stdout
+    boss = _cli("users", "add", "boss", "--role", "admin", env=env).stdout.strip().splitlines()[-1]
+    link = _cli("invites", "create", "--server", server.url, "--token", boss, "--uses", "1", env=env).stdout.strip()
+    joined = httpx.post(server.url + "/api/join", json={"code": link.rsplit("/join/", 1)[1], "name": "invited"})
+    assert link.startswith(server.url + "/join/inv_") and joined.status_code == 201, joined.text
     bad = _cli("submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"), "--device", "TPU", env=env, check=False)
     assert bad.returncode == 2 and "unknown device kind 'TPU'" in bad.stderr
 

@@ -456,3 +456,38 @@ def test_submissions_page_filters_and_downloads(site) -> None:
     assert own["evaluation"]["log"] == "alice's secret log line"
     public = json.loads(site.client().get(f"/submissions/{first}/record.json").text)
     assert public["evaluation"]["log"] == "" and public["log_hidden"]
+
+
+def test_an_invite_link_makes_an_account_without_shell_access(site) -> None:
+    """An organiser makes a link on /invites; a visitor opens it, picks a name, and is signed in
+    with a new account whose token (shown once) works with the API; a used-up, withdrawn or
+    unknown link says why; participants cannot make invites."""
+    import re as re_module
+
+    _, org_token = site.account("olga", "organiser")
+    olga = site.signed_in(org_token)
+    form = olga.get("/invites")
+    assert form.status_code == 200 and "Make one" in form.text and 'value="organiser"' not in form.text
+    made = olga.post("/invites", data={"role": "participant", "uses": "1", "days": "7", "note": "course",
+                                       "csrf_token": csrf_of(form.text)})
+    link = re_module.search(r'id="new-invite">([^<]+)<', made.text).group(1)
+    path = link[link.index("/join/"):]
+    visitor = site.client()
+    opened = visitor.get(path)
+    assert opened.status_code == 200 and "makes you a participant" in opened.text
+    joined = visitor.post(path, data={"name": "newbie", "csrf_token": csrf_of(opened.text)})
+    assert joined.status_code == 200 and ">newbie</a>" in joined.text  # signed in
+    token = re_module.search(r'id="new-token">([^<]+)<', joined.text).group(1)
+    me = site.client().get("/api/me", headers={"Authorization": f"Bearer {token}"})
+    assert me.status_code == 200 and me.json()["name"] == "newbie" and me.json()["role"] == "participant"
+    again = site.client().get(path)
+    assert again.status_code == 400 and "used as many times as it allows" in again.text
+    assert "not known here" in site.client().get("/join/inv_nope").text
+    second = olga.post("/invites", data={"role": "participant", "uses": "5", "days": "", "note": "",
+                                         "csrf_token": csrf_of(olga.get("/invites").text)})
+    invite_id = re_module.findall(r'action="/invites/(\d+)/revoke"', second.text)[0]
+    withdrawn_path = re_module.search(r'id="new-invite">[^<]*(/join/[^<]+)<', second.text).group(1)
+    olga.post(f"/invites/{invite_id}/revoke", data={"csrf_token": csrf_of(second.text)})
+    assert "withdrawn" in site.client().get(withdrawn_path).text
+    _, token = site.account("pat")
+    assert site.signed_in(token).get("/invites").status_code == 403

@@ -396,6 +396,29 @@ def cancel(
     out.print(f"submission {submission_id}: {done['status']} ({done['reason']})", highlight=False)
 
 
+invites_app = typer.Typer(help="Sign-up links for people without shell access (organisers, admins).",
+                          no_args_is_help=True)
+
+
+@invites_app.command("create")
+def invites_create(
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    role: Annotated[str, typer.Option(help="participant, or organiser (admins only)")] = "participant",
+    uses: Annotated[int, typer.Option(help="How many people may sign up with it")] = 1,
+    days: Annotated[Optional[float], typer.Option(help="Expire after this many days (0: never)")] = 7.0,
+    note: Annotated[str, typer.Option(help="A note for the invites list")] = "",
+) -> None:
+    """Make an invite link; whoever opens it picks a name and gets an account (printed once, last line)."""
+    try:
+        made = _client(server, token).invite(role, uses, days or None, note)
+    except GpuarenaError as exc:
+        _fail(exc)
+    err.print(f"invite {made['info']['id']}: {made['info']['role']}, {made['info']['uses_left']} use(s); the link "
+              "(shown once):", highlight=False)
+    sys.stdout.write(made["link"] + "\n")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(serve)
     app.command()(cancel)
@@ -409,3 +432,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(db_app, name="db")
     app.add_typer(users_app, name="users")
     app.add_typer(tokens_app, name="tokens")
+    app.add_typer(invites_app, name="invites")

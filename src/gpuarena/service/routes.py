@@ -13,16 +13,17 @@ from sqlalchemy import bindparam, func, select
 
 from gpuarena import __version__
 from gpuarena.harness.records import Mode
-from gpuarena.service import auth, leaderboard, submissions
+from gpuarena.service import auth, invites, leaderboard, submissions
 from gpuarena.service.catalog import current_problem
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, admin, caller, get_db, get_settings, optional_caller
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
-from gpuarena.service.schemas import (DeviceKindInfo, Health, Leaderboard, Me, NewToken, NewUser,
-                                      ProblemDetail, ProblemSummary, RunnerInfo, SubmissionDetail, SubmissionOut,
-                                      SubmissionRequest, TokenInfo, TokenRequest)
-from gpuarena.service.tables import DeviceKind, Job, Problem, Runner, SolutionBlob, Submission, Token, User, utcnow
+from gpuarena.service.schemas import (DeviceKindInfo, Health, InviteInfo, InviteRequest, JoinRequest, Leaderboard, Me,
+                                      NewInvite, NewToken, NewUser, ProblemDetail, ProblemSummary, RunnerInfo,
+                                      SubmissionDetail, SubmissionOut, SubmissionRequest, TokenInfo, TokenRequest)
+from gpuarena.service.tables import (DeviceKind, Invite, Job, Problem, Runner, SolutionBlob, Submission, Token, User,
+                                     utcnow)
 from gpuarena.solutions.loader import solution_from_upload
 
 router = APIRouter(prefix="/api")
@@ -228,6 +229,41 @@ def create_token(request: TokenRequest, who: CALLER, db: DB) -> NewToken:
         expires = dt.timedelta(days=request.expires_in_days) if request.expires_in_days else None
         token, plain = auth.issue_token(session, user, request.name, expires, device_kinds=(
             list(who.device_kinds) if who.device_kinds is not None else None))
+        return NewToken(token=plain, info=token_info(token))
+
+
+def invite_info(i: Invite) -> InviteInfo:
+    return InviteInfo(id=i.id, prefix=i.prefix, role=i.role, uses_left=i.uses_left, note=i.note,
+                      created_at=i.created_at, expires_at=i.expires_at, revoked_at=i.revoked_at)
+
+
+@router.post("/invites", status_code=201, tags=["accounts"])
+def create_invite(body: InviteRequest, request: Request, who: CALLER, db: DB) -> NewInvite:
+    """A sign-up link (organisers, admins): whoever opens it picks a name and gets an account."""
+    with db.write() as session:
+        invite, code = invites.create(session, who, body.role, body.uses, body.expires_in_days, body.note)
+        return NewInvite(code=code, link=str(request.base_url).rstrip("/") + f"/join/{code}", info=invite_info(invite))
+
+
+@router.get("/invites", tags=["accounts"])
+def list_invites(who: CALLER, db: DB) -> list[InviteInfo]:
+    with db.read() as session:
+        return [invite_info(i) for i in invites.listed(session, who)]
+
+
+@router.delete("/invites/{invite_id}", tags=["accounts"])
+def revoke_invite(invite_id: int, who: CALLER, db: DB) -> InviteInfo:
+    with db.write() as session:
+        return invite_info(invites.revoke(session, who, invite_id))
+
+
+@router.post("/join", status_code=201, tags=["accounts"])
+def join(body: JoinRequest, db: DB) -> NewToken:
+    """Use an invite: a new account and its first token (shown once); needs no token."""
+    with db.write() as session:
+        user, plain = invites.accept(session, body.code, body.name)
+        token = session.scalar(select(Token).where(Token.user_id == user.id))
+        assert token is not None
         return NewToken(token=plain, info=token_info(token))
 
 

@@ -117,6 +117,38 @@ class Leaderboard(Model):
     rows: list[LeaderboardRow]
 
 
+class InviteRequest(Model):
+    role: str = "participant"
+    """participant, or organiser (admins only)."""
+    uses: int = 1
+    """How many people may sign up with it."""
+    expires_in_days: float | None = 7.0
+    note: str = ""
+
+
+class InviteInfo(Model):
+    id: int
+    prefix: str
+    role: str
+    uses_left: int
+    note: str
+    created_at: dt.datetime
+    expires_at: dt.datetime | None
+    revoked_at: dt.datetime | None
+
+
+class NewInvite(Model):
+    code: str
+    """Shown once: the link is /join/<code> on this server."""
+    link: str
+    info: InviteInfo
+
+
+class JoinRequest(Model):
+    code: str
+    name: str
+
+
 class TokenInfo(Model):
     id: int
     name: str

@@ -53,6 +53,25 @@ class Token(Base):
     user: Mapped[User] = relationship(lazy="joined")
 
 
+class Invite(Base):
+    """A sign-up link an organiser or admin made: whoever opens it picks a name and gets an
+    account and a token, without shell access to the server. Only the code's SHA-256 is stored."""
+
+    __tablename__ = "invites"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    """The code's first characters, to tell invites apart in a list."""
+    role: Mapped[str] = mapped_column(String(16), default="participant")
+    uses_left: Mapped[int] = mapped_column(Integer, default=1)
+    note: Mapped[str] = mapped_column(String(200), default="")
+    created_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
 class Problem(Base):
     """One version of a problem folder. A new version starts when any file that affects
     evaluation changes (everything but Markdown); the owner and openness stay with the slug."""

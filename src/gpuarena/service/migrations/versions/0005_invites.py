@@ -1,0 +1,37 @@
+"""invites: sign-up links made by organisers and admins
+
+Revision ID: 0005
+Revises: 0004
+Create Date: 2026-11-24 01:00:00
+"""
+from alembic import op
+import sqlalchemy as sa
+
+
+revision = '0005'
+down_revision = '0004'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        'invites',
+        sa.Column('id', sa.Integer(), nullable=False),
+        sa.Column('hash', sa.String(length=64), nullable=False),
+        sa.Column('prefix', sa.String(length=16), nullable=False),
+        sa.Column('role', sa.String(length=16), nullable=False),
+        sa.Column('uses_left', sa.Integer(), nullable=False),
+        sa.Column('note', sa.String(length=200), nullable=False),
+        sa.Column('created_by', sa.Integer(), nullable=False),
+        sa.Column('created_at', sa.DateTime(), nullable=False),
+        sa.Column('expires_at', sa.DateTime(), nullable=True),
+        sa.Column('revoked_at', sa.DateTime(), nullable=True),
+        sa.ForeignKeyConstraint(['created_by'], ['users.id'], ),
+        sa.PrimaryKeyConstraint('id'),
+        sa.UniqueConstraint('hash'),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table('invites')
