@@ -38,6 +38,9 @@ class Settings(BaseModel):
     bundled_problems: bool = True
     submit_limit_per_minute: int = 60
     """Submissions per user per minute (GPUARENA_SUBMIT_LIMIT; 0: no limit)."""
+    webhooks_allow_private: bool = False
+    """Whether webhooks may call private and local addresses (GPUARENA_WEBHOOK_ALLOW_PRIVATE=1: a
+    server on a closed network; off by default, so a user cannot make the server call itself)."""
     max_in_flight: int = 10
     """Submissions one user may have queued or running at once (GPUARENA_MAX_IN_FLIGHT; 0: no limit;
     admins are not limited)."""
@@ -57,7 +60,8 @@ class Settings(BaseModel):
             env["problem_roots"] = [Path(p) for p in os.environ["GPUARENA_PROBLEMS"].split(os.pathsep) if p]
         for key, name in (("submit_limit_per_minute", "GPUARENA_SUBMIT_LIMIT"), ("max_in_flight", "GPUARENA_MAX_IN_FLIGHT"),
                           ("max_request_bytes", "GPUARENA_MAX_REQUEST_BYTES"), ("lease_s", "GPUARENA_LEASE_S"),
-                          ("max_attempts", "GPUARENA_MAX_ATTEMPTS")):
+                          ("max_attempts", "GPUARENA_MAX_ATTEMPTS"),
+                          ("webhooks_allow_private", "GPUARENA_WEBHOOK_ALLOW_PRIVATE")):
             if os.environ.get(name):
                 env[key] = os.environ[name]
         env.update({k: v for k, v in overrides.items() if v is not None})

@@ -13,17 +13,18 @@ from sqlalchemy import bindparam, func, select
 
 from gpuarena import __version__
 from gpuarena.harness.records import Mode
-from gpuarena.service import auth, invites, leaderboard, submissions
+from gpuarena.service import auth, invites, leaderboard, submissions, webhooks
 from gpuarena.service.catalog import current_problem
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, admin, caller, get_db, get_settings, optional_caller
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
 from gpuarena.service.schemas import (DeviceKindInfo, Health, InviteInfo, InviteRequest, JoinRequest, Leaderboard, Me,
-                                      NewInvite, NewToken, NewUser, ProblemDetail, ProblemSummary, RunnerInfo,
-                                      SubmissionDetail, SubmissionOut, SubmissionRequest, TokenInfo, TokenRequest)
+                                      NewInvite, NewToken, NewUser, NewWebhook, ProblemDetail, ProblemSummary,
+                                      RunnerInfo, SubmissionDetail, SubmissionOut, SubmissionRequest, TokenInfo,
+                                      TokenRequest, WebhookInfo, WebhookRequest)
 from gpuarena.service.tables import (DeviceKind, Invite, Job, Problem, Runner, SolutionBlob, Submission, Token, User,
-                                     utcnow)
+                                     Webhook, utcnow)
 from gpuarena.solutions.loader import solution_from_upload
 
 router = APIRouter(prefix="/api")
@@ -144,7 +145,9 @@ def get_submission(submission_id: int, db: DB, who: MAYBE) -> SubmissionDetail:
 def cancel_submission(submission_id: int, who: CALLER, db: DB) -> SubmissionOut:
     """Cancel a queued or running submission (its author or an admin): a queued job leaves the
     queue, a running one is stopped by its runner within a few seconds; it ends CANCELLED."""
-    return submissions.cancel(db, who, submission_id)
+    cancelled = submissions.cancel(db, who, submission_id)
+    webhooks.notify(db, submission_id)
+    return cancelled
 
 
 @router.get("/submissions/{submission_id}/code", tags=["submissions"])
@@ -255,6 +258,29 @@ def list_invites(who: CALLER, db: DB) -> list[InviteInfo]:
 def revoke_invite(invite_id: int, who: CALLER, db: DB) -> InviteInfo:
     with db.write() as session:
         return invite_info(invites.revoke(session, who, invite_id))
+
+
+def webhook_info(h: Webhook) -> WebhookInfo:
+    return WebhookInfo(id=h.id, url=h.url, created_at=h.created_at, last_called_at=h.last_called_at,
+                       last_status=h.last_status)
+
+
+@router.post("/webhooks", status_code=201, tags=["accounts"])
+def create_webhook(body: WebhookRequest, who: CALLER, db: DB, settings: SETTINGS) -> NewWebhook:
+    """A URL told (POST, signed JSON) whenever one of your submissions finishes."""
+    hook, secret = webhooks.create(db, who, body.url, settings.webhooks_allow_private)
+    return NewWebhook(secret=secret, info=webhook_info(hook))
+
+
+@router.get("/webhooks", tags=["accounts"])
+def list_webhooks(who: CALLER, db: DB) -> list[WebhookInfo]:
+    return [webhook_info(h) for h in webhooks.listed(db, who)]
+
+
+@router.delete("/webhooks/{hook_id}", status_code=204, tags=["accounts"])
+def delete_webhook(hook_id: int, who: CALLER, db: DB) -> Response:
+    webhooks.delete(db, who, hook_id)
+    return Response(status_code=204)
 
 
 @router.post("/join", status_code=201, tags=["accounts"])

@@ -11,7 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import or_, select
 
 from gpuarena.problems.pack import PackedProblem
-from gpuarena.service import queue
+from gpuarena.service import queue, webhooks
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
 from gpuarena.service.deps import Caller, get_db, get_settings, runner_account
@@ -146,7 +146,9 @@ def post_result(job_id: int, body: ResultPost, who: RUNNER, db: DB) -> ResultRep
     _own_runner(db, who, runner_id)
     if body.runner_id is not None and body.runner_id != runner_id:
         raise queue.LeaseLost(f"job {job_id} is leased to runner {runner_id}, not runner {body.runner_id}")
-    _, first = queue.complete(db, runner_id, job_id, body.lease_token, body.evaluation)
+    result, first = queue.complete(db, runner_id, job_id, body.lease_token, body.evaluation)
+    if first:
+        webhooks.notify(db, result.submission_id)
     return ResultReply(accepted=True, duplicate=not first)
 
 

@@ -144,6 +144,24 @@ class NewInvite(Model):
     info: InviteInfo
 
 
+class WebhookRequest(Model):
+    url: str
+
+
+class WebhookInfo(Model):
+    id: int
+    url: str
+    created_at: dt.datetime
+    last_called_at: dt.datetime | None
+    last_status: str
+
+
+class NewWebhook(Model):
+    secret: str
+    """Shown once: check each call's X-Gpuarena-Signature (sha256=HMAC-SHA256 of the body) with it."""
+    info: WebhookInfo
+
+
 class JoinRequest(Model):
     code: str
     name: str

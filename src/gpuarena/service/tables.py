@@ -72,6 +72,23 @@ class Invite(Base):
     revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
 
 
+class Webhook(Base):
+    """A URL the service POSTs to when one of its owner's submissions finishes, signed with
+    HMAC-SHA256 over the body with the webhook's secret (so a chat bot or CI can trust it)."""
+
+    __tablename__ = "webhooks"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    url: Mapped[str] = mapped_column(String(500))
+    secret: Mapped[str] = mapped_column(String(64))
+    """Kept in the clear: the service signs with it (shown to the owner once, at creation)."""
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    last_called_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    last_status: Mapped[str] = mapped_column(String(200), default="")
+    """The last delivery's outcome: an HTTP status, or why it failed."""
+
+
 class Problem(Base):
     """One version of a problem folder. A new version starts when any file that affects
     evaluation changes (everything but Markdown); the owner and openness stay with the slug."""

@@ -1,4 +1,4 @@
-"""invites: sign-up links made by organisers and admins
+"""invites and webhooks: sign-up links made by organisers and admins; URLs told when a submission finishes
 
 Revision ID: 0005
 Revises: 0004
@@ -31,7 +31,22 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint('id'),
         sa.UniqueConstraint('hash'),
     )
+    op.create_table(
+        'webhooks',
+        sa.Column('id', sa.Integer(), nullable=False),
+        sa.Column('user_id', sa.Integer(), nullable=False),
+        sa.Column('url', sa.String(length=500), nullable=False),
+        sa.Column('secret', sa.String(length=64), nullable=False),
+        sa.Column('created_at', sa.DateTime(), nullable=False),
+        sa.Column('last_called_at', sa.DateTime(), nullable=True),
+        sa.Column('last_status', sa.String(length=200), nullable=False),
+        sa.ForeignKeyConstraint(['user_id'], ['users.id'], ),
+        sa.PrimaryKeyConstraint('id'),
+    )
+    op.create_index('ix_webhooks_user_id', 'webhooks', ['user_id'], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index('ix_webhooks_user_id', table_name='webhooks')
+    op.drop_table('webhooks')
     op.drop_table('invites')
