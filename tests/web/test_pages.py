@@ -352,8 +352,9 @@ def test_leaderboard_marks_entries_within_noise_as_tied(site) -> None:
     headers = {"Authorization": f"Bearer {runner_token}"}
     runner_id = api.post("/api/runner/hello", headers=headers,
                          json={"name": "box", "devices": [{"device": "cpu", "kind": "cpu"}]}).json()["runner_id"]
+    tokens = {}
     for name, speedup, low, high in (("ann", 2.0, 1.9, 2.1), ("bob", 1.95, 1.85, 2.05), ("cy", 1.2, 1.15, 1.25)):
-        _, token = site.account(name)
+        _, token = tokens[name] = site.account(name)
         submission_id = _submit(site.signed_in(token), mode="ranked")
         job = api.post("/api/runner/claim", headers=headers, json={"runner_id": runner_id, "device_kinds": ["cpu"]}).json()
         assert job["submission_id"] == submission_id
@@ -372,6 +373,20 @@ def test_leaderboard_marks_entries_within_noise_as_tied(site) -> None:
 
     rows = list(csv_module.DictReader(io.StringIO(site.client().get("/leaderboard.csv?problem=axpy_dest&device_kind=cpu").text)))
     assert [(r["user"], r["tied_with_above"]) for r in rows] == [("ann", "False"), ("bob", "True"), ("cy", "False")]
+    # bob's next try is shown beside his best and the leader's, per workload
+    bob_client = site.signed_in(tokens["bob"][1])
+    again = _submit(bob_client, mode="ranked")
+    job = api.post("/api/runner/claim", headers=headers, json={"runner_id": runner_id, "device_kinds": ["cpu"]}).json()
+    evaluation = Evaluation(status="PASSED", problem="axpy_dest", solution_hash="0" * 64, device="cpu", mode="ranked",
+                            score=1.5, workloads=[{"name": "n4096", "status": "PASSED", "speedup": 1.5,
+                                                   "speedup_ci95": (1.4, 1.6)}])
+    api.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
+             json={"lease_token": job["lease_token"], "evaluation": evaluation.model_dump(mode="json")})
+    shown = bob_client.get(f"/submissions/{again}").text
+    assert ">your best</th>" in shown and ">leader</th>" in shown
+    row = shown[shown.index("<td>n4096"):]
+    row = row[:row.index("</tr>")]
+    assert ">1.500<" in row and ">1.950<" in row and ">2.000<" in row, row
     home = site.client().get("/").text  # the home page: leaders and recent activity
     leaders = home[home.index("<h2>Leaders</h2>"):home.index("Recent activity")]
     assert "axpy_dest" in leaders and ">ann<" in leaders and ">bob<" not in leaders

@@ -203,6 +203,27 @@ class SubmissionPage:
     """None when this viewer may not read the code."""
     language: str
     score_interval: tuple[float, float] | None
+    compared: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """'your best' and 'leader': the leaderboard submission each is, and its speed-up per
+    workload (absent when it is this submission, or there is none)."""
+
+
+def _compare(session: Session, s: Submission) -> dict[str, dict[str, Any]]:
+    """The author's best ranked entry and the leader's, on this problem and device kind, with
+    their speed-ups per workload, to show beside this submission's."""
+    same = (LeaderboardEntry.problem_id == s.problem_id, LeaderboardEntry.device_kind == s.device_kind)
+    picks = {"your best": session.scalar(select(LeaderboardEntry).where(*same, LeaderboardEntry.user_id == s.user_id)),
+             "leader": session.scalar(select(LeaderboardEntry).where(*same)
+                                      .order_by(LeaderboardEntry.score.desc()).limit(1))}
+    compared: dict[str, dict[str, Any]] = {}
+    for label, entry in picks.items():
+        if entry is None or entry.submission_id == s.id:
+            continue
+        evaluation = session.scalar(select(Result.evaluation).where(Result.submission_id == entry.submission_id))
+        speedups = {w["name"]: w.get("speedup") for w in (evaluation or {}).get("workloads", [])}
+        compared[label] = dict(submission_id=entry.submission_id, user=entry.user.name, score=entry.score,
+                               speedups=speedups)
+    return compared
 
 
 code_visible = private_visible
@@ -219,10 +240,11 @@ def submission_page(db: Database, submission_id: int, who: Caller | None) -> Sub
         assert blob is not None
         visible = code_visible(who, s.user_id, s.problem.solutions_public)
         author_id, language, code = s.user_id, blob.language, dict(blob.sources) if visible else None
+        compared = _compare(session, s) if s.mode != "test" else {}
     shown = submission_detail(db, submission_id, who)
     evaluation = shown.evaluation.model_dump(mode="json") if shown.evaluation else None
     return SubmissionPage(detail=shown, author_id=author_id, code=code, language=language,
-                          score_interval=score_interval(evaluation))
+                          score_interval=score_interval(evaluation), compared=compared)
 
 
 @dataclass
