@@ -216,7 +216,7 @@ def test_the_submission_page_shows_the_figure_only_where_measured(profiled_on_th
                              evaluation=evaluation, log_hidden=False)
 
     def html() -> str:
-        return ENV.get_template("_live.html").render(s=SimpleNamespace(detail=detail, score_interval=None))
+        return ENV.get_template("_live.html").render(s=SimpleNamespace(detail=detail, score_interval=None, compared={}))
 
     assert "ncu Duration</th>" in html() and f"{PER_CALL_US:.2f} µs" in html()
     workload.time.kernel_duration_us = workload.reference_time.kernel_duration_us = None

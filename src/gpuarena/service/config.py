@@ -41,7 +41,7 @@ class Settings(BaseModel):
     webhooks_allow_private: bool = False
     """Whether webhooks may call private and local addresses (GPUARENA_WEBHOOK_ALLOW_PRIVATE=1: a
     server on a closed network; off by default, so a user cannot make the server call itself)."""
-    max_in_flight: int = 10
+    max_in_flight: int = 5
     """Submissions one user may have queued or running at once (GPUARENA_MAX_IN_FLIGHT; 0: no limit;
     admins are not limited)."""
     max_request_bytes: int = 2_000_000
