@@ -46,14 +46,18 @@ def main() -> int:
         t0 = time.monotonic()
         try:
             outcome = run_case(case, args.device)
-            got, reason, ok = outcome.got, outcome.reason, outcome.ok
+            got, reason, ok, audits = outcome.got, outcome.reason, outcome.ok, outcome.details.get("device_audits")
         except Exception as exc:  # a harness crash is a finding too
-            got, reason, ok = "CRASH", f"{type(exc).__name__}: {exc}", False
+            got, reason, ok, audits = "CRASH", f"{type(exc).__name__}: {exc}", False, None
         took = time.monotonic() - t0
         rows.append({"family": case.family, "case": case.name, "expected": case.expect, "got": got,
-                     "ok": ok, "seconds": round(took, 1), "reason": reason})
+                     "ok": ok, "seconds": round(took, 1), "reason": reason, "device_audits": audits or []})
         print(f"[{i + 1:3d}/{len(cases)}] {'ok ' if ok else 'BAD'} {took:5.1f}s {case.family}: {case.name}: "
               f"expected {'|'.join(case.expect)}, got {got}: {reason[:200]}", flush=True)
+        for a in audits or []:
+            print(f"      audit: claimed {a.get('claimed_us')} observed {a.get('observed_us_per_call')} "
+                  f"noise {a.get('noise_us')} inflation {a.get('inflation_us', 0.0)} "
+                  f"per request {a.get('observed_us_per_request')}", flush=True)
         if args.json_path:
             Path(args.json_path).write_text(json.dumps(rows, indent=1))
     bad = [r for r in rows if not r["ok"]]

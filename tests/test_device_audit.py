@@ -167,7 +167,8 @@ def test_the_run_s_summary_says_what_the_audit_checked_or_why_it_did_not():
 
 class PlannedSampler:
     """A stand-in for the PM sampler in a real run on the CPU: each segment reports the busy
-    time planned for what it samples (by the name the audit gives it), so the audit's flow and
+    time planned for what it samples (by the name the audit gives it; a function of how many
+    of those came before it, for drift), so the audit's flow and
     verdicts are tested, not the GPU. It records what it sampled, in order."""
 
     plan: dict[str, float] = {}
@@ -186,8 +187,10 @@ class PlannedSampler:
     def segment(self, work, what: str = "a segment"):
         assert PlannedSampler.states[-1:] == ["start"], "sampled while sampling was off"
         result = work()
+        planned = self.plan.get(what, 0.0)
+        busy = planned(PlannedSampler.seen.count(what)) if callable(planned) else planned
         PlannedSampler.seen.append(what)
-        return result, Window(busy_ns=self.plan.get(what, 0.0), span_ns=1e6, samples=8, overflow=False)
+        return result, Window(busy_ns=busy, span_ns=1e6, samples=8, overflow=False)
 
     def idle(self, seconds: float = 0.005):
         return self.segment(lambda: None, "an idle GPU")[1]
@@ -251,8 +254,12 @@ def test_every_timed_request_is_audited_and_nothing_else_is_sent(audited_on_the_
     assert PlannedSampler.seen.count(REFERENCE) == record.workloads[0].reference_time.samples // timed[0]["n"]
     # on a GPU found quiet first; the twins in the rounds' conditions, from the first round on
     assert PlannedSampler.seen[0] == "an idle GPU"
-    assert PlannedSampler.seen.index(HARNESS) < PlannedSampler.seen.index(SOLUTION) + 3
-    assert PlannedSampler.seen.count(HARNESS) == PlannedSampler.seen.count(REFERENCE_TWIN) >= TWIN_BLOCKS
+    assert PlannedSampler.seen.index(REFERENCE_TWIN) < PlannedSampler.seen.index(SOLUTION) + 4
+    assert PlannedSampler.seen.count(REFERENCE_TWIN) >= TWIN_BLOCKS
+    # the harness's block is sampled just before each of the solution's requests: its pair
+    pairs = [PlannedSampler.seen[i - 1] for i, what in enumerate(PlannedSampler.seen) if what == SOLUTION]
+    assert pairs == [HARNESS] * len(timed) and PlannedSampler.seen.count(HARNESS) == len(timed)
+    assert len(audit.observed_us_per_request) == len(timed)
     assert REFERENCE_HARNESS not in PlannedSampler.seen  # softmax's reference and solution both return
 
 
@@ -269,6 +276,41 @@ def test_the_harness_s_share_is_taken_off(audited_on_the_cpu):
     record, audit = audited_on_the_cpu({SOLUTION: 1e9, HARNESS: 1e9})
     assert record.status == "PASSED", record.reason
     assert audit.observed_us_per_call == 0 and audit.harness_us_per_call > 1e4
+
+
+def test_the_clocks_drift_falls_out_of_each_pair(audited_on_the_cpu):
+    """The GPU's clocks move whole requests by a few percent, far more than a small kernel's
+    time: each request is judged against the harness block sampled just before it, so a
+    drift common to both leaves the figure exact and its error nil. With the harness's blocks
+    taken apart, this drift hid a 3x forged claim on an H100 (patched_reply_function)."""
+    def drifting(extra_ns: float):
+        return lambda k: 1e8 * (1 + 0.05 * (k % 5)) + extra_ns
+
+    record, audit = audited_on_the_cpu({HARNESS: drifting(0), SOLUTION: drifting(0)})
+    assert record.status == "PASSED", record.reason
+    assert audit.observed_us_per_call == 0 and audit.noise_us == 0
+    record, audit = audited_on_the_cpu({HARNESS: drifting(0), SOLUTION: drifting(1e9)})
+    n = audit.calls // len(audit.observed_us_per_request)
+    assert record.status == "REJECTED" and "below what the GPU's own counters saw" in record.reason
+    assert audit.observed_us_per_request == [round(1e9 / n / 1e3, 3)] * len(audit.observed_us_per_request)
+    assert audit.noise_us == 0
+
+
+def test_a_rough_figure_keeps_the_rounds_going_until_it_can_judge_the_claim(audited_on_the_cpu):
+    """The smallest kernels are judged on a few µs out of ~160 of harness work per call: while
+    the observed figure's error is over a quarter of the claim, more requests are sampled (up
+    to MAX_REQUESTS); a steady figure stops at MIN_REQUESTS."""
+    from gpuarena.harness.rounds_audit import MAX_REQUESTS
+
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "PASSED" and MIN_REQUESTS <= len(audit.observed_us_per_request) < MAX_REQUESTS
+
+    def jittery(k: int) -> float:  # a request's figure swings by 1e5 µs a call: never resolved
+        return 1e9 * (k % 3)
+
+    record, audit = audited_on_the_cpu({SOLUTION: jittery})
+    assert len(audit.observed_us_per_request) == MAX_REQUESTS and audit.noise_us > 1e3
+    assert PlannedSampler.seen.count(SOLUTION) == MAX_REQUESTS
 
 
 def test_what_the_counters_add_to_the_reference_is_taken_off_in_a_real_run(audited_on_the_cpu):

@@ -194,4 +194,6 @@ def _run_case(case: Case, device: str, budget_s: float) -> Outcome:
     record = evaluate(problem, load_solution(case.path), options)
     got = record.status.value
     return Outcome(case=case, got=got, reason=record.reason, ok=got in case.expect,
-                   details={"score": record.score, "workloads": [w.name for w in record.workloads]})
+                   details={"score": record.score, "workloads": [w.name for w in record.workloads],
+                            "device_audits": [w.device_audit.model_dump(exclude_defaults=True)
+                                              for w in record.workloads if w.device_audit]})

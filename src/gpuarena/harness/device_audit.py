@@ -17,6 +17,7 @@ solution hands to the copy engines or the host is not covered.
 from __future__ import annotations
 
 import json
+import os
 import select
 import statistics
 import subprocess
@@ -42,6 +43,11 @@ INTERVAL_CYCLES = 200_000
 overflowed (CUPTI_ERROR_OUT_OF_MEMORY). The busy time is a sum of counters over the samples,
 so longer samples lose no work; they only blur where a segment starts and ends, which the
 SETTLE_S waits around each segment cover."""
+IMAGE_SAMPLES = 1000
+"""Samples per counter data image (each decoding pass re-initialises all of it)."""
+METRIC = "sm__cycles_active.max"
+"""The activity counter read, as a fraction of gr__cycles_elapsed.max per sample (the busiest SM's
+time with a warp resident). GPUARENA_AUDIT_METRIC names another, to measure it (bench/)."""
 SETTLE_S = 0.001
 """Waited after starting and around each segment: the first sample spans the set-up, and a
 segment's last sample must complete to be counted (both are many intervals)."""
@@ -89,7 +95,9 @@ class DeviceSampler:
     differences of marks (`segment()`, one decoding pass each)."""
 
     def __init__(self, binary: Path, device_index: int):
-        self.process = subprocess.Popen([str(binary), str(device_index), str(INTERVAL_CYCLES)], stdin=subprocess.PIPE,
+        metric = os.environ.get("GPUARENA_AUDIT_METRIC", METRIC)
+        self.process = subprocess.Popen([str(binary), str(device_index), str(INTERVAL_CYCLES), str(IMAGE_SAMPLES), metric],
+                                        stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         ready = self._read()
         if not ready.get("ready"):

@@ -23,6 +23,7 @@ time over it less the calls' windows is the harness's cost there.
 
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -256,7 +257,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
             round_no += 1
             one_round(round_no)
             elapsed = time.monotonic() - started
-            if audit.wants_more:  # the device audit's noise must average down first
+            if audit.wants_more(statistics.median(sol_dev) / 1e3):  # the audit's noise must average down first
                 continue
             if len(sol_dev) >= plan.max_samples:
                 break

@@ -3,6 +3,7 @@
 // can be checked against something the worker's process cannot edit.
 //
 // Protocol, one line each way on stdin/stdout:
+// Arguments: device index, sampling interval (sysclk cycles), samples per image, activity metric.
 //   on start   -> {"ready": true, "chip": "GH100", "image_bytes": N}  or  {"error": "..."} and exit 1
 //   "start"    -> {"started": true}                  sampling runs from here
 //   "mark"     -> {"busy_ns": B, "span_ns": S, "samples": N, "overflow": 0|1}  so far, sampling on
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
     // samples per counter data image: every decoding pass re-initialises the whole image, so a big
     // one makes each pass (and each mark) slow; a full image is simply decoded again
     uint64_t max_samples = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000;
+    if (argc > 4) METRICS[1] = argv[4];  // the activity metric (default sm__cycles_active.max)
 
     CU(cuInit(0));
     CUdevice cu_device;

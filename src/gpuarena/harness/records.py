@@ -94,9 +94,12 @@ class DeviceAudit(Record):
     reference_twin_us_per_call: float | None = None
     """and of its twin's, which does more harness work: far more in the timed blocks means
     something else used the GPU while the reference was timed."""
+    observed_us_per_request: list[float] = Field(default_factory=list)
+    """Each sampled request's figure: its busy time less the harness block's sampled just
+    before it, per call (observed_us_per_call is their median)."""
     noise_us: float = 0.0
-    """The standard error of the observed figure (the medians' of the solution's requests and
-    of the harness's blocks, from their spread)."""
+    """The standard error of the observed figure (of the median of the per-request figures,
+    from their spread)."""
     margin: float | None = None
     """Claims under margin x (observed - inflation - 3 x noise) are rejected."""
     skipped: str = ""

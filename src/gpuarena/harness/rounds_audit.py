@@ -15,10 +15,14 @@ the checked outputs. On an H100 the sweeps took about 160 µs of the busiest SM'
 call (the L2 read sweep alone 58.7 µs, steady within ±0.6% over blocks of 30,
 bench/results/audit-rounds-NVIDIA-H100.md), so they must be taken off precisely, in the same
 conditions: the GPU's clocks after a long idle (a CUDA build) made whole rounds 3.5% busier
-than the same blocks a few seconds later. So in every TWIN_EVERY-th round the same harness
-code with a solve() that does nothing, and the trusted reference, run through the worker's
-own `time` code in the supervisor (twin.py), are sampled too: they give the harness's share
-and what the counters see of a call beyond its CUPTI time (`inflation`).
+than the same blocks a few seconds later. So the same harness code with a solve() that does
+nothing, run in the supervisor (twin.py), is sampled just before every one of the solution's
+requests, and the solution is judged on the median of the paired differences: the clocks'
+drift, a few µs a call, falls out of each pair (with the harness sampled apart, every second
+round, the noise allowance grew to 3 x 1.4 µs a call and a 3x forged claim on a 4.5 µs softmax
+passed). The trusted reference through the worker's own `time` code is sampled every
+TWIN_EVERY-th round: it gives what the counters see of a call beyond its CUPTI time
+(`inflation`).
 
 The reference's timed blocks are sampled as well: work that is not the harness's running
 while the reference is timed (a solution's kernel queued to start later) would slow the
@@ -28,7 +32,6 @@ reference and flatter the solution. They do less harness work than the reference
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from typing import TYPE_CHECKING, Callable, TypeVar
@@ -47,12 +50,20 @@ SOLUTION, REFERENCE = "the solution's request", "the reference's timed block"
 HARNESS, REFERENCE_HARNESS = "the harness alone", "the harness as the reference calls it"
 REFERENCE_TWIN = "the reference through the worker's code"
 """What each sampled segment holds (the names errors give, and a test's stand-in reads)."""
-MIN_REQUESTS = 8
+MIN_REQUESTS = 12
 """The timed rounds go on until this many of the solution's requests were sampled: the harness's
 share is about 160 µs a call on an H100 and a 2 µs kernel is judged on the difference, so its
 noise must average down (with 2 requests an honest Triton softmax read 3.68 µs for 2.11)."""
+MAX_REQUESTS = 96
+NOISE_FRACTION = 0.25
+"""Past MIN_REQUESTS the rounds go on, up to MAX_REQUESTS, while the observed figure's error
+is over NOISE_FRACTION of the claimed median: a sampled request's figure varies by about
+±4 µs a call on the smallest softmax (16 calls, under 160 µs of harness work each, H100),
+so 12 requests left an error of 1.47 µs and a claim of 1.5 µs for a 4.4 µs kernel passed.
+Under the bound, a claim is rejected once it is under about 0.46 x the time the counters saw
+(0.7 x (T - 3 x 0.25 x claimed)); larger kernels stop at MIN_REQUESTS."""
 TWIN_EVERY = 2
-"""The twins are sampled in the first round and every TWIN_EVERY-th after it,"""
+"""The reference's twins are sampled in the first round and every TWIN_EVERY-th after it,"""
 TWIN_BLOCKS = 4
 """and after the rounds until each has this many blocks; the median block counts."""
 REFERENCE_SHARED_FRACTION = 0.05
@@ -77,7 +88,9 @@ class RoundsAudit:
                                          "nothing may hold them while a job runs")
         self.on = False
         self.solution_ns: list[float] = []
-        """Busy ns per sampled request of the solution (calls, harness work, commit)."""
+        """Busy ns per sampled request of the solution (calls, harness work, commit),"""
+        self.paired_ns: list[float] = []
+        """and less the harness's block sampled just before it."""
         self.reference_ns: list[float] = []
         """Busy ns per timed reference block."""
         self.twin_ns: dict[str, list[float]] = {HARNESS: [], REFERENCE_HARNESS: [], REFERENCE_TWIN: []}
@@ -100,17 +113,25 @@ class RoundsAudit:
         except SamplerError as exc:
             raise self._failed(exc) from None
 
-    @property
-    def wants_more(self) -> bool:
-        """Whether the rounds must go on for the audit (fewer than MIN_REQUESTS sampled)."""
-        return self.on and len(self.solution_ns) < MIN_REQUESTS
+    def wants_more(self, claimed_us: float) -> bool:
+        """Whether the rounds must go on for the audit: fewer than MIN_REQUESTS sampled, or
+        the observed figure still too rough to judge a claim of `claimed_us` (at most MAX_REQUESTS)."""
+        if not self.on or len(self.paired_ns) >= MAX_REQUESTS:
+            return False
+        return len(self.paired_ns) < MIN_REQUESTS or self.noise_us() > NOISE_FRACTION * claimed_us
+
+    def noise_us(self) -> float:
+        """The standard error of the observed figure so far, per call."""
+        return device_audit.median_error(self.paired_ns) / len(self.session.sets) / 1e3
 
     def solution(self, request: Callable[[], T], commit: Callable[[], object], calls: int) -> tuple[T, object]:
         """One timed request of the solution and the commit that ends it, sampled."""
         if not self.on:
             return request(), commit()
+        harness = self._sample(HARNESS)
         (reply, committed), window = self._segment(lambda: (request(), commit()), SOLUTION)
         self.solution_ns.append(window.busy_ns)
+        self.paired_ns.append(window.busy_ns - harness)
         self.calls += calls
         return reply, committed
 
@@ -138,9 +159,9 @@ class RoundsAudit:
             audit.skipped = self.supervisor.sampler_missing
             return audit
         try:
-            if len(self.twin_ns[HARNESS]) < TWIN_BLOCKS:
-                self._wait_quiet("the harness's own share is measured")
-                while len(self.twin_ns[HARNESS]) < TWIN_BLOCKS:
+            if len(self.twin_ns[REFERENCE_TWIN]) < TWIN_BLOCKS:
+                self._wait_quiet("the reference's own share is measured")
+                while len(self.twin_ns[REFERENCE_TWIN]) < TWIN_BLOCKS:
                     self._sample_twins()
         finally:
             self.stop()
@@ -154,9 +175,9 @@ class RoundsAudit:
         reference_twin = statistics.median(self.twin_ns[REFERENCE_TWIN])
         audit.calls = self.calls
         audit.harness_us_per_call = per_call(harness)
-        audit.observed_us_per_call = per_call(statistics.median(self.solution_ns) - harness) if self.solution_ns else 0.0
-        audit.noise_us = math.hypot(device_audit.median_error(self.solution_ns),
-                                    device_audit.median_error(self.twin_ns[HARNESS])) / n / 1e3
+        audit.observed_us_per_call = per_call(statistics.median(self.paired_ns)) if self.paired_ns else 0.0
+        audit.observed_us_per_request = [round(ns / n / 1e3, 3) for ns in self.paired_ns]
+        audit.noise_us = self.noise_us()
         audit.reference_observed_us_per_call = per_call(reference_twin - reference_harness)
         audit.inflation_us = device_audit.inflation(audit.reference_observed_us_per_call, audit.reference_claimed_us)
         audit.reference_twin_us_per_call = per_call(reference_twin)
@@ -201,10 +222,16 @@ class RoundsAudit:
             raise self._failed(exc) from None
 
     def _sample_twins(self) -> None:
-        n = len(self.session.sets)
-        for name, twin in self._twins.items():
-            work = (lambda twin=twin: (twin.block(n), self.commit()))
-            self.twin_ns[name].append(self._segment(work, name)[1].busy_ns)
+        for name in self._twins:
+            if name != HARNESS:  # sampled with every request of the solution's
+                self._sample(name)
+
+    def _sample(self, name: str) -> float:
+        """One block of a twin (the harness's work of a request, the commit's included), sampled."""
+        twin, n = self._twins[name], len(self.session.sets)
+        busy = self._segment(lambda: (twin.block(n), self.commit()), name)[1].busy_ns
+        self.twin_ns[name].append(busy)
+        return busy
 
     def _wait_quiet(self, before: str) -> None:
         """A GPU busy with work that is not the harness's is looked at again a few times, and
