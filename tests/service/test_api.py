@@ -443,3 +443,18 @@ def test_a_ranked_job_queued_without_a_seed_gets_one_at_its_claim(api) -> None:
         stored = {job.submission_id: job.seed for job in session.scalars(select(Job))}
     assert [c["seed"] for c in claimed] == [stored[i] for i in ids]
     assert all(isinstance(stored[i], int) for i in ids) and stored[ids[0]] != stored[ids[1]]
+
+
+def test_a_runner_s_hostname_is_shown_to_admins_and_its_own_account_only(api) -> None:
+    """Which machines judge a contest is an address to aim at: other users see runners
+    (name, kinds, jobs) but not their hostnames."""
+    runner_headers = api.user("gpu-box-account", "runner")
+    runner_id = api.http.post("/api/runner/hello", json={"name": "box", "hostname": "gpu-box-7.internal",
+                                                         "devices": [{"device": "cpu", "kind": "cpu"}]},
+                              headers=runner_headers).json()["runner_id"]
+    hostname = api.http.get("/api/runners", headers=runner_headers).json()[0]["hostname"]
+    assert hostname == "gpu-box-7.internal"  # the runner's own account sees it
+    admin = api.user("root-admin", "admin")
+    assert api.http.get("/api/runners", headers=admin).json()[0]["hostname"] == hostname
+    seen = api.http.get("/api/runners", headers=api.user("alice")).json()
+    assert [r["id"] for r in seen] == [runner_id] and seen[0]["hostname"] == ""

@@ -89,14 +89,17 @@ def device_kinds(db: DB) -> list[DeviceKindInfo]:
 
 
 @router.get("/runners", tags=["runners"])
-def list_runners(_: CALLER, db: DB) -> list[RunnerInfo]:
-    """Runners, their device slots (drained ones with the reason) and the jobs they hold."""
+def list_runners(who: CALLER, db: DB) -> list[RunnerInfo]:
+    """Runners, their device slots (drained ones with the reason) and the jobs they hold. A
+    runner's hostname is shown only to admins and to the account it runs as: the machines
+    of a contest are nobody else's business (and an address to aim at)."""
     with db.read() as session:
         running: dict[int, list[int]] = {}
         for job_id, runner_id in session.execute(select(Job.id, Job.runner_id).where(Job.state == "leased")):
             running.setdefault(runner_id, []).append(job_id)
         online_since = utcnow() - RUNNER_ONLINE
-        return [RunnerInfo(id=r.id, name=r.name, account=session.get(User, r.user_id).name, hostname=r.hostname,
+        return [RunnerInfo(id=r.id, name=r.name, account=session.get(User, r.user_id).name,
+                           hostname=r.hostname if who.role == "admin" or who.user_id == r.user_id else "",
                            version=r.version, online=r.last_seen_at > online_since, device_kinds=r.device_kinds or [],
                            devices=r.devices or [], running=sorted(running.get(r.id, [])), jobs_done=r.jobs_done,
                            last_seen_at=r.last_seen_at)

@@ -271,6 +271,7 @@ class RunnerInfo(Model):
     name: str
     account: str
     hostname: str
+    """Shown to admins and to the runner's own account only (empty for others)."""
     version: str
     online: bool
     """Heard from within the last two minutes."""
