@@ -10,6 +10,8 @@ import json
 import threading
 import time
 
+import pytest
+
 from tests.service.conftest import submission_body
 
 
@@ -33,51 +35,79 @@ def _wait_for(calls: list, n: int, timeout: float = 10.0) -> None:
     assert len(calls) >= n, calls
 
 
-def test_a_finished_submission_is_posted_signed_to_its_author_s_webhook(api) -> None:
+@pytest.fixture
+def receiver_url():
+    """A real HTTP server on this machine taking webhook calls (into _Receiver.calls)."""
     receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     _Receiver.calls = []
-    url = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
     try:
-        runner_headers, runner_id = api.runner()
-        alice, bob = api.user("alice"), api.user("bob")
-        refused = api.http.post("/api/webhooks", json={"url": url}, headers=alice)
-        assert refused.status_code == 400 and "private or local address" in refused.json()["error"]
-        assert api.http.post("/api/webhooks", json={"url": "file:///etc/passwd"}, headers=alice).status_code == 400
-        api.settings.webhooks_allow_private = True  # a closed network's server may allow them
-        made = api.http.post("/api/webhooks", json={"url": url}, headers=alice)
-        assert made.status_code == 201
-        secret = made.json()["secret"]
-        assert "secret" not in api.http.get("/api/webhooks", headers=alice).json()[0]
+        yield f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+    finally:
+        receiver.shutdown()
 
-        mine = api.http.post("/api/submissions", json=submission_body(mode="test"), headers=alice).json()["id"]
-        api.http.post("/api/submissions", json=submission_body(mode="test"), headers=bob)  # bob has no webhook
+
+def test_a_finished_submission_is_posted_signed_to_its_author_s_webhook(api, receiver_url) -> None:
+    url = receiver_url
+    runner_headers, runner_id = api.runner()
+    alice, bob = api.user("alice"), api.user("bob")
+    refused = api.http.post("/api/webhooks", json={"url": url}, headers=alice)
+    assert refused.status_code == 400 and "private or local address" in refused.json()["error"]
+    assert api.http.post("/api/webhooks", json={"url": "file:///etc/passwd"}, headers=alice).status_code == 400
+    api.settings.webhooks_allow_private = True  # a closed network's server may allow them
+    made = api.http.post("/api/webhooks", json={"url": url}, headers=alice)
+    assert made.status_code == 201
+    secret = made.json()["secret"]
+    assert "secret" not in api.http.get("/api/webhooks", headers=alice).json()[0]
+
+    mine = api.http.post("/api/submissions", json=submission_body(mode="test"), headers=alice).json()["id"]
+    api.http.post("/api/submissions", json=submission_body(mode="test"), headers=bob)  # bob has no webhook
+    job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
+                        headers=runner_headers).json()
+    assert job["submission_id"] == mine
+    evaluation = {"status": "PASSED", "problem": "axpy_dest", "solution_hash": "0" * 64, "device": "cpu",
+                  "mode": "test"}
+    api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=runner_headers,
+                  json={"lease_token": job["lease_token"], "evaluation": evaluation})
+    _wait_for(_Receiver.calls, 1)
+    headers, body = _Receiver.calls[0]
+    expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    assert headers["X-Gpuarena-Signature"] == expected
+    sent = json.loads(body)
+    assert sent["event"] == "submission.finished"
+    assert (sent["submission"]["id"], sent["submission"]["status"]) == (mine, "PASSED")
+
+    queued = api.http.post("/api/submissions", json=submission_body(mode="benchmark"), headers=alice).json()["id"]
+    api.http.post(f"/api/submissions/{queued}/cancel", headers=alice)
+    _wait_for(_Receiver.calls, 2)
+    assert json.loads(_Receiver.calls[1][1])["submission"]["status"] == "CANCELLED"
+    deadline = time.monotonic() + 5
+    while api.http.get("/api/webhooks", headers=alice).json()[0]["last_status"] != "HTTP 200":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    hook_id = made.json()["info"]["id"]
+    assert api.http.delete(f"/api/webhooks/{hook_id}", headers=bob).status_code == 403
+    assert api.http.delete(f"/api/webhooks/{hook_id}", headers=alice).status_code == 204
+    assert len(_Receiver.calls) == 2
+
+
+def test_a_submission_that_ends_as_error_is_posted_too(api, receiver_url) -> None:
+    """Out of attempts (the harness failed on it every time), a submission ends as ERROR: its
+    author is told, as for a verdict or a cancel."""
+    runner_headers, runner_id = api.runner()
+    alice = api.user("alice")
+    api.settings.webhooks_allow_private = True
+    assert api.http.post("/api/webhooks", json={"url": receiver_url}, headers=alice).status_code == 201
+    mine = api.http.post("/api/submissions", json=submission_body(mode="test"), headers=alice).json()["id"]
+    for attempt in range(3):
         job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
                             headers=runner_headers).json()
         assert job["submission_id"] == mine
-        evaluation = {"status": "PASSED", "problem": "axpy_dest", "solution_hash": "0" * 64, "device": "cpu",
-                      "mode": "test"}
-        api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=runner_headers,
-                      json={"lease_token": job["lease_token"], "evaluation": evaluation})
-        _wait_for(_Receiver.calls, 1)
-        headers, body = _Receiver.calls[0]
-        expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-        assert headers["X-Gpuarena-Signature"] == expected
-        sent = json.loads(body)
-        assert sent["event"] == "submission.finished"
-        assert (sent["submission"]["id"], sent["submission"]["status"]) == (mine, "PASSED")
-
-        queued = api.http.post("/api/submissions", json=submission_body(mode="benchmark"), headers=alice).json()["id"]
-        api.http.post(f"/api/submissions/{queued}/cancel", headers=alice)
-        _wait_for(_Receiver.calls, 2)
-        assert json.loads(_Receiver.calls[1][1])["submission"]["status"] == "CANCELLED"
-        deadline = time.monotonic() + 5
-        while api.http.get("/api/webhooks", headers=alice).json()[0]["last_status"] != "HTTP 200":
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        hook_id = made.json()["info"]["id"]
-        assert api.http.delete(f"/api/webhooks/{hook_id}", headers=bob).status_code == 403
-        assert api.http.delete(f"/api/webhooks/{hook_id}", headers=alice).status_code == 204
-        assert len(_Receiver.calls) == 2
-    finally:
-        receiver.shutdown()
+        api.http.post(f"/api/runner/jobs/{job['job_id']}/release", headers=runner_headers,
+                      json={"lease_token": job["lease_token"], "error": f"the harness crashed ({attempt})"})
+        if attempt < 2:
+            time.sleep(0.3)
+            assert _Receiver.calls == []  # back in the queue: nothing finished yet
+    _wait_for(_Receiver.calls, 1)
+    sent = json.loads(_Receiver.calls[0][1])["submission"]
+    assert (sent["id"], sent["status"]) == (mine, "ERROR") and "gave up after 3 attempts" in sent["reason"]

@@ -48,21 +48,21 @@ def enqueue(session: Session, submission: Submission, max_attempts: int = 3) -> 
     return job
 
 
-def reap_expired(session: Session, now: dt.datetime | None = None) -> int:
-    """Re-queue jobs whose lease ran out; fail those out of attempts. Returns how many."""
+def reap_expired(session: Session, now: dt.datetime | None = None) -> list[int]:
+    """Re-queue jobs whose lease ran out; fail those out of attempts. Returns the submissions
+    that ended as ERROR (their authors' webhooks are told, once this commits)."""
     now = now or utcnow()
     query = select(Job).where(Job.state == "leased", Job.lease_expires_at < now)
     if session.get_bind().dialect.name == "postgresql":
         # lock what we re-queue, and skip rows another transaction holds: without the lock a
         # concurrent claim's reap-and-lease of the same job would be overwritten by ours
         query = query.with_for_update(skip_locked=True)
-    expired = list(session.scalars(query))
-    for job in expired:
-        _requeue_or_fail(session, job, f"runner lost the lease (attempt {job.attempts})")
-    return len(expired)
+    return [job.submission_id for job in list(session.scalars(query))
+            if _requeue_or_fail(session, job, f"runner lost the lease (attempt {job.attempts})")]
 
 
-def _requeue_or_fail(session: Session, job: Job, why: str) -> None:
+def _requeue_or_fail(session: Session, job: Job, why: str) -> bool:
+    """Back in the queue, or (out of attempts) the submission ends as ERROR: then True."""
     job.last_error = why
     job.lease_token = None
     job.lease_expires_at = None
@@ -72,9 +72,10 @@ def _requeue_or_fail(session: Session, job: Job, why: str) -> None:
         job.state = "failed"
         job.finished_at = utcnow()
         submission.status, submission.reason, submission.finished_at = "ERROR", f"{why}; gave up after {job.attempts} attempts", utcnow()
-    else:
-        job.state = "queued"
-        submission.status = "QUEUED"
+        return True
+    job.state = "queued"
+    submission.status = "QUEUED"
+    return False
 
 
 def fair_order(device_kinds: list[str]):  # type: ignore[no-untyped-def]
@@ -92,13 +93,16 @@ CLAIM_CANDIDATES = 8
 
 
 def claim(db: Database, runner_id: int, device_kinds: list[str], lease_s: float = LEASE_S,
-          device: str = "") -> Claimed | None:
+          device: str = "", errored: list[int] | None = None) -> Claimed | None:
     """Lease the next queued job for one of device_kinds in fair order, or None when there is
-    none; device names the runner's slot that will run it (recorded on the job)."""
+    none; device names the runner's slot that will run it (recorded on the job). Expired
+    leases are reaped first: submissions that ended as ERROR there go into `errored`."""
     if not device_kinds:
         return None
     with db.write() as session:
-        reap_expired(session)
+        failed = reap_expired(session)
+        if errored is not None:
+            errored.extend(failed)
         ordered = fair_order(device_kinds)
         candidates = session.scalars(select(ordered.c.job_id).where(ordered.c.state == "queued")
                                      .order_by(ordered.c.turn, ordered.c.job_id).limit(CLAIM_CANDIDATES)).all()
@@ -210,22 +214,22 @@ def complete(db: Database, runner_id: int, job_id: int, lease_token: str, evalua
         return result, True
 
 
-def requeue_runner(db: Database, runner_id: int, why: str) -> int:
+def requeue_runner(db: Database, runner_id: int, why: str) -> list[int]:
     """Put back every job leased to runner_id (a runner process that just started holds none
-    of them: its predecessor died); counted as an attempt, as an expiry would be. Returns how many."""
+    of them: its predecessor died); counted as an attempt, as an expiry would be. Returns the
+    submissions that ended as ERROR, out of attempts."""
     with db.write() as session:
         query = select(Job).where(Job.state == "leased", Job.runner_id == runner_id)
         if db.is_postgres:
             query = query.with_for_update(skip_locked=True)
-        jobs = list(session.scalars(query))
-        for job in jobs:
-            _requeue_or_fail(session, job, f"{why} (attempt {job.attempts})")
-        return len(jobs)
+        return [job.submission_id for job in list(session.scalars(query))
+                if _requeue_or_fail(session, job, f"{why} (attempt {job.attempts})")]
 
 
-def give_back(db: Database, runner_id: int, job_id: int, lease_token: str, error: str = "") -> None:
+def give_back(db: Database, runner_id: int, job_id: int, lease_token: str, error: str = "") -> bool:
     """The runner lets go of a job: shutting down (error empty; the attempt is not counted)
-    or the harness itself failed (error says how; counted, so a job that kills runners ends)."""
+    or the harness itself failed (error says how; counted, so a job that kills runners ends).
+    True when that was its last attempt and the submission ended as ERROR."""
     with db.write() as session:
         job = _held(session, db, job_id, lease_token)
         if job.state != "leased" or job.runner_id != runner_id:
@@ -235,4 +239,4 @@ def give_back(db: Database, runner_id: int, job_id: int, lease_token: str, error
         # the error is the runner's (a crashed job process's last lines): it can become the
         # submission's public reason, so the machine's paths and name come out first
         error = redact(error, [session.scalar(select(Runner.hostname).where(Runner.id == runner_id))])
-        _requeue_or_fail(session, job, error or "runner shut down")
+        return _requeue_or_fail(session, job, error or "runner shut down")

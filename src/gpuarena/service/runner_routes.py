@@ -69,7 +69,8 @@ def hello(body: RunnerHello, who: RUNNER, db: DB) -> RunnerId:
         runner_id = runner.id
     # a runner process says hello once, when it starts: it holds none of the jobs its name held
     # before (its predecessor died), so they go back to the queue now instead of at lease expiry
-    queue.requeue_runner(db, runner_id, f"runner {body.name} restarted while running it")
+    for submission_id in queue.requeue_runner(db, runner_id, f"runner {body.name} restarted while running it"):
+        webhooks.notify(db, submission_id)
     return RunnerId(runner_id=runner_id)
 
 
@@ -81,7 +82,10 @@ def _work_waiting(db: Database, kinds: list[str]) -> bool:
 
 
 def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str], device: str) -> ClaimedJob | None:
-    claimed = queue.claim(db, runner_id, kinds, settings.lease_s, device)
+    errored: list[int] = []
+    claimed = queue.claim(db, runner_id, kinds, settings.lease_s, device, errored)
+    for submission_id in errored:  # out of attempts while reaping expired leases
+        webhooks.notify(db, submission_id)
     if claimed is None:
         return None
     job, submission = claimed.job, claimed.submission
@@ -161,5 +165,10 @@ def release(job_id: int, body: Release, who: RUNNER, db: DB) -> ResultReply:
     if runner_id is None:
         raise queue.LeaseLost(f"job {job_id} is not leased")
     _own_runner(db, who, runner_id)
-    queue.give_back(db, runner_id, job_id, body.lease_token, body.error)
+    if queue.give_back(db, runner_id, job_id, body.lease_token, body.error):
+        with db.read() as session:
+            job = session.get(Job, job_id)
+            assert job is not None
+            submission_id = job.submission_id
+        webhooks.notify(db, submission_id)
     return ResultReply(accepted=True, duplicate=False)
