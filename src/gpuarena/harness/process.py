@@ -157,7 +157,9 @@ class WorkerProcess:
         run_folder = self.log_path.parent
         self.cgroup = containment.Cgroup.make(f"gpuarena-{os.getpid()}-{secrets.token_hex(4)}", memory_limit)
         tmpfs = min(containment.DEFAULT_TMPFS_BYTES, memory_limit or containment.DEFAULT_TMPFS_BYTES)
-        info_path = run_folder / "sandbox.json"
+        # beside the run's folder, not in it: the run's folder is bound into the sandbox, and a
+        # worker of the supervisor's own user (no root) could read bubblewrap's report there
+        info_path = run_folder.with_name(run_folder.name + ".sandbox.json")
         info_fd = os.open(info_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         shared = containment.shared_folders(env, bool(self.user and self.user[2]), list(CACHE_VARIABLES))
         argv = containment.sandbox_argv(binary, run_folder, workdir, gpu=self.gpu, network=network, tmpfs_bytes=tmpfs,
@@ -177,7 +179,10 @@ class WorkerProcess:
             os.close(info_fd)
             os.close(options_read)
         self.sandbox_options = argv[1:]
-        self.init_pid = containment.read_info(info_path, self.proc)
+        try:
+            self.init_pid = containment.read_info(info_path, self.proc)
+        finally:
+            info_path.unlink(missing_ok=True)
         if memory_limit and not self.cgroup.counts_memory:
             self.memory_watch = containment.MemoryWatch(self.init_pid, memory_limit)
         deadline = time.monotonic() + 30
