@@ -458,3 +458,25 @@ def test_a_runner_s_hostname_is_shown_to_admins_and_its_own_account_only(api) ->
     assert api.http.get("/api/runners", headers=admin).json()[0]["hostname"] == hostname
     seen = api.http.get("/api/runners", headers=api.user("alice")).json()
     assert [r["id"] for r in seen] == [runner_id] and seen[0]["hostname"] == ""
+
+
+def test_one_runner_finishing_one_job_at_a_time_alternates_between_users(api) -> None:
+    """Fair order with one runner (a laptop's `serve`): alice queues three, bob one after
+    them; as each job finishes, the next claim goes to the user served longest ago, so bob
+    runs second, not last (found on a fresh clone: his job waited behind all of alice's)."""
+    runner_headers, runner_id = api.runner()
+    alice, bob = api.user("alice"), api.user("bob")
+    ids = [api.http.post("/api/submissions", json=submission_body(mode="test"), headers=who).json()["id"]
+           for who in (alice, alice, alice, bob)]
+    assert api.http.get(f"/api/submissions/{ids[3]}").json()["queue_position"] == 2  # alice's first, then bob's
+    order = []
+    while (answer := api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
+                                   headers=runner_headers)).status_code == 200:
+        job = answer.json()
+        order.append(job["submission_id"])
+        if len(order) == 1:  # bob's is next while alice's first runs
+            assert api.http.get(f"/api/submissions/{ids[3]}").json()["queue_position"] == 1
+        body = {"lease_token": job["lease_token"], "evaluation": _evaluation()}
+        assert api.http.post(f"/api/runner/jobs/{job['job_id']}/result", json=body,
+                             headers=runner_headers).status_code == 200
+    assert order == [ids[0], ids[3], ids[1], ids[2]]

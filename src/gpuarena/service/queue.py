@@ -79,13 +79,27 @@ def _requeue_or_fail(session: Session, job: Job, why: str) -> bool:
 
 
 def fair_order(device_kinds: list[str]):  # type: ignore[no-untyped-def]
-    """Jobs for device_kinds, queued or running, with their turn: a job's place among its
-    user's jobs in flight (row_number over them, oldest first). Queued jobs are claimed by
-    (turn, job id): a user with a job running waits behind one with none."""
+    """Jobs for device_kinds, queued or running, with their turn (a job's place among its
+    user's jobs in flight: row_number over them, oldest first) and when their user was last
+    served on these kinds (the latest claim of any of the user's jobs, None if never). Queued
+    jobs are claimed in `claim_order`: a user with a job running waits behind one with none,
+    and between equal turns the user served longest ago goes first, so one runner finishing
+    one job at a time still alternates between users (the turn alone restarts at 1 for the
+    user whose job just finished, and the older job id won every tie)."""
     turn = func.row_number().over(partition_by=Submission.user_id, order_by=Job.id).label("turn")
-    return (select(Job.id.label("job_id"), Job.state, turn)
+    served = (select(Submission.user_id.label("user_id"), func.max(Job.claimed_at).label("last_claimed"))
+              .join(Job, Job.submission_id == Submission.id)
+              .where(Job.device_kind.in_(device_kinds), Job.claimed_at.is_not(None))
+              .group_by(Submission.user_id)).subquery()
+    return (select(Job.id.label("job_id"), Job.state, turn, served.c.last_claimed)
             .join(Submission, Submission.id == Job.submission_id)
+            .outerjoin(served, served.c.user_id == Submission.user_id)
             .where(Job.state.in_(("queued", "leased")), Job.device_kind.in_(device_kinds))).subquery()
+
+
+def claim_order(ordered) -> tuple:  # type: ignore[no-untyped-def]
+    """The order queued jobs of `fair_order` are claimed in (never-served users first)."""
+    return (ordered.c.turn, ordered.c.last_claimed.is_not(None), ordered.c.last_claimed, ordered.c.job_id)
 
 
 CLAIM_CANDIDATES = 8
@@ -105,7 +119,7 @@ def claim(db: Database, runner_id: int, device_kinds: list[str], lease_s: float 
             errored.extend(failed)
         ordered = fair_order(device_kinds)
         candidates = session.scalars(select(ordered.c.job_id).where(ordered.c.state == "queued")
-                                     .order_by(ordered.c.turn, ordered.c.job_id).limit(CLAIM_CANDIDATES)).all()
+                                     .order_by(*claim_order(ordered)).limit(CLAIM_CANDIDATES)).all()
         job = None
         for job_id in candidates:  # window functions cannot take row locks: lock the chosen row itself
             query = select(Job).where(Job.id == job_id, Job.state == "queued")
@@ -136,12 +150,9 @@ def queue_position(session: Session, job: Job) -> int | None:
     if job.state != "queued":
         return None
     ordered = fair_order([job.device_kind])
-    mine = session.scalar(select(ordered.c.turn).where(ordered.c.job_id == job.id))
-    if mine is None:
-        return None
-    ahead = session.scalar(select(func.count()).select_from(ordered).where(ordered.c.state == "queued").where(
-        (ordered.c.turn < mine) | ((ordered.c.turn == mine) & (ordered.c.job_id < job.id))))
-    return int(ahead or 0) + 1
+    queued = list(session.scalars(select(ordered.c.job_id).where(ordered.c.state == "queued")
+                                  .order_by(*claim_order(ordered))))
+    return queued.index(job.id) + 1 if job.id in queued else None
 
 
 def cancel(session: Session, submission: Submission, by: str) -> None:
