@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Run by hand: bash bench/first_hour.sh (clones /work/main, or set CLONE_FROM). Its output on the
+# Run by hand: bash bench/first_hour.sh (clones this repository, or CLONE_FROM). Its output on the
 # 2-core dev VM is in bench/results/first-hour-cpu-vm.log.
 # The new-user path and the infinite-loop case, end to end, on a fresh clone.
 set -uo pipefail
+mkdir -p /tmp/walk
 rm -rf /tmp/fresh && git clone -q "${CLONE_FROM:-$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)}" /tmp/fresh && cd /tmp/fresh
 export GPUARENA_PORT=8011
 (bash scripts/serve.sh > /tmp/walk/serve.log 2>&1 &)
