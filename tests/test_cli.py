@@ -52,6 +52,11 @@ def test_run_json_prints_the_evaluation_record():
 def test_run_benchmark_json_has_timing_fields():
     result = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--json")
     record = json.loads(result.stdout)
+    # where the time went (issue 18): the phases in run order, adding up to the run's duration
+    phases = record["phases"]
+    assert list(phases) == ["start-up", "build", "correctness", "timing", "teardown"]
+    assert all(seconds >= 0 for seconds in phases.values()) and phases["timing"] > 0
+    assert abs(sum(phases.values()) - record["duration_s"]) < 0.05 * record["duration_s"] + 0.01
     time = record["workloads"][0]["time"]
     assert time["samples"] >= 10 and time["method"] == "cpu-perf-counter"
     assert time["ci95_low_us"] <= time["median_us"] <= time["ci95_high_us"]
@@ -219,3 +224,13 @@ def test_a_problem_s_time_limit_is_shown_and_ends_an_infinite_loop(tmp_path):
     from gpuarena.problems import resolve_problem
 
     assert resolve_problem(problem).spec.time_limit_for("ranked") == 600.0  # the defaults for the others
+
+
+def test_run_verbose_shows_where_the_time_went():
+    result = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--mode", "test",
+                      "--verbose")
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("phases: "))
+    assert "start-up" in line and "build" in line and "correctness" in line and "timing" not in line
+    assert "phases:" not in gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST,
+                                     "--mode", "test").stdout

@@ -229,6 +229,9 @@ def test_the_audit_passes_a_claim_the_counters_do_not_contradict(audited_on_the_
     assert audit.claimed_us == record.workloads[0].time.median_us and not audit.skipped
     assert audit.reference_claimed_us == record.workloads[0].reference_time.median_us
     assert PlannedSampler.states[-1] == "stop"
+    # the audit's own time (twins, sampler start and stop) is its phase, not the timing's
+    assert list(record.phases) == ["start-up", "build", "correctness", "timing", "device audit", "teardown"]
+    assert record.phases["device audit"] > 0 and record.phases["timing"] > 0
 
 
 def test_every_timed_request_is_audited_and_nothing_else_is_sent(audited_on_the_cpu, monkeypatch):

@@ -44,6 +44,7 @@ def run(
     workload: Annotated[Optional[list[str]], typer.Option(help="Only this workload (repeatable)")] = None,
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record as JSON on stdout")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show where the run's time went, per phase")] = False,
 ) -> None:
     """Judge SOLUTION on PROBLEM: correctness on fresh inputs, then timing against the reference."""
     from gpuarena.cli.render import render
@@ -73,7 +74,7 @@ def run(
     if json_out:
         sys.stdout.write(record.model_dump_json(indent=2) + "\n")
     else:
-        render(record, out)
+        render(record, out, verbose=verbose)
     raise typer.Exit(0 if record.status.value == "PASSED" else 1)
 
 

@@ -31,7 +31,7 @@ def _fmt_err(value: float | None) -> str:
     return "-" if value is None else f"{value:.2e}"
 
 
-def render(record: Evaluation, console: Console) -> None:
+def render(record: Evaluation, console: Console, verbose: bool = False) -> None:
     env = record.environment
     where = f"{env.device_name} ({record.device})" if env else record.device
     console.print(f"[bold]{record.problem}[/] · {record.solution_name} ({record.language}, "
@@ -97,6 +97,10 @@ def render(record: Evaluation, console: Console) -> None:
     console.print(line)
     if record.score is not None:
         console.print(f"score: [bold]{record.score:.3f}[/] (weighted geometric mean of speedups over the reference)")
+    if verbose and record.phases:
+        from gpuarena.harness.phases import summary
+
+        console.print(f"phases: {summary(record.duration_s, record.phases)}", style="dim", highlight=False)
     if record.status not in (Status.PASSED,) and record.log.strip():
         tail = "\n".join(record.log.strip().splitlines()[-25:])
         console.print("[dim]log (last lines; the whole log is in --json's \"log\"):[/]")

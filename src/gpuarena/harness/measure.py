@@ -32,6 +32,7 @@ import torch
 
 from gpuarena.harness import device_audit, peaks
 from gpuarena.harness.compare import compare
+from gpuarena.harness.phases import DEVICE_AUDIT, TIMING
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import SpeedOfLight, Timing, WorkloadResult
 from gpuarena.harness.rounds_audit import RoundsAudit
@@ -283,6 +284,8 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
             audit.finish(result)
     finally:
         audit.stop()
+        if audit.enabled:
+            supervisor.phases.moved(TIMING, DEVICE_AUDIT, audit.seconds)
     ratio, low, high = bootstrap_rounds(ref_rounds, sol_rounds)
     result.speedup, result.speedup_ci95 = ratio, (low, high)
     result.round_spread = round_spread(ref_rounds, sol_rounds)

@@ -198,3 +198,8 @@ class Evaluation(Record):
     harness_version: str = HARNESS_VERSION
     started_at: str = ""
     duration_s: float = 0.0
+    phases: dict[str, float] = Field(default_factory=dict)
+    """Wall seconds of duration_s per phase, in run order (harness/phases.py): start-up (the
+    device's description and peaks, the audit's sampler, the worker's start and imports),
+    build, correctness, timing, device audit (its own share of the timed rounds), ncu duration
+    and teardown."""

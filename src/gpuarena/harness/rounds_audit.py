@@ -96,6 +96,9 @@ class RoundsAudit:
         self.twin_ns: dict[str, list[float]] = {HARNESS: [], REFERENCE_HARNESS: [], REFERENCE_TWIN: []}
         """Busy ns per block of each twin."""
         self.calls = 0
+        self.seconds = 0.0
+        """Wall time the audit added to the rounds: starting and stopping the sampler, waiting for
+        a quiet GPU, the twins' blocks, and each sampled block's settling and marks."""
         self._twins: dict[str, ReferenceTwin] = {}
 
     def begin(self) -> None:
@@ -106,12 +109,15 @@ class RoundsAudit:
                        REFERENCE_TWIN: ReferenceTwin(self.supervisor, self.session)}
         if self.supervisor.problem.spec.convention != "return":  # the reference returns its outputs
             self._twins[REFERENCE_HARNESS] = ReferenceTwin.no_op(self.supervisor, self.session, convention="return")
+        started = time.monotonic()
         try:
             self.sampler.start()
             self.on = True
             self._wait_quiet("the timed rounds")
         except SamplerError as exc:
             raise self._failed(exc) from None
+        finally:
+            self.seconds += time.monotonic() - started
 
     def wants_more(self, claimed_us: float) -> bool:
         """Whether the rounds must go on for the audit: fewer than MIN_REQUESTS sampled, or
@@ -160,7 +166,9 @@ class RoundsAudit:
             return audit
         try:
             if len(self.twin_ns[REFERENCE_TWIN]) < TWIN_BLOCKS:
+                started = time.monotonic()
                 self._wait_quiet("the reference's own share is measured")
+                self.seconds += time.monotonic() - started
                 while len(self.twin_ns[REFERENCE_TWIN]) < TWIN_BLOCKS:
                     self._sample_twins()
         finally:
@@ -207,19 +215,34 @@ class RoundsAudit:
         """Sampling off (idempotent; a sampler that fails to stop is closed by the run's end)."""
         if self.on:
             self.on = False
+            started = time.monotonic()
             try:
                 assert self.sampler is not None
                 self.sampler.stop()
             except SamplerError:
                 pass
+            self.seconds += time.monotonic() - started
 
     def _segment(self, work: Callable[[], T], what: str) -> tuple[T, Window]:
         assert self.sampler is not None
         self.session.sync()  # the supervisor's own earlier GPU work stays out of the segment
+        started, worked = time.monotonic(), 0.0
+
+        def timed() -> T:
+            nonlocal worked
+            t0 = time.monotonic()
+            try:
+                return work()
+            finally:
+                worked = time.monotonic() - t0
+
         try:
-            return self.sampler.segment(work, what)
+            return self.sampler.segment(timed, what)
         except SamplerError as exc:
             raise self._failed(exc) from None
+        finally:  # the timed rounds' own blocks are theirs; settling, marks and twins are the audit's
+            own = worked if what in (SOLUTION, REFERENCE) else 0.0
+            self.seconds += time.monotonic() - started - own
 
     def _sample_twins(self) -> None:
         for name in self._twins:

@@ -23,6 +23,7 @@ import torch
 
 from gpuarena.harness import device_audit, environment, kernel_duration, peaks, precision
 from gpuarena.harness.measure import TimingPlan, measure_workload
+from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import Evaluation, Mode, Status, WorkloadResult
@@ -277,6 +278,8 @@ class Supervisor:
         """Times the reference, with the method the worker uses for the solution."""
         self.details: list[str] = []
         """Tracebacks and other detail that belongs in the log, not the verdict."""
+        self.phases = Phases()
+        """Wall time per phase (a run starts a fresh one)."""
         self._sampler: device_audit.DeviceSampler | None = None
         self.sampler_missing = ""
         """Why there is no device sampler for the audit, once one was sought."""
@@ -330,6 +333,22 @@ class Supervisor:
                             solution_name=self.solution.name, language=self.solution.manifest.language,
                             device=str(self.device), mode=self.options.mode,
                             started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        self.phases = Phases()
+        with self.phases(START_UP):
+            ready = self._start_up(record)
+        try:
+            self._run_with(ready, record)
+        finally:
+            with self.phases(TEARDOWN):
+                ready.close()
+        with self.phases(TEARDOWN):
+            environment.finish(record.environment, self.device)
+        record.duration_s = round(time.monotonic() - started, 3)
+        record.phases = self.phases.record()
+        return record
+
+    def _start_up(self, record: Evaluation) -> StartedWorker:
+        """The device's description and peaks, the audit's sampler, and a worker started."""
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
         record.environment = environment.capture(self.device)
@@ -349,13 +368,7 @@ class Supervisor:
             if ready is not None:  # died while it waited, or set up with other guards
                 ready.close()
             ready = StartedWorker(*wanted)
-        try:
-            self._run_with(ready, record)
-        finally:
-            ready.close()
-        environment.finish(record.environment, self.device)
-        record.duration_s = round(time.monotonic() - started, 3)
-        return record
+        return ready
 
     def _kernel_duration_wanted(self) -> bool:
         if self.options.kernel_duration is not None:
@@ -386,15 +399,16 @@ class Supervisor:
                              f"{str(exc)[:300]})")
             self.details.append("\n[gpuarena] " + traceback.format_exc())
         finally:
-            started.process.close()
-            arena.close()
-            if self._sampler is not None:
-                self._sampler.close()
-            record.log = started.process.read_log() + record.log + "".join(self.details)
-            # people read logs and reasons; the judging machine's layout is not theirs to see
-            record.log, record.reason = redact(record.log), redact(record.reason)
-            for workload in record.workloads:
-                workload.reason = redact(workload.reason)
+            with self.phases(TEARDOWN):
+                started.process.close()
+                arena.close()
+                if self._sampler is not None:
+                    self._sampler.close()
+                record.log = started.process.read_log() + record.log + "".join(self.details)
+                # people read logs and reasons; the judging machine's layout is not theirs to see
+                record.log, record.reason = redact(record.log), redact(record.reason)
+                for workload in record.workloads:
+                    workload.reason = redact(workload.reason)
 
     def _run(self, worker: WorkerProcess, arena: SharedArena, record: Evaluation) -> None:
         workloads = self.workloads()
@@ -406,12 +420,14 @@ class Supervisor:
                  "method": self.options.timing_method}
         if record.environment is not None:
             record.environment.worker_containment = worker.containment
-        reply = worker.request({"op": "prepare", **setup}, self.deadline, "preparing the device")
+        with self.phases(START_UP):  # the worker's own imports end here
+            reply = worker.request({"op": "prepare", **setup}, self.deadline, "preparing the device")
         if not reply.get("ok"):
             raise RunFailure("RUNTIME_ERROR", f"the worker could not prepare {self.device}: {reply.get('reason', '')}",
                              str(reply.get("traceback", "")))
-        reply = worker.request({"op": "build", "solution": self.solution.model_dump(mode="json"), **setup},
-                               self.deadline, "building the solution")
+        with self.phases(BUILD):
+            reply = worker.request({"op": "build", "solution": self.solution.model_dump(mode="json"), **setup},
+                                   self.deadline, "building the solution")
         if not reply.get("ok"):
             raise worker_failure({"reason": "build failed", **reply}, default="COMPILE_ERROR")
         method = reply.get("method", "")
@@ -454,7 +470,8 @@ class Supervisor:
             return True
         self.progress("reading ncu's kernel durations")
         try:
-            kernel_duration.measure(self, worker, measured)
+            with self.phases(KERNEL_DURATION):
+                kernel_duration.measure(self, worker, measured)
         except RunFailure as failure:
             record.status, record.reason = Status(failure.status), failure.reason
             if failure.detail:
@@ -464,21 +481,22 @@ class Supervisor:
 
     def _workload(self, worker: WorkerProcess, arena: SharedArena, workload: Workload,
                   method: str) -> tuple[WorkloadSession, WorkloadResult]:
-        session = WorkloadSession(self.problem, workload, self.device, self.seed, arena, self.fresh_seed)
         result = WorkloadResult(name=workload.name, status=Status.PASSED, axes=workload.axes, dtype=workload.dtype,
                                 weight=workload.weight)
-        first = session.make("trial", 0)
-        first_ref = session.reference(first)
-        timing = self.options.mode != "test"
-        n_sets = count_sets(self.device, input_bytes(first, first_ref)) if timing else 1
-        session.allocate(first, first_ref, n_sets, n_checks=0)
-        fds = arena.take_fds()  # CUDA buffers for a worker of its own user (see transport)
-        try:
-            reply = worker.request({"op": "setup", "workload": workload.name, **session.handles}, self.deadline,
-                                   f"sharing inputs of {workload.name}", fds=fds)
-        finally:
-            for fd in fds:
-                os.close(fd)
+        with self.phases(CORRECTNESS):  # inputs, the reference's outputs and the shared buffers
+            session = WorkloadSession(self.problem, workload, self.device, self.seed, arena, self.fresh_seed)
+            first = session.make("trial", 0)
+            first_ref = session.reference(first)
+            timing = self.options.mode != "test"
+            n_sets = count_sets(self.device, input_bytes(first, first_ref)) if timing else 1
+            session.allocate(first, first_ref, n_sets, n_checks=0)
+            fds = arena.take_fds()  # CUDA buffers for a worker of its own user (see transport)
+            try:
+                reply = worker.request({"op": "setup", "workload": workload.name, **session.handles}, self.deadline,
+                                       f"sharing inputs of {workload.name}", fds=fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
         if not reply.get("ok"):
             # the worker could not map the shared buffers (CUDA IPC refused, say): say so, with
             # the worker's traceback, rather than fail later on buffers it does not have
@@ -488,11 +506,13 @@ class Supervisor:
             self.details.append(f"\n[gpuarena] {workload.name}: {result.reason}\n{failure.detail}")
             return session, result
         try:
-            self._check_correctness(worker, session, result, first, first_ref)
+            with self.phases(CORRECTNESS):
+                self._check_correctness(worker, session, result, first, first_ref)
             if timing and result.status == Status.PASSED:
                 plan = TimingPlan(budget_s=self.options.budget_s, max_samples=self.options.max_samples,
                                   min_samples=self.options.min_samples or (30 if self.device.type == "cuda" else 10))
-                measure_workload(self, worker, session, result, plan)
+                with self.phases(TIMING):
+                    measure_workload(self, worker, session, result, plan)
         except RunFailure as failure:
             result.status, result.reason = Status(failure.status), failure.reason
             if failure.detail:

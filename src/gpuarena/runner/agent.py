@@ -26,6 +26,7 @@ from typing import Callable
 
 from gpuarena import __version__
 from gpuarena.client import ApiError, Client
+from gpuarena.harness import phases
 from gpuarena.harness.records import Evaluation
 from gpuarena.runner.devices import health_check, is_gpu, pinning
 from gpuarena.runner.execute import ExecuteRequest
@@ -267,6 +268,8 @@ class Runner:
             try:
                 self.client.post_result(job.job_id, job.lease_token, evaluation, self.runner_id)
                 self.jobs_done += 1
+                log.info("job %s (submission %s): %s in %s", job.job_id, job.submission_id, evaluation.status.value,
+                         phases.summary(evaluation.duration_s, evaluation.phases))
                 return
             except ApiError as exc:
                 if exc.status is not None and exc.status < 500:
