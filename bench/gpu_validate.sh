@@ -25,6 +25,7 @@
 #     gpm         bench/gpm_probe.py (does NVML GPM see a worker's GPU time from outside?)
 #     pm-cross    bench/pm_sampling_cross.py (does CUPTI PM sampling in another process see it?)
 #     audit-cost  bench/audit_cost.py (the sampler's costs; the softmax examples with the audit off and on)
+#     latency     bench/eval_latency.py (issue 18's targets: whole `gpuarena run`s timed, with their phases)
 #     audit-sweep bench/audit_sweep_noise.py (the L2 sweep's share of the GPU's counters, and its spread)
 # Missing Python packages: wheels in .whl/ (carried), installed into /tmp/site first.
 # $OUT receives summary.txt and logs.tgz (all logs; fidelity md/json also at the top).
@@ -209,6 +210,7 @@ for s in "${steps[@]}"; do
     pm-cross) step pm-cross "${T_PM:-240}" python3 bench/pm_sampling_cross.py --cuda "${CUDA_HOME:-/usr/local/cuda}" \
                 --out "$OUT/pm-cross.json"; last pm-cross 'pm_over_cupti' 12 ;;
     audit-cost) step audit-cost "${T_AUDIT_COST:-500}" python3 bench/audit_cost.py ${AUDIT_COST_ARGS:-} --out "$OUT/audit-cost.json" ;;
+    latency) step latency "${T_LATENCY:-500}" python3 bench/eval_latency.py --device cuda --out "$OUT/eval-latency-cuda.json" ;;
     audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
     *) note "unknown step $s" ;;
   esac

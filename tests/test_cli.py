@@ -234,3 +234,18 @@ def test_run_verbose_shows_where_the_time_went():
     assert "start-up" in line and "build" in line and "correctness" in line and "timing" not in line
     assert "phases:" not in gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST,
                                      "--mode", "test").stdout
+
+
+def test_run_starts_its_worker_ahead_and_leaves_nothing_behind(tmp_path):
+    """`gpuarena run` starts the worker before importing torch itself (the imports overlap);
+    the run takes it, and a run refused before it starts (an unknown workload) stops it: no
+    worker folder is left either way."""
+    env = {"TMPDIR": str(tmp_path)}
+    refused = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--device", "cpu",
+                       "--workload", "no-such-workload", env=env)
+    assert refused.returncode != 0 and "no-such-workload" in refused.stdout + refused.stderr
+    assert not list(tmp_path.glob("gpuarena-run-*"))
+    ran = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--mode", "test",
+                   "--json", env=env)
+    assert ran.returncode == 0, ran.stderr
+    assert not list(tmp_path.glob("gpuarena-run-*"))

@@ -47,13 +47,35 @@ def run(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show where the run's time went, per phase")] = False,
 ) -> None:
     """Judge SOLUTION on PROBLEM: correctness on fresh inputs, then timing against the reference."""
+    if mode not in ("test", "benchmark", "ranked"):
+        _fail(ValueError(f"--mode must be test, benchmark or ranked, not {mode!r}"))
+    ahead = _worker_ahead(device)  # its imports overlap this process's own (torch: seconds)
+    try:
+        _run(problem, solution, device, mode, timeout, workload, budget, json_out, verbose, ahead)
+    finally:
+        if ahead is not None and ahead.alive():  # not taken by the run (a bad argument, say)
+            ahead.close()
+
+
+def _worker_ahead(device: str | None):  # type: ignore[no-untyped-def]
+    """A worker started now, before torch is imported here, for the supervisor to take; None
+    where it cannot start (the run then starts its own and reports why it could not)."""
+    from gpuarena.harness.started import StartedWorker
+
+    gpu = device != "cpu" if device else Path("/dev/nvidiactl").exists()
+    try:
+        return StartedWorker(gpu=gpu)
+    except Exception:  # noqa: BLE001  the run's own start says what is wrong
+        return None
+
+
+def _run(problem: str, solution: Path, device: str | None, mode: str, timeout: float | None,
+         workload: list[str] | None, budget: float, json_out: bool, verbose: bool, ahead) -> None:  # type: ignore[no-untyped-def]
     from gpuarena.cli.render import render
     from gpuarena.harness.supervisor import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
 
-    if mode not in ("test", "benchmark", "ranked"):
-        _fail(ValueError(f"--mode must be test, benchmark or ranked, not {mode!r}"))
     try:
         loaded_problem = resolve_problem(problem)
         loaded_solution = load_solution(solution)
@@ -70,7 +92,8 @@ def run(
               f"{'' if timeout else ' (the problem’s; --timeout sets another)'}", highlight=False)
     options = RunOptions(device=device, mode=mode, timeout_s=limit, budget_s=budget, workloads=workload or None)
     with err.status("starting") as status:
-        record = evaluate(loaded_problem, loaded_solution, options, progress=lambda text: status.update(text))
+        record = evaluate(loaded_problem, loaded_solution, options, progress=lambda text: status.update(text),
+                          worker=ahead)
     if json_out:
         sys.stdout.write(record.model_dump_json(indent=2) + "\n")
     else:

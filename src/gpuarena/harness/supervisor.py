@@ -12,11 +12,9 @@ import hashlib
 import os
 import random
 import secrets
-import tempfile
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -28,7 +26,7 @@ from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import Evaluation, Mode, Status, WorkloadResult
 from gpuarena.harness.redact import redact
-from gpuarena.harness.sandbox import default_memory_limit, protect_supervisor, worker_identity
+from gpuarena.harness.started import StartedWorker, _switch
 from gpuarena.harness.stats import weighted_geomean
 from gpuarena.harness.timing import Timer
 from gpuarena.harness.transport import SharedArena
@@ -72,70 +70,6 @@ class RunOptions:
     """Read ncu's Duration for both sides after the timed rounds (CUDA; two profiler openings
     a run, about 4 s each on an H100). Default: GPUARENA_KERNEL_DURATION (1 or 0) if set,
     else on."""
-
-
-def _switch(name: str, default: bool) -> bool:
-    """An on/off setting from the environment (1/0, on/off, true/false, yes/no)."""
-    setting = os.environ.get(name, "").strip().lower()
-    if setting in ("1", "on", "true", "yes"):
-        return True
-    if setting in ("0", "off", "false", "no"):
-        return False
-    return default
-
-
-class StartedWorker:
-    """A run's worker and folder, set up before the run: every guard applied, the worker's
-    interpreter and torch loaded, nothing of the problem or the solution in it yet. A runner's
-    job process makes one while it waits for its job, so the job does not wait for it.
-
-    isolation: run the worker as a user of its own (default: GPUARENA_WORKER_ISOLATION, on);
-    memory_limit_bytes: its memory cap (default: RunOptions' default)."""
-
-    def __init__(self, isolation: bool | None = None, memory_limit_bytes: int | None = None, gpu: bool = True):
-        self.isolate = _switch("GPUARENA_WORKER_ISOLATION", True) if isolation is None else isolation
-        self.memory_limit_bytes = memory_limit_bytes
-        self.gpu = gpu
-        """Whether the worker sees the GPUs (a CPU run's must not: its time would not count GPU work)."""
-        self.user: tuple[int, int, bool] | None = None
-        if self.isolate:
-            protect_supervisor(True)
-        self._folder = tempfile.TemporaryDirectory(prefix="gpuarena-run-")
-        try:
-            self.process = self._start(Path(self._folder.name), memory_limit_bytes)
-        except BaseException:
-            self._folder.cleanup()
-            if self.isolate:
-                protect_supervisor(False)
-            raise
-
-    def _start(self, tmp: Path, memory_limit_bytes: int | None) -> WorkerProcess:
-        # every guard is on by default, on the CPU and on CUDA (run on an H100: see
-        # docs/harness.md); each has a switch for platforms where it cannot be applied
-        memory = (memory_limit_bytes or default_memory_limit()) \
-            if _switch("GPUARENA_WORKER_MEMORY_LIMIT", True) else None
-        # the run's folder is the supervisor's (the log lives there, out of the worker's
-        # reach); the worker works in a folder of its own inside it
-        self.user = worker_identity() if self.isolate else None
-        workdir = tmp / "work"
-        workdir.mkdir(mode=0o700)
-        if self.user is not None:
-            os.chmod(tmp, 0o711)
-            os.chown(workdir, self.user[0], self.user[1])
-        return WorkerProcess(workdir, tmp / "worker.log", isolate_network=_switch("GPUARENA_WORKER_NETNS", True),
-                             memory_limit=memory, user=self.user, gpu=self.gpu)
-
-    def alive(self) -> bool:
-        return self.process.proc.poll() is None
-
-    def close(self) -> None:
-        """Stop the worker and everything it started, remove the folder."""
-        try:
-            self.process.close()
-        finally:
-            self._folder.cleanup()
-            if self.isolate:
-                protect_supervisor(False)
 
 
 def derive_seed(seed: int, *parts: Any) -> int:

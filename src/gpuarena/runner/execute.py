@@ -57,7 +57,8 @@ def _die_with_the_runner() -> None:
 
 
 def main() -> int:
-    from gpuarena.harness.supervisor import RunOptions, StartedWorker, evaluate
+    from gpuarena.harness.started import StartedWorker
+    from gpuarena.harness.supervisor import RunOptions, evaluate
     from gpuarena.problems.pack import unpack_problem
 
     # the runner stops a job with SIGTERM: unwind, so the supervisor stops its worker
