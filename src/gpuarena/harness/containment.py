@@ -118,7 +118,7 @@ def _python_paths(env: dict[str, str]) -> list[str]:
             pass
     paths.update(p for p in _worker_sys_path(env) if os.path.isdir(p) and p != "/")
     import gpuarena
-    from gpuarena.problems.loader import bundled_root
+    from gpuarena.bundled import bundled_root
 
     paths.add(os.path.dirname(os.path.dirname(os.path.abspath(gpuarena.__file__))))
     paths.add(str(bundled_root()))  # public already: the bundled problems (an editable install's problems/)

@@ -13,19 +13,12 @@ from typing import Any, Callable
 
 import pydantic
 
+from gpuarena.bundled import bundled_root
 from gpuarena.errors import FormatError
 from gpuarena.problems.model import ProblemSpec
 
 PROBLEM_FILE = "problem.toml"
 REFERENCE_FILE = "reference.py"
-
-
-def bundled_root() -> Path:
-    """The problems shipped with gpuarena (in the wheel, or the repository's problems/ folder)."""
-    packaged = Path(__file__).resolve().parent.parent / "bundled_problems"
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parents[3] / "problems"
 
 
 @dataclass

@@ -71,6 +71,6 @@ class Settings(BaseModel):
         return settings
 
     def all_problem_roots(self) -> list[Path]:
-        from gpuarena.problems.loader import bundled_root  # imports torch: only when serving
+        from gpuarena.bundled import bundled_root
 
         return ([bundled_root()] if self.bundled_problems else []) + list(self.problem_roots)
