@@ -26,6 +26,8 @@
 #     pm-cross    bench/pm_sampling_cross.py (does CUPTI PM sampling in another process see it?)
 #     audit-cost  bench/audit_cost.py (the sampler's costs; the softmax examples with the audit off and on)
 #     latency     bench/eval_latency.py (issue 18's targets: whole `gpuarena run`s timed, with their phases)
+#     profile-run the supervisor of one CUDA run under cProfile (PROFILE_ARGS: the run's arguments;
+#                 default one workload of the Triton softmax), and the CLI's import times
 #     audit-sweep bench/audit_sweep_noise.py (the L2 sweep's share of the GPU's counters, and its spread)
 # Missing Python packages: wheels in .whl/ (carried), installed into /tmp/site first.
 # $OUT receives summary.txt and logs.tgz (all logs; fidelity md/json also at the top).
@@ -45,6 +47,18 @@ if ! command -v bwrap >/dev/null 2>&1 && ls .gpu/bubblewrap_*.deb >/dev/null 2>&
   mkdir -p /tmp/bwrap-root && dpkg -x .gpu/bubblewrap_*.deb /tmp/bwrap-root && export PATH=$PATH:/tmp/bwrap-root/usr/bin
 fi
 chmod -R a+rX /tmp/site 2>/dev/null
+# Python's bytecode: packages installed without it (pip --no-compile, PYTHONDONTWRITEBYTECODE in
+# an image) are compiled from source in every process, the supervisor's and each worker's: 8 s
+# of a run on the lent H100 (docs/harness.md). Compiled once here, as a normal pip install does;
+# GPUARENA_COMPILE_BYTECODE=0 leaves the machine as it came.
+SITE=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>/dev/null)
+TORCH_PYC=$(python3 -c 'import importlib.util, os, torch; print(os.path.exists(importlib.util.cache_from_source(torch.__file__)))' 2>/dev/null)
+echo "bytecode: torch's __init__ compiled: $TORCH_PYC; PYTHON* variables: $(env | grep ^PYTHON | tr '\n' ' ')" | tee -a "$SUMMARY"
+if [ "$TORCH_PYC" = False ] && [ "${GPUARENA_COMPILE_BYTECODE:-1}" = 1 ] && [ -n "$SITE" ]; then
+  t0=$SECONDS
+  python3 -m compileall -q -j 0 "$SITE" /tmp/site "$PWD/src" > "$W/compileall.log" 2>&1
+  echo "bytecode: compiled $SITE in $((SECONDS - t0)) s (exit $?)" | tee -a "$SUMMARY"
+fi
 
 note() { echo "$*" | tee -a "$SUMMARY"; }
 # step NAME LIMIT_S CMD...: run CMD with a time limit, log to $W/NAME.log, note the exit status and time
@@ -210,7 +224,16 @@ for s in "${steps[@]}"; do
     pm-cross) step pm-cross "${T_PM:-240}" python3 bench/pm_sampling_cross.py --cuda "${CUDA_HOME:-/usr/local/cuda}" \
                 --out "$OUT/pm-cross.json"; last pm-cross 'pm_over_cupti' 12 ;;
     audit-cost) step audit-cost "${T_AUDIT_COST:-500}" python3 bench/audit_cost.py ${AUDIT_COST_ARGS:-} --out "$OUT/audit-cost.json" ;;
-    latency) step latency "${T_LATENCY:-500}" python3 bench/eval_latency.py --device cuda --out "$OUT/eval-latency-cuda.json" ;;
+    latency) step latency "${T_LATENCY:-500}" python3 bench/eval_latency.py --device cuda ${LATENCY_ARGS:-} --out "$OUT/eval-latency-cuda.json" ;;
+    profile-run)
+      args=${PROFILE_ARGS:-level1/softmax examples/softmax/triton.py --device cuda --workload square-8192}
+      python3 -m gpuarena.cli run $args --json > /dev/null 2>&1  # builds and caches first, as a contestant's second run
+      step profile-run "${T_PROFILE:-300}" python3 -m cProfile -o "$W/run.prof" -m gpuarena.cli run $args -v
+      python3 -c 'import pstats, sys; s = pstats.Stats(sys.argv[1]); s.sort_stats("cumulative").print_stats(60); s.sort_stats("tottime").print_stats(25)' \
+        "$W/run.prof" > "$W/profile-run-stats.txt" 2>&1
+      python3 -X importtime -m gpuarena.cli run $args --json > /dev/null 2> "$W/importtime.txt"
+      sort -t'|' -k2 -n -r "$W/importtime.txt" | head -40 > "$W/importtime-top.txt"
+      last profile-run 'phases' 2 ;;
     audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
     *) note "unknown step $s" ;;
   esac

@@ -6,6 +6,7 @@ on a GPU (tests/gpu)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -74,6 +75,9 @@ def profiled_run(monkeypatch, tmp_path, counters_folder):
         library = compile_stand_in(tmp_path, library_source) if library_source else None
         monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
         monkeypatch.setattr(kernel_duration, "library", lambda: (library, why))
+        monkeypatch.setenv("GPUARENA_KERNEL_DURATION", os.environ.get("GPUARENA_KERNEL_DURATION", "1"))
+        # the reference's figure is cached per machine: each test starts without one
+        monkeypatch.setenv("GPUARENA_CACHE", os.environ.get("GPUARENA_CACHE", str(tmp_path / "cache")))
         record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
                        workloads=list(workloads))
         assert record.status == "PASSED", record.reason
@@ -129,6 +133,23 @@ def test_the_phase_can_be_switched_off_and_the_record_says_so(profiled_run, monk
     assert workload.kernel_duration_skipped == kernel_duration.SWITCHED_OFF and "GPUARENA_KERNEL_DURATION=0" in \
         kernel_duration.SWITCHED_OFF
     assert (counters_folder / "opens").read_text() == ""
+
+
+def test_the_phase_runs_in_ranked_mode_and_elsewhere_only_when_asked(profiled_run, monkeypatch, counters_folder):
+    """It ranks nothing and costs a profiler opening (about 4 s on an H100): a benchmark run is
+    quick unless it asks (--ncu); a ranked run always has it, its check included."""
+    monkeypatch.delenv("GPUARENA_KERNEL_DURATION", raising=False)
+    monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
+    monkeypatch.setattr(kernel_duration, "library", lambda: (None, "unused"))  # the stand-in comes in below
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark", workloads=["small-64x1000"])
+    assert record.status == "PASSED", record.reason
+    assert record.workloads[0].kernel_duration_skipped == kernel_duration.NOT_ASKED and "--ncu" in kernel_duration.NOT_ASKED
+    assert (counters_folder / "opens").read_text() == ""
+    asked = profiled_run()  # the fixture asks, as --ncu does
+    assert asked.workloads[0].time.kernel_duration_us == pytest.approx(PER_CALL_US)
+    monkeypatch.delenv("GPUARENA_KERNEL_DURATION")
+    ranked = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="ranked", workloads=["small-64x1000"])
+    assert ranked.workloads[0].time.kernel_duration_us == pytest.approx(PER_CALL_US)  # not asked, still read
 
 
 def test_a_block_opens_the_profiler_for_itself_unless_the_timer_holds_it(tmp_path, counters_folder):
@@ -235,6 +256,27 @@ def test_each_side_opens_the_profiler_once_per_run_and_never_both_at_once(profil
     assert (counters_folder / "opens").read_text() == "open\nopen\n"
 
 
+def test_a_second_run_reads_the_reference_s_figure_from_the_cache_and_opens_once(profiled_run, counters_folder,
+                                                                                monkeypatch, tmp_path):
+    """The reference's figure depends on nothing the solution does: kept per problem version,
+    workload, device and software, a later run opens the profiler on the worker's side only
+    (each opening costs about 4 s on an H100); the record says the figure came from the cache."""
+    first = profiled_run().workloads[0]
+    assert first.reference_time.kernel_duration_cached is False
+    assert (counters_folder / "opens").read_text() == "open\n" * 2
+    second = profiled_run().workloads[0]
+    assert second.reference_time.kernel_duration_cached is True
+    assert second.reference_time.kernel_duration_us == pytest.approx(first.reference_time.kernel_duration_us)
+    assert second.time.kernel_duration_cached is False and second.time.kernel_duration_us == pytest.approx(PER_CALL_US)
+    assert (counters_folder / "opens").read_text() == "open\n" * 3
+    # a damaged cache entry is measured again, never trusted
+    for entry in (tmp_path / "cache" / "reference-ncu").glob("*.json"):
+        entry.write_text('["not", "samples"]')
+    third = profiled_run().workloads[0]
+    assert third.reference_time.kernel_duration_cached is False
+    assert (counters_folder / "opens").read_text() == "open\n" * 5
+
+
 def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeypatch, counters_folder, profiled_run):
     """The PM sampler holds the GPU's counters while it runs (on an H100 the range timer then
     got CUPTI_ERROR_HARDWARE_BUSY): it audits every workload, then is quit before the phase.
@@ -287,6 +329,7 @@ def test_outputs_wrong_only_under_the_profiler_leave_the_figure_out_not_a_verdic
     library = compile_stand_in(tmp_path, holding_the_counters(STAND_IN, counters_folder))
     monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
     monkeypatch.setattr(kernel_duration, "library", lambda: (library, ""))
+    monkeypatch.setenv("GPUARENA_KERNEL_DURATION", "1")
     solution = tmp_path / "wrong_under_profiler.py"
     solution.write_text(WRONG_UNDER_THE_PROFILER)
     record = judge("level1/softmax", solution, mode="benchmark", workloads=["small-64x1000"])

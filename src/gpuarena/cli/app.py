@@ -45,13 +45,14 @@ def run(
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record as JSON on stdout")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show where the run's time went, per phase")] = False,
+    ncu: Annotated[Optional[bool], typer.Option("--ncu/--no-ncu", help="Read ncu's Duration for both sides after timing (CUDA; about 4 s more on an H100) [default: in ranked mode]")] = None,
 ) -> None:
     """Judge SOLUTION on PROBLEM: correctness on fresh inputs, then timing against the reference."""
     if mode not in ("test", "benchmark", "ranked"):
         _fail(ValueError(f"--mode must be test, benchmark or ranked, not {mode!r}"))
     ahead = _worker_ahead(device)  # its imports overlap this process's own (torch: seconds)
     try:
-        _run(problem, solution, device, mode, timeout, workload, budget, json_out, verbose, ahead)
+        _run(problem, solution, device, mode, timeout, workload, budget, json_out, verbose, ahead, ncu)
     finally:
         if ahead is not None and ahead.alive():  # not taken by the run (a bad argument, say)
             ahead.close()
@@ -70,7 +71,8 @@ def _worker_ahead(device: str | None):  # type: ignore[no-untyped-def]
 
 
 def _run(problem: str, solution: Path, device: str | None, mode: str, timeout: float | None,
-         workload: list[str] | None, budget: float, json_out: bool, verbose: bool, ahead) -> None:  # type: ignore[no-untyped-def]
+         workload: list[str] | None, budget: float, json_out: bool, verbose: bool, ahead,
+         ncu: bool | None = None) -> None:  # type: ignore[no-untyped-def]
     from gpuarena.cli.render import render
     from gpuarena.harness.supervisor import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
@@ -90,7 +92,8 @@ def _run(problem: str, solution: Path, device: str | None, mode: str, timeout: f
     limit = timeout or loaded_problem.spec.time_limit_for(mode)
     err.print(f"{loaded_problem.id}: time limit {limit:.0f} s in {mode} mode"
               f"{'' if timeout else ' (the problem’s; --timeout sets another)'}", highlight=False)
-    options = RunOptions(device=device, mode=mode, timeout_s=limit, budget_s=budget, workloads=workload or None)
+    options = RunOptions(device=device, mode=mode, timeout_s=limit, budget_s=budget, workloads=workload or None,
+                         kernel_duration=ncu)
     with err.status("starting") as status:
         record = evaluate(loaded_problem, loaded_solution, options, progress=lambda text: status.update(text),
                           worker=ahead)
@@ -303,3 +306,7 @@ def main() -> None:
 from gpuarena.cli import service_cli  # noqa: E402  (its commands use the helpers above)
 
 service_cli.register(app)
+
+from gpuarena.interop import cli as interop_cli  # noqa: E402  (import/export of other formats)
+
+interop_cli.register(app)

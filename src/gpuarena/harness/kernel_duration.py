@@ -13,11 +13,16 @@ admits one process at a time, and its first window after opening costs about 4 s
 the sides taking turns per block.
 
 Like the stream cost, the solution's figure is reported by the worker. It ranks nothing; a
-profiler that cannot run here leaves the figure out and says why, never a verdict.
+profiler that cannot run here leaves the figure out and says why, never a verdict. The
+reference's figure depends on nothing a solution does, so it is cached on disk per problem
+version, workload, device and software (reference_cache_key): a later run of the same
+workload opens the profiler on the worker's side only.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import statistics
 from pathlib import Path
@@ -29,7 +34,10 @@ from gpuarena.harness import range_timer
 from gpuarena.harness.measure import check_outputs, raise_on_failure, reference_call, refresh_sets
 from gpuarena.harness.process import RunFailure, WorkerProcess
 from gpuarena.harness.range_timer import RangeTimerError
+from gpuarena import HARNESS_VERSION
 from gpuarena.harness.records import Status, WorkloadResult
+from gpuarena.problems.pack import pack_problem
+from gpuarena.solutions.build import cache_dir
 
 if TYPE_CHECKING:
     from gpuarena.harness.supervisor import Supervisor, WorkloadSession
@@ -42,6 +50,16 @@ PRIVILEGES = ("the driver lets only admin users read GPU counters, and a worker 
               "allow all users (NVreg_RestrictProfilingToAdminUsers=0) or, on a machine you trust, run workers as "
               "the supervisor's user (GPUARENA_WORKER_ISOLATION=0)")
 SWITCHED_OFF = "switched off (GPUARENA_KERNEL_DURATION=0 or RunOptions.kernel_duration=False)"
+NOT_ASKED = ("not asked for: read in ranked mode, and in other modes with --ncu (GPUARENA_KERNEL_DURATION=1 or "
+             "RunOptions.kernel_duration=True)")
+
+
+def switched_off(by_choice: bool) -> str:
+    """Why a run has no ncu figure when the phase did not run: turned off, or a mode that reads
+    it only when asked."""
+    return SWITCHED_OFF if by_choice else NOT_ASKED
+
+
 _LIBRARY: tuple[Path | None, str] | None = None
 
 
@@ -114,16 +132,20 @@ def measure(supervisor: Supervisor, worker: WorkerProcess, timed: list[tuple[Wor
                 raise RunFailure(failure.status, f"workload {name}: {failure.reason}", failure.detail) from None
         # (a failure above ends the run, and the worker with it, which frees the counters)
         raise_on_failure(worker.request({"op": "kernel_close"}, supervisor.deadline, "closing the worker's profiler"))
+        keys = {session.workload.name: reference_cache_key(supervisor, session, path) for session, _ in timed}
+        cached = {name: samples for name, samples in ((name, _cached(key)) for name, key in keys.items()) if samples}
+        reference.update(cached)
+        missing = [session for session, _ in timed if session.workload.name in solution and session.workload.name not in cached]
         timer = supervisor.timer
         assert timer is not None
         try:
-            timer.open_kernel_profiler(path)
-            for session, result in timed:
-                if session.workload.name not in solution:
-                    continue
+            if missing:
+                timer.open_kernel_profiler(path)
+            for session in missing:
                 call = reference_call(session)
-                reference[session.workload.name] = _rounds(
+                reference[session.workload.name] = samples = _rounds(
                     session, lambda: timer.run_block(call, len(session.sets), kernel_library=path).device_ns, None)
+                _store(keys[session.workload.name], samples)
         finally:
             timer.close_kernel_profiler()
     except (Unavailable, RangeTimerError) as exc:
@@ -132,6 +154,8 @@ def measure(supervisor: Supervisor, worker: WorkerProcess, timed: list[tuple[Wor
     for session, result in timed:
         if session.workload.name in solution:
             record(result, solution[session.workload.name], reference[session.workload.name])
+            if result.reference_time is not None and session.workload.name in cached:
+                result.reference_time.kernel_duration_cached = True
     for session, result in timed:
         problem = stream_cost_understated(result)
         if problem:
@@ -158,6 +182,40 @@ def stream_cost_understated(result: WorkloadResult) -> str:
     return (f"ncu's Duration of the solution's calls ({timing.kernel_duration_us:.2f} µs) is far above their timed "
             f"stream cost ({timing.median_us:.2f} µs; at most {CONSISTENCY_FACTOR} × it + {CONSISTENCY_SLACK_US:.0f} "
             "µs is launch overhead and colder caches): the timed calls did not show all of their work")
+
+
+def reference_cache_key(supervisor: Supervisor, session: WorkloadSession, library: Path) -> str:
+    """What the reference's ncu figure depends on: the problem's files, the workload, the
+    number of calls, the device (its UUID), the driver, PyTorch, CUDA, the range timer's build
+    and the harness. Inputs are drawn fresh each run; the figure's spread between draws is tens
+    of ns (ROUNDS)."""
+    env = supervisor.environment
+    facts = {"problem": pack_problem(supervisor.problem).hash, "workload": session.workload.model_dump(mode="json"),
+             "calls": len(session.sets) * ROUNDS, "device": (env.device_uuid or env.device_name) if env else str(supervisor.device),
+             "driver": env.driver_version if env else None, "cuda": torch.version.cuda, "torch": torch.__version__,
+             "timer": hashlib.sha256(library.read_bytes()).hexdigest(), "harness": HARNESS_VERSION}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _cache_file(key: str) -> Path:
+    return cache_dir() / "reference-ncu" / f"{key}.json"
+
+
+def _cached(key: str) -> list[int] | None:
+    try:
+        samples = json.loads(_cache_file(key).read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(samples, list) and samples and all(type(v) is int and v >= 0 for v in samples)
+    return samples if ok else None
+
+
+def _store(key: str, samples: list[int]) -> None:
+    target = _cache_file(key)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(f".{hashlib.sha256(str(samples).encode()).hexdigest()[:8]}.tmp")
+    partial.write_text(json.dumps(samples))
+    partial.replace(target)
 
 
 def _rounds(session: WorkloadSession, block: Callable[[], list[int]], check: Callable[[], None] | None) -> list[int]:

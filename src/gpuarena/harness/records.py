@@ -53,6 +53,10 @@ class Timing(Record):
     each kernel's launch and drain, which kernels following one another in a stream overlap,
     so it is above median_us for small kernels (CUDA, where CUPTI's Range Profiler can run)."""
     kernel_duration_calls: int = 0
+    kernel_duration_cached: bool = False
+    """kernel_duration_us was read from this machine's cache of an earlier run (the reference's
+    figure only: same problem version, workload, device, driver and software), not measured in
+    this run: opening the profiler costs about 4 s on an H100."""
 
 
 class SpeedOfLight(Record):

@@ -24,7 +24,7 @@ from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
 from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
-from gpuarena.harness.records import Evaluation, Mode, Status, WorkloadResult
+from gpuarena.harness.records import Environment, Evaluation, Mode, Status, WorkloadResult
 from gpuarena.harness.redact import redact
 from gpuarena.harness.started import StartedWorker, _switch
 from gpuarena.harness.stats import weighted_geomean
@@ -67,9 +67,11 @@ class RunOptions:
     is root; the supervisor non-dumpable). Default: GPUARENA_WORKER_ISOLATION (1 or 0) if
     set, else on (CUDA buffers then travel as cuMemCreate file descriptors)."""
     kernel_duration: bool | None = None
-    """Read ncu's Duration for both sides after the timed rounds (CUDA; two profiler openings
-    a run, about 4 s each on an H100). Default: GPUARENA_KERNEL_DURATION (1 or 0) if set,
-    else on."""
+    """Read ncu's Duration for both sides after the timed rounds (CUDA; a profiler opening
+    per side, about 4 s each on an H100; the reference's figure is cached per machine).
+    Default: GPUARENA_KERNEL_DURATION (1 or 0) if set, else on in ranked mode only: the
+    figure ranks nothing, and the check it makes backs up the device audit on the verdicts
+    that rank (issue 18: a benchmark run of one workload took 14.6 s with it, 9 without)."""
 
 
 def derive_seed(seed: int, *parts: Any) -> int:
@@ -214,6 +216,8 @@ class Supervisor:
         """Tracebacks and other detail that belongs in the log, not the verdict."""
         self.phases = Phases()
         """Wall time per phase (a run starts a fresh one)."""
+        self.environment: Environment | None = None
+        """This run's description of the machine (set at start-up)."""
         self._sampler: device_audit.DeviceSampler | None = None
         self.sampler_missing = ""
         """Why there is no device sampler for the audit, once one was sought."""
@@ -285,7 +289,7 @@ class Supervisor:
         """The device's description and peaks, the audit's sampler, and a worker started."""
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
-        record.environment = environment.capture(self.device)
+        record.environment = self.environment = environment.capture(self.device)
         env = record.environment
         if self.options.peaks is not None:
             env.peaks = self.peaks = dict(self.options.peaks)
@@ -307,7 +311,7 @@ class Supervisor:
     def _kernel_duration_wanted(self) -> bool:
         if self.options.kernel_duration is not None:
             return self.options.kernel_duration
-        return _switch("GPUARENA_KERNEL_DURATION", True)
+        return _switch("GPUARENA_KERNEL_DURATION", self.options.mode == "ranked")
 
     def _isolate_worker(self) -> bool:
         if self.options.worker_isolation is not None:
@@ -400,7 +404,8 @@ class Supervisor:
         """ncu's figure for every timed workload (kernel_duration.measure); False when
         a check in it failed the run."""
         if not self._kernel_duration_wanted():
-            kernel_duration.skip([result for _, result in measured], kernel_duration.SWITCHED_OFF)
+            by_choice = self.options.kernel_duration is False or not _switch("GPUARENA_KERNEL_DURATION", True)
+            kernel_duration.skip([result for _, result in measured], kernel_duration.switched_off(by_choice))
             return True
         self.progress("reading ncu's kernel durations")
         try:

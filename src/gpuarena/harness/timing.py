@@ -237,10 +237,10 @@ class Timer:
             profiler.close()
 
     def _block_cupti(self, call, n, prepare, after) -> BlockSamples:
-        from torch.profiler import ProfilerActivity, profile, record_function
+        from torch.autograd.profiler import record_function
 
         samples = BlockSamples(method=self.method)
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with kineto_profile() as prof:
             for i in range(n):
                 with record_function(HARNESS_RANGE):
                     if prepare:
@@ -255,8 +255,19 @@ class Timer:
                     del result
                     if self.is_cuda:
                         self._synchronize(self.device)  # what after() launched ends before the next call
-        samples.device_ns = device_busy_ns(prof.profiler.kineto_results.events(), n)
+        samples.device_ns = device_busy_ns(prof.kineto_results.events(), n)
         return samples
+
+
+def kineto_profile(cpu: bool = True) -> Any:
+    """PyTorch's Kineto profiler recording CUDA activities (and host ranges with cpu=True); its
+    `kineto_results` hold the raw events once it exits. This is what torch.profiler.profile
+    wraps, minus its prepare_trace, which asks hasattr(torch, "_inductor"): torch imports
+    submodules lazily on attribute access, so that question imports inductor and dynamo
+    (5.7 s in the supervisor on the H100, docs/harness.md) in every process that times."""
+    from torch.autograd.profiler import profile
+
+    return profile(use_device="cuda", use_kineto=True, use_cpu=cpu)
 
 
 _GPU_ACTIVITY_CATEGORIES = ("kernel", "memcpy", "memset", "gpu_memcpy", "gpu_memset")
@@ -345,14 +356,12 @@ def _cupti_available() -> bool:
     global _CUPTI_OK
     if _CUPTI_OK is None:
         try:
-            from torch.profiler import ProfilerActivity, profile
-
             x = torch.ones(1024, device="cuda")
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            with kineto_profile(cpu=False) as prof:
                 (x * 2).sum()
                 torch.cuda.synchronize()
             _CUPTI_OK = any(e.device_type() != torch.autograd.DeviceType.CPU
-                            for e in prof.profiler.kineto_results.events())
+                            for e in prof.kineto_results.events())
         except Exception:
             _CUPTI_OK = False
     return _CUPTI_OK
