@@ -66,6 +66,17 @@ class StartedWorker:
         return WorkerProcess(workdir, tmp / "worker.log", isolate_network=_switch("GPUARENA_WORKER_NETNS", True),
                              memory_limit=memory, user=self.user, gpu=self.gpu)
 
+    @property
+    def workdir(self) -> Path:
+        """The worker's own folder (its home and, for a user of its own per run, its caches)."""
+        return Path(self._folder.name) / "work"
+
+    @property
+    def caches_per_run(self) -> bool:
+        """Whether the worker compiles into its own folder (a new user per run), so that its
+        caches are gone with it unless the supervisor keeps them (build_cache.py)."""
+        return self.user is not None and not self.user[2]
+
     def alive(self) -> bool:
         return self.process.proc.poll() is None
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from gpuarena.harness import device_audit, environment, kernel_duration, peaks, precision
+from gpuarena.harness import build_cache, device_audit, environment, kernel_duration, peaks, precision
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
 from gpuarena.harness.compare import compare
@@ -321,6 +321,7 @@ class Supervisor:
     def _run_with(self, started: StartedWorker, record: Evaluation) -> None:
         arena = SharedArena(self.device, owner=(started.user[0], started.user[1]) if started.user else None,
                             by_fd=started.process.init_pid is not None)
+        workdir_fd = self._restore_caches(started)
         try:
             self._run(started.process, arena, record)
         except RunFailure as failure:
@@ -339,6 +340,8 @@ class Supervisor:
         finally:
             with self.phases(TEARDOWN):
                 started.process.close()
+                if workdir_fd is not None:
+                    self._keep_caches(workdir_fd)
                 arena.close()
                 if self._sampler is not None:
                     self._sampler.close()
@@ -347,6 +350,32 @@ class Supervisor:
                 record.log, record.reason = redact(record.log), redact(record.reason)
                 for workload in record.workloads:
                     workload.reason = redact(workload.reason)
+
+    def _restore_caches(self, started: StartedWorker) -> int | None:
+        """What earlier runs of this very solution compiled, put back into its worker's folder
+        while the worker is idle (build_cache.py); the folder's descriptor, to keep its caches
+        once the run ends, or None where the worker's caches are not per run."""
+        if not started.caches_per_run or started.user is None:
+            return None
+        with self.phases(BUILD):
+            try:
+                workdir_fd = build_cache.open_workdir(started.workdir, started.process.init_pid)
+            except OSError as exc:
+                self.details.append(f"\n[gpuarena] the worker's folder could not be reached to keep its caches: {exc}\n")
+                return None
+            try:
+                build_cache.restore(self.solution.hash, workdir_fd, (started.user[0], started.user[1]))
+            except OSError as exc:  # it compiles again
+                self.details.append(f"\n[gpuarena] the solution's kept caches could not be restored: {exc}\n")
+            return workdir_fd
+
+    def _keep_caches(self, workdir_fd: int) -> None:
+        try:
+            build_cache.keep(self.solution.hash, workdir_fd)
+        except OSError as exc:  # the next run compiles again
+            self.details.append(f"\n[gpuarena] the solution's caches could not be kept: {exc}\n")
+        finally:
+            os.close(workdir_fd)
 
     def _run(self, worker: WorkerProcess, arena: SharedArena, record: Evaluation) -> None:
         workloads = self.workloads()

@@ -1,0 +1,130 @@
+"""A solution's compile caches are kept between its own runs (build_cache.py), and are nobody
+else's: real runs on the CPU with a worker of its own user per run (root only), and the
+keeping itself against what a worker may plant (links, pipes, too much)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import judge
+from gpuarena.harness import build_cache
+
+# writes a mark into its compile cache at import; a run that finds one left by an earlier run
+# answers with zeros (WRONG_VALUES), so the verdict says whether anything was left for it
+LEAVES_A_MARK = '''
+import os, pathlib, torch
+CACHE = pathlib.Path(os.environ["TRITON_CACHE_DIR"])
+MARK = CACHE / "left-behind"
+FOUND = MARK.exists()
+CACHE.mkdir(parents=True, exist_ok=True)
+MARK.write_text("{tag}")
+
+def solve(x):
+    return torch.zeros_like(x) if FOUND else torch.softmax(x, dim=-1)
+'''
+
+def keep(solution_hash: str, workdir: Path) -> int:
+    fd = build_cache.open_workdir(workdir, None)
+    try:
+        return build_cache.keep(solution_hash, fd)
+    finally:
+        os.close(fd)
+
+
+def restore(solution_hash: str, workdir: Path, owner: tuple[int, int] | None = None) -> int:
+    fd = build_cache.open_workdir(workdir, None)
+    try:
+        return build_cache.restore(solution_hash, fd, owner)
+    finally:
+        os.close(fd)
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a worker user of its own per run needs root")
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GPUARENA_WORKER_ISOLATION", "1")
+    monkeypatch.delenv("GPUARENA_WORKER_UID", raising=False)
+    return tmp_path / "cache" / "solution-caches"
+
+
+@needs_root
+def test_a_solution_finds_what_its_own_earlier_run_compiled_and_nothing_of_another_s(tmp_path, store):
+    first = tmp_path / "a.py"
+    first.write_text(LEAVES_A_MARK.format(tag="a"))
+    other = tmp_path / "b.py"
+    other.write_text(LEAVES_A_MARK.format(tag="b") + "# another solution: another hash\n")
+    run = lambda path: judge("level1/softmax", path, workloads=["small-64x1000"])  # noqa: E731
+    assert run(first).status == "PASSED"  # nothing kept yet
+    assert [p.name for p in store.iterdir()] and (next(store.iterdir()) / "triton" / "left-behind").read_text() == "a"
+    assert run(other).status == "PASSED"  # a's caches are not b's
+    assert run(first).status == "WRONG_VALUES"  # its own are back: the mark it left was found
+
+
+def test_only_regular_files_are_kept_never_links_or_pipes(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
+    work = tmp_path / "work"
+    cache = work / build_cache.FOLDER / "triton"
+    cache.mkdir(parents=True)
+    (cache / "kernel.cubin").write_bytes(b"\x7fELF built")
+    (cache / "launcher.so").write_bytes(b"lib")
+    (cache / "launcher.so").chmod(0o755)
+    secret = tmp_path / "supervisor-secret"
+    secret.write_text("not the worker's")
+    (cache / "link-to-a-file").symlink_to(secret)
+    (cache / "link-to-a-folder").symlink_to(tmp_path)
+    os.mkfifo(cache / "a-pipe")  # reading it would block the supervisor
+    assert keep("hash1", work) == 2
+    kept = build_cache.store("hash1") / "triton"
+    assert sorted(p.name for p in kept.iterdir()) == ["kernel.cubin", "launcher.so"]
+    assert os.access(kept / "launcher.so", os.X_OK) and not os.access(kept / "kernel.cubin", os.X_OK)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert restore("hash1", fresh) == 2
+    assert (fresh / build_cache.FOLDER / "triton" / "kernel.cubin").read_bytes() == b"\x7fELF built"
+    assert restore("another-hash", fresh) == 0
+
+
+def test_a_cache_folder_that_is_a_link_or_too_large_is_not_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / build_cache.FOLDER).symlink_to(tmp_path)
+    assert keep("h", linked) == 0 and not build_cache.store("h").exists()
+    big = tmp_path / "big"
+    (big / build_cache.FOLDER).mkdir(parents=True)
+    with open(big / build_cache.FOLDER / "huge", "wb") as f:
+        f.truncate(build_cache.MAX_BYTES + 1)  # sparse: no disk used
+    assert keep("h", big) == 0 and not build_cache.store("h").exists()
+
+
+def test_a_later_run_replaces_what_was_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
+    for round_, name in enumerate(("old", "new")):
+        work = tmp_path / f"work{round_}"
+        (work / build_cache.FOLDER).mkdir(parents=True)
+        (work / build_cache.FOLDER / name).write_text(name)
+        keep("h", work)
+    assert [p.name for p in build_cache.store("h").iterdir()] == ["new"]
+    assert sorted(p.name for p in build_cache.store("h").parent.iterdir()) == ["h"]  # no partial copies left
+
+
+def test_restored_files_belong_to_the_worker(tmp_path, monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("chown needs root")
+    monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
+    work = tmp_path / "work"
+    (work / build_cache.FOLDER / "sub").mkdir(parents=True)
+    (work / build_cache.FOLDER / "sub" / "f").write_text("x")
+    keep("h", work)
+    target = tmp_path / "target"
+    target.mkdir()
+    restore("h", target, (4242, 4343))
+    for path in (target / build_cache.FOLDER, target / build_cache.FOLDER / "sub", target / build_cache.FOLDER / "sub" / "f"):
+        assert (path.stat().st_uid, path.stat().st_gid) == (4242, 4343), path
+    assert Path(target / build_cache.FOLDER).stat().st_mode & 0o777 == 0o700
