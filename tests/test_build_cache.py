@@ -26,18 +26,21 @@ def solve(x):
     return torch.zeros_like(x) if FOUND else torch.softmax(x, dim=-1)
 '''
 
+FOLDER = ".cache"
+
+
 def keep(solution_hash: str, workdir: Path) -> int:
-    fd = build_cache.open_workdir(workdir, None)
+    fd = build_cache.open_parent(workdir / FOLDER, None)
     try:
-        return build_cache.keep(solution_hash, fd)
+        return build_cache.keep(solution_hash, fd, FOLDER)
     finally:
         os.close(fd)
 
 
 def restore(solution_hash: str, workdir: Path, owner: tuple[int, int] | None = None) -> int:
-    fd = build_cache.open_workdir(workdir, None)
+    fd = build_cache.open_parent(workdir / FOLDER, None)
     try:
-        return build_cache.restore(solution_hash, fd, owner)
+        return build_cache.restore(solution_hash, fd, FOLDER, owner)
     finally:
         os.close(fd)
 
@@ -69,9 +72,10 @@ def test_a_solution_finds_what_its_own_earlier_run_compiled_and_nothing_of_anoth
 def test_only_regular_files_are_kept_never_links_or_pipes(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
     work = tmp_path / "work"
-    cache = work / build_cache.FOLDER / "triton"
+    cache = work / FOLDER / "triton"
     cache.mkdir(parents=True)
     (cache / "kernel.cubin").write_bytes(b"\x7fELF built")
+    os.utime(cache / "kernel.cubin", ns=(1_000_000_000, 1_000_000_000))  # a build tool compares times
     (cache / "launcher.so").write_bytes(b"lib")
     (cache / "launcher.so").chmod(0o755)
     secret = tmp_path / "supervisor-secret"
@@ -86,7 +90,8 @@ def test_only_regular_files_are_kept_never_links_or_pipes(tmp_path, monkeypatch)
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     assert restore("hash1", fresh) == 2
-    assert (fresh / build_cache.FOLDER / "triton" / "kernel.cubin").read_bytes() == b"\x7fELF built"
+    assert (fresh / FOLDER / "triton" / "kernel.cubin").read_bytes() == b"\x7fELF built"
+    assert (fresh / FOLDER / "triton" / "kernel.cubin").stat().st_mtime_ns == 1_000_000_000
     assert restore("another-hash", fresh) == 0
 
 
@@ -94,11 +99,11 @@ def test_a_cache_folder_that_is_a_link_or_too_large_is_not_kept(tmp_path, monkey
     monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
     linked = tmp_path / "linked"
     linked.mkdir()
-    (linked / build_cache.FOLDER).symlink_to(tmp_path)
+    (linked / FOLDER).symlink_to(tmp_path)
     assert keep("h", linked) == 0 and not build_cache.store("h").exists()
     big = tmp_path / "big"
-    (big / build_cache.FOLDER).mkdir(parents=True)
-    with open(big / build_cache.FOLDER / "huge", "wb") as f:
+    (big / FOLDER).mkdir(parents=True)
+    with open(big / FOLDER / "huge", "wb") as f:
         f.truncate(build_cache.MAX_BYTES + 1)  # sparse: no disk used
     assert keep("h", big) == 0 and not build_cache.store("h").exists()
 
@@ -107,8 +112,8 @@ def test_a_later_run_replaces_what_was_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
     for round_, name in enumerate(("old", "new")):
         work = tmp_path / f"work{round_}"
-        (work / build_cache.FOLDER).mkdir(parents=True)
-        (work / build_cache.FOLDER / name).write_text(name)
+        (work / FOLDER).mkdir(parents=True)
+        (work / FOLDER / name).write_text(name)
         keep("h", work)
     assert [p.name for p in build_cache.store("h").iterdir()] == ["new"]
     assert sorted(p.name for p in build_cache.store("h").parent.iterdir()) == ["h"]  # no partial copies left
@@ -119,12 +124,12 @@ def test_restored_files_belong_to_the_worker(tmp_path, monkeypatch):
         pytest.skip("chown needs root")
     monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
     work = tmp_path / "work"
-    (work / build_cache.FOLDER / "sub").mkdir(parents=True)
-    (work / build_cache.FOLDER / "sub" / "f").write_text("x")
+    (work / FOLDER / "sub").mkdir(parents=True)
+    (work / FOLDER / "sub" / "f").write_text("x")
     keep("h", work)
     target = tmp_path / "target"
     target.mkdir()
     restore("h", target, (4242, 4343))
-    for path in (target / build_cache.FOLDER, target / build_cache.FOLDER / "sub", target / build_cache.FOLDER / "sub" / "f"):
+    for path in (target / FOLDER, target / FOLDER / "sub", target / FOLDER / "sub" / "f"):
         assert (path.stat().st_uid, path.stat().st_gid) == (4242, 4343), path
-    assert Path(target / build_cache.FOLDER).stat().st_mode & 0o777 == 0o700
+    assert Path(target / FOLDER).stat().st_mode & 0o777 == 0o700

@@ -24,8 +24,6 @@ from pathlib import Path
 
 from gpuarena.solutions.build import cache_dir
 
-FOLDER = ".cache"
-"""The worker's compile caches, under its working folder (process.scrubbed_env)."""
 MAX_BYTES = 2 << 30
 """A solution's caches above this are not kept (its next run compiles again)."""
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -35,40 +33,40 @@ def store(solution_hash: str) -> Path:
     return cache_dir() / "solution-caches" / solution_hash
 
 
-def open_workdir(workdir: Path, sandbox_pid: int | None) -> int:
-    """A descriptor of the worker's folder as the worker sees it: inside its sandbox (a tmpfs
-    only its mount namespace shows, reached through /proc/PID/root) or, unsandboxed, the folder
-    itself. It keeps the folder readable after the sandbox is gone."""
-    path = f"/proc/{sandbox_pid}/root{workdir}" if sandbox_pid else str(workdir)
+def open_parent(cache_root: Path, sandbox_pid: int | None) -> int:
+    """A descriptor of the folder holding the worker's caches, as the worker sees it: inside its
+    sandbox (its private /tmp, a tmpfs only its mount namespace shows, reached through
+    /proc/PID/root) or, unsandboxed, the folder itself. It keeps the folder readable after the
+    sandbox is gone."""
+    path = f"/proc/{sandbox_pid}/root{cache_root.parent}" if sandbox_pid else str(cache_root.parent)
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
-def restore(solution_hash: str, workdir_fd: int, owner: tuple[int, int] | None) -> int:
-    """Put the solution's kept caches into the worker's folder, owned by the worker's user;
-    the number of files."""
+def restore(solution_hash: str, parent_fd: int, folder: str, owner: tuple[int, int] | None) -> int:
+    """Put the solution's kept caches into the worker's cache folder (`folder` in the folder of
+    parent_fd), owned by the worker's user; the number of files."""
     source = store(solution_hash)
     if not source.is_dir():
         return 0
     count = 0
     for root, _, files in os.walk(source):  # the supervisor's own folder: nothing planted
         relative = Path(root).relative_to(source)
-        folder_fd = _folder(workdir_fd, Path(FOLDER) / relative, owner)
+        folder_fd = _folder(parent_fd, Path(folder) / relative, owner)
         try:
             for name in files:
                 with open(os.path.join(root, name), "rb") as reader:
-                    mode = os.fstat(reader.fileno()).st_mode
-                    _write(reader, folder_fd, name, mode, owner)
+                    _write(reader, folder_fd, name, os.fstat(reader.fileno()), owner)
                 count += 1
         finally:
             os.close(folder_fd)
     return count
 
 
-def keep(solution_hash: str, workdir_fd: int) -> int:
+def keep(solution_hash: str, parent_fd: int, folder: str) -> int:
     """Keep the worker's caches for the solution's next run, replacing what was kept; the
     number of files, 0 when there was nothing or too much. Call once the sandbox is gone."""
     try:
-        top = os.open(FOLDER, _READ | os.O_DIRECTORY, dir_fd=workdir_fd)
+        top = os.open(folder, _READ | os.O_DIRECTORY, dir_fd=parent_fd)
     except OSError:
         return 0  # none, or a link
     try:
@@ -118,7 +116,7 @@ def _copy_out(top: int, target: Path) -> int:
                     continue  # a pipe, a device
                 out_fd = os.open(destination, os.O_RDONLY | os.O_DIRECTORY)
                 try:
-                    _write(reader, out_fd, name, info.st_mode, None)
+                    _write(reader, out_fd, name, info, None)
                 finally:
                     os.close(out_fd)
                 count += 1
@@ -144,10 +142,13 @@ def _folder(base_fd: int, relative: Path, owner: tuple[int, int] | None) -> int:
     return fd
 
 
-def _write(reader, folder_fd: int, name: str, mode: int, owner: tuple[int, int] | None) -> None:  # type: ignore[no-untyped-def]
+def _write(reader, folder_fd: int, name: str, info: os.stat_result, owner: tuple[int, int] | None) -> None:  # type: ignore[no-untyped-def]
+    """The file's bytes, its executable bit and its times (a build tool compares them)."""
     out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder_fd)
     with os.fdopen(out, "wb") as writer:
         shutil.copyfileobj(reader, writer, 1 << 20)
+        writer.flush()
         if owner is not None:
             os.fchown(out, *owner)
-        os.fchmod(out, 0o700 if mode & stat.S_IXUSR else 0o600)  # built libraries stay loadable
+        os.fchmod(out, 0o700 if info.st_mode & stat.S_IXUSR else 0o600)  # built libraries stay loadable
+        os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))

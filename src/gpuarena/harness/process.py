@@ -61,7 +61,15 @@ CACHE_VARIABLES = {
 }
 
 
-def scrubbed_env(workdir: Path | None = None, user: tuple[int, int, bool] | None = None) -> dict[str, str]:
+SANDBOX_CACHE_ROOT = Path("/tmp/.gpuarena-cache")
+"""Where a sandboxed worker of a user of its own compiles (in its private /tmp): the same path
+in every run, so that a kept torch-extension build (build_cache.py) is found up to date; its
+build files name their own absolute paths."""
+
+
+def scrubbed_env(workdir: Path | None = None, user: tuple[int, int, bool] | None = None,
+                 cache_root: Path | None = None) -> dict[str, str]:
+    """cache_root: where a worker of a per-run user compiles (default: workdir/.cache)."""
     env = {k: os.environ[k] for k in ENV_KEPT if k in os.environ}
     # inductor compiles in-process: a pool of compile workers would be a child process
     # left running, which the worker rejects
@@ -77,7 +85,8 @@ def scrubbed_env(workdir: Path | None = None, user: tuple[int, int, bool] | None
         if env.get("TMPDIR") not in os.environ.get("GPUARENA_SANDBOX_SHARE", "").split(":"):
             env["TMPDIR"] = str(workdir / "tmp")  # unless the deployment shares its own with the worker
         if not user[2]:
-            env.update({name: str(workdir / ".cache" / sub) for name, sub in CACHE_VARIABLES.items()})
+            root = cache_root or workdir / ".cache"
+            env.update({name: str(root / sub) for name, sub in CACHE_VARIABLES.items()})
     return env
 
 
@@ -138,7 +147,9 @@ class WorkerProcess:
         binary = containment.bwrap_path()
         self.sandbox_problem = containment.bwrap_problem(binary) if binary else (
             "turned off (GPUARENA_SANDBOX=0)" if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed")
-        env = scrubbed_env(workdir, user)
+        self.cache_root = SANDBOX_CACHE_ROOT if not self.sandbox_problem else workdir / ".cache"
+        """Where the worker compiles, as the worker sees it (when it runs as a user of its own per run)."""
+        env = scrubbed_env(workdir, user, self.cache_root)
         try:
             if self.sandbox_problem:
                 self.proc = subprocess.Popen(

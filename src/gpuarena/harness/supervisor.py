@@ -341,7 +341,7 @@ class Supervisor:
             with self.phases(TEARDOWN):
                 started.process.close()
                 if workdir_fd is not None:
-                    self._keep_caches(workdir_fd)
+                    self._keep_caches(workdir_fd, started.process.cache_root.name)
                 arena.close()
                 if self._sampler is not None:
                     self._sampler.close()
@@ -352,30 +352,31 @@ class Supervisor:
                     workload.reason = redact(workload.reason)
 
     def _restore_caches(self, started: StartedWorker) -> int | None:
-        """What earlier runs of this very solution compiled, put back into its worker's folder
-        while the worker is idle (build_cache.py); the folder's descriptor, to keep its caches
-        once the run ends, or None where the worker's caches are not per run."""
+        """What earlier runs of this very solution compiled, put back into its worker's cache
+        folder while the worker is idle (build_cache.py); a descriptor of the folder above it,
+        to keep the caches once the run ends, or None where the worker's caches are not per run."""
         if not started.caches_per_run or started.user is None:
             return None
         with self.phases(BUILD):
+            root = started.process.cache_root
             try:
-                workdir_fd = build_cache.open_workdir(started.workdir, started.process.init_pid)
+                parent_fd = build_cache.open_parent(root, started.process.init_pid)
             except OSError as exc:
-                self.details.append(f"\n[gpuarena] the worker's folder could not be reached to keep its caches: {exc}\n")
+                self.details.append(f"\n[gpuarena] the worker's caches could not be reached to keep them: {exc}\n")
                 return None
             try:
-                build_cache.restore(self.solution.hash, workdir_fd, (started.user[0], started.user[1]))
+                build_cache.restore(self.solution.hash, parent_fd, root.name, (started.user[0], started.user[1]))
             except OSError as exc:  # it compiles again
                 self.details.append(f"\n[gpuarena] the solution's kept caches could not be restored: {exc}\n")
-            return workdir_fd
+            return parent_fd
 
-    def _keep_caches(self, workdir_fd: int) -> None:
+    def _keep_caches(self, parent_fd: int, folder: str) -> None:
         try:
-            build_cache.keep(self.solution.hash, workdir_fd)
+            build_cache.keep(self.solution.hash, parent_fd, folder)
         except OSError as exc:  # the next run compiles again
             self.details.append(f"\n[gpuarena] the solution's caches could not be kept: {exc}\n")
         finally:
-            os.close(workdir_fd)
+            os.close(parent_fd)
 
     def _run(self, worker: WorkerProcess, arena: SharedArena, record: Evaluation) -> None:
         workloads = self.workloads()

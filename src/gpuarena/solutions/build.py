@@ -21,11 +21,14 @@ def cache_dir() -> Path:
     return Path(root)
 
 
-def write_sources(solution: Solution, folder: Path) -> None:
+def write_sources(solution: Solution, folder: Path, unchanged_kept: bool = False) -> None:
+    """unchanged_kept: leave a file that already holds the same text as it is (its time too)."""
     for name, text in solution.sources.items():
         target = (folder / name).resolve()
         if folder.resolve() not in target.parents:
             raise BuildError(f"source name {name!r} points outside the solution folder")
+        if unchanged_kept and target.is_file() and target.read_text() == text:
+            continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
 
@@ -51,11 +54,16 @@ def _build_python(solution: Solution, folder: Path) -> Callable[..., Any]:
 def _build_cuda(solution: Solution, folder: Path) -> Callable[..., Any]:
     from torch.utils.cpp_extension import load
 
+    build_dir = cache_dir() / "builds" / solution.hash[:24]
+    build_dir.mkdir(parents=True, exist_ok=True)
+    # compiled from a copy beside the build, at a path that is the same in every run, left as
+    # it is when unchanged: ninja rebuilds when a command (which names the paths) or a
+    # source's time changes, and a kept build (harness/build_cache.py) is then up to date
+    folder = build_dir / "sources"
+    write_sources(solution, folder, unchanged_kept=True)
     compiled = [folder / name for name in solution.sources if name.endswith((".cu", ".cpp", ".cc", ".cxx"))]
     if not compiled:
         raise BuildError("a cuda solution needs at least one .cu or .cpp source")
-    build_dir = cache_dir() / "builds" / solution.hash[:24]
-    build_dir.mkdir(parents=True, exist_ok=True)
     options = solution.manifest.build
     name = "gpuarena_" + hashlib.sha256(solution.hash.encode()).hexdigest()[:16]
     try:

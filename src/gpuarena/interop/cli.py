@@ -1,0 +1,154 @@
+"""`gpuarena import ...` and `gpuarena export ...`: FlashInfer-Trace in and out.
+
+The modules doing the work import torch, so they are imported inside the commands: the
+`gpuarena` command itself starts no slower for having these.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from gpuarena.cli.app import _fail, err
+from gpuarena.errors import GpuarenaError
+
+import_app = typer.Typer(no_args_is_help=True, help="Read FlashInfer-Trace: definitions (with workloads) and solutions.")
+export_app = typer.Typer(no_args_is_help=True, help="Write FlashInfer-Trace: traces of records, definitions, solutions.")
+
+
+@import_app.command("flashinfer")
+def import_flashinfer(
+    definition: Annotated[Path, typer.Argument(help="A FlashInfer-Trace Definition (.json)")],
+    workloads: Annotated[Path, typer.Option("--workloads", "-w", help="Its workloads (.jsonl, one Trace a line)")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The problem folder to write")],
+    convention: Annotated[str, typer.Option(help="How solve() gets its outputs: destination (FlashInfer's default) or return")] = "destination",
+    level: Annotated[Optional[int], typer.Option(help="Problem level 1-4 [default: 2 for a definition tagged fused, else 1]")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace the folder if it exists")] = False,
+    verify: Annotated[bool, typer.Option(help="Run the reference once on the CPU to check output shapes and dtypes")] = True,
+) -> None:
+    """A gpuarena problem folder from a FlashInfer-Trace definition and its workloads."""
+    from gpuarena.interop.flashinfer_import import import_definition
+
+    try:
+        result = import_definition(definition, workloads, output, convention=convention, level=level,
+                                   force=force, verify=verify)
+    except GpuarenaError as exc:
+        _fail(exc)
+    for note in result.notes:
+        err.print(f"note: {note}", highlight=False)
+    err.print(f"wrote {result.folder}/ — next: gpuarena check {result.folder}", highlight=False)
+
+
+@import_app.command("flashinfer-solution")
+def import_flashinfer_solution(
+    solution: Annotated[Path, typer.Argument(help="A FlashInfer-Trace Solution (.json)")],
+    problem: Annotated[str, typer.Option("--problem", help="The problem it solves (folder or bundled id)")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="The solution folder to write [default: ./NAME]")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace the folder if it exists")] = False,
+) -> None:
+    """A gpuarena solution folder (solution.toml and sources) from a FlashInfer-Trace solution."""
+    from gpuarena.interop.flashinfer_import import import_solution
+    from gpuarena.interop.flashinfer_trace import read_solution
+    from gpuarena.problems import resolve_problem
+
+    try:
+        loaded = resolve_problem(problem)
+        folder = import_solution(solution, loaded, output or Path(read_solution(solution).name), force=force)
+    except GpuarenaError as exc:
+        _fail(exc)
+    err.print(f"wrote {folder}/ — next: gpuarena run {problem} {folder}", highlight=False)
+
+
+@export_app.command("traces")
+def export_traces(
+    records: Annotated[list[Path], typer.Argument(help="Evaluation records (`gpuarena run --json` output)")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The traces file to write (.jsonl)")],
+    problem: Annotated[Optional[str], typer.Option(help="The problem the records judge [default: each record's own]")] = None,
+    solution_name: Annotated[Optional[str], typer.Option(help="The solution's name in the traces [default: the record's]")] = None,
+    definition: Annotated[Optional[str], typer.Option(help="The definition's name [default: the imported definition's, else the problem's name]")] = None,
+    statistic: Annotated[str, typer.Option(help="mean (FlashInfer-Trace's latency) or median")] = "mean",
+    append: Annotated[bool, typer.Option("--append", help="Add to the file instead of replacing it")] = False,
+) -> None:
+    """FlashInfer-Trace Trace lines from gpuarena Evaluation records, one per judged workload."""
+    from gpuarena.interop.flashinfer_export import read_evaluations, traces_from_evaluation
+    from gpuarena.interop.flashinfer_trace import trace_line
+    from gpuarena.problems import resolve_problem
+
+    if statistic not in ("mean", "median"):
+        _fail(ValueError(f"--statistic must be mean or median, not {statistic!r}"))
+    lines: list[str] = []
+    try:
+        for path in records:
+            for record in read_evaluations(path):
+                try:
+                    loaded = resolve_problem(problem or record.problem)
+                except GpuarenaError as exc:
+                    raise GpuarenaError(f"{path}: {exc} (the record's problem is {record.problem!r}; "
+                                        "--problem FOLDER gives it)") from None
+                lines += [trace_line(t) for t in traces_from_evaluation(
+                    record, loaded, solution_name=solution_name, definition_name=definition,
+                    statistic=statistic)]  # type: ignore[arg-type]
+    except GpuarenaError as exc:
+        _fail(exc)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("a" if append else "w", encoding="utf-8") as handle:
+        handle.write("".join(line + "\n" for line in lines))
+    err.print(f"wrote {len(lines)} trace(s) to {output}", highlight=False)
+
+
+@export_app.command("flashinfer")
+def export_flashinfer(
+    problem: Annotated[str, typer.Argument(help="A problem imported with `gpuarena import flashinfer`")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Data set folder: writes definitions/OP/NAME.json and workloads/OP/NAME.jsonl")],
+) -> None:
+    """The FlashInfer-Trace definition and workloads of an imported problem, as its folder now says."""
+    from gpuarena.interop.flashinfer_export import export_definition
+    from gpuarena.interop.flashinfer_trace import to_json, write_jsonl
+    from gpuarena.problems import resolve_problem
+
+    try:
+        definition, workloads = export_definition(resolve_problem(problem))
+    except GpuarenaError as exc:
+        _fail(exc)
+    definition_path = output / "definitions" / definition.op_type / f"{definition.name}.json"
+    workloads_path = output / "workloads" / definition.op_type / f"{definition.name}.jsonl"
+    definition_path.parent.mkdir(parents=True, exist_ok=True)
+    definition_path.write_text(to_json(definition) + "\n", encoding="utf-8")
+    write_jsonl(workloads, workloads_path)
+    err.print(f"wrote {definition_path} and {workloads_path} ({len(workloads)} workloads)", highlight=False)
+
+
+@export_app.command("solution")
+def export_solution(
+    solution: Annotated[Path, typer.Argument(help="A .py file, a solution folder or a pack")],
+    problem: Annotated[Optional[str], typer.Option(help="The problem it solves (its convention decides destination_passing_style)")] = None,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write (default: stdout)")] = None,
+    name: Annotated[Optional[str], typer.Option(help="The solution's name [default: kept from an import, else the file's]")] = None,
+    author: Annotated[Optional[str], typer.Option(help="Its author [default: kept from an import, else anonymous]")] = None,
+    definition: Annotated[Optional[str], typer.Option(help="The definition's name [default: the problem's]")] = None,
+    description: Annotated[Optional[str], typer.Option(help="A line on its technique")] = None,
+) -> None:
+    """A FlashInfer-Trace Solution (one JSON file, sources inline) from a gpuarena solution."""
+    from gpuarena.interop.flashinfer_export import pack_solution
+    from gpuarena.interop.flashinfer_trace import to_json
+    from gpuarena.problems import resolve_problem
+
+    try:
+        packed = pack_solution(solution, problem=resolve_problem(problem) if problem else None, name=name,
+                               author=author, definition=definition, description=description)
+    except GpuarenaError as exc:
+        _fail(exc)
+    text = to_json(packed) + "\n"
+    if output:
+        output.write_text(text, encoding="utf-8")
+        err.print(f"wrote {output} (sources sha256 {packed.content_hash})", highlight=False)
+    else:
+        sys.stdout.write(text)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(import_app, name="import")
+    app.add_typer(export_app, name="export")

@@ -1,0 +1,261 @@
+"""Definition + workloads -> a gpuarena problem that `gpuarena check` accepts, and back; what
+the problem format cannot carry is refused by name."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+import torch
+
+from gpuarena.errors import FormatError
+from gpuarena.interop import flashinfer_trace as fit
+from gpuarena.interop.flashinfer_export import export_definition
+from gpuarena.interop.flashinfer_import import (
+    CPU_SMOKE,
+    SIDECAR,
+    UnsupportedFeature,
+    evaluate_constraint,
+    import_definition,
+    problem_files,
+)
+from gpuarena.problems import load_problem
+from gpuarena.problems.check import check_problem
+
+from .conftest import INVALID, RMSNORM, SOFTMAX
+
+
+def _definition(**changes):
+    data = json.loads((RMSNORM / "definition.json").read_text())
+    data.update(changes)
+    return data
+
+
+def _workloads(path=RMSNORM / "workloads.jsonl"):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _write(tmp_path: Path, definition: dict, workloads: list[dict]) -> tuple[Path, Path]:
+    d, w = tmp_path / "definition.json", tmp_path / "workloads.jsonl"
+    d.write_text(json.dumps(definition))
+    w.write_text("".join(json.dumps(line) + "\n" for line in workloads))
+    return d, w
+
+
+def _files(definition: dict, workloads: list[dict], **options):
+    return problem_files(fit.parse_definition(definition), [fit.Trace.model_validate(w) for w in workloads],
+                         definition_path="definition.json", workloads_path="workloads.jsonl", **options)
+
+
+def test_the_imported_problem_passes_gpuarena_check(rmsnorm_problem, softmax_problem):
+    for problem in (rmsnorm_problem, softmax_problem):
+        report = check_problem(problem.path)
+        assert report.ok, report.errors
+
+
+def test_the_problem_says_what_the_definition_says(rmsnorm_problem):
+    spec = rmsnorm_problem.spec
+    assert spec.name == "rmsnorm_h256" and spec.convention == "destination" and spec.outputs == ["output"]
+    assert rmsnorm_problem.input_names == ["hidden_states", "weight", "eps"]
+    uuids = [e.workload.uuid for e in fit.read_workloads(RMSNORM / "workloads.jsonl")]
+    assert [w.name for w in spec.workloads] == uuids
+    assert [w.axes for w in spec.workloads] == [{"batch_size": b, "hidden_size": 256} for b in (1, 16, 100)]
+    assert {w.dtype for w in spec.workloads} == {"float32"}
+    assert "model:toy-256" in spec.tags and spec.provenance.models == ["toy-256"]
+    assert (rmsnorm_problem.path / "README.md").read_text().startswith("# rmsnorm_h256")
+
+
+def test_make_inputs_draws_declared_shapes_and_passes_the_scalar(rmsnorm_problem):
+    generator = torch.Generator().manual_seed(3)
+    inputs = rmsnorm_problem.make_inputs({"batch_size": 5, "hidden_size": 256}, torch.float32, torch.device("cpu"), generator)
+    assert inputs["hidden_states"].shape == (5, 256) and inputs["weight"].shape == (256,)
+    assert inputs["eps"] == 1e-6
+    with pytest.raises(ValueError, match="constant"):
+        rmsnorm_problem.make_inputs({"batch_size": 5, "hidden_size": 128}, torch.float32, torch.device("cpu"), generator)
+    with pytest.raises(ValueError, match="fixed by its FlashInfer-Trace definition"):
+        rmsnorm_problem.make_inputs({"batch_size": 5}, torch.bfloat16, torch.device("cpu"), generator)
+
+
+def test_gpu_sized_workloads_run_on_cuda_only(softmax_problem):
+    devices = {w.name: w.devices for w in softmax_problem.spec.workloads}
+    assert devices["softmax-vocab-4096x32000"] == ["cuda"]
+    assert devices["softmax-small-8x100"] == ["cpu", "cuda"]
+
+
+@pytest.mark.parametrize("fixture", [RMSNORM, SOFTMAX])
+def test_round_trip_gives_the_same_definition_and_workloads(fixture, tmp_path):
+    import_definition(fixture / "definition.json", fixture / "workloads.jsonl", tmp_path / "p")
+    definition, workloads = export_definition(load_problem(tmp_path / "p"))
+    assert definition == fit.read_definition(fixture / "definition.json")
+    assert workloads == fit.read_workloads(fixture / "workloads.jsonl")
+    out = tmp_path / "w.jsonl"
+    fit.write_jsonl(workloads, out)  # and through the file format again
+    assert fit.read_workloads(out) == workloads
+    assert [json.loads(line) for line in out.read_text().splitlines()] == _workloads(fixture / "workloads.jsonl")
+
+
+def test_an_edited_reference_is_not_exported_as_the_definition(tmp_path):
+    import_definition(RMSNORM / "definition.json", RMSNORM / "workloads.jsonl", tmp_path / "p")
+    reference = tmp_path / "p" / "reference.py"
+    reference.write_text(reference.read_text().replace("mean_square + eps", "mean_square + 2 * eps"))
+    with pytest.raises(FormatError, match="differs from the definition's"):
+        export_definition(load_problem(tmp_path / "p"))
+
+
+def test_an_existing_folder_is_kept_unless_forced(tmp_path):
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "mine.txt").write_text("keep")
+    with pytest.raises(Exception, match="--force"):
+        import_definition(RMSNORM / "definition.json", RMSNORM / "workloads.jsonl", tmp_path / "p")
+    assert (tmp_path / "p" / "mine.txt").exists()
+    import_definition(RMSNORM / "definition.json", RMSNORM / "workloads.jsonl", tmp_path / "p", force=True)
+    assert not (tmp_path / "p" / "mine.txt").exists() and (tmp_path / "p" / SIDECAR).exists()
+
+
+def test_a_failed_import_leaves_nothing_behind(tmp_path):
+    with pytest.raises(UnsupportedFeature):
+        import_definition(RMSNORM / "definition.json", INVALID / "workloads_safetensors.jsonl", tmp_path / "p")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_reference_that_disagrees_with_the_declared_shapes_is_caught(tmp_path):
+    definition = _definition()
+    definition["outputs"]["output"]["shape"] = ["batch_size"]
+    d, w = _write(tmp_path, definition, _workloads())
+    with pytest.raises(FormatError, match=r"output output of run\(\) .* is \[1, 256\] float32; the definition says \[1\]"):
+        import_definition(d, w, tmp_path / "p")
+
+
+def test_when_no_workload_fits_the_cpu_a_smoke_workload_is_added_and_never_exported(tmp_path):
+    big = [json.loads(json.dumps(line)) for line in _workloads(SOFTMAX / "workloads.jsonl")][2:]
+    d, w = _write(tmp_path, json.loads((SOFTMAX / "definition.json").read_text()), big)
+    result = import_definition(d, w, tmp_path / "p")
+    assert any(CPU_SMOKE in note for note in result.notes)
+    spec = load_problem(tmp_path / "p").spec
+    smoke = spec.workloads[-1]
+    assert smoke.name == CPU_SMOKE and smoke.devices == ["cpu"]
+    assert smoke.axes["rows"] * smoke.axes["cols"] * 2 <= 1 << 24
+    assert [e.workload.uuid for e in export_definition(load_problem(tmp_path / "p"))[1]] == ["softmax-vocab-4096x32000"]
+
+
+# -- what the format cannot carry: refused, by name ----------------------------------------------
+
+def _gap(definition: dict, workloads: list[dict]) -> UnsupportedFeature:
+    with pytest.raises(UnsupportedFeature) as caught:
+        _files(definition, workloads)
+    return caught.value
+
+
+def test_safetensors_inputs_are_a_named_gap(tmp_path):
+    with pytest.raises(UnsupportedFeature) as caught:
+        import_definition(RMSNORM / "definition.json", INVALID / "workloads_safetensors.jsonl", tmp_path / "p")
+    assert caught.value.feature == "inputs loaded from safetensors files"
+    assert str(INVALID / "workloads_safetensors.jsonl") in str(caught.value)
+    assert "blob/rmsnorm/b1.safetensors" in str(caught.value)
+
+
+def test_float8_dtypes_are_a_named_gap():
+    definition = _definition()
+    definition["inputs"]["hidden_states"]["dtype"] = "float8_e4m3fn"
+    gap = _gap(definition, _workloads())
+    assert gap.feature == "the dtype float8_e4m3fn" and "hidden_states" in gap.detail
+
+
+def test_outputs_of_different_dtypes_are_a_named_gap():
+    definition = _definition()
+    definition["outputs"]["inv_rms"] = {"shape": ["batch_size"], "dtype": "float16"}
+    assert _gap(definition, _workloads()).feature == "outputs of different dtypes"
+
+
+def test_scalar_outputs_are_a_named_gap():
+    definition = _definition()
+    definition["outputs"]["total"] = {"shape": None, "dtype": "float32"}
+    assert _gap(definition, _workloads()).feature == "scalar (non-tensor) outputs"
+
+
+def test_scalars_that_differ_between_workloads_are_a_named_gap():
+    workloads = _workloads()
+    workloads[2]["workload"]["inputs"]["eps"]["value"] = 1e-5
+    gap = _gap(_definition(), workloads)
+    assert gap.feature == "scalar inputs whose value differs between workloads" and "workload 3" in gap.where
+
+
+def test_a_random_value_for_a_scalar_input_is_a_named_gap():
+    workloads = _workloads()
+    workloads[0]["workload"]["inputs"]["eps"] = {"type": "random"}
+    assert _gap(_definition(), workloads).feature == "random values for scalar inputs"
+
+
+def test_names_that_cannot_be_parameters_are_a_named_gap():
+    definition = _definition()
+    definition["inputs"] = {("class" if k == "weight" else k): v for k, v in definition["inputs"].items()}
+    workloads = _workloads()
+    for line in workloads:
+        line["workload"]["inputs"]["class"] = line["workload"]["inputs"].pop("weight")
+    assert _gap(definition, workloads).feature == "input names that are not Python parameter names"
+
+
+def test_uuids_that_cannot_be_workload_names_are_a_named_gap():
+    workloads = _workloads()
+    workloads[0]["workload"]["uuid"] = "batch 1 / eps"
+    assert _gap(_definition(), workloads).feature.startswith("workload uuids with characters")
+
+
+def test_a_reference_defining_the_glue_names_is_a_named_gap():
+    definition = _definition(reference="def make_inputs():\n    pass\n\ndef run(hidden_states, weight, eps):\n    return hidden_states\n")
+    assert "reference() or make_inputs()" in _gap(definition, _workloads()).feature
+
+
+# -- plain errors in the documents ------------------------------------------------------------
+
+@pytest.mark.parametrize("change, field, words", [
+    (lambda w: w[0]["workload"]["axes"].pop("batch_size"), "workload.axes", "no size for variable axis batch_size"),
+    (lambda w: w[0]["workload"]["axes"].update(hidden_size=256), "workload.axes", "constant axis hidden_size"),
+    (lambda w: w[1]["workload"]["inputs"].pop("weight"), "workload.inputs", "the definition's are hidden_states, weight, eps"),
+    (lambda w: w[1]["workload"].update(uuid=w[0]["workload"]["uuid"]), "workload.uuid", "used by an earlier workload"),
+    (lambda w: w[2].update(definition="rmsnorm_h4096"), "definition", "not 'rmsnorm_h256'"),
+    (lambda w: w[0]["workload"]["inputs"].update(weight={"type": "scalar", "value": 1.0}), "workload.inputs.weight",
+     "the definition declares a tensor"),
+])
+def test_workloads_that_do_not_fit_the_definition_name_line_and_field(change, field, words):
+    workloads = _workloads()
+    change(workloads)
+    with pytest.raises(FormatError) as caught:
+        _files(_definition(), workloads)
+    assert caught.value.field == field and words in str(caught.value)
+    assert caught.value.path.startswith("workloads.jsonl, workload ")
+
+
+def test_constraints_are_checked_on_every_workload():
+    definition = json.loads((SOFTMAX / "definition.json").read_text())
+    workloads = _workloads(SOFTMAX / "workloads.jsonl")
+    workloads[0]["workload"]["axes"]["cols"] = 1
+    with pytest.raises(FormatError, match="violate the constraint 'cols >= 2'"):
+        _files(definition, workloads)
+    definition["constraints"] = ["__import__('os').system('true')"]
+    with pytest.raises(UnsupportedFeature, match="constraints beyond arithmetic"):
+        _files(definition, _workloads(SOFTMAX / "workloads.jsonl"))
+
+
+def test_the_constraint_evaluator():
+    sizes = {"H_qo": 32, "H_kv": 8, "H_r": 4}
+    assert evaluate_constraint("H_qo == H_kv * H_r", sizes)
+    assert evaluate_constraint("H_kv <= H_qo and H_qo % H_kv == 0", sizes)
+    assert not evaluate_constraint("max(H_kv, H_r) > 8", sizes)
+    with pytest.raises(ValueError):
+        evaluate_constraint("H_qo.bit_length() > 2", sizes)
+
+
+def test_run_must_take_the_inputs():
+    definition = _definition(reference="def run(hidden_states, weight):\n    return hidden_states\n")
+    with pytest.raises(FormatError) as caught:
+        _files(definition, _workloads())
+    assert caught.value.field == "reference" and "3 inputs" in str(caught.value)
+
+
+def test_convention_and_level_options():
+    files, _ = _files(_definition(tags=["fused"]), _workloads(), convention="return")
+    spec = tomllib.loads(files["problem.toml"])
+    assert spec["convention"] == "return" and spec["level"] == 2

@@ -1,0 +1,146 @@
+"""FlashInfer Solutions -> gpuarena solution folders judged by the real harness on the CPU, and
+gpuarena solutions -> FlashInfer Solutions (`pack_solution`), keeping their content hash."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuarena.errors import FormatError
+from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.interop import flashinfer_trace as fit
+from gpuarena.interop.flashinfer_export import pack_solution
+from gpuarena.interop.flashinfer_import import ADAPTER_FILE, UnsupportedFeature, import_solution, solution_files
+from gpuarena.problems import resolve_problem
+from gpuarena.solutions import load_solution
+from gpuarena.solutions.model import Solution as GpuarenaSolution
+
+from .conftest import ROOT, RMSNORM
+
+SOLUTIONS = RMSNORM / "solutions"
+
+
+def _judge(problem, folder, **options):
+    defaults = dict(device="cpu", mode="test", timeout_s=120.0, budget_s=0.2)
+    defaults.update(options)
+    return evaluate(problem, load_solution(folder), RunOptions(**defaults))
+
+
+def test_an_honest_value_returning_solution_passes_on_a_destination_problem(rmsnorm_problem, tmp_path):
+    folder = import_solution(SOLUTIONS / "python_returning.json", rmsnorm_problem, tmp_path / "s")
+    assert load_solution(folder).manifest.entry_point == f"{ADAPTER_FILE}:solve"  # returned outputs copied in
+    record = _judge(rmsnorm_problem, folder)
+    assert record.status == "PASSED", record.reason + record.log[-2000:]
+    assert len(record.workloads) == 3 and all(w.status == "PASSED" for w in record.workloads)
+
+
+def test_a_wrong_solution_is_judged_wrong(rmsnorm_problem, tmp_path):
+    folder = import_solution(SOLUTIONS / "python_wrong.json", rmsnorm_problem, tmp_path / "s")
+    assert load_solution(folder).manifest.entry_point == "wrong.py:run"  # destination-passing: called as is
+    record = _judge(rmsnorm_problem, folder)
+    assert record.status == "WRONG_VALUES", record.reason
+    assert "output output" in record.reason
+
+
+def test_a_triton_solution_of_two_files_passes_under_the_interpreter(rmsnorm_problem, tmp_path, monkeypatch):
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    folder = import_solution(SOLUTIONS / "triton_dps.json", rmsnorm_problem, tmp_path / "s")
+    solution = load_solution(folder)
+    assert solution.manifest.language == "triton" and sorted(solution.sources) == ["main.py", "rmsnorm_kernel.py"]
+    record = _judge(rmsnorm_problem, folder)
+    assert record.status == "PASSED", record.reason + record.log[-2000:]
+
+
+def test_a_destination_passing_solution_gets_its_outputs_on_a_return_problem(softmax_problem, tmp_path):
+    solution = {
+        "name": "softmax_dps", "definition": "softmax_rows", "author": "gpuarena-tests",
+        "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "softmax.py::run",
+                 "destination_passing_style": True},
+        "sources": [{"path": "softmax.py", "content":
+                     "import torch\n\n\ndef run(logits, probs):\n    torch.softmax(logits, dim=-1, out=probs)\n"}],
+    }
+    path = tmp_path / "softmax_dps.json"
+    path.write_text(json.dumps(solution))
+    folder = import_solution(path, softmax_problem, tmp_path / "s")
+    record = _judge(softmax_problem, folder, workloads=["softmax-small-8x100", "softmax-mid-64x1000"])
+    assert record.status == "PASSED", record.reason + record.log[-2000:]
+
+
+def test_a_solution_for_another_definition_is_refused(softmax_problem):
+    solution = fit.read_solution(SOLUTIONS / "python_returning.json")
+    with pytest.raises(FormatError, match="names 'rmsnorm_h256', but .* was imported from 'softmax_rows'"):
+        solution_files(solution, softmax_problem)
+
+
+@pytest.mark.parametrize("spec, feature", [
+    ({"language": "cuda", "binding": "tvm-ffi", "entry_point": "k.cu::run"}, "CUDA solutions bound with tvm-ffi"),
+    ({"language": "cuda", "entry_point": "k.cu::run"}, "CUDA solutions bound with tvm-ffi"),
+    ({"language": "cpp", "entry_point": "k.cu::run"}, "cpp solutions"),
+    ({"language": "tilelang", "entry_point": "k.cu::run"}, "tilelang solutions"),
+])
+def test_languages_gpuarena_cannot_build_are_named_gaps(rmsnorm_problem, spec, feature):
+    solution = fit.Solution.model_validate({
+        "name": "s", "definition": "rmsnorm_h256", "author": "a",
+        "spec": {"target_hardware": ["NVIDIA_H100"], **spec},
+        "sources": [{"path": "k.cu", "content": "// kernel"}]})
+    with pytest.raises(UnsupportedFeature) as caught:
+        solution_files(solution, rmsnorm_problem)
+    assert caught.value.feature == feature
+
+
+@pytest.mark.parametrize("name", ["python_returning", "python_wrong", "triton_dps"])
+def test_import_then_pack_gives_the_solution_back_with_its_hash(rmsnorm_problem, tmp_path, name):
+    original = fit.read_solution(SOLUTIONS / f"{name}.json")
+    folder = import_solution(SOLUTIONS / f"{name}.json", rmsnorm_problem, tmp_path / "s")
+    packed = pack_solution(folder, problem=rmsnorm_problem)
+    assert packed == original
+    assert packed.content_hash == original.content_hash
+    # and through gpuarena's own pack (which keeps only the sources): same content hash
+    gpuarena_pack = tmp_path / "pack.json"
+    from gpuarena.solutions.loader import pack
+
+    gpuarena_pack.write_text(pack(load_solution(folder)))
+    again = pack_solution(gpuarena_pack, problem=rmsnorm_problem, name=original.name, author=original.author)
+    assert again.content_hash == original.content_hash and again.spec.entry_point == original.spec.entry_point
+
+
+def test_pack_then_import_gives_the_gpuarena_solution_back_with_its_hash(tmp_path):
+    problem = resolve_problem("level1/softmax")
+    for example in ("pytorch.py", "triton.py"):
+        original: GpuarenaSolution = load_solution(ROOT / "examples" / "softmax" / example)
+        packed = pack_solution(ROOT / "examples" / "softmax" / example, problem=problem, author="tests")
+        assert packed.definition == "softmax" and packed.spec.destination_passing_style is False
+        assert packed.spec.entry_point == f"{example}::solve"
+        path = tmp_path / f"{example}.json"
+        path.write_text(fit.to_json(packed))
+        folder = import_solution(path, problem, tmp_path / example.removesuffix(".py"))
+        back = load_solution(folder)
+        assert back.hash == original.hash  # manifest and sources alike
+        assert fit.sources_hash(back.sources) == packed.content_hash == fit.sources_hash(original.sources)
+
+
+def test_a_cuda_folder_packs_with_the_torch_binding(tmp_path):
+    folder = tmp_path / "cuda"
+    folder.mkdir()
+    (folder / "softmax.cu").write_text((ROOT / "examples" / "softmax" / "cuda" / "softmax.cu").read_text())
+    (folder / "solution.toml").write_text('language = "cuda"\nentry_point = "solve"\nsources = ["softmax.cu"]\n')
+    packed = pack_solution(folder, problem=resolve_problem("level1/softmax"))
+    assert packed.spec.language == "cuda" and packed.spec.binding == "torch"
+    assert packed.spec.entry_point == "softmax.cu::solve"
+    path = tmp_path / "cuda.json"
+    path.write_text(fit.to_json(packed))
+    back = load_solution(import_solution(path, resolve_problem("level1/softmax"), tmp_path / "back"))
+    assert back.hash == load_solution(folder).hash
+
+
+def test_build_flags_are_a_named_gap_when_packing(tmp_path):
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "main.py").write_text("def solve(x):\n    return x.clone()\n")
+    (folder / "solution.toml").write_text('language = "pytorch"\nentry_point = "main.py:solve"\n[build]\nextra_cflags = ["-O3"]\n')
+    with pytest.raises(UnsupportedFeature, match="a FlashInfer-Trace Solution cannot carry compiler flags"):
+        pack_solution(folder, problem=resolve_problem("level1/softmax"))
+    with pytest.raises(UnsupportedFeature, match="compiler flags"):
+        pack_solution(ROOT / "examples" / "softmax" / "cuda", problem=resolve_problem("level1/softmax"))
