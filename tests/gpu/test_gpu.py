@@ -205,7 +205,8 @@ def test_worker_of_its_own_user_maps_cuda_buffers():
     """Isolated CUDA workers get their buffers as cuMemCreate file descriptors (CUDA IPC does
     not cross users); the guards still see what the worker does to them."""
     record = judge("level1/softmax", EXAMPLES / "softmax" / "triton.py", device="cuda", mode="benchmark",
-                   workloads=["small-64x1000", "square-8192"], budget_s=0.3, worker_isolation=True)
+                   workloads=["small-64x1000", "square-8192"], budget_s=0.3, worker_isolation=True,
+                   kernel_duration=True)
     assert record.status == "PASSED", record.reason + record.log[-3000:]
     assert "worker rights: uid" in record.log
     for w in record.workloads:  # the ncu phase came back to each workload's buffers (select)
