@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuarena import __version__
+from gpuarena.cli.devices import check_device as _check_device
+from gpuarena.cli.devices import default_device
 from gpuarena.errors import GpuarenaError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
@@ -26,12 +28,6 @@ err = Console(stderr=True)
 def _fail(exc: Exception) -> None:
     err.print(f"[bold red]error:[/] {exc}", highlight=False)
     raise typer.Exit(2)
-
-
-def default_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @app.command()
@@ -102,22 +98,6 @@ def _run(problem: str, solution: Path, device: str | None, mode: str, timeout: f
     else:
         render(record, out, verbose=verbose)
     raise typer.Exit(0 if record.status.value == "PASSED" else 1)
-
-
-def _check_device(device: str) -> None:
-    import torch
-
-    try:
-        parsed = torch.device(device)
-    except RuntimeError:
-        raise GpuarenaError(f"--device {device!r} is not a device; use cpu, cuda or cuda:N") from None
-    if parsed.type not in ("cpu", "cuda"):
-        raise GpuarenaError(f"--device {device!r}: only cpu and cuda devices are supported")
-    if parsed.type == "cuda":
-        if not torch.cuda.is_available():
-            raise GpuarenaError("--device cuda: no CUDA GPU is visible here (torch.cuda.is_available() is False)")
-        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
-            raise GpuarenaError(f"--device {device}: only {torch.cuda.device_count()} GPU(s) here")
 
 
 @app.command()
@@ -310,3 +290,7 @@ service_cli.register(app)
 from gpuarena.interop import cli as interop_cli  # noqa: E402  (import/export of other formats)
 
 interop_cli.register(app)
+
+from gpuarena.cli import many  # noqa: E402  (many verdicts from one process)
+
+many.register(app)

@@ -102,6 +102,10 @@ def describe_exit(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+_LIVE: set[int] = set()
+"""The pids of this process's workers not yet closed (each the direct child started for one)."""
+
+
 class WorkerProcess:
     """One worker: a fresh interpreter in a sandbox of its own (containment.py: PID, mount,
     network and IPC namespaces through bubblewrap, and a cgroup where the machine allows),
@@ -161,6 +165,7 @@ class WorkerProcess:
                 self._start_sandboxed(binary, command, child_fd, workdir, env, isolate_network, memory_limit)
         finally:
             os.close(child_fd)
+        _LIVE.add(self.proc.pid)
 
     def _start_sandboxed(self, binary: str | None, command: list[str], child_fd: int, workdir: Path,
                          env: dict[str, str], network: bool, memory_limit: int | None) -> None:
@@ -205,6 +210,7 @@ class WorkerProcess:
                 time.sleep(0.002)
         if self.worker_pid is None:
             raise OSError("the sandboxed worker did not start")
+
 
     @property
     def containment(self) -> str:
@@ -349,7 +355,10 @@ class WorkerProcess:
         self._reap()
         if self.cgroup is not None:
             self.cgroup.remove()
-        self.orphans_killed = kill_new_children(self._children_before)
+        _LIVE.discard(self.proc.pid)
+        # our children that came after this worker are its orphans, but for other workers
+        # started since (the next run's, started ahead: harness/evaluator.py)
+        self.orphans_killed = kill_new_children(self._children_before | _LIVE)
         self.conn.close()
         self._log.close()
 

@@ -1,0 +1,80 @@
+"""Judging one solution after another in one long-lived process (the warm path, issue 18).
+
+A `gpuarena run` pays its own start every time: Python, torch, the harness, a CUDA context
+(2.5-3.4 s on an H100 outside the record), and its worker's start (1.2-2 s). An agent
+searching over hundreds of candidates, or a script judging a folder of them, pays that once
+here: the process stays, the device's peaks, the harness's CUPTI builds, the reference's ncu
+figures and each solution's kept builds are reused (all keyed by content), and the next
+run's worker is started before its job is asked for.
+
+What is never kept: a worker serves one solution and is gone with it (supervisor.py), so
+nothing of one solution is in the next one's process, and the next worker is started with
+nothing of any problem or solution in it (started.py).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from gpuarena.harness.records import Evaluation
+from gpuarena.harness.started import StartedWorker
+from gpuarena.harness.supervisor import Progress, RunOptions, evaluate
+from gpuarena.problems.loader import Problem
+from gpuarena.solutions.model import Solution
+
+
+class Evaluator:
+    """Judges solutions one at a time on one device kind, workers always started ahead.
+
+    `ahead` workers wait for jobs (default: 2 on a GPU, where a worker's start, about 1.5 s on
+    an H100, is longer than a small job; 1 on the CPU). On a GPU, and for a job that times
+    nothing (test mode), replacements start as a job starts (their imports use CPU cores while
+    the job times the GPU, as a runner's next job process does); a job timed on the CPU has the
+    cores to itself, and they start once it has ended."""
+
+    def __init__(self, device: str, ahead: int | None = None):
+        self.device = device
+        self.gpu = device != "cpu"
+        self.ahead = max(1, ahead if ahead is not None else (2 if self.gpu else 1))
+        self._waiting: deque[StartedWorker] = deque()
+        self.jobs = 0
+
+    def judge(self, problem: Problem, solution: Solution, options: RunOptions,
+              progress: Progress | None = None) -> Evaluation:
+        worker = self._take()
+        alongside = self.gpu or options.mode == "test"
+        if alongside:
+            self._fill()
+        try:
+            return evaluate(problem, solution, options, progress, worker)
+        finally:
+            self.jobs += 1
+            if not alongside:
+                self._fill()
+
+    def close(self) -> None:
+        """Stop the workers waiting for jobs."""
+        while self._waiting:
+            self._waiting.popleft().close()
+
+    def __enter__(self) -> Evaluator:
+        self._fill()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _take(self) -> StartedWorker | None:
+        while self._waiting:
+            waiting = self._waiting.popleft()
+            if waiting.alive():
+                return waiting
+            waiting.close()
+        return None  # the run starts its own, and says why if it cannot
+
+    def _fill(self) -> None:
+        while len(self._waiting) < self.ahead:
+            try:
+                self._waiting.append(StartedWorker(gpu=self.gpu))
+            except Exception:  # noqa: BLE001  a run starts its own and reports why it could not
+                return
