@@ -28,6 +28,8 @@
 #     latency     bench/eval_latency.py (issue 18's targets: whole `gpuarena run`s timed, with their phases)
 #     profile-run the supervisor of one CUDA run under cProfile (PROFILE_ARGS: the run's arguments;
 #                 default one workload of the Triton softmax), and the CLI's import times
+#     warm        bench/warm_path.py: 100 distinct solutions through one `gpuarena run-many`
+#                 (benchmark, one workload), then 30 in test mode (WARM_N, WARM_ARGS)
 #     audit-sweep bench/audit_sweep_noise.py (the L2 sweep's share of the GPU's counters, and its spread)
 # Missing Python packages: wheels in .whl/ (carried), installed into /tmp/site first.
 # $OUT receives summary.txt and logs.tgz (all logs; fidelity md/json also at the top).
@@ -234,6 +236,12 @@ for s in "${steps[@]}"; do
       python3 -X importtime -m gpuarena.cli run $args --json > /dev/null 2> "$W/importtime.txt"
       sort -t'|' -k2 -n -r "$W/importtime.txt" | head -40 > "$W/importtime-top.txt"
       last profile-run 'phases' 2 ;;
+    warm)
+      step warm "${T_WARM:-420}" python3 bench/warm_path.py --device cuda --n "${WARM_N:-100}" --workload square-8192 \
+        --mode benchmark ${WARM_ARGS:-} --out "$OUT/warm-path-cuda.json"
+      step warm-test "${T_WARM_TEST:-150}" python3 bench/warm_path.py --device cuda --n 30 --workload square-8192 \
+        --mode test ${WARM_ARGS:-} --out "$OUT/warm-path-cuda-test.json"
+      last warm 'verdicts_per_minute|median_job' 3; last warm-test 'verdicts_per_minute|median_job' 3 ;;
     audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
     *) note "unknown step $s" ;;
   esac
