@@ -69,6 +69,8 @@ def test_run_benchmark_json_has_timing_fields():
     (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--device", "tpu"], "not a device"),
     (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--mode", "fast"], "--mode must be"),
     (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--workload", "huge"], "not in level1/softmax"),
+    # what a message quotes is printed as it is: rich's markup would eat the [brackets]
+    (["run", "level9/x[bold]y[/]", "x.py"], "level9/x[bold]y[/]"),
 ])
 def test_bad_arguments_get_a_clear_error(args, words):
     result = gpuarena(*args, env={"CUDA_VISIBLE_DEVICES": ""})

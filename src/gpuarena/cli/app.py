@@ -9,7 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from gpuarena import __version__
 from gpuarena.cli.devices import check_device as _check_device
@@ -21,12 +23,14 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=N
 new_app = typer.Typer(no_args_is_help=True, help="Scaffold a problem or a solution that passes out of the box.")
 app.add_typer(new_app, name="new")
 
-out = Console()
-err = Console(stderr=True)
+# markup off: what is printed holds names, paths and messages, whose [brackets] rich would eat;
+# the few styled lines ask for it and escape what they interpolate
+out = Console(markup=False)
+err = Console(stderr=True, markup=False)
 
 
 def _fail(exc: Exception) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
     raise typer.Exit(2)
 
 
@@ -121,10 +125,10 @@ def check(
     for folder in folders:
         report = check_problem(folder, device=device)
         if report.ok:
-            out.print(f"[green]ok[/]    {report.name}  ({report.summary})", highlight=False)
+            out.print(f"[green]ok[/]    {escape(report.name)}  ({escape(report.summary)})", markup=True, highlight=False)
         else:
             failed += 1
-            out.print(f"[bold red]FAIL[/]  {report.name}", highlight=False)
+            out.print(f"[bold red]FAIL[/]  {escape(report.name)}", markup=True, highlight=False)
             for problem in report.errors:
                 out.print(f"      - {problem}", highlight=False, markup=False)
     out.print(f"{len(folders) - failed} of {len(folders)} problems ok")
@@ -264,7 +268,7 @@ def redteam(
             table.add_column(column, overflow="fold")
         for o in outcomes:
             table.add_row(o.case.family, o.case.name, " | ".join(o.case.expect),
-                          f"[green]{o.got}[/]" if o.ok else f"[bold red]{o.got}[/]", o.reason[:120])
+                          Text(o.got, style="green" if o.ok else "bold red"), o.reason[:120])
         out.print(table)
         bad = [o for o in outcomes if not o.ok]
         out.print(f"{len(outcomes) - len(bad)} of {len(outcomes)} cases as expected on {device}")

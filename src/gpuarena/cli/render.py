@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -34,8 +35,8 @@ def _fmt_err(value: float | None) -> str:
 def render(record: Evaluation, console: Console, verbose: bool = False) -> None:
     env = record.environment
     where = f"{env.device_name} ({record.device})" if env else record.device
-    console.print(f"[bold]{record.problem}[/] · {record.solution_name} ({record.language}, "
-                  f"{record.solution_hash[:12]}) · {where} · mode {record.mode}")
+    console.print(f"[bold]{escape(record.problem)}[/] · {escape(record.solution_name)} ({record.language}, "
+                  f"{record.solution_hash[:12]}) · {escape(where)} · mode {record.mode}", markup=True)
     columns = ("workload", "status", "abs err", "rel err", "time", "reference", "speedup", "ncu Duration", "SOL")
     rows = []
     for w in record.workloads:
@@ -96,14 +97,15 @@ def render(record: Evaluation, console: Console, verbose: bool = False) -> None:
         line += Text(f" — {record.reason}")
     console.print(line)
     if record.score is not None:
-        console.print(f"score: [bold]{record.score:.3f}[/] (weighted geometric mean of speedups over the reference)")
+        console.print(f"score: [bold]{record.score:.3f}[/] (weighted geometric mean of speedups over the reference)",
+                      markup=True)
     if verbose and record.phases:
         from gpuarena.harness.phases import summary
 
         console.print(f"phases: {summary(record.duration_s, record.phases)}", style="dim", highlight=False)
     if record.status not in (Status.PASSED,) and record.log.strip():
         tail = "\n".join(record.log.strip().splitlines()[-25:])
-        console.print("[dim]log (last lines; the whole log is in --json's \"log\"):[/]")
+        console.print("[dim]log (last lines; the whole log is in --json's \"log\"):[/]", markup=True)
         console.print(tail, markup=False, highlight=False)
 
 
