@@ -85,6 +85,12 @@ class Client:
     def get(self, path: str, **params: Any) -> Any:
         return self._call("GET", path, params={k: v for k, v in params.items() if v is not None}).json()
 
+    def get_text(self, path: str, **params: Any) -> str:
+        return self._call("GET", path, params={k: v for k, v in params.items() if v is not None}).text
+
+    def put(self, path: str, body: Any) -> httpx.Response:
+        return self._call("PUT", path, json=body)
+
     def post(self, path: str, body: Any, timeout: float | None = None) -> httpx.Response:
         return self._call("POST", path, json=body, timeout=timeout)
 
@@ -93,13 +99,16 @@ class Client:
         return self.get("/api/me")
 
     def submit(self, problem: str, solution: Solution, device_kind: str, mode: str,
-               client_key: str | None = None) -> dict[str, Any]:
-        """Queue a solution; with client_key, a retry of the same key returns the same submission."""
+               client_key: str | None = None, contest: str | None = None) -> dict[str, Any]:
+        """Queue a solution; with client_key, a retry of the same key returns the same submission;
+        with contest, the run is entered into that contest."""
         body = {"problem": problem, "device_kind": device_kind, "mode": mode,
                 "solution": {"name": solution.name, "manifest": solution.manifest.model_dump(mode="json"),
                              "sources": solution.sources}}
         if client_key is not None:
             body["client_key"] = client_key
+        if contest is not None:
+            body["contest"] = contest
         return self.post("/api/submissions", body).json()
 
     def submissions(self, ids: list[int]) -> list[dict[str, Any]]:

@@ -93,3 +93,22 @@ def test_dispatch_by_name(name):
     assert result.rule == name
     assert [(r.rank, r.contestant) for r in result.rows] == [(1, "a")]
     assert standings(config, []).rows == []
+
+
+def test_a_trusted_entry_equals_a_validated_one_and_needs_every_field() -> None:
+    import datetime as dt
+
+    import pytest
+
+    from gpuarena.contests.model import Entry
+
+    fields = dict(submission_id=1, contestant="alice", problem="level1/softmax", level=1, device_kind="H100",
+                  status="PASSED", mode="ranked", score=2.0, score_low=1.9, score_high=2.1, max_abs_error=1e-4,
+                  max_rel_error=1e-3, submitted_at=dt.datetime(2026, 12, 1, tzinfo=dt.UTC), accepted_by_organizer=None,
+                  merged_upstream=False, bonus=[], samples_accepted=0, samples_score=0.0, judge_score=None,
+                  completeness=None)
+    trusted = Entry.trusted(dict(fields))
+    assert trusted == Entry.model_validate(fields) and trusted.passed
+    assert trusted.model_dump() == Entry.model_validate(fields).model_dump()
+    with pytest.raises(ValueError, match="missing: \\['completeness'\\]"):
+        Entry.trusted({k: v for k, v in fields.items() if k != "completeness"})

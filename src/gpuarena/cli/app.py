@@ -298,3 +298,7 @@ interop_cli.register(app)
 from gpuarena.cli import many  # noqa: E402  (many verdicts from one process)
 
 many.register(app)
+
+from gpuarena.cli import bounty_cli  # noqa: E402  (the bounty board, over the API)
+
+bounty_cli.register(app)

@@ -313,6 +313,7 @@ def submit(
     token: TokenOpt = None,
     mode: Annotated[str, typer.Option(help="test, benchmark or ranked (ranked enters the leaderboard)")] = "ranked",
     json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record and submission_id as JSON")] = False,
+    contest: Annotated[Optional[str], typer.Option("--contest", help="Enter the run into this contest (its slug)")] = None,
 ) -> None:
     """Submit a solution to a server, follow it live, and show the verdict; exit 0 only when PASSED."""
     from gpuarena.cli.render import render
@@ -325,7 +326,7 @@ def submit(
     try:
         loaded = load_solution(solution)
         client = _client(server, token)
-        created = client.submit(problem_id(problem), loaded, device, mode)
+        created = client.submit(problem_id(problem), loaded, device, mode, contest=contest)
         submission_id = created["id"]
         err.print(f"submission {submission_id} queued on {client.server} (stop it with `gpuarena cancel "
                   f"{submission_id}`)", highlight=False)
@@ -433,3 +434,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(users_app, name="users")
     app.add_typer(tokens_app, name="tokens")
     app.add_typer(invites_app, name="invites")
+    from gpuarena.cli.contest_cli import contest_app
+
+    app.add_typer(contest_app, name="contest")

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
+from gpuarena.service import bounties, contests
 from gpuarena.service.db import Database
 from gpuarena.service.leaderboard import record_result
 from gpuarena.service.redact import redact, redact_evaluation
@@ -222,6 +223,8 @@ def complete(db: Database, runner_id: int, job_id: int, lease_token: str, evalua
                         .values(jobs_done=Runner.jobs_done + 1, last_seen_at=now))
         session.flush()
         record_result(session, submission)
+        bounties.on_result(session, submission)  # a claimer's ranked run may verify a speed bounty
+        contests.on_result(session, submission, evaluation)
         return result, True
 
 

@@ -63,6 +63,9 @@ class SubmissionRequest(Model):
     """test: correctness only; benchmark: and timing (public seed); ranked: secret seed, enters the leaderboard."""
     solution: Solution | PackedSolution
     """The solution as `gpuarena pack` writes it, or {name, manifest, sources}."""
+    contest: str | None = Field(default=None, min_length=1, max_length=64)
+    """Enter the run into this contest (its slug): it must be a ranked run of one of the
+    contest's problems on one of its device kinds, inside its window."""
     client_key: str | None = Field(default=None, min_length=1, max_length=64)
     """Optional idempotency key: sending the same key again (a retry after a lost answer)
     returns the submission it made instead of queueing another."""

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
-from gpuarena.service import queue, ratelimit
+from gpuarena.service import bounties, contests, queue, ratelimit
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
 from gpuarena.service.deps import Caller
@@ -104,6 +104,9 @@ def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRe
                                 client_key=request.client_key)
         session.add(submission)
         session.flush()
+        bounties.on_submission(session, submission)  # a claimer's ranked run submits their speed bounty
+        if request.contest is not None:
+            contests.enter(session, who, request.contest, submission, problem.slug)
         queue.enqueue(session, submission, max_attempts=settings.max_attempts)
         return SubmissionOut(id=submission.id, problem=problem.slug, problem_version=problem.version, user=who.name,
                              device_kind=submission.device_kind, mode=submission.mode, status=submission.status,

@@ -52,7 +52,25 @@
     });
   }
 
+  function countdown(el) {
+    // "2d 03:04:05" to the time in data-countdown, updated every second; the server's text
+    // (the date itself) stays without JavaScript
+    var target = Date.parse(el.dataset.countdown);
+    if (isNaN(target) || el.dataset.counting) return;
+    el.dataset.counting = "1";
+    function tick() {
+      var left = Math.max(0, Math.floor((target - Date.now()) / 1000));
+      var d = Math.floor(left / 86400), h = Math.floor(left % 86400 / 3600);
+      var m = Math.floor(left % 3600 / 60), s = left % 60;
+      function two(n) { return (n < 10 ? "0" : "") + n; }
+      el.textContent = (d ? d + "d " : "") + two(h) + ":" + two(m) + ":" + two(s);
+      if (left > 0) setTimeout(tick, 1000);
+    }
+    tick();
+  }
+
   function init() {
+    document.querySelectorAll("time[data-countdown]").forEach(countdown);
     document.querySelectorAll("table.chart-source").forEach(chartFrom);
     if (typeof hljs !== "undefined") {
       document.querySelectorAll("pre.code code:not([data-highlighted])").forEach(function (el) {

@@ -1,0 +1,95 @@
+"""The contest API: create and list contests, standings (JSON and CSV), entries with their
+reviews, the organizers' review and similarity flags."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import Response
+
+from gpuarena.contests.similarity import SimilarPair
+from gpuarena.service import contests
+from gpuarena.service.contest_schemas import ContestInfo, ContestSpec, EntryOut, ReviewRequest, StandingsOut, Team
+from gpuarena.service.db import Database
+from gpuarena.service.deps import Caller, caller, get_db, optional_caller
+
+router = APIRouter(prefix="/api/contests", tags=["contests"])
+
+DB = Annotated[Database, Depends(get_db)]
+CALLER = Annotated[Caller, Depends(caller)]
+MAYBE = Annotated[Caller | None, Depends(optional_caller)]
+
+
+@router.post("", status_code=201)
+def create_contest(spec: ContestSpec, who: CALLER, db: DB) -> ContestInfo:
+    """Organisers and admins: a new contest from its file (`gpuarena contest create contest.toml`)."""
+    with db.write() as session:
+        return contests.info(session, contests.create(session, who, spec))
+
+
+@router.get("")
+def list_contests(db: DB) -> list[ContestInfo]:
+    with db.read() as session:
+        return contests.listed(session)
+
+
+@router.get("/{slug}")
+def get_contest(slug: str, db: DB) -> ContestInfo:
+    with db.read() as session:
+        return contests.info(session, contests.get(session, slug))
+
+
+@router.put("/{slug}/teams")
+def set_team(slug: str, team: Team, who: CALLER, db: DB) -> ContestInfo:
+    """The contest's organizers: add a team (a named set of users) or replace its members."""
+    with db.write() as session:
+        row = contests.get(session, slug)
+        contests.set_team(session, row, who, team)
+        return contests.info(session, row)
+
+
+@router.get("/{slug}/standings")
+def get_standings(slug: str, db: DB, who: MAYBE, live: bool = False) -> StandingsOut:
+    """The standings under the contest's rule, each row with the tie rule that decided its place.
+    During a freeze the public ones stop at the freeze; `live=true` is for its organizers."""
+    with db.read() as session:
+        return contests.standings(session, contests.get(session, slug), who, live)
+
+
+@router.get("/{slug}/standings.csv", response_class=Response,
+            responses={200: {"content": {"text/csv": {}}}})
+def get_standings_csv(slug: str, db: DB, who: MAYBE, live: bool = False) -> Response:
+    with db.read() as session:
+        shown = contests.standings(session, contests.get(session, slug), who, live)
+    return Response(contests.standings_csv(shown.standings), media_type="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="{slug}-standings.csv"'})
+
+
+@router.get("/{slug}/entries")
+def list_entries(slug: str, who: CALLER, db: DB,
+                 review: Literal["pending", "accepted", "rejected"] | None = None,
+                 passed: bool = False) -> list[EntryOut]:
+    """Entries newest first with their review and resubmission flag: all of them for the
+    contest's organizers (the review queue: `review=pending&passed=true`), your own otherwise."""
+    with db.read() as session:
+        return contests.entries(session, contests.get(session, slug), who, review, passed)
+
+
+@router.post("/{slug}/entries/{submission_id}/review")
+def review_entry(slug: str, submission_id: int, body: ReviewRequest, who: CALLER, db: DB) -> EntryOut:
+    """The contest's organizers: accept or reject an entry with a comment the contestant sees,
+    and set what the rule reads from a review (merged upstream, bonus items, samples, judge score)."""
+    with db.write() as session:
+        row = contests.get(session, slug)
+        contests.review(session, row, who, submission_id, body)
+        return next(e for e in contests.entries(session, row, who) if e.submission_id == submission_id)
+
+
+@router.get("/{slug}/similar")
+def similar_pairs(slug: str, who: CALLER, db: DB,
+                  threshold: Annotated[float, Query(ge=0, le=1)] = 0.5) -> list[SimilarPair]:
+    """The contest's organizers: pairs of different contestants' solutions to one problem
+    whose code is alike (renaming and reformatting do not hide it). A flag, not a verdict."""
+    with db.read() as session:
+        return contests.similar(session, contests.get(session, slug), who, threshold)

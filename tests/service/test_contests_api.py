@@ -1,0 +1,248 @@
+"""Contests through the API on a real database: creation and its bad input, entering
+submissions (window, mode, team, daily limit), organizer review, standings as computed by
+hand (with the tie rule that decided each place), the freeze, CSV export, resubmission flags
+and similarity pairs."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import func, select
+
+from gpuarena.harness.records import Evaluation, Status, WorkloadResult
+from gpuarena.service.tables import ContestEntry, ContestRow, Submission
+from tests.service.conftest import GOOD, submission_body
+
+NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+def contest_body(slug: str = "spring", rule: dict | None = None, **fields) -> dict:
+    body = {"slug": slug, "title": "Spring kernels", "description": "# Spring\nFastest **axpy** wins.",
+            "start": (NOW - dt.timedelta(hours=1)).isoformat(), "end": (NOW + dt.timedelta(hours=2)).isoformat(),
+            "problems": ["axpy_dest"], "device_kinds": ["cpu"], "rule": rule or {"name": "fastest"}}
+    body.update(fields)
+    return body
+
+
+def evaluation(score: float | None, low: float | None = None, high: float | None = None,
+               error: float = 1e-6, status: str = "PASSED") -> dict:
+    workload = WorkloadResult(name="w", status=Status(status), speedup=score, max_abs_error=error,
+                              max_rel_error=error, speedup_ci95=(low or score * 0.98, high or score * 1.02)
+                              if score else None)
+    return Evaluation(status=Status(status), problem="axpy_dest", solution_hash="0" * 64, device="cpu", mode="ranked",
+                      score=score, workloads=[workload]).model_dump(mode="json")
+
+
+class Contest:
+    """An organizer, a runner and helpers to submit into a contest and post results."""
+
+    def __init__(self, api):
+        self.api = api
+        self.runner_headers, self.runner_id = api.runner()
+        self.olga = api.user("olga", "organiser")
+
+    def create(self, **fields) -> dict:
+        answer = self.api.http.post("/api/contests", json=contest_body(**fields), headers=self.olga)
+        assert answer.status_code == 201, answer.text
+        return answer.json()
+
+    def submit(self, who: dict, slug: str = "spring", source: str = GOOD, **fields):
+        body = {**submission_body(**fields), "contest": slug}
+        body["solution"]["sources"]["sol.py"] = source
+        return self.api.http.post("/api/submissions", json=body, headers=who)
+
+    def judge(self, results: dict[int, dict]) -> None:
+        """Claim every queued job and post the given evaluation for its submission."""
+        while (answer := self.api.http.post("/api/runner/claim", json={"runner_id": self.runner_id,
+                                                                       "device_kinds": ["cpu"]},
+                                            headers=self.runner_headers)).status_code == 200:
+            job = answer.json()
+            posted = self.api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=self.runner_headers,
+                                        json={"lease_token": job["lease_token"],
+                                              "evaluation": results[job["submission_id"]]})
+            assert posted.status_code == 200, posted.text
+
+    def standings(self, slug: str = "spring", who: dict | None = None, **params) -> dict:
+        answer = self.api.http.get(f"/api/contests/{slug}/standings", params=params, headers=who or {})
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+
+def rows(standings: dict) -> list[tuple]:
+    return [(r["rank"], r["contestant"], r["total"], r["tie_break"]) for r in standings["standings"]["rows"]]
+
+
+def test_bad_contests_get_a_clear_error_and_write_nothing(api) -> None:
+    c = Contest(api)
+    alice = api.user("alice")
+    cases = [
+        (c.olga, contest_body(end=(NOW - dt.timedelta(hours=3)).isoformat()), 422, "must end after it starts"),
+        (c.olga, contest_body(problems=["level9/nope"]), 400, "unknown problem 'level9/nope'"),
+        (c.olga, contest_body(device_kinds=["B200"]), 400, "no runner has brought device kind 'B200'"),
+        (c.olga, contest_body(rule={"name": "fastest", "points": [1, 5]}), 422, "must not increase"),
+        (c.olga, contest_body(rule={"name": "borda"}), 422, "rule"),
+        (c.olga, contest_body(organizers=["nobody"]), 400, "no user named 'nobody'"),
+        (c.olga, contest_body(entries="team", teams=[{"name": "a", "members": ["alice"]},
+                                                     {"name": "b", "members": ["alice"]}]), 422, "one team only"),
+        (alice, contest_body(), 403, "needs an organiser or admin"),
+    ]
+    for who, body, code, message in cases:
+        answer = api.http.post("/api/contests", json=body, headers=who)
+        assert answer.status_code == code, (body, answer.text)
+        assert message in answer.json()["error"], answer.text
+    with api.db.read() as session:
+        assert session.scalar(select(func.count()).select_from(ContestRow)) == 0
+    c.create()
+    again = api.http.post("/api/contests", json=contest_body(), headers=c.olga)
+    assert again.status_code == 400 and "exists already" in again.json()["error"]
+    assert [x["spec"]["slug"] for x in api.http.get("/api/contests").json()] == ["spring"]
+
+
+def test_entries_are_checked_when_submitted_and_a_refused_one_leaves_nothing(api) -> None:
+    c = Contest(api)
+    alice = api.user("alice")
+    c.create(daily_submission_limit=2)
+    c.create(slug="later", start=(NOW + dt.timedelta(days=1)).isoformat(),
+             end=(NOW + dt.timedelta(days=2)).isoformat())
+    c.create(slug="over", start=(NOW - dt.timedelta(days=2)).isoformat(),
+             end=(NOW - dt.timedelta(days=1)).isoformat())
+    c.create(slug="teams", entries="team", teams=[{"name": "red", "members": ["olga"]}])
+    refusals = [
+        (dict(slug="later"), 400, "has not started"),
+        (dict(slug="over"), 400, "ended"),
+        (dict(mode="benchmark"), 400, "only ranked runs count"),
+        (dict(slug="nope"), 404, "no contest 'nope'"),
+        (dict(slug="teams"), 403, "on no team"),
+    ]
+    for fields, code, message in refusals:
+        answer = c.submit(alice, **fields)
+        assert answer.status_code == code and message in answer.json()["error"], answer.text
+    assert c.submit(alice).status_code == 201
+    assert c.submit(alice).status_code == 201
+    third = c.submit(alice)
+    assert third.status_code == 400 and "the limit is 2 a day" in third.json()["error"]
+    with api.db.read() as session:
+        assert session.scalar(select(func.count()).select_from(Submission)) == 2
+        assert session.scalar(select(func.count()).select_from(ContestEntry)) == 2
+    assert c.submit(c.olga, slug="teams").status_code == 201  # on a team: counts for the team
+    entries = api.http.get("/api/contests/teams/entries", headers=c.olga).json()
+    assert [(e["contestant"], e["user"]) for e in entries] == [("red", "olga")]
+    # organizers add teams later; a user stays on one team; others cannot
+    assert api.http.put("/api/contests/teams/teams", json={"name": "blue", "members": ["alice"]},
+                        headers=alice).status_code == 403
+    twice = api.http.put("/api/contests/teams/teams", json={"name": "blue", "members": ["olga"]}, headers=c.olga)
+    assert twice.status_code == 400 and "olga is on red" in twice.json()["error"]
+    added = api.http.put("/api/contests/teams/teams", json={"name": "blue", "members": ["alice"]}, headers=c.olga)
+    assert added.status_code == 200 and [t["name"] for t in added.json()["spec"]["teams"]] == ["red", "blue"]
+    assert c.submit(alice, slug="teams").status_code == 201
+    mine = api.http.get("/api/contests/teams/entries", headers=alice).json()
+    assert [(e["contestant"], e["user"]) for e in mine] == [("blue", "alice")]  # her team's, not red's
+
+
+def test_fastest_standings_as_computed_by_hand_with_ties_flags_and_csv(api) -> None:
+    c = Contest(api)
+    alice, bob, carol = api.user("alice"), api.user("bob"), api.user("carol")
+    c.create()
+    ids = {name: c.submit(who).json()["id"] for name, who in (("alice", alice), ("bob", bob), ("carol", carol))}
+    resubmit = c.submit(alice).json()["id"]  # within the first's interval: flagged, does not count
+    c.judge({ids["alice"]: evaluation(2.0), ids["bob"]: evaluation(3.0), ids["carol"]: evaluation(2.0),
+             resubmit: evaluation(2.02, low=1.95, high=2.1)})
+    table = c.standings()
+    # by hand: bob 3.0 first (10 points); alice and carol both 2.0, alice earlier: 8, carol 6
+    assert rows(table) == [(1, "bob", 10.0, None), (2, "alice", 8.0, None), (3, "carol", 6.0, None)]
+    assert table["live"] and not table["frozen"]
+    best = table["per_problem_best"]
+    assert [(b["problem"], b["contestant"], b["score"]) for b in best] == [("axpy_dest", "bob", 3.0)]
+    mine = api.http.get("/api/contests/spring/entries", headers=alice).json()
+    assert [e["submission_id"] for e in mine] == [resubmit, ids["alice"]]  # her own only, newest first
+    assert mine[0]["flagged"] and "does not clear your best so far" in mine[0]["flag_reason"]
+    assert not mine[1]["flagged"] and mine[1]["score_low"] == 1.96
+    csv = api.http.get("/api/contests/spring/standings.csv")
+    assert csv.status_code == 200 and csv.headers["content-type"].startswith("text/csv")
+    lines = csv.text.splitlines()
+    assert lines[0].startswith("rank,contestant,total,first places,solved,tie_break,axpy_dest@cpu")
+    assert lines[1:] == ["1,bob,10,1,1,,10", "2,alice,8,0,1,,8", "3,carol,6,0,1,,6"]
+
+
+def test_geomean_ties_name_the_rule_that_decided_them(api) -> None:
+    c = Contest(api)
+    alice, bob = api.user("alice"), api.user("bob")
+    c.create(rule={"name": "fastest", "aggregation": "geomean", "floor": 0.5})
+    a, b = c.submit(alice).json()["id"], c.submit(bob).json()["id"]
+    c.judge({a: evaluation(0.4), b: evaluation(None, status="WRONG_VALUES")})
+    # by hand: alice's 0.4 counts as the floor 0.5, bob unsolved counts 0.5 too: equal totals;
+    # alice solved one problem, bob none: "more problems solved" puts alice first. Bob has an
+    # entry but no pass: he is listed with the floor.
+    assert rows(c.standings()) == [(1, "alice", 0.5, None), (2, "bob", 0.5, "more problems solved")]
+
+
+def test_ccf_kernel_review_bonus_and_permissions(api) -> None:
+    c = Contest(api)
+    alice, bob = api.user("alice"), api.user("bob")
+    other_organiser = api.user("otto", "organiser")
+    c.create(rule={"name": "ccf-kernel"})
+    a, b = c.submit(alice).json()["id"], c.submit(bob).json()["id"]
+    failed = c.submit(bob).json()["id"]
+    c.judge({a: evaluation(1.1), b: evaluation(1.3), failed: evaluation(None, status="WRONG_VALUES")})
+    queue = api.http.get("/api/contests/spring/entries", params={"review": "pending", "passed": True},
+                         headers=c.olga).json()
+    assert sorted(e["submission_id"] for e in queue) == [a, b]
+    for who in (bob, other_organiser):  # a contestant, an organiser of no part in this contest
+        refused = api.http.post(f"/api/contests/spring/entries/{a}/review", json={"decision": "accepted"},
+                                headers=who)
+        assert refused.status_code == 403 and "only the organizers of spring" in refused.json()["error"]
+    cannot = api.http.post(f"/api/contests/spring/entries/{failed}/review", json={"decision": "accepted"},
+                           headers=c.olga)
+    assert cannot.status_code == 400 and "only a run that passed" in cannot.json()["error"]
+    bad_bonus = api.http.post(f"/api/contests/spring/entries/{a}/review",
+                              json={"decision": "accepted", "bonus": ["charm"]}, headers=c.olga)
+    assert bad_bonus.status_code == 422
+    assert c.standings()["standings"]["rows"][0]["total"] == 0  # nothing accepted yet
+    for sid, body in ((a, {"decision": "accepted", "comment": "clean", "bonus": ["write_up"]}),
+                      (b, {"decision": "accepted", "comment": "ok"})):
+        answer = api.http.post(f"/api/contests/spring/entries/{sid}/review", json=body, headers=c.olga)
+        assert answer.status_code == 200, answer.text
+    # by hand: level 1 problem: 5 points each; alice's bonus item breaks the tie
+    assert rows(c.standings()) == [(1, "alice", 5.0, None), (2, "bob", 5.0, "more bonus items")]
+    merged = api.http.post(f"/api/contests/spring/entries/{b}/review",
+                           json={"decision": "accepted", "comment": "merged upstream", "merged_upstream": True},
+                           headers=c.olga)
+    assert merged.json()["merged_upstream"] and merged.json()["reviewer"] == "olga"
+    assert rows(c.standings()) == [(1, "bob", 55.0, None), (2, "alice", 5.0, None)]
+    seen = api.http.get("/api/contests/spring/entries", headers=alice).json()
+    assert [(e["review"], e["review_comment"]) for e in seen] == [("accepted", "clean")]
+    rejected = api.http.post(f"/api/contests/spring/entries/{a}/review",
+                             json={"decision": "rejected", "comment": "copied"}, headers=c.olga)
+    assert rejected.json()["review"] == "rejected"
+    assert api.http.get("/api/contests/spring/entries", headers=alice).json()[0]["review_comment"] == "copied"
+    assert rows(c.standings())[1] == (2, "alice", 0.0, None)
+
+
+def test_frozen_standings_hide_late_entries_but_not_from_organizers(api) -> None:
+    c = Contest(api)
+    alice = api.user("alice")
+    c.create(start=(NOW - dt.timedelta(hours=3)).isoformat(), end=(NOW + dt.timedelta(hours=1)).isoformat(),
+             freeze_hours=2)
+    a = c.submit(alice).json()["id"]
+    c.judge({a: evaluation(2.0)})
+    public = c.standings()
+    assert public["frozen"] and not public["live"] and public["standings"]["rows"] == []
+    assert api.http.get("/api/contests/spring").json()["phase"] == "frozen"
+    refused = api.http.get("/api/contests/spring/standings", params={"live": True}, headers=alice)
+    assert refused.status_code == 403 and "frozen" in refused.json()["error"]
+    live = c.standings(who=c.olga, live=True)
+    assert live["live"] and rows(live) == [(1, "alice", 10.0, None)]
+
+
+def test_similar_code_is_flagged_to_organizers_only(api) -> None:
+    c = Contest(api)
+    alice, bob, carol = api.user("alice"), api.user("bob"), api.user("carol")
+    c.create()
+    copied = GOOD.replace("solve(a, x, b, y)", "solve(p, q, r, out)").replace("b, a, x, out=y", "r, p, q, out=out")
+    honest = "import torch\n\n\ndef solve(a, x, b, y):\n    y.copy_(b + a * x)\n"
+    ids = [c.submit(who, source=src).json()["id"] for who, src in ((alice, GOOD), (bob, copied), (carol, honest))]
+    c.judge({i: evaluation(1.0) for i in ids})
+    assert api.http.get("/api/contests/spring/similar", headers=alice).status_code == 403
+    pairs = api.http.get("/api/contests/spring/similar", params={"threshold": 0.5}, headers=c.olga).json()
+    assert [(p["first_contestant"], p["second_contestant"]) for p in pairs] == [("alice", "bob")]
+    assert pairs[0]["similarity"] > 0.9
