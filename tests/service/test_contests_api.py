@@ -246,3 +246,32 @@ def test_similar_code_is_flagged_to_organizers_only(api) -> None:
     pairs = api.http.get("/api/contests/spring/similar", params={"threshold": 0.5}, headers=c.olga).json()
     assert [(p["first_contestant"], p["second_contestant"]) for p in pairs] == [("alice", "bob")]
     assert pairs[0]["similarity"] > 0.9
+
+
+def test_kept_standings_follow_results_reviews_and_slow_commits(api) -> None:
+    """Standings are kept in the process and brought up to date from the entries changed
+    since: a result, a review, and a write stamped before the newest one seen (a slow
+    transaction that committed late) all show on the next read."""
+    from sqlalchemy import update
+
+    from gpuarena.service import contests
+    from gpuarena.service.tables import utcnow
+
+    c = Contest(api)
+    alice, bob, carol = api.user("alice"), api.user("bob"), api.user("carol")
+    c.create(rule={"name": "ccf-kernel"})
+    a = c.submit(alice).json()["id"]
+    c.judge({a: evaluation(2.0)})
+    assert rows(c.standings()) == [(1, "alice", 0.0, None)]  # passed, not reviewed yet
+    b, late = c.submit(bob).json()["id"], c.submit(carol).json()["id"]
+    c.judge({b: evaluation(3.0), late: evaluation(None, status="WRONG_VALUES")})
+    assert [r[1] for r in rows(c.standings())] == ["alice", "bob", "carol"]
+    api.http.post(f"/api/contests/spring/entries/{b}/review", json={"decision": "accepted"}, headers=c.olga)
+    assert rows(c.standings())[0] == (1, "bob", 5.0, None)
+    # carol's verdict rewritten by a transaction stamped half a minute before the newest change
+    with api.db.write() as session:
+        session.execute(update(Submission).where(Submission.id == late).values(status="PASSED", score=4.0))
+        session.execute(update(ContestEntry).where(ContestEntry.submission_id == late).values(
+            review="accepted", merged_upstream=True, updated_at=utcnow() - dt.timedelta(seconds=30)))
+    assert rows(c.standings())[0] == (1, "carol", 55.0, None)
+    assert len(contests._kept) >= 1

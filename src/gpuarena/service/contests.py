@@ -15,6 +15,7 @@ import json
 import math
 import sys
 import threading
+from dataclasses import dataclass, field
 from typing import Literal
 
 from sqlalchemy import Row, Text, delete, func, select, type_coerce
@@ -231,6 +232,7 @@ def on_result(session: Session, submission: Submission, evaluation: Evaluation) 
         return
     for name, value in figures(evaluation).items():
         setattr(entry, name, value)
+    entry.updated_at = utcnow()  # the verdict changes what the rules read
 
 
 _RULE_COLUMNS = (ContestEntry.submission_id, ContestEntry.contestant, Problem.slug, Problem.level,
@@ -240,7 +242,7 @@ _RULE_COLUMNS = (ContestEntry.submission_id, ContestEntry.contestant, Problem.sl
                  type_coerce(ContestEntry.bonus, Text), ContestEntry.samples_accepted, ContestEntry.samples_score,
                  ContestEntry.judge_score, ContestEntry.completeness)
 """What the rules read, in _as_entry's order. Bonus as its JSON text (decoded only where not
-empty) and the time as SQLite's text (parsed by datetime.fromisoformat, ten times faster than
+empty; PostgreSQL's driver decodes it anyway) and the time as SQLite's text (parsed by datetime.fromisoformat, ten times faster than
 the column type's own parser; PostgreSQL's driver gives a datetime either way)."""
 
 
@@ -250,6 +252,7 @@ def _joined(query):  # type: ignore[no-untyped-def]
 
 
 _RULE_ROWS = _joined(select(*_RULE_COLUMNS))
+_RULE_ROWS_STAMPED = _joined(select(*_RULE_COLUMNS, type_coerce(ContestEntry.updated_at, Text)))
 _ENTRY_ROWS = _joined(select(*ContestEntry.__table__.columns, Submission.status, Submission.mode, Submission.score,
                              Submission.device_kind, Problem.slug.label("problem"), Problem.level,
                              User.name.label("user"))).join(User, User.id == ContestEntry.user_id)
@@ -266,6 +269,19 @@ def _rows(session: Session, row: ContestRow, query=_ENTRY_ROWS,  # type: ignore[
     return list(session.connection().execute(query.order_by(ContestEntry.submission_id)).all())
 
 
+def _as_time(value: str | dt.datetime) -> dt.datetime:
+    """A naive UTC time as SQLite's text or PostgreSQL's datetime."""
+    return value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(value)
+
+
+def _as_list(value: str | list | None) -> list:
+    """Bonus items as SQLite's JSON text (decoded only where not empty) or PostgreSQL's list
+    (its driver decodes JSON itself)."""
+    if isinstance(value, list):
+        return value
+    return json.loads(value) if value and value != "[]" else []
+
+
 def _as_entry(r: tuple) -> Entry:
     """A row of _RULE_COLUMNS as the rules read it, built without validation (Entry.trusted):
     every field was checked on its way into the tables (the review request, the runner's
@@ -277,10 +293,9 @@ def _as_entry(r: tuple) -> Entry:
         submission_id=sid, contestant=sys.intern(contestant), problem=sys.intern(problem), level=level,
         device_kind=sys.intern(kind), status=sys.intern(status), mode=mode, score=score if passed else None,
         score_low=low if passed else None, score_high=high if passed else None, max_abs_error=abs_error,
-        max_rel_error=rel_error, submitted_at=(at if isinstance(at, dt.datetime) else
-                                               dt.datetime.fromisoformat(at)).replace(tzinfo=dt.UTC),
+        max_rel_error=rel_error, submitted_at=_as_time(at).replace(tzinfo=dt.UTC),
         accepted_by_organizer=REVIEWED.get(review), merged_upstream=bool(merged),
-        bonus=json.loads(bonus) if bonus and bonus != "[]" else [], samples_accepted=samples,
+        bonus=_as_list(bonus), samples_accepted=samples,
         samples_score=samples_score, judge_score=judge, completeness=completeness))
 
 
@@ -307,42 +322,93 @@ def _per_problem_best(spec: ContestSpec, entries: list[Entry]) -> list[ProblemBe
     return out
 
 
-_STAMP = (select(func.count(), func.max(ContestEntry.reviewed_at), func.max(Submission.finished_at))
-          .join(Submission, Submission.id == ContestEntry.submission_id))
-_cache: dict[tuple[str, int, bool], tuple[tuple, StandingsOut]] = {}
-"""(database, contest id, frozen view) -> (stamp, standings)."""
-_cache_lock = threading.Lock()
+LAG = dt.timedelta(minutes=1)
+"""How far back before the newest change seen the kept entries are checked again: a write is
+stamped when made and seen when committed, so a slow transaction can land after a newer one."""
 
 
-def _stamp(session: Session, row: ContestRow) -> tuple:
-    """What changes whenever the standings can: an entry made, a result in, a review saved
-    (and the contest's configuration). One aggregate query, far cheaper than the standings."""
-    count, reviewed, finished = session.execute(_STAMP.where(ContestEntry.contest_id == row.id)).one()
-    return (count, reviewed, finished, json.dumps(row.config, sort_keys=True))
+@dataclass
+class _Kept:
+    """A contest's entries as the rules read them, kept in this process and brought up to date
+    on each read with the entries changed since (contest_entries.updated_at, indexed), so that
+    a result or a review costs the rule's run, not a reread of every entry."""
+
+    config: str
+    entries: dict[int, Entry] = field(default_factory=dict)
+    updated: dict[int, str] = field(default_factory=dict)
+    """Submission id -> the updated_at applied (as stored)."""
+    seen: dt.datetime | None = None
+    in_order: bool = True
+    shown: dict[bool, StandingsOut] = field(default_factory=dict)
+    """Standings computed from these entries, by frozen view; cleared when an entry changes."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def apply(self, rows: list[Row]) -> bool:
+        changed = False
+        for r in rows:
+            sid, stamp = r[0], r[-1]
+            if self.updated.get(sid) == stamp:
+                continue
+            if self.entries and sid not in self.entries and sid < next(reversed(self.entries)):
+                self.in_order = False
+            self.entries[sid], self.updated[sid] = _as_entry(r[:-1]), stamp
+            when = _as_time(stamp)
+            self.seen = when if self.seen is None or when > self.seen else self.seen
+            changed = True
+        if changed:
+            self.shown.clear()
+        return changed
+
+    def in_submission_order(self) -> list[Entry]:
+        if not self.in_order:
+            self.entries = dict(sorted(self.entries.items()))
+            self.in_order = True
+        return list(self.entries.values())
+
+
+_kept: dict[tuple[str, int], _Kept] = {}
+_kept_lock = threading.Lock()
+
+
+def _kept_entries(session: Session, row: ContestRow) -> _Kept:
+    """The contest's kept entries, up to date (the caller holds kept.lock)."""
+    config = json.dumps(row.config, sort_keys=True)
+    key = (str(session.get_bind().url), row.id)
+    with _kept_lock:
+        kept = _kept.get(key)
+        if kept is None or kept.config != config:
+            kept = _kept[key] = _Kept(config=config)
+    return kept
+
+
+def _refresh(session: Session, row: ContestRow, kept: _Kept) -> None:
+    query = _RULE_ROWS_STAMPED.where(ContestEntry.contest_id == row.id)
+    if kept.seen is not None:
+        query = query.where(ContestEntry.updated_at >= kept.seen - LAG)
+    kept.apply(list(session.connection().execute(query.order_by(ContestEntry.submission_id)).all()))
 
 
 def standings(session: Session, row: ContestRow, viewer: Caller | None, live: bool = False) -> StandingsOut:
     """The standings a viewer may see: during a freeze the public ones count only entries
-    submitted before freeze_at; the contest's organizers may ask for the live ones. Kept per
-    contest until an entry, a result or a review changes them (in this process)."""
+    submitted before freeze_at; the contest's organizers may ask for the live ones. Computed
+    from the kept entries (_Kept) and kept until an entry changes."""
     spec = spec_of(row)
     frozen = phase(spec) == "frozen"
     if live and frozen and not is_organizer(session, row, viewer):
         raise Forbidden(f"the standings of {row.slug} are frozen; only its organizers see the live ones")
     shown_frozen = frozen and not live
-    key, stamp = (str(session.get_bind().url), row.id, shown_frozen), _stamp(session, row)
-    with _cache_lock:
-        kept = _cache.get(key)
-    if kept is not None and kept[0] == stamp:
-        return kept[1]
-    entries = rule_entries(session, row)
-    if shown_frozen:
-        entries = [e for e in entries if e.submitted_at < spec.freeze_at]
-    table = contest_rules.standings(spec.scoring(), entries)
-    shown = StandingsOut(standings=table, frozen=shown_frozen, live=not shown_frozen, computed_at=utcnow(),
-                         per_problem_best=_per_problem_best(spec, entries))
-    with _cache_lock:
-        _cache[key] = (stamp, shown)
+    kept = _kept_entries(session, row)
+    with kept.lock:
+        _refresh(session, row, kept)
+        shown = kept.shown.get(shown_frozen)
+        if shown is None:
+            entries = kept.in_submission_order()
+            if shown_frozen:
+                entries = [e for e in entries if e.submitted_at < spec.freeze_at]
+            table = contest_rules.standings(spec.scoring(), entries)
+            shown = kept.shown[shown_frozen] = StandingsOut(
+                standings=table, frozen=shown_frozen, live=not shown_frozen, computed_at=utcnow(),
+                per_problem_best=_per_problem_best(spec, entries))
     return shown
 
 
@@ -411,6 +477,7 @@ def review(session: Session, row: ContestRow, who: Caller, submission_id: int, r
         raise GpuarenaError(f"submission {submission_id} is {status}: only a run that passed can be accepted")
     entry.review, entry.review_comment = request.decision, request.comment
     entry.reviewer_id, entry.reviewed_at = who.user_id, utcnow()
+    entry.updated_at = entry.reviewed_at
     for name in ("merged_upstream", "bonus", "samples_accepted", "samples_score", "judge_score", "completeness"):
         value = getattr(request, name)
         if value is not None:

@@ -310,7 +310,8 @@ class ContestEntry(Base):
 
     __tablename__ = "contest_entries"
     __table_args__ = (Index("ix_contest_entries_contest", "contest_id", "submission_id"),
-                      Index("ix_contest_entries_user_day", "contest_id", "user_id", "submitted_at"))
+                      Index("ix_contest_entries_contestant_day", "contest_id", "contestant", "submitted_at"),
+                      Index("ix_contest_entries_updated", "contest_id", "updated_at"))
 
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), primary_key=True)
     contest_id: Mapped[int] = mapped_column(ForeignKey("contests.id"))
@@ -333,6 +334,9 @@ class ContestEntry(Base):
     samples_score: Mapped[float] = mapped_column(Float, default=0.0)
     judge_score: Mapped[float | None] = mapped_column(Float, nullable=True)
     completeness: Mapped[float | None] = mapped_column(Float, nullable=True)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    """Set whenever what the rules read changes (made, result in, reviewed): standings kept in
+    memory reread only the entries changed since (service/contests.py)."""
 
 
 # Bounties (issue 20)

@@ -92,6 +92,7 @@ def upgrade() -> None:
     sa.Column('samples_score', sa.Float(), nullable=False),
     sa.Column('judge_score', sa.Float(), nullable=True),
     sa.Column('completeness', sa.Float(), nullable=True),
+    sa.Column('updated_at', sa.DateTime(), nullable=False),
     sa.ForeignKeyConstraint(['contest_id'], ['contests.id'], ),
     sa.ForeignKeyConstraint(['reviewer_id'], ['users.id'], ),
     sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'], ),
@@ -100,7 +101,8 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('contest_entries', schema=None) as batch_op:
         batch_op.create_index('ix_contest_entries_contest', ['contest_id', 'submission_id'], unique=False)
-        batch_op.create_index('ix_contest_entries_user_day', ['contest_id', 'user_id', 'submitted_at'], unique=False)
+        batch_op.create_index('ix_contest_entries_contestant_day', ['contest_id', 'contestant', 'submitted_at'], unique=False)
+        batch_op.create_index('ix_contest_entries_updated', ['contest_id', 'updated_at'], unique=False)
 
     op.create_table('bounty_events',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -128,7 +130,8 @@ def downgrade() -> None:
 
     op.drop_table('bounty_events')
     with op.batch_alter_table('contest_entries', schema=None) as batch_op:
-        batch_op.drop_index('ix_contest_entries_user_day')
+        batch_op.drop_index('ix_contest_entries_updated')
+        batch_op.drop_index('ix_contest_entries_contestant_day')
         batch_op.drop_index('ix_contest_entries_contest')
 
     op.drop_table('contest_entries')
