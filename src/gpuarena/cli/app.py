@@ -8,30 +8,23 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from gpuarena import __version__
+from gpuarena.cli import bounty_cli, many, service_cli
+from gpuarena.cli.console import err, fail, out
 from gpuarena.cli.devices import check_device as _check_device
 from gpuarena.cli.devices import default_device
 from gpuarena.errors import GpuarenaError
+from gpuarena.interop import cli as interop_cli
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
                   help="gpuarena: trustworthy verdicts and honest timing for GPU kernels.")
 new_app = typer.Typer(no_args_is_help=True, help="Scaffold a problem or a solution that passes out of the box.")
 app.add_typer(new_app, name="new")
 
-# markup off: what is printed holds names, paths and messages, whose [brackets] rich would eat;
-# the few styled lines ask for it and escape what they interpolate
-out = Console(markup=False)
-err = Console(stderr=True, markup=False)
-
-
-def _fail(exc: Exception) -> None:
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
-    raise typer.Exit(2)
 
 
 @app.command()
@@ -49,7 +42,7 @@ def run(
 ) -> None:
     """Judge SOLUTION on PROBLEM: correctness on fresh inputs, then timing against the reference."""
     if mode not in ("test", "benchmark", "ranked"):
-        _fail(ValueError(f"--mode must be test, benchmark or ranked, not {mode!r}"))
+        fail(ValueError(f"--mode must be test, benchmark or ranked, not {mode!r}"))
     ahead = _worker_ahead(device)  # its imports overlap this process's own (torch: seconds)
     try:
         _run(problem, solution, device, mode, timeout, workload, budget, json_out, verbose, ahead, ncu)
@@ -88,7 +81,7 @@ def _run(problem: str, solution: Path, device: str | None, mode: str, timeout: f
             names = ", ".join(w.name for w in loaded_problem.spec.workloads)
             raise GpuarenaError(f"--workload {', '.join(sorted(unknown))}: not in {loaded_problem.id} (it has: {names})")
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     limit = timeout or loaded_problem.spec.time_limit_for(mode)
     err.print(f"{loaded_problem.id}: time limit {limit:.0f} s in {mode} mode"
               f"{'' if timeout else ' (the problem’s; --timeout sets another)'}", highlight=False)
@@ -146,7 +139,7 @@ def list_problems(
     try:
         found = discover(root)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     if json_out:
         rows = [{"id": p.id, "level": p.spec.level, "summary": p.spec.summary, "tags": p.spec.tags,
                  "weight": p.spec.weight, "workloads": [w.name for w in p.spec.workloads]} for p in found]
@@ -179,7 +172,7 @@ def pack(
     try:
         loaded = load_solution(solution)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     text = pack_solution(loaded)
     if output:
         output.write_text(text + "\n")
@@ -199,7 +192,7 @@ def new_problem(
     try:
         folder = write_problem(Path(name), level)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     out.print(f"created {folder}/ — next: gpuarena check {folder}", highlight=False)
 
 
@@ -216,7 +209,7 @@ def new_solution(
     try:
         path = write_solution(resolve_problem(problem), output or Path("solution.py"), language)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     out.print(f"created {path} — next: gpuarena run {problem} {path}", highlight=False)
 
 
@@ -252,7 +245,7 @@ def redteam(
     try:
         cases = [c for c in load_cases(corpus) if kind in c.devices and (not family or family in c.family)]
     except (OSError, ValueError, SyntaxError) as exc:
-        _fail(exc)
+        fail(exc)
     outcomes = []
     with err.status("running the corpus") as status:
         for i, case in enumerate(cases):
@@ -287,18 +280,5 @@ def main() -> None:
     app()
 
 
-from gpuarena.cli import service_cli  # noqa: E402  (its commands use the helpers above)
-
-service_cli.register(app)
-
-from gpuarena.interop import cli as interop_cli  # noqa: E402  (import/export of other formats)
-
-interop_cli.register(app)
-
-from gpuarena.cli import many  # noqa: E402  (many verdicts from one process)
-
-many.register(app)
-
-from gpuarena.cli import bounty_cli  # noqa: E402  (the bounty board, over the API)
-
-bounty_cli.register(app)
+for module in (service_cli, interop_cli, many, bounty_cli):  # the commands of the other modules
+    module.register(app)

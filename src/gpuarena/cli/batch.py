@@ -191,8 +191,8 @@ def batch(
     the results as a table (CSV and JSON); exit 0 only when every submission ended with a verdict."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from gpuarena.cli.app import _fail, err, out
-    from gpuarena.cli.service_cli import _client
+    from gpuarena.cli.console import err, fail, out
+    from gpuarena.cli.server import server_client
 
     try:
         data = load_spec(file) if file else {}
@@ -207,7 +207,7 @@ def batch(
             raise GpuarenaError(f"--mode must be test, benchmark or ranked, not {spec.mode!r}")
         if spec.repeat < 1:
             raise GpuarenaError("--repeat must be at least 1")
-        client = _client(server, token)
+        client = server_client(server, token)
         started = dt.datetime.now(dt.UTC)
         t0 = time.monotonic()
         total = len(spec.items())
@@ -231,7 +231,7 @@ def batch(
                 "elapsed_s": round(elapsed, 3), "jobs": total, "mode": spec.mode}
         csv_path, json_path = write_results(rows, prefix, meta)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.status] = counts.get(row.status, 0) + 1

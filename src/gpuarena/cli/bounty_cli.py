@@ -13,8 +13,8 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from gpuarena.cli.app import _fail, out
-from gpuarena.cli.service_cli import ServerOpt, TokenOpt, _client
+from gpuarena.cli.console import fail, out
+from gpuarena.cli.server import ServerOpt, TokenOpt, server_client
 from gpuarena.errors import GpuarenaError
 
 bounty_app = typer.Typer(no_args_is_help=True, help="The bounty board: post, list, claim, renew, release, verify, "
@@ -125,7 +125,7 @@ def create(
         wanted = read_bounty_file(file) if file else from_options(
             title, reward or [], currency, category, description, problem, device_kind, over, speedup or [],
             claim_days, deadline)
-        client = _client(server, token)
+        client = server_client(server, token)
         made = []
         for body in wanted:
             made.append(client.post("/api/bounties", body).json())
@@ -133,7 +133,7 @@ def create(
                 out.print(f"{_said(made[-1])}" + (f"\n  target: {made[-1]['target']}" if made[-1]["target"] else ""),
                           highlight=False)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     if json_out:
         _print_json(made)
 
@@ -150,9 +150,9 @@ def list_bounties(
     from gpuarena.service.bounty_schemas import board_csv
 
     try:
-        rows = _client(server, None, need_token=False).get("/api/bounties", state=state, category=category)
+        rows = server_client(server, None, need_token=False).get("/api/bounties", state=state, category=category)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     if json_out:
         _print_json(rows)
         return
@@ -174,9 +174,9 @@ def show(bounty_id: Annotated[int, typer.Argument(help="The bounty's id")], serv
          json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
     """One bounty and its history: every change, who made it and when."""
     try:
-        b = _client(server, None, need_token=False).get(f"/api/bounties/{bounty_id}")
+        b = server_client(server, None, need_token=False).get(f"/api/bounties/{bounty_id}")
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     if json_out:
         _print_json(b)
         return
@@ -196,10 +196,10 @@ def show(bounty_id: Annotated[int, typer.Argument(help="The bounty's id")], serv
 def _act(bounty_id: int, action: str, server: str | None, token: str | None, note: str | None = None) -> None:
     """POST one state change and print the bounty as it now is."""
     try:
-        b = _client(server, token).post(f"/api/bounties/{bounty_id}/{action}",
+        b = server_client(server, token).post(f"/api/bounties/{bounty_id}/{action}",
                                         {} if note is None else {"note": note}).json()
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     out.print(_said(b), highlight=False)
 
 

@@ -11,8 +11,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from gpuarena.cli.app import _fail, err, out
-from gpuarena.cli.service_cli import ServerOpt, TokenOpt, _client
+from gpuarena.cli.console import err, fail, out
+from gpuarena.cli.server import ServerOpt, TokenOpt, server_client
 from gpuarena.errors import GpuarenaError
 
 contest_app = typer.Typer(no_args_is_help=True, help="Contests: create, list, standings, review (organizers).")
@@ -42,9 +42,9 @@ def create(file: Annotated[Path, typer.Argument(help="contest.toml (or .json): s
            server: ServerOpt = None, token: TokenOpt = None) -> None:
     """Create a contest from its file (organisers and admins)."""
     try:
-        made = _client(server, token).post("/api/contests", read_contest_file(file)).json()
+        made = server_client(server, token).post("/api/contests", read_contest_file(file)).json()
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     spec = made["spec"]
     out.print(f"contest {spec['slug']} created: {spec['rule']['name']}, {spec['start']} to {spec['end']}, "
               f"{len(spec['problems'])} problem(s) on {', '.join(spec['device_kinds'])}; organizers: "
@@ -56,9 +56,9 @@ def list_contests(server: ServerOpt = None,
                   json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
     """Every contest, newest first."""
     try:
-        found = _client(server, None, need_token=False).get("/api/contests")
+        found = server_client(server, None, need_token=False).get("/api/contests")
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     if json_out:
         return _print_json(found)
     table = Table("slug", "title", "rule", "phase", "start", "end", "entries", header_style="bold")
@@ -76,9 +76,9 @@ def show(slug: Annotated[str, typer.Argument(help="The contest's slug")], server
          json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
     """A contest's configuration and where it stands."""
     try:
-        found = _client(server, None, need_token=False).get(f"/api/contests/{slug}")
+        found = server_client(server, None, need_token=False).get(f"/api/contests/{slug}")
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     if json_out:
         return _print_json(found)
     s = found["spec"]
@@ -102,13 +102,13 @@ def standings(slug: Annotated[str, typer.Argument(help="The contest's slug")], s
               ) -> None:
     """The standings under the contest's rule; each place that a tie rule decided names it."""
     try:
-        client = _client(server, token, need_token=live)
+        client = server_client(server, token, need_token=live)
         if csv_out:
             sys.stdout.write(client.get_text(f"/api/contests/{slug}/standings.csv", live=live or None))
             return
         shown = client.get(f"/api/contests/{slug}/standings", live=live or None)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     if json_out:
         return _print_json(shown)
     table_data = shown["standings"]
@@ -130,10 +130,10 @@ def entries(slug: Annotated[str, typer.Argument(help="The contest's slug")], ser
             json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
     """Your entries with their review and resubmission flags (organizers: everyone's)."""
     try:
-        found = _client(server, token).get(f"/api/contests/{slug}/entries", review="pending" if pending else None,
+        found = server_client(server, token).get(f"/api/contests/{slug}/entries", review="pending" if pending else None,
                                            passed=pending or None)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     if json_out:
         return _print_json(found)
     table = Table("submission", "contestant", "problem", "device", "status", "score", "review", "comment", "flag",
@@ -162,10 +162,10 @@ def review(slug: Annotated[str, typer.Argument(help="The contest's slug")],
             "bonus": bonus, "samples_accepted": samples, "samples_score": samples_score,
             "judge_score": judge_score, "completeness": completeness}
     try:
-        done = _client(server, token).post(f"/api/contests/{slug}/entries/{submission_id}/review",
+        done = server_client(server, token).post(f"/api/contests/{slug}/entries/{submission_id}/review",
                                            {k: v for k, v in body.items() if v is not None}).json()
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     out.print(f"submission {submission_id} of {done['contestant']}: {done['review']}"
               + (f" ({done['review_comment']})" if done["review_comment"] else ""), highlight=False)
 
@@ -177,9 +177,9 @@ def similar(slug: Annotated[str, typer.Argument(help="The contest's slug")], ser
             json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
     """Organizers: pairs of different contestants' solutions that look alike (flags, not verdicts)."""
     try:
-        pairs = _client(server, token).get(f"/api/contests/{slug}/similar", threshold=threshold)
+        pairs = server_client(server, token).get(f"/api/contests/{slug}/similar", threshold=threshold)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     if json_out:
         return _print_json(pairs)
     table = Table("problem", "similarity", "first", "second", header_style="bold")
@@ -198,7 +198,7 @@ def team(slug: Annotated[str, typer.Argument(help="The contest's slug")],
          server: ServerOpt = None, token: TokenOpt = None) -> None:
     """Organizers: add a team to a team contest, or replace its members."""
     try:
-        _client(server, token).put(f"/api/contests/{slug}/teams", {"name": name, "members": members})
+        server_client(server, token).put(f"/api/contests/{slug}/teams", {"name": name, "members": members})
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     out.print(f"team {name} of {slug}: {', '.join(members)}", highlight=False)

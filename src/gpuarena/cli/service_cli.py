@@ -13,7 +13,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from gpuarena.cli.app import _fail, err, out
+from gpuarena.cli.console import err, fail, out
+from gpuarena.cli.server import ServerOpt, TokenOpt, credentials_path, server_client
 from gpuarena.errors import GpuarenaError
 
 db_app = typer.Typer(no_args_is_help=True, help="The service's database: migrations.")
@@ -24,12 +25,6 @@ HomeOpt = Annotated[Optional[Path], typer.Option("--home", envvar="GPUARENA_HOME
                                                  help="Folder for the embedded database and caches [default: GPUARENA_HOME, else the nearest .gpuarena/ with a database from here up, else ~/.gpuarena]")]
 DatabaseOpt = Annotated[Optional[str], typer.Option("--database", envvar="GPUARENA_DATABASE_URL",
                                                     help="sqlite:///file.db or postgresql://user@host/db [default: SQLite in --home]")]
-ServerOpt = Annotated[Optional[str], typer.Option("--server", envvar="GPUARENA_SERVER",
-                                                  help="Server URL [default: from `gpuarena login`]")]
-TokenOpt = Annotated[Optional[str], typer.Option("--token", envvar="GPUARENA_TOKEN",
-                                                 help="API token [default: from `gpuarena login`]")]
-
-
 def _settings(home: Path | None, database: str | None, **more: object):  # type: ignore[no-untyped-def]
     from gpuarena.service.config import Settings
 
@@ -56,27 +51,6 @@ def _where(db) -> str:  # type: ignore[no-untyped-def]
     return db.write_engine.url.render_as_string(hide_password=True)
 
 
-def credentials_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "gpuarena" / "credentials.json"
-
-
-def _client(server: str | None, token: str | None, need_token: bool = True):  # type: ignore[no-untyped-def]
-    from gpuarena.client import Client
-
-    saved = {}
-    if credentials_path().is_file():
-        saved = json.loads(credentials_path().read_text())
-    server = (server or saved.get("server") or "").rstrip("/")  # http://host:port/ is http://host:port
-    saved_server = (saved.get("server") or "").rstrip("/")
-    token = token or (saved.get("token") if saved_server in ("", server) else None)
-    if not server:
-        raise GpuarenaError("no server: pass --server URL, set GPUARENA_SERVER, or run `gpuarena login`")
-    if need_token and not token:
-        raise GpuarenaError(f"no token for {server}: pass --token, set GPUARENA_TOKEN, or run `gpuarena login`")
-    return Client(server, token)
-
-
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
@@ -97,7 +71,7 @@ def serve(
                   highlight=False)
         run_server(settings, host, port, with_runner=not no_runner, runner_gpus=not cpu_only)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 def runner(
@@ -131,7 +105,7 @@ def runner(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the runner's heartbeats and polls, every few seconds
     try:
-        client = _client(server, token)
+        client = server_client(server, token)
         if devices and devices_file:
             raise GpuarenaError("give --devices or --devices-file, not both")
         if devices_file:
@@ -169,7 +143,7 @@ def runner(
                   f"{', '.join(client.servers)}", highlight=False)
         agent.run()
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @db_app.command("upgrade")
@@ -182,7 +156,7 @@ def db_upgrade(home: HomeOpt = None, database: DatabaseOpt = None) -> None:
         upgrade(settings.database_url)
         out.print(f"{settings.database_url}: at revision {current(settings.database_url)}", highlight=False)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @users_app.command("add")
@@ -202,7 +176,7 @@ def users_add(
             user = add_user(session, name, role)
             _, plain = issue_token(session, user, "first", device_kinds=device_kind or None)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     err.print(f"created {role} {name!r} in {_where(db)}; its API token (shown once):", highlight=False)
     sys.stdout.write(plain + "\n")
 
@@ -241,7 +215,7 @@ def tokens_list(name: Annotated[str, typer.Argument(help="Account name")], home:
                 table.add_row(str(t.id), t.name, t.prefix + "…", f"{t.created_at:%Y-%m-%d %H:%M}",
                               f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "-", state)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     out.print(table)
 
 
@@ -261,7 +235,7 @@ def tokens_create(name: Annotated[str, typer.Argument(help="Account name")],
             user = user_by_name(session, name)
             _, plain = issue_token(session, user, label, dt.timedelta(days=expires_in_days) if expires_in_days else None)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     err.print(f"new token for {name!r} in {_where(db)} (shown once):", highlight=False)
     sys.stdout.write(plain + "\n")
 
@@ -278,7 +252,7 @@ def tokens_revoke(token_id: Annotated[int, typer.Argument(help="Token id (from `
             token = revoke_token(session, token_id)
             out.print(f"revoked token {token.id} ({token.prefix}…) in {_where(db)}", highlight=False)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 def login(server: Annotated[str, typer.Option(envvar="GPUARENA_SERVER", help="Server URL")],
@@ -297,7 +271,7 @@ def login(server: Annotated[str, typer.Option(envvar="GPUARENA_SERVER", help="Se
     try:
         me = Client(server, token).me()
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     path = credentials_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.touch(mode=0o600)
@@ -322,10 +296,10 @@ def submit(
     from gpuarena.solutions import load_solution
 
     if mode not in ("test", "benchmark", "ranked"):
-        _fail(GpuarenaError(f"--mode must be test, benchmark or ranked, not {mode!r}"))
+        fail(GpuarenaError(f"--mode must be test, benchmark or ranked, not {mode!r}"))
     try:
         loaded = load_solution(solution)
-        client = _client(server, token)
+        client = server_client(server, token)
         created = client.submit(problem_id(problem), loaded, device, mode, contest=contest)
         submission_id = created["id"]
         err.print(f"submission {submission_id} queued on {client.server} (stop it with `gpuarena cancel "
@@ -343,7 +317,7 @@ def submit(
         if not final.get("done"):
             final = client.submission(submission_id)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     evaluation = final.get("evaluation")
     if json_out:
         sys.stdout.write(json.dumps({"submission_id": submission_id, **(evaluation or {"status": final["status"],
@@ -368,9 +342,9 @@ def leaderboard(
     from gpuarena.problems.loader import problem_id
 
     try:
-        board = _client(server, None, need_token=False).leaderboard(problem_id(problem), device)
+        board = server_client(server, None, need_token=False).leaderboard(problem_id(problem), device)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     if json_out:
         sys.stdout.write(json.dumps(board, indent=2) + "\n")
         return
@@ -391,9 +365,9 @@ def cancel(
 ) -> None:
     """Cancel a queued or running submission of yours (admins: anyone's)."""
     try:
-        done = _client(server, token).cancel(submission_id)
+        done = server_client(server, token).cancel(submission_id)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     out.print(f"submission {submission_id}: {done['status']} ({done['reason']})", highlight=False)
 
 
@@ -412,9 +386,9 @@ def invites_create(
 ) -> None:
     """Make an invite link; whoever opens it picks a name and gets an account (printed once, last line)."""
     try:
-        made = _client(server, token).invite(role, uses, days or None, note)
+        made = server_client(server, token).invite(role, uses, days or None, note)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     err.print(f"invite {made['info']['id']}: {made['info']['role']}, {made['info']['uses_left']} use(s); the link "
               "(shown once):", highlight=False)
     sys.stdout.write(made["link"] + "\n")

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpuarena.cli.app import _fail, err
+from gpuarena.cli.console import err, fail
 from gpuarena.errors import GpuarenaError
 
 import_app = typer.Typer(no_args_is_help=True, help="Read FlashInfer-Trace: definitions (with workloads) and solutions.")
@@ -36,7 +36,7 @@ def import_flashinfer(
         result = import_definition(definition, workloads, output, convention=convention, level=level,
                                    force=force, verify=verify)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     for note in result.notes:
         err.print(f"note: {note}", highlight=False)
     err.print(f"wrote {result.folder}/ — next: gpuarena check {result.folder}", highlight=False)
@@ -58,7 +58,7 @@ def import_flashinfer_solution(
         loaded = resolve_problem(problem)
         folder = import_solution(solution, loaded, output or Path(read_solution(solution).name), force=force)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     err.print(f"wrote {folder}/ — next: gpuarena run {problem} {folder}", highlight=False)
 
 
@@ -78,7 +78,7 @@ def export_traces(
     from gpuarena.problems import resolve_problem
 
     if statistic not in ("mean", "median"):
-        _fail(ValueError(f"--statistic must be mean or median, not {statistic!r}"))
+        fail(ValueError(f"--statistic must be mean or median, not {statistic!r}"))
     lines: list[str] = []
     try:
         for path in records:
@@ -92,7 +92,7 @@ def export_traces(
                     record, loaded, solution_name=solution_name, definition_name=definition,
                     statistic=statistic)]  # type: ignore[arg-type]
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("a" if append else "w", encoding="utf-8") as handle:
         handle.write("".join(line + "\n" for line in lines))
@@ -112,7 +112,7 @@ def export_flashinfer(
     try:
         definition, workloads = export_definition(resolve_problem(problem))
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     definition_path = output / "definitions" / definition.op_type / f"{definition.name}.json"
     workloads_path = output / "workloads" / definition.op_type / f"{definition.name}.jsonl"
     definition_path.parent.mkdir(parents=True, exist_ok=True)
@@ -140,7 +140,7 @@ def export_solution(
         packed = pack_solution(solution, problem=resolve_problem(problem) if problem else None, name=name,
                                author=author, definition=definition, description=description)
     except GpuarenaError as exc:
-        _fail(exc)
+        fail(exc)
     text = to_json(packed) + "\n"
     if output:
         output.write_text(text, encoding="utf-8")
