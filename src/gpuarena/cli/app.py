@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuarena import __version__
+from gpuarena.apps import cli as apps_cli
 from gpuarena.cli import bounty_cli, many, service_cli
 from gpuarena.cli.console import err, fail, out
 from gpuarena.cli.devices import check_device as _check_device
@@ -280,5 +281,5 @@ def main() -> None:
     app()
 
 
-for module in (service_cli, interop_cli, many, bounty_cli):  # the commands of the other modules
+for module in (service_cli, interop_cli, many, bounty_cli, apps_cli):  # the commands of the other modules
     module.register(app)

@@ -1,0 +1,63 @@
+"""Check a port against a golden record: run it, compare the golden outputs, measure the speed-up,
+score it. The golden folder's app.toml (the reference's) decides which outputs are compared and
+how, so a port cannot loosen its own tolerances; the port's app.toml says how to run it and read
+its performance figure."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from gpuarena.apps.compare import compare_output
+from gpuarena.apps.golden import OUTPUTS_DIR, GoldenPerformance, environment, load_golden
+from gpuarena.apps.model import Performance, load_app
+from gpuarena.apps.report import MigrationReport, PortPerformance
+from gpuarena.apps.runner import AppRun, run_app
+from gpuarena.apps.score import measure_speedup, score
+from gpuarena.harness.stats import bootstrap_median
+
+
+def _performance(run: AppRun, golden_perf: GoldenPerformance | None,
+                 port_perf: Performance | None) -> PortPerformance | None:
+    """The port's figures beside the golden ones; the speed-up only when both name the same figure."""
+    if port_perf is None and golden_perf is None:
+        return None
+    if port_perf is None:
+        return PortPerformance(name=golden_perf.name, higher_is_better=golden_perf.higher_is_better,
+                               golden=golden_perf, samples=[], note="the port's app.toml has no performance section")
+    perf = PortPerformance(name=port_perf.name, higher_is_better=bool(port_perf.higher_is_better),
+                           golden=golden_perf, samples=run.figures)
+    if run.figures:
+        summary = bootstrap_median(run.figures)
+        perf.median, perf.low, perf.high = summary.median, summary.low, summary.high
+    elif run.ran:
+        errors = [r.figure_error for r in run.runs if r.figure_error]
+        perf.note = f"the figure could not be read: {errors[0] if errors else '?'}"
+    if golden_perf is None:
+        perf.note = perf.note or "the golden record has no performance figure"
+    elif golden_perf.name != port_perf.name:
+        perf.note = f"the port reports {port_perf.name}, the golden record {golden_perf.name}: not comparable"
+    elif run.figures:
+        try:
+            perf.speedup = measure_speedup(golden_perf.samples, run.figures, golden_perf.higher_is_better)
+        except ValueError as exc:
+            perf.note = str(exc)
+    return perf
+
+
+def check(app_dir: Path, golden_dir: Path, device: str = "cpu") -> MigrationReport:
+    """Run the port in app_dir and build its migration report against golden_dir."""
+    app_dir, golden_dir = Path(app_dir).resolve(), Path(golden_dir).resolve()
+    golden, reference = load_golden(golden_dir)
+    spec = load_app(app_dir)
+    with tempfile.TemporaryDirectory(prefix="gpuarena-check-") as root:
+        run = run_app(app_dir, spec, Path(root), device, protected={"golden": golden_dir})
+        produced = Path(run.output_dir)
+        outputs = [compare_output(o, produced / o.file, golden_dir / OUTPUTS_DIR / o.file)
+                   for o in reference.outputs] if run.ran else []
+    performance = _performance(run, golden.performance, spec.performance)
+    speedup = performance.speedup if performance is not None else None
+    return MigrationReport(app=spec.name, golden_app=golden.app, device=device, golden_device=golden.device,
+                           golden_environment=golden.environment, environment=environment(device), ran=run.ran,
+                           reason=run.reason, runs=run.runs, outputs=outputs, performance=performance,
+                           score=score(run.ran, outputs, speedup))

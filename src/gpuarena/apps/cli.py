@@ -1,0 +1,87 @@
+"""`gpuarena app ...`: record a reference app's golden outputs, check a port against them
+(docs/migration.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from gpuarena.cli.console import err, fail, out
+from gpuarena.errors import GpuarenaError
+
+app_group = typer.Typer(no_args_is_help=True, help="Migration checks: record a reference app's golden outputs, "
+                                                   "check a port against them and score it (docs/migration.md).")
+DeviceOpt = Annotated[str, typer.Option("--device", help="Passed to the app as $GPUARENA_APP_DEVICE (cpu, cuda, cuda:N)")]
+
+
+def _device(device: str) -> None:
+    if device != "cpu" and not device.startswith("cuda"):
+        raise GpuarenaError(f"--device {device!r}: use cpu, cuda or cuda:N")
+
+
+@app_group.command("record")
+def record_cmd(app_dir: Annotated[Path, typer.Argument(help="The reference app's folder (with app.toml)")],
+               device: DeviceOpt = "cpu",
+               output: Annotated[Optional[Path], typer.Option("-o", "--output",
+                                                              help="The golden folder (new; default APP/../NAME.golden)")] = None,
+               ) -> None:
+    """Run the reference app and store its outputs and performance as a golden record."""
+    from gpuarena.apps.golden import record
+    from gpuarena.apps.model import load_app
+
+    try:
+        _device(device)
+        golden_dir = output if output is not None else app_dir.resolve().parent / f"{load_app(app_dir).name}.golden"
+        golden, run = record(app_dir, golden_dir, device)
+    except GpuarenaError as exc:
+        fail(exc)
+        return
+    out.print(f"recorded {golden.app}: {len(golden.outputs)} output(s) in {golden_dir}")
+    if golden.performance is not None:
+        p = golden.performance
+        out.print(f"{p.name}: median {p.median:.4g}, 95% interval [{p.low:.4g}, {p.high:.4g}] over {len(p.samples)} runs")
+
+
+@app_group.command("check")
+def check_cmd(app_dir: Annotated[Path, typer.Argument(help="The port's folder (with app.toml)")],
+              golden: Annotated[Path, typer.Option("--golden", help="The golden folder made by `gpuarena app record`")],
+              device: DeviceOpt = "cpu",
+              output: Annotated[Optional[Path], typer.Option("-o", "--output",
+                                                             help="Write report.json and report.html here")] = None,
+              as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+              ) -> None:
+    """Run a port, compare its outputs with the golden ones and score it. Exits 0 when it ran,
+    1 when it did not, 2 on a usage error."""
+    from gpuarena.apps.check import check
+    from gpuarena.apps.report import write_report
+
+    try:
+        _device(device)
+        report = check(app_dir, golden, device)
+    except GpuarenaError as exc:
+        fail(exc)
+        return
+    if output is not None:
+        json_path, html_path = write_report(report, output)
+        err.print(f"wrote {json_path} and {html_path}")
+    if as_json:
+        out.print_json(report.model_dump_json())
+    else:
+        if report.ran:
+            out.print(f"{report.app}: ran")
+            for o in report.outputs:
+                status = "matched" if o.matched else f"differs (closeness {o.closeness:.4f})"
+                out.print(f"  {o.file}: {status}: {o.summary}", soft_wrap=True)
+        else:
+            out.print(f"{report.app}: did not run: {report.reason}", soft_wrap=True)
+        for note in report.score.notes:
+            out.print(f"  {note}", soft_wrap=True)
+        s = report.score
+        out.print(f"score {s.total} = {s.running} ran + {s.matching} match + {s.speed} speed-up")
+    raise typer.Exit(0 if report.ran else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(app_group, name="app")
