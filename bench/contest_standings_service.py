@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from sqlalchemy import insert, update  # noqa: E402
 
-from gpuarena.service import contests  # noqa: E402
+from gpuarena.service import contest_standings, contests  # noqa: E402
 from gpuarena.service.db import Database  # noqa: E402
 from gpuarena.service.migrate import upgrade  # noqa: E402
 from gpuarena.service.tables import (ContestEntry, ContestRow, Problem, SolutionBlob, Submission,  # noqa: E402
@@ -101,12 +101,12 @@ def main() -> None:
             t0 = time.perf_counter()
             with db.read() as session:
                 nonlocal shown
-                shown = contests.standings(session, contests.get(session, "bench"), None)
+                shown = contest_standings.standings(session, contests.get(session, "bench"), None)
             return time.perf_counter() - t0
 
         shown = None
         for i in range(args.repeat):
-            contests._kept.clear()  # a fresh server process: every entry read
+            contest_standings._kept.clear()  # a fresh server process: every entry read
             cold = min(cold, read())
             with db.write() as session:  # a review arrives: one entry changes
                 session.execute(update(ContestEntry).where(ContestEntry.submission_id == i + 1)

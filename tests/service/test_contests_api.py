@@ -254,7 +254,7 @@ def test_kept_standings_follow_results_reviews_and_slow_commits(api) -> None:
     transaction that committed late) all show on the next read."""
     from sqlalchemy import update
 
-    from gpuarena.service import contests
+    from gpuarena.service import contest_standings
     from gpuarena.service.tables import utcnow
 
     c = Contest(api)
@@ -274,4 +274,4 @@ def test_kept_standings_follow_results_reviews_and_slow_commits(api) -> None:
         session.execute(update(ContestEntry).where(ContestEntry.submission_id == late).values(
             review="accepted", merged_upstream=True, updated_at=utcnow() - dt.timedelta(seconds=30)))
     assert rows(c.standings())[0] == (1, "carol", 55.0, None)
-    assert len(contests._kept) >= 1
+    assert len(contest_standings._kept) >= 1

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 from gpuarena.contests.similarity import SimilarPair
-from gpuarena.service import contests
+from gpuarena.service import contest_standings, contests
 from gpuarena.service.contest_schemas import ContestInfo, ContestSpec, EntryOut, ReviewRequest, StandingsOut, Team
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, caller, get_db, optional_caller
@@ -54,15 +54,15 @@ def get_standings(slug: str, db: DB, who: MAYBE, live: bool = False) -> Standing
     """The standings under the contest's rule, each row with the tie rule that decided its place.
     During a freeze the public ones stop at the freeze; `live=true` is for its organizers."""
     with db.read() as session:
-        return contests.standings(session, contests.get(session, slug), who, live)
+        return contest_standings.standings(session, contests.get(session, slug), who, live)
 
 
 @router.get("/{slug}/standings.csv", response_class=Response,
             responses={200: {"content": {"text/csv": {}}}})
 def get_standings_csv(slug: str, db: DB, who: MAYBE, live: bool = False) -> Response:
     with db.read() as session:
-        shown = contests.standings(session, contests.get(session, slug), who, live)
-    return Response(contests.standings_csv(shown.standings), media_type="text/csv",
+        shown = contest_standings.standings(session, contests.get(session, slug), who, live)
+    return Response(contest_standings.standings_csv(shown.standings), media_type="text/csv",
                     headers={"Content-Disposition": f'attachment; filename="{slug}-standings.csv"'})
 
 

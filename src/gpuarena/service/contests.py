@@ -1,5 +1,5 @@
-"""Contests in the service: creating them, entering submissions, organizer review, and
-standings computed by the pure rules in `gpuarena.contests` from the entries kept here.
+"""Contests in the service: creating them, entering submissions, organizer review and
+similarity flags. Standings are in contest_standings.py, reading entries is contest_entries.py.
 
 An entry is made in the transaction that queues its submission (the window, the problem, the
 device kind, the mode, the team and the daily limit are checked there), and its figures
@@ -8,44 +8,27 @@ recomputed on each read: a contest's entries are one indexed query."""
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
-import json
 import math
-import sys
-import threading
-from dataclasses import dataclass, field
 from typing import Literal
 
-from sqlalchemy import Row, Text, delete, func, select, type_coerce
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from gpuarena.contests import rules as contest_rules
-from gpuarena.contests.eligibility import board_key, counted
-from gpuarena.contests.model import Entry, Standings, as_utc
+from gpuarena.contests.model import as_utc
 from gpuarena.contests.resubmission import flag_resubmissions
 from gpuarena.contests.similarity import SimilarPair, Solution, similar_pairs
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
 from gpuarena.harness.stats import weighted_geomean
-from gpuarena.service.contest_schemas import (ContestInfo, ContestSpec, EntryOut, ProblemBest, ReviewRequest,
-                                              StandingsOut, Team)
+from gpuarena.service.contest_entries import entry_rows, rule_entries
+from gpuarena.service.contest_schemas import ContestInfo, ContestSpec, EntryOut, ReviewRequest, Team
 from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden, NotFound
 from gpuarena.service.tables import (ContestEntry, ContestOrganizer, ContestRow, DeviceKind, Problem, SolutionBlob,
                                      Submission, TeamMember, User, utcnow)
 
 Phase = Literal["upcoming", "running", "frozen", "ended"]
-REVIEWED = {"accepted": True, "rejected": False}
-"""A review as Entry.accepted_by_organizer reads it (pending: None)."""
-SCREEN_BY_DEFAULT = {"fastest": contest_rules.fastest.SCREEN_BY_DEFAULT,
-                     "fast_p": contest_rules.fast_p.SCREEN_BY_DEFAULT,
-                     "ccf-kernel": contest_rules.ccf_kernel.SCREEN_BY_DEFAULT,
-                     "ccf-dataset": contest_rules.ccf_dataset.SCREEN_BY_DEFAULT,
-                     "ccf-migration": contest_rules.ccf_migration.SCREEN_BY_DEFAULT}
-
-
 def naive(value: dt.datetime) -> dt.datetime:
     """The tables keep naive UTC."""
     return as_utc(value).replace(tzinfo=None)
@@ -235,197 +218,6 @@ def on_result(session: Session, submission: Submission, evaluation: Evaluation) 
     entry.updated_at = utcnow()  # the verdict changes what the rules read
 
 
-_RULE_COLUMNS = (ContestEntry.submission_id, ContestEntry.contestant, Problem.slug, Problem.level,
-                 Submission.device_kind, Submission.status, Submission.mode, Submission.score, ContestEntry.score_low,
-                 ContestEntry.score_high, ContestEntry.max_abs_error, ContestEntry.max_rel_error,
-                 type_coerce(ContestEntry.submitted_at, Text), ContestEntry.review, ContestEntry.merged_upstream,
-                 type_coerce(ContestEntry.bonus, Text), ContestEntry.samples_accepted, ContestEntry.samples_score,
-                 ContestEntry.judge_score, ContestEntry.completeness)
-"""What the rules read, in _as_entry's order. Bonus as its JSON text (decoded only where not
-empty; PostgreSQL's driver decodes it anyway) and the time as SQLite's text (parsed by datetime.fromisoformat, ten times faster than
-the column type's own parser; PostgreSQL's driver gives a datetime either way)."""
-
-
-def _joined(query):  # type: ignore[no-untyped-def]
-    return (query.join(Submission, Submission.id == ContestEntry.submission_id)
-            .join(Problem, Problem.id == Submission.problem_id))
-
-
-_RULE_ROWS = _joined(select(*_RULE_COLUMNS))
-_RULE_ROWS_STAMPED = _joined(select(*_RULE_COLUMNS, type_coerce(ContestEntry.updated_at, Text)))
-_ENTRY_ROWS = _joined(select(*ContestEntry.__table__.columns, Submission.status, Submission.mode, Submission.score,
-                             Submission.device_kind, Problem.slug.label("problem"), Problem.level,
-                             User.name.label("user"))).join(User, User.id == ContestEntry.user_id)
-
-
-def _rows(session: Session, row: ContestRow, query=_ENTRY_ROWS,  # type: ignore[no-untyped-def]
-          contestants: set[str] | None = None) -> list[Row]:
-    """Plain rows, not ORM objects: loading a large contest's entries as objects costs a
-    hundred times more than the rule that reads them (bench/contest_standings_service.py).
-    With contestants, only theirs."""
-    query = query.where(ContestEntry.contest_id == row.id)
-    if contestants is not None:
-        query = query.where(ContestEntry.contestant.in_(sorted(contestants)))
-    return list(session.connection().execute(query.order_by(ContestEntry.submission_id)).all())
-
-
-def _as_time(value: str | dt.datetime) -> dt.datetime:
-    """A naive UTC time as SQLite's text or PostgreSQL's datetime."""
-    return value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(value)
-
-
-def _as_list(value: str | list | None) -> list:
-    """Bonus items as SQLite's JSON text (decoded only where not empty) or PostgreSQL's list
-    (its driver decodes JSON itself)."""
-    if isinstance(value, list):
-        return value
-    return json.loads(value) if value and value != "[]" else []
-
-
-def _as_entry(r: tuple) -> Entry:
-    """A row of _RULE_COLUMNS as the rules read it, built without validation (Entry.trusted):
-    every field was checked on its way into the tables (the review request, the runner's
-    record). Names are interned, as Entry's validator would."""
-    (sid, contestant, problem, level, kind, status, mode, score, low, high, abs_error, rel_error, at, review, merged,
-     bonus, samples, samples_score, judge, completeness) = r
-    passed = status == "PASSED"
-    return Entry.trusted(dict(
-        submission_id=sid, contestant=sys.intern(contestant), problem=sys.intern(problem), level=level,
-        device_kind=sys.intern(kind), status=sys.intern(status), mode=mode, score=score if passed else None,
-        score_low=low if passed else None, score_high=high if passed else None, max_abs_error=abs_error,
-        max_rel_error=rel_error, submitted_at=_as_time(at).replace(tzinfo=dt.UTC),
-        accepted_by_organizer=REVIEWED.get(review), merged_upstream=bool(merged),
-        bonus=_as_list(bonus), samples_accepted=samples,
-        samples_score=samples_score, judge_score=judge, completeness=completeness))
-
-
-def rule_entries(session: Session, row: ContestRow, contestants: set[str] | None = None) -> list[Entry]:
-    """The contest's entries (or those of some contestants), as the scoring rules read them."""
-    return [_as_entry(r) for r in _rows(session, row, _RULE_ROWS, contestants)]
-
-
-def _per_problem_best(spec: ContestSpec, entries: list[Entry]) -> list[ProblemBest]:
-    best: dict[str, Entry] = {}
-    for e in counted(spec.scoring(), entries, screen_by_default=SCREEN_BY_DEFAULT[spec.rule.name]):
-        if not e.passed or e.accepted_by_organizer is False:
-            continue
-        key = board_key(e.problem, e.device_kind)
-        held = best.get(key)
-        if held is None or (e.score, -e.submitted_at.timestamp()) > (held.score, -held.submitted_at.timestamp()):
-            best[key] = e
-    out = []
-    for p in spec.problems:
-        for d in spec.device_kinds:
-            e = best.get(board_key(p, d))
-            out.append(ProblemBest(problem=p, device_kind=d, contestant=e.contestant if e else None,
-                                   score=e.score if e else None, submission_id=e.submission_id if e else None))
-    return out
-
-
-LAG = dt.timedelta(minutes=1)
-"""How far back before the newest change seen the kept entries are checked again: a write is
-stamped when made and seen when committed, so a slow transaction can land after a newer one."""
-
-
-@dataclass
-class _Kept:
-    """A contest's entries as the rules read them, kept in this process and brought up to date
-    on each read with the entries changed since (contest_entries.updated_at, indexed), so that
-    a result or a review costs the rule's run, not a reread of every entry."""
-
-    config: str
-    entries: dict[int, Entry] = field(default_factory=dict)
-    updated: dict[int, str] = field(default_factory=dict)
-    """Submission id -> the updated_at applied (as stored)."""
-    seen: dt.datetime | None = None
-    in_order: bool = True
-    shown: dict[bool, StandingsOut] = field(default_factory=dict)
-    """Standings computed from these entries, by frozen view; cleared when an entry changes."""
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def apply(self, rows: list[Row]) -> bool:
-        changed = False
-        for r in rows:
-            sid, stamp = r[0], r[-1]
-            if self.updated.get(sid) == stamp:
-                continue
-            if self.entries and sid not in self.entries and sid < next(reversed(self.entries)):
-                self.in_order = False
-            self.entries[sid], self.updated[sid] = _as_entry(r[:-1]), stamp
-            when = _as_time(stamp)
-            self.seen = when if self.seen is None or when > self.seen else self.seen
-            changed = True
-        if changed:
-            self.shown.clear()
-        return changed
-
-    def in_submission_order(self) -> list[Entry]:
-        if not self.in_order:
-            self.entries = dict(sorted(self.entries.items()))
-            self.in_order = True
-        return list(self.entries.values())
-
-
-_kept: dict[tuple[str, int], _Kept] = {}
-_kept_lock = threading.Lock()
-
-
-def _kept_entries(session: Session, row: ContestRow) -> _Kept:
-    """The contest's kept entries, up to date (the caller holds kept.lock)."""
-    config = json.dumps(row.config, sort_keys=True)
-    key = (str(session.get_bind().url), row.id)
-    with _kept_lock:
-        kept = _kept.get(key)
-        if kept is None or kept.config != config:
-            kept = _kept[key] = _Kept(config=config)
-    return kept
-
-
-def _refresh(session: Session, row: ContestRow, kept: _Kept) -> None:
-    query = _RULE_ROWS_STAMPED.where(ContestEntry.contest_id == row.id)
-    if kept.seen is not None:
-        query = query.where(ContestEntry.updated_at >= kept.seen - LAG)
-    kept.apply(list(session.connection().execute(query.order_by(ContestEntry.submission_id)).all()))
-
-
-def standings(session: Session, row: ContestRow, viewer: Caller | None, live: bool = False) -> StandingsOut:
-    """The standings a viewer may see: during a freeze the public ones count only entries
-    submitted before freeze_at; the contest's organizers may ask for the live ones. Computed
-    from the kept entries (_Kept) and kept until an entry changes."""
-    spec = spec_of(row)
-    frozen = phase(spec) == "frozen"
-    if live and frozen and not is_organizer(session, row, viewer):
-        raise Forbidden(f"the standings of {row.slug} are frozen; only its organizers see the live ones")
-    shown_frozen = frozen and not live
-    kept = _kept_entries(session, row)
-    with kept.lock:
-        _refresh(session, row, kept)
-        shown = kept.shown.get(shown_frozen)
-        if shown is None:
-            entries = kept.in_submission_order()
-            if shown_frozen:
-                entries = [e for e in entries if e.submitted_at < spec.freeze_at]
-            table = contest_rules.standings(spec.scoring(), entries)
-            shown = kept.shown[shown_frozen] = StandingsOut(
-                standings=table, frozen=shown_frozen, live=not shown_frozen, computed_at=utcnow(),
-                per_problem_best=_per_problem_best(spec, entries))
-    return shown
-
-
-def standings_csv(table: Standings) -> str:
-    """One line per contestant: rank, name, total, the tie-breaking figures, the tie rule that
-    decided the place, and one column per problem (the breakdown)."""
-    figure_names = sorted({k for r in table.rows for k in r.figures})
-    problems = sorted({k for r in table.rows for k in r.breakdown})
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["rank", "contestant", "total", *figure_names, "tie_break", *problems])
-    for r in table.rows:
-        writer.writerow([r.rank, r.contestant, f"{r.total:.6g}", *(r.figures.get(k, "") for k in figure_names),
-                         r.tie_break or "", *(f"{r.breakdown[p]:.6g}" if p in r.breakdown else "" for p in problems)])
-    return out.getvalue()
-
-
 def _visible_contestants(session: Session, row: ContestRow, viewer: Caller) -> set[str] | None:
     """None: every entry (organizers); else the viewer's own (and their team's)."""
     if is_organizer(session, row, viewer):
@@ -442,7 +234,7 @@ def entries(session: Session, row: ContestRow, viewer: Caller, review: str | Non
     review queue), a contestant their own, newest first."""
     spec = spec_of(row)
     visible = _visible_contestants(session, row, viewer)
-    rows = _rows(session, row, contestants=visible)
+    rows = entry_rows(session, row, contestants=visible)
     # flags compare a contestant's own entries only: those shown are enough
     flags = flag_resubmissions(rule_entries(session, row, visible), spec.resubmission)
     reviewers = dict(session.execute(select(User.id, User.name).where(

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from gpuarena.contests.model import BONUS_ITEMS
 from gpuarena.errors import GpuarenaError
-from gpuarena.service import contests
+from gpuarena.service import contest_standings, contests
 from gpuarena.service.contest_schemas import ReviewRequest, parse_contest
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
@@ -97,7 +97,7 @@ def contest_page(slug: str, request: Request, db: DB, who: WHO, live: bool = Fal
         row = _contest(session, slug)
         info = contests.info(session, row)
         organizer = contests.is_organizer(session, row, who)
-        shown = contests.standings(session, row, who, live=live and organizer)
+        shown = contest_standings.standings(session, row, who, live=live and organizer)
         mine = contests.entries(session, row, who)[:50] if who is not None and not organizer else []
     problems = sorted({k for r in shown.standings.rows for k in r.breakdown})
     figures = sorted({k for r in shown.standings.rows for k in r.figures})
