@@ -31,6 +31,10 @@
 #     warm        bench/warm_path.py: 100 distinct solutions through one `gpuarena run-many`
 #                 (benchmark, one workload), then 30 in test mode (WARM_N, WARM_ARGS)
 #     audit-sweep bench/audit_sweep_noise.py (the L2 sweep's share of the GPU's counters, and its spread)
+#     audit-metrics  the cases in REDTEAM_CASES once per PM metric in AUDIT_METRICS (space-separated;
+#                 default sm__cycles_active.max gr__cycles_active.avg), each record's device audit kept
+#                 in \$OUT/audit-metric-<metric>.json: which counter bounds claimed device time best
+#                 (AUDIT_TAG: a suffix for those names, for a second pass with other settings)
 # Missing Python packages: wheels in .whl/ (carried), installed into /tmp/site first.
 # $OUT receives summary.txt and logs.tgz (all logs; fidelity md/json also at the top).
 # Step time limits: T_TESTS, T_REDTEAM, ... (seconds), see below.
@@ -218,6 +222,12 @@ for s in "${steps[@]}"; do
       part=${REDTEAM_PART:-0/1}; tag=redteam-part-${part/\//-of-}
       do_redteam "$tag" "${T_REDTEAM:-560}" python3 bench/redteam_stream.py --device cuda --shard "$part" \
         --json "$OUT/$tag.json" ;;
+    audit-metrics)
+      AUDIT_TAG=${AUDIT_TAG:-}
+      for metric in ${AUDIT_METRICS:-sm__cycles_active.max gr__cycles_active.avg}; do
+        do_redteam "audit-metric-$metric$AUDIT_TAG" "${T_REDTEAM:-280}" env GPUARENA_AUDIT_METRIC=$metric python3 bench/redteam_stream.py \
+          --device cuda --cases "${REDTEAM_CASES:-}" --json "$OUT/audit-metric-$metric$AUDIT_TAG.json"
+      done ;;
     examples) do_examples ;;
     service) do_service ;;
     fidelity) do_fidelity ;;

@@ -32,8 +32,10 @@ class SharedArena:
 
     def __init__(self, device: torch.device, owner: tuple[int, int] | None = None, by_fd: bool = False):
         """owner: the worker's (uid, gid), when it runs as a user of its own; by_fd: the worker
-        cannot open the arena's files by name (it runs in a sandbox with a /dev/shm of its
-        own), so CPU tensors go as file descriptors too."""
+        runs in a sandbox: it cannot open the arena's files by name (a /dev/shm of its own),
+        and CUDA's legacy IPC, which finds the exporter by its process id, fails from its PID
+        namespace (cudaErrorMapBufferObjectFailed on an H200 with GPUARENA_WORKER_ISOLATION=0),
+        so CPU tensors and device memory both go as file descriptors."""
         self.device = device
         self.owner = owner
         self.by_fd = by_fd
@@ -48,8 +50,8 @@ class SharedArena:
     def empty(self, shape: torch.Size | tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, Any]:
         """A new contiguous shared tensor and the handle the worker attaches with."""
         if self.device.type == "cuda":
-            if self.owner is not None:
-                return self._cuda_for_owner(tuple(shape), dtype)
+            if self.owner is not None or self.by_fd:
+                return self._cuda_by_fd(tuple(shape), dtype)
             tensor = torch.empty(shape, dtype=dtype, device=self.device)
             self._keep.append(tensor)
             buffer = io.BytesIO()
@@ -75,9 +77,9 @@ class SharedArena:
             handle.update(kind="cpu-fd", fd=len(self._fds) - 1, path="")
         return tensor, handle
 
-    def _cuda_for_owner(self, shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, Any]:
-        """Device memory for a worker of another user: a cuMemCreate allocation, exported as a
-        file descriptor that goes with the next request (take_fds)."""
+    def _cuda_by_fd(self, shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, Any]:
+        """Device memory for a worker of another user or in a sandbox: a cuMemCreate allocation,
+        exported as a file descriptor that goes with the next request (take_fds)."""
         from gpuarena.harness import cuda_vmm
 
         index = self.device.index if self.device.index is not None else torch.cuda.current_device()
