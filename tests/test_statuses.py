@@ -144,7 +144,7 @@ def worker_writable_tmp():
 
 
 def test_processes_left_running_are_rejected_and_killed(softmax_small):
-    from gpuarena.harness.sandbox import children_of
+    from gpuarena.harness.proctree import children_of
 
     record = softmax_small(SOLUTIONS / "spawns_daemon.py")
     assert record.status == "REJECTED"

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from conftest import SOLUTIONS, judge
-from gpuarena.harness.supervisor import WorkloadSession, derive_seed
+from gpuarena.harness.session import WorkloadSession, derive_seed
 from gpuarena.problems import resolve_problem
 
 SECRET_SEED = 731_902_118_455_023

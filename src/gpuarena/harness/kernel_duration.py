@@ -36,11 +36,12 @@ from gpuarena.harness.process import RunFailure, WorkerProcess
 from gpuarena.harness.range_timer import RangeTimerError
 from gpuarena import HARNESS_VERSION
 from gpuarena.harness.records import Status, WorkloadResult
+from gpuarena.harness.session import WorkloadSession
 from gpuarena.problems.pack import pack_problem
 from gpuarena.solutions.build import cache_dir
 
-if TYPE_CHECKING:
-    from gpuarena.harness.supervisor import Supervisor, WorkloadSession
+if TYPE_CHECKING:  # types only: the supervisor imports this module
+    from gpuarena.harness.supervisor import Supervisor
 
 ROUNDS = 4
 """Blocks of each side per workload (one call per input set each, fresh inputs each): the

@@ -36,11 +36,12 @@ from gpuarena.harness.phases import DEVICE_AUDIT, TIMING
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import SpeedOfLight, Timing, WorkloadResult
 from gpuarena.harness.rounds_audit import RoundsAudit
+from gpuarena.harness.session import WorkloadSession, poison
 from gpuarena.harness.stats import bootstrap_median, bootstrap_rounds, converged, round_spread
 from gpuarena.harness.twin import ReferenceTwin
 
-if TYPE_CHECKING:
-    from gpuarena.harness.supervisor import Supervisor, WorkloadSession
+if TYPE_CHECKING:  # types only: the supervisor imports this module
+    from gpuarena.harness.supervisor import Supervisor
 
 WARMUP_CALLS = 3
 NOISY_SPREAD = 0.05
@@ -307,8 +308,6 @@ def reference_call(session: WorkloadSession) -> Callable[[int], Any]:
 def refresh_sets(session: WorkloadSession, round_no: int, purpose: str) -> None:
     """Fresh random inputs in every shared set (drawn from the run's seed, the purpose and
     the round) and NaN in every destination, outside any timed region."""
-    from gpuarena.harness.supervisor import poison
-
     for k in range(len(session.sets)):
         session.fill(k, session.make(purpose, round_no, k))
         poison(session.dests[k])  # a call that writes nothing leaves NaN, not an old output

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuarena.harness import containment, protocol
-from gpuarena.harness.sandbox import become_subreaper, children_of, kill_new_children, process_cpu_ns
+from gpuarena.harness.proctree import children_of, kill_new_children, process_cpu_ns
+from gpuarena.harness.sandbox import become_subreaper
 
 ENV_KEPT = (
     "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH",

@@ -40,10 +40,11 @@ from gpuarena.harness import device_audit
 from gpuarena.harness.device_audit import SamplerError, Window
 from gpuarena.harness.process import RunFailure
 from gpuarena.harness.records import DeviceAudit, WorkloadResult
+from gpuarena.harness.session import WorkloadSession
 from gpuarena.harness.twin import ReferenceTwin
 
-if TYPE_CHECKING:
-    from gpuarena.harness.supervisor import Supervisor, WorkloadSession
+if TYPE_CHECKING:  # types only: the supervisor imports this module
+    from gpuarena.harness.supervisor import Supervisor
 
 T = TypeVar("T")
 SOLUTION, REFERENCE = "the solution's request", "the reference's timed block"

@@ -8,12 +8,10 @@ raw data that the supervisor checks.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 import random
 import secrets
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -26,6 +24,7 @@ from gpuarena.harness.compare import compare
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import Environment, Evaluation, Mode, Status, WorkloadResult
 from gpuarena.harness.redact import redact
+from gpuarena.harness.session import WorkloadSession, bitwise_equal, count_sets, input_bytes, poison
 from gpuarena.harness.started import StartedWorker, _switch
 from gpuarena.harness.stats import weighted_geomean
 from gpuarena.harness.timing import Timer
@@ -72,122 +71,6 @@ class RunOptions:
     Default: GPUARENA_KERNEL_DURATION (1 or 0) if set, else on in ranked mode only: the
     figure ranks nothing, and the check it makes backs up the device audit on the verdicts
     that rank (issue 18: a benchmark run of one workload took 14.6 s with it, 9 without)."""
-
-
-def derive_seed(seed: int, *parts: Any) -> int:
-    digest = hashlib.sha256(":".join(map(str, (seed, *parts))).encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
-
-
-def as_outputs(value: Any) -> tuple[torch.Tensor, ...]:
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
-
-
-class WorkloadSession:
-    """Inputs, shared buffers and reference outputs of one workload, all supervisor-side."""
-
-    def __init__(self, problem: Problem, workload: Workload, device: torch.device, seed: int, arena: SharedArena,
-                 fresh_seed: int | None = None):
-        """seed: the correctness trials' inputs; fresh_seed: every other draw's (the timed
-        rounds', the audit's), secret to the worker in every mode."""
-        self.problem, self.workload, self.device, self.seed, self.arena = problem, workload, device, seed, arena
-        self.fresh_seed = seed if fresh_seed is None else fresh_seed
-        self.input_names = problem.input_names
-        self.sets: list[dict[str, Any]] = []
-        self.private: list[dict[str, Any]] = []
-        """The supervisor's own copy of what each shared input set must hold: inputs are
-        compared with it bit for bit, and expected outputs are computed from it."""
-        self.dests: list[list[torch.Tensor]] = []
-        self.checks: list[list[torch.Tensor]] = []
-        self.handles: dict[str, Any] = {"sets": [], "dests": [], "checks": []}
-
-    def make(self, *tag: Any) -> dict[str, Any]:
-        """Fresh inputs from a seed derived from the run's seed: never sent to the worker."""
-        seed = self.seed if tag and tag[0] == "trial" else self.fresh_seed
-        generator = torch.Generator(device=self.device).manual_seed(derive_seed(seed, self.workload.name, *tag))
-        inputs = self.problem.make_inputs(dict(self.workload.axes), self.workload.torch_dtype, self.device, generator)
-        if not isinstance(inputs, dict) or list(inputs) != self.input_names:
-            got = list(inputs) if isinstance(inputs, dict) else type(inputs).__name__
-            raise RunFailure("REJECTED", f"problem bug: make_inputs() returned {got}, expected keys {self.input_names}")
-        return inputs
-
-    def reference(self, inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
-        faithful = precision.full_float32() if self.problem.spec.faithful(self.workload.dtype) else nullcontext()
-        with torch.no_grad(), faithful:
-            outs = as_outputs(self.problem.reference(**inputs))
-        if len(outs) != len(self.problem.spec.outputs):
-            raise RunFailure("REJECTED", f"problem bug: reference() returned {len(outs)} outputs, "
-                                         f"problem.toml names {len(self.problem.spec.outputs)}")
-        return outs
-
-    def allocate(self, example: dict[str, Any], ref: tuple[torch.Tensor, ...], n_sets: int, n_checks: int) -> None:
-        """Shared buffers: n_sets input sets with their destinations, and check slots."""
-        for _ in range(n_sets):
-            shared, handles = {}, {}
-            for name, value in example.items():
-                if isinstance(value, torch.Tensor):
-                    shared[name], handles[name] = self.arena.empty(value.shape, value.dtype)
-                else:
-                    shared[name] = handles[name] = value
-            self.sets.append(shared)
-            self.handles["sets"].append(handles)
-            dest, dest_handles = zip(*(self.arena.empty(r.shape, r.dtype) for r in ref))
-            self.dests.append(list(dest))
-            self.handles["dests"].append(list(dest_handles))
-        for _ in range(n_checks):
-            slot, slot_handles = zip(*(self.arena.empty(r.shape, r.dtype) for r in ref))
-            self.checks.append(list(slot))
-            self.handles["checks"].append(list(slot_handles))
-
-    def fill(self, k: int, inputs: dict[str, Any]) -> None:
-        for name, value in inputs.items():
-            if isinstance(value, torch.Tensor):
-                self.sets[k][name].copy_(value)
-            elif value != self.sets[k][name]:
-                raise RunFailure("REJECTED", f"problem bug: scalar input {name} changes between draws")
-        while len(self.private) <= k:
-            self.private.append({})
-        self.private[k] = inputs
-
-    def modified_input(self, k: int) -> str | None:
-        """The first input of set k whose shared copy differs (bitwise) from the private one."""
-        for name, value in self.private[k].items():
-            if isinstance(value, torch.Tensor) and not bitwise_equal(self.sets[k][name], value):
-                return name
-        return None
-
-    def sync(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-
-
-def poison(tensors: list[torch.Tensor]) -> None:
-    for t in tensors:
-        t.fill_(float("nan") if t.is_floating_point() else (True if t.dtype == torch.bool else -1))
-
-
-def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.numel() == 0:
-        return True
-    # reshape first: a 0-dim tensor cannot be viewed as bytes
-    return torch.equal(a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8))
-
-
-def input_bytes(inputs: dict[str, Any], outputs: tuple[torch.Tensor, ...]) -> int:
-    tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)] + list(outputs)
-    return sum(t.numel() * t.element_size() for t in tensors)
-
-
-def count_sets(device: torch.device, set_bytes: int) -> int:
-    """How many input sets to rotate through: enough that no timed call in a block sees an
-    input another call saw, within a memory budget."""
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        budget = min(2 << 30, int(free * 0.25))
-        cap = 16
-    else:
-        budget, cap = 256 << 20, 8
-    return max(2, min(cap, budget // max(set_bytes, 1)))
 
 
 class Supervisor:

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gpuarena.harness.sandbox import children_of
+from gpuarena.harness.proctree import children_of
+from gpuarena.harness.session import WorkloadSession
 from gpuarena.harness.worker import CallFailure, Worker
 
-if TYPE_CHECKING:
-    from gpuarena.harness.supervisor import Supervisor, WorkloadSession
+if TYPE_CHECKING:  # types only: the supervisor imports this module
+    from gpuarena.harness.supervisor import Supervisor
 
 
 class ReferenceTwin:

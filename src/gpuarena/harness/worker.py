@@ -22,7 +22,7 @@ from typing import Any, Callable
 import torch
 
 from gpuarena.harness import protocol
-from gpuarena.harness.sandbox import children_of
+from gpuarena.harness.proctree import children_of
 from gpuarena.harness.range_timer import RangeTimerError
 from gpuarena.harness.timing import Timer
 from gpuarena.harness.transport import attach, fds_needed

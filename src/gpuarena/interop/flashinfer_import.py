@@ -497,7 +497,7 @@ def _verify(problem: Problem, definition: Definition) -> None:
     shapes and dtypes (the definition and its reference must agree)."""
     import torch
 
-    from gpuarena.harness.supervisor import as_outputs
+    from gpuarena.harness.session import as_outputs
 
     cpu = problem.spec.workloads_for("cpu")
     if not cpu:

@@ -14,7 +14,7 @@ import torch
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.compare import compare
-from gpuarena.harness.supervisor import as_outputs, bitwise_equal
+from gpuarena.harness.session import as_outputs, bitwise_equal
 from gpuarena.problems.loader import Problem, load_problem
 from gpuarena.problems.model import Workload
 

@@ -30,7 +30,7 @@ from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden, NotFound
 from gpuarena.service.leaderboard import RANKED_MODE, counts, read_rows
-from gpuarena.service.tables import Bounty, BountyEvent, DeviceKind, Problem, Submission, User, utcnow
+from gpuarena.service.tables import Bounty, BountyEvent, DeviceKind, Problem, Submission, User, device_type, utcnow
 
 CATEGORIES = ("speed", "feature", "bug", "hardware")
 STATES = ("open", "claimed", "submitted", "verified", "paid", "expired", "withdrawn")
@@ -86,8 +86,6 @@ def _speed_target(session: Session, request: BountyRequest) -> tuple[str, str, s
     """(problem, device kind, target_over, speed-up, baseline score, required score) of a speed
     bounty, each checked: the problem is current, a runner has the device kind and the problem
     runs on it, the target is a positive speed-up over something that exists."""
-    from gpuarena.service.submissions import device_type  # submissions imports the queue, which imports us
-
     if not request.problem:
         raise GpuarenaError("problem: a speed bounty names a problem, e.g. level1/softmax "
                             "(GET /api/problems lists them)")

@@ -16,17 +16,12 @@ from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
 from gpuarena.service.redact import redact, redact_evaluation
 from gpuarena.service.schemas import SubmissionDetail, SubmissionOut, SubmissionRequest
-from gpuarena.service.tables import DeviceKind, Job, Problem, Result, Runner, SolutionBlob, Submission
+from gpuarena.service.tables import DeviceKind, Job, Problem, Result, Runner, SolutionBlob, Submission, device_type
 from gpuarena.solutions.model import PackedSolution, Solution
 
 DONE = {"PASSED", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "WRONG_SHAPE", "WRONG_DTYPE", "WRONG_VALUES",
         "REJECTED", "ERROR", "CANCELLED"}
 IN_FLIGHT = ("QUEUED", "RUNNING")
-
-
-def device_type(kind: str) -> str:
-    """The harness device a kind runs on: the CPU for "cpu", CUDA for every GPU kind."""
-    return "cpu" if kind == "cpu" else "cuda"
 
 
 def as_solution(given: Solution | PackedSolution) -> Solution:

@@ -222,6 +222,11 @@ class Runner(Base):
     last_seen_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
+def device_type(kind: str) -> str:
+    """The harness device a device kind runs on: the CPU for "cpu", CUDA for every GPU kind."""
+    return "cpu" if kind == "cpu" else "cuda"
+
+
 class DeviceKind(Base):
     __tablename__ = "device_kinds"
 

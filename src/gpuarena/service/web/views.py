@@ -20,9 +20,9 @@ from gpuarena.service.routes import RUNNER_ONLINE, device_kinds, health, token_i
 from gpuarena.service.schemas import DeviceKindInfo, Health, SubmissionDetail, SubmissionOut, TokenInfo
 from gpuarena.service.submissions import detail as submission_detail
 from gpuarena.service.submissions import private_visible
-from gpuarena.service.submissions import device_type, to_out
+from gpuarena.service.submissions import to_out
 from gpuarena.service.tables import (DeviceKind, Job, LeaderboardEntry, Problem, Result, Runner, SolutionBlob,
-                                     Submission, Token, User, utcnow)
+                                     Submission, Token, User, device_type, utcnow)
 
 
 class PageNotFound(Exception):

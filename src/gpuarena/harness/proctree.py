@@ -1,0 +1,67 @@
+"""Processes read from outside, through /proc: a process's children, its CPU time as the
+kernel counts it, and the reaping of orphans handed to a subreaper. The supervisor, the
+worker's own checks and the trusted twin all read processes this way; kept apart from the
+sandbox (which starts the worker) so that the worker can use it without importing its own
+launcher."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+
+def children_of(pid: int) -> set[int]:
+    """Direct children of a process, from /proc (every thread's children list)."""
+    found: set[int] = set()
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found.update(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return found
+
+
+def kill_new_children(before: set[int], rounds: int = 20) -> int:
+    """Kill and reap our children that were not there before (orphans handed to us as subreaper)."""
+    killed = 0
+    for _ in range(rounds):
+        new = children_of(os.getpid()) - before
+        if not new:
+            break
+        for pid in new:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        for pid in new:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        time.sleep(0.05)
+    return killed
+
+
+def process_cpu_ns(pid: int) -> int | None:
+    """CPU time of a whole process (all its threads, live and exited), plus that of the
+    children it has reaped, read from outside it: the kernel's account, which nothing in
+    that process can rewrite. (Reaped children count in clock ticks: work moved into a
+    short-lived child process is seen, coarsely.)"""
+    try:
+        own = time.clock_gettime_ns(((~pid) << 3) | 2)  # the process's CPUCLOCK_SCHED clock
+    except OSError:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        children = (int(fields[13]) + int(fields[14])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        children = 0
+    return own + children
