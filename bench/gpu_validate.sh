@@ -21,16 +21,16 @@
 #     examples    gpuarena run level1/softmax on the three examples
 #     service     gpuarena serve + users add + submit + leaderboard on this GPU
 #     fidelity    bench/fidelity.py (timing vs ncu; FIDELITY_ARGS are passed on)
-#     overhead    bench/kernel_overhead.py (CUPTI vs ncu per kernel, back-to-back period)
-#     gpm         bench/gpm_probe.py (does NVML GPM see a worker's GPU time from outside?)
-#     pm-cross    bench/pm_sampling_cross.py (does CUPTI PM sampling in another process see it?)
-#     audit-cost  bench/audit_cost.py (the sampler's costs; the softmax examples with the audit off and on)
+#     overhead    bench/research/kernel_overhead.py (CUPTI vs ncu per kernel, back-to-back period)
+#     gpm         bench/research/gpm_probe.py (does NVML GPM see a worker's GPU time from outside?)
+#     pm-cross    bench/research/pm_sampling_cross.py (does CUPTI PM sampling in another process see it?)
+#     audit-cost  bench/research/audit_cost.py (the sampler's costs; the softmax examples with the audit off and on)
 #     latency     bench/eval_latency.py (issue 18's targets: whole `gpuarena run`s timed, with their phases)
 #     profile-run the supervisor of one CUDA run under cProfile (PROFILE_ARGS: the run's arguments;
 #                 default one workload of the Triton softmax), and the CLI's import times
 #     warm        bench/warm_path.py: 100 distinct solutions through one `gpuarena run-many`
 #                 (benchmark, one workload), then 30 in test mode (WARM_N, WARM_ARGS)
-#     audit-sweep bench/audit_sweep_noise.py (the L2 sweep's share of the GPU's counters, and its spread)
+#     audit-sweep bench/research/audit_sweep_noise.py (the L2 sweep's share of the GPU's counters, and its spread)
 #     audit-metrics  the cases in REDTEAM_CASES once per PM metric in AUDIT_METRICS (space-separated;
 #                 default sm__cycles_active.max gr__cycles_active.avg), each record's device audit kept
 #                 in \$OUT/audit-metric-<metric>.json: which counter bounds claimed device time best
@@ -231,11 +231,11 @@ for s in "${steps[@]}"; do
     examples) do_examples ;;
     service) do_service ;;
     fidelity) do_fidelity ;;
-    overhead) step overhead "${T_OVERHEAD:-240}" python3 bench/kernel_overhead.py --out "$OUT/kernel-overhead.json" ;;
-    gpm) step gpm "${T_GPM:-240}" python3 bench/gpm_probe.py --out "$OUT/gpm-probe.json"; last gpm 'median' 20 ;;
-    pm-cross) step pm-cross "${T_PM:-240}" python3 bench/pm_sampling_cross.py --cuda "${CUDA_HOME:-/usr/local/cuda}" \
+    overhead) step overhead "${T_OVERHEAD:-240}" python3 bench/research/kernel_overhead.py --out "$OUT/kernel-overhead.json" ;;
+    gpm) step gpm "${T_GPM:-240}" python3 bench/research/gpm_probe.py --out "$OUT/gpm-probe.json"; last gpm 'median' 20 ;;
+    pm-cross) step pm-cross "${T_PM:-240}" python3 bench/research/pm_sampling_cross.py --cuda "${CUDA_HOME:-/usr/local/cuda}" \
                 --out "$OUT/pm-cross.json"; last pm-cross 'pm_over_cupti' 12 ;;
-    audit-cost) step audit-cost "${T_AUDIT_COST:-500}" python3 bench/audit_cost.py ${AUDIT_COST_ARGS:-} --out "$OUT/audit-cost.json" ;;
+    audit-cost) step audit-cost "${T_AUDIT_COST:-500}" python3 bench/research/audit_cost.py ${AUDIT_COST_ARGS:-} --out "$OUT/audit-cost.json" ;;
     latency) step latency "${T_LATENCY:-500}" python3 bench/eval_latency.py --device cuda ${LATENCY_ARGS:-} --out "$OUT/eval-latency-cuda.json" ;;
     profile-run)
       args=${PROFILE_ARGS:-level1/softmax examples/softmax/triton.py --device cuda --workload square-8192}
@@ -252,7 +252,7 @@ for s in "${steps[@]}"; do
       step warm-test "${T_WARM_TEST:-150}" python3 bench/warm_path.py --device cuda --n 30 --workload square-8192 \
         --mode test ${WARM_ARGS:-} --out "$OUT/warm-path-cuda-test.json"
       last warm 'verdicts_per_minute|median_job' 3; last warm-test 'verdicts_per_minute|median_job' 3 ;;
-    audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
+    audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/research/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
     *) note "unknown step $s" ;;
   esac
 done

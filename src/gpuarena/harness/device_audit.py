@@ -9,7 +9,7 @@ solution's timed requests themselves and takes the harness's share off (rounds_a
 
 The metric is the busiest SM's active time (sm__cycles_active.max). On an H100 it read
 0.52-1.16 x CUPTI's busy time for kernels from 1 µs to 175 µs, and 1.00 x for the
-red-team's softmax of 64 x 1000 (bench/pm_sampling_cross.py), so a claimed median under
+red-team's softmax of 64 x 1000 (bench/research/pm_sampling_cross.py), so a claimed median under
 AUDIT_MARGIN x the observed time per call cannot be honest. It sees the SMs' work: work a
 solution hands to the copy engines or the host is not covered.
 """

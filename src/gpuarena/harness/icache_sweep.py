@@ -4,7 +4,7 @@ SM before each timed call, so the call fetches its instructions afresh, as after
 
 A data sweep alone leaves the last call's code in the SMs' instruction caches: on an H100 a
 512³ bf16 matrix product then read 8% under ncu's Duration, and 1% under with this kernel
-first (bench/results/ncu-window-NVIDIA-H100.md).
+first (bench/research/results/ncu-window-NVIDIA-H100.md).
 
 The kernel is PTX written here and loaded through the driver (cuModuleLoadData, which runs
 ptxas on it in well under a second), launched with cuLaunchKernel on torch's current stream:

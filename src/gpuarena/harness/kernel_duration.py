@@ -3,13 +3,13 @@
 The timed rounds give each call's cost on a stream (CUPTI activity records: how long its work
 occupies the GPU). ncu, which contestants check their kernels with, reports each kernel
 launched alone, its launch and drain included: about 1.3 µs more per kernel on an H100
-(bench/results/kernel-overhead-NVIDIA-H100.md), the whole difference on a kernel of a few
+(bench/research/results/kernel-overhead-NVIDIA-H100.md), the whole difference on a kernel of a few
 microseconds. This phase reads ncu's counter, gpu__time_duration, in-process through CUPTI's
 Range Profiler (range_timer.py), for the solution and the reference after the same cache
 eviction, so each record carries the figure ncu would give beside the stream cost it is ranked
 by. It runs once every workload is timed (measure() below): the profiler
 admits one process at a time, and its first window after opening costs about 4 s on an H100
-(bench/results/range-profiler-NVIDIA-H100.md), so each side opens it once per run rather than
+(bench/research/results/range-profiler-NVIDIA-H100.md), so each side opens it once per run rather than
 the sides taking turns per block.
 
 Like the stream cost, the solution's figure is reported by the worker. It ranks nothing; a

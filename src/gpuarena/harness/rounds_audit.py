@@ -13,7 +13,7 @@ What the segments hold besides the solution's calls is the harness's: the L2 and
 instruction-cache sweeps before each call, poisoning and copying outputs out, the copy of
 the checked outputs. On an H100 the sweeps took about 160 µs of the busiest SM's time per
 call (the L2 read sweep alone 58.7 µs, steady within ±0.6% over blocks of 30,
-bench/results/audit-rounds-NVIDIA-H100.md), so they must be taken off precisely, in the same
+bench/research/results/audit-rounds-NVIDIA-H100.md), so they must be taken off precisely, in the same
 conditions: the GPU's clocks after a long idle (a CUDA build) made whole rounds 3.5% busier
 than the same blocks a few seconds later. So the same harness code with a solve() that does
 nothing, run in the supervisor (twin.py), is sampled just before every one of the solution's

@@ -222,7 +222,7 @@ class Timer:
     def open_kernel_profiler(self, library: Path) -> None:
         """Hold the range timer for the blocks to come, until close_kernel_profiler(): its first
         window after opening costs about 4 s on an H100, later ones nothing
-        (bench/results/range-profiler-NVIDIA-H100.md). A block given the library without this
+        (bench/research/results/range-profiler-NVIDIA-H100.md). A block given the library without this
         opens it for itself. While it is held no other process can read the GPU's counters; an
         open, idle profiler does not serialise streams."""
         if self._kernel_profiler is not None and self._kernel_profiler.library == library:

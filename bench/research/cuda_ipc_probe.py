@@ -5,7 +5,7 @@ worker) to a same-user child, to a child of another uid (supervisor dumpable, th
 gpuarena.harness.cuda_vmm (cuMemCreate memory exported as a file descriptor, passed with
 SCM_RIGHTS) to a child of another uid. The child reads the buffer, checks it, writes 7s.
 
-Usage: python3 bench/cuda_ipc_probe.py
+Usage: python3 bench/research/cuda_ipc_probe.py
 """
 
 from __future__ import annotations

@@ -12,14 +12,14 @@ CUPTI's within a few percent for blocks of tens of ms, the supervisor can bound 
 claimed device time from below with it (once the worker does no GPU work of its own
 between calls: the L2 sweep and output poisoning would move to the supervisor).
 
-    python3 bench/gpm_probe.py --out gpm-probe.json      # on an NVIDIA GPU, Hopper or later
+    python3 bench/research/gpm_probe.py --out gpm-probe.json      # on an NVIDIA GPU, Hopper or later
 
 Prints one JSON line per block: op, calls, pause, interval_ms, cupti_busy_ms, gpm_busy_ms
 (GRAPHICS_UTIL), sm_busy_ms (SM_UTIL) and gpm/cupti.
 
-Result on an H100 (2026-11-23, bench/results/gpm-probe-NVIDIA-H100.json): not usable; GPM's
+Result on an H100 (2026-11-23, bench/research/results/gpm-probe-NVIDIA-H100.json): not usable; GPM's
 busy time ranged from 0 to 14 x CUPTI's, and read 0 for 17 ms of matrix products. CUPTI PM
-sampling does see another process's work (bench/pm_sampling_cross.py).
+sampling does see another process's work (bench/research/pm_sampling_cross.py).
 """
 
 from __future__ import annotations

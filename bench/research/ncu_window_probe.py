@@ -12,7 +12,7 @@ instruction caches) or a read of one byte per 64 KB over 16 GB (`+tlb`: address
 translations), or both. ncu then profiles the same op with the same metrics, with
 `--cache-control all` and `none` (`--clock-control none` always).
 
-    python3 bench/ncu_window_probe.py --ops add-64K,matmul-512 --out $OUT
+    python3 bench/research/ncu_window_probe.py --ops add-64K,matmul-512 --out $OUT
 
 On a CUDA machine with CUPTI 12.6+ and ncu; prints a table and writes ncu-window-probe.json.
 """
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: fidelity_methods
 from fidelity import child_env, find_ncu, to_ns  # noqa: E402
 from fidelity_methods import _import_gpuarena, make_call  # noqa: E402
 

@@ -6,7 +6,7 @@
 4. Whether CUPTI activity records (torch.profiler) still see kernels while it is open.
 5. What the harness Timer's set-up costs (CUDA context, instruction-cache sweep).
 
-    python3 bench/range_profiler_probe.py [--json out.json]
+    python3 bench/research/range_profiler_probe.py [--json out.json]
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 Times, in this process: building the range timer, opening and closing it (CUPTI's profiler
 initialisation, host object, config image), profiled calls of a small and a large softmax
 after the harness's eviction, and where the first window after opening spends its time.
-Results: bench/results/range-profiler-NVIDIA-H100.md.
+Results: bench/research/results/range-profiler-NVIDIA-H100.md.
 
-    python3 bench/kernel_duration_cost.py [--json out.json]
+    python3 bench/research/kernel_duration_cost.py [--json out.json]
 """
 
 from __future__ import annotations

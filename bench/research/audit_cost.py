@@ -5,7 +5,7 @@ whole `gpuarena run`s of the softmax examples with the audit on and off (their t
 medians and audit figures per workload). Why: with the audit on, red-team cases took
 about 20 s on an H100 where they took 10 s before, and a runner pays that on every job.
 
-    python3 bench/audit_cost.py [--windows 20] [--runs 1] [--examples pytorch,triton,cuda] [--out audit-cost.json]
+    python3 bench/research/audit_cost.py [--windows 20] [--runs 1] [--examples pytorch,triton,cuda] [--out audit-cost.json]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def sampler_costs(windows: int) -> dict:

@@ -10,7 +10,7 @@ Measured with the supervisor's own PM sampler (device_audit.py), in one process:
   paired      blocks of sweep + softmax(64 x 1000) against sweep-only blocks, alternating:
               the per-call difference the audit would see, against the kernel's own time
 
-    python3 bench/audit_sweep_noise.py --out audit-sweep.json     # on an NVIDIA GPU
+    python3 bench/research/audit_sweep_noise.py --out audit-sweep.json     # on an NVIDIA GPU
 """
 
 from __future__ import annotations

@@ -5,12 +5,12 @@ cupti-python 13.4 could not configure PM sampling on the lent H100 (driver 580, 
 every profiler-host call failed with ERROR_INVALID_PARAMETER; the probe is in commit 2839583), but
 the CUDA toolkit's own CUPTI sample (extras/CUPTI/samples/pm_sampling) works there. This
 script builds that sample with its own workload replaced by "wait for a line on stdin", so it
-samples gr__cycles_active while a separate torch process (bench/gpm_probe.py's child) runs
+samples gr__cycles_active while a separate torch process (bench/research/gpm_probe.py's child) runs
 a block of calls and reports the block's CUPTI busy time. The sampling interval is long
 enough that a block fits in the 50 samples the sample prints; busy time = the sum over samples
 of active / elapsed cycles x the sample's span.
 
-    python3 bench/pm_sampling_cross.py --out pm-cross.json     # on an NVIDIA GPU with the CUDA toolkit
+    python3 bench/research/pm_sampling_cross.py --out pm-cross.json     # on an NVIDIA GPU with the CUDA toolkit
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ does not. This script measures, for each op, on one CUDA device:
 If ncu_us ≈ cupti_us + gap_us for every op, the missing microsecond is the GPU's launch cost
 per kernel, which gpuarena can measure itself (no ncu) and add per kernel.
 
-    python3 bench/kernel_overhead.py --out bench/results/kernel-overhead-<device>.json
+    python3 bench/research/kernel_overhead.py --out bench/research/results/kernel-overhead-<device>.json
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 OPS = ["tiny-add-1", "add-64K", "matmul-512", "add-16M", "layernorm-16384x4096"]
 

@@ -1,7 +1,7 @@
 """Prints what torch.profiler's kineto events look like on this GPU (names, types, correlation).
 
 Used to check the attribution in gpuarena.harness.timing.device_busy_ns on a new torch.
-Run: python bench/kineto_probe.py
+Run: python bench/research/kineto_probe.py
 """
 
 import ctypes
