@@ -1,4 +1,5 @@
-"""Other benchmarks' formats, read and written: FlashInfer-Bench's FlashInfer-Trace.
+"""Other benchmarks' formats, read and written: FlashInfer-Bench's FlashInfer-Trace, and
+KernelBench's problem and solution files (read).
 
 - `flashinfer_trace`: the Definition, Workload, Solution and Trace documents as pydantic
   models, and readers whose errors name the file, the line and the field.
@@ -6,4 +7,8 @@
   FlashInfer Solution as a gpuarena solution folder; and back (`export_definition`).
 - `flashinfer_export`: gpuarena Evaluation records as Trace lines; a gpuarena solution as a
   FlashInfer Solution (`pack_solution`).
+- `kernelbench`: KernelBench problem files (Model, get_inputs, get_init_inputs) as checked
+  gpuarena problem folders; the module docstring gives how module state is made once.
+- `kernelbench_solution`: the adapter that lets a KernelBench `ModelNew` file run unmodified as
+  a solution (the solution loader adds it).
 """

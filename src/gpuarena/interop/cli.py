@@ -1,4 +1,4 @@
-"""`gpuarena import ...` and `gpuarena export ...`: FlashInfer-Trace in and out.
+"""`gpuarena import ...` and `gpuarena export ...`: FlashInfer-Trace in and out, KernelBench in.
 
 The modules doing the work import torch, so they are imported inside the commands: the
 `gpuarena` command itself starts no slower for having these.
@@ -15,7 +15,7 @@ import typer
 from gpuarena.cli.console import err, fail
 from gpuarena.errors import GpuarenaError
 
-import_app = typer.Typer(no_args_is_help=True, help="Read FlashInfer-Trace: definitions (with workloads) and solutions.")
+import_app = typer.Typer(no_args_is_help=True, help="Read other benchmarks' problems: FlashInfer-Trace definitions (with workloads) and solutions, KernelBench problem files.")
 export_app = typer.Typer(no_args_is_help=True, help="Write FlashInfer-Trace: traces of records, definitions, solutions.")
 
 
@@ -60,6 +60,43 @@ def import_flashinfer_solution(
     except GpuarenaError as exc:
         fail(exc)
     err.print(f"wrote {folder}/ — next: gpuarena run {problem} {folder}", highlight=False)
+
+
+@import_app.command("kernelbench")
+def import_kernelbench(
+    paths: Annotated[list[Path], typer.Argument(help="KernelBench problem files (Model, get_inputs, get_init_inputs), or folders of them")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write: OUTPUT/levelN/NAME for each problem")],
+    level: Annotated[Optional[int], typer.Option(help="Problem level 1-4 [default: from a levelN folder above each file, else 1]")] = None,
+    dtype: Annotated[list[str], typer.Option("--dtype", help="Workload dtype, repeatable: float32, float16, bfloat16")] = ["float32"],  # noqa: B006
+    force: Annotated[bool, typer.Option("--force", help="Replace problem folders that exist")] = False,
+    keep_failing: Annotated[bool, typer.Option("--keep-failing", help="Write problems that fail `gpuarena check` too (still reported)")] = False,
+    check_device: Annotated[str, typer.Option("--check-device", help="Device `gpuarena check` runs on during the import")] = "cpu",
+) -> None:
+    """gpuarena problems from KernelBench problem files, each checked with `gpuarena check`;
+    a KernelBench solution file (ModelNew) then runs unmodified: `gpuarena run PROBLEM FILE`."""
+    from gpuarena.interop.kernelbench import import_files
+
+    if level is not None and not 1 <= level <= 4:
+        fail(ValueError(f"--level must be 1-4, not {level}"))
+    outcomes = import_files(paths, output, level=level, dtypes=tuple(dtype), force=force,
+                            keep_failing=keep_failing, check_device=check_device)
+    if not outcomes:
+        fail(GpuarenaError(f"no .py files in {', '.join(map(str, paths))}"))
+    for outcome in outcomes:
+        if outcome.status == "imported":
+            err.print(f"imported {outcome.source} -> {outcome.folder}/ (workloads: {', '.join(outcome.workloads)})",
+                      highlight=False)
+        elif outcome.status == "failed-check":
+            kept = f"written to {outcome.folder}/ all the same (--keep-failing)" if outcome.folder else "not imported"
+            err.print(f"FAILED CHECK {outcome.source}: {kept}; `gpuarena check` says:", highlight=False)
+        else:
+            err.print(f"ERROR {outcome.source}: not imported", highlight=False)
+        for message in outcome.messages:
+            err.print(f"  {message}", highlight=False)
+    imported = sum(o.status == "imported" for o in outcomes)
+    err.print(f"{imported} of {len(outcomes)} file(s) imported under {output}/", highlight=False)
+    if imported < len(outcomes):
+        raise typer.Exit(1)
 
 
 @export_app.command("traces")

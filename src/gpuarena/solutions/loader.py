@@ -43,7 +43,17 @@ def _solution(where: Path | str, hint: str, **fields: object) -> Solution:
 
 
 def _from_python_source(filename: str, source: str) -> Solution:
+    from gpuarena.interop.kernelbench_solution import ADAPTER_FILE, adapter_source, is_model_new_file
+
     language = "triton" if _IMPORTS_TRITON.search(source) else "pytorch"
+    if is_model_new_file(source) and filename != ADAPTER_FILE:
+        # a KernelBench solution (class ModelNew, no solve): it runs unmodified, through an
+        # adapter beside it that builds the module once per workload (interop/kernelbench_solution.py)
+        manifest = SolutionManifest(language=language, entry_point=f"{ADAPTER_FILE}:solve",
+                                    sources=[filename, ADAPTER_FILE])
+        return _solution(filename, "a KernelBench solution defines class ModelNew(nn.Module)",
+                         name=Path(filename).stem, manifest=manifest,
+                         sources={filename: source, ADAPTER_FILE: adapter_source(filename)})
     manifest = SolutionManifest(language=language, entry_point=f"{filename}:solve", sources=[filename])
     return _solution(filename, "write solve() in it (`gpuarena new solution PROBLEM` writes one that passes)",
                      name=Path(filename).stem, manifest=manifest, sources={filename: source})

@@ -1,0 +1,595 @@
+"""KernelBench into gpuarena: `gpuarena import kernelbench PATH... -o DIR`.
+
+A KernelBench problem file defines `Model(nn.Module)` (its `forward` is the operator),
+`get_inputs()` (random inputs at the file's sizes) and `get_init_inputs()` (the arguments of
+`Model(...)`), with the sizes as top-level integer constants. KernelBench's eval seeds torch
+(42) before building `Model` and again before building the solution's `ModelNew`, so the two
+get the same parameters when they create them in the same order.
+
+The choice: module state is made once per workload, on each side, from the same seed and
+init values, and both travel as one plain input. An imported problem's `reference()` takes
+forward's inputs plus a last scalar input, `kernelbench_init` = (format, seed, args (the
+values of get_init_inputs()), sizes, dtype), a plain tuple. make_inputs() draws the forward inputs by
+running get_inputs() with torch seeded from the harness's generator (so they are fresh and
+secret per draw, as every input) and adds that init value, which is the same in every draw of
+a workload (the supervisor refuses a scalar input that changes). The supervisor's reference
+builds `Model(*args)` under `torch.manual_seed(seed)` on the CPU once per workload, as
+KernelBench does, and keeps it; the worker's adapter (interop/kernelbench_solution.py, added
+to any one-file solution defining `ModelNew` and no `solve`) builds `ModelNew(*args)` the same
+way, once, and calls it. The problem format needs no extension: a scalar input is what it
+already allows, and nothing the harness checks changes. The parameters are not secret (the
+solution makes them itself, as in KernelBench); the inputs are.
+
+The problem folder holds
+- `reference.py`: the KernelBench file verbatim, a marker line, then the glue. The glue runs
+  the file's text again with a workload's sizes put in place of its top-level integer
+  literals (`batch_size = 16` -> the workload's `batch_size`), so every size follows, derived
+  constants included;
+- `problem.toml`: the file's own sizes as the workload `kernelbench` (GPU only when large),
+  plus `cpu-small`, the sizes halved (the largest first, constants under 16 kept: kernel
+  sizes, strides, dims) until inputs, parameters and outputs hold at most CPU_MAX_ELEMENTS
+  elements, where the shapes allow it (found on the meta device, then run once on the CPU);
+  KernelBench's tolerance for the dtype;
+- `README.md`.
+
+Every problem is checked with `gpuarena check` before it is put in place; one that fails
+(a constant or near-zero output, an ignored input, a nondeterministic forward, no CPU
+workload) is reported with the check's findings and not written, unless asked.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import keyword
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from gpuarena.errors import GpuarenaError
+from gpuarena.interop.kernelbench_solution import INIT_FORMAT, INIT_INPUT, is_model_new_file
+
+SEED = 42
+"""KernelBench's eval seed (seed_num): parameters are made from it on both sides."""
+MARKER = "# ---- gpuarena: end of the KernelBench problem file ----"
+HEADER = "# gpuarena: the KernelBench problem file, verbatim, down to the marker line below."
+CPU_MAX_ELEMENTS = 1 << 20
+"""A workload whose inputs, parameters and outputs hold at most this many elements runs on the CPU."""
+MIN_SHRINK = 16
+"""Sizes below this are kept when a CPU workload is derived (kernel sizes, strides, groups, dims)."""
+TOLERANCE = {"float32": (1e-4, 1e-4), "float16": (1e-2, 5e-3), "bfloat16": (1e-2, 1e-2)}
+"""dtype -> (KernelBench's atol = rtol for it, gpuarena's default L2 bound for it)."""
+_GLUE_NAMES = {"reference", "make_inputs"}
+
+
+class KernelBenchError(GpuarenaError):
+    """A KernelBench file that cannot be imported; the message names the file and why."""
+
+    def __init__(self, path: Path | str, message: str, fix: str | None = None):
+        self.path = str(path)
+        super().__init__(f"{path}: {message}" + (f" (fix: {fix})" if fix else ""))
+
+
+@dataclass
+class Outcome:
+    """What became of one KernelBench file."""
+
+    source: Path
+    status: Literal["imported", "failed-check", "error"]
+    folder: Path | None = None
+    """Where the problem was written (imported, or kept although it failed the check)."""
+    problem_id: str = ""
+    messages: list[str] = field(default_factory=list)
+    """The check's findings, or the error."""
+    workloads: list[str] = field(default_factory=list)
+
+
+# -- reading the file ---------------------------------------------------------------------------
+
+def size_constants(tree: ast.Module) -> dict[str, int]:
+    """Top-level names assigned once, to a non-negative integer literal: the file's sizes."""
+    counts: dict[str, int] = {}
+    literal: dict[str, int] = {}
+    for node in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    counts[name.id] = counts.get(name.id, 0) + 1
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and len(targets) == 1 and isinstance(targets[0], ast.Name):
+            value = node.value
+            if isinstance(value, ast.Constant) and type(value.value) is int and value.value >= 0:
+                literal[targets[0].id] = value.value
+    return {name: value for name, value in literal.items() if counts[name] == 1}
+
+
+def with_sizes(tree: ast.Module, sizes: dict[str, int]) -> ast.Module:
+    """The module with its size literals replaced (the glue in reference.py does the same)."""
+    for node in tree.body:
+        target = (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
+                  else node.target if isinstance(node, ast.AnnAssign) else None)
+        if isinstance(target, ast.Name) and target.id in sizes and node.value is not None:
+            node.value = ast.copy_location(ast.Constant(sizes[target.id]), node.value)
+    return tree
+
+
+def _run_file(source: str, path: Path, sizes: dict[str, int] | None = None) -> dict[str, Any]:
+    tree = ast.parse(source, filename=str(path))
+    if sizes:
+        tree = with_sizes(tree, sizes)
+    namespace: dict[str, Any] = {"__name__": "kernelbench_problem", "__file__": str(path)}
+    exec(compile(tree, str(path), "exec"), namespace)  # noqa: S102  the user's own problem file
+    return namespace
+
+
+@dataclass
+class _File:
+    path: Path
+    source: str
+    sizes: dict[str, int]
+    namespace: dict[str, Any]
+    summary: str
+
+
+def _names_from_forward(model: Any, count: int) -> list[str]:
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        params = []
+    named = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    ok = (len(named) >= count and all(n.isidentifier() and not keyword.iskeyword(n) for n in named[:count])
+          and not ({INIT_INPUT, *_GLUE_NAMES} & set(named[:count])) and not any(n.startswith("_") for n in named[:count]))
+    return named[:count] if ok else [f"input{i}" for i in range(count)]
+
+
+def read_file(path: Path) -> _File:
+    """Parse and run a KernelBench problem file; its Model, get_inputs and get_init_inputs checked."""
+    import torch
+
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KernelBenchError(path, f"cannot be read: {exc}") from None
+    if MARKER in source:
+        raise KernelBenchError(path, "already holds gpuarena's marker line (is it an imported reference.py?)",
+                               "give the original KernelBench file")
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise KernelBenchError(path, f"is not valid Python: line {exc.lineno}: {exc.msg}") from None
+    if is_model_new_file(source):  # told before running it: a solution may compile CUDA at import
+        raise KernelBenchError(path, "defines ModelNew and no Model: it is a KernelBench solution, not a problem",
+                               "run it with `gpuarena run PROBLEM FILE` against the imported problem")
+    try:
+        namespace = _run_file(source, path)
+    except Exception as exc:  # noqa: BLE001  the file's own error, reported with its name
+        raise KernelBenchError(path, f"running it failed: {type(exc).__name__}: {exc}") from None
+    model = namespace.get("Model")
+    if not (isinstance(model, type) and issubclass(model, torch.nn.Module)):
+        raise KernelBenchError(path, "defines no class Model(nn.Module)",
+                               "a KernelBench problem file defines Model, get_inputs() and get_init_inputs()")
+    for required in ("get_inputs", "get_init_inputs"):
+        if not callable(namespace.get(required)):
+            raise KernelBenchError(path, f"defines no function {required}()",
+                                   "a KernelBench problem file defines Model, get_inputs() and get_init_inputs()")
+    if "ModelNew" in namespace:
+        raise KernelBenchError(path, "defines ModelNew: it is a solution, not a problem",
+                               "run it with `gpuarena run PROBLEM FILE` against the imported problem")
+    sizes = size_constants(tree)
+    doc = inspect.getdoc(model) or ""
+    summary = doc.strip().splitlines()[0].strip() if doc.strip() else f"KernelBench problem {path.stem}"
+    return _File(path, source, sizes, namespace, summary)
+
+
+def _init_args(namespace: dict[str, Any], path: Path) -> tuple[Any, ...]:
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        try:
+            args = namespace["get_init_inputs"]()
+        except Exception as exc:  # noqa: BLE001
+            raise KernelBenchError(path, f"get_init_inputs() raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(args, (list, tuple)):
+        raise KernelBenchError(path, f"get_init_inputs() returned a {type(args).__name__}, not a list")
+
+    def plain(value: Any) -> bool:
+        if isinstance(value, (list, tuple)):
+            return all(plain(v) for v in value)
+        return value is None or isinstance(value, (bool, int, float, str))
+
+    for i, value in enumerate(args):
+        if not plain(value):
+            raise KernelBenchError(path, f"get_init_inputs()[{i}] is a {type(value).__name__}: gpuarena cannot carry "
+                                   "init inputs other than numbers, strings, None and lists or tuples of them yet")
+    return tuple(args)
+
+
+@dataclass
+class _Probe:
+    elements: int
+    outputs: list[tuple[list[int], str]]
+    n_inputs: int
+
+
+def _flatten_outputs(out: Any, path: Path) -> list[Any]:
+    import torch
+
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    for i, o in enumerate(outs):
+        if not isinstance(o, torch.Tensor):
+            raise KernelBenchError(path, f"forward() returns a {type(o).__name__} (output {i}): gpuarena compares "
+                                   "tensors only")
+    return outs
+
+
+def _probe(file: _File, sizes: dict[str, int], device: str) -> _Probe:
+    """Build the model and run forward at these sizes: on "meta" (shapes only, any size) or
+    on the "cpu" (seeded as the problem will be)."""
+    import torch
+
+    namespace = _run_file(file.source, file.path, sizes) if sizes != file.sizes else file.namespace
+    args = _init_args(namespace, file.path)
+    with torch.random.fork_rng(devices=[]), torch.no_grad(), torch.device(device):
+        torch.manual_seed(SEED)
+        try:
+            inputs = list(namespace["get_inputs"]())
+        except Exception as exc:  # noqa: BLE001
+            raise KernelBenchError(file.path, f"get_inputs() raised {type(exc).__name__}: {exc}") from None
+        model = namespace["Model"](*args)
+        outs = _flatten_outputs(model(*inputs), file.path)
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)] + outs
+    tensors += list(model.parameters()) + list(model.buffers())
+    for i, value in enumerate(inputs):
+        if not isinstance(value, (torch.Tensor, bool, int, float)):
+            raise KernelBenchError(file.path, f"get_inputs()[{i}] is a {type(value).__name__}: gpuarena passes "
+                                   "tensors and numbers only")
+    return _Probe(sum(t.numel() for t in tensors),
+                  [(list(o.shape), str(o.dtype).removeprefix("torch.")) for o in outs], len(inputs))
+
+
+def _elements(file: _File, sizes: dict[str, int]) -> int | None:
+    """Elements at these sizes (on meta), or None where they do not make a valid model."""
+    try:
+        return _probe(file, sizes, "meta").elements
+    except Exception:  # noqa: BLE001  a shape the file does not allow, or an op without meta support
+        return None
+
+
+def _input_elements(file: _File) -> int:
+    """Elements of get_inputs() at the file's sizes, made on meta (a huge count if that fails)."""
+    import torch
+
+    try:
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
+            values = file.namespace["get_inputs"]()
+        return sum(v.numel() for v in values if isinstance(v, torch.Tensor))
+    except Exception:  # noqa: BLE001
+        return 1 << 62
+
+
+def small_sizes(file: _File, limit: int = CPU_MAX_ELEMENTS) -> dict[str, int] | None:
+    """Sizes for a CPU workload: halve the largest size that still gives a valid model, until
+    the workload holds at most `limit` elements; None where no such sizes were found."""
+    current = dict(file.sizes)
+    size = _elements(file, current)
+    if size is None:
+        return None
+    while size > limit:
+        step = None
+        for name, value in sorted(current.items(), key=lambda item: -item[1]):
+            if value < MIN_SHRINK:
+                continue
+            candidate = {**current, name: value // 2}
+            elements = _elements(file, candidate)
+            if elements is not None and elements < size:
+                step = candidate, elements
+                break
+        if step is None:
+            return None
+        current, size = step
+    return current
+
+
+# -- writing the problem ------------------------------------------------------------------------
+
+def problem_name(path: Path) -> str:
+    name = re.sub(r"[^a-z0-9_\-]+", "_", path.stem.lower()).strip("_-")
+    return name or "kernelbench_problem"
+
+
+def level_of(path: Path, level: int | None) -> int:
+    if level is not None:
+        return level
+    for part in reversed(path.resolve().parts[:-1]):
+        found = re.fullmatch(r"level_?(\d+)", part.lower())
+        if found:
+            number = int(found.group(1))
+            if not 1 <= number <= 4:
+                raise KernelBenchError(path, f"is in a level {number} folder; gpuarena's levels are 1-4",
+                                       "give --level 1-4")
+            return number
+    return 1
+
+
+def _glue(input_names: list[str]) -> str:
+    params = ", ".join([*input_names, INIT_INPUT])
+    return f'''{MARKER}
+# gpuarena glue, written by `gpuarena import kernelbench` (gpuarena/interop/kernelbench.py).
+# reference() is Model's forward. The model is built as KernelBench's eval builds it
+# (torch.manual_seed(seed), Model(*get_init_inputs()), then .to(device, dtype)), once per
+# workload, from the last input; make_inputs() runs get_inputs() with torch seeded from the
+# harness's generator. The file above runs again with each workload's sizes put in place of
+# its top-level integer literals.
+import ast as _ast
+import copy as _copy
+from pathlib import Path as _Path
+
+import torch as _torch
+
+_SEED = {SEED}
+_INPUTS = {input_names!r}
+_INIT_FORMAT = {INIT_FORMAT!r}
+_MARKER = {MARKER!r}
+_namespaces = {{}}
+_models = {{}}
+
+
+def _namespace(sizes):
+    key = tuple(sorted(sizes.items()))
+    if key not in _namespaces:
+        text = _Path(__file__).read_text(encoding="utf-8").split("\\n" + _MARKER + "\\n", 1)[0]
+        tree = _ast.parse(text)
+        for node in tree.body:
+            target = (node.targets[0] if isinstance(node, _ast.Assign) and len(node.targets) == 1
+                      else node.target if isinstance(node, _ast.AnnAssign) else None)
+            if isinstance(target, _ast.Name) and target.id in sizes and node.value is not None:
+                node.value = _ast.copy_location(_ast.Constant(sizes[target.id]), node.value)
+        namespace = {{"__name__": "kernelbench_problem", "__file__": __file__}}
+        exec(compile(tree, __file__, "exec"), namespace)
+        _namespaces[key] = namespace
+    return _namespaces[key]
+
+
+def _init(sizes, dtype):
+    """(format, seed, init args, sizes, dtype): a plain tuple, the same in every draw."""
+    with _torch.random.fork_rng(devices=[]):
+        _torch.manual_seed(_SEED)
+        args = tuple(_namespace(sizes)["get_init_inputs"]())
+    return (_INIT_FORMAT, _SEED, args, tuple(sorted(sizes.items())), str(dtype).removeprefix("torch."))
+
+
+def _model(init, device, dtype):
+    key = (init, str(device), str(dtype))
+    if key not in _models:
+        _, seed, args, sizes, _ = init
+        if init not in _models:  # built on the CPU, as KernelBench builds it, and kept as built
+            with _torch.random.fork_rng(devices=[]), _torch.no_grad():
+                _torch.manual_seed(seed)
+                _models[init] = _namespace(dict(sizes))["Model"](*args)
+        _models[key] = _copy.deepcopy(_models[init]).to(device=device, dtype=dtype)
+    return _models[key]
+
+
+def reference({params}):
+    inputs = [{", ".join(input_names)}]
+    init = {INIT_INPUT}
+    tensors = [t for t in inputs if isinstance(t, _torch.Tensor)]
+    floating = [t for t in tensors if t.is_floating_point()]
+    device = tensors[0].device if tensors else _torch.device("cpu")
+    dtype = floating[0].dtype if floating else getattr(_torch, init[4])
+    return _model(init, device, dtype)(*inputs)
+
+
+def make_inputs(axes, dtype, device, generator):
+    namespace = _namespace(axes)
+    seed = int(_torch.randint(0, 2**62, (1,), generator=generator, device=device).item())
+    with _torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        _torch.manual_seed(seed)
+        values = list(namespace["get_inputs"]())
+    if len(values) != len(_INPUTS):
+        raise ValueError(f"get_inputs() returned {{len(values)}} values; the problem was imported with {{len(_INPUTS)}}")
+    inputs = {{}}
+    for name, value in zip(_INPUTS, values):
+        if isinstance(value, _torch.Tensor):
+            value = value.to(device=device, dtype=dtype if value.is_floating_point() else value.dtype)
+        inputs[name] = value
+    inputs[{INIT_INPUT!r}] = _init(axes, dtype)
+    return inputs
+'''
+
+
+def _toml_str(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _problem_toml(file: _File, name: str, level: int, outputs: list[str],
+                  workloads: list[tuple[str, dict[str, int], str, list[str]]]) -> str:
+    lines = [
+        f"# Imported from the KernelBench problem {_toml_str(file.path.name)} by `gpuarena import kernelbench`.",
+        f"name = {_toml_str(name)}",
+        f"level = {level}",
+        f"summary = {_toml_str(file.summary)}",
+        'tags = ["kernelbench"]',
+        'convention = "return"',
+        f"outputs = [{', '.join(_toml_str(o) for o in outputs)}]",
+        "",
+        "[provenance]",
+        'framework = "kernelbench"',
+        f"operator = {_toml_str(file.path.name)}",
+        "",
+        "# KernelBench's tolerance for the dtype (atol = rtol); l2 is gpuarena's default bound",
+    ]
+    for dtype in sorted({w[2] for w in workloads}):
+        tol, l2 = TOLERANCE[dtype]
+        lines += [f"[tolerance.{dtype}]", f"atol = {tol!r}", f"rtol = {tol!r}", f"l2 = {l2!r}", ""]
+    for workload_name, sizes, dtype, devices in workloads:
+        axes = ", ".join(f"{k} = {v}" for k, v in sizes.items())
+        lines += ["[[workloads]]", f"name = {_toml_str(workload_name)}", f"axes = {{ {axes} }}",
+                  f"dtype = {_toml_str(dtype)}", f"devices = [{', '.join(_toml_str(d) for d in devices)}]", ""]
+    return "\n".join(lines)
+
+
+def _readme(file: _File, name: str, workloads: list[tuple[str, dict[str, int], str, list[str]]]) -> str:
+    rows = "\n".join(f"| {w} | {', '.join(f'{k}={v}' for k, v in s.items()) or '-'} | {d} | {', '.join(dv)} |"
+                     for w, s, d, dv in workloads)
+    return f"""# {name}
+
+{file.summary}
+
+Imported from the KernelBench problem file `{file.path.name}` by `gpuarena import kernelbench`;
+`reference.py` holds it verbatim. A KernelBench solution file (`class ModelNew`) runs as it is:
+
+```bash
+gpuarena run PROBLEM model_new.py --device cuda
+```
+
+Both modules are built as KernelBench builds them: `torch.manual_seed({SEED})`, then
+`Model(*get_init_inputs())`, once per workload; a ModelNew that makes its parameters in the
+same order as Model gets the same ones. Forward's inputs are drawn fresh for every call set.
+
+| workload | sizes | dtype | devices |
+| --- | --- | --- | --- |
+{rows}
+"""
+
+
+def _write_staging(files: dict[str, str], out_dir: Path) -> Path:
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    for name, text in files.items():
+        (staging / name).write_text(text, encoding="utf-8")
+    return staging
+
+
+def _forget_reference(folder: Path) -> None:
+    """check_problem imported the staging copy's reference.py: drop it from sys.modules."""
+    sys.modules.pop(f"gpuarena_reference_{abs(hash(str(folder.resolve() / 'reference.py')))}", None)
+
+
+def import_file(path: Path | str, out_root: Path | str, *, level: int | None = None,
+                dtypes: tuple[str, ...] = ("float32",), force: bool = False, keep_failing: bool = False,
+                check_device: str = "cpu") -> Outcome:
+    """One KernelBench problem file as the problem folder OUT_ROOT/levelN/NAME, checked with
+    `gpuarena check` first. Never raises for the file's own faults: the Outcome says them."""
+    path = Path(path)
+    try:
+        return _import_file(path, Path(out_root), level, dtypes, force, keep_failing, check_device)
+    except GpuarenaError as exc:
+        return Outcome(path, "error", messages=[str(exc)])
+
+
+def _import_file(path: Path, out_root: Path, level: int | None, dtypes: tuple[str, ...], force: bool,
+                 keep_failing: bool, check_device: str) -> Outcome:
+    from gpuarena.problems.check import check_problem
+
+    for dtype in dtypes:
+        if dtype not in TOLERANCE:
+            raise KernelBenchError(path, f"dtype {dtype!r} is not one KernelBench evaluates",
+                                   f"use {', '.join(TOLERANCE)}")
+    file = read_file(path)
+    if INIT_INPUT in file.sizes:
+        raise KernelBenchError(path, f"has a top-level constant named {INIT_INPUT!r}, the name of gpuarena's init input")
+    number = level_of(path, level)
+    name = problem_name(path)
+    meta_error = ""
+    try:
+        full: _Probe | None = _probe(file, file.sizes, "meta")
+    except KernelBenchError:
+        raise
+    except Exception as exc:  # noqa: BLE001  an op without meta support (or a broken model): a CPU run decides
+        full, meta_error = None, f"{type(exc).__name__}: {exc}"
+    notes: list[str] = []
+    small: dict[str, int] | None = None
+    if full is not None:
+        whole_on_cpu = full.elements <= CPU_MAX_ELEMENTS
+        if not whole_on_cpu:
+            small = small_sizes(file)
+    else:  # shapes unknown without running it: only inputs small enough are run on the CPU
+        whole_on_cpu = _input_elements(file) <= CPU_MAX_ELEMENTS
+    cpu_sizes = file.sizes if whole_on_cpu else small
+    if cpu_sizes is None:
+        notes.append(f"no CPU-sized workload (at most {CPU_MAX_ELEMENTS} elements) could be derived from the file's sizes"
+                     + (f"; on the meta device forward raised {meta_error}" if meta_error else ""))
+    cpu = None
+    if cpu_sizes is not None:
+        try:
+            cpu = _probe(file, cpu_sizes, "cpu")
+        except KernelBenchError:
+            raise
+        except Exception as exc:  # noqa: BLE001  the model itself fails: the user's file
+            at = "" if whole_on_cpu else f" at the CPU workload's sizes {cpu_sizes}"
+            raise KernelBenchError(path, f"Model(*get_init_inputs())(*get_inputs()){at} raised "
+                                   f"{type(exc).__name__}: {exc}") from None
+    probe = cpu or full
+    if probe is None:
+        raise KernelBenchError(path, f"forward() could not be run: on the meta device it raised {meta_error}, and the "
+                               "file's sizes are too large for a CPU run", "check the file runs in KernelBench")
+    input_names = _names_from_forward(file.namespace["Model"], probe.n_inputs)
+    outputs = ["output"] if len(probe.outputs) == 1 else [f"output{i}" for i in range(len(probe.outputs))]
+
+    workloads: list[tuple[str, dict[str, int], str, list[str]]] = []
+    for dtype in dtypes:
+        suffix = "" if dtypes == ("float32",) else f"-{dtype}"
+        workloads.append((f"kernelbench{suffix}", dict(file.sizes), dtype,
+                          ["cpu", "cuda"] if whole_on_cpu else ["cuda"]))
+        if small is not None and not whole_on_cpu:
+            workloads.append((f"cpu-small{suffix}", small, dtype, ["cpu", "cuda"]))
+    files = {
+        "problem.toml": _problem_toml(file, name, number, outputs, workloads),
+        "reference.py": HEADER + "\n" + file.source.rstrip("\n") + "\n" + _glue(input_names),
+        "README.md": _readme(file, name, workloads),
+    }
+    out_dir = out_root / f"level{number}" / name
+    if out_dir.exists() and any(out_dir.iterdir()) and not force:
+        raise KernelBenchError(path, f"{out_dir} exists and is not empty", "--force replaces it")
+    staging = _write_staging(files, out_dir)
+    try:
+        report = check_problem(staging, device=check_device)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        _forget_reference(staging)
+    findings = [m.replace(str(staging), str(out_dir)).replace(staging.name, name) for m in report.errors]
+    outcome = Outcome(path, "imported" if report.ok else "failed-check", problem_id=f"level{number}/{name}",
+                      messages=notes + findings, workloads=[w[0] for w in workloads])
+    if report.ok or keep_failing:
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        staging.rename(out_dir)
+        outcome.folder = out_dir
+    else:
+        shutil.rmtree(staging, ignore_errors=True)
+    return outcome
+
+
+def kernelbench_files(paths: list[Path]) -> list[Path]:
+    """The .py files named, and those in the folders named (recursively, sorted)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
+        else:
+            found.append(path)
+    return found
+
+
+def import_files(paths: list[Path | str], out_root: Path | str, **options: Any) -> list[Outcome]:
+    """Every KernelBench file among paths imported under out_root; one file's fault stops no other."""
+    outcomes = []
+    for path in kernelbench_files([Path(p) for p in paths]):
+        if not path.exists():
+            outcomes.append(Outcome(path, "error", messages=[f"{path}: not found"]))
+            continue
+        outcomes.append(import_file(path, out_root, **options))
+    return outcomes
