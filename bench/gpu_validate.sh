@@ -19,6 +19,8 @@
 #     redteam-iso the GPU-only cases and a few families with GPUARENA_WORKER_ISOLATION=1
 #                 (REDTEAM_ISO_ALL=1: the whole corpus)
 #     examples    gpuarena run level1/softmax on the three examples
+#     profile     profile mode: its GPU tests, then `gpuarena run --mode profile` on the Triton and CUDA
+#                 softmax examples (tables in the log; reports, rooflines and records kept in logs/profile)
 #     service     gpuarena serve + users add + submit + leaderboard on this GPU
 #     fidelity    bench/fidelity.py (timing vs ncu; FIDELITY_ARGS are passed on)
 #     overhead    bench/research/kernel_overhead.py (CUPTI vs ncu per kernel, back-to-back period)
@@ -229,6 +231,17 @@ for s in "${steps[@]}"; do
           --device cuda --cases "${REDTEAM_CASES:-}" --json "$OUT/audit-metric-$metric$AUDIT_TAG.json"
       done ;;
     examples) do_examples ;;
+    profile)
+      mkdir -p "$W/profile"
+      GPUARENA_GPU_OUT=$W/profile step profile-tests "${T_TESTS:-420}" python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider \
+        -rfEs -k profile --timeout 400
+      last profile-tests '(passed|failed|error|skipped)' 1
+      for lang in triton cuda; do
+        local_src=examples/softmax/$lang.py; [ $lang = cuda ] && local_src=examples/softmax/cuda
+        step "profile-$lang" "${T_EXAMPLE:-300}" python3 -m gpuarena.cli run level1/softmax "$local_src" --device cuda \
+          --mode profile --workload llama3-vocab-256 --profile-out "$W/profile/$lang"
+        last "profile-$lang" '(PASSED|WRONG|ERROR|TIMEOUT|kernels)' 3
+      done ;;
     service) do_service ;;
     fidelity) do_fidelity ;;
     overhead) step overhead "${T_OVERHEAD:-240}" python3 bench/research/kernel_overhead.py --out "$OUT/kernel-overhead.json" ;;

@@ -214,3 +214,29 @@ def test_worker_of_its_own_user_maps_cuda_buffers():
     mutated = judge("level1/softmax", SOLUTIONS / "mutates_input.py", device="cuda", workloads=["small-64x1000"],
                     worker_isolation=True)
     assert mutated.status == "REJECTED", mutated.reason + mutated.log[-2000:]
+
+
+@pytest.mark.parametrize("language, path", [("triton", EXAMPLES / "softmax" / "triton.py"),
+                                            ("cuda", EXAMPLES / "softmax" / "cuda")])
+def test_profile_mode_on_the_softmax_examples(language, path, tmp_path):
+    """ncu, run as the sandboxed worker's user, profiles the solution's call and the
+    reference's: kernels with their figures, both reports kept, the outputs checked."""
+    from gpuarena.harness.profile import find_ncu, run_profile
+    from gpuarena.problems import resolve_problem
+    from gpuarena.solutions import load_solution
+
+    if find_ncu() is None:
+        pytest.skip("no Nsight Compute here")
+    record = run_profile(resolve_problem("level1/softmax"), load_solution(path), "cuda", tmp_path,
+                         workload="small-128x4096", timeout_s=400)
+    keep(f"profile-{language}", record)
+    if "ERR_NVGPUCTRPERM" in record.reason or "NVreg_RestrictProfilingToAdminUsers" in record.reason:
+        pytest.skip(record.reason)
+    assert record.status == "PASSED", record.reason
+    for side in (record.solution_profile, record.reference_profile):
+        assert side.kernels and Path(side.report).is_file()
+        assert all(k.duration_us and k.duration_us > 0 for k in side.kernels)
+    main = max(record.solution_profile.kernels, key=lambda k: k.duration_us)
+    assert main.compute_throughput_pct is not None and main.memory_throughput_pct is not None
+    assert main.registers_per_thread and main.stalls and main.dram_bytes
+    assert Path(record.roofline).read_text().count("<circle") >= 3

@@ -33,17 +33,24 @@ def run(
     problem: Annotated[str, typer.Argument(help="Problem folder or bundled id, e.g. level1/softmax")],
     solution: Annotated[Path, typer.Argument(help="solve() in a .py file, a folder with solution.toml, or a pack")],
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
-    mode: Annotated[str, typer.Option(help="test (correctness), benchmark (and timing), ranked (secret seed)")] = "benchmark",
+    mode: Annotated[str, typer.Option(help="test (correctness), benchmark (and timing), ranked (secret seed), profile (Nsight Compute on one workload)")] = "benchmark",
     timeout: Annotated[Optional[float], typer.Option(help="Limit for the whole run, in seconds [default: the problem's for the mode]")] = None,
     workload: Annotated[Optional[list[str]], typer.Option(help="Only this workload (repeatable)")] = None,
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record as JSON on stdout")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show where the run's time went, per phase")] = False,
     ncu: Annotated[Optional[bool], typer.Option("--ncu/--no-ncu", help="Read ncu's Duration for both sides after timing (CUDA; about 4 s more on an H100) [default: in ranked mode]")] = None,
+    profile_out: Annotated[Path, typer.Option(help="Profile mode: where the .ncu-rep reports and roofline.svg go")] = Path("gpuarena-profile"),
 ) -> None:
-    """Judge SOLUTION on PROBLEM: correctness on fresh inputs, then timing against the reference."""
-    if mode not in ("test", "benchmark", "ranked"):
-        fail(ValueError(f"--mode must be test, benchmark or ranked, not {mode!r}"))
+    """Judge SOLUTION on PROBLEM: correctness on fresh inputs, then timing against the reference
+    (--mode profile: both sides' kernels under Nsight Compute instead, on one workload)."""
+    if mode not in ("test", "benchmark", "ranked", "profile"):
+        fail(ValueError(f"--mode must be test, benchmark, ranked or profile, not {mode!r}"))
+    if mode == "profile":
+        from gpuarena.cli.profile_cli import run_profile_command
+
+        run_profile_command(problem, solution, device, workload, timeout, json_out, profile_out)
+        return
     ahead = _worker_ahead(device)  # its imports overlap this process's own (torch: seconds)
     try:
         _run(problem, solution, device, mode, timeout, workload, budget, json_out, verbose, ahead, ncu)

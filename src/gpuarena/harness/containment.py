@@ -184,12 +184,14 @@ def shared_folders(env: dict[str, str], dedicated: bool, cache_variables: list[s
 
 
 def sandbox_argv(binary: str, run_folder: Path, workdir: Path, gpu: bool, network: bool,
-                 tmpfs_bytes: int, env: dict[str, str], shared: list[str] = ()) -> list[str]:
+                 tmpfs_bytes: int, env: dict[str, str], shared: list[str] = (),
+                 readable: list[str] = ()) -> list[str]:
     """bubblewrap's command line for a worker (env: the worker's environment; shared: folders
-    it may write besides its own): what it sees, and nothing else."""
+    it may write besides its own; readable: more it may read, such as Nsight Compute's
+    installation in profile mode): what it sees, and nothing else."""
     args = _namespace_args(binary, network)
-    readable: list[str] = []
-    for path in [*SYSTEM_PATHS, *_python_paths(env), *_tool_paths(env), *(_cuda_paths() if gpu else [])]:
+    extra, readable = list(readable), []
+    for path in [*SYSTEM_PATHS, *_python_paths(env), *_tool_paths(env), *(_cuda_paths() if gpu else []), *extra]:
         real = os.path.realpath(path)
         if os.path.exists(real) and _outside(real, readable):
             readable.append(real)

@@ -118,11 +118,14 @@ class WorkerProcess:
     """
 
     def __init__(self, workdir: Path, log_path: Path, isolate_network: bool = False,
-                 memory_limit: int | None = None, user: tuple[int, int, bool] | None = None, gpu: bool = True):
+                 memory_limit: int | None = None, user: tuple[int, int, bool] | None = None, gpu: bool = True,
+                 exec_argv: list[str] | None = None, readable: list[str] = (), writable: list[str] = ()):
         """user: (uid, gid, dedicated) to run the worker as (see sandbox.worker_identity);
         workdir must then be the worker's (the caller gives it the folder). gpu: whether the
         worker may see the GPUs' device files (a CPU run's worker may not: its time would not
-        count work done on a GPU)."""
+        count work done on a GPU). exec_argv: a program to run under the guards instead of the
+        worker (profile mode's Nsight Compute; it does not answer requests), with the folders
+        it must read (readable) and write (writable) besides the worker's."""
         self.log_path = log_path
         self.user = user
         self.gpu = gpu
@@ -145,13 +148,18 @@ class WorkerProcess:
         self.conn = Connection(ours.detach())
         child_fd = theirs.detach()
         self._log = open(log_path, "wb")
-        command = ([sys.executable, "-m", "gpuarena.harness.sandbox", str(child_fd)]
-                   + (["--isolate-network"] if isolate_network else [])
-                   + (["--memory-limit", str(memory_limit)] if memory_limit else [])
-                   + (["--user", f"{user[0]}:{user[1]}"] if user else []))
         binary = containment.bwrap_path()
         self.sandbox_problem = containment.bwrap_problem(binary) if binary else (
             "turned off (GPUARENA_SANDBOX=0)" if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed")
+        # a program run instead of the worker (ncu) may need loopback, which bubblewrap's network
+        # namespace has and the worker's own unshare (without bubblewrap) leaves down
+        own_netns = isolate_network and not (exec_argv and not self.sandbox_problem)
+        command = ([sys.executable, "-m", "gpuarena.harness.sandbox", str(child_fd)]
+                   + (["--isolate-network"] if own_netns else [])
+                   + (["--memory-limit", str(memory_limit)] if memory_limit else [])
+                   + (["--user", f"{user[0]}:{user[1]}"] if user else [])
+                   + (["--exec", *exec_argv] if exec_argv else []))
+        self.readable, self.writable = list(readable), list(writable)
         self.cache_root = SANDBOX_CACHE_ROOT if not self.sandbox_problem else workdir / ".cache"
         """Where the worker compiles, as the worker sees it (when it runs as a user of its own per run)."""
         env = scrubbed_env(workdir, user, self.cache_root)
@@ -180,7 +188,7 @@ class WorkerProcess:
         info_fd = os.open(info_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         shared = containment.shared_folders(env, bool(self.user and self.user[2]), list(CACHE_VARIABLES))
         argv = containment.sandbox_argv(binary, run_folder, workdir, gpu=self.gpu, network=network, tmpfs_bytes=tmpfs,
-                                        env=env, shared=shared)
+                                        env=env, shared=shared + self.writable, readable=self.readable)
         # the options go through a pipe (--args), not the command line: /proc/1/cmdline inside
         # the sandbox would otherwise show the worker every path bound or hidden from it
         options_read, options_write = os.pipe()

@@ -248,8 +248,16 @@ def _option(args: list[str], name: str) -> str | None:
 
 def main() -> None:
     """Usage: python -m gpuarena.harness.sandbox FD [--isolate-network] [--memory-limit BYTES]
-    [--user UID:GID]"""
+    [--user UID:GID] [--exec PROGRAM ARG...]
+
+    --exec: once the guards are applied, replace this process with PROGRAM instead of serving
+    the harness's requests (profile mode: Nsight Compute, which starts the solution's process
+    under the same guards: the user, the limits and the subreaper flag survive exec)."""
     args = sys.argv[1:]
+    program: list[str] = []
+    if "--exec" in args:
+        at = args.index("--exec")
+        args, program = args[:at], args[at + 1:]
     network = "available"
     if "--isolate-network" in args:
         args.remove("--isolate-network")
@@ -268,6 +276,9 @@ def main() -> None:
     # orphans of the solution (double forks, setsid daemons) come back to the worker, where
     # the per-call check sees them
     become_subreaper()
+    if program:
+        sys.stdout.flush()
+        os.execvp(program[0], program)
     from gpuarena.harness.worker import main as worker_main
 
     worker_main(args, network=network, rights=rights)
