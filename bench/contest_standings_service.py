@@ -39,7 +39,10 @@ from gpuarena.service.tables import (ContestEntry, ContestRow, Problem, Solution
 START = dt.datetime(2026, 12, 1)
 
 
-def fill(db: Database, contestants: int, problems: int, rule: dict, seed: int) -> None:
+def fill(db: Database, contestants: int, problems: int, rule: dict, seed: int, start: dt.datetime = START,
+         hours: float = 60.0) -> None:
+    """A contest 'bench' of three days from start, its entries in its first `hours`."""
+    START = start  # noqa: N806
     rng = random.Random(seed)
     slugs = [f"level{p % 4 + 1}/op{p:02d}" for p in range(problems)]
     with db.write() as session:
@@ -62,7 +65,7 @@ def fill(db: Database, contestants: int, problems: int, rule: dict, seed: int) -
             skill = rng.lognormvariate(0, 0.5)
             for p in range(problems):
                 score = skill * rng.lognormvariate(0, 0.4)
-                at = START + dt.timedelta(hours=rng.uniform(0, 60))
+                at = START + dt.timedelta(hours=rng.uniform(0, hours))
                 for again in range(2 if rng.random() < 0.1 else 1):
                     sid = len(submissions) + 1
                     s = score * (1.2 if again and rng.random() < 0.5 else 1.0)

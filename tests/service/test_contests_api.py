@@ -275,3 +275,23 @@ def test_kept_standings_follow_results_reviews_and_slow_commits(api) -> None:
             review="accepted", merged_upstream=True, updated_at=utcnow() - dt.timedelta(seconds=30)))
     assert rows(c.standings())[0] == (1, "carol", 55.0, None)
     assert len(contest_standings._kept) >= 1
+
+
+def test_the_standings_json_is_the_standings_record_kept_until_a_change(api, monkeypatch) -> None:
+    """The API's standings JSON is serialized in chunks of rows and kept per change: the same
+    document as the record itself, the same bytes until an entry changes."""
+    from gpuarena.service import contest_standings, contests
+
+    monkeypatch.setattr(contest_standings, "CHUNK", 1)  # several chunks from a handful of rows
+    c = Contest(api)
+    c.create()
+    ids = [c.submit(api.user(name)).json()["id"] for name in ("alice", "bob", "carol")]
+    c.judge({i: evaluation(1.0 + k) for k, i in enumerate(ids)})
+    first = c.standings()
+    with api.db.read() as session:
+        row = contests.get(session, "spring")
+        record = contest_standings.standings(session, row, None)
+        assert first == record.model_dump(mode="json")
+        assert len(first["standings"]["rows"]) == 3
+        assert contest_standings.standings_json(session, row, None) is contest_standings.standings_json(
+            session, row, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -113,20 +113,23 @@ class Entry(Strict):
         """An entry from fields already checked (the service's own tables), every field given:
         what model_construct does, without its per-field default handling, which costs 30 µs
         an entry: a standings read of a large contest builds hundreds of thousands."""
-        if len(fields) != len(_ENTRY_FIELDS):
-            missing = sorted(_ENTRY_FIELDS - set(fields))
-            raise ValueError(f"Entry.trusted needs every field; missing: {missing}")
-        entry = cls.__new__(cls)
-        object.__setattr__(entry, "__dict__", fields)
-        object.__setattr__(entry, "__pydantic_fields_set__", _ENTRY_FIELDS)
-        object.__setattr__(entry, "__pydantic_extra__", None)
-        object.__setattr__(entry, "__pydantic_private__", None)
-        return entry
+        return _trusted(cls, fields, _ENTRY_FIELDS)
 
     @property
     def passed(self) -> bool:
         """Passed with a speed-up: what the speed-ranked rules read."""
         return self.status == PASSED and self.score is not None
+
+
+def _trusted(cls: type[Strict], fields: dict, names: frozenset[str]) -> Any:
+    if len(fields) != len(names):
+        raise ValueError(f"{cls.__name__}.trusted needs every field; missing: {sorted(names - set(fields))}")
+    record = cls.__new__(cls)
+    object.__setattr__(record, "__dict__", fields)
+    object.__setattr__(record, "__pydantic_fields_set__", names)
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record
 
 
 _ENTRY_FIELDS = frozenset(Entry.model_fields)
@@ -173,9 +176,10 @@ class CcfKernelRule(Strict):
     """Operators contributed upstream: points by level for each accepted problem."""
 
     name: Literal["ccf-kernel"]
-    level_points: dict[int, float] = Field(default_factory=lambda: {1: 5, 2: 10, 3: 50, 4: 50})
-    """Base points of an accepted problem, by level."""
-    merged_points: float = Field(default=50, ge=0)
+    level_points: dict[int, float] = Field(default_factory=lambda: {1: 5.0, 2: 10.0, 3: 50.0, 4: 50.0})
+    """Base points of an accepted problem, by level (defaults are floats, as validated values
+    are: a default is not validated, and an int would show as one in the breakdowns)."""
+    merged_points: float = Field(default=50.0, ge=0)
     """Added when the contribution was merged upstream."""
 
     @field_validator("level_points")
@@ -285,6 +289,15 @@ class Row(Strict):
     tie_break: str | None = None
     """The tie rule that put this row below the row above with an equal total; None where the
     totals differ, on the first row, and where the rows share a rank."""
+
+    @classmethod
+    def trusted(cls, fields: dict) -> Row:
+        """A row from a rule's own figures, every field given, without validation (Entry.trusted):
+        model_construct's default handling costs more than the rule's work per row."""
+        return _trusted(cls, fields, _ROW_FIELDS)
+
+
+_ROW_FIELDS = frozenset(Row.model_fields)
 
 
 class Standings(Strict):

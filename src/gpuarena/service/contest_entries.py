@@ -13,6 +13,7 @@ from sqlalchemy import Row, Text, select, type_coerce
 from sqlalchemy.orm import Session
 
 from gpuarena.contests.model import Entry
+from gpuarena.contests.table import COLUMNS
 from gpuarena.service.tables import ContestEntry, ContestRow, Problem, Submission, User
 
 REVIEWED = {"accepted": True, "rejected": False}
@@ -85,3 +86,13 @@ def as_entry(r: tuple) -> Entry:
 def rule_entries(session: Session, row: ContestRow, contestants: set[str] | None = None) -> list[Entry]:
     """The contest's entries (or those of some contestants), as the scoring rules read them."""
     return [as_entry(r) for r in entry_rows(session, row, _RULE_ROWS, contestants)]
+
+
+def rule_columns(columns: list[tuple]) -> dict[str, tuple | list]:
+    """Columns of _RULE_COLUMNS (rows transposed) as contests.table reads them: the review as
+    accepted_by_organizer; times, bonus and names as they come (the table parses them). The
+    scores of a run that did not pass are dropped by the table (failed_scores=False), as
+    as_entry drops them."""
+    named: dict[str, tuple | list] = dict(zip(COLUMNS, columns))
+    named["accepted_by_organizer"] = [REVIEWED.get(r) for r in named["accepted_by_organizer"]]
+    return named

@@ -10,13 +10,15 @@ import json
 import threading
 from dataclasses import dataclass, field
 
-from sqlalchemy import Row
+import numpy as np
+from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
+from gpuarena.contests import columnar
 from gpuarena.contests import rules as contest_rules
-from gpuarena.contests.eligibility import board_key, counted
-from gpuarena.contests.model import Entry, Standings
-from gpuarena.service.contest_entries import RULE_ROWS_STAMPED, as_entry, as_time
+from gpuarena.contests.model import Contest, Row, Standings
+from gpuarena.contests.table import COLUMNS, EntryTable, micros
+from gpuarena.service.contest_entries import RULE_ROWS_STAMPED, as_time, rule_columns
 from gpuarena.service.contest_schemas import ContestSpec, ProblemBest, StandingsOut
 from gpuarena.service.contests import is_organizer, phase, spec_of
 from gpuarena.service.deps import Caller
@@ -30,21 +32,26 @@ SCREEN_BY_DEFAULT = {"fastest": contest_rules.fastest.SCREEN_BY_DEFAULT,
                      "ccf-migration": contest_rules.ccf_migration.SCREEN_BY_DEFAULT}
 
 
-def _per_problem_best(spec: ContestSpec, entries: list[Entry]) -> list[ProblemBest]:
-    best: dict[str, Entry] = {}
-    for e in counted(spec.scoring(), entries, screen_by_default=SCREEN_BY_DEFAULT[spec.rule.name]):
-        if not e.passed or e.accepted_by_organizer is False:
-            continue
-        key = board_key(e.problem, e.device_kind)
-        held = best.get(key)
-        if held is None or (e.score, -e.submitted_at.timestamp()) > (held.score, -held.submitted_at.timestamp()):
-            best[key] = e
-    out = []
-    for p in spec.problems:
-        for d in spec.device_kinds:
-            e = best.get(board_key(p, d))
-            out.append(ProblemBest(problem=p, device_kind=d, contestant=e.contestant if e else None,
-                                   score=e.score if e else None, submission_id=e.submission_id if e else None))
+def _per_problem_best(spec: ContestSpec, contest: Contest, t: EntryTable) -> list[ProblemBest]:
+    """The best counted, passing, not rejected speed-up per board: higher speed-up, then the
+    earlier, then the first submitted (one lexsort over the counted rows)."""
+    c = columnar.counted(contest, t, screen_by_default=SCREEN_BY_DEFAULT[spec.rule.name])
+    shown = t.passed[c.rows] & (t.accepted[c.rows] != 0)
+    rows, board = c.rows[shown], c.board[shown]
+    top = np.full(len(c.scoped.boards), -np.inf)
+    np.maximum.at(top, board, t.score[rows])
+    reach = np.flatnonzero(t.score[rows] == top[board])  # the board's best speed-up: a few rows
+    best: dict[int, tuple[int, int, int]] = {}
+    for b, at, sid, r in zip(board[reach].tolist(), t.submitted_at[rows[reach]].tolist(),
+                             t.submission_id[rows[reach]].tolist(), rows[reach].tolist()):
+        if b not in best or (at, sid) < best[b][:2]:
+            best[b] = (at, sid, r)
+    names, out = t.names["contestant"], []
+    for i, (p, d) in enumerate((p, d) for p in spec.problems for d in spec.device_kinds):
+        r = best[i][2] if i in best else None
+        out.append(ProblemBest(problem=p, device_kind=d) if r is None else ProblemBest(
+            problem=p, device_kind=d, contestant=names[t.contestant[r]], score=float(t.score[r]),
+            submission_id=int(t.submission_id[r])))
     return out
 
 
@@ -55,41 +62,36 @@ stamped when made and seen when committed, so a slow transaction can land after 
 
 @dataclass
 class _Kept:
-    """A contest's entries as the rules read them, kept in this process and brought up to date
-    on each read with the entries changed since (contest_entries.updated_at, indexed), so that
-    a result or a review costs the rule's run, not a reread of every entry."""
+    """A contest's entries as the rules read them (contests.table: columns, filled straight
+    from the rows), kept in this process and brought up to date on each read with the entries
+    changed since (contest_entries.updated_at, indexed), in place: a result or a review costs
+    its own rows and the rule's run over the columns, not a reread of every entry."""
 
     config: str
-    entries: dict[int, Entry] = field(default_factory=dict)
+    table: EntryTable = field(default_factory=lambda: EntryTable.from_columns({n: [] for n in COLUMNS}))
     updated: dict[int, str] = field(default_factory=dict)
     """Submission id -> the updated_at applied (as stored)."""
     seen: dt.datetime | None = None
-    in_order: bool = True
     shown: dict[bool, StandingsOut] = field(default_factory=dict)
     """Standings computed from these entries, by frozen view; cleared when an entry changes."""
+    json: dict[int, tuple[StandingsOut, bytes]] = field(default_factory=dict)
+    """id(shown standings) -> them and their JSON (standings_json); cleared with shown."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def apply(self, rows: list[Row]) -> bool:
-        changed = False
-        for r in rows:
-            sid, stamp = r[0], r[-1]
-            if self.updated.get(sid) == stamp:
-                continue
-            if self.entries and sid not in self.entries and sid < next(reversed(self.entries)):
-                self.in_order = False
-            self.entries[sid], self.updated[sid] = as_entry(r[:-1]), stamp
-            when = as_time(stamp)
-            self.seen = when if self.seen is None or when > self.seen else self.seen
-            changed = True
-        if changed:
-            self.shown.clear()
-        return changed
-
-    def in_submission_order(self) -> list[Entry]:
-        if not self.in_order:
-            self.entries = dict(sorted(self.entries.items()))
-            self.in_order = True
-        return list(self.entries.values())
+    def apply(self, rows: list[tuple]) -> bool:
+        updated = self.updated
+        fresh = [r for r in rows if updated.get(r[0]) != r[-1]] if updated else rows
+        if not fresh:
+            return False
+        columns = list(zip(*fresh))
+        stamps = columns.pop()
+        self.table.upsert(rule_columns(columns), failed_scores=False)
+        updated.update(zip(columns[0], stamps))
+        newest = as_time(max(stamps))
+        self.seen = newest if self.seen is None or newest > self.seen else self.seen
+        self.shown.clear()
+        self.json.clear()
+        return True
 
 
 _kept: dict[tuple[str, int], _Kept] = {}
@@ -111,7 +113,12 @@ def _refresh(session: Session, row: ContestRow, kept: _Kept) -> None:
     query = RULE_ROWS_STAMPED.where(ContestEntry.contest_id == row.id)
     if kept.seen is not None:
         query = query.where(ContestEntry.updated_at >= kept.seen - LAG)
-    kept.apply(list(session.connection().execute(query.order_by(ContestEntry.submission_id)).all()))
+    result = session.connection().execute(query)
+    try:  # the driver's plain tuples: building 560,000 Row objects costs a second and more
+        rows = result.cursor.fetchall()
+    finally:
+        result.close()
+    kept.apply(rows)
 
 
 def standings(session: Session, row: ContestRow, viewer: Caller | None, live: bool = False) -> StandingsOut:
@@ -128,14 +135,37 @@ def standings(session: Session, row: ContestRow, viewer: Caller | None, live: bo
         _refresh(session, row, kept)
         shown = kept.shown.get(shown_frozen)
         if shown is None:
-            entries = kept.in_submission_order()
+            table = kept.table
             if shown_frozen:
-                entries = [e for e in entries if e.submitted_at < spec.freeze_at]
-            table = contest_rules.standings(spec.scoring(), entries)
+                table = table.take(table.submitted_at < micros(spec.freeze_at))
+            contest = spec.scoring()
             shown = kept.shown[shown_frozen] = StandingsOut(
-                standings=table, frozen=shown_frozen, live=not shown_frozen, computed_at=utcnow(),
-                per_problem_best=_per_problem_best(spec, entries))
+                standings=contest_rules.standings(contest, table), frozen=shown_frozen, live=not shown_frozen,
+                computed_at=utcnow(), per_problem_best=_per_problem_best(spec, contest, table))
     return shown
+
+
+_ROWS = TypeAdapter(list[Row])
+CHUNK = 500
+"""Rows serialized per call: one call holds the GIL throughout, and 10,000 rows of 50 problems
+(12 MB of JSON) in one would stall every other request of the process for a third of a second
+(bench/contest_leaderboard_reads.py)."""
+
+
+def standings_json(session: Session, row: ContestRow, viewer: Caller | None, live: bool = False) -> bytes:
+    """standings() as the API's JSON, serialized once per change and in chunks of rows, so
+    that polling clients cost nothing and other requests run between the chunks."""
+    shown = standings(session, row, viewer, live)
+    kept = _kept_entries(session, row)
+    cached = kept.json.get(id(shown))
+    if cached is not None and cached[0] is shown:
+        return cached[1]
+    head = shown.model_copy(update={"standings": shown.standings.model_copy(update={"rows": []})})
+    rows = shown.standings.rows
+    parts = b",".join(_ROWS.dump_json(rows[i:i + CHUNK])[1:-1] for i in range(0, len(rows), CHUNK))
+    body = head.model_dump_json().encode().replace(b'"rows":[]', b'"rows":[' + parts + b"]", 1)
+    kept.json[id(shown)] = (shown, body)
+    return body
 
 
 def standings_csv(table: Standings) -> str:

@@ -6,8 +6,9 @@ from collections.abc import Callable, Iterable
 
 from gpuarena.contests.model import Contest, Entry, Standings
 from gpuarena.contests.rules import ccf_dataset, ccf_kernel, ccf_migration, fast_p, fastest
+from gpuarena.contests.table import EntryTable
 
-RuleFunction = Callable[[Contest, Iterable[Entry]], Standings]
+RuleFunction = Callable[[Contest, Iterable[Entry] | EntryTable], Standings]
 
 RULES: dict[str, RuleFunction] = {
     "fastest": fastest.standings,
@@ -18,6 +19,7 @@ RULES: dict[str, RuleFunction] = {
 }
 
 
-def standings(contest: Contest, entries: Iterable[Entry]) -> Standings:
-    """The contest's standings under its own rule."""
+def standings(contest: Contest, entries: Iterable[Entry] | EntryTable) -> Standings:
+    """The contest's standings under its own rule, from entries or from their columns
+    (table.py, what the service keeps and large contests need): the same standings either way."""
     return RULES[contest.rule.name](contest, entries)

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
+from gpuarena.contests import columnar
 from gpuarena.contests.eligibility import counted
 from gpuarena.contests.model import CcfMigrationRule, Contest, Entry, Standings
 from gpuarena.contests.ranking import WORST, Candidate, rank
+from gpuarena.contests.table import EntryTable
 
 SCREEN_BY_DEFAULT = False
 """The judge scores each entry; a resubmission with a better output match but the same
@@ -23,10 +27,12 @@ def _merit(e: Entry) -> tuple[float, float, float, float, int]:
             e.completeness if e.completeness is not None else WORST, -e.submitted_at.timestamp(), -e.submission_id)
 
 
-def standings(contest: Contest, entries: Iterable[Entry]) -> Standings:
+def standings(contest: Contest, entries: Iterable[Entry] | EntryTable) -> Standings:
     rule = contest.rule
     if not isinstance(rule, CcfMigrationRule):
         raise ValueError(f"contest {contest.slug} uses rule {rule.name}, not ccf-migration")
+    if isinstance(entries, EntryTable):
+        return _from_table(contest, entries)
     best: dict[str, Entry | None] = {}
     for e in counted(contest, entries, screen_by_default=SCREEN_BY_DEFAULT):
         current = best.get(e.contestant)
@@ -49,4 +55,39 @@ def standings(contest: Contest, entries: Iterable[Entry]) -> Standings:
             figures["completeness"] = e.completeness
         candidates.append(Candidate(contestant=c, total=judge, keys=(speed_up, completeness),
                                     breakdown={e.problem: judge}, figures=figures))
+    return rank(contest, candidates, TIE_RULES)
+
+
+def _from_table(contest: Contest, t: EntryTable) -> Standings:
+    """The same standings from columns (table.py): each contestant's best by _merit's order,
+    one lexsort over the rows with the contestant's best judge score (a missing speed-up or
+    completeness sorts as WORST)."""
+    c = columnar.counted(contest, t, screen_by_default=SCREEN_BY_DEFAULT)
+    rows = c.rows[~np.isnan(t.judge_score[c.rows])]
+    top = np.full(len(t.names["contestant"]), -np.inf)
+    np.maximum.at(top, t.contestant[rows], t.judge_score[rows])
+    rows = rows[t.judge_score[rows] == top[t.contestant[rows]]]  # only a best judge score can win
+    speed_up = np.nan_to_num(t.score[rows], nan=WORST)
+    completeness = np.nan_to_num(t.completeness[rows], nan=WORST)
+    order = np.lexsort((t.submission_id[rows], t.submitted_at[rows], -completeness, -speed_up,
+                        -t.judge_score[rows], t.contestant[rows]))
+    starts, _ = columnar.runs(t.contestant[rows][order])
+    best = rows[order][starts]
+    found = dict(zip(t.contestant[best].tolist(),
+                     zip(t.judge_score[best].tolist(), t.score[best].tolist(), t.completeness[best].tolist(),
+                         t.submission_id[best].tolist(), t.problem[best].tolist())))
+    names, problems, candidates = t.names["contestant"], t.names["problem"], []
+    for code in c.scoped.contestants.tolist():
+        if code not in found:
+            candidates.append(Candidate(contestant=names[code], total=0.0, keys=(WORST, WORST)))
+            continue
+        judge, score, done, sid, problem = found[code]
+        figures: dict[str, int | float | str] = {"best submission": sid}
+        if score == score:  # not NaN
+            figures["speed-up"] = score
+        if done == done:
+            figures["completeness"] = done
+        candidates.append(Candidate(contestant=names[code], total=judge,
+                                    keys=(score if score == score else WORST, done if done == done else WORST),
+                                    breakdown={problems[problem]: judge}, figures=figures))
     return rank(contest, candidates, TIE_RULES)
