@@ -1,5 +1,5 @@
 """Other benchmarks' formats, read and written: FlashInfer-Bench's FlashInfer-Trace, and
-KernelBench's problem and solution files (read).
+KernelBench's problem and solution files and GPU MODE's problem folders and submissions (read).
 
 - `flashinfer_trace`: the Definition, Workload, Solution and Trace documents as pydantic
   models, and readers whose errors name the file, the line and the field.
@@ -11,4 +11,8 @@ KernelBench's problem and solution files (read).
   gpuarena problem folders; the module docstring gives how module state is made once.
 - `kernelbench_solution`: the adapter that lets a KernelBench `ModelNew` file run unmodified as
   a solution (the solution loader adds it).
+- `gpumode`: GPU MODE problem folders (task.yml, reference.py, task.py) as checked gpuarena
+  problem folders; the module docstring gives how seeds, data, outputs and checking map.
+- `gpumode_solution`: the adapter that lets a GPU MODE submission (`custom_kernel(data)`) run
+  unmodified as a solution (the solution loader adds it).
 """

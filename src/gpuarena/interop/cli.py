@@ -1,4 +1,4 @@
-"""`gpuarena import ...` and `gpuarena export ...`: FlashInfer-Trace in and out, KernelBench in.
+"""`gpuarena import ...` and `gpuarena export ...`: FlashInfer-Trace in and out, KernelBench and GPU MODE in.
 
 The modules doing the work import torch, so they are imported inside the commands: the
 `gpuarena` command itself starts no slower for having these.
@@ -15,7 +15,7 @@ import typer
 from gpuarena.cli.console import err, fail
 from gpuarena.errors import GpuarenaError
 
-import_app = typer.Typer(no_args_is_help=True, help="Read other benchmarks' problems: FlashInfer-Trace definitions (with workloads) and solutions, KernelBench problem files.")
+import_app = typer.Typer(no_args_is_help=True, help="Read other benchmarks' problems: FlashInfer-Trace definitions (with workloads) and solutions, KernelBench problem files, GPU MODE problem folders.")
 export_app = typer.Typer(no_args_is_help=True, help="Write FlashInfer-Trace: traces of records, definitions, solutions.")
 
 
@@ -95,6 +95,43 @@ def import_kernelbench(
             err.print(f"  {message}", highlight=False)
     imported = sum(o.status == "imported" for o in outcomes)
     err.print(f"{imported} of {len(outcomes)} file(s) imported under {output}/", highlight=False)
+    if imported < len(outcomes):
+        raise typer.Exit(1)
+
+
+@import_app.command("gpumode")
+def import_gpumode(
+    paths: Annotated[list[Path], typer.Argument(help="GPU MODE problem folders (task.yml, reference.py, task.py), or folders of them")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write: OUTPUT/levelN/NAME for each problem")],
+    level: Annotated[int, typer.Option(help="Problem level 1-4")] = 1,
+    atol: Annotated[Optional[float], typer.Option(help="Judge by closeness to ref_kernel's output with this atol, in place of a check_implementation the importer cannot read")] = None,
+    rtol: Annotated[Optional[float], typer.Option(help="... and this rtol")] = None,
+    exact: Annotated[bool, typer.Option("--exact", help="Judge by exact equality to ref_kernel's output, in place of a check_implementation the importer cannot read")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace problem folders that exist")] = False,
+    keep_failing: Annotated[bool, typer.Option("--keep-failing", help="Write problems that fail `gpuarena check` too (still reported)")] = False,
+    check_device: Annotated[str, typer.Option("--check-device", help="Device the task's data is probed and `gpuarena check` runs on during the import")] = "cpu",
+) -> None:
+    """gpuarena problems from GPU MODE problem folders, each checked with `gpuarena check`;
+    a GPU MODE submission (custom_kernel) then runs unmodified: `gpuarena run PROBLEM FILE`."""
+    from gpuarena.interop.gpumode import import_folders
+
+    if not 1 <= level <= 4:
+        fail(ValueError(f"--level must be 1-4, not {level}"))
+    outcomes = import_folders(paths, output, level=level, atol=atol, rtol=rtol, exact=exact, force=force,
+                              keep_failing=keep_failing, check_device=check_device)
+    for outcome in outcomes:
+        if outcome.status == "imported":
+            err.print(f"imported {outcome.source} -> {outcome.folder}/ (workloads: {', '.join(outcome.workloads)})",
+                      highlight=False)
+        elif outcome.status == "failed-check":
+            kept = f"written to {outcome.folder}/ all the same (--keep-failing)" if outcome.folder else "not imported"
+            err.print(f"FAILED CHECK {outcome.source}: {kept}; `gpuarena check` says:", highlight=False)
+        else:
+            err.print(f"ERROR {outcome.source}: not imported", highlight=False)
+        for message in outcome.messages:
+            err.print(f"  {message}", highlight=False)
+    imported = sum(o.status == "imported" for o in outcomes)
+    err.print(f"{imported} of {len(outcomes)} folder(s) imported under {output}/", highlight=False)
     if imported < len(outcomes):
         raise typer.Exit(1)
 

@@ -54,6 +54,16 @@ def _from_python_source(filename: str, source: str) -> Solution:
         return _solution(filename, "a KernelBench solution defines class ModelNew(nn.Module)",
                          name=Path(filename).stem, manifest=manifest,
                          sources={filename: source, ADAPTER_FILE: adapter_source(filename)})
+    from gpuarena.interop import gpumode_solution
+
+    if gpumode_solution.is_custom_kernel_file(source) and filename != gpumode_solution.ADAPTER_FILE:
+        # a GPU MODE submission (custom_kernel(data), no solve): it runs unmodified, through an
+        # adapter beside it that rebuilds `data` from the inputs (interop/gpumode_solution.py)
+        adapter = gpumode_solution.ADAPTER_FILE
+        manifest = SolutionManifest(language=language, entry_point=f"{adapter}:solve", sources=[filename, adapter])
+        return _solution(filename, "a GPU MODE submission defines custom_kernel(data)",
+                         name=Path(filename).stem, manifest=manifest,
+                         sources={filename: source, adapter: gpumode_solution.adapter_source(filename)})
     manifest = SolutionManifest(language=language, entry_point=f"{filename}:solve", sources=[filename])
     return _solution(filename, "write solve() in it (`gpuarena new solution PROBLEM` writes one that passes)",
                      name=Path(filename).stem, manifest=manifest, sources={filename: source})

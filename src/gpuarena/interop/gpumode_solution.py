@@ -1,0 +1,192 @@
+"""A GPU MODE submission (`custom_kernel(data)`, Python or inline CUDA through `load_inline`)
+as a gpuarena solution, unmodified.
+
+A one-file solution that defines `custom_kernel` and no `solve` (and no KernelBench `ModelNew`)
+gets a second source, the adapter below, as its entry point (`solutions/loader.py` adds it
+wherever a .py file becomes a solution: the CLI, uploads, packs). The adapter runs in the
+worker like any solution code. It imports the file (with a stand-in `task` module where none is
+importable: submissions say `from task import input_t, output_t`, type names only), and on each
+call rebuilds GPU MODE's `data` from the problem's inputs: the tensors, then the last input
+`gpumode_data` = (format, layout, output layout), a plain tuple that is the same in every draw
+of a workload and holds nothing secret (see interop/gpumode.py). It calls `custom_kernel(data)`
+and hands back its result as the tuple of tensors the reference returns (a Python number
+becomes a 0-dim tensor of the reference's dtype). What it returns is judged like any solve()'s.
+
+RUNTIME is the code both sides share (the adapter here, the glue in an imported problem's
+reference.py): flattening `data` into tensors and a layout, rebuilding it, and turning a
+result into tensors. This module imports nothing heavy: the loader reads only text from it.
+"""
+
+from __future__ import annotations
+
+import re
+
+ADAPTER_FILE = "gpumode_adapter.py"
+META_INPUT = "gpumode_data"
+"""The name of the last input of an imported GPU MODE problem: how to rebuild `data`."""
+FORMAT = "gpuarena.gpumode-data/1"
+
+_DEFINES_CUSTOM_KERNEL = re.compile(r"^(async\s+)?def\s+custom_kernel\s*\(|^custom_kernel\s*=", re.MULTILINE)
+_DEFINES_SOLVE = re.compile(r"^(async\s+)?def\s+solve\s*\(|^solve\s*=", re.MULTILINE)
+_DEFINES_MODEL_NEW = re.compile(r"^class\s+ModelNew\b", re.MULTILINE)
+
+RUNTIME = '''\
+# -- shared by the problem's glue and the solution's adapter (interop/gpumode_solution.py) --
+import torch as _torch
+
+_SCALAR_TYPES = (bool, int, float, str, type(None))
+
+
+def _flatten(value, tensors):
+    if isinstance(value, _torch.Tensor):
+        tensors.append(value)
+        return ("t", len(tensors) - 1)
+    if isinstance(value, (tuple, list)):
+        return ("tuple" if isinstance(value, tuple) else "list", tuple(_flatten(v, tensors) for v in value))
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError("data holds a dict with keys other than strings")
+        return ("dict", tuple((k, _flatten(v, tensors)) for k, v in value.items()))
+    if isinstance(value, _SCALAR_TYPES):
+        return ("s", value)
+    raise TypeError(f"data holds a {type(value).__name__}: gpuarena carries tensors, numbers, strings, None "
+                    "and tuples, lists and dicts of them")
+
+
+def flatten(data, buffers=None):
+    """(tensors, layout) of GPU MODE's data; the tensors at the indices in buffers (index ->
+    "zeros" or "empty") become buffer leaves, made afresh on every call instead of passed."""
+    tensors = []
+    layout = _flatten(data, tensors)
+    if not buffers:
+        return tensors, layout
+    kept, renumber = [], {}
+    for i, t in enumerate(tensors):
+        if i not in buffers:
+            renumber[i] = len(kept)
+            kept.append(t)
+
+    def mark(node):
+        kind = node[0]
+        if kind == "t":
+            i = node[1]
+            if i in buffers:
+                t = tensors[i]
+                return ("b", tuple(t.shape), str(t.dtype).removeprefix("torch."), buffers[i])
+            return ("t", renumber[i])
+        if kind in ("tuple", "list"):
+            return (kind, tuple(mark(c) for c in node[1]))
+        if kind == "dict":
+            return (kind, tuple((k, mark(c)) for k, c in node[1]))
+        return node
+
+    return kept, mark(layout)
+
+
+def rebuild(layout, tensors, device):
+    """GPU MODE's data again, from a layout and the tensors; buffers made on device."""
+    kind = layout[0]
+    if kind == "t":
+        return tensors[layout[1]]
+    if kind == "b":
+        make = _torch.zeros if layout[3] == "zeros" else _torch.empty
+        return make(layout[1], dtype=getattr(_torch, layout[2]), device=device)
+    if kind == "s":
+        return layout[1]
+    if kind == "tuple":
+        return tuple(rebuild(c, tensors, device) for c in layout[1])
+    if kind == "list":
+        return [rebuild(c, tensors, device) for c in layout[1]]
+    if kind == "dict":
+        return {k: rebuild(c, tensors, device) for k, c in layout[1]}
+    raise ValueError(f"unknown layout node {kind!r}")
+
+
+def output_spec(value):
+    """What ref_kernel returns, as a plain tuple: tensors, numbers, tuples and lists of them."""
+    if isinstance(value, _torch.Tensor):
+        return ("t",)
+    if isinstance(value, bool):
+        return ("n", "bool")
+    if isinstance(value, int):
+        return ("n", "int64")
+    if isinstance(value, float):
+        return ("n", "float64")
+    if isinstance(value, (tuple, list)):
+        return ("tuple" if isinstance(value, tuple) else "list", tuple(output_spec(v) for v in value))
+    raise TypeError(f"returns a {type(value).__name__}: gpuarena compares tensors, numbers and tuples of them")
+
+
+def outputs(value, spec, device):
+    """A result as the flat tuple of tensors the harness compares (numbers as 0-dim tensors)."""
+    flat = []
+
+    def walk(v, s):
+        if s[0] == "t":
+            flat.append(v)
+        elif s[0] == "n":
+            flat.append(v if isinstance(v, _torch.Tensor) else _torch.tensor(v, dtype=getattr(_torch, s[1]), device=device))
+        else:
+            if not isinstance(v, (tuple, list)) or len(v) != len(s[1]):
+                got = f"a {type(v).__name__}" + (f" of {len(v)}" if isinstance(v, (tuple, list)) else "")
+                raise TypeError(f"returned {got}; the reference returns a {s[0]} of {len(s[1])}")
+            for item, child in zip(v, s[1]):
+                walk(item, child)
+
+    walk(value, spec)
+    return tuple(flat)
+
+
+def device_of(tensors):
+    return tensors[0].device if tensors else _torch.device("cpu")
+'''
+
+_ADAPTER = '''\
+# gpuarena: adapter added by gpuarena (interop/gpumode_solution.py) to a GPU MODE submission;
+# not part of that file. It rebuilds GPU MODE's `data` from the problem's inputs, calls
+# custom_kernel(data) and returns its result as the reference's tuple of tensors.
+import importlib.util as _util
+import sys as _sys
+import types as _types
+import typing as _typing
+from pathlib import Path as _Path
+
+SUBMISSION_FILE = {submission_file!r}
+_FORMAT = {format!r}
+
+{runtime}
+
+if "task" not in _sys.modules and _util.find_spec("task") is None:
+    # submissions import their type names from GPU MODE's task.py: a stand-in gives any name
+    _task = _types.ModuleType("task")
+    _task.__getattr__ = lambda name: _typing.Any
+    _sys.modules["task"] = _task
+
+_spec = _util.spec_from_file_location("gpumode_submission_" + __name__, _Path(__file__).parent / SUBMISSION_FILE)
+_module = _util.module_from_spec(_spec)
+_sys.modules[_spec.name] = _module  # as an import would (Triton and pickling look there)
+_spec.loader.exec_module(_module)
+custom_kernel = _module.custom_kernel
+
+
+def solve(*args):
+    meta = args[-1] if args else None
+    if not isinstance(meta, tuple) or len(meta) != 3 or meta[0] != _FORMAT:
+        raise TypeError(f"{{SUBMISSION_FILE}} is a GPU MODE submission (it defines custom_kernel): it solves problems "
+                        "imported with `gpuarena import gpumode`, whose last input says how to rebuild data")
+    tensors = args[:-1]
+    _, layout, spec = meta
+    device = device_of(tensors)
+    return outputs(custom_kernel(rebuild(layout, tensors, device)), spec, device)
+'''
+
+
+def is_custom_kernel_file(source: str) -> bool:
+    """Whether a one-file solution is a GPU MODE submission rather than a solve() (or ModelNew)."""
+    return (bool(_DEFINES_CUSTOM_KERNEL.search(source)) and not _DEFINES_SOLVE.search(source)
+            and not _DEFINES_MODEL_NEW.search(source))
+
+
+def adapter_source(submission_file: str) -> str:
+    """The adapter's text for a submission of this name (beside it in the solution)."""
+    return _ADAPTER.format(submission_file=submission_file, format=FORMAT, runtime=RUNTIME)
