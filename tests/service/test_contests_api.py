@@ -291,7 +291,36 @@ def test_the_standings_json_is_the_standings_record_kept_until_a_change(api, mon
     with api.db.read() as session:
         row = contests.get(session, "spring")
         record = contest_standings.standings(session, row, None)
-        assert first == record.model_dump(mode="json")
+        # the API's came from the standings process, computed at its own moment
+        assert first.pop("computed_at") and first == record.model_dump(mode="json", exclude={"computed_at"})
         assert len(first["standings"]["rows"]) == 3
         assert contest_standings.standings_json(session, row, None) is contest_standings.standings_json(
             session, row, None)
+
+
+def test_api_standings_are_computed_beside_the_server_process(api, monkeypatch) -> None:
+    """GET .../standings is answered by the standings process (standings_process.py), so the
+    server process keeps no entries of the contest; a child that dies is replaced; with
+    GPUARENA_STANDINGS_PROCESS=0 the server process computes them itself, to the same rows."""
+    import os
+    import signal
+
+    from gpuarena.service import contest_standings, standings_process
+
+    c = Contest(api)
+    c.create()
+    ids = [c.submit(api.user(name)).json()["id"] for name in ("alice", "bob")]
+    c.judge({i: evaluation(2.0 - k) for k, i in enumerate(ids)})
+    with api.db.read() as session:
+        contest_id = session.scalars(select(ContestRow.id).where(ContestRow.slug == "spring")).one()
+    contest_standings._kept.clear()
+    beside = c.standings()
+    assert [r["contestant"] for r in beside["standings"]["rows"]] == ["alice", "bob"]
+    assert not [key for key in contest_standings._kept if key[1] == contest_id]
+    for pid in list(standings_process._pool._processes):  # type: ignore[union-attr]
+        os.kill(pid, signal.SIGKILL)
+    assert c.standings()["standings"]["rows"] == beside["standings"]["rows"]
+    monkeypatch.setenv("GPUARENA_STANDINGS_PROCESS", "0")
+    here = c.standings()
+    assert here["standings"]["rows"] == beside["standings"]["rows"]
+    assert [key for key in contest_standings._kept if key[1] == contest_id]

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 from gpuarena.contests.similarity import SimilarPair
-from gpuarena.service import contest_standings, contests
+from gpuarena.service import contest_standings, contests, standings_process
 from gpuarena.service.contest_schemas import ContestInfo, ContestSpec, EntryOut, ReviewRequest, StandingsOut, Team
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, caller, get_db, optional_caller
@@ -53,8 +53,11 @@ def set_team(slug: str, team: Team, who: CALLER, db: DB) -> ContestInfo:
 def get_standings(slug: str, db: DB, who: MAYBE, live: bool = False) -> Response:
     """The standings under the contest's rule, each row with the tie rule that decided its place.
     During a freeze the public ones stop at the freeze; `live=true` is for its organizers."""
-    with db.read() as session:  # JSON kept per change (contest_standings.standings_json)
-        body = contest_standings.standings_json(session, contests.get(session, slug), who, live)
+    with db.read() as session:
+        row = contests.get(session, slug)
+        contest_id, frozen_view = row.id, contest_standings.shown_frozen(session, row, who, live)
+    # computed beside this process, so that other requests do not wait on it (standings_process.py)
+    body = standings_process.standings_json(db, contest_id, frozen_view)
     return Response(body, media_type="application/json")
 
 

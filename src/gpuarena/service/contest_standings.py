@@ -121,28 +121,37 @@ def _refresh(session: Session, row: ContestRow, kept: _Kept) -> None:
     kept.apply(rows)
 
 
-def standings(session: Session, row: ContestRow, viewer: Caller | None, live: bool = False) -> StandingsOut:
-    """The standings a viewer may see: during a freeze the public ones count only entries
-    submitted before freeze_at; the contest's organizers may ask for the live ones. Computed
-    from the kept entries (_Kept) and kept until an entry changes."""
-    spec = spec_of(row)
-    frozen = phase(spec) == "frozen"
+def shown_frozen(session: Session, row: ContestRow, viewer: Caller | None, live: bool = False) -> bool:
+    """Which standings a viewer sees: during a freeze the public ones (True), counting only
+    entries submitted before freeze_at; the contest's organizers may ask for the live ones."""
+    frozen = phase(spec_of(row)) == "frozen"
     if live and frozen and not is_organizer(session, row, viewer):
         raise Forbidden(f"the standings of {row.slug} are frozen; only its organizers see the live ones")
-    shown_frozen = frozen and not live
+    return frozen and not live
+
+
+def computed(session: Session, row: ContestRow, frozen_view: bool) -> StandingsOut:
+    """The public frozen (frozen_view) or live standings, from the kept entries (_Kept), kept
+    until an entry changes."""
+    spec = spec_of(row)
     kept = _kept_entries(session, row)
     with kept.lock:
         _refresh(session, row, kept)
-        shown = kept.shown.get(shown_frozen)
+        shown = kept.shown.get(frozen_view)
         if shown is None:
             table = kept.table
-            if shown_frozen:
+            if frozen_view:
                 table = table.take(table.submitted_at < micros(spec.freeze_at))
             contest = spec.scoring()
-            shown = kept.shown[shown_frozen] = StandingsOut(
-                standings=contest_rules.standings(contest, table), frozen=shown_frozen, live=not shown_frozen,
+            shown = kept.shown[frozen_view] = StandingsOut(
+                standings=contest_rules.standings(contest, table), frozen=frozen_view, live=not frozen_view,
                 computed_at=utcnow(), per_problem_best=_per_problem_best(spec, contest, table))
     return shown
+
+
+def standings(session: Session, row: ContestRow, viewer: Caller | None, live: bool = False) -> StandingsOut:
+    """The standings a viewer may see (shown_frozen), computed in this process."""
+    return computed(session, row, shown_frozen(session, row, viewer, live))
 
 
 _ROWS = TypeAdapter(list[Row])
@@ -152,10 +161,10 @@ CHUNK = 500
 (bench/contest_leaderboard_reads.py)."""
 
 
-def standings_json(session: Session, row: ContestRow, viewer: Caller | None, live: bool = False) -> bytes:
-    """standings() as the API's JSON, serialized once per change and in chunks of rows, so
+def computed_json(session: Session, row: ContestRow, frozen_view: bool) -> bytes:
+    """computed() as the API's JSON, serialized once per change and in chunks of rows, so
     that polling clients cost nothing and other requests run between the chunks."""
-    shown = standings(session, row, viewer, live)
+    shown = computed(session, row, frozen_view)
     kept = _kept_entries(session, row)
     cached = kept.json.get(id(shown))
     if cached is not None and cached[0] is shown:
@@ -166,6 +175,12 @@ def standings_json(session: Session, row: ContestRow, viewer: Caller | None, liv
     body = head.model_dump_json().encode().replace(b'"rows":[]', b'"rows":[' + parts + b"]", 1)
     kept.json[id(shown)] = (shown, body)
     return body
+
+
+def standings_json(session: Session, row: ContestRow, viewer: Caller | None, live: bool = False) -> bytes:
+    """standings() as the API's JSON, computed in this process (the API asks the standings
+    process instead: standings_process.py)."""
+    return computed_json(session, row, shown_frozen(session, row, viewer, live))
 
 
 def standings_csv(table: Standings) -> str:
