@@ -62,6 +62,25 @@ def import_flashinfer_solution(
     err.print(f"wrote {folder}/ — next: gpuarena run {problem} {folder}", highlight=False)
 
 
+def _report(outcomes: list, output: Path, what: str) -> None:
+    """Each source's outcome with the check's findings; exit 1 unless every one was imported."""
+    for outcome in outcomes:
+        if outcome.status == "imported":
+            err.print(f"imported {outcome.source} -> {outcome.folder}/ (workloads: {', '.join(outcome.workloads)})",
+                      highlight=False)
+        elif outcome.status == "failed-check":
+            kept = f"written to {outcome.folder}/ all the same (--keep-failing)" if outcome.folder else "not imported"
+            err.print(f"FAILED CHECK {outcome.source}: {kept}; `gpuarena check` says:", highlight=False)
+        else:
+            err.print(f"ERROR {outcome.source}: not imported", highlight=False)
+        for message in outcome.messages:
+            err.print(f"  {message}", highlight=False)
+    imported = sum(o.status == "imported" for o in outcomes)
+    err.print(f"{imported} of {len(outcomes)} {what} imported under {output}/", highlight=False)
+    if imported < len(outcomes):
+        raise typer.Exit(1)
+
+
 @import_app.command("kernelbench")
 def import_kernelbench(
     paths: Annotated[list[Path], typer.Argument(help="KernelBench problem files (Model, get_inputs, get_init_inputs), or folders of them")],
@@ -82,21 +101,7 @@ def import_kernelbench(
                             keep_failing=keep_failing, check_device=check_device)
     if not outcomes:
         fail(GpuarenaError(f"no .py files in {', '.join(map(str, paths))}"))
-    for outcome in outcomes:
-        if outcome.status == "imported":
-            err.print(f"imported {outcome.source} -> {outcome.folder}/ (workloads: {', '.join(outcome.workloads)})",
-                      highlight=False)
-        elif outcome.status == "failed-check":
-            kept = f"written to {outcome.folder}/ all the same (--keep-failing)" if outcome.folder else "not imported"
-            err.print(f"FAILED CHECK {outcome.source}: {kept}; `gpuarena check` says:", highlight=False)
-        else:
-            err.print(f"ERROR {outcome.source}: not imported", highlight=False)
-        for message in outcome.messages:
-            err.print(f"  {message}", highlight=False)
-    imported = sum(o.status == "imported" for o in outcomes)
-    err.print(f"{imported} of {len(outcomes)} file(s) imported under {output}/", highlight=False)
-    if imported < len(outcomes):
-        raise typer.Exit(1)
+    _report(outcomes, output, "file(s)")
 
 
 @import_app.command("gpumode")
@@ -119,21 +124,7 @@ def import_gpumode(
         fail(ValueError(f"--level must be 1-4, not {level}"))
     outcomes = import_folders(paths, output, level=level, atol=atol, rtol=rtol, exact=exact, force=force,
                               keep_failing=keep_failing, check_device=check_device)
-    for outcome in outcomes:
-        if outcome.status == "imported":
-            err.print(f"imported {outcome.source} -> {outcome.folder}/ (workloads: {', '.join(outcome.workloads)})",
-                      highlight=False)
-        elif outcome.status == "failed-check":
-            kept = f"written to {outcome.folder}/ all the same (--keep-failing)" if outcome.folder else "not imported"
-            err.print(f"FAILED CHECK {outcome.source}: {kept}; `gpuarena check` says:", highlight=False)
-        else:
-            err.print(f"ERROR {outcome.source}: not imported", highlight=False)
-        for message in outcome.messages:
-            err.print(f"  {message}", highlight=False)
-    imported = sum(o.status == "imported" for o in outcomes)
-    err.print(f"{imported} of {len(outcomes)} folder(s) imported under {output}/", highlight=False)
-    if imported < len(outcomes):
-        raise typer.Exit(1)
+    _report(outcomes, output, "folder(s)")
 
 
 @export_app.command("traces")

@@ -75,13 +75,14 @@ import re
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
 from gpuarena.errors import GpuarenaError
+from gpuarena.interop.outcome import Outcome, SourceError
 from gpuarena.interop.gpumode_solution import FORMAT, META_INPUT, RUNTIME
 
 CPU_MAX_ELEMENTS = 1 << 22
@@ -149,24 +150,8 @@ def set_seed(seed=42):
 '''
 
 
-class GpuModeError(GpuarenaError):
+class GpuModeError(SourceError):
     """A GPU MODE folder that cannot be imported; the message names the file and why."""
-
-    def __init__(self, path: Path | str, message: str, fix: str | None = None):
-        self.path = str(path)
-        super().__init__(f"{path}: {message}" + (f" (fix: {fix})" if fix else ""))
-
-
-@dataclass
-class Outcome:
-    """What became of one GPU MODE folder."""
-
-    source: Path
-    status: Literal["imported", "failed-check", "error"]
-    folder: Path | None = None
-    problem_id: str = ""
-    messages: list[str] = field(default_factory=list)
-    workloads: list[str] = field(default_factory=list)
 
 
 # -- task.yml -----------------------------------------------------------------------------------

@@ -47,11 +47,12 @@ import re
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from gpuarena.errors import GpuarenaError
+from gpuarena.interop.outcome import Outcome, SourceError
 from gpuarena.interop.kernelbench_solution import INIT_FORMAT, INIT_INPUT, is_model_new_file
 
 SEED = 42
@@ -67,26 +68,8 @@ TOLERANCE = {"float32": (1e-4, 1e-4), "float16": (1e-2, 5e-3), "bfloat16": (1e-2
 _GLUE_NAMES = {"reference", "make_inputs"}
 
 
-class KernelBenchError(GpuarenaError):
+class KernelBenchError(SourceError):
     """A KernelBench file that cannot be imported; the message names the file and why."""
-
-    def __init__(self, path: Path | str, message: str, fix: str | None = None):
-        self.path = str(path)
-        super().__init__(f"{path}: {message}" + (f" (fix: {fix})" if fix else ""))
-
-
-@dataclass
-class Outcome:
-    """What became of one KernelBench file."""
-
-    source: Path
-    status: Literal["imported", "failed-check", "error"]
-    folder: Path | None = None
-    """Where the problem was written (imported, or kept although it failed the check)."""
-    problem_id: str = ""
-    messages: list[str] = field(default_factory=list)
-    """The check's findings, or the error."""
-    workloads: list[str] = field(default_factory=list)
 
 
 # -- reading the file ---------------------------------------------------------------------------
