@@ -12,6 +12,7 @@
 #                 here is switched off (exported) for the steps that follow, and noted
 #     tests       pytest -m gpu tests/gpu (default settings)
 #     tests-iso   the same with GPUARENA_WORKER_ISOLATION=1
+#     interop     pytest -m gpu tests/interop (KernelBench and GPU MODE solutions with inline CUDA)
 #     redteam     the red-team corpus on CUDA, streamed (bench/redteam_stream.py)
 #     redteam-cases  only the cases named in REDTEAM_CASES (comma-separated)
 #     redteam-part   one part of the corpus, REDTEAM_PART=K/N (every Nth case from the Kth), run
@@ -231,6 +232,9 @@ for s in "${steps[@]}"; do
           --device cuda --cases "${REDTEAM_CASES:-}" --json "$OUT/audit-metric-$metric$AUDIT_TAG.json"
       done ;;
     examples) do_examples ;;
+    interop)
+      step interop "${T_TESTS:-420}" python3 -m pytest -m gpu tests/interop -q -p no:cacheprovider -rfEs --timeout 400
+      last interop '(passed|failed|error|skipped)' 1; last interop '^(FAILED|ERROR) ' 10 ;;
     profile)
       mkdir -p "$W/profile"
       GPUARENA_GPU_OUT=$W/profile step profile-tests "${T_TESTS:-420}" python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider \

@@ -191,3 +191,17 @@ def test_a_task_yml_that_is_not_yaml_is_named(tmp_path):
     bad.write_text("tests: [ {size: 1\n")
     with pytest.raises(GpuModeError, match="not valid YAML"):
         read_task_yml(bad)
+
+
+@pytest.mark.gpu
+def test_an_inline_cuda_submission_runs_unmodified(tmp_path):
+    """A custom_kernel compiling CUDA with load_inline at import, on the GPU's workloads."""
+    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.interop.gpumode import import_folder
+
+    outcome = import_folder(GM / "vectoradd_py", tmp_path, check_device="cuda")
+    assert outcome.status == "imported", outcome.messages
+    record = evaluate(load_problem(outcome.folder), load_solution(SUBMISSIONS / "vectoradd_cuda.py"),
+                      RunOptions(device="cuda", mode="benchmark", budget_s=0.5))
+    assert record.status == "PASSED", (record.reason, record.log[-3000:])
+    assert all(w.speedup for w in record.workloads)
