@@ -18,7 +18,7 @@ from conftest import EXAMPLES
 from gpuarena.cli.app import app
 from gpuarena.harness import ncu_report, roofline
 from gpuarena.harness.ncu_report import ProfileRecord, ProfileSide
-from gpuarena.harness.profile import pick_workload, roofline_svg, run_profile
+from gpuarena.harness.profile import pick_workload, run_profile
 from gpuarena.problems import resolve_problem
 from gpuarena.solutions import load_solution
 
@@ -77,7 +77,7 @@ def test_the_roofline_is_one_valid_svg_with_a_point_per_kernel():
     record = ProfileRecord(problem="level1/softmax", solution="s", workload="w", device="cuda", status="PASSED",
                            solution_profile=ProfileSide(kernels=kernels), reference_profile=ProfileSide(kernels=kernels[:1]),
                            peaks={"bandwidth_gbs": 3000.0, "tflops_fp32": 50.0, "tflops_bf16": 700.0})
-    drawn = roofline_svg(record)
+    drawn = roofline.for_record(record)
     xml.dom.minidom.parseString(drawn)  # well-formed
     assert drawn.count("<circle") == 2 + 2  # two kernels with a point (the copy has no FLOPs), two legend dots
     assert "FP32 50.0 TFLOP/s" in drawn and "3000 GB/s" in drawn
@@ -179,3 +179,13 @@ def test_the_record_round_trips_as_json():
     again = ProfileRecord.model_validate(json.loads(record.model_dump_json()))
     assert again == record and again.solution_profile.duration_us == pytest.approx(4.48 + 1.02)
     assert os.path.basename(__file__) == "test_profile.py"
+
+
+def test_evaluate_in_profile_mode_gives_a_record_with_the_reason_it_could_not_run():
+    """What a runner gets for a profile job where ncu cannot run: a record, never a crash."""
+    from gpuarena.harness.supervisor import RunOptions, evaluate
+
+    record = evaluate(resolve_problem("level1/softmax"), load_solution(EXAMPLES / "softmax" / "pytorch.py"),
+                      RunOptions(device="cpu", mode="profile"))
+    assert record.mode == "profile" and record.status == "RUNTIME_ERROR"
+    assert "use --device cuda" in record.reason and record.profile is None and record.score is None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
@@ -285,7 +284,7 @@ def submit(
     device: Annotated[str, typer.Option("--device", help="Device kind, e.g. cpu or H100")],
     server: ServerOpt = None,
     token: TokenOpt = None,
-    mode: Annotated[str, typer.Option(help="test, benchmark or ranked (ranked enters the leaderboard)")] = "ranked",
+    mode: Annotated[str, typer.Option(help="test, benchmark, ranked (ranked enters the leaderboard) or profile (Nsight Compute, GPU kinds; shown on the submission's page)")] = "ranked",
     json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record and submission_id as JSON")] = False,
     contest: Annotated[Optional[str], typer.Option("--contest", help="Enter the run into this contest (its slug)")] = None,
 ) -> None:
@@ -295,8 +294,8 @@ def submit(
     from gpuarena.problems.loader import problem_id
     from gpuarena.solutions import load_solution
 
-    if mode not in ("test", "benchmark", "ranked"):
-        fail(GpuarenaError(f"--mode must be test, benchmark or ranked, not {mode!r}"))
+    if mode not in ("test", "benchmark", "ranked", "profile"):
+        fail(GpuarenaError(f"--mode must be test, benchmark, ranked or profile, not {mode!r}"))
     try:
         loaded = load_solution(solution)
         client = server_client(server, token)

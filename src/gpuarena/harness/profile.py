@@ -13,6 +13,7 @@ computed something else says so. Nothing ranks on a profile.
 
 from __future__ import annotations
 
+import datetime as dt
 import glob
 import json
 import os
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,6 +32,7 @@ from gpuarena.harness import ncu_report, peaks, roofline
 from gpuarena.harness.compare import compare
 from gpuarena.harness.ncu_report import NcuError, ProfileRecord, ProfileSide
 from gpuarena.harness.process import WorkerProcess
+from gpuarena.harness.records import Evaluation, Status
 from gpuarena.harness.profile_child import OUTPUTS
 from gpuarena.harness.sandbox import default_memory_limit, protect_supervisor, worker_identity
 from gpuarena.harness.session import as_outputs, derive_seed
@@ -137,7 +140,7 @@ def run_profile(problem: Problem, solution: Solution, device: str, out_dir: Path
         record["peaks"] = peaks.device_peaks(dev, None, torch.cuda.get_device_name(dev))
     partial = ProfileRecord(**record)
     plot = out_dir / "roofline.svg"
-    plot.write_text(roofline_svg(partial))
+    plot.write_text(roofline.for_record(partial))
     return partial.model_copy(update={"roofline": str(plot)})
 
 
@@ -247,11 +250,27 @@ def _version(ncu: str) -> str:
     return out.splitlines()[-1] if out else ""
 
 
-def roofline_svg(record: ProfileRecord) -> str:
-    points = [roofline.Point(side, k.name, k.arithmetic_intensity, k.achieved_flops)
-              for side, profile in (("solution", record.solution_profile), ("reference", record.reference_profile))
-              for k in profile.kernels if k.arithmetic_intensity and k.achieved_flops]
-    bandwidth = record.peaks.get("bandwidth_gbs", 1000.0) * 1e9
-    roofs = {name: record.peaks[key] * 1e12 for name, key in (("FP32", "tflops_fp32"), ("BF16 matrix", "tflops_bf16"))
-             if record.peaks.get(key)}
-    return roofline.svg(points, bandwidth, roofs, title=f"{record.problem} {record.workload}")
+def profile_evaluation(problem: Problem, solution: Solution, device: str, workloads: list[str] | None,
+                       timeout_s: float, progress: Callable[[str], None] | None = None) -> Evaluation:
+    """Profile mode as an Evaluation record (what runners and the service keep): the profile in
+    it, the reports' file names only (the files stay with the run), never a score."""
+    started = time.monotonic()
+    at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    base = dict(problem=problem.id, solution_hash=solution.hash, solution_name=solution.name,
+                language=solution.manifest.language, device=device, mode="profile", started_at=at)
+    if workloads and len(workloads) > 1:
+        return Evaluation(status=Status.RUNTIME_ERROR, reason="profile mode profiles one workload: name one", **base)
+    out = Path(tempfile.mkdtemp(prefix="gpuarena-profile-reports-"))
+    try:
+        record = run_profile(problem, solution, device, out, workload=workloads[0] if workloads else None,
+                             timeout_s=timeout_s, progress=progress or (lambda _: None))
+    except GpuarenaError as exc:
+        return Evaluation(status=Status.RUNTIME_ERROR, reason=str(exc), **base,
+                          duration_s=round(time.monotonic() - started, 2))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    names = {f"{side}_profile": getattr(record, f"{side}_profile").model_copy(
+        update={"report": Path(getattr(record, f"{side}_profile").report).name}) for side in ("solution", "reference")}
+    record = record.model_copy(update={**names, "roofline": ""})
+    return Evaluation(status=Status(record.status), reason=record.reason, profile=record, **base,
+                      duration_s=round(time.monotonic() - started, 2))

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuarena import HARNESS_VERSION
+from gpuarena.harness.ncu_report import ProfileRecord
 
 
 class Status(str, Enum):
@@ -25,7 +26,7 @@ class Status(str, Enum):
     """A workload not run because an earlier one failed (never a whole-run verdict)."""
 
 
-Mode = Literal["test", "benchmark", "ranked"]
+Mode = Literal["test", "benchmark", "ranked", "profile"]
 
 
 class Record(BaseModel):
@@ -202,6 +203,9 @@ class Evaluation(Record):
     harness_version: str = HARNESS_VERSION
     started_at: str = ""
     duration_s: float = 0.0
+    profile: ProfileRecord | None = None
+    """Profile mode: both sides' kernels under Nsight Compute on one workload
+    (harness/profile.py); nothing in it ranks."""
     phases: dict[str, float] = Field(default_factory=dict)
     """Wall seconds of duration_s per phase, in run order (harness/phases.py): start-up (the
     device's description and peaks, the audit's sampler, the worker's start and imports),

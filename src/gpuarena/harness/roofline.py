@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from html import escape
 
+from gpuarena.harness.ncu_report import ProfileRecord
+
 WIDTH, HEIGHT = 560, 360
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 20, 50
 COLOURS = {"solution": "#c2410c", "reference": "#1d4ed8"}
@@ -76,3 +78,15 @@ def svg(points: list[Point], bandwidth_bytes_s: float, roofs: dict[str, float], 
                    f'<text x="{LEFT + 20 + i * 110}" y="{legend_y}">{side}</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def for_record(record: ProfileRecord) -> str:
+    """The plot of a profile: both sides' kernels that have FLOPs and DRAM traffic, under the
+    roofs of the device's measured peaks (the record's)."""
+    points = [Point(side, k.name, k.arithmetic_intensity, k.achieved_flops)
+              for side, profile in (("solution", record.solution_profile), ("reference", record.reference_profile))
+              for k in profile.kernels if k.arithmetic_intensity and k.achieved_flops]
+    bandwidth = record.peaks.get("bandwidth_gbs", 1000.0) * 1e9
+    roofs = {name: record.peaks[key] * 1e12 for name, key in (("FP32", "tflops_fp32"), ("BF16 matrix", "tflops_bf16"))
+             if record.peaks.get(key)}
+    return svg(points, bandwidth, roofs, title=f"{record.problem} {record.workload}")

@@ -428,5 +428,13 @@ class Supervisor:
 def evaluate(problem: Problem, solution: Solution, options: RunOptions | None = None,
              progress: Progress | None = None, worker: StartedWorker | None = None) -> Evaluation:
     """Judge one solution on one problem on one device: the harness's single entry point.
-    worker: one set up ahead (StartedWorker), which the run uses and closes."""
-    return Supervisor(problem, solution, options or RunOptions(), progress, worker).run()
+    worker: one set up ahead (StartedWorker), which the run uses and closes. Profile mode
+    goes to harness/profile.py, which starts workers of its own."""
+    options = options or RunOptions()
+    if options.mode == "profile":
+        from gpuarena.harness.profile import profile_evaluation
+
+        if worker is not None:
+            worker.close()
+        return profile_evaluation(problem, solution, options.device, options.workloads, options.timeout_s, progress)
+    return Supervisor(problem, solution, options, progress, worker).run()

@@ -60,7 +60,8 @@ class SubmissionRequest(Model):
     device_kind: str
     """Which kind of device to run on, e.g. cpu or H100 (GET /api/device-kinds lists them)."""
     mode: Mode = "ranked"
-    """test: correctness only; benchmark: and timing (public seed); ranked: secret seed, enters the leaderboard."""
+    """test: correctness only; benchmark: and timing (public seed); ranked: secret seed, enters the
+    leaderboard; profile: Nsight Compute on one workload (GPU device kinds), shown on the page."""
     solution: Solution | PackedSolution
     """The solution as `gpuarena pack` writes it, or {name, manifest, sources}."""
     contest: str | None = Field(default=None, min_length=1, max_length=64)

@@ -87,6 +87,9 @@ def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRe
             raise GpuarenaError(f"{request.problem} has no workload that runs on {target} devices")
         if solution.manifest.language == "cuda" and target != "cuda":
             raise GpuarenaError(f"a CUDA solution needs a GPU device kind, not {request.device_kind!r}")
+        if request.mode == "profile" and target != "cuda":
+            raise GpuarenaError(f"profile mode runs Nsight Compute on a GPU: choose a GPU device kind, not "
+                                f"{request.device_kind!r}")
         if who.role not in ("admin", "runner"):
             _fair_use(session, settings, who)
             ratelimit.take(session, who.user_id, "submissions", settings.submit_limit_per_minute)
@@ -172,9 +175,10 @@ def private_visible(viewer: Caller | None, author_id: int, solutions_public: boo
 
 def _public_view(evaluation: Evaluation) -> Evaluation:
     """The record as anyone may see it: status, reasons and timings, without the log (the
-    solution's output and tracebacks quote its hidden code) or the host's name."""
+    solution's output and tracebacks quote its hidden code), the profile (its kernels' names
+    and resources describe the hidden code too) or the host's name."""
     environment = evaluation.environment.model_copy(update={"hostname": ""}) if evaluation.environment else None
-    return evaluation.model_copy(update={"log": "", "environment": environment})
+    return evaluation.model_copy(update={"log": "", "environment": environment, "profile": None})
 
 
 def detail(db: Database, submission_id: int, viewer: Caller | None = None) -> SubmissionDetail:

@@ -17,7 +17,8 @@ router = APIRouter(include_in_schema=False)
 DB = Annotated[Database, Depends(get_db)]
 WHO = Annotated[Caller | None, Depends(viewer)]
 MODES = [("ranked", "ranked: secret seed, enters the leaderboard"),
-         ("benchmark", "benchmark: timed, public seed"), ("test", "test: correctness only")]
+         ("benchmark", "benchmark: timed, public seed"), ("test", "test: correctness only"),
+         ("profile", "profile: Nsight Compute on one workload (GPU kinds)")]
 
 
 def local_path(target: str | None, default: str = "/") -> str:

@@ -8,9 +8,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from markupsafe import Markup
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from gpuarena.harness import roofline
 from gpuarena.problems.model import TimeLimits
 from gpuarena.service import leaderboard
 from gpuarena.service.catalog import current_problem
@@ -206,6 +208,8 @@ class SubmissionPage:
     compared: dict[str, dict[str, Any]] = field(default_factory=dict)
     """'your best' and 'leader': the leaderboard submission each is, and its speed-up per
     workload (absent when it is this submission, or there is none)."""
+    roofline: Markup | None = None
+    """Profile mode: the roofline plot of the record's profile (SVG drawn by harness/roofline.py)."""
 
 
 def _compare(session: Session, s: Submission) -> dict[str, dict[str, Any]]:
@@ -243,8 +247,10 @@ def submission_page(db: Database, submission_id: int, who: Caller | None) -> Sub
         compared = _compare(session, s) if s.mode != "test" else {}
     shown = submission_detail(db, submission_id, who)
     evaluation = shown.evaluation.model_dump(mode="json") if shown.evaluation else None
+    profile = shown.evaluation.profile if shown.evaluation else None
     return SubmissionPage(detail=shown, author_id=author_id, code=code, language=language,
-                          score_interval=score_interval(evaluation), compared=compared)
+                          score_interval=score_interval(evaluation), compared=compared,
+                          roofline=Markup(roofline.for_record(profile)) if profile else None)
 
 
 @dataclass
