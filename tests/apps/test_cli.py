@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpuarena.apps.golden import make_writable
+from gpuarena.harness.containment import sandbox_problem
 from gpuarena.cli.app import app
 
 from .helpers import tensor_app
@@ -59,6 +60,12 @@ def test_correct_port(mlp_golden, tmp_path):
     assert score["total"] == 100 + score["speed"]
     html = (tmp_path / "report" / "report.html").read_text()
     assert "<script" not in html and "http" not in html and "mlp_port" in html
+    # the example ports run in the harness's sandbox wherever bubblewrap runs, and say so
+    sandboxed = not sandbox_problem()
+    assert report["sandboxed"] is sandboxed and report["environment"]["app_containment"] == report["containment"]
+    assert report["containment"].startswith("bubblewrap:" if sandboxed else "none: no sandbox")
+    assert ("<p>Sandboxed: bubblewrap:" if sandboxed else "Not sandboxed") in html
+    assert report["golden_environment"]["app_containment"].startswith("bubblewrap:" if sandboxed else "none:")
 
 
 def test_broken_port(mlp_golden, tmp_path):

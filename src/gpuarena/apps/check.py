@@ -58,6 +58,8 @@ def check(app_dir: Path, golden_dir: Path, device: str = "cpu") -> MigrationRepo
     performance = _performance(run, golden.performance, spec.performance)
     speedup = performance.speedup if performance is not None else None
     return MigrationReport(app=spec.name, golden_app=golden.app, device=device, golden_device=golden.device,
-                           golden_environment=golden.environment, environment=environment(device), ran=run.ran,
-                           reason=run.reason, runs=run.runs, outputs=outputs, performance=performance,
+                           golden_environment=golden.environment,
+                           environment={**environment(device), "app_containment": run.containment}, ran=run.ran,
+                           reason=run.reason, sandboxed=run.sandboxed, containment=run.containment, runs=run.runs,
+                           outputs=outputs, performance=performance,
                            score=score(run.ran, outputs, speedup))

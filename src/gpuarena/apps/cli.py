@@ -42,6 +42,8 @@ def record_cmd(app_dir: Annotated[Path, typer.Argument(help="The reference app's
     if golden.performance is not None:
         p = golden.performance
         out.print(f"{p.name}: median {p.median:.4g}, 95% interval [{p.low:.4g}, {p.high:.4g}] over {len(p.samples)} runs")
+    if not run.sandboxed:
+        err.print(f"warning: the app ran without the sandbox: {run.containment}", soft_wrap=True)
 
 
 @app_group.command("check")
@@ -76,6 +78,8 @@ def check_cmd(app_dir: Annotated[Path, typer.Argument(help="The port's folder (w
                 out.print(f"  {o.file}: {status}: {o.summary}", soft_wrap=True)
         else:
             out.print(f"{report.app}: did not run: {report.reason}", soft_wrap=True)
+        if not report.sandboxed:
+            out.print(f"  not sandboxed: {report.containment}", soft_wrap=True)
         for note in report.score.notes:
             out.print(f"  {note}", soft_wrap=True)
         s = report.score

@@ -61,7 +61,8 @@ class Golden(BaseModel):
     performance: GoldenPerformance | None = None
     """The performance figure, when the app reports one."""
     environment: dict[str, str]
-    """python, torch, numpy versions, the platform and the device's name (no hostname)."""
+    """python, torch, numpy versions, the platform and the device's name (no hostname); and
+    app_containment: whether the reference ran in the harness's sandbox (and how), or why not."""
 
 
 def environment(device: str) -> dict[str, str]:
@@ -134,7 +135,8 @@ def record(app_dir: Path, golden_dir: Path, device: str = "cpu") -> tuple[Golden
     toml_copy = golden_dir / APP_FILE
     shutil.copyfile(app_dir / APP_FILE, toml_copy)
     golden = Golden(app=spec.name, app_toml_sha256=file_sha256(toml_copy), command=_shown(spec),
-                    device=device, outputs=hashes, performance=performance, environment=environment(device))
+                    device=device, outputs=hashes, performance=performance,
+                    environment={**environment(device), "app_containment": run.containment})
     (golden_dir / GOLDEN_FILE).write_text(golden.model_dump_json(indent=2) + "\n", encoding="utf-8")
     for path in (toml_copy, golden_dir / GOLDEN_FILE):
         _read_only(path)

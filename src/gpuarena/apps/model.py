@@ -185,7 +185,8 @@ class AppSpec(BaseModel):
     performance: Performance | None = None
     """The performance figure, if the app reports one."""
     time_limit_s: float = Field(60.0, gt=0)
-    """The most seconds one run (or one setup command) may take; the process group is killed after."""
+    """The most seconds one run (or one setup command) may take; then its sandbox, and everything the
+    app started in it, is killed (unsandboxed: its process group)."""
     seed: int = 0
     """Passed as $GPUARENA_APP_SEED; the app seeds its generators with it."""
     repeats: int = Field(3, ge=1, le=100)

@@ -61,6 +61,11 @@ class MigrationReport(BaseModel):
     """Whether the port ran (see the score rule)."""
     reason: str = ""
     """Why it did not run."""
+    sandboxed: bool = False
+    """Whether the port ran in the harness's sandbox (its own user, namespaces, no network, a
+    read-only view; docs/migration.md), rather than as a plain subprocess."""
+    containment: str = ""
+    """How it was contained, or why it ran without the sandbox."""
     runs: list[RunResult] = []
     """Each run: exit status, wall time, figure, the ends of stdout and stderr."""
     outputs: list[OutputComparison] = []
@@ -92,6 +97,7 @@ th{background:#f3f3f3}.ok{color:#17702c;font-weight:600}.bad{color:#b3261e;font-
 <h2>Run</h2>
 {% if r.ran %}<p class="ok">It ran ({{ r.runs|length }} run{{ 's' if r.runs|length != 1 }}).</p>
 {% else %}<p class="bad">It did not run: {{ r.reason }}</p>{% endif %}
+<p>{% if r.sandboxed %}Sandboxed{% else %}<span class="bad">Not sandboxed</span>{% endif %}{% if r.containment %}: {{ r.containment }}{% endif %}</p>
 <table><tr><th>#</th><th>Exit</th><th>Wall s</th><th>Figure</th></tr>
 {% for run in r.runs %}<tr><td>{{ loop.index }}</td><td>{{ 'killed (time limit)' if run.timed_out else run.exit_code }}</td>
 <td>{{ '%.3f'|format(run.wall_s) }}</td><td>{{ run.figure if run.figure is not none else (run.figure_error or '') }}</td></tr>{% endfor %}</table>

@@ -1,11 +1,39 @@
-"""Run an app: in a fresh working folder (a copy of the app folder), as a subprocess in its own
-process group under the time limit, `repeats` times, reading the performance figure of each run.
+"""Run an app: in a fresh working folder (a copy of the app folder), under the time limit,
+`repeats` times, reading the performance figure of each run.
 
-Containment is a check, not a sandbox: the source folder and the golden folder are hashed before
-and after, and any change fails the run with the files named. An app can still write elsewhere
-the user running gpuarena may write (the harness's bubblewrap sandbox is not used here, because
-apps need their stack's full environment: compilers, drivers, model caches); run untrusted ports
-in a container or a throwaway account.
+Each run (and each setup command) runs in the harness's bubblewrap sandbox, as kernels do
+(harness/process.py `WorkerProcess` with `exec_argv`; containment.py says what the sandbox
+shows): the sandbox's entry point (harness/sandbox.py) applies its guards and then becomes the
+app. So an app runs
+
+- as an unprivileged worker user of its own (`sandbox.worker_identity()`, when gpuarena runs
+  as root; the same uid for the setup commands and every run of one app, which owns the
+  working copy), without capabilities, with no_new_privs;
+- in PID, mount, IPC, UTS and network namespaces of its own: no network (loopback only), and
+  the time limit kills the sandbox, so whatever the app started dies with it (the namespace
+  dies with its init, double-forked daemons included); a run that exits also takes everything
+  it started with it;
+- with the worker's memory cap (`default_memory_limit()`, or none with
+  GPUARENA_WORKER_MEMORY_LIMIT=0), and on `--device cpu` without the GPUs' device files;
+- seeing the system, the Python installation and its packages, the tools on PATH and CUDA
+  read-only, and writing only its working copy (`run_root/work`), its output folder
+  (`run_root/_gpuarena_output`), the files its stdout and stderr go to, and a private /tmp and
+  home (tmpfs, gone with the run). The app's source folder and the golden folder are not
+  shown at all (or read-only, where they lie inside a folder the sandbox shows).
+
+Its environment is the worker's (process.scrubbed_env: PATH, the Python, CUDA and compiler
+variables, a home and TMPDIR of its own; nothing else of the supervisor's) plus
+GPUARENA_APP_SEED, GPUARENA_APP_OUTPUT, GPUARENA_APP_DEVICE and PYTHONHASHSEED; the worker's
+one-thread caps (OMP_NUM_THREADS and the like) are not imposed on apps.
+
+Second lines, kept: the source and golden folders are hashed before and after and any change
+fails the run with the files named; an output folder holding a symbolic link or anything but
+plain files and folders fails the run before the supervisor reads it.
+
+Where the sandbox cannot run (bubblewrap missing or unusable, or GPUARENA_SANDBOX=0), the app
+runs as before: a plain subprocess of the supervisor's user in its own process group (killed as
+a group at the time limit; a child that leaves the group escapes), with the supervisor's whole
+environment; the result says so (`AppRun.sandboxed`, `AppRun.containment`, and the report).
 """
 
 from __future__ import annotations
@@ -16,6 +44,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -25,6 +54,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from gpuarena.apps.model import AppSpec, Performance
+from gpuarena.harness import containment
+from gpuarena.harness.process import WorkerProcess
+from gpuarena.harness.sandbox import default_memory_limit, needs_read_search, protect_supervisor, worker_identity
+from gpuarena.harness.started import _switch
 
 TAIL_BYTES = 16_384
 """How much of stdout and stderr a report keeps (the end)."""
@@ -32,6 +65,31 @@ STDOUT_SCAN_BYTES = 4 * 1024 * 1024
 """How much of stdout the performance regex reads (the end)."""
 OUTPUT_DIR = "_gpuarena_output"
 """The output folder's name, inside the run's folder and beside the working folder."""
+THREAD_CAPS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS")
+"""The worker's one-thread settings (process.scrubbed_env), which an app does not get: its
+numerical libraries keep the thread pools they have outside gpuarena."""
+
+_LAUNCH = """\
+import json, os, sys
+spec = json.loads(sys.argv[1])
+for fd, path in ((1, spec["stdout"]), (2, spec["stderr"])):
+    target = os.open(path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(target, fd)
+    os.close(target)
+os.chdir(spec["cwd"])
+for name in spec["unset"]:
+    os.environ.pop(name, None)
+os.environ.update(spec["env"])
+try:
+    os.execvp(spec["argv"][0], spec["argv"])
+except OSError as exc:
+    with open(spec["failed"], "w") as f:
+        f.write(f"cannot start: {exc}")
+    os._exit(127)
+"""
+"""Run inside the sandbox once its guards apply (sandbox.py --exec): stdout and stderr to the
+files the supervisor made, the working copy as the current folder, the app's variables set,
+then the app's own command in its place."""
 
 _ENTRY_SHIM = """\
 import importlib, importlib.util, sys
@@ -90,6 +148,10 @@ class AppRun(BaseModel):
     """The output folder of the last run, holding the outputs compared."""
     changed: list[str] = []
     """Files of the source or golden folder that changed during the runs (must stay empty)."""
+    sandboxed: bool = False
+    """Whether the app ran in the harness's sandbox (see the module's docstring)."""
+    containment: str = ""
+    """How it was contained, or why it ran without the sandbox."""
 
 
 def hash_tree(folder: Path | None) -> dict[str, str]:
@@ -141,9 +203,131 @@ def _tail(path: Path, limit: int) -> str:
         return handle.read().decode("utf-8", errors="replace")
 
 
+def _tail_fd(fd: int, limit: int) -> str:
+    """The end of an open file, read through the supervisor's own descriptor: whatever the app
+    did to the file's name (a symbolic link in its place, say), this is the file it wrote."""
+    size = os.fstat(fd).st_size
+    return os.pread(fd, min(limit, size), max(0, size - limit)).decode("utf-8", errors="replace")
+
+
+class Sandbox:
+    """What every sandboxed run of one app shares: its user, its limits, and the folders beside
+    its working copy. run_root holds work/ and the output folder (both bound writable), io/
+    (the files stdout and stderr go to, writable) and sandbox/ (the logs and the private home's
+    mount point, read-only to the app: a writable folder must not lie inside it)."""
+
+    def __init__(self, run_root: Path, work: Path, output_dir: Path, device: str):
+        self.root, self.work, self.output_dir = run_root, work, output_dir
+        self.user = worker_identity() if _switch("GPUARENA_WORKER_ISOLATION", True) else None
+        self.memory = default_memory_limit() if _switch("GPUARENA_WORKER_MEMORY_LIMIT", True) else None
+        self.network_off = _switch("GPUARENA_WORKER_NETNS", True)
+        self.gpu = device.startswith("cuda")
+        self.folder = run_root / "sandbox"
+        self.folder.mkdir(mode=0o711)
+        self.home = self.folder / "home"
+        self.home.mkdir(mode=0o700)
+        self.io = run_root / "io"
+        self.io.mkdir(mode=0o700)
+        self.count = 0
+        self.sandboxed = True
+        """False if a run went without bubblewrap after all (WorkerProcess.sandbox_problem)."""
+        self.rights = ("the app ran as the supervisor's user (no worker user of its own: gpuarena is not root, "
+                       "or no spare uid is mapped here)")
+        if self.user is not None:
+            # the same test the sandbox's entry point makes before it drops the worker's rights
+            self.rights = f"the app ran as uid {self.user[0]}, " + (
+                "keeping only the read-search capability (the interpreter lies where only root may read)"
+                if needs_read_search(self.user[0], self.user[1]) else "without capabilities")
+        elif _switch("GPUARENA_WORKER_ISOLATION", True) is False:
+            self.rights = "the app ran as the supervisor's user (GPUARENA_WORKER_ISOLATION=0)"
+        self.containment = ""
+        """How the last run was contained, for the record (WorkerProcess.containment and the user)."""
+        if self.user is not None:
+            os.chmod(run_root, 0o711)
+            for folder in (self.home, self.io):
+                os.chown(folder, self.user[0], self.user[1])
+            self.give(work)
+
+    def give(self, folder: Path) -> None:
+        """Make folder and everything in it the app's user's (nothing to do without one)."""
+        if self.user is None:
+            return
+        uid, gid = self.user[0], self.user[1]
+        os.lchown(folder, uid, gid)
+        for parent, dirs, files in os.walk(folder):
+            for name in dirs + files:
+                os.lchown(os.path.join(parent, name), uid, gid)
+
+
+def run_sandboxed(command: list[str], box: Sandbox, env: dict[str, str], time_limit_s: float) -> tuple[RunResult, str]:
+    """Run one command in the harness's sandbox as box's user (WorkerProcess with exec_argv);
+    at the time limit, or once it exits, the sandbox and everything in it are killed."""
+    box.count += 1
+    paths = {name: box.io / f"{name}-{box.count}" for name in ("stdout", "stderr", "failed")}
+    fds = {}
+    try:
+        for name, path in paths.items():
+            fds[name] = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            if box.user is not None:
+                os.fchown(fds[name], box.user[0], box.user[1])
+        spec = {"stdout": str(paths["stdout"]), "stderr": str(paths["stderr"]), "failed": str(paths["failed"]),
+                "cwd": str(box.work), "env": env, "unset": [n for n in THREAD_CAPS if n not in env],
+                "argv": command}
+        launch = [sys.executable, "-c", _LAUNCH, json.dumps(spec)]
+        protect_supervisor(True)
+        try:
+            start = time.perf_counter()
+            try:
+                worker = WorkerProcess(box.home, box.folder / f"run-{box.count}.log",
+                                       isolate_network=box.network_off, memory_limit=box.memory, user=box.user,
+                                       gpu=box.gpu, exec_argv=launch,
+                                       writable=[str(box.work), str(box.output_dir), str(box.io)])
+            except OSError as exc:
+                box.containment = f"bubblewrap: the sandbox could not start ({exc})"
+                return RunResult(command=command, exit_code=None, wall_s=0.0,
+                                 stderr_tail=f"cannot start the sandbox: {exc}"), ""
+            try:
+                timed_out = False
+                try:
+                    worker.proc.wait(timeout=time_limit_s)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                finally:
+                    # bubblewrap's group: its init dies with it (--die-with-parent), and the
+                    # PID namespace with its init, whatever the app started
+                    try:
+                        os.killpg(worker.proc.pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                    worker.proc.wait()
+                wall = time.perf_counter() - start
+                code = None if timed_out else worker.exit_code
+                log = worker.read_log(TAIL_BYTES)
+                box.containment = f"{worker.containment}; {box.rights}"
+                if worker.sandbox_problem:  # not after containment.sandbox_problem() said '' (the same cached test), but if so
+                    box.sandboxed, box.containment = False, worker.containment
+            finally:
+                worker.close()
+        finally:
+            protect_supervisor(False)
+        stdout = _tail_fd(fds["stdout"], STDOUT_SCAN_BYTES)
+        stderr = _tail_fd(fds["stderr"], TAIL_BYTES)
+        failed = _tail_fd(fds["failed"], 4000)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    if failed and code == 127:
+        return RunResult(command=command, exit_code=None, wall_s=wall, stderr_tail=failed), ""
+    if log.strip():  # the sandbox's own words (a guard that failed before the app started)
+        stderr = (stderr + "\n[gpuarena sandbox]\n" + log)[-TAIL_BYTES:]
+    result = RunResult(command=command, exit_code=code, timed_out=timed_out, wall_s=wall,
+                       stdout_tail=stdout[-TAIL_BYTES:], stderr_tail=stderr)
+    return result, stdout
+
+
 def run_once(command: list[str], cwd: Path, env: dict[str, str], time_limit_s: float) -> tuple[RunResult, str]:
     """Run one command in its own process group; kill the group at the time limit. Returns the
-    result and the (end of) stdout for the performance regex."""
+    result and the (end of) stdout for the performance regex. The path without the sandbox."""
     with tempfile.TemporaryDirectory(prefix="gpuarena-app-io-") as io_dir:
         out_path, err_path = Path(io_dir) / "stdout", Path(io_dir) / "stderr"
         start = time.perf_counter()
@@ -200,28 +384,77 @@ def read_figure(performance: Performance, stdout: str, output_dir: Path) -> floa
     return float(value)
 
 
+def app_variables(spec: AppSpec, output_dir: Path, device: str) -> dict[str, str]:
+    """The variables gpuarena gives every app."""
+    return dict(GPUARENA_APP_SEED=str(spec.seed), GPUARENA_APP_OUTPUT=str(output_dir), GPUARENA_APP_DEVICE=device,
+                PYTHONHASHSEED=str(spec.seed), PYTHONDONTWRITEBYTECODE="1")
+
+
 def app_env(spec: AppSpec, output_dir: Path, device: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(GPUARENA_APP_SEED=str(spec.seed), GPUARENA_APP_OUTPUT=str(output_dir), GPUARENA_APP_DEVICE=device,
-               PYTHONHASHSEED=str(spec.seed), PYTHONDONTWRITEBYTECODE="1")
-    return env
+    """An unsandboxed app's environment: the supervisor's, and the app's variables."""
+    return {**os.environ, **app_variables(spec, output_dir, device)}
+
+
+def sandbox_env(spec: AppSpec, output_dir: Path, device: str) -> dict[str, str]:
+    """What a sandboxed app gets on top of the worker's environment: the app's variables, and
+    the supervisor's thread settings (THREAD_CAPS) where it has them (unset otherwise)."""
+    kept = {name: os.environ[name] for name in THREAD_CAPS if name in os.environ}
+    return {**kept, **app_variables(spec, output_dir, device)}
+
+
+def unsafe_outputs(folder: Path) -> list[str]:
+    """What in the output folder is not a plain file or folder (symbolic links, devices, FIFOs,
+    files with other hard links): the supervisor reads and copies the outputs with its own
+    rights, so an app must not point it at a file it could not read itself."""
+    found = []
+    for parent, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = os.path.join(parent, name)
+            st = os.lstat(path)
+            rel = os.path.relpath(path, folder)
+            if stat.S_ISLNK(st.st_mode):
+                found.append(f"{rel} (symbolic link)")
+            elif stat.S_ISREG(st.st_mode):
+                if st.st_nlink > 1:
+                    found.append(f"{rel} (a file with {st.st_nlink} links)")
+            elif not stat.S_ISDIR(st.st_mode):
+                found.append(f"{rel} (not a plain file)")
+    return sorted(found)
 
 
 def run_app(app_dir: Path, spec: AppSpec, run_root: Path, device: str = "cpu",
             protected: dict[str, Path | None] | None = None) -> AppRun:
-    """Copy app_dir into run_root/work, run setup once and the app `spec.repeats` times there.
+    """Copy app_dir into run_root/work, run setup once and the app `spec.repeats` times there,
+    in the harness's sandbox where it can run (else as plain subprocesses: the result says so).
 
     protected: label -> folder whose files must not change (the app's source folder is always
     protected as 'app'); the outputs of the last run are left in run_root/_gpuarena_output.
     """
     app_dir = Path(app_dir).resolve()
+    run_root = Path(run_root).resolve()
     guarded = {"app": app_dir, **(protected or {})}
     before = {label: hash_tree(folder) for label, folder in guarded.items()}
     work = run_root / "work"
     output_dir = run_root / OUTPUT_DIR
     shutil.copytree(app_dir, work, symlinks=True)
-    env = app_env(spec, output_dir, device)
     result = AppRun(ran=False, output_dir=str(output_dir))
+    problem = containment.sandbox_problem()
+    box = Sandbox(run_root, work, output_dir, device) if not problem else None
+    if box is None:
+        env = app_env(spec, output_dir, device)
+        result.containment = (f"none: no sandbox ({problem}); the app ran as a plain subprocess of the supervisor's "
+                              "user with its environment; only the hash checks of the source and golden folders")
+    else:
+        env = sandbox_env(spec, output_dir, device)
+        result.sandboxed = True
+
+    def execute(command: list[str]) -> tuple[RunResult, str]:
+        if box is None:
+            return run_once(command, work, env, spec.time_limit_s)
+        done = run_sandboxed(command, box, env, spec.time_limit_s)
+        result.containment = box.containment or result.containment
+        result.sandboxed = result.sandboxed and box.sandboxed
+        return done
 
     def changed() -> list[str]:
         return [c for label, folder in guarded.items() for c in tree_changes(before[label], hash_tree(folder), label)]
@@ -233,9 +466,16 @@ def run_app(app_dir: Path, spec: AppSpec, run_root: Path, device: str = "cpu",
         result.reason = reason
         return result
 
-    output_dir.mkdir()
+    def fresh_output() -> None:
+        if output_dir.exists():
+            shutil.rmtree(output_dir)
+        output_dir.mkdir()
+        if box is not None:
+            box.give(output_dir)
+
+    fresh_output()
     for command in spec.setup:
-        setup, _ = run_once(resolve_python(command), work, env, spec.time_limit_s)
+        setup, _ = execute(resolve_python(command))
         result.setup.append(setup)
         if setup.timed_out:
             return stop(f"setup command {command} passed the time limit of {spec.time_limit_s:g} s")
@@ -244,9 +484,8 @@ def run_app(app_dir: Path, spec: AppSpec, run_root: Path, device: str = "cpu",
         if setup.exit_code != 0:
             return stop(f"setup command {command} exited with status {setup.exit_code}")
     for index in range(spec.repeats):
-        shutil.rmtree(output_dir)
-        output_dir.mkdir()
-        run, stdout = run_once(command_for(spec), work, env, spec.time_limit_s)
+        fresh_output()
+        run, stdout = execute(command_for(spec))
         result.runs.append(run)
         label = f"run {index + 1} of {spec.repeats}"
         if run.timed_out:
@@ -255,6 +494,10 @@ def run_app(app_dir: Path, spec: AppSpec, run_root: Path, device: str = "cpu",
             return stop(f"{label} could not be started: {run.stderr_tail}")
         if run.exit_code != 0:
             return stop(f"{label} exited with status {run.exit_code}")
+        unsafe = unsafe_outputs(output_dir)
+        if unsafe:
+            return stop(f"{label} left what is not a plain file in its output folder (not read): "
+                        f"{', '.join(unsafe[:5])}")
         if spec.performance is not None:
             try:
                 run.figure = read_figure(spec.performance, stdout, output_dir)

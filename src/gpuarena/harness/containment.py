@@ -80,6 +80,15 @@ def bwrap_problem(binary: str) -> str:
     return _BWRAP_WORKS[binary]
 
 
+def sandbox_problem() -> str:
+    """Why a worker cannot run in the sandbox here ('' when it can): bubblewrap on PATH, not
+    turned off (GPUARENA_SANDBOX=0), and able to make a sandbox."""
+    binary = bwrap_path()
+    if binary:
+        return bwrap_problem(binary)
+    return "turned off (GPUARENA_SANDBOX=0)" if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed"
+
+
 def _namespace_args(binary: str, network: bool) -> list[str]:
     args = [binary, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--hostname", "gpuarena-worker", "--unshare-cgroup-try"]

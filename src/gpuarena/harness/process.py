@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -149,8 +148,7 @@ class WorkerProcess:
         child_fd = theirs.detach()
         self._log = open(log_path, "wb")
         binary = containment.bwrap_path()
-        self.sandbox_problem = containment.bwrap_problem(binary) if binary else (
-            "turned off (GPUARENA_SANDBOX=0)" if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed")
+        self.sandbox_problem = containment.sandbox_problem()
         # a program run instead of the worker (ncu) may need loopback, which bubblewrap's network
         # namespace has and the worker's own unshare (without bubblewrap) leaves down
         own_netns = isolate_network and not (exec_argv and not self.sandbox_problem)
