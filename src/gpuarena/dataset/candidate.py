@@ -1,0 +1,197 @@
+"""One group of recorded calls written as a gpuarena problem folder: problem.toml and a
+reference.py that calls the aten op itself (torch.ops.aten...) on inputs redrawn with the
+recorded shapes, dtypes, strides and value ranges, its other arguments fixed as recorded.
+
+Whether the op can be a problem at all is decided here too (`unsupported`), so that the harvest
+reports why a group was not written rather than writing something that cannot load.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import math
+from pathlib import Path
+from typing import Any
+
+from gpuarena.dataset.record import ArgRecord, CallRecord, TensorInfo
+from gpuarena.problems.model import DTYPES
+
+
+def param_names(args: list[ArgRecord]) -> dict[tuple[int, int], str]:
+    """(argument index, element index) -> a Python parameter name for each input tensor."""
+    names: dict[tuple[int, int], str] = {}
+    used: set[str] = set()
+    for i, arg in enumerate(args):
+        base = "x" if arg.name == "self" else arg.name
+        if not base.isidentifier() or keyword.iskeyword(base):
+            base = f"arg{i}"
+        infos = [arg.tensor] if arg.tensor is not None else arg.tensors or []
+        for j, _ in enumerate(infos):
+            name = base if arg.tensor is not None else f"{base}_{j}"
+            while name in used:
+                name += "_"
+            used.add(name)
+            names[(i, j)] = name
+    return names
+
+
+def unsupported(call: CallRecord) -> str | None:
+    """Why this call cannot be written as a problem yet; None where it can."""
+    if call.metadata_only:
+        return "a view or metadata op: no data moves, nothing for a kernel to do"
+    if call.mutates:
+        return "writes into an argument: a reference must be pure"
+    if not call.outputs:
+        return "returns no tensor"
+    if not any(a.kind in ("tensor", "tensors") for a in call.args):
+        return "no tensor input (a factory op such as arange, ones or empty)"
+    for arg in call.args:
+        if arg.kind == "other":
+            return f"argument {arg.name} ({arg.value}) cannot be written into a reference yet"
+    for info in [*_inputs(call), *call.outputs]:
+        if info.dtype not in DTYPES:
+            return f"dtype {info.dtype} is not one problems support"
+        if 0 in info.shape:
+            return "an empty tensor"
+    return None
+
+
+def _inputs(call: CallRecord) -> list[TensorInfo]:
+    return [t for a in call.args for t in ([a.tensor] if a.tensor is not None else a.tensors or [])]
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    return repr(value)
+
+
+def _expression(arg: ArgRecord, index: int, names: dict[tuple[int, int], str]) -> str:
+    if arg.kind == "tensor":
+        return names[(index, 0)]
+    if arg.kind == "tensors":
+        return "[" + ", ".join(names[(index, j)] for j in range(len(arg.tensors or []))) + "]"
+    if arg.kind == "none":
+        return "None"
+    if arg.kind == "torch":
+        return str(arg.value)  # "torch.float32": a torch attribute, checked by the import
+    return _literal(arg.value)
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def reference_source(call: CallRecord, title: str) -> str:
+    names = param_names(call.args)
+    params = list(names.values())
+    call_args = [(_expression(a, i, names) if not a.keyword else f"{a.name}={_expression(a, i, names)}")
+                 for i, a in enumerate(call.args)]
+    many = len(call.outputs) > 1
+    specs = {}
+    for (i, j), name in names.items():
+        arg = call.args[i]
+        info = arg.tensor if arg.tensor is not None else (arg.tensors or [])[j]
+        specs[name] = {"rank": len(info.shape), "dtype": info.dtype,
+                       "stride": None if info.contiguous else info.stride,
+                       "low": _finite(info.low), "high": _finite(info.high)}
+    result = f"tuple({call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)}))" if many else \
+        f"{call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)})"
+    return TEMPLATE.format(title=title, params=", ".join(params), result=result,
+                           specs=json.dumps(specs, indent=4).replace("null", "None").replace("true", "True").replace("false", "False"))
+
+
+TEMPLATE = '''"""{title}
+
+Written by `gpuarena harvest`: the recorded aten call, on inputs redrawn with the recorded
+shapes, dtypes, strides and value ranges."""
+
+import torch
+
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown)
+INPUTS = {specs}
+
+
+def reference({params}):
+    return {result}
+
+
+def _draw(shape, spec, device, generator):
+    dtype = getattr(torch, spec["dtype"])
+    size = [int(s) for s in shape]
+    if spec["stride"] is not None:  # redraw the storage the recorded strides read from
+        size = [1 + sum((s - 1) * abs(st) for s, st in zip(shape, spec["stride"]))]
+    low, high = spec["low"], spec["high"]
+    scale = 0.5 + torch.rand((), generator=generator, device=device)
+    if dtype == torch.bool:
+        values = torch.rand(size, generator=generator, device=device) < 0.5
+    elif not dtype.is_floating_point:
+        lo, hi = int(low or 0), int(high or 1)
+        if hi <= lo:
+            lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
+        values = torch.randint(lo, hi + 1, size, generator=generator, device=device)
+    elif low is not None and high is not None and low >= 0:  # a positive input (rsqrt, log): keep it so
+        lo = low if low > 0 else (1e-2 * high if high > 0 else 1e-2)
+        hi = high if high > lo else 2 * lo
+        values = lo + (hi - lo) * torch.rand(size, generator=generator, device=device)
+    else:
+        spread = max(abs(low), abs(high)) / 2 if low is not None and high is not None and high > low else 1.0
+        offset = 0.1 * spread * (2 * torch.rand((), generator=generator, device=device) - 1)
+        values = torch.randn(size, generator=generator, device=device) * spread * scale + offset
+    values = values.to(dtype)
+    return values.as_strided(shape, spec["stride"]) if spec["stride"] is not None else values
+
+
+def make_inputs(axes, dtype, device, generator):
+    return {{name: _draw([axes[f"{{name}}_{{d}}"] for d in range(spec["rank"])], spec, device, generator)
+            for name, spec in INPUTS.items()}}
+'''
+
+
+def _toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+
+def problem_toml(call: CallRecord, name: str, summary: str, weight: float, models: list[str], tags: list[str]) -> str:
+    names = param_names(call.args)
+    axes: dict[str, int] = {}
+    for (i, j), param in names.items():
+        arg = call.args[i]
+        info = arg.tensor if arg.tensor is not None else (arg.tensors or [])[j]
+        axes.update({f"{param}_{d}": size for d, size in enumerate(info.shape)})
+    floating = [t.dtype for t in [*call.outputs, *_inputs(call)] if t.dtype in ("float32", "float16", "bfloat16", "float64")]
+    dtype = floating[0] if floating else call.outputs[0].dtype
+    outputs = [f"out{k}" for k in range(len(call.outputs))] if len(call.outputs) > 1 else ["output"]
+    axes_text = "{ " + ", ".join(f"{k} = {v}" for k, v in axes.items()) + " }" if axes else "{}"
+    return f"""name = {json.dumps(name)}
+level = 1
+summary = {json.dumps(summary)}
+tags = {_toml_list(tags)}
+weight = {weight:.6g}
+convention = "return"
+outputs = {_toml_list(outputs)}
+
+[provenance]
+framework = "pytorch"
+operator = {json.dumps(call.op)}
+models = {_toml_list(models)}
+
+[[workloads]]
+name = "recorded"
+axes = {axes_text}
+dtype = {json.dumps(dtype)}
+weight = 1.0
+devices = ["cpu", "cuda"]
+"""
+
+
+def write(folder: Path, call: CallRecord, name: str, summary: str, weight: float, models: list[str],
+          tags: list[str]) -> Path:
+    """Write the problem folder for this (representative) call; returns the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "problem.toml").write_text(problem_toml(call, name, summary, weight, models, tags))
+    (folder / "reference.py").write_text(reference_source(call, summary))
+    return folder

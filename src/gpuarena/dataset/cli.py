@@ -1,0 +1,61 @@
+"""`gpuarena harvest MODEL`: run a model for one phase, record its operator calls, and write the
+worthwhile ones as problems with provenance and weights (docs/dataset.md). Small on purpose:
+torch and the harvester are imported inside the command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpuarena.cli.console import err, fail, out
+from gpuarena.errors import GpuarenaError
+
+
+def harvest_cmd(
+    model: Annotated[str, typer.Argument(help="tiny-llama, small-llama, llama:dim=..,layers=..,heads=..,vocab=..,ffn=.., or hf:<ModelClass>")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Folder for the problems, harvest.json and profile.jsonl")],
+    phase: Annotated[str, typer.Option(help="prefill (batch x seq tokens) or decode (one token against a KV cache of --context)")] = "prefill",
+    batch: Annotated[int, typer.Option(min=1, help="Sequences")] = 1,
+    seq: Annotated[int, typer.Option(min=1, help="Prefill: tokens per sequence")] = 128,
+    context: Annotated[int, typer.Option(min=1, help="Decode: tokens already in the KV cache")] = 128,
+    device: Annotated[str, typer.Option(help="cpu or cuda[:N]: where the model runs and candidates are checked")] = "cpu",
+    min_share: Annotated[float, typer.Option(min=0, max=1, help="Write only groups with at least this share of the measured time")] = 0.01,
+    seed: Annotated[int, typer.Option(help="Seed of the weights and inputs")] = 0,
+    repeats: Annotated[int, typer.Option(min=1, help="Forwards recorded (after one warm-up)")] = 3,
+) -> None:
+    """Harvest problems from a model: every operator call of one phase, grouped by op and shape,
+    weighted by its share of the time, checked; writes OUTPUT/level1/*, harvest.json, profile.jsonl."""
+    from gpuarena.dataset.harvest import harvest
+    from gpuarena.dataset.models import build
+    from gpuarena.dataset.record import cpu_timer, synchronized_timer
+
+    sizes = f"--seq {seq}" if phase == "prefill" else f"--context {context}"
+    command = (f"gpuarena harvest {model} --phase {phase} --batch {batch} {sizes} --device {device} "
+               f"--min-share {min_share:g} --seed {seed} --repeats {repeats} -o {output}")
+    try:
+        if device != "cpu" and not device.startswith("cuda"):
+            raise GpuarenaError(f"--device {device!r}: use cpu, cuda or cuda:N")
+        workload = build(model, phase, batch, seq, context, device=device, seed=seed)
+        with err.status("recording") as status:
+            result = harvest(workload.forward, output, model=model, phase=phase, sizes=workload.sizes,
+                             command=command, device=device, seed=seed, min_share=min_share, repeats=repeats,
+                             timer=cpu_timer if device == "cpu" else synchronized_timer,
+                             progress=lambda text: status.update(text))
+    except GpuarenaError as exc:
+        fail(exc)
+        return
+    counts: dict[str, int] = {}
+    for group in result.groups:
+        counts[group.status] = counts.get(group.status, 0) + 1
+    out.print(f"{result.calls} calls a forward in {len(result.groups)} groups: "
+              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), highlight=False)
+    written_share = sum(g.share for g in result.groups if g.status == "written")
+    out.print(f"wrote {result.written} problems ({written_share:.1%} of the time) to {output}/level1; "
+              f"check rejected {result.rejected} ({result.rejected_share:.1%} of the time): see {output}/harvest.json",
+              highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("harvest")(harvest_cmd)

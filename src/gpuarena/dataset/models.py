@@ -1,0 +1,190 @@
+"""Built-in models to harvest from, with seeded random weights (no download): the operators and
+shapes of a Llama-style decoder come from its architecture and sizes, not from its trained weights.
+
+MODEL names: `tiny-llama`, `small-llama`, `llama:dim=128,layers=2,heads=4,vocab=512,ffn=344`
+(any of the sizes), or `hf:<ModelClass>` (a transformers model from a tiny config, prefill only,
+where transformers is installed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from gpuarena.errors import GpuarenaError
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    dim: int = 64
+    layers: int = 2
+    heads: int = 4
+    vocab: int = 256
+    ffn: int = 176
+    """SwiGLU hidden size (Llama: about 8/3 dim, rounded up)."""
+    eps: float = 1e-5
+    rope_base: float = 10000.0
+
+
+PRESETS = {
+    "tiny-llama": LlamaConfig(),
+    "small-llama": LlamaConfig(dim=256, layers=4, heads=8, vocab=2048, ffn=688),
+}
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotary(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.Tensor:
+    """Rotate pairs (first half, second half) of each head by position-dependent angles; x is [b, s, h, hd]."""
+    half = x.shape[-1] // 2
+    freqs = base ** (-torch.arange(half, dtype=torch.float32, device=x.device) / half)
+    angles = positions.to(torch.float32)[:, None] * freqs[None, :]
+    cos, sin = angles.cos().to(x.dtype)[:, None, :], angles.sin().to(x.dtype)[:, None, :]  # [s, 1, half]
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+class Block(nn.Module):
+    def __init__(self, c: LlamaConfig):
+        super().__init__()
+        self.c = c
+        self.attn_norm, self.mlp_norm = RMSNorm(c.dim, c.eps), RMSNorm(c.dim, c.eps)
+        self.qkv = nn.Linear(c.dim, 3 * c.dim, bias=False)
+        self.o = nn.Linear(c.dim, c.dim, bias=False)
+        self.gate_up = nn.Linear(c.dim, 2 * c.ffn, bias=False)
+        self.down = nn.Linear(c.ffn, c.dim, bias=False)
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor,
+                cache: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+        b, s, _ = x.shape
+        h, hd = self.c.heads, self.c.dim // self.c.heads
+        q, k, v = self.qkv(self.attn_norm(x)).view(b, s, 3, h, hd).unbind(2)
+        q, k = rotary(q, positions, self.c.rope_base), rotary(k, positions, self.c.rope_base)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # [b, h, s, hd]
+        if cache is not None:  # decode: the new token's keys and values after the cached ones
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(hd)
+        if s > 1:  # causal mask (prefill); one new token sees the whole cache
+            mask = torch.ones(s, k.shape[2], dtype=torch.bool, device=x.device).tril(k.shape[2] - s)
+            scores = scores.masked_fill(~mask, float("-inf"))
+        attn = torch.softmax(scores, dim=-1) @ v
+        x = x + self.o(attn.transpose(1, 2).reshape(b, s, -1))
+        gate, up = self.gate_up(self.mlp_norm(x)).chunk(2, dim=-1)
+        return x + self.down(nn.functional.silu(gate) * up)
+
+
+class Llama(nn.Module):
+    """A Llama-style decoder: embedding, blocks (RMSNorm, rotary, softmax attention, SwiGLU), LM head."""
+
+    def __init__(self, c: LlamaConfig):
+        super().__init__()
+        self.c = c
+        self.embed = nn.Embedding(c.vocab, c.dim)
+        self.blocks = nn.ModuleList(Block(c) for _ in range(c.layers))
+        self.norm = RMSNorm(c.dim, c.eps)
+        self.head = nn.Linear(c.dim, c.vocab, bias=False)
+
+    def forward(self, tokens: torch.Tensor, start: int = 0,
+                caches: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> torch.Tensor:
+        positions = torch.arange(start, start + tokens.shape[1], device=tokens.device)
+        x = self.embed(tokens)
+        for i, block in enumerate(self.blocks):
+            x = block(x, positions, caches[i] if caches else None)
+        return self.head(self.norm(x))
+
+
+def _init(model: nn.Module, generator: torch.Generator) -> None:
+    """Seeded weights of sensible scale; norm weights near 1 but not constant (a constant input
+    would make a poor problem)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1 + 0.1 * torch.randn(p.shape, generator=generator))
+            else:
+                fan_in = p.shape[-1] if p.dim() > 1 and "embed" not in name else 1
+                p.copy_(torch.randn(p.shape, generator=generator) / math.sqrt(fan_in))
+
+
+def parse_llama(name: str) -> LlamaConfig:
+    if name in PRESETS:
+        return PRESETS[name]
+    if not name.startswith("llama:"):
+        known = ", ".join([*PRESETS, "llama:dim=..,layers=..", "hf:<ModelClass>"])
+        raise GpuarenaError(f"unknown model {name!r}; use one of {known}")
+    sizes: dict[str, Any] = {}
+    fields = LlamaConfig.__dataclass_fields__
+    for item in filter(None, name.removeprefix("llama:").split(",")):
+        key, _, value = item.partition("=")
+        if key not in fields:
+            raise GpuarenaError(f"model {name!r}: unknown size {key!r}; known: {', '.join(fields)}")
+        try:
+            sizes[key] = float(value) if key in ("eps", "rope_base") else int(value)
+        except ValueError:
+            raise GpuarenaError(f"model {name!r}: {key}={value!r} is not a number") from None
+    config = replace(LlamaConfig(), **sizes)
+    if config.dim % config.heads or (config.dim // config.heads) % 2:
+        raise GpuarenaError(f"model {name!r}: dim must split into heads of even size")
+    return config
+
+
+@dataclass
+class Workload:
+    """A model ready to run one phase: forward() is what the recorder times."""
+
+    forward: Callable[[], Any]
+    sizes: dict[str, int]
+    """The phase's sizes as given: batch and seq (prefill) or batch and context (decode)."""
+
+
+def build(model: str, phase: str, batch: int, seq: int, context: int, device: str = "cpu",
+          seed: int = 0, dtype: torch.dtype = torch.float32) -> Workload:
+    """The model with seeded weights and inputs for the phase: prefill runs `seq` tokens per
+    sequence; decode runs one new token against a KV cache of `context` tokens."""
+    if phase not in ("prefill", "decode"):
+        raise GpuarenaError(f"--phase {phase!r}: use prefill or decode")
+    generator = torch.Generator().manual_seed(seed)
+    if model.startswith("hf:"):
+        return _hf(model.removeprefix("hf:"), phase, batch, seq, device, generator)
+    config = parse_llama(model)
+    net = Llama(config)
+    _init(net, generator)
+    net = net.to(device=device, dtype=dtype).eval()
+    if phase == "prefill":
+        tokens = torch.randint(0, config.vocab, (batch, seq), generator=generator).to(device)
+        return Workload(lambda: net(tokens), {"batch": batch, "seq": seq})
+    tokens = torch.randint(0, config.vocab, (batch, 1), generator=generator).to(device)
+    shape = (batch, config.heads, context, config.dim // config.heads)
+    caches = [(torch.randn(shape, generator=generator).to(device, dtype), torch.randn(shape, generator=generator).to(device, dtype))
+              for _ in range(config.layers)]
+    return Workload(lambda: net(tokens, start=context, caches=caches), {"batch": batch, "context": context})
+
+
+def _hf(cls_name: str, phase: str, batch: int, seq: int, device: str, generator: torch.Generator) -> Workload:
+    """A transformers model built from a tiny config of its own config class (prefill only)."""
+    try:
+        import transformers
+    except ImportError:
+        raise GpuarenaError("hf: models need the transformers package (pip install transformers)") from None
+    cls = getattr(transformers, cls_name, None)
+    if cls is None or not hasattr(cls, "config_class"):
+        raise GpuarenaError(f"hf:{cls_name}: transformers has no model class of that name")
+    if phase != "prefill":
+        raise GpuarenaError("hf: models are harvested in the prefill phase only, for now")
+    config = cls.config_class(hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=4,
+                              num_key_value_heads=4, vocab_size=256)
+    torch.manual_seed(int(torch.randint(0, 2**31 - 1, (), generator=generator)))
+    net = cls(config).to(device).eval()
+    tokens = torch.randint(0, config.vocab_size, (batch, seq), generator=generator).to(device)
+    return Workload(lambda: net(input_ids=tokens), {"batch": batch, "seq": seq})

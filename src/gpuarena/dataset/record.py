@@ -1,0 +1,189 @@
+"""Record every aten call a model's forward makes: the op, its arguments' shapes and dtypes, and
+its time. This is the raw profile a harvest groups into problem candidates (docs/dataset.md).
+
+A TorchDispatchMode sits below autograd and the composite decompositions, so what it sees is
+what actually runs (linear as t + addmm, softmax as _softmax): the ops a kernel would replace.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# ops that only make a new view or touch metadata: recorded (they are part of the profile) but
+# not worth a problem, since a kernel for them moves no data
+METADATA_OPS = frozenset({
+    "view", "_unsafe_view", "t", "expand", "detach", "transpose", "permute", "reshape", "unsqueeze",
+    "squeeze", "slice", "select", "alias", "as_strided", "split", "split_with_sizes", "chunk", "unbind",
+    "narrow", "expand_as", "lift_fresh", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
+    "_reshape_alias", "view_as", "unfold", "diagonal", "movedim", "real", "imag", "view_as_real",
+    "view_as_complex", "_local_scalar_dense",
+})
+
+ArgKind = Literal["tensor", "tensors", "int", "float", "bool", "ints", "floats", "none", "torch", "str", "other"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TensorInfo(Strict):
+    """What a problem needs to redraw a tensor like this one."""
+
+    shape: list[int]
+    dtype: str
+    stride: list[int]
+    contiguous: bool
+    low: float | None = None
+    """Smallest value seen (None for empty or boolean tensors): inputs are redrawn in range,
+    so that rsqrt gets positive numbers and embedding indices stay in bounds."""
+    high: float | None = None
+
+
+class ArgRecord(Strict):
+    """One argument of a call, named as in the op's schema."""
+
+    name: str
+    kind: ArgKind
+    keyword: bool = False
+    """Passed by keyword (kwarg-only in the schema, or given so)."""
+    tensor: TensorInfo | None = None
+    tensors: list[TensorInfo] | None = None
+    value: Any = None
+    """ints, floats, bools and lists of them as they are; torch constants (dtypes, memory formats)
+    as their repr, e.g. "torch.float32"; anything else as its repr, under kind "other"."""
+
+    def signature(self) -> Any:
+        """The part that makes calls the same problem: shapes, dtypes, strides, values (not ranges)."""
+        def plain(t: TensorInfo) -> list[Any]:
+            return [t.shape, t.dtype, t.stride]
+
+        if self.tensor is not None:
+            return [self.name, plain(self.tensor)]
+        if self.tensors is not None:
+            return [self.name, [plain(t) for t in self.tensors]]
+        return [self.name, self.kind, self.value]
+
+
+class CallRecord(Strict):
+    """One aten call during the recorded forward(s): a line of profile.jsonl."""
+
+    index: int
+    op: str
+    """The overload's name, e.g. aten.mm.default."""
+    args: list[ArgRecord]
+    outputs: list[TensorInfo]
+    seconds: float
+    metadata_only: bool
+    """A view or metadata op: part of the profile, never a problem."""
+    mutates: bool
+    """Writes into an argument (add_, copy_): not a problem yet (its reference would not be pure)."""
+
+
+def op_name(func: Any) -> str:
+    return f"{func.namespace}.{func._schema.name.split('::')[-1]}.{func._overloadname}"
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def tensor_info(t: torch.Tensor, ranges: bool = True) -> TensorInfo:
+    low = high = None
+    if ranges and t.numel() and t.dtype != torch.bool and not t.is_complex():
+        lo, hi = torch.aminmax(t.detach().reshape(-1))
+        low, high = float(lo), float(hi)
+    return TensorInfo(shape=list(t.shape), dtype=_dtype_name(t.dtype), stride=list(t.stride()),
+                      contiguous=t.is_contiguous(), low=low, high=high)
+
+
+def arg_record(name: str, value: Any, keyword: bool) -> ArgRecord:
+    base: dict[str, Any] = {"name": name, "keyword": keyword}
+    if isinstance(value, torch.Tensor):
+        return ArgRecord(**base, kind="tensor", tensor=tensor_info(value))
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+        return ArgRecord(**base, kind="tensors", tensors=[tensor_info(v) for v in value])
+    if value is None:
+        return ArgRecord(**base, kind="none")
+    if isinstance(value, bool):
+        return ArgRecord(**base, kind="bool", value=value)
+    if isinstance(value, int):
+        return ArgRecord(**base, kind="int", value=value)
+    if isinstance(value, float):
+        return ArgRecord(**base, kind="float", value=value)
+    if isinstance(value, str):
+        return ArgRecord(**base, kind="str", value=value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return ArgRecord(**base, kind="ints", value=list(value))
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value):
+        return ArgRecord(**base, kind="floats", value=[float(v) for v in value])
+    if isinstance(value, (torch.dtype, torch.memory_format, torch.layout)):
+        return ArgRecord(**base, kind="torch", value=repr(value))
+    return ArgRecord(**base, kind="other", value=repr(value))
+
+
+def _outputs(result: Any) -> list[TensorInfo]:
+    items = result if isinstance(result, (list, tuple)) else [result]
+    return [tensor_info(t, ranges=False) for t in items if isinstance(t, torch.Tensor)]
+
+
+Timer = Callable[[Callable[[], Any]], "tuple[Any, float]"]
+
+
+def cpu_timer(call: Callable[[], Any]) -> tuple[Any, float]:
+    """Wall time of the real call: right on the CPU, where a call's work is done when it returns."""
+    start = time.perf_counter()
+    result = call()
+    return result, time.perf_counter() - start
+
+
+def synchronized_timer(call: Callable[[], Any]) -> tuple[Any, float]:
+    """A coarse GPU timer: synchronize before and after, so the wall time holds the kernel(s).
+    It counts launch overhead too. HOOK: on a GPU, CUDA events around the call (resolved after
+    the forward) or CUPTI kernel records (harness/cupti_build.py) give each op its kernels' own
+    time; they would go here, as another Timer."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    result = call()
+    torch.cuda.synchronize()
+    return result, time.perf_counter() - start
+
+
+class Recorder(TorchDispatchMode):
+    """`with Recorder() as rec: model(x)` then rec.calls: every aten call, in order, timed.
+
+    Inside __torch_dispatch__ the mode is off, so the real call and the range reads are not
+    themselves recorded; ranges are read before the timed call, outside its time."""
+
+    def __init__(self, timer: Timer = cpu_timer):
+        super().__init__()
+        self.timer = timer
+        self.calls: list[CallRecord] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        kwargs = kwargs or {}
+        schema = func._schema.arguments
+        records = [arg_record(schema[i].name if i < len(schema) else f"arg{i}", a, False) for i, a in enumerate(args)]
+        records += [arg_record(k, v, True) for k, v in kwargs.items()]
+        result, seconds = self.timer(lambda: func(*args, **kwargs))
+        name = op_name(func)
+        self.calls.append(CallRecord(
+            index=len(self.calls), op=name, args=records, outputs=_outputs(result), seconds=seconds,
+            metadata_only=name.split(".")[1] in METADATA_OPS or bool(getattr(func, "is_view", False)),
+            mutates=bool(func._schema.is_mutable)))
+        return result
+
+
+def record(forward: Callable[[], Any], repeats: int = 1, warmup: int = 1, timer: Timer = cpu_timer) -> list[CallRecord]:
+    """The calls of `repeats` runs of forward() (after `warmup` unrecorded ones), without autograd."""
+    with torch.no_grad():
+        for _ in range(warmup):
+            forward()
+        with Recorder(timer) as recorder:
+            for _ in range(repeats):
+                forward()
+    return recorder.calls

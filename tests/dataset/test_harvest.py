@@ -1,0 +1,135 @@
+"""The harvester on the CPU: the recorder sees a model's ops with shapes, groups weigh to 1,
+written problems load and pass `gpuarena check`, degenerate ones are rejected with reasons, and
+the command is reproducible."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from gpuarena.cli.app import app
+from gpuarena.dataset.harvest import Harvest, group_calls, harvest
+from gpuarena.dataset.models import build
+from gpuarena.dataset.record import record
+from gpuarena.problems import load_problem
+from gpuarena.problems.check import check_problem
+
+TINY = "llama:dim=32,layers=1,heads=2,vocab=64,ffn=64"
+
+
+def shapes(call, name):
+    return next(a.tensor.shape for a in call.args if a.name == name)
+
+
+def test_recorder_sees_the_ops_with_shapes():
+    calls = record(build(TINY, "prefill", batch=2, seq=8, context=0).forward)
+    ops = {c.op for c in calls}
+    assert {"aten.embedding.default", "aten.mm.default", "aten._softmax.default", "aten.rsqrt.default",
+            "aten.silu.default", "aten.bmm.default"} <= ops
+    mms = [c for c in calls if c.op == "aten.mm.default"]
+    assert [16, 32] in [shapes(c, "self") for c in mms]  # batch x seq tokens of width dim
+    softmax = next(c for c in calls if c.op == "aten._softmax.default")
+    assert shapes(softmax, "self") == [2, 2, 8, 8] and softmax.args[1].value == -1
+    assert next(c for c in calls if c.op == "aten.t.default").metadata_only
+    assert not mms[0].metadata_only and all(c.seconds >= 0 for c in calls)
+
+
+def test_decode_attends_over_the_cache():
+    calls = record(build(TINY, "decode", batch=2, seq=0, context=12).forward)
+    softmax = next(c for c in calls if c.op == "aten._softmax.default")
+    assert shapes(softmax, "self") == [2, 2, 1, 13]  # one new token against 12 cached + itself
+    assert any(c.op == "aten.cat.default" for c in calls)
+
+
+def test_groups_count_calls_per_forward_and_shares_sum_to_one():
+    calls = record(build(TINY, "prefill", batch=1, seq=4, context=0).forward, repeats=2)
+    groups = group_calls(calls, repeats=2)
+    assert sum(g.share for g, _ in groups) == pytest.approx(1.0)
+    assert sum(g.calls for g, _ in groups) * 2 == len(calls)
+    assert len({g.name for g, _ in groups}) == len(groups)
+
+
+def test_written_problems_load_and_pass_check(tmp_path: Path):
+    work = build(TINY, "prefill", batch=2, seq=8, context=0)
+    result = harvest(work.forward, tmp_path, model=TINY, phase="prefill", sizes=work.sizes, command="test",
+                     min_share=0.0, repeats=1)
+    written = [g for g in result.groups if g.status == "written"]
+    assert written and {"aten.mm.default", "aten._softmax.default"} <= {g.op for g in written}
+    for group in written:
+        problem = load_problem(tmp_path / group.problem)
+        assert problem.spec.level == 1 and group.op in problem.spec.tags
+        assert problem.spec.provenance.operator == group.op
+        assert f"{group.calls} call(s) a forward" in problem.spec.provenance.models[0]
+        assert check_problem(tmp_path / group.problem).ok
+    assert not list(tmp_path.glob(".candidates"))
+    assert all(g.problem is None for g in result.groups if g.status != "written")
+
+
+def test_degenerate_candidates_are_rejected_with_reasons(tmp_path: Path):
+    x = torch.randn(64, 32, generator=torch.Generator().manual_seed(0))
+
+    def forward():
+        return torch.zeros_like(x), x.clone(), torch.softmax(x, dim=-1)
+
+    result = harvest(forward, tmp_path, model="toy", phase="prefill", sizes={"batch": 1}, command="test",
+                     min_share=0.0, repeats=1)
+    status = {g.op: g for g in result.groups}
+    assert status["aten._softmax.default"].status == "written"
+    assert status["aten.zeros_like.default"].status == "rejected"
+    assert any("constant" in r for r in status["aten.zeros_like.default"].reasons)
+    assert status["aten.clone.default"].status == "rejected"
+    assert any("unchanged passes" in r for r in status["aten.clone.default"].reasons)
+    saved = Harvest.model_validate_json((tmp_path / "harvest.json").read_text())
+    assert saved.rejected == 2 and saved.written == 1
+    rejected = [g for g in saved.groups if g.status == "rejected"]
+    assert saved.rejected_share == pytest.approx(sum(g.share for g in rejected))
+    assert sorted(p.name.split("-")[0] for p in (tmp_path / "level1").iterdir()) == ["softmax"]
+
+
+TIMINGS = ("seconds", "share", "total_seconds", "rejected_share")
+
+
+def without_timings(data):
+    if isinstance(data, dict):
+        return {k: without_timings(v) for k, v in data.items() if k not in TIMINGS}
+    if isinstance(data, list):
+        return [without_timings(v) for v in data]
+    return data
+
+
+def test_cli_end_to_end_and_reproducible(tmp_path: Path):
+    out = tmp_path / "harvest"
+    args = ["harvest", TINY, "--phase", "decode", "--batch", "2", "--context", "16", "--min-share", "0",
+            "--repeats", "1", "-o", str(out)]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "problems" in first.output
+    saved = json.loads((out / "harvest.json").read_text())
+    assert saved["command"].startswith(f"gpuarena harvest {TINY} --phase decode --batch 2 --context 16")
+    assert saved["sizes"] == {"batch": 2, "context": 16} and saved["seed"] == 0
+    lines = (out / "profile.jsonl").read_text().splitlines()
+    assert len(lines) == saved["calls"] and json.loads(lines[0])["op"].startswith("aten.")
+    problems = sorted((out / "level1").iterdir())
+    assert len(problems) == saved["written"] > 0
+    assert all(check_problem(p).ok for p in problems[:3])
+    reference = (problems[0] / "reference.py").read_text()
+    again = CliRunner().invoke(app, args)  # same command, same folder: replaced
+    assert again.exit_code == 0, again.output
+    assert without_timings(json.loads((out / "harvest.json").read_text())) == without_timings(saved)
+    assert sorted(p.name for p in (out / "level1").iterdir()) == [p.name for p in problems]
+    assert (out / "level1" / problems[0].name / "reference.py").read_text() == reference
+
+
+def test_cli_refuses_a_folder_that_is_not_a_harvest(tmp_path: Path):
+    (tmp_path / "keep.txt").write_text("mine")
+    result = CliRunner().invoke(app, ["harvest", TINY, "-o", str(tmp_path), "--seq", "4"])
+    assert result.exit_code == 2 and (tmp_path / "keep.txt").exists()
+
+
+def test_unknown_model_is_an_error(tmp_path: Path):
+    result = CliRunner().invoke(app, ["harvest", "gpt-17", "-o", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "unknown model" in result.output
