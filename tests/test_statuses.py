@@ -155,6 +155,9 @@ def test_processes_left_running_are_rejected_and_killed(softmax_small):
 
 
 def test_double_forked_orphans_are_rejected_and_reaped(softmax_small):
+    # children this test process had before (another test's service may keep its standings
+    # process, service/standings_process.py) are not the run's
+    before = {c.pid for c in psutil.Process().children()}
     record = softmax_small(SOLUTIONS / "double_fork.py")
     # the worker is a subreaper: the orphaned grandchild comes back to it, and a process
     # left behind at import is rejected; it must not outlive the run either
@@ -163,7 +166,7 @@ def test_double_forked_orphans_are_rejected_and_reaped(softmax_small):
     time.sleep(0.2)
     leftovers = [p for p in psutil.process_iter(["cmdline", "status"])
                  if p.info["status"] != psutil.STATUS_ZOMBIE and "double_fork" not in " ".join(p.info["cmdline"] or [])
-                 and p.ppid() == psutil.Process().pid]
+                 and p.ppid() == psutil.Process().pid and p.pid not in before]
     assert not leftovers
 
 
