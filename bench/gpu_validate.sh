@@ -33,6 +33,7 @@
 #                 default one workload of the Triton softmax), and the CLI's import times
 #     warm        bench/warm_path.py: 100 distinct solutions through one `gpuarena run-many`
 #                 (benchmark, one workload), then 30 in test mode (WARM_N, WARM_ARGS)
+#     breakdown   bench/research/warm_breakdown.py: a warm-path job's seconds step by step (BREAKDOWN_N, BREAKDOWN_ARGS)
 #     audit-sweep bench/research/audit_sweep_noise.py (the L2 sweep's share of the GPU's counters, and its spread)
 #     audit-metrics  the cases in REDTEAM_CASES once per PM metric in AUDIT_METRICS (space-separated;
 #                 default sm__cycles_active.max gr__cycles_active.avg), each record's device audit kept
@@ -269,6 +270,10 @@ for s in "${steps[@]}"; do
       step warm-test "${T_WARM_TEST:-150}" python3 bench/warm_path.py --device cuda --n 30 --workload square-8192 \
         --mode test ${WARM_ARGS:-} --out "$OUT/warm-path-cuda-test.json"
       last warm 'verdicts_per_minute|median_job' 3; last warm-test 'verdicts_per_minute|median_job' 3 ;;
+    breakdown)
+      step breakdown "${T_BREAKDOWN:-300}" python3 bench/research/warm_breakdown.py --device cuda --n "${BREAKDOWN_N:-12}" \
+        --workload square-8192 ${BREAKDOWN_ARGS:-} --out "$OUT/warm-breakdown-cuda.json"
+      tail -40 "$W/breakdown.log" | tee -a "$SUMMARY" > /dev/null ;;
     audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/research/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
     *) note "unknown step $s" ;;
   esac

@@ -66,8 +66,12 @@ def _worker_ahead(device: str | None):  # type: ignore[no-untyped-def]
     from gpuarena.harness.started import StartedWorker
 
     gpu = device != "cpu" if device else Path("/dev/nvidiactl").exists()
+    # its CUDA context too, while this process imports torch: a fresh process's current
+    # device is cuda:0, which the run names a bare `cuda` as
+    target = device or "cuda"
+    prepare_on = (target if ":" in target else f"{target}:0") if gpu and target.startswith("cuda") else None
     try:
-        return StartedWorker(gpu=gpu)
+        return StartedWorker(gpu=gpu, prepare_on=prepare_on)
     except Exception:  # noqa: BLE001  the run's own start says what is wrong
         return None
 

@@ -30,6 +30,7 @@ from typing import Callable, Iterator, TypeVar
 import torch
 
 from gpuarena.harness import cupti_build
+from gpuarena.harness.proctree import HARNESS_PROCESSES
 
 AUDIT_MARGIN = 0.7
 """A claimed median below this fraction of the observed per-call busy time is rejected."""
@@ -99,6 +100,7 @@ class DeviceSampler:
         self.process = subprocess.Popen([str(binary), str(device_index), str(INTERVAL_CYCLES), str(IMAGE_SAMPLES), metric],
                                         stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        HARNESS_PROCESSES.add(self.process.pid)
         ready = self._read()
         if not ready.get("ready"):
             self.close()
@@ -187,6 +189,7 @@ class DeviceSampler:
             except (OSError, subprocess.TimeoutExpired):
                 self.process.kill()
                 self.process.wait()
+        HARNESS_PROCESSES.discard(self.process.pid)
 
 
 def applies(device: torch.device) -> bool:

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from collections import deque
 
+import torch
+
 from gpuarena.harness.records import Evaluation
 from gpuarena.harness.started import StartedWorker
 from gpuarena.harness.supervisor import Progress, RunOptions, evaluate
+from gpuarena.harness.warm import Warm
 from gpuarena.problems.loader import Problem
 from gpuarena.solutions.model import Solution
 
@@ -38,6 +41,10 @@ class Evaluator:
         self.ahead = max(1, ahead if ahead is not None else (2 if self.gpu else 1))
         self._waiting: deque[StartedWorker] = deque()
         self.jobs = 0
+        self.warm = Warm() if self.gpu else None
+        """Kept between jobs: the PM sampler, the GPU's lock (harness/warm.py)."""
+        self.prepare_on = _indexed(device) if self.gpu else None
+        """The device waiting workers make their CUDA context on, as the run names it."""
 
     def judge(self, problem: Problem, solution: Solution, options: RunOptions,
               progress: Progress | None = None) -> Evaluation:
@@ -46,7 +53,7 @@ class Evaluator:
         if alongside:
             self._fill()
         try:
-            return evaluate(problem, solution, options, progress, worker)
+            return evaluate(problem, solution, options, progress, worker, self.warm)
         finally:
             self.jobs += 1
             if not alongside:
@@ -56,6 +63,8 @@ class Evaluator:
         """Stop the workers waiting for jobs."""
         while self._waiting:
             self._waiting.popleft().close()
+        if self.warm is not None:
+            self.warm.close()
 
     def __enter__(self) -> Evaluator:
         self._fill()
@@ -75,6 +84,15 @@ class Evaluator:
     def _fill(self) -> None:
         while len(self._waiting) < self.ahead:
             try:
-                self._waiting.append(StartedWorker(gpu=self.gpu))
+                self._waiting.append(StartedWorker(gpu=self.gpu, prepare_on=self.prepare_on,
+                                                   gpu_lock=self.warm.gpu if self.warm is not None else None))
             except Exception:  # noqa: BLE001  a run starts its own and reports why it could not
                 return
+
+
+def _indexed(device: str) -> str:
+    """`cuda` as `cuda:N` (the current device), as the supervisor names the device it runs on."""
+    parsed = torch.device(device)
+    if parsed.type == "cuda" and parsed.index is None:
+        parsed = torch.device("cuda", torch.cuda.current_device())
+    return str(parsed)

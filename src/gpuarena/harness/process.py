@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarena.harness import containment, protocol
-from gpuarena.harness.proctree import children_of, kill_new_children, process_cpu_ns
+from gpuarena.harness.proctree import HARNESS_PROCESSES, children_of, kill_new_children, process_cpu_ns
 from gpuarena.harness.sandbox import become_subreaper
 
 ENV_KEPT = (
@@ -132,7 +132,7 @@ class WorkerProcess:
         """The supervisor's clock around the last request: send to reply."""
         self.last_cpu_ns: int | None = None
         """The worker's CPU time (all threads, from the kernel) over the last request."""
-        self._closed = False
+        self._closed = self._stopped = False
         self.init_pid: int | None = None
         """The sandbox's init (bubblewrap, pid 1 of the worker's PID namespace), in our namespace."""
         self.worker_pid: int | None = None
@@ -341,31 +341,43 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             pass
 
-    def close(self) -> None:
-        """Stop the worker and everything it started (its whole process group); once."""
-        if self._closed:
+    def stop(self, ask: bool = True) -> None:
+        """End the worker at once: asked to leave (it flushes its output first) unless `ask` is
+        false (another thread is waiting on its socket), then its process group killed. What
+        it wrote is complete after this; its process may still be leaving the GPU (close)."""
+        if self._stopped:
             return
-        self._closed = True
+        self._stopped = True
         if self.memory_watch is not None:
             self.memory_watch.stop()
-        if self.proc.poll() is None:
+        if ask and self.proc.poll() is None:
             try:
                 protocol.send_request(self.conn, {"op": "exit"})
                 protocol.receive_reply(self.conn, 2.0)
             except Exception:
                 pass
-            self._reap(2.0)
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+    def close(self, ask: bool = True) -> None:
+        """Stop the worker and everything it started (its whole process group) and wait for
+        it to be gone; once."""
+        if self._closed:
+            return
+        self._closed = True
+        self.stop(ask)
         self._reap()
         if self.cgroup is not None:
             self.cgroup.remove()
         _LIVE.discard(self.proc.pid)
-        # our children that came after this worker are its orphans, but for other workers
-        # started since (the next run's, started ahead: harness/evaluator.py)
-        self.orphans_killed = kill_new_children(self._children_before | _LIVE)
+        if self.init_pid is None:
+            # our children that came after this worker are its orphans (we are its subreaper),
+            # but for other workers started since (the next run's, started ahead:
+            # harness/evaluator.py) and the harness's own processes; in bubblewrap's PID
+            # namespace nothing outlives its init
+            self.orphans_killed = kill_new_children(self._children_before | _LIVE | HARNESS_PROCESSES)
         self.conn.close()
         self._log.close()
 

@@ -27,6 +27,11 @@ def children_of(pid: int) -> set[int]:
     return found
 
 
+HARNESS_PROCESSES: set[int] = set()
+"""Children of the supervisor that are the harness's own and outlive a run (the device audit's
+PM sampler, kept between jobs): never taken for a worker's orphans."""
+
+
 def kill_new_children(before: set[int], rounds: int = 20) -> int:
     """Kill and reap our children that were not there before (orphans handed to us as subreaper)."""
     killed = 0

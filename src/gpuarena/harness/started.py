@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from gpuarena.harness.process import WorkerProcess
 from gpuarena.harness.sandbox import default_memory_limit, protect_supervisor, worker_identity
+
+
+PREPARE_LIMIT_S = 120.0
+"""How long a worker started ahead may take to import and make its CUDA context."""
 
 
 def _switch(name: str, default: bool) -> bool:
@@ -31,14 +37,20 @@ class StartedWorker:
     job process makes one while it waits for its job, so the job does not wait for it.
 
     isolation: run the worker as a user of its own (default: GPUARENA_WORKER_ISOLATION, on);
-    memory_limit_bytes: its memory cap (default: RunOptions' default)."""
+    memory_limit_bytes: its memory cap (default: RunOptions' default); prepare_on: a CUDA
+    device to make the worker's context and profiler on as soon as its imports are done,
+    holding `gpu_lock` meanwhile (harness/warm.py), so that its job does not wait for them."""
 
-    def __init__(self, isolation: bool | None = None, memory_limit_bytes: int | None = None, gpu: bool = True):
+    def __init__(self, isolation: bool | None = None, memory_limit_bytes: int | None = None, gpu: bool = True,
+                 prepare_on: str | None = None, gpu_lock: threading.Lock | None = None):
         self.isolate = _switch("GPUARENA_WORKER_ISOLATION", True) if isolation is None else isolation
         self.memory_limit_bytes = memory_limit_bytes
         self.gpu = gpu
         """Whether the worker sees the GPUs (a CPU run's must not: its time would not count GPU work)."""
         self.user: tuple[int, int, bool] | None = None
+        self.prepared_on: str | None = None
+        """The device the worker made its context and timer on ahead of its job (None: not yet)."""
+        self._preparing: threading.Thread | None = None
         if self.isolate:
             protect_supervisor(True)
         self._folder = tempfile.TemporaryDirectory(prefix="gpuarena-run-")
@@ -49,6 +61,34 @@ class StartedWorker:
             if self.isolate:
                 protect_supervisor(False)
             raise
+        if prepare_on is not None:
+            self._preparing = threading.Thread(target=self._prepare, args=(prepare_on, gpu_lock),
+                                               name="gpuarena-prepare", daemon=True)
+            self._preparing.start()
+
+    def _prepare(self, device: str, gpu_lock: threading.Lock | None) -> None:
+        """The worker's `prepare` (its CUDA context and timer) once its imports are done; any
+        failure leaves it unprepared, and its run prepares it and says what went wrong."""
+        deadline = time.monotonic() + PREPARE_LIMIT_S
+        try:
+            self.process.request({"op": "ready"}, deadline, "starting")
+            if gpu_lock is not None and not gpu_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                return
+            try:
+                reply = self.process.request({"op": "prepare", "device": device}, deadline, "preparing the device")
+            finally:
+                if gpu_lock is not None:
+                    gpu_lock.release()
+        except Exception:  # noqa: BLE001  the run sends `prepare` itself and reports what it gets
+            return
+        if reply.get("ok"):
+            self.prepared_on = device
+
+    def wait_prepared(self) -> None:
+        """Wait for the preparation started ahead, if any (the run then talks to the worker alone)."""
+        if self._preparing is not None:
+            self._preparing.join()
+            self._preparing = None
 
     def _start(self, tmp: Path, memory_limit_bytes: int | None) -> WorkerProcess:
         # every guard is on by default, on the CPU and on CUDA (run on an H100: see
@@ -83,7 +123,10 @@ class StartedWorker:
     def close(self) -> None:
         """Stop the worker and everything it started, remove the folder."""
         try:
-            self.process.close()
+            # a thread still preparing the worker waits on its socket: do not ask it to leave
+            preparing = self._preparing is not None and self._preparing.is_alive()
+            self.process.close(ask=not preparing)
+            self.wait_prepared()
         finally:
             self._folder.cleanup()
             if self.isolate:

@@ -11,9 +11,11 @@ import datetime as dt
 import os
 import random
 import secrets
+import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 import torch
 
@@ -29,6 +31,7 @@ from gpuarena.harness.started import StartedWorker, _switch
 from gpuarena.harness.stats import weighted_geomean
 from gpuarena.harness.timing import Timer
 from gpuarena.harness.transport import SharedArena
+from gpuarena.harness.warm import Warm
 from gpuarena.problems.loader import Problem
 from gpuarena.problems.model import Workload
 from gpuarena.solutions.model import Solution
@@ -75,10 +78,16 @@ class RunOptions:
 
 class Supervisor:
     def __init__(self, problem: Problem, solution: Solution, options: RunOptions, progress: Progress | None = None,
-                 worker: StartedWorker | None = None):
+                 worker: StartedWorker | None = None, warm: Warm | None = None):
         self.problem, self.solution, self.options = problem, solution, options
         self.started_worker = worker
         """Set up ahead by the caller, used once; None: the run starts its own."""
+        self.warm = warm
+        """What a long-lived caller keeps between jobs (harness/warm.py): the sampler is taken
+        from it and handed back, the GPU's lock is held while timing, the worker is torn down
+        in the background. None: a run of its own."""
+        self.prepared = False
+        """Whether the worker made its context and timer on this device before the run."""
         self.progress = progress or (lambda text: None)
         self.device = torch.device(options.device)
         if self.device.type == "cuda" and self.device.index is None:
@@ -117,6 +126,10 @@ class Supervisor:
             if not _switch("GPUARENA_DEVICE_AUDIT", True):
                 self.sampler_missing = "turned off (GPUARENA_DEVICE_AUDIT=0)"
                 return None
+            kept = self.warm.take_sampler() if self.warm is not None else None
+            if kept is not None:
+                self._sampler, self._sampler_started = kept, True
+                return kept
             binary, why = device_audit.build_sampler()
             if binary is None:
                 self.sampler_missing = why
@@ -161,7 +174,10 @@ class Supervisor:
             self._run_with(ready, record)
         finally:
             with self.phases(TEARDOWN):
-                ready.close()
+                if self.warm is not None:  # while the next job starts; never while one times
+                    self.warm.retire(ready.close)
+                else:
+                    ready.close()
         with self.phases(TEARDOWN):
             environment.finish(record.environment, self.device)
         record.duration_s = round(time.monotonic() - started, 3)
@@ -172,24 +188,38 @@ class Supervisor:
         """The device's description and peaks, the audit's sampler, and a worker started."""
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
-        record.environment = self.environment = environment.capture(self.device)
+        audited = self.device.type == "cuda" and self.options.mode != "test"
+        # the device audit's sampler starts before any of the solution's code runs: whether
+        # this GPU's counters can be read is the machine's answer, not the solution's. It
+        # starts (about 0.6 s on an H100) while nvidia-smi describes the device (0.3 s)
+        sampler = threading.Thread(target=lambda: self.sampler, name="gpuarena-sampler-start", daemon=True)
+        if audited:
+            sampler.start()
+        try:
+            record.environment = self.environment = environment.capture(self.device)
+        finally:
+            if audited:
+                sampler.join()
         env = record.environment
         if self.options.peaks is not None:
             env.peaks = self.peaks = dict(self.options.peaks)
-        elif self.device.type == "cuda" and self.options.mode != "test":
+        elif audited:
             self.progress("measuring the device's peaks (once per device)")
             env.peaks = self.peaks = peaks.device_peaks(self.device, env.device_uuid, env.device_name)
-        if self.device.type == "cuda" and self.options.mode != "test":
-            # the device audit's sampler starts before any of the solution's code runs: whether
-            # this GPU's counters can be read is the machine's answer, not the solution's
-            _ = self.sampler
         ready, self.started_worker = self.started_worker, None
         wanted = (self._isolate_worker(), self.options.memory_limit_bytes, self.device.type != "cpu")
         if ready is None or not ready.alive() or (ready.isolate, ready.memory_limit_bytes, ready.gpu) != wanted:
             if ready is not None:  # died while it waited, or set up with other guards
                 ready.close()
             ready = StartedWorker(*wanted)
+        ready.wait_prepared()
+        self.prepared = ready.prepared_on is not None and self.options.timing_method is None \
+            and torch.device(ready.prepared_on) == self.device
         return ready
+
+    def gpu_alone(self) -> ContextManager[None]:
+        """While timing: no worker of ours starts or leaves the GPU (harness/warm.py)."""
+        return self.warm.quiet() if self.warm is not None and self.device.type == "cuda" else nullcontext()
 
     def _kernel_duration_wanted(self) -> bool:
         if self.options.kernel_duration is not None:
@@ -222,12 +252,16 @@ class Supervisor:
             self.details.append("\n[gpuarena] " + traceback.format_exc())
         finally:
             with self.phases(TEARDOWN):
-                started.process.close()
+                started.process.stop()  # its output is complete; its process may still be leaving
                 if workdir_fd is not None:
                     self._keep_caches(workdir_fd, started.process.cache_root.name)
                 arena.close()
                 if self._sampler is not None:
-                    self._sampler.close()
+                    if self.warm is not None:
+                        self.warm.sampler = self._sampler
+                    else:
+                        self._sampler.close()
+                    self._sampler = None
                 record.log = started.process.read_log() + record.log + "".join(self.details)
                 # people read logs and reasons; the judging machine's layout is not theirs to see
                 record.log, record.reason = redact(record.log), redact(record.reason)
@@ -272,7 +306,8 @@ class Supervisor:
         if record.environment is not None:
             record.environment.worker_containment = worker.containment
         with self.phases(START_UP):  # the worker's own imports end here
-            reply = worker.request({"op": "prepare", **setup}, self.deadline, "preparing the device")
+            reply = {"ok": True} if self.prepared else \
+                worker.request({"op": "prepare", **setup}, self.deadline, "preparing the device")
         if not reply.get("ok"):
             raise RunFailure("RUNTIME_ERROR", f"the worker could not prepare {self.device}: {reply.get('reason', '')}",
                              str(reply.get("traceback", "")))
@@ -322,7 +357,7 @@ class Supervisor:
             return True
         self.progress("reading ncu's kernel durations")
         try:
-            with self.phases(KERNEL_DURATION):
+            with self.phases(KERNEL_DURATION), self.gpu_alone():
                 kernel_duration.measure(self, worker, measured)
         except RunFailure as failure:
             record.status, record.reason = Status(failure.status), failure.reason
@@ -363,7 +398,7 @@ class Supervisor:
             if timing and result.status == Status.PASSED:
                 plan = TimingPlan(budget_s=self.options.budget_s, max_samples=self.options.max_samples,
                                   min_samples=self.options.min_samples or (30 if self.device.type == "cuda" else 10))
-                with self.phases(TIMING):
+                with self.phases(TIMING), self.gpu_alone():
                     measure_workload(self, worker, session, result, plan)
         except RunFailure as failure:
             result.status, result.reason = Status(failure.status), failure.reason
@@ -426,10 +461,12 @@ class Supervisor:
 
 
 def evaluate(problem: Problem, solution: Solution, options: RunOptions | None = None,
-             progress: Progress | None = None, worker: StartedWorker | None = None) -> Evaluation:
+             progress: Progress | None = None, worker: StartedWorker | None = None,
+             warm: Warm | None = None) -> Evaluation:
     """Judge one solution on one problem on one device: the harness's single entry point.
-    worker: one set up ahead (StartedWorker), which the run uses and closes. Profile mode
-    goes to harness/profile.py, which starts workers of its own."""
+    worker: one set up ahead (StartedWorker), which the run uses and closes; warm: what a
+    long-lived caller keeps between jobs (harness/warm.py). Profile mode goes to
+    harness/profile.py, which starts workers of its own."""
     options = options or RunOptions()
     if options.mode == "profile":
         from gpuarena.harness.profile import profile_evaluation
@@ -437,4 +474,4 @@ def evaluate(problem: Problem, solution: Solution, options: RunOptions | None = 
         if worker is not None:
             worker.close()
         return profile_evaluation(problem, solution, options.device, options.workloads, options.timeout_s, progress)
-    return Supervisor(problem, solution, options, progress, worker).run()
+    return Supervisor(problem, solution, options, progress, worker, warm).run()

@@ -110,6 +110,8 @@ class Worker:
     # -- requests ------------------------------------------------------------------------
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request["op"]
+        if op == "ready":  # answered once the worker's imports are done (a worker started ahead)
+            return {"op": "ready", "ok": True}
         if op == "prepare":
             return self.prepare(request)
         if op == "build":
@@ -148,16 +150,22 @@ class Worker:
         self.device = torch.device(request["device"])
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
-        self.convention = request["convention"]
-        self.input_names = request["input_names"]
-        self.output_names = request["output_names"]
+        self._problem_names(request)
         self.timer = Timer(self.device, method=request.get("method"))
         return {"op": "prepare", "ok": True}
+
+    def _problem_names(self, request: dict[str, Any]) -> None:
+        """The problem's calling convention and names: with `prepare`, or with `build` when the
+        worker was prepared ahead, before its problem was known."""
+        self.convention = request.get("convention", self.convention)
+        self.input_names = request.get("input_names", self.input_names)
+        self.output_names = request.get("output_names", self.output_names)
 
     def build(self, request: dict[str, Any]) -> dict[str, Any]:
         solution = Solution.model_validate(request["solution"])
         if self.timer is None:
             self.prepare(request)
+        self._problem_names(request)
         assert self.timer is not None
         if solution.manifest.language == "cuda" and self.device.type != "cuda":
             return {"op": "build", "ok": False, "status": "COMPILE_ERROR",

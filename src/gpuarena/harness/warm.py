@@ -1,0 +1,74 @@
+"""What a long-lived evaluation process keeps between jobs on one GPU (the warm path, issue 18).
+
+Measured on an H100 (bench/research/warm_breakdown.py), a small job through the warm path
+spent 0.6 s starting the PM sampler, 0.9 s waiting for its worker's CUDA context and
+profiler, and 0.3 s waiting for the worker's process to leave the GPU; none of it judges
+anything. Here the sampler is kept from one job to the next, waiting workers make their CUDA
+context before their job, and a finished worker is torn down while the next job starts.
+
+None of that may touch a job's timed rounds: another process making or destroying a CUDA
+context while a solution is timed would disturb its figures and the device audit. `gpu` is
+the one lock for that: a job holds it while it times, a waiting worker while it prepares, a
+finished one while it is torn down. Nothing of a solution is kept: the sampler is a process
+of the supervisor's, and a worker still serves one solution only.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Callable, Iterator
+
+if TYPE_CHECKING:  # types only
+    from gpuarena.harness.device_audit import DeviceSampler
+
+QUIET_WAIT_S = 60.0
+"""The longest a job waits for the GPU to be its own (a waiting worker's CUDA start takes
+about 1 s on an H100); past it the job times anyway, and the device audit judges what it sees."""
+
+
+class Warm:
+    """Kept between one device's jobs: the PM sampler, the GPU's lock, workers being torn down."""
+
+    def __init__(self) -> None:
+        self.sampler: DeviceSampler | None = None
+        """The device audit's sampler, handed from one job to the next (None: the next job starts one)."""
+        self.gpu = threading.Lock()
+        self._retiring: list[threading.Thread] = []
+
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """The GPU is the job's alone: no other process of ours starts or stops on it meanwhile."""
+        taken = self.gpu.acquire(timeout=QUIET_WAIT_S)
+        try:
+            yield
+        finally:
+            if taken:
+                self.gpu.release()
+
+    def retire(self, teardown: Callable[[], None]) -> None:
+        """Run a finished worker's teardown in the background, holding the GPU's lock."""
+        def run() -> None:
+            with self.quiet():
+                teardown()
+
+        thread = threading.Thread(target=run, name="gpuarena-retire", daemon=True)
+        self._retiring = [t for t in self._retiring if t.is_alive()] + [thread]
+        thread.start()
+
+    def take_sampler(self) -> DeviceSampler | None:
+        """The kept sampler if its process still runs, else None (and the dead one is closed)."""
+        sampler, self.sampler = self.sampler, None
+        if sampler is not None and sampler.process.poll() is not None:
+            sampler.close()
+            return None
+        return sampler
+
+    def close(self) -> None:
+        """Wait for every teardown, then stop the sampler."""
+        for thread in self._retiring:
+            thread.join()
+        self._retiring = []
+        if self.sampler is not None:
+            self.sampler.close()
+            self.sampler = None

@@ -1,0 +1,136 @@
+"""The warm path's keeping between jobs (harness/warm.py): a worker prepared ahead is used
+without a second `prepare`, a finished worker is torn down in the background but never while
+a job times, and a kept sampler whose process died is not handed out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from conftest import FIXTURES
+from gpuarena.harness import process
+from gpuarena.harness.started import StartedWorker
+from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.harness.warm import Warm
+from gpuarena.problems import load_problem
+from gpuarena.solutions import load_solution
+
+AXPY = FIXTURES / "problems" / "axpy_dest"
+SOLUTION = """import torch
+
+
+def solve(a, x, b, y):
+    torch.addcmul(b, a, x, out=y)
+"""
+
+
+def _requests(monkeypatch) -> list[str]:
+    """The ops the supervisor sends, in order (from the main thread only)."""
+    sent: list[str] = []
+    original = process.WorkerProcess.request
+
+    def request(self, message, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if threading.current_thread() is threading.main_thread():
+            sent.append(message["op"])
+        return original(self, message, *args, **kwargs)
+
+    monkeypatch.setattr(process.WorkerProcess, "request", request)
+    return sent
+
+
+def test_a_worker_prepared_ahead_is_not_prepared_again(tmp_path, monkeypatch) -> None:
+    solution = tmp_path / "axpy.py"
+    solution.write_text(SOLUTION)
+    sent = _requests(monkeypatch)
+    started = StartedWorker(gpu=False, prepare_on="cpu")
+    started.wait_prepared()
+    assert started.prepared_on == "cpu"
+    record = evaluate(load_problem(AXPY), load_solution(solution), RunOptions(device="cpu", mode="test"),
+                      worker=started)
+    assert record.status == "PASSED", record.reason
+    assert "prepare" not in sent and sent[0] == "build"
+
+
+def test_a_worker_prepared_for_another_device_is_prepared_for_this_one(tmp_path, monkeypatch) -> None:
+    solution = tmp_path / "axpy.py"
+    solution.write_text(SOLUTION)
+    sent = _requests(monkeypatch)
+    started = StartedWorker(gpu=False, prepare_on="cpu")
+    started.wait_prepared()
+    started.prepared_on = "cuda:3"  # as if made on another GPU
+    record = evaluate(load_problem(AXPY), load_solution(solution), RunOptions(device="cpu", mode="test"),
+                      worker=started)
+    assert record.status == "PASSED", record.reason
+    assert sent[0] == "prepare"
+
+
+def test_preparing_ahead_waits_for_the_gpu_lock(tmp_path) -> None:
+    lock = threading.Lock()
+    lock.acquire()  # a job is timing
+    started = StartedWorker(gpu=False, prepare_on="cpu", gpu_lock=lock)
+    try:
+        time.sleep(3)  # long enough for its imports on a slow machine's second try
+        assert started.prepared_on is None
+        lock.release()
+        started.wait_prepared()
+        assert started.prepared_on == "cpu"
+    finally:
+        started.close()
+    assert not lock.locked()
+
+
+def test_closing_a_worker_while_it_prepares_does_not_hang() -> None:
+    lock = threading.Lock()
+    lock.acquire()
+    started = StartedWorker(gpu=False, prepare_on="cpu", gpu_lock=lock)
+    begun = time.monotonic()
+    started.close()
+    assert started.prepared_on is None and not started.alive()
+    assert time.monotonic() - begun < 30
+
+
+def test_a_teardown_never_runs_while_a_job_times() -> None:
+    warm = Warm()
+    events: list[str] = []
+    with warm.quiet():
+        warm.retire(lambda: events.append("teardown"))
+        time.sleep(0.3)
+        events.append("timed")
+    warm.close()
+    assert events == ["timed", "teardown"]
+
+
+def test_a_kept_sampler_whose_process_died_is_not_handed_out() -> None:
+    class Dead:
+        closed = False
+
+        def __init__(self) -> None:
+            self.process = subprocess.Popen([sys.executable, "-c", "pass"])
+            self.process.wait()
+
+        def close(self) -> None:
+            self.closed = True
+
+    warm = Warm()
+    dead = Dead()
+    warm.sampler = dead  # type: ignore[assignment]
+    assert warm.take_sampler() is None and dead.closed and warm.sampler is None
+
+
+def test_jobs_through_a_warm_evaluator_leave_no_worker_behind(tmp_path) -> None:
+    """Workers retired in the background are all gone once the warm state is closed."""
+    solution = tmp_path / "axpy.py"
+    solution.write_text(SOLUTION)
+    warm = Warm()
+    workers = []
+    for _ in range(2):
+        started = StartedWorker(gpu=False, prepare_on="cpu", gpu_lock=warm.gpu)
+        workers.append(started)
+        record = evaluate(load_problem(AXPY), load_solution(solution), RunOptions(device="cpu", mode="test"),
+                          worker=started, warm=warm)
+        assert record.status == "PASSED", record.reason
+    warm.close()
+    assert all(not w.alive() and not Path(w._folder.name).exists() for w in workers)
