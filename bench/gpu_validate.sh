@@ -10,7 +10,7 @@
 #     probe       one small CUDA run with every worker guard on (the defaults), then with each
 #                 off (memory cap, network namespace, own user): a guard that breaks CUDA
 #                 here is switched off (exported) for the steps that follow, and noted
-#     tests       pytest -m gpu tests/gpu (default settings)
+#     tests       pytest -m gpu tests/gpu (default settings; TESTS_K: only the tests pytest -k selects)
 #     tests-iso   the same with GPUARENA_WORKER_ISOLATION=1
 #     interop     pytest -m gpu tests/interop (KernelBench and GPU MODE solutions with inline CUDA)
 #     redteam     the red-team corpus on CUDA, streamed (bench/redteam_stream.py)
@@ -119,7 +119,7 @@ do_tests() {
   local name=$1; shift
   mkdir -p "$W/records-$name"
   GPUARENA_GPU_OUT=$W/records-$name step "$name" "${T_TESTS:-420}" env "$@" \
-    python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rfE --timeout 280 --durations=12
+    python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rfE --timeout 280 --durations=12 ${TESTS_K:+-k "$TESTS_K"}
   last "$name" '(passed|failed|error)' 1
   last "$name" '^(FAILED|ERROR) ' 20
 }

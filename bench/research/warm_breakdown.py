@@ -58,6 +58,15 @@ def main() -> int:
     from gpuarena.harness import measure, rounds_audit, transport
 
     timed(process.WorkerProcess, "request", "request", key=lambda a, k: a[1].get("op"))
+    request = process.WorkerProcess.request
+
+    def prepare_steps(self, message, *args, **kwargs):  # type: ignore[no-untyped-def]
+        reply = request(self, message, *args, **kwargs)
+        for name, seconds in (reply.get("steps") or {}).items() if message.get("op") == "prepare" else ():
+            JOB[f"prepare.{name}"] += seconds
+        return reply
+
+    process.WorkerProcess.request = prepare_steps
     timed(process.WorkerProcess, "close", "worker.close")
     timed(environment, "capture", "environment.capture")
     timed(environment, "finish", "environment.finish")

@@ -134,6 +134,55 @@ def test_instruction_caches_are_made_cold_between_calls():
     assert t_cold > 1.03 * t_warm, (t_cold, t_warm)
 
 
+def test_the_sweep_compiled_once_makes_caches_as_cold_as_the_ptx():
+    """Workers load the sweep compiled by the supervisor (icache_sweep.image) instead of
+    compiling its PTX each: the same kernel, so the same cold start."""
+    from gpuarena.harness import icache_sweep
+
+    device = torch.device("cuda")
+    compiled = icache_sweep.image(device)
+    assert compiled is not None and compiled[:4] == b"\x7fELF"
+    assert icache_sweep.image(device) is compiled  # once per process
+    a, b = (torch.randn(512, 512, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    loaded, from_ptx = Timer(device, icache_image=compiled), Timer(device)
+    assert loaded.has_icache_sweep and from_ptx.has_icache_sweep
+    library = _kernel_library()
+    t_loaded = _median(loaded.run_block(lambda i: a @ b, 60, kernel_library=library).device_ns)
+    t_ptx = _median(from_ptx.run_block(lambda i: a @ b, 60, kernel_library=library).device_ns)
+    assert abs(t_loaded - t_ptx) < 0.03 * t_ptx, (t_loaded, t_ptx)
+
+
+def test_a_worker_prepared_ahead_serves_its_run_without_preparing_again(monkeypatch):
+    """The warm path's worker makes its CUDA context before its job (harness/warm.py)."""
+    import threading
+
+    from gpuarena.harness import process
+    from gpuarena.harness.evaluator import Evaluator
+    from gpuarena.harness.supervisor import RunOptions
+    from gpuarena.problems import resolve_problem
+    from gpuarena.solutions import load_solution
+
+    problem, solution = resolve_problem("level1/softmax"), load_solution(EXAMPLES / "softmax" / "pytorch.py")
+    options = RunOptions(device="cuda", workloads=["square-8192"], kernel_duration=False)
+    sent: list[str] = []
+    original = process.WorkerProcess.request
+
+    def request(self, message, *args, **kwargs):  # the run's own requests, not the prepare threads'
+        if threading.current_thread() is threading.main_thread():
+            sent.append(message["op"])
+        return original(self, message, *args, **kwargs)
+
+    monkeypatch.setattr(process.WorkerProcess, "request", request)
+    with Evaluator("cuda") as evaluator:
+        for _ in range(3):
+            sent.clear()
+            record = evaluator.judge(problem, solution, options)
+            assert record.status == "PASSED", record.reason
+            assert sent[0] == "build" and "prepare" not in sent, sent
+            assert record.workloads[0].device_audit is not None
+        assert evaluator.warm.sampler is not None  # kept for the next job
+
+
 def test_records_carry_ncu_s_figure_beside_the_stream_cost():
     """One kernel per call: launched alone (ncu's Duration) it takes its launch and drain
     too, so the figure is above the stream cost, by about a microsecond on an H100."""

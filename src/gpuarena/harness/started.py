@@ -71,11 +71,18 @@ class StartedWorker:
         failure leaves it unprepared, and its run prepares it and says what went wrong."""
         deadline = time.monotonic() + PREPARE_LIMIT_S
         try:
+            request = {"op": "prepare", "device": device}
+            if device.startswith("cuda"):  # compiled here while the worker imports
+                import torch
+
+                from gpuarena.harness import icache_sweep
+
+                request["icache_image"] = icache_sweep.image_text(torch.device(device))
             self.process.request({"op": "ready"}, deadline, "starting")
             if gpu_lock is not None and not gpu_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
                 return
             try:
-                reply = self.process.request({"op": "prepare", "device": device}, deadline, "preparing the device")
+                reply = self.process.request(request, deadline, "preparing the device")
             finally:
                 if gpu_lock is not None:
                     gpu_lock.release()

@@ -19,7 +19,7 @@ from typing import Any, Callable, ContextManager
 
 import torch
 
-from gpuarena.harness import build_cache, device_audit, environment, kernel_duration, peaks, precision
+from gpuarena.harness import build_cache, device_audit, environment, icache_sweep, kernel_duration, peaks, precision
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
 from gpuarena.harness.compare import compare
@@ -303,11 +303,13 @@ class Supervisor:
         setup = {"device": str(self.device), "convention": self.problem.spec.convention,
                  "input_names": self.problem.input_names, "output_names": self.problem.spec.outputs,
                  "method": self.options.timing_method}
+        compiled = icache_sweep.image_text(self.device) if self.device.type == "cuda" and not self.prepared else None
         if record.environment is not None:
             record.environment.worker_containment = worker.containment
         with self.phases(START_UP):  # the worker's own imports end here
             reply = {"ok": True} if self.prepared else \
-                worker.request({"op": "prepare", **setup}, self.deadline, "preparing the device")
+                worker.request({"op": "prepare", **setup, "icache_image": compiled}, self.deadline,
+                               "preparing the device")
         if not reply.get("ok"):
             raise RunFailure("RUNTIME_ERROR", f"the worker could not prepare {self.device}: {reply.get('reason', '')}",
                              str(reply.get("traceback", "")))
@@ -319,7 +321,8 @@ class Supervisor:
         method = reply.get("method", "")
         # the reference starts each call from the caches the solution's calls start from
         worker_icache = reply.get("icache_sweep") is True
-        self.timer = Timer(self.device, method=method or None, icache=worker_icache)
+        self.timer = Timer(self.device, method=method or None, icache=worker_icache,
+                           icache_image=icache_sweep.image(self.device) if worker_icache else None)
         if worker_icache and not self.timer.has_icache_sweep:
             self.details.append("\n[gpuarena] the worker has an instruction-cache sweep and the supervisor none: "
                                 "the solution's calls start colder than the reference's\n")

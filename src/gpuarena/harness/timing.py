@@ -78,9 +78,13 @@ class Timer:
     """Times calls on one device with the best method available there."""
 
     def __init__(self, device: torch.device, method: str | None = None, evict: bool = True,
-                 icache: bool = True):
+                 icache: bool = True, icache_image: bytes | None = None):
         """icache=False: no instruction-cache sweep (the other side of the run has none, and
-        both sides must start each call from the same state)."""
+        both sides must start each call from the same state); icache_image: the sweep already
+        compiled for this device (icache_sweep.image)."""
+        begun = time.perf_counter()
+        self.startup_s: dict[str, float] = {}
+        """Seconds per step of this set-up (the sweeps' builds, the method's probe)."""
         self.device = device
         self.is_cuda = device.type == "cuda"
         self.evict = evict and self.is_cuda
@@ -96,13 +100,15 @@ class Timer:
             # built now: the worker makes its Timer before importing the solution
             why = "not asked for"
             if icache:
-                self._icache_sweep, why = icache_sweep.build(device)
+                self._icache_sweep, why = icache_sweep.build(device, icache_image)
             self.eviction = "L2 read sweep (3 x L2), " + (
                 f"instruction-cache sweep ({icache_sweep.OPS} FMAs of straight-line code)" if self._icache_sweep
                 else f"no instruction-cache sweep ({why})")
         self._libcuda = _libcuda() if self.is_cuda else None
         self._kernel_profiler: Any = None
         """The range timer while held (open_kernel_profiler)."""
+        self.startup_s["sweeps"] = time.perf_counter() - begun
+        begun = time.perf_counter()
         if not self.is_cuda:
             # Supervisor and worker time in turn on the same cores: one thread each, so an idle
             # process's spinning thread pool cannot steal cycles from the one being timed.
@@ -112,6 +118,7 @@ class Timer:
             self.method = method
         else:
             self.method = "cupti-device-time" if _cupti_available() else "cuda-sync-wallclock"
+        self.startup_s["method"] = time.perf_counter() - begun
 
     @property
     def has_icache_sweep(self) -> bool:

@@ -7,12 +7,14 @@ Started as ``python -m gpuarena.harness.sandbox FD``, which applies the process 
 
 from __future__ import annotations
 
+import base64
 import faulthandler
 import inspect
 import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -147,12 +149,19 @@ class Worker:
         """The harness's own set-up, before any solution code: the device, its context and the
         timer (whose first profile starts CUPTI's threads). The supervisor counts the threads
         this leaves as the harness's; any thread after the import is the solution's."""
+        begun = time.perf_counter()
         self.device = torch.device(request["device"])
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
+            torch.empty(1, device=self.device)  # the context
+        context = time.perf_counter()
         self._problem_names(request)
-        self.timer = Timer(self.device, method=request.get("method"))
-        return {"op": "prepare", "ok": True}
+        compiled = request.get("icache_image")
+        self.timer = Timer(self.device, method=request.get("method"),
+                           icache_image=base64.b64decode(compiled) if isinstance(compiled, str) else None)
+        # seconds per step, for bench/research/warm_breakdown.py (the Timer's own are in it)
+        steps = {"context": context - begun, "timer": time.perf_counter() - context, **self.timer.startup_s}
+        return {"op": "prepare", "ok": True, "steps": {k: round(v, 4) for k, v in steps.items()}}
 
     def _problem_names(self, request: dict[str, Any]) -> None:
         """The problem's calling convention and names: with `prepare`, or with `build` when the
