@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import torch
 
@@ -84,3 +85,30 @@ def fingerprint(t: torch.Tensor) -> tuple[int, ...]:
         return ()
     bits = t.detach().reshape(-1).view(_SAME_SIZE_INT[t.element_size()])
     return tuple(int(v.sum(dtype=torch.int64)) for v in (bits, bits[::7], bits[3::13], bits[1::5]))
+
+
+def judged(checker: Callable[..., Any], names: list[str], outputs: tuple[torch.Tensor, ...] | list[torch.Tensor],
+           expected: tuple[torch.Tensor, ...], inputs: dict[str, Any]) -> Comparison:
+    """A problem's own checker (ProblemSpec.checker) on all outputs at once, after their shapes
+    and dtypes are the reference's. What it returns is the verdict; a checker that fails on an
+    output (a NaN where it indexes, say) rejects that output, with its error, and never stops
+    the supervisor."""
+    for name, out, ref in zip(names, outputs, expected):
+        if out.shape != ref.shape:
+            return Comparison(False, "WRONG_SHAPE", f"output {name} has shape {list(out.shape)}, expected {list(ref.shape)}")
+        if out.dtype != ref.dtype:
+            return Comparison(False, "WRONG_DTYPE", f"output {name} has dtype {out.dtype}, expected {ref.dtype}")
+    try:
+        with torch.no_grad():
+            problem = checker(dict(inputs), tuple(o.clone() for o in outputs), tuple(expected))
+    except Exception as exc:  # noqa: BLE001  the checker's own failure on this output is the verdict
+        return Comparison(False, "WRONG_VALUES", f"the problem's checker failed on the outputs: "
+                          f"{type(exc).__name__}: {str(exc)[:300]}")
+    if problem is None or problem == "" or problem is True:
+        return Comparison(True, "PASSED", "")
+    if problem is False:
+        return Comparison(False, "WRONG_VALUES", "the problem's checker rejected the outputs")
+    if isinstance(problem, tuple) and len(problem) == 2 and isinstance(problem[0], bool):  # (ok, message)
+        return Comparison(True, "PASSED", "") if problem[0] else \
+            Comparison(False, "WRONG_VALUES", f"the problem's checker: {str(problem[1])[:500]}")
+    return Comparison(False, "WRONG_VALUES", f"the problem's checker: {str(problem)[:500]}")

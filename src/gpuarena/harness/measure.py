@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import torch
 
 from gpuarena.harness import device_audit, peaks
-from gpuarena.harness.compare import compare
+from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.phases import DEVICE_AUDIT, TIMING
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import SpeedOfLight, Timing, WorkloadResult
@@ -341,10 +341,13 @@ def check_outputs(supervisor: Supervisor, session: WorkloadSession, doing: str,
         if changed:
             raise RunFailure("REJECTED", f"solve() modified its input {changed} during timing")
     tol = session.problem.spec.tolerance_for(session.workload.dtype)
+    checker = session.problem.checker
     for i, outputs in committed:
         expected = session.reference(session.private[i])
-        for name, out, ref in zip(session.problem.spec.outputs, outputs, expected):
-            verdict = compare(name, out, ref, tol)
+        verdicts = [judged(checker, session.problem.spec.outputs, outputs, expected, session.private[i])] \
+            if checker is not None else \
+            (compare(name, out, ref, tol) for name, out, ref in zip(session.problem.spec.outputs, outputs, expected))
+        for verdict in verdicts:
             if not verdict.ok:
                 raise RunFailure(verdict.status, f"a timed call returned wrong values: {verdict.reason}")
     if time.monotonic() > supervisor.deadline:

@@ -29,7 +29,7 @@ import torch
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness import ncu_report, peaks, roofline
-from gpuarena.harness.compare import compare
+from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.ncu_report import NcuError, ProfileRecord, ProfileSide
 from gpuarena.harness.process import WorkerProcess
 from gpuarena.harness.records import Evaluation, Status
@@ -131,7 +131,7 @@ def run_profile(problem: Problem, solution: Solution, device: str, out_dir: Path
             progress(f"profiling the {side} under ncu")
             outputs, record[f"{side}_profile"] = _side(ncu, run, side, problem, device, out_dir, timeout_s)
             if side == "solution":
-                record.update(_check(problem, chosen, outputs, expected))
+                record.update(_check(problem, chosen, outputs, expected, inputs))
     except ProfileFailure as failure:
         record.update(status=failure.status, reason=failure.reason)
     finally:
@@ -227,11 +227,17 @@ def _import(ncu: str, report: Path) -> list[ncu_report.KernelProfile]:
     return ncu_report.parse_raw_csv(done.stdout + "\n" + done.stderr)
 
 
-def _check(problem: Problem, workload: Workload, outputs: list[Any], expected: tuple[torch.Tensor, ...]) -> dict:
-    """Whether the profiled call computed the reference's outputs (the problem's tolerance)."""
+def _check(problem: Problem, workload: Workload, outputs: list[Any], expected: tuple[torch.Tensor, ...],
+           inputs: dict[str, Any]) -> dict:
+    """Whether the profiled call computed the reference's outputs (the problem's tolerance, or
+    its own checker)."""
     if not isinstance(outputs, list) or len(outputs) != len(expected):
         return {"status": "WRONG_VALUES", "reason": f"the profiled call returned {len(outputs) if isinstance(outputs, list) else outputs!r} "
                                                     f"outputs, expected {len(expected)}"}
+    if problem.checker is not None and all(isinstance(out, torch.Tensor) for out in outputs):
+        cpu = {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+        verdict = judged(problem.checker, problem.spec.outputs, outputs, tuple(r.cpu() for r in expected), cpu)
+        return {} if verdict.ok else {"status": verdict.status, "reason": f"the profiled call's {verdict.reason}"}
     tol = problem.spec.tolerance_for(workload.dtype)
     for name, out, ref in zip(problem.spec.outputs, outputs, expected):
         if not isinstance(out, torch.Tensor):

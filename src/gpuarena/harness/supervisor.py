@@ -22,7 +22,7 @@ import torch
 from gpuarena.harness import build_cache, device_audit, environment, icache_sweep, kernel_duration, peaks, precision
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
-from gpuarena.harness.compare import compare
+from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import Environment, Evaluation, Mode, Status, WorkloadResult
 from gpuarena.harness.redact import redact
@@ -430,6 +430,12 @@ class Supervisor:
             for name, value in inputs.items():
                 if isinstance(value, torch.Tensor) and not bitwise_equal(session.sets[0][name], value):
                     raise RunFailure("REJECTED", f"solve() modified its input {name}")
+            checker = self.problem.checker
+            if checker is not None:  # the problem's own judgement, for answers that are not unique
+                verdict = judged(checker, self.problem.spec.outputs, session.dests[0], ref, inputs)
+                if not verdict.ok:
+                    raise RunFailure(verdict.status, f"trial {trial + 1}: {verdict.reason}")
+                continue
             for name, out, expected in zip(self.problem.spec.outputs, session.dests[0], ref):
                 verdict = compare(name, out, expected, tol)
                 if verdict.max_abs_error is not None:
@@ -446,6 +452,9 @@ class Supervisor:
         """Both sides' errors against the reference in float64 (the worst over trials), and the
         faithful-math rule where the problem asks for it (harness/precision.py)."""
         if not session.workload.torch_dtype.is_floating_point or result.float64_skipped:
+            return
+        if self.problem.spec.checker is not None:  # a valid answer need not be close to one computation
+            result.float64_skipped = "judged by the problem's own checker"
             return
         exact = precision.float64_reference(self.problem.reference, inputs)
         if isinstance(exact, str):

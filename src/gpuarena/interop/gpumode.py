@@ -38,21 +38,21 @@ The choices:
   becomes the problem's outputs, one per tensor, in order (`output`, or `output0`, ...); a
   number becomes a 0-dim tensor (int64, float64 or bool) on both sides. Integer and boolean
   outputs are compared exactly by the harness, whatever the tolerance.
-- Checking. The harness compares outputs in the supervisor with compare.py and nothing else;
-  it has no hook for a problem's own checker, and this importer adds none (the harness is not
-  changed). So `check_implementation` is mapped onto gpuarena tolerances, read from its source:
-  `make_match_reference(ref_kernel, rtol=, atol=)` and `verbose_allclose(..., rtol=, atol=)` (GPU
-  MODE's defaults 1e-5 and 1e-8 where not given) give atol and rtol; `verbose_allequal` and
-  `torch.equal` give exact comparison. l2 (gpuarena's bound on the relative L2 error, which GPU
-  MODE does not have) is gpuarena's default for the dtype, raised to rtol where that is looser.
-  Every workload dtype of the problem gets that tolerance. A checker the importer cannot read
-  (its own logic, or several different tolerances) is refused, naming the file: a checker that
-  accepts answers other than the reference's (any valid order, any tie) cannot be expressed as
-  closeness to one reference output. `--atol/--rtol` (or `--exact`) import it all the same,
-  judged by closeness to ref_kernel's output (stricter than such a checker, never looser),
-  which the README of the problem says. Either way, the importer runs the task's own
-  check_implementation once on ref_kernel's output for the first probed entry (its own seed):
-  one that rejects the reference's own output is an error.
+- Checking. Where `check_implementation` is closeness to ref_kernel's output, it is mapped
+  onto gpuarena tolerances, read from its source: `make_match_reference(ref_kernel, rtol=,
+  atol=)` and `verbose_allclose(..., rtol=, atol=)` (GPU MODE's defaults 1e-5 and 1e-8 where
+  not given) give atol and rtol; `verbose_allequal` and `torch.equal` give exact comparison.
+  l2 (gpuarena's bound on the relative L2 error, which GPU MODE does not have) is gpuarena's
+  default for the dtype, raised to rtol where that is looser. Every workload dtype of the
+  problem gets that tolerance. A checker that cannot be read so (its own logic, several
+  tolerances: one that accepts answers other than the reference's, any valid order or tie)
+  becomes the problem's checker (ProblemSpec.checker): the glue's `check()` rebuilds `data`
+  and the output in ref_kernel's shape and calls the task's check_implementation, in the
+  supervisor, on every checked output. `--atol/--rtol` (or `--exact`) judge by closeness to
+  ref_kernel's output instead (stricter than such a checker, never looser), which the README
+  of the problem says. Either way, the importer runs the task's own check_implementation once
+  on ref_kernel's output for the first probed entry (its own seed): one that rejects the
+  reference's own output is an error.
 
 The problem folder holds
 - `reference.py`: the glue (generated; reference() and make_inputs());
@@ -316,6 +316,9 @@ class Rule:
     exact: bool
     how: str
     """In words, for the README."""
+    checker: bool = False
+    """Judged by the task's own check_implementation, run by the supervisor (ProblemSpec.checker),
+    where it cannot be read as one tolerance."""
 
 
 def _literal(node: ast.AST | None) -> float | None:
@@ -368,10 +371,8 @@ def checking_rule(source: str, path: Path) -> Rule:
         why = ("its checks cannot be read as one tolerance: " + "; ".join(other)) if other else (
             "it applies different tolerances" if len(found) > 1 else
             "it judges by its own logic, not by closeness to ref_kernel's output")
-        raise GpuModeError(path, f"check_implementation cannot be carried over: {why}. gpuarena's supervisor judges "
-                           "outputs by closeness to the reference (harness/compare.py), with no hook for a problem's "
-                           "own checker", "pass --atol and --rtol (or --exact) to judge by closeness to ref_kernel's "
-                           "output, which is stricter than a checker that accepts other answers")
+        return Rule(0.0, 0.0, False, f"the task's own check_implementation, run by gpuarena's supervisor on every "
+                    f"checked output ({why})", checker=True)
     atol, rtol, exact = found.pop()
     if exact:
         return Rule(0.0, 0.0, True, "exact equality (check_implementation compares with verbose_allequal)")
@@ -601,6 +602,23 @@ def make_inputs(axes, dtype, device, generator):
 '''
 
 
+CHECK_GLUE = f'''
+
+def check(inputs, outputs, expected):
+    """The task's check_implementation(data, output) on GPU MODE's data rebuilt from the inputs
+    and the outputs in ref_kernel's shape: '' when it accepts them, else its message."""
+    tensors = [inputs[name] for name in _INPUTS]
+    _, layout, spec = inputs[{META_INPUT!r}]
+    result = _gpumode()["check_implementation"](rebuild(layout, tensors, device_of(tensors)), restructure(outputs, spec))
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], bool):
+        return "" if result[0] else str(result[1]) or "check_implementation rejected the output"
+    if isinstance(result, bool):
+        return "" if result else "check_implementation rejected the output"
+    return result if isinstance(result, str) else f"check_implementation returned {{result!r}}"
+'''
+"""The imported problem's checker (ProblemSpec.checker), where check_implementation is its own logic."""
+
+
 def _toml(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
@@ -616,6 +634,7 @@ def _problem_toml(task: Task, name: str, level: int, outputs: list[str], rule: R
         f"summary = {_toml(summary)}",
         'tags = ["gpumode"]',
         'convention = "return"',
+        *(['checker = "check"  # the task\'s check_implementation (reference.py\'s check)'] if rule.checker else []),
         f"outputs = [{', '.join(_toml(o) for o in outputs)}]",
         "",
         "[provenance]",
@@ -628,7 +647,7 @@ def _problem_toml(task: Task, name: str, level: int, outputs: list[str], rule: R
     if limits:
         lines += ["[time_limits]  # task.yml's time-outs"] + [f"{k} = {v!r}" for k, v in limits.items()] + [""]
     lines.append(f"# check_implementation: {how}")
-    for dtype in sorted({w[2] for w in workloads}):
+    for dtype in sorted({w[2] for w in workloads}) if not rule.checker else []:
         if rule.exact:
             atol = rtol = l2 = 0.0
         else:
@@ -709,10 +728,7 @@ def _import_folder(folder: Path, out_root: Path, level: int, atol: float | None,
         rule = Rule(atol or 0.0, rtol or 0.0, exact or not (atol or rtol),
                     f"atol={atol or 0:g}, rtol={rtol or 0:g} given to the importer, judged by closeness to "
                     "ref_kernel's output in place of the task's check_implementation")
-        try:
-            how = checking_rule(task.sources["reference.py"], reference).how + "; overridden: " + rule.how
-        except GpuModeError:
-            how = rule.how
+        how = checking_rule(task.sources["reference.py"], reference).how + "; overridden: " + rule.how
     else:
         rule = checking_rule(task.sources["reference.py"], reference)
         how = rule.how
@@ -792,7 +808,7 @@ def _import_folder(folder: Path, out_root: Path, level: int, atol: float | None,
     name = problem_name(folder)
     files = {
         "problem.toml": _problem_toml(task, name, level, outputs, rule, workloads, how),
-        "reference.py": _glue(names, task.cases, buffers, spec),
+        "reference.py": _glue(names, task.cases, buffers, spec) + (CHECK_GLUE if rule.checker else ""),
         "README.md": _readme(task, name, how, names, workloads),
         "gpumode/task.yml": task.sources["task.yml"],
         "gpumode/reference.py": task.sources["reference.py"],

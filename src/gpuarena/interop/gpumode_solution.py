@@ -137,6 +137,22 @@ def outputs(value, spec, device):
     return tuple(flat)
 
 
+def restructure(flat, spec):
+    """The inverse of outputs(): the flat tuple of tensors back in ref_kernel's shape (numbers
+    as Python numbers), for the task's check_implementation."""
+    items = iter(flat)
+
+    def walk(s):
+        if s[0] == "t":
+            return next(items)
+        if s[0] == "n":
+            return next(items).item()
+        parts = [walk(child) for child in s[1]]
+        return tuple(parts) if s[0] == "tuple" else parts
+
+    return walk(spec)
+
+
 def device_of(tensors):
     return tensors[0].device if tensors else _torch.device("cpu")
 '''

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness.compare import compare
+from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.session import as_outputs, bitwise_equal
 from gpuarena.problems.loader import Problem, load_problem
 from gpuarena.problems.model import Workload
@@ -44,7 +44,12 @@ def _same(a: tuple[torch.Tensor, ...], b: tuple[torch.Tensor, ...]) -> bool:
     return all(bitwise_equal(x, y) for x, y in zip(a, b))
 
 
-def _passes(problem: Problem, workload: Workload, candidate: tuple[torch.Tensor, ...], ref: tuple[torch.Tensor, ...]) -> bool:
+def _passes(problem: Problem, workload: Workload, candidate: tuple[torch.Tensor, ...], ref: tuple[torch.Tensor, ...],
+            inputs: dict[str, Any]) -> bool:
+    """Whether `candidate` would pass as the outputs for `inputs`, as the harness judges it."""
+    checker = problem.checker
+    if checker is not None:
+        return judged(checker, problem.spec.outputs, candidate, ref, inputs).ok
     tol = problem.spec.tolerance_for(workload.dtype)
     return all(compare(n, c, r, tol).ok for n, c, r in zip(problem.spec.outputs, candidate, ref))
 
@@ -82,19 +87,23 @@ def check_workload(problem: Problem, workload: Workload, device: torch.device) -
                           f"(max {float(r.abs().max()):.3g}), so elementwise checks cannot tell it from zeros; scale the inputs")
     if not _same(ref, _run(problem, inputs)):
         errors.append(f"{where}: reference() is not deterministic (two runs on the same inputs differ)")
+    if problem.checker is not None:
+        own = judged(problem.checker, problem.spec.outputs, ref, ref, inputs)
+        if not own.ok:
+            errors.append(f"{where}: the problem's checker rejects the reference's own outputs ({own.reason})")
     if errors:
         return errors
-    if _passes(problem, workload, tuple(torch.zeros_like(r) for r in ref), ref):
+    if _passes(problem, workload, tuple(torch.zeros_like(r) for r in ref), ref, inputs):
         errors.append(f"{where}: returning zeros passes the tolerance; scale the inputs so outputs are not tiny, or tighten the tolerance")
     # the mean of a one-element output is that output: only outputs of several elements are
     # replaced by their mean (integer and boolean outputs are kept exact)
     spread = [r.is_floating_point() and r.numel() > 1 for r in ref]
     means = tuple(torch.full_like(r, float(r.double().mean())) if wide else r.clone() for r, wide in zip(ref, spread))
-    if any(spread) and _passes(problem, workload, means, ref):
+    if any(spread) and _passes(problem, workload, means, ref, inputs):
         errors.append(f"{where}: returning the mean everywhere passes; outputs must vary more than the tolerance")
     for name, value in inputs.items():
         if isinstance(value, torch.Tensor) and len(ref) == 1 and value.shape == ref[0].shape and value.dtype == ref[0].dtype:
-            if _passes(problem, workload, (value.clone(),), ref):
+            if _passes(problem, workload, (value.clone(),), ref, inputs):
                 errors.append(f"{where}: returning input {name} unchanged passes")
     other = _draw(problem, workload, device, 2)
     for name, value in inputs.items():
@@ -104,7 +113,7 @@ def check_workload(problem: Problem, workload: Workload, device: torch.device) -
         changed[name] = other[name]
         if bitwise_equal(other[name], value):
             errors.append(f"{where}: input {name} is the same for two seeds; draw it from the generator")
-        elif _passes(problem, workload, _run(problem, changed), ref):
+        elif _passes(problem, workload, _run(problem, changed), ref, inputs):
             errors.append(f"{where}: the output does not depend on input {name} (a fresh {name} gives a passing output)")
     return errors
 

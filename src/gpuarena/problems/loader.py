@@ -43,6 +43,17 @@ class Problem:
         return self.module.reference
 
     @property
+    def checker(self) -> Callable[..., Any] | None:
+        """The problem's own checker (ProblemSpec.checker), or None: closeness to the reference."""
+        if self.spec.checker is None:
+            return None
+        found = getattr(self.module, self.spec.checker, None)
+        if not callable(found):
+            raise ValueError(f"problem {self.id}: problem.toml names checker {self.spec.checker!r}, "
+                             f"which reference.py does not define as a function")
+        return found
+
+    @property
     def make_inputs(self) -> Callable[..., dict[str, Any]]:
         return self.module.make_inputs
 

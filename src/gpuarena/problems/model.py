@@ -113,6 +113,13 @@ class ProblemSpec(Strict):
     """"return": solve(...) returns outputs; "destination": solve(..., *outputs) writes into them."""
     outputs: list[str] = Field(default_factory=lambda: ["output"], min_length=1)
     """Output names, in the order reference() returns them."""
+    checker: str | None = None
+    """The name of a function in reference.py that judges a solution's outputs in place of
+    closeness to the reference's, for answers that are not unique (a sort's order of equal
+    keys, top-k with ties, any valid permutation): `check(inputs, outputs, expected)` gets the
+    inputs by name and both sides' outputs as tuples (shapes and dtypes already equal) and
+    returns '' or None (or True, or (True, message)) when the outputs are right, else what is
+    wrong (a message, False, or (False, message)). Trusted code, run in the supervisor."""
     bytes: str | None = None
     """Minimum bytes moved by a workload: arithmetic over axis names and dtype_bytes."""
     flops: str | None = None

@@ -1,0 +1,111 @@
+"""A problem's own checker (ProblemSpec.checker): answers that are not unique are judged by
+the problem's trusted code in the supervisor, so a right answer in another valid order passes,
+a wrong one fails with the checker's words (a sort with most elements out of place included),
+a checker that breaks on an output rejects it without stopping the run, and `gpuarena check`
+refuses a checker that rejects the reference or accepts zeros."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.problems import load_problem
+from gpuarena.problems.check import check_problem
+from gpuarena.solutions import load_solution
+
+ARGSORT = FIXTURES / "problems" / "argsort_ties"
+
+OTHER_ORDER = """import torch
+
+
+def solve(x):
+    # ascending keys, equal keys in descending index order: right, and not the reference's order
+    n = x.numel()
+    return torch.argsort(x * n + (n - 1 - torch.arange(n, device=x.device)))
+"""
+MOSTLY_UNSORTED = """import torch
+
+
+def solve(x):
+    # a permutation that leaves about 95% of the elements where they were: not sorted
+    n = x.numel()
+    indices = torch.arange(n, device=x.device)
+    head = n // 20
+    indices[:head] = torch.argsort(x[:head], stable=True)
+    return indices
+"""
+NOT_A_PERMUTATION = """import torch
+
+
+def solve(x):
+    return torch.zeros_like(x)
+"""
+
+
+def _run(solution_source: str, tmp_path: Path, problem: Path = ARGSORT, mode: str = "benchmark"):
+    path = tmp_path / "solution.py"
+    path.write_text(solution_source)
+    return evaluate(load_problem(problem), load_solution(path),
+                    RunOptions(device="cpu", mode=mode, workloads=["n4096"], budget_s=0.3))
+
+
+def test_a_right_answer_in_another_order_passes(tmp_path) -> None:
+    record = _run(OTHER_ORDER, tmp_path)
+    assert record.status == "PASSED", record.reason
+    assert record.workloads[0].speedup is not None  # timed, its checked calls judged the same way
+
+
+@pytest.mark.parametrize("source, words", [
+    (MOSTLY_UNSORTED, "not in ascending order"),
+    (NOT_A_PERMUTATION, "not a permutation"),
+])
+def test_a_wrong_answer_fails_with_the_checker_s_words(tmp_path, source, words) -> None:
+    record = _run(source, tmp_path, mode="test")
+    assert record.status == "WRONG_VALUES" and words in record.reason, record.reason
+
+
+def test_a_checker_that_breaks_on_an_output_rejects_it_and_the_run_ends_with_a_verdict(tmp_path) -> None:
+    problem = tmp_path / "argsort_fragile"
+    shutil.copytree(ARGSORT, problem)
+    reference = problem / "reference.py"
+    reference.write_text(reference.read_text().replace(
+        '    x = inputs["x"]\n', '    x = inputs["x"]\n    if outputs[0][0] != expected[0][0]:\n'
+        '        raise IndexError("the checker met an output it did not expect")\n', 1))
+    record = _run(OTHER_ORDER, tmp_path, problem=problem, mode="test")
+    assert record.status == "WRONG_VALUES", record.reason
+    assert "checker failed on the outputs: IndexError" in record.reason
+
+
+def _variant(tmp_path: Path, name: str, checker_body: str) -> Path:
+    problem = tmp_path / name
+    shutil.copytree(ARGSORT, problem)
+    reference = problem / "reference.py"
+    source = reference.read_text()
+    reference.write_text(source[:source.index("def check(")] + checker_body)
+    return problem
+
+
+def test_check_refuses_a_checker_that_rejects_the_reference(tmp_path) -> None:
+    problem = _variant(tmp_path, "strict", "def check(inputs, outputs, expected):\n    return 'never right'\n")
+    report = check_problem(problem)
+    assert not report.ok
+    assert any("rejects the reference's own outputs" in e for e in report.errors), report.errors
+
+
+def test_check_refuses_a_checker_that_accepts_zeros(tmp_path) -> None:
+    problem = _variant(tmp_path, "lenient", "def check(inputs, outputs, expected):\n    return ''\n")
+    report = check_problem(problem)
+    assert not report.ok and any("returning zeros passes" in e for e in report.errors), report.errors
+
+
+def test_a_checker_that_problem_toml_names_must_exist(tmp_path) -> None:
+    problem = tmp_path / "missing"
+    shutil.copytree(ARGSORT, problem)
+    toml = problem / "problem.toml"
+    toml.write_text(toml.read_text().replace('checker = "check"', 'checker = "judge"'))
+    with pytest.raises(ValueError, match="names checker 'judge'"):
+        _ = load_problem(problem).checker
