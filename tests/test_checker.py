@@ -17,7 +17,7 @@ from gpuarena.problems import load_problem
 from gpuarena.problems.check import check_problem
 from gpuarena.solutions import load_solution
 
-ARGSORT = FIXTURES / "problems" / "argsort_ties"
+ARGSORT = FIXTURES / "checker" / "argsort_ties"  # a folder of its own: the service tests list every problem under fixtures/problems
 
 OTHER_ORDER = """import torch
 

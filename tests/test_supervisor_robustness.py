@@ -128,3 +128,15 @@ def test_integer_boolean_and_0_dim_outputs_get_a_verdict(tmp_path, source, statu
 def test_check_handles_integer_boolean_and_0_dim_outputs():
     report = check_problem(EXACT_OUTPUTS)
     assert report.ok, report
+
+
+def test_times_that_cannot_be_bounded_on_the_cpu_are_no_pass(monkeypatch, tmp_path):
+    """Where the worker's CPU time cannot be read from outside, its reported times are its word
+    alone: the run is REJECTED with the reason, never PASSED on them."""
+    monkeypatch.setattr(WorkerProcess, "cpu_ns", lambda self: None)
+    honest = tmp_path / "axpy.py"
+    honest.write_text("import torch\n\n\ndef solve(a, x, b, y):\n    torch.addcmul(b, a, x, out=y)\n")
+    record = evaluate(load_problem(FIXTURES / "problems" / "axpy_dest"), load_solution(honest),
+                      RunOptions(device="cpu", mode="benchmark", budget_s=0.2, workloads=["n4096"]))
+    assert record.status == "REJECTED", record.reason
+    assert "CPU time could not be read from outside" in record.reason

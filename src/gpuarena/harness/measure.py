@@ -151,7 +151,13 @@ class TimeBudget:
 
     def check(self) -> None:
         """On the CPU: in the median request, the reported times must account for the
-        worker's CPU time beyond the harness's allowance."""
+        worker's CPU time beyond the harness's allowance. A bound that could not be checked
+        (the worker's CPU time unreadable from outside) is no pass: the times are the worker's
+        word alone."""
+        if self.cpu and not self.measured:
+            raise RunFailure("REJECTED", "the worker's CPU time could not be read from outside it (no cgroup account, "
+                                         "and its process's clock unreadable), so the times it reported cannot be "
+                                         "bounded on the CPU")
         median = self._median_unexplained()
         if median is not None and median > 0:
             middle = len(self.unexplained) // 2

@@ -372,12 +372,12 @@ class WorkerProcess:
         if self.cgroup is not None:
             self.cgroup.remove()
         _LIVE.discard(self.proc.pid)
-        if self.init_pid is None:
-            # our children that came after this worker are its orphans (we are its subreaper),
-            # but for other workers started since (the next run's, started ahead:
-            # harness/evaluator.py) and the harness's own processes; in bubblewrap's PID
-            # namespace nothing outlives its init
-            self.orphans_killed = kill_new_children(self._children_before | _LIVE | HARNESS_PROCESSES)
+        # our children that came after this worker are its orphans (we are its subreaper: the
+        # sandbox's init and what its namespace held are handed to us as they die), but for
+        # other workers started since (the next run's, started ahead: harness/evaluator.py) and
+        # the harness's own processes; in a sandbox, only processes of a deeper PID namespace
+        self.orphans_killed = kill_new_children(self._children_before | _LIVE | HARNESS_PROCESSES,
+                                                sandboxed_only=self.init_pid is not None)
         self.conn.close()
         self._log.close()
 

@@ -32,11 +32,30 @@ HARNESS_PROCESSES: set[int] = set()
 PM sampler, kept between jobs): never taken for a worker's orphans."""
 
 
-def kill_new_children(before: set[int], rounds: int = 20) -> int:
-    """Kill and reap our children that were not there before (orphans handed to us as subreaper)."""
+def namespace_depth(pid: int) -> int | None:
+    """How many PID namespaces deep a process is, as this /proc sees it (its NSpid entries):
+    a sandboxed worker's processes are one deeper than the supervisor's own children."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return len(line.split()) - 1
+    except OSError:
+        return None
+    return None
+
+
+def kill_new_children(before: set[int], rounds: int = 20, sandboxed_only: bool = False) -> int:
+    """Kill and reap our children that were not there before (orphans handed to us as subreaper).
+    sandboxed_only: only those from a deeper PID namespace (a sandbox's, handed to us when its
+    init died), never a process of the supervisor's own started meanwhile (nvidia-smi, a
+    compiler), for a teardown that runs while the next job does."""
     killed = 0
+    own_depth = namespace_depth(os.getpid()) if sandboxed_only else None
     for _ in range(rounds):
         new = children_of(os.getpid()) - before
+        if sandboxed_only:
+            new = {pid for pid in new if (namespace_depth(pid) or 0) > (own_depth or 0)}
         if not new:
             break
         for pid in new:

@@ -174,7 +174,9 @@ class Supervisor:
             self._run_with(ready, record)
         finally:
             with self.phases(TEARDOWN):
-                if self.warm is not None:  # while the next job starts; never while one times
+                if self.warm is not None and ready.process.init_pid is not None:
+                    # while the next job starts; never while one times. Unsandboxed, closing kills
+                    # every child of ours that came after the worker, so it cannot overlap a job
                     self.warm.retire(ready.close)
                 else:
                     ready.close()
