@@ -41,29 +41,29 @@ def _requests(monkeypatch) -> list[str]:
     return sent
 
 
-def test_a_worker_prepared_ahead_is_not_prepared_again(tmp_path, monkeypatch) -> None:
+def _judged_with_a_prepared_worker(tmp_path, monkeypatch, prepared_on: str = "cpu") -> list[str]:
+    """A CPU run given a worker prepared ahead (marked as prepared on `prepared_on`): it
+    passes, and the ops the run itself sent are returned."""
     solution = tmp_path / "axpy.py"
     solution.write_text(SOLUTION)
     sent = _requests(monkeypatch)
     started = StartedWorker(gpu=False, prepare_on="cpu")
     started.wait_prepared()
     assert started.prepared_on == "cpu"
+    started.prepared_on = prepared_on
     record = evaluate(load_problem(AXPY), load_solution(solution), RunOptions(device="cpu", mode="test"),
                       worker=started)
     assert record.status == "PASSED", record.reason
+    return sent
+
+
+def test_a_worker_prepared_ahead_is_not_prepared_again(tmp_path, monkeypatch) -> None:
+    sent = _judged_with_a_prepared_worker(tmp_path, monkeypatch)
     assert "prepare" not in sent and sent[0] == "build"
 
 
 def test_a_worker_prepared_for_another_device_is_prepared_for_this_one(tmp_path, monkeypatch) -> None:
-    solution = tmp_path / "axpy.py"
-    solution.write_text(SOLUTION)
-    sent = _requests(monkeypatch)
-    started = StartedWorker(gpu=False, prepare_on="cpu")
-    started.wait_prepared()
-    started.prepared_on = "cuda:3"  # as if made on another GPU
-    record = evaluate(load_problem(AXPY), load_solution(solution), RunOptions(device="cpu", mode="test"),
-                      worker=started)
-    assert record.status == "PASSED", record.reason
+    sent = _judged_with_a_prepared_worker(tmp_path, monkeypatch, prepared_on="cuda:3")  # as if made on another GPU
     assert sent[0] == "prepare"
 
 
