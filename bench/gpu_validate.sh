@@ -34,6 +34,8 @@
 #     warm        bench/warm_path.py: 100 distinct solutions through one `gpuarena run-many`
 #                 (benchmark, one workload), then 30 in test mode (WARM_N, WARM_ARGS)
 #     breakdown   bench/research/warm_breakdown.py: a warm-path job's seconds step by step (BREAKDOWN_N, BREAKDOWN_ARGS)
+#     timeline    bench/research/cli_timeline.py: a one-shot `gpuarena run`'s wall time outside its record
+#                 (TIMELINE_N, TIMELINE_ARGS: the run's arguments)
 #     audit-sweep bench/research/audit_sweep_noise.py (the L2 sweep's share of the GPU's counters, and its spread)
 #     audit-metrics  the cases in REDTEAM_CASES once per PM metric in AUDIT_METRICS (space-separated;
 #                 default sm__cycles_active.max gr__cycles_active.avg), each record's device audit kept
@@ -274,6 +276,12 @@ for s in "${steps[@]}"; do
       step breakdown "${T_BREAKDOWN:-300}" python3 bench/research/warm_breakdown.py --device cuda --n "${BREAKDOWN_N:-12}" \
         --workload square-8192 ${BREAKDOWN_ARGS:-} --out "$OUT/warm-breakdown-cuda.json"
       tail -40 "$W/breakdown.log" | tee -a "$SUMMARY" > /dev/null ;;
+    timeline)
+      args=${TIMELINE_ARGS:-level1/softmax examples/softmax/triton.py --device cuda --workload square-8192}
+      python3 -m gpuarena.cli run $args --json > /dev/null 2>&1  # builds and caches first
+      step timeline "${T_TIMELINE:-200}" python3 bench/research/cli_timeline.py --n "${TIMELINE_N:-4}" \
+        --out "$OUT/cli-timeline-cuda.json" -- $args
+      tail -22 "$W/timeline.log" | tee -a "$SUMMARY" > /dev/null ;;
     audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/research/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
     *) note "unknown step $s" ;;
   esac

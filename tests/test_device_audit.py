@@ -200,7 +200,7 @@ class PlannedSampler:
 
 
 from gpuarena.harness.rounds_audit import (  # noqa: E402
-    HARNESS, MIN_REQUESTS, REFERENCE, REFERENCE_HARNESS, REFERENCE_TWIN, SOLUTION, TWIN_BLOCKS)
+    FEW_REQUESTS, HARNESS, MIN_REQUESTS, REFERENCE, REFERENCE_HARNESS, REFERENCE_TWIN, SOLUTION, TWIN_BLOCKS)
 
 
 @pytest.fixture
@@ -252,7 +252,7 @@ def test_every_timed_request_is_audited_and_nothing_else_is_sent(audited_on_the_
     assert record.status == "PASSED", record.reason
     timed = [m for m in sent if m.get("n")]
     assert timed and all(set(m) == {"op", "n"} and m["n"] == timed[0]["n"] for m in timed)
-    assert len(timed) >= MIN_REQUESTS  # the rounds go on until the audit has enough
+    assert len(timed) >= FEW_REQUESTS  # the rounds go on until the audit has enough
     assert PlannedSampler.seen.count(SOLUTION) == len(timed) == audit.calls // timed[0]["n"]
     assert PlannedSampler.seen.count(REFERENCE) == record.workloads[0].reference_time.samples // timed[0]["n"]
     # on a GPU found quiet first; the twins in the rounds' conditions, from the first round on
@@ -302,11 +302,13 @@ def test_the_clocks_drift_falls_out_of_each_pair(audited_on_the_cpu):
 def test_a_rough_figure_keeps_the_rounds_going_until_it_can_judge_the_claim(audited_on_the_cpu):
     """The smallest kernels are judged on a few µs out of ~160 of harness work per call: while
     the observed figure's error is over a quarter of the claim, more requests are sampled (up
-    to MAX_REQUESTS); a steady figure stops at MIN_REQUESTS."""
+    to MAX_REQUESTS); a figure steady to a twentieth of the claim stops at FEW_REQUESTS, one
+    steady to a quarter at MIN_REQUESTS."""
+    from gpuarena.harness import rounds_audit
     from gpuarena.harness.rounds_audit import MAX_REQUESTS
 
     record, audit = audited_on_the_cpu({})
-    assert record.status == "PASSED" and MIN_REQUESTS <= len(audit.observed_us_per_request) < MAX_REQUESTS
+    assert record.status == "PASSED" and FEW_REQUESTS <= len(audit.observed_us_per_request) < MAX_REQUESTS
 
     def jittery(k: int) -> float:  # a request's figure swings by 1e5 µs a call: never resolved
         return 1e9 * (k % 3)
@@ -314,6 +316,29 @@ def test_a_rough_figure_keeps_the_rounds_going_until_it_can_judge_the_claim(audi
     record, audit = audited_on_the_cpu({SOLUTION: jittery})
     assert len(audit.observed_us_per_request) == MAX_REQUESTS and audit.noise_us > 1e3
     assert PlannedSampler.seen.count(SOLUTION) == MAX_REQUESTS
+
+
+def test_how_many_requests_the_audit_wants():
+    """At least FEW_REQUESTS; past that, on to MIN_REQUESTS unless the observed figure is steady
+    to QUICK_NOISE_FRACTION of the claim, and past MIN_REQUESTS while it is rougher than
+    NOISE_FRACTION, never past MAX_REQUESTS."""
+    from types import SimpleNamespace
+
+    from gpuarena.harness.rounds_audit import MAX_REQUESTS, RoundsAudit
+
+    def wants_more(paired_ns: list[float], claimed_us: float) -> bool:
+        audit = object.__new__(RoundsAudit)
+        audit.on, audit.paired_ns, audit.session = True, paired_ns, SimpleNamespace(sets=[0])  # one call a request
+        return audit.wants_more(claimed_us)
+
+    steady = [100_000.0 + (k % 2) * 1_000 for k in range(FEW_REQUESTS)]  # 100 µs, ±1 µs: noise ~0.6 µs
+    assert wants_more(steady[:-1], 100.0)
+    assert not wants_more(steady, 100.0)  # steady to 5% of a 100 µs claim: enough
+    assert wants_more(steady, 5.0)  # not to 5% of a 5 µs claim: on to MIN_REQUESTS
+    steady_12 = [100_000.0 + (k % 2) * 1_000 for k in range(MIN_REQUESTS)]
+    assert not wants_more(steady_12, 5.0)  # within a quarter of it: enough
+    assert wants_more(steady_12, 1.0)
+    assert not wants_more([float(k % 2) * 1e9 for k in range(MAX_REQUESTS)], 1.0)
 
 
 def test_what_the_counters_add_to_the_reference_is_taken_off_in_a_real_run(audited_on_the_cpu):
@@ -412,3 +437,66 @@ def test_a_destination_passing_problem_s_reference_is_judged_with_its_own_harnes
     # the same reference busy time, all of it the reference's harness share: nothing allowed
     record, audit = audited_on_the_cpu({REFERENCE_HARNESS: 1e11, REFERENCE_TWIN: 1e11, SOLUTION: 1e9}, **axpy)
     assert record.status == "REJECTED" and audit.inflation_us == 0 and audit.reference_observed_us_per_call == 0
+
+
+def test_a_sampler_started_ahead_is_the_run_s_own(audited_on_the_cpu, monkeypatch):
+    """`gpuarena run` starts the PM sampler before it imports torch (harness/ahead.py): the run
+    takes that one, of its own device, instead of starting another; one of another device is
+    quit and the run starts its own; a sampler no run took is quit by close()."""
+    from types import SimpleNamespace
+
+    from gpuarena.harness.ahead import DeviceAhead
+    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.problems import resolve_problem
+    from gpuarena.solutions import load_solution
+
+    made: list = []
+
+    class Counted(PlannedSampler):
+        def __init__(self, binary: Path, index: int):
+            super().__init__(binary, index)
+            self.index, self.closed = index, False
+            self.process = SimpleNamespace(poll=lambda: 0 if self.closed else None)
+            made.append(self)
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(device_audit, "DeviceSampler", Counted)
+    audited_on_the_cpu({})  # the plan set, the stand-ins in place
+
+    def run(ahead: DeviceAhead):
+        options = RunOptions(device="cpu", mode="benchmark", workloads=["small-64x1000"], budget_s=0.3)
+        return evaluate(resolve_problem("level1/softmax"), load_solution(EXAMPLES / "softmax" / "pytorch.py"),
+                        options, ahead=ahead)
+
+    made.clear()
+    ahead = DeviceAhead(0)
+    record = run(ahead)
+    assert record.status == "PASSED", record.reason
+    assert len(made) == 1 and made[0].index == 0 and made[0].closed  # the run's, quit at its end
+    assert record.workloads[0].device_audit is not None and not record.workloads[0].device_audit.skipped
+    assert ahead.take_sampler(0) is None  # handed over once
+    ahead.close()
+
+    made.clear()
+    other = DeviceAhead(1)
+    record = run(other)
+    assert record.status == "PASSED", record.reason
+    assert [s.index for s in made] == [1, 0] and all(s.closed for s in made)
+    other.close()
+
+    made.clear()
+    untaken = DeviceAhead(0)
+    assert untaken.state(1) is None  # nvidia-smi's reading of another GPU is not this run's
+    untaken.close()
+    assert len(made) == 1 and made[0].closed
+
+
+def test_what_starts_ahead_does_not_import_torch():
+    """The point of starting them ahead: torch is not loaded by the modules that do it."""
+    import subprocess
+
+    code = ("import sys; import gpuarena.harness.ahead, gpuarena.harness.started; "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)

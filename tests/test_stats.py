@@ -80,6 +80,32 @@ def test_round_intervals_cover_what_varies_between_rounds():
     assert low <= median <= high and low > 49
 
 
+def test_round_intervals_of_equal_rounds_are_those_of_one_round_at_a_time():
+    """Rounds of one size are resampled in one pass; the interval is the one the round-by-round
+    statistic gives (same picks, same medians), for one side and for a ratio."""
+    import numpy as np
+
+    from gpuarena.harness import stats
+
+    rng = np.random.default_rng(3)
+    a = [list(rng.lognormal(4, 0.1, 4)) for _ in range(9)]
+    b = [list(rng.lognormal(3, 0.1, 4)) for _ in range(9)]
+    ragged = a[:-1] + [a[-1][:3]]  # one round short: the round-by-round path
+
+    def one_at_a_time(num, den=None):
+        picks = np.random.default_rng(0).integers(0, len(num), size=(stats.BOOTSTRAP_RESAMPLES, len(num)))
+        values = []
+        for row in picks:
+            top = float(np.median(np.concatenate([num[i] for i in row])))
+            values.append(top / float(np.median(np.concatenate([den[i] for i in row]))) if den else top)
+        return np.quantile(values, [0.025, 0.975])
+
+    for num, den in ((a, None), (a, b), (ragged, None)):
+        _, low, high = stats.bootstrap_rounds(num, den)
+        want_low, want_high = one_at_a_time(num, den)
+        assert (low, high) == (min(want_low, _), max(want_high, _))
+
+
 def test_round_intervals_refuse_unpaired_rounds():
     import pytest
 

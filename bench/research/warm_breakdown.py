@@ -25,6 +25,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 STEPS: dict[str, list[float]] = collections.defaultdict(list)
 JOB: dict[str, float] = collections.defaultdict(float)
+CALLS: dict[str, int] = collections.defaultdict(int)
 
 
 def timed(owner: object, name: str, label: str | None = None, key=None) -> None:  # type: ignore[no-untyped-def]
@@ -40,20 +41,13 @@ def timed(owner: object, name: str, label: str | None = None, key=None) -> None:
             if key is not None:
                 step = f"{step}:{key(args, kwargs)}"
             JOB[step] += time.perf_counter() - started
+            CALLS[step] += 1
 
     setattr(owner, name, wrapper)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--n", type=int, default=8)
-    parser.add_argument("--mode", default="benchmark")
-    parser.add_argument("--workload", default="small-64x1000")
-    parser.add_argument("--example", default=str(REPO / "examples" / "softmax" / "triton.py"))
-    parser.add_argument("--out", default="warm-breakdown.json")
-    args = parser.parse_args()
-
+def install() -> None:
+    """Wraps the supervisor's steps (and those inside each timed round) to time them."""
     from gpuarena.harness import device_audit, environment, process, started, supervisor
     from gpuarena.harness import measure, rounds_audit, transport
 
@@ -82,6 +76,36 @@ def main() -> int:
         timed(rounds_audit.RoundsAudit, name, f"audit.{name}")
     for name in ("start", "stop", "idle"):
         timed(device_audit.DeviceSampler, name, f"sampler.{name}")
+    # inside the timed rounds: what each round costs besides the calls themselves
+    for name in ("refresh_sets", "check_outputs", "commit_checked", "commit_copies", "converged",
+                 "bootstrap_rounds", "summarize", "_speed_of_light", "compare", "judged"):
+        timed(measure, name, f"measure.{name}")
+    for name in ("solution", "reference", "_sample", "_segment"):
+        timed(rounds_audit.RoundsAudit, name, f"audit.{name}")
+    for name in ("segment", "mark"):
+        timed(device_audit.DeviceSampler, name, f"sampler.{name}")
+    from gpuarena.harness import session, timing, twin
+
+    for name in ("make", "fill", "reference", "modified_input", "allocate"):
+        timed(session.WorkloadSession, name, f"session.{name}")
+    timed(timing.Timer, "run_block", "timer.run_block")
+    timed(twin.ReferenceTwin, "block", "twin.block")
+    for name in ("_workload", "_check_correctness"):
+        if hasattr(supervisor.Supervisor, name):
+            timed(supervisor.Supervisor, name, f"supervisor.{name}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--n", type=int, default=8)
+    parser.add_argument("--mode", default="benchmark")
+    parser.add_argument("--workload", default="small-64x1000")
+    parser.add_argument("--example", default=str(REPO / "examples" / "softmax" / "triton.py"))
+    parser.add_argument("--out", default="warm-breakdown.json")
+    args = parser.parse_args()
+
+    install()
 
     from gpuarena.harness.evaluator import Evaluator
     from gpuarena.harness.supervisor import RunOptions
@@ -96,12 +120,13 @@ def main() -> int:
             path = Path(folder) / f"candidate_{i:03d}.py"
             path.write_text(f"# candidate {i}\n" + source)
             JOB.clear()
+            CALLS.clear()
             options = RunOptions(device=args.device, mode=args.mode, workloads=[args.workload])
             begun = time.perf_counter()
             record = evaluator.judge(problem, load_solution(path), options)
             wall = time.perf_counter() - begun
             jobs.append({"wall_s": round(wall, 3), "status": record.status.value, "phases": record.phases,
-                         "steps": {k: round(v, 4) for k, v in JOB.items()}})
+                         "steps": {k: round(v, 4) for k, v in JOB.items()}, "calls": dict(CALLS)})
             print(json.dumps(jobs[-1]), flush=True)
     later = jobs[1:] or jobs
     steps = sorted({k for j in later for k in j["steps"]})
@@ -110,12 +135,14 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%d"),
         "median_wall_s": statistics.median(j["wall_s"] for j in later),
         "median_steps_s": {k: round(statistics.median(j["steps"].get(k, 0.0) for j in later), 4) for k in steps},
+        "median_calls": {k: statistics.median(j["calls"].get(k, 0) for j in later) for k in steps},
         "median_phases_s": {k: round(statistics.median(j["phases"].get(k, 0.0) for j in later), 4)
                             for k in later[0]["phases"]},
         "jobs": jobs,
     }
     Path(args.out).write_text(json.dumps(summary, indent=1))
-    print(json.dumps({k: summary[k] for k in ("median_wall_s", "median_steps_s", "median_phases_s")}, indent=1))
+    print(json.dumps({k: summary[k] for k in ("median_wall_s", "median_steps_s", "median_calls", "median_phases_s")},
+                     indent=1))
     return 0
 
 

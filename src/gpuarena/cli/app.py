@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -52,12 +55,17 @@ def run(
 
         run_profile_command(problem, solution, device, workload, timeout, json_out, profile_out)
         return
+    global _LEAVE_FAST
+    _LEAVE_FAST = True
     ahead = _worker_ahead(device)  # its imports overlap this process's own (torch: seconds)
+    device_ahead = _device_ahead(device, mode)  # and so do the device's sampler and reading
     try:
-        _run(problem, solution, device, mode, timeout, workload, budget, json_out, verbose, ahead, ncu)
+        _run(problem, solution, device, mode, timeout, workload, budget, json_out, verbose, ahead, ncu, device_ahead)
     finally:
         if ahead is not None and ahead.alive():  # not taken by the run (a bad argument, say)
             ahead.close()
+        if device_ahead is not None:
+            device_ahead.close()
 
 
 def _worker_ahead(device: str | None):  # type: ignore[no-untyped-def]
@@ -76,9 +84,23 @@ def _worker_ahead(device: str | None):  # type: ignore[no-untyped-def]
         return None
 
 
+def _device_ahead(device: str | None, mode: str):  # type: ignore[no-untyped-def]
+    """The PM sampler (benchmark and ranked modes) and nvidia-smi's reading of the run's GPU,
+    started now, before torch is imported here (harness/ahead.py); None on the CPU."""
+    target = device or ("cuda" if Path("/dev/nvidiactl").exists() else "cpu")
+    if not target.startswith("cuda"):
+        return None
+    from gpuarena.harness.ahead import DeviceAhead
+
+    try:
+        return DeviceAhead(int(target.split(":", 1)[1]) if ":" in target else 0, sampler=mode != "test")
+    except ValueError:  # cuda:x: the run's own check says what is wrong
+        return None
+
+
 def _run(problem: str, solution: Path, device: str | None, mode: str, timeout: float | None,
          workload: list[str] | None, budget: float, json_out: bool, verbose: bool, ahead,
-         ncu: bool | None = None) -> None:  # type: ignore[no-untyped-def]
+         ncu: bool | None = None, device_ahead=None) -> None:  # type: ignore[no-untyped-def]
     from gpuarena.cli.render import render
     from gpuarena.harness.supervisor import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
@@ -102,7 +124,7 @@ def _run(problem: str, solution: Path, device: str | None, mode: str, timeout: f
                          kernel_duration=ncu)
     with err.status("starting") as status:
         record = evaluate(loaded_problem, loaded_solution, options, progress=lambda text: status.update(text),
-                          worker=ahead)
+                          worker=ahead, ahead=device_ahead)
     if json_out:
         sys.stdout.write(record.model_dump_json(indent=2) + "\n")
     else:
@@ -289,8 +311,39 @@ def version() -> None:
     out.print(f"gpuarena {__version__} ({HARNESS_VERSION})")
 
 
+_LEAVE_FAST = False
+"""Set by `run`: once it has printed its verdict, the process leaves without tearing its
+interpreter down (harness's torch and all: 0.5-0.7 s of a one-shot run, measured with
+bench/research/cli_timeline.py on an H100 and here)."""
+
+
 def main() -> None:
-    app()
+    """The console script (in-process callers, tests among them, call `app` and exit normally)."""
+    try:
+        app()
+    except SystemExit as exc:
+        if _LEAVE_FAST:
+            leave(exc.code)
+        raise
+
+
+def leave(code: object) -> None:
+    """Exit now with `code`, as SystemExit would, after what an exit owes: other threads that
+    are not daemons finished, standard streams flushed, atexit hooks run (temporary folders'
+    finalizers among them). Only the interpreter's own teardown is skipped."""
+    if isinstance(code, str):
+        sys.stderr.write(code + "\n")
+    status = code if isinstance(code, int) else (0 if code is None else 1)
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 for module in (service_cli, interop_cli, many, bounty_cli, apps_cli, dataset_cli):  # the commands of the other modules

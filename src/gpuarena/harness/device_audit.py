@@ -25,9 +25,10 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
-import torch
+if TYPE_CHECKING:  # types only: a run starts its sampler before it imports torch (harness/ahead.py)
+    import torch
 
 from gpuarena.harness import cupti_build
 from gpuarena.harness.proctree import HARNESS_PROCESSES

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import platform
 import shutil
 import os
 import socket
 import subprocess
 import sys
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from gpuarena.harness.records import Environment
+
+if TYPE_CHECKING:  # types only: nvidia-smi's reading is taken before torch is imported (harness/ahead.py)
+    import torch
 
 
 def _cpu_model() -> str:
@@ -42,21 +44,32 @@ def gpu_state(index: int) -> dict[str, Any] | None:
     return dict(zip(["driver_version", "sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "uuid"], values))
 
 
-def capture(device: torch.device) -> Environment:
-    try:
-        import triton
+def _triton_version() -> str | None:
+    """Triton's version from its installed metadata: importing it only to ask (0.4 s) was on
+    every run's path."""
+    loaded = sys.modules.get("triton")
+    if loaded is not None:
+        return getattr(loaded, "__version__", None)
+    for name in ("triton", "pytorch-triton"):
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
 
-        triton_version = triton.__version__
-    except Exception:
-        triton_version = None
-    common = dict(torch_version=torch.__version__, triton_version=triton_version,
+
+def capture(device: torch.device, state: dict[str, Any] | None = None) -> Environment:
+    """state: nvidia-smi's reading of this device, taken already (None: read now)."""
+    import torch
+
+    common = dict(torch_version=torch.__version__, triton_version=_triton_version(),
                   python_version=sys.version.split()[0], cpu_model=_cpu_model(), hostname=socket.gethostname(),
                   triton_interpret=os.environ.get("TRITON_INTERPRET", "") not in ("", "0"))
     if device.type != "cuda":
         return Environment(device="cpu", device_name=_cpu_model(), **common)
     index = device.index if device.index is not None else torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
-    state = gpu_state(index)
+    state = state or gpu_state(index)
     return Environment(
         device=f"cuda:{index}",
         device_name=props.name,
@@ -75,4 +88,6 @@ def capture(device: torch.device) -> Environment:
 def finish(env: Environment, device: torch.device) -> None:
     """Record clocks and temperature again at the end of the run."""
     if device.type == "cuda":
+        import torch
+
         env.clocks_after = gpu_state(device.index if device.index is not None else torch.cuda.current_device())

@@ -18,9 +18,10 @@ import base64
 import ctypes
 import struct
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import torch
+if TYPE_CHECKING:  # a run compiles the kernel before it has imported torch (started.py); the worker has it
+    import torch
 
 OPS = 8192
 """FMAs with two constants each (an FFMA and a move on sm_90): 236 KB of machine code, more
@@ -83,52 +84,74 @@ _IMAGES: dict[int, bytes] = {}
 _IMAGES_LOCK = threading.Lock()
 
 
-def image(device: torch.device) -> bytes | None:
+def image(device: torch.device | str) -> bytes | None:
     """The kernel compiled for `device` (a cubin, through the driver's linker), once per
     process and device; None where the driver cannot. A worker loads it instead of compiling
     the PTX: its home is new every run, so the driver's own cache never serves it, and
-    compiling took 0.7 s of every worker's start on an H200."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
+    compiling took 0.7 s of every worker's start on an H200. Driver calls only, no torch: a
+    run's worker started ahead gets it while the run is still importing torch."""
+    index = _index(device)
     with _IMAGES_LOCK:  # the prepare threads of workers started ahead, and the run
         if index not in _IMAGES:
             try:
-                _IMAGES[index] = _link(torch.device("cuda", index))
+                _IMAGES[index] = _link(index)
             except Exception:  # noqa: BLE001  the worker compiles the PTX itself, as before
                 return None
         return _IMAGES[index]
 
 
-def image_text(device: torch.device) -> str | None:
+def image_text(device: torch.device | str) -> str | None:
     """`image` as text for a worker's `prepare` request (base64)."""
     compiled = image(device)
     return base64.b64encode(compiled).decode() if compiled else None
 
 
-def _link(device: torch.device) -> bytes:
+def _index(device: torch.device | str) -> int:
+    """The CUDA ordinal of `cuda:N` (a string or a torch.device); a bare `cuda` is the current one."""
+    index = device.split(":", 1)[1] if isinstance(device, str) and ":" in device else getattr(device, "index", None)
+    if index is not None:
+        return int(index)
+    import torch
+
+    return torch.cuda.current_device()
+
+
+def _link(index: int) -> bytes:
+    """Compiled in the device's primary context, retained here and kept: the one torch uses
+    too, so this process's context is made once either way."""
     driver = _Driver()
     lib = driver.lib
-    torch.empty(1, device=device)  # the context, current on this thread (an allocation: no kernel runs)
+    device, context = ctypes.c_int(), ctypes.c_void_p()
+    driver.check(lib.cuInit(0), "cuInit")
+    driver.check(lib.cuDeviceGet(ctypes.byref(device), index), "cuDeviceGet")
+    driver.check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), "cuDevicePrimaryCtxRetain")
+    driver.check(lib.cuCtxPushCurrent_v2(context), "cuCtxPushCurrent")
     lib.cuLinkCreate_v2.argtypes = [ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
     lib.cuLinkAddData_v2.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
                                      ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
     lib.cuLinkComplete.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
     lib.cuLinkDestroy.argtypes = [ctypes.c_void_p]
     state = ctypes.c_void_p()
-    driver.check(lib.cuLinkCreate_v2(0, None, None, ctypes.byref(state)), "cuLinkCreate")
     try:
-        source = ptx().encode()
-        driver.check(lib.cuLinkAddData_v2(state, CU_JIT_INPUT_PTX, source, len(source), b"icache_sweep.ptx", 0, None,
-                                          None), "cuLinkAddData")
-        out, size = ctypes.c_void_p(), ctypes.c_size_t()
-        driver.check(lib.cuLinkComplete(state, ctypes.byref(out), ctypes.byref(size)), "cuLinkComplete")
-        return ctypes.string_at(out, size.value)  # copied: the linker's buffer goes with its state
+        driver.check(lib.cuLinkCreate_v2(0, None, None, ctypes.byref(state)), "cuLinkCreate")
+        try:
+            source = ptx().encode()
+            driver.check(lib.cuLinkAddData_v2(state, CU_JIT_INPUT_PTX, source, len(source), b"icache_sweep.ptx", 0,
+                                              None, None), "cuLinkAddData")
+            out, size = ctypes.c_void_p(), ctypes.c_size_t()
+            driver.check(lib.cuLinkComplete(state, ctypes.byref(out), ctypes.byref(size)), "cuLinkComplete")
+            return ctypes.string_at(out, size.value)  # copied: the linker's buffer goes with its state
+        finally:
+            lib.cuLinkDestroy(state)
     finally:
-        lib.cuLinkDestroy(state)
+        lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
 
 
 def build(device: torch.device, compiled: bytes | None = None) -> tuple[Callable[[], None] | None, str]:
     """The sweep for `device`, loaded and run once here (outside any window), or (None, why).
     compiled: the kernel already compiled for this device (`image`), else the PTX is."""
+    import torch
+
     try:
         driver = _Driver()
         programs = 4 * torch.cuda.get_device_properties(device).multi_processor_count

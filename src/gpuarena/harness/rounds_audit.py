@@ -55,6 +55,14 @@ MIN_REQUESTS = 12
 """The timed rounds go on until this many of the solution's requests were sampled: the harness's
 share is about 160 µs a call on an H100 and a 2 µs kernel is judged on the difference, so its
 noise must average down (with 2 requests an honest Triton softmax read 3.68 µs for 2.11)."""
+FEW_REQUESTS = 6
+QUICK_NOISE_FRACTION = 0.05
+"""A kernel whose observed figure's error is already under QUICK_NOISE_FRACTION of its claim
+after FEW_REQUESTS stops there: a claim is rejected under 0.7 x (observed - inflation - 3 x
+noise), so at 5% the noise moves that bound by 15% of the claim, while a forged claim sits
+under half of it. Large kernels get there (square-8192's softmax: 170 µs a call against ±4 µs
+of scatter) and save the remaining rounds, about 0.1 s each on an H100; a figure that is not
+yet that steady goes on to MIN_REQUESTS as before."""
 MAX_REQUESTS = 96
 NOISE_FRACTION = 0.25
 """Past MIN_REQUESTS the rounds go on, up to MAX_REQUESTS, while the observed figure's error
@@ -121,11 +129,17 @@ class RoundsAudit:
             self.seconds += time.monotonic() - started
 
     def wants_more(self, claimed_us: float) -> bool:
-        """Whether the rounds must go on for the audit: fewer than MIN_REQUESTS sampled, or
-        the observed figure still too rough to judge a claim of `claimed_us` (at most MAX_REQUESTS)."""
-        if not self.on or len(self.paired_ns) >= MAX_REQUESTS:
+        """Whether the rounds must go on for the audit: fewer than FEW_REQUESTS sampled, fewer
+        than MIN_REQUESTS while the observed figure is not yet steady to QUICK_NOISE_FRACTION
+        of the claim, or the figure still too rough to judge a claim of `claimed_us` (at most
+        MAX_REQUESTS)."""
+        sampled = len(self.paired_ns)
+        if not self.on or sampled >= MAX_REQUESTS:
             return False
-        return len(self.paired_ns) < MIN_REQUESTS or self.noise_us() > NOISE_FRACTION * claimed_us
+        if sampled < FEW_REQUESTS:
+            return True
+        noise = self.noise_us()
+        return noise > (QUICK_NOISE_FRACTION if sampled < MIN_REQUESTS else NOISE_FRACTION) * claimed_us
 
     def noise_us(self) -> float:
         """The standard error of the observed figure so far, per call."""

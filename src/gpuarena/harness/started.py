@@ -72,12 +72,10 @@ class StartedWorker:
         deadline = time.monotonic() + PREPARE_LIMIT_S
         try:
             request = {"op": "prepare", "device": device}
-            if device.startswith("cuda"):  # compiled here while the worker imports
-                import torch
-
+            if device.startswith("cuda"):  # compiled here while the worker imports (no torch needed)
                 from gpuarena.harness import icache_sweep
 
-                request["icache_image"] = icache_sweep.image_text(torch.device(device))
+                request["icache_image"] = icache_sweep.image_text(device)
             self.process.request({"op": "ready"}, deadline, "starting")
             if gpu_lock is not None and not gpu_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
                 return

@@ -82,10 +82,22 @@ def bootstrap_rounds(numerator_rounds: Sequence[Sequence[float]], denominator_ro
     if len(num) == 1:
         return value, value, value
     picks = _rng(seed).integers(0, len(num), size=(BOOTSTRAP_RESAMPLES, len(num)))
-    values = np.array([statistic(row) for row in picks])
+    if len({r.size for r in num + (den or [])}) == 1:  # rounds of one size (the usual case): all at once
+        values = _resampled_medians(np.stack(num), picks)
+        if den is not None:
+            values = values / _resampled_medians(np.stack(den), picks)
+    else:
+        values = np.array([statistic(row) for row in picks])
     alpha = (1 - confidence) / 2
     low, high = np.quantile(values, [alpha, 1 - alpha])
     return value, float(min(low, value)), float(max(high, value))
+
+
+def _resampled_medians(rounds: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """The median of the samples of each row of picked rounds (rounds: one row per round, all
+    of one size): what `statistic` computes one row at a time, in one pass (12 rounds of 4
+    calls, both sides: 0.02 s on the 2-core VM against 0.12 s; three calls a workload)."""
+    return np.median(rounds[picks].reshape(picks.shape[0], -1), axis=1)
 
 
 def round_spread(numerator_rounds: Sequence[Sequence[float]], denominator_rounds: Sequence[Sequence[float]]) -> float:

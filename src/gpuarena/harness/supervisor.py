@@ -22,6 +22,7 @@ import torch
 from gpuarena.harness import build_cache, device_audit, environment, icache_sweep, kernel_duration, peaks, precision
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
+from gpuarena.harness.ahead import DeviceAhead
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import Environment, Evaluation, Mode, Status, WorkloadResult
@@ -78,10 +79,13 @@ class RunOptions:
 
 class Supervisor:
     def __init__(self, problem: Problem, solution: Solution, options: RunOptions, progress: Progress | None = None,
-                 worker: StartedWorker | None = None, warm: Warm | None = None):
+                 worker: StartedWorker | None = None, warm: Warm | None = None, ahead: DeviceAhead | None = None):
         self.problem, self.solution, self.options = problem, solution, options
         self.started_worker = worker
         """Set up ahead by the caller, used once; None: the run starts its own."""
+        self.ahead = ahead
+        """The sampler and nvidia-smi's reading, started by the caller before it imported torch
+        (harness/ahead.py); used where they are of this run's device."""
         self.warm = warm
         """What a long-lived caller keeps between jobs (harness/warm.py): the sampler is taken
         from it and handed back, the GPU's lock is held while timing, the worker is torn down
@@ -126,7 +130,10 @@ class Supervisor:
             if not _switch("GPUARENA_DEVICE_AUDIT", True):
                 self.sampler_missing = "turned off (GPUARENA_DEVICE_AUDIT=0)"
                 return None
-            kept = self.warm.take_sampler() if self.warm is not None else None
+            if self.warm is not None:
+                kept = self.warm.take_sampler()
+            else:
+                kept = self.ahead.take_sampler(self.device.index or 0) if self.ahead is not None else None
             if kept is not None:
                 self._sampler, self._sampler_started = kept, True
                 return kept
@@ -198,7 +205,8 @@ class Supervisor:
         if audited:
             sampler.start()
         try:
-            record.environment = self.environment = environment.capture(self.device)
+            state = self.ahead.state(self.device.index or 0) if self.ahead is not None else None
+            record.environment = self.environment = environment.capture(self.device, state)
         finally:
             if audited:
                 sampler.join()
@@ -476,10 +484,11 @@ class Supervisor:
 
 def evaluate(problem: Problem, solution: Solution, options: RunOptions | None = None,
              progress: Progress | None = None, worker: StartedWorker | None = None,
-             warm: Warm | None = None) -> Evaluation:
+             warm: Warm | None = None, ahead: DeviceAhead | None = None) -> Evaluation:
     """Judge one solution on one problem on one device: the harness's single entry point.
     worker: one set up ahead (StartedWorker), which the run uses and closes; warm: what a
-    long-lived caller keeps between jobs (harness/warm.py). Profile mode goes to
+    long-lived caller keeps between jobs (harness/warm.py); ahead: the device's sampler and
+    reading started before torch was imported (harness/ahead.py; the caller closes it). Profile mode goes to
     harness/profile.py, which starts workers of its own."""
     options = options or RunOptions()
     if options.mode == "profile":
@@ -488,4 +497,4 @@ def evaluate(problem: Problem, solution: Solution, options: RunOptions | None = 
         if worker is not None:
             worker.close()
         return profile_evaluation(problem, solution, options.device, options.workloads, options.timeout_s, progress)
-    return Supervisor(problem, solution, options, progress, worker, warm).run()
+    return Supervisor(problem, solution, options, progress, worker, warm, ahead).run()
