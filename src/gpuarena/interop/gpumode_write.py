@@ -1,0 +1,202 @@
+"""Writing the gpuarena problem folder of an imported GPU MODE task (see interop/gpumode.py): the
+generated glue (reference.py, with check() where the task's checker is kept), problem.toml and
+README.md, staged in a fresh folder beside the destination."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from gpuarena.interop.gpumode_solution import FORMAT, META_INPUT, RUNTIME
+from gpuarena.interop.gpumode_task import Case, Rule, Task
+
+SEED_BOUND = 2**31 - 2**20
+TEST_WEIGHT = 0.01
+_DEFAULT_L2 = {"float64": 1e-7, "float32": 1e-4, "float16": 5e-3, "bfloat16": 1e-2}
+
+
+# -- writing the problem ------------------------------------------------------------------------
+
+def problem_name(folder: Path) -> str:
+    name = re.sub(r"[^a-z0-9_\-]+", "_", folder.resolve().name.lower()).strip("_-")
+    return name or "gpumode_problem"
+
+
+def _glue(names: list[str], cases: list[Case], buffers: dict[int, str], spec: tuple[Any, ...]) -> str:
+    table = [dict(c.args) for c in cases]
+    seeds = [c.seed for c in cases]
+    params = ", ".join([*names, META_INPUT])
+    return f'''# gpuarena glue, written by `gpuarena import gpumode` (gpuarena/interop/gpumode.py): the GPU MODE
+# task's files are in gpumode/, verbatim. reference() rebuilds GPU MODE's data from the tensors
+# and the last input (how data is laid out) and calls ref_kernel(data); make_inputs() calls
+# generate_input(**the workload's arguments, seed=S) with S drawn from the harness's generator,
+# never the task's fixed seed, so inputs are fresh and secret in every draw.
+from pathlib import Path as _Path
+
+{RUNTIME}
+_FOLDER = _Path(__file__).resolve().parent / "gpumode"
+_FORMAT = {FORMAT!r}
+_INPUTS = {names!r}
+_CASES = {table!r}
+"""Each workload's generate_input arguments (axes["case"] indexes it; integer axes override)."""
+_TASK_SEEDS = {seeds!r}
+"""task.yml's own seeds: GPU MODE's fixed test inputs, kept for the record; never used here."""
+_BUFFERS = {buffers!r}
+"""Tensors of data that are output buffers: index -> how they are made on every call."""
+_OUTPUT = {spec!r}
+_SEED_BOUND = {SEED_BOUND}
+_task = None
+
+
+def _gpumode():
+    global _task
+    if _task is None:
+        sources = {{name: (_FOLDER / name).read_text(encoding="utf-8")
+                   for name in ("reference.py", "task.py", "utils.py")}}
+        _task = _load(sources, _FOLDER, "gpumode_reference_" + str(abs(hash(str(_FOLDER)))))
+    return _task
+
+
+def _load(sources, folder, name):
+    import sys
+    import types
+
+    saved = {{key: sys.modules.get(key) for key in ("utils", "task")}}
+    try:
+        for key in ("utils", "task"):
+            module = types.ModuleType(key)
+            module.__file__ = str(folder / (key + ".py"))
+            sys.modules[key] = module
+            exec(compile(sources[key + ".py"], module.__file__, "exec"), module.__dict__)
+        namespace = {{"__name__": name, "__file__": str(folder / "reference.py")}}
+        exec(compile(sources["reference.py"], namespace["__file__"], "exec"), namespace)
+    finally:
+        for key, module in saved.items():
+            if module is None:
+                sys.modules.pop(key, None)
+            else:
+                sys.modules[key] = module
+    return namespace
+
+
+def reference({params}):
+    tensors = [{", ".join(names)}]
+    _, layout, spec = {META_INPUT}
+    device = device_of(tensors)
+    with _torch.no_grad():
+        return outputs(_gpumode()["ref_kernel"](rebuild(layout, tensors, device)), spec, device)
+
+
+def make_inputs(axes, dtype, device, generator):
+    args = dict(_CASES[axes["case"]])
+    args.update({{k: v for k, v in axes.items() if k != "case"}})
+    seed = int(_torch.randint(0, _SEED_BOUND, (1,), generator=generator, device=device).item())
+    tensors, layout = flatten(_gpumode()["generate_input"](**args, seed=seed), _BUFFERS)
+    if len(tensors) != len(_INPUTS):
+        raise ValueError(f"generate_input made {{len(tensors)}} input tensors; the problem was imported with "
+                         f"{{len(_INPUTS)}} ({{', '.join(_INPUTS)}})")
+    inputs = {{name: t.to(device) for name, t in zip(_INPUTS, tensors)}}
+    inputs[{META_INPUT!r}] = (_FORMAT, layout, _OUTPUT)
+    return inputs
+'''
+
+
+CHECK_GLUE = f'''
+
+def check(inputs, outputs, expected):
+    """The task's check_implementation(data, output) on GPU MODE's data rebuilt from the inputs
+    and the outputs in ref_kernel's shape: '' when it accepts them, else its message."""
+    tensors = [inputs[name] for name in _INPUTS]
+    _, layout, spec = inputs[{META_INPUT!r}]
+    result = _gpumode()["check_implementation"](rebuild(layout, tensors, device_of(tensors)), restructure(outputs, spec))
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], bool):
+        return "" if result[0] else str(result[1]) or "check_implementation rejected the output"
+    if isinstance(result, bool):
+        return "" if result else "check_implementation rejected the output"
+    return result if isinstance(result, str) else f"check_implementation returned {{result!r}}"
+'''
+"""The imported problem's checker (ProblemSpec.checker), where check_implementation is its own logic."""
+
+
+def _toml(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _problem_toml(task: Task, name: str, level: int, outputs: list[str], rule: Rule,
+                  workloads: list[tuple[Case, dict[str, int], str, list[str]]], how: str) -> str:
+    summary = next((line.strip() for line in str(task.yml.get("description") or "").splitlines() if line.strip()),
+                   f"GPU MODE problem {task.folder.name}")
+    lines = [
+        f"# Imported from the GPU MODE problem folder {_toml(task.folder.name)} by `gpuarena import gpumode`.",
+        f"name = {_toml(name)}",
+        f"level = {level}",
+        f"summary = {_toml(summary)}",
+        'tags = ["gpumode"]',
+        'convention = "return"',
+        *(['checker = "check"  # the task\'s check_implementation (reference.py\'s check)'] if rule.checker else []),
+        f"outputs = [{', '.join(_toml(o) for o in outputs)}]",
+        "",
+        "[provenance]",
+        'framework = "gpumode"',
+        f"operator = {_toml(task.folder.name)}",
+        "",
+    ]
+    limits = {mode: task.yml.get(f"{mode}_timeout") for mode in ("test", "benchmark", "ranked")}
+    limits = {k: min(float(v), 3600.0) for k, v in limits.items() if isinstance(v, (int, float)) and v > 0}
+    if limits:
+        lines += ["[time_limits]  # task.yml's time-outs"] + [f"{k} = {v!r}" for k, v in limits.items()] + [""]
+    lines.append(f"# check_implementation: {how}")
+    for dtype in sorted({w[2] for w in workloads}) if not rule.checker else []:
+        if rule.exact:
+            atol = rtol = l2 = 0.0
+        else:
+            atol, rtol = rule.atol, rule.rtol
+            l2 = max(_DEFAULT_L2.get(dtype, rtol), rtol)
+        lines += [f"[tolerance.{dtype}]", f"atol = {atol!r}", f"rtol = {rtol!r}", f"l2 = {l2!r}", ""]
+    for case, axes, dtype, devices in workloads:
+        axis_text = ", ".join(f"{k} = {v}" for k, v in axes.items())
+        lines += ["[[workloads]]", f"name = {_toml(case.name)}", f"axes = {{ {axis_text} }}", f"dtype = {_toml(dtype)}"]
+        if case.kind == "test":
+            lines.append(f"weight = {TEST_WEIGHT}  # GPU MODE ranks on its benchmarks")
+        lines += [f"devices = [{', '.join(_toml(d) for d in devices)}]", ""]
+    return "\n".join(lines)
+
+
+def _readme(task: Task, name: str, how: str, names: list[str],
+            workloads: list[tuple[Case, dict[str, int], str, list[str]]]) -> str:
+    rows = "\n".join(f"| {c.name} | {', '.join(f'{k}={v}' for k, v in c.args.items()) or '-'} | {c.seed} | {d} | "
+                     f"{', '.join(dv)} |" for c, _, d, dv in workloads)
+    description = str(task.yml.get("description") or "").strip()
+    return f"""# {name}
+
+{description or f"GPU MODE problem {task.folder.name}."}
+
+Imported from the GPU MODE problem folder `{task.folder.name}` by `gpuarena import gpumode`;
+`gpumode/` holds its files verbatim. A GPU MODE submission (`custom_kernel(data)`) runs as it is:
+
+```bash
+gpuarena run PROBLEM submission.py --device cuda
+```
+
+`data` is made by the task's `generate_input` with a seed drawn by gpuarena's harness for every
+draw (task.yml's seeds, in the table, are not used). It reaches `reference()` and `solve()` as
+the tensors {', '.join(f'`{n}`' for n in names)} and `{META_INPUT}`, which says how to rebuild it.
+
+Checking: {how}.
+
+| workload | arguments | task.yml seed | dtype | devices |
+| --- | --- | --- | --- | --- |
+{rows}
+"""
+
+
+def _write_staging(files: dict[str, str], out_dir: Path) -> Path:
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    for name, text in files.items():
+        (staging / name).parent.mkdir(parents=True, exist_ok=True)
+        (staging / name).write_text(text, encoding="utf-8")
+    return staging
