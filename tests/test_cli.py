@@ -251,3 +251,19 @@ def test_run_starts_its_worker_ahead_and_leaves_nothing_behind(tmp_path):
                    "--json", env=env)
     assert ran.returncode == 0, ran.stderr
     assert not list(tmp_path.glob("gpuarena-run-*"))
+
+
+@pytest.mark.parametrize("code, status, stderr", [("3", 3, ""), ("None", 0, ""), ("'bad input'", 1, "bad input")])
+def test_a_run_leaves_without_teardown_but_pays_what_an_exit_owes(code, status, stderr):
+    """`gpuarena run` ends with `leave`: the exit status SystemExit would give, atexit hooks run
+    and output flushed (a non-daemon thread finished first); only the interpreter's teardown is skipped."""
+    program = ("import atexit, sys, threading, time\n"
+               "from gpuarena.cli import app\n"
+               "atexit.register(lambda: print('hook ran'))\n"
+               "threading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start()\n"
+               "sys.stdout.write('unflushed')\n"
+               f"app.leave({code})\n")
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == status
+    assert result.stdout.startswith("unflushed") and "thread done" in result.stdout and "hook ran" in result.stdout
+    assert stderr in result.stderr
