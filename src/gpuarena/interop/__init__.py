@@ -4,7 +4,9 @@ KernelBench's problem and solution files and GPU MODE's problem folders and subm
 - `flashinfer_trace`: the Definition, Workload, Solution and Trace documents as pydantic
   models, and readers whose errors name the file, the line and the field.
 - `flashinfer_import`: a Definition and its workloads as a gpuarena problem folder; a
-  FlashInfer Solution as a gpuarena solution folder; and back (`export_definition`).
+  FlashInfer Solution as a gpuarena solution folder; and back (`export_definition`). The
+  problem's files are made by `flashinfer_problem`; the sidecars it leaves, and the names and
+  formats it writes, are `flashinfer_sidecar`'s.
 - `flashinfer_export`: gpuarena Evaluation records as Trace lines; a gpuarena solution as a
   FlashInfer Solution (`pack_solution`).
 - `kernelbench`: KernelBench problem files (Model, get_inputs, get_init_inputs) as checked
@@ -12,7 +14,9 @@ KernelBench's problem and solution files and GPU MODE's problem folders and subm
 - `kernelbench_solution`: the adapter that lets a KernelBench `ModelNew` file run unmodified as
   a solution (the solution loader adds it).
 - `gpumode`: GPU MODE problem folders (task.yml, reference.py, task.py) as checked gpuarena
-  problem folders; the module docstring gives how seeds, data, outputs and checking map.
+  problem folders; the module docstring gives how seeds, data, outputs and checking map. It
+  reads the folder with `gpumode_task`, probes the reference with `gpumode_probe` and writes
+  the problem with `gpumode_write`.
 - `gpumode_solution`: the adapter that lets a GPU MODE submission (`custom_kernel(data)`) run
   unmodified as a solution (the solution loader adds it).
 """
