@@ -10,7 +10,8 @@ KernelBench's problem and solution files and GPU MODE's problem folders and subm
 - `flashinfer_export`: gpuarena Evaluation records as Trace lines; a gpuarena solution as a
   FlashInfer Solution (`pack_solution`).
 - `kernelbench`: KernelBench problem files (Model, get_inputs, get_init_inputs) as checked
-  gpuarena problem folders; the module docstring gives how module state is made once.
+  gpuarena problem folders; the module docstring gives how module state is made once. A file
+  is read, run and probed by `kernelbench_read`.
 - `kernelbench_solution`: the adapter that lets a KernelBench `ModelNew` file run unmodified as
   a solution (the solution loader adds it).
 - `gpumode`: GPU MODE problem folders (task.yml, reference.py, task.py) as checked gpuarena

@@ -1,0 +1,238 @@
+"""KernelBench into gpuarena, reading: a KernelBench problem file parsed, run and probed
+(its sizes, init inputs, outputs and a CPU-sized workload) for interop/kernelbench.py."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import keyword
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuarena.interop.kernelbench_solution import INIT_INPUT, is_model_new_file
+from gpuarena.interop.outcome import SourceError
+
+SEED = 42
+"""KernelBench's eval seed (seed_num): parameters are made from it on both sides."""
+MARKER = "# ---- gpuarena: end of the KernelBench problem file ----"
+CPU_MAX_ELEMENTS = 1 << 20
+"""A workload whose inputs, parameters and outputs hold at most this many elements runs on the CPU."""
+MIN_SHRINK = 16
+"""Sizes below this are kept when a CPU workload is derived (kernel sizes, strides, groups, dims)."""
+_GLUE_NAMES = {"reference", "make_inputs"}
+
+
+class KernelBenchError(SourceError):
+    """A KernelBench file that cannot be imported; the message names the file and why."""
+
+
+# -- reading the file ---------------------------------------------------------------------------
+
+def size_constants(tree: ast.Module) -> dict[str, int]:
+    """Top-level names assigned once, to a non-negative integer literal: the file's sizes."""
+    counts: dict[str, int] = {}
+    literal: dict[str, int] = {}
+    for node in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    counts[name.id] = counts.get(name.id, 0) + 1
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and len(targets) == 1 and isinstance(targets[0], ast.Name):
+            value = node.value
+            if isinstance(value, ast.Constant) and type(value.value) is int and value.value >= 0:
+                literal[targets[0].id] = value.value
+    return {name: value for name, value in literal.items() if counts[name] == 1}
+
+
+def with_sizes(tree: ast.Module, sizes: dict[str, int]) -> ast.Module:
+    """The module with its size literals replaced (the glue in reference.py does the same)."""
+    for node in tree.body:
+        target = (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
+                  else node.target if isinstance(node, ast.AnnAssign) else None)
+        if isinstance(target, ast.Name) and target.id in sizes and node.value is not None:
+            node.value = ast.copy_location(ast.Constant(sizes[target.id]), node.value)
+    return tree
+
+
+def _run_file(source: str, path: Path, sizes: dict[str, int] | None = None) -> dict[str, Any]:
+    tree = ast.parse(source, filename=str(path))
+    if sizes:
+        tree = with_sizes(tree, sizes)
+    namespace: dict[str, Any] = {"__name__": "kernelbench_problem", "__file__": str(path)}
+    exec(compile(tree, str(path), "exec"), namespace)  # noqa: S102  the user's own problem file
+    return namespace
+
+
+@dataclass
+class _File:
+    path: Path
+    source: str
+    sizes: dict[str, int]
+    namespace: dict[str, Any]
+    summary: str
+
+
+def _names_from_forward(model: Any, count: int) -> list[str]:
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        params = []
+    named = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    ok = (len(named) >= count and all(n.isidentifier() and not keyword.iskeyword(n) for n in named[:count])
+          and not ({INIT_INPUT, *_GLUE_NAMES} & set(named[:count])) and not any(n.startswith("_") for n in named[:count]))
+    return named[:count] if ok else [f"input{i}" for i in range(count)]
+
+
+def read_file(path: Path) -> _File:
+    """Parse and run a KernelBench problem file; its Model, get_inputs and get_init_inputs checked."""
+    import torch
+
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KernelBenchError(path, f"cannot be read: {exc}") from None
+    if MARKER in source:
+        raise KernelBenchError(path, "already holds gpuarena's marker line (is it an imported reference.py?)",
+                               "give the original KernelBench file")
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise KernelBenchError(path, f"is not valid Python: line {exc.lineno}: {exc.msg}") from None
+    if is_model_new_file(source):  # told before running it: a solution may compile CUDA at import
+        raise KernelBenchError(path, "defines ModelNew and no Model: it is a KernelBench solution, not a problem",
+                               "run it with `gpuarena run PROBLEM FILE` against the imported problem")
+    try:
+        namespace = _run_file(source, path)
+    except Exception as exc:  # noqa: BLE001  the file's own error, reported with its name
+        raise KernelBenchError(path, f"running it failed: {type(exc).__name__}: {exc}") from None
+    model = namespace.get("Model")
+    if not (isinstance(model, type) and issubclass(model, torch.nn.Module)):
+        raise KernelBenchError(path, "defines no class Model(nn.Module)",
+                               "a KernelBench problem file defines Model, get_inputs() and get_init_inputs()")
+    for required in ("get_inputs", "get_init_inputs"):
+        if not callable(namespace.get(required)):
+            raise KernelBenchError(path, f"defines no function {required}()",
+                                   "a KernelBench problem file defines Model, get_inputs() and get_init_inputs()")
+    if "ModelNew" in namespace:
+        raise KernelBenchError(path, "defines ModelNew: it is a solution, not a problem",
+                               "run it with `gpuarena run PROBLEM FILE` against the imported problem")
+    sizes = size_constants(tree)
+    doc = inspect.getdoc(model) or ""
+    summary = doc.strip().splitlines()[0].strip() if doc.strip() else f"KernelBench problem {path.stem}"
+    return _File(path, source, sizes, namespace, summary)
+
+
+def _init_args(namespace: dict[str, Any], path: Path) -> tuple[Any, ...]:
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        try:
+            args = namespace["get_init_inputs"]()
+        except Exception as exc:  # noqa: BLE001
+            raise KernelBenchError(path, f"get_init_inputs() raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(args, (list, tuple)):
+        raise KernelBenchError(path, f"get_init_inputs() returned a {type(args).__name__}, not a list")
+
+    def plain(value: Any) -> bool:
+        if isinstance(value, (list, tuple)):
+            return all(plain(v) for v in value)
+        return value is None or isinstance(value, (bool, int, float, str))
+
+    for i, value in enumerate(args):
+        if not plain(value):
+            raise KernelBenchError(path, f"get_init_inputs()[{i}] is a {type(value).__name__}: gpuarena cannot carry "
+                                   "init inputs other than numbers, strings, None and lists or tuples of them yet")
+    return tuple(args)
+
+
+@dataclass
+class _Probe:
+    elements: int
+    outputs: list[tuple[list[int], str]]
+    n_inputs: int
+
+
+def _flatten_outputs(out: Any, path: Path) -> list[Any]:
+    import torch
+
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    for i, o in enumerate(outs):
+        if not isinstance(o, torch.Tensor):
+            raise KernelBenchError(path, f"forward() returns a {type(o).__name__} (output {i}): gpuarena compares "
+                                   "tensors only")
+    return outs
+
+
+def _probe(file: _File, sizes: dict[str, int], device: str) -> _Probe:
+    """Build the model and run forward at these sizes: on "meta" (shapes only, any size) or
+    on the "cpu" (seeded as the problem will be)."""
+    import torch
+
+    namespace = _run_file(file.source, file.path, sizes) if sizes != file.sizes else file.namespace
+    args = _init_args(namespace, file.path)
+    with torch.random.fork_rng(devices=[]), torch.no_grad(), torch.device(device):
+        torch.manual_seed(SEED)
+        try:
+            inputs = list(namespace["get_inputs"]())
+        except Exception as exc:  # noqa: BLE001
+            raise KernelBenchError(file.path, f"get_inputs() raised {type(exc).__name__}: {exc}") from None
+        model = namespace["Model"](*args)
+        outs = _flatten_outputs(model(*inputs), file.path)
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)] + outs
+    tensors += list(model.parameters()) + list(model.buffers())
+    for i, value in enumerate(inputs):
+        if not isinstance(value, (torch.Tensor, bool, int, float)):
+            raise KernelBenchError(file.path, f"get_inputs()[{i}] is a {type(value).__name__}: gpuarena passes "
+                                   "tensors and numbers only")
+    return _Probe(sum(t.numel() for t in tensors),
+                  [(list(o.shape), str(o.dtype).removeprefix("torch.")) for o in outs], len(inputs))
+
+
+def _elements(file: _File, sizes: dict[str, int]) -> int | None:
+    """Elements at these sizes (on meta), or None where they do not make a valid model."""
+    try:
+        return _probe(file, sizes, "meta").elements
+    except Exception:  # noqa: BLE001  a shape the file does not allow, or an op without meta support
+        return None
+
+
+def _input_elements(file: _File) -> int:
+    """Elements of get_inputs() at the file's sizes, made on meta (a huge count if that fails)."""
+    import torch
+
+    try:
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
+            values = file.namespace["get_inputs"]()
+        return sum(v.numel() for v in values if isinstance(v, torch.Tensor))
+    except Exception:  # noqa: BLE001
+        return 1 << 62
+
+
+def small_sizes(file: _File, limit: int = CPU_MAX_ELEMENTS) -> dict[str, int] | None:
+    """Sizes for a CPU workload: halve the largest size that still gives a valid model, until
+    the workload holds at most `limit` elements; None where no such sizes were found."""
+    current = dict(file.sizes)
+    size = _elements(file, current)
+    if size is None:
+        return None
+    while size > limit:
+        step = None
+        for name, value in sorted(current.items(), key=lambda item: -item[1]):
+            if value < MIN_SHRINK:
+                continue
+            candidate = {**current, name: value // 2}
+            elements = _elements(file, candidate)
+            if elements is not None and elements < size:
+                step = candidate, elements
+                break
+        if step is None:
+            return None
+        current, size = step
+    return current
