@@ -61,8 +61,14 @@ class Golden(BaseModel):
     performance: GoldenPerformance | None = None
     """The performance figure, when the app reports one."""
     environment: dict[str, str]
-    """python, torch, numpy versions, the platform and the device's name (no hostname); and
+    """python, torch, numpy versions (and those of the STACK_PACKAGES installed), the platform
+    and the device's name (no hostname); and
     app_containment: whether the reference ran in the harness's sandbox (and how), or why not."""
+
+
+STACK_PACKAGES = ("jax", "jaxlib", "transformers", "triton", "apache-tvm-ffi", "vllm", "sglang", "paddlepaddle",
+                  "tensorflow")
+"""Other frameworks recorded with their versions where installed: a port's stack is one of them."""
 
 
 def environment(device: str) -> dict[str, str]:
@@ -73,6 +79,11 @@ def environment(device: str) -> dict[str, str]:
             env[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             env[package] = "not installed"
+    for package in STACK_PACKAGES:  # the stacks an app may run on, where installed
+        try:
+            env[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            pass
     env["device_name"] = platform.processor() or platform.machine() or "cpu"
     if device.startswith("cuda"):
         try:
