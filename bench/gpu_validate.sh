@@ -19,7 +19,8 @@
 #                 alone on the GPU, so with the device audit on: the whole corpus in N calls
 #     redteam-iso the GPU-only cases and a few families with GPUARENA_WORKER_ISOLATION=1
 #                 (REDTEAM_ISO_ALL=1: the whole corpus)
-#     examples    gpuarena run level1/softmax on the three examples
+#     examples    gpuarena run level1/softmax on the softmax examples (EXAMPLES: which, default
+#                 pytorch triton cuda jax tvm_ffi)
 #     profile     profile mode: its GPU tests, then `gpuarena run --mode profile` on the Triton and CUDA
 #                 softmax examples (tables in the log; reports, rooflines and records kept in logs/profile)
 #     service     gpuarena serve + users add + submit + leaderboard on this GPU
@@ -134,8 +135,8 @@ do_redteam() {
 }
 
 do_examples() {
-  for lang in pytorch triton cuda; do
-    local src=examples/softmax/$lang.py; [ $lang = cuda ] && src=examples/softmax/cuda
+  for lang in ${EXAMPLES:-pytorch triton cuda jax tvm_ffi}; do
+    local src=examples/softmax/$lang.py; [ -d examples/softmax/$lang ] && src=examples/softmax/$lang
     step "example-$lang" "${T_EXAMPLE:-240}" python3 -m gpuarena.cli run level1/softmax "$src" --device cuda
     last "example-$lang" '(PASSED|FAILED|WRONG|ERROR|REJECTED|TIMEOUT|score|speedup)' 3
   done

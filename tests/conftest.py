@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,14 @@ def judge(problem: str, solution: Path, **options) -> Evaluation:
     defaults = dict(device="cpu", mode="test", timeout_s=60.0, budget_s=0.3)
     defaults.update(options)
     return evaluate(loaded, load_solution(solution), RunOptions(**defaults))
+
+
+def keep(name: str, record: Evaluation) -> None:
+    """Keep a GPU test's record as an artifact, in GPUARENA_GPU_OUT where it is set."""
+    out = os.environ.get("GPUARENA_GPU_OUT")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / f"{name}.json").write_text(record.model_dump_json(indent=2))
 
 
 @pytest.fixture

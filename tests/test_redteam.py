@@ -29,6 +29,7 @@ FAMILIES = {
     "predicting inputs",  # replaying the seed derivation
     "lazy outputs and deferred work",
     "background threads",
+    "idle work",  # work while the worker waits between requests: signal handlers, a runtime's threads
     "side streams",
     "persisting L2",
     "stale memory",

@@ -88,6 +88,17 @@ import triton.language as tl  # noqa: F401
 def solve({params}):
 {body}
 ''',
+    "jax": '''"""A JAX solution for {problem}. solve() takes the inputs as JAX arrays (passed without a copy)
+and returns the outputs as JAX arrays; jax.jit compiles it once per shape, before any timed call."""
+
+import jax
+import jax.numpy as jnp  # noqa: F401
+
+
+@jax.jit
+def solve({params}):
+{body}
+''',
 }
 
 
@@ -106,17 +117,21 @@ def write_problem(folder: Path, level: int) -> Path:
 
 def write_solution(problem: Problem, path: Path, language: str) -> Path:
     if language not in SOLUTION_PY:
-        raise GpuarenaError(f"--language must be one of {', '.join(SOLUTION_PY)}; CUDA solutions are folders (docs/formats.md)")
+        raise GpuarenaError(f"--language must be one of {', '.join(SOLUTION_PY)}; CUDA and TVM-FFI solutions are "
+                            "folders (docs/formats.md)")
     if path.exists():
         raise GpuarenaError(f"{path} exists; choose another file with -o")
-    params = problem.input_names + (problem.spec.outputs if problem.spec.convention == "destination" else [])
-    if problem.spec.convention == "destination":
+    destination = problem.spec.convention == "destination" and language != "jax"  # JAX returns, always
+    params = problem.input_names + (problem.spec.outputs if destination else [])
+    if language == "jax":
+        lines = ["raise NotImplementedError('compute the outputs with jax.numpy and return them')"]
+    elif destination:
         lines = ["raise NotImplementedError('write the outputs into the given tensors')"]
     else:
         lines = _reference_body(problem.reference_source)
     text = SOLUTION_PY[language].format(problem=problem.id, params=", ".join(params),
                                         body="\n".join("    " + line if line else "" for line in lines))
-    helpers = _module_helpers(problem)
+    helpers = _module_helpers(problem) if language != "jax" else ""
     if helpers:
         text = text.replace("\n\ndef solve(", f"\n\n{helpers}\n\n\ndef solve(", 1)
     path.write_text(text)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import EXAMPLES, SOLUTIONS, judge
+from conftest import EXAMPLES, SOLUTIONS, judge, keep
 from gpuarena.harness.timing import CU_LIMIT_PERSISTING_L2_CACHE_SIZE, Timer
 
 pytestmark = [
@@ -24,13 +24,6 @@ pytestmark = [
 LARGE = ["square-8192", "llama3-vocab-1024"]
 # runs that test something else pass kernel_duration=False: ncu's phase opens the profiler
 # twice a run, about 4 s each
-
-
-def keep(name: str, record) -> None:
-    out = os.environ.get("GPUARENA_GPU_OUT")
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / f"{name}.json").write_text(record.model_dump_json(indent=2))
 
 
 @pytest.mark.parametrize("language, path", [

@@ -74,10 +74,32 @@ def test_a_solution_for_another_definition_is_refused(softmax_problem):
         solution_files(solution, softmax_problem)
 
 
+def test_a_cpp_solution_bound_through_tvm_ffi_passes(rmsnorm_problem, tmp_path):
+    """The spec's default binding for C++ and CUDA is tvm-ffi: gpuarena builds it with TVM-FFI."""
+    pytest.importorskip("tvm_ffi")
+    folder = import_solution(SOLUTIONS / "cpp_tvm_ffi.json", rmsnorm_problem, tmp_path / "s")
+    solution = load_solution(folder)
+    assert solution.manifest.language == "tvm-ffi" and solution.manifest.entry_point == "run"
+    record = _judge(rmsnorm_problem, folder)
+    assert record.status == "PASSED", record.reason + record.log[-2000:]
+
+
+@pytest.mark.parametrize("spec, language", [
+    ({"language": "cuda", "binding": "tvm-ffi", "entry_point": "k.cu::run"}, "tvm-ffi"),
+    ({"language": "cuda", "entry_point": "k.cu::run"}, "tvm-ffi"),
+    ({"language": "cpp", "entry_point": "k.cu::run"}, "tvm-ffi"),
+    ({"language": "cuda", "binding": "torch", "entry_point": "k.cu::run"}, "cuda"),
+])
+def test_cpp_and_cuda_take_the_builder_of_their_binding(rmsnorm_problem, spec, language):
+    solution = fit.Solution.model_validate({
+        "name": "s", "definition": "rmsnorm_h256", "author": "a",
+        "spec": {"target_hardware": ["NVIDIA_H100"], **spec},
+        "sources": [{"path": "k.cu", "content": "// kernel"}]})
+    assert f'language = "{language}"' in solution_files(solution, rmsnorm_problem)["solution.toml"]
+
+
 @pytest.mark.parametrize("spec, feature", [
-    ({"language": "cuda", "binding": "tvm-ffi", "entry_point": "k.cu::run"}, "CUDA solutions bound with tvm-ffi"),
-    ({"language": "cuda", "entry_point": "k.cu::run"}, "CUDA solutions bound with tvm-ffi"),
-    ({"language": "cpp", "entry_point": "k.cu::run"}, "cpp solutions"),
+    ({"language": "cpp", "binding": "torch", "entry_point": "k.cu::run"}, "cpp solutions bound with torch"),
     ({"language": "tilelang", "entry_point": "k.cu::run"}, "tilelang solutions"),
 ])
 def test_languages_gpuarena_cannot_build_are_named_gaps(rmsnorm_problem, spec, feature):
@@ -90,7 +112,7 @@ def test_languages_gpuarena_cannot_build_are_named_gaps(rmsnorm_problem, spec, f
     assert caught.value.feature == feature
 
 
-@pytest.mark.parametrize("name", ["python_returning", "python_wrong", "triton_dps"])
+@pytest.mark.parametrize("name", ["python_returning", "python_wrong", "triton_dps", "cpp_tvm_ffi"])
 def test_import_then_pack_gives_the_solution_back_with_its_hash(rmsnorm_problem, tmp_path, name):
     original = fit.read_solution(SOLUTIONS / f"{name}.json")
     folder = import_solution(SOLUTIONS / f"{name}.json", rmsnorm_problem, tmp_path / "s")
@@ -144,3 +166,21 @@ def test_build_flags_are_a_named_gap_when_packing(tmp_path):
         pack_solution(folder, problem=resolve_problem("level1/softmax"))
     with pytest.raises(UnsupportedFeature, match="compiler flags"):
         pack_solution(ROOT / "examples" / "softmax" / "cuda", problem=resolve_problem("level1/softmax"))
+
+
+def test_the_tvm_ffi_example_packs_as_cuda_bound_with_tvm_ffi_and_comes_back(tmp_path):
+    folder = tmp_path / "tvm_ffi"
+    folder.mkdir()
+    (folder / "softmax.cu").write_text((ROOT / "examples" / "softmax" / "tvm_ffi" / "softmax.cu").read_text())
+    (folder / "solution.toml").write_text('language = "tvm-ffi"\nentry_point = "solve"\nsources = ["softmax.cu"]\n')
+    problem = resolve_problem("level1/softmax")
+    packed = pack_solution(folder, problem=problem)
+    assert (packed.spec.language, packed.spec.binding, packed.spec.entry_point) == ("cuda", "tvm-ffi", "softmax.cu::solve")
+    path = tmp_path / "packed.json"
+    path.write_text(fit.to_json(packed))
+    assert load_solution(import_solution(path, problem, tmp_path / "back")).hash == load_solution(folder).hash
+
+
+def test_a_jax_solution_is_a_named_gap_when_packing():
+    with pytest.raises(UnsupportedFeature, match="FlashInfer-Trace has no such language"):
+        pack_solution(ROOT / "examples" / "softmax" / "jax.py", problem=resolve_problem("level1/softmax"))

@@ -235,7 +235,7 @@ def new_problem(
 def new_solution(
     problem: Annotated[str, typer.Argument(help="Problem folder or bundled id")],
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="File to write (default: solution.py)")] = None,
-    language: Annotated[str, typer.Option(help="pytorch or triton")] = "pytorch",
+    language: Annotated[str, typer.Option(help="pytorch, triton or jax")] = "pytorch",
 ) -> None:
     """A solution file for PROBLEM with the right solve() signature; it passes as written."""
     from gpuarena.problems import resolve_problem

@@ -55,9 +55,14 @@ THREAD_EXIT_GRACE_S = 0.5
 may list it for a moment longer (on a loaded machine, milliseconds); one still listed after
 this is running."""
 
+IDLE_CPU_ALLOWANCE_NS = 20_000_000
+IDLE_CPU_FRACTION = 0.02
+"""A waiting worker may use this much CPU time (plus this share of the wait) for what idle
+threads do: the kernel's bookkeeping, a driver's polling thread waking up."""
+
 CACHE_VARIABLES = {
     "GPUARENA_CACHE": "gpuarena", "TRITON_CACHE_DIR": "triton", "TORCHINDUCTOR_CACHE_DIR": "inductor",
-    "TORCH_EXTENSIONS_DIR": "torch_extensions",
+    "TORCH_EXTENSIONS_DIR": "torch_extensions", "TVM_FFI_CACHE_DIR": "tvm_ffi",
 }
 
 
@@ -77,6 +82,8 @@ def scrubbed_env(workdir: Path | None = None, user: tuple[int, int, bool] | None
     # no thread pools of their own in numerical libraries: a thread that appears after the
     # solution's import is the solution's (the supervisor counts the worker's threads)
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    # JAX takes GPU memory as it needs it, not 75% of the GPU up front (the reference needs its share)
+    env.update(XLA_PYTHON_CLIENT_PREALLOCATE="false")
     if user is not None and workdir is not None:
         # a worker of its own user has its home, temporary files (and, for a per-run user,
         # its compile caches) in its working folder: the supervisor's are not its own, and
@@ -132,6 +139,11 @@ class WorkerProcess:
         """The supervisor's clock around the last request: send to reply."""
         self.last_cpu_ns: int | None = None
         """The worker's CPU time (all threads, from the kernel) over the last request."""
+        self.idle_since: tuple[int, int] | None = None
+        """(wall ns, CPU ns) at the last reply once the solution is loaded: the worker waits
+        from then on, and a waiting worker works for nobody (check_idle)."""
+        self.idle_cpu_max_ns = 0
+        """The most CPU time the worker used while waiting between two requests (for tests and probes)."""
         self._closed = self._stopped = False
         self.init_pid: int | None = None
         """The sandbox's init (bubblewrap, pid 1 of the worker's PID namespace), in our namespace."""
@@ -285,6 +297,7 @@ class WorkerProcess:
         nonce = secrets.token_hex(8)
         cpu_before = self.cpu_ns()
         started = time.perf_counter_ns()
+        self.check_idle(started, cpu_before, doing)
         try:
             protocol.send_request(self.conn, {**message, "nonce": nonce})
             if fds:
@@ -310,11 +323,29 @@ class WorkerProcess:
         if reply.get("nonce") != nonce:
             raise RunFailure("REJECTED", f"a reply while {doing} did not answer the request (a forged or "
                                          "out-of-order message on the harness socket)")
-        if message.get("op") == "prepare" or "kernel_library" in message:
-            self.mark_threads()  # the harness's own: the CUDA driver's, the profilers'
+        if message.get("op") in ("prepare", "runtime") or "kernel_library" in message:
+            self.mark_threads()  # the harness's own: the CUDA driver's, the profilers', a language runtime's
         else:
             self.check_contained(doing, after_import=message.get("op") == "build")
+        if message.get("op") == "build" or self.idle_since is not None:
+            self.idle_since = (time.perf_counter_ns(), self.cpu_ns() or 0)
         return reply
+
+    def check_idle(self, now_ns: int, cpu_ns: int | None, doing: str) -> None:
+        """From outside the worker: between a reply and the next request the worker only waits,
+        so its CPU time must not grow. Work there (a language runtime's threads, which the
+        thread count admits, finishing or precomputing after a call returned) is billed to no
+        request, and would run while the reference is timed: REJECTED."""
+        if self.idle_since is None or cpu_ns is None:
+            return
+        wall_ns, cpu_then = self.idle_since
+        used = cpu_ns - cpu_then
+        self.idle_cpu_max_ns = max(self.idle_cpu_max_ns, used)
+        allowed = IDLE_CPU_ALLOWANCE_NS + IDLE_CPU_FRACTION * (now_ns - wall_ns)
+        if used > allowed:
+            raise RunFailure("REJECTED", f"the worker used {used / 1e6:.1f} ms of CPU time while it waited for the "
+                                         f"harness, before {doing} (allowed {allowed / 1e6:.1f} ms; seen from outside "
+                                         "the worker): work after a call returned is billed to no call")
 
     @property
     def exit_code(self) -> int | None:

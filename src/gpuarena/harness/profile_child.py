@@ -23,13 +23,16 @@ from gpuarena.harness.ncu_report import RANGE
 OUTPUTS = "outputs.pt"
 
 
-def _callable(spec: dict[str, Any]) -> Any:
+def _callable(spec: dict[str, Any], device: torch.device, destinations: int) -> Any:
     if spec.get("solution"):
+        from gpuarena.solutions import runtimes
         from gpuarena.solutions.build import build
         from gpuarena.solutions.model import Solution
 
         solution = Solution.model_validate_json(Path(spec["solution"]).read_text())
-        return build(solution, Path.cwd() / "solution")
+        if solution.manifest.language in runtimes.STARTED_AHEAD:
+            runtimes.start(solution.manifest.language, device)
+        return build(solution, Path.cwd() / "solution", [f"output{i}" for i in range(destinations)])
     from gpuarena.problems.loader import load_problem
 
     return load_problem(spec["reference"]).reference
@@ -44,8 +47,8 @@ def main(argv: list[str]) -> int:
     inputs = {k: v.to(device) if isinstance(v, torch.Tensor) else v
               for k, v in torch.load(spec["inputs"], weights_only=True).items()}
     dests = [t.to(device) for t in torch.load(spec["dests"], weights_only=True)] if spec.get("dests") else []
-    solve = _callable(spec)
     destination = spec["convention"] == "destination"
+    solve = _callable(spec, device, len(dests) if destination else 0)
 
     def call() -> Any:  # positionally, as the worker calls it (a compiled solve() takes no keywords)
         with torch.no_grad():

@@ -168,6 +168,8 @@ class Environment(Record):
     clocks_after: dict[str, Any] | None = None
     torch_version: str
     triton_version: str | None = None
+    solution_runtime: str | None = None
+    """The package a jax or tvm-ffi solution ran on, with its version ("jax 0.11.2")."""
     python_version: str
     cpu_model: str
     hostname: str

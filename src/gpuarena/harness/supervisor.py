@@ -35,6 +35,7 @@ from gpuarena.harness.transport import SharedArena
 from gpuarena.harness.warm import Warm
 from gpuarena.problems.loader import Problem
 from gpuarena.problems.model import Workload
+from gpuarena.solutions import runtimes
 from gpuarena.solutions.model import Solution
 
 PUBLIC_SEED = 20261122
@@ -323,11 +324,19 @@ class Supervisor:
         if not reply.get("ok"):
             raise RunFailure("RUNTIME_ERROR", f"the worker could not prepare {self.device}: {reply.get('reason', '')}",
                              str(reply.get("traceback", "")))
+        language = self.solution.manifest.language
         with self.phases(BUILD):
+            if language in runtimes.STARTED_AHEAD:  # its threads are the harness's (solutions/runtimes.py)
+                reply = worker.request({"op": "runtime", "language": language, **setup}, self.deadline,
+                                       f"starting the {language} runtime")
+                if not reply.get("ok"):
+                    raise worker_failure(reply, default="COMPILE_ERROR")
             reply = worker.request({"op": "build", "solution": self.solution.model_dump(mode="json"), **setup},
                                    self.deadline, "building the solution")
         if not reply.get("ok"):
             raise worker_failure({"reason": "build failed", **reply}, default="COMPILE_ERROR")
+        if record.environment is not None and reply.get("runtime"):
+            record.environment.solution_runtime = str(reply["runtime"])
         method = reply.get("method", "")
         # the reference starts each call from the caches the solution's calls start from
         worker_icache = reply.get("icache_sweep") is True

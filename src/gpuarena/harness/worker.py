@@ -28,6 +28,7 @@ from gpuarena.harness.proctree import children_of
 from gpuarena.harness.range_timer import RangeTimerError
 from gpuarena.harness.timing import Timer
 from gpuarena.harness.transport import attach, fds_needed
+from gpuarena.solutions import runtimes
 from gpuarena.solutions.build import BuildError, build
 from gpuarena.solutions.model import Solution
 
@@ -116,6 +117,8 @@ class Worker:
             return {"op": "ready", "ok": True}
         if op == "prepare":
             return self.prepare(request)
+        if op == "runtime":
+            return self.runtime(request)
         if op == "build":
             return self.build(request)
         if op == "setup":
@@ -163,6 +166,24 @@ class Worker:
         steps = {"context": context - begun, "timer": time.perf_counter() - context, **self.timer.startup_s}
         return {"op": "prepare", "ok": True, "steps": {k: round(v, 4) for k, v in steps.items()}}
 
+    def runtime(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The solution's language runtime brought up as harness work, before the solution is
+        imported (solutions/runtimes.py): the supervisor counts the threads it starts as the
+        harness's."""
+        if self.timer is None:
+            self.prepare(request)
+        language = str(request["language"])
+        try:
+            runtimes.start(language, self.device)
+        except runtimes.MissingPackage as exc:
+            return {"op": "runtime", "ok": False, "status": "COMPILE_ERROR", "reason": str(exc)}
+        except BaseException as exc:
+            return {"op": "runtime", "ok": False, "status": "RUNTIME_ERROR",
+                    "reason": f"the {language} runtime did not start on {self.device}: "
+                              + "".join(traceback.format_exception_only(_type(exc), exc)).strip(),
+                    "traceback": traceback.format_exc()}
+        return {"op": "runtime", "ok": True, "runtime": runtimes.describe(language)}
+
     def _problem_names(self, request: dict[str, Any]) -> None:
         """The problem's calling convention and names: with `prepare`, or with `build` when the
         worker was prepared ahead, before its problem was known."""
@@ -183,7 +204,8 @@ class Worker:
         threads_before = self._threads()
         children_before = self.children = _children_of(_getpid())
         try:
-            solve = build(solution, Path.cwd() / "solution")
+            solve = build(solution, Path.cwd() / "solution",
+                          self.output_names if self.convention == "destination" else [])
         except BuildError as exc:
             return {"op": "build", "ok": False, "status": "COMPILE_ERROR", "reason": str(exc)}
         except BaseException as exc:  # import-time failure: the solution never became callable
@@ -205,7 +227,8 @@ class Worker:
                     "reason": f"importing the solution left {len(spawned)} child process(es) behind"}
         self.solve = solve
         return {"op": "build", "ok": True, "method": self.timer.method, "network": self.network,
-                "rights": self.rights, "icache_sweep": self.timer.has_icache_sweep}
+                "rights": self.rights, "icache_sweep": self.timer.has_icache_sweep,
+                "runtime": runtimes.describe(solution.manifest.language)}
 
     @staticmethod
     def _threads() -> set[threading.Thread]:

@@ -39,8 +39,8 @@ from gpuarena.harness.records import Evaluation, WorkloadResult
 from gpuarena.interop.flashinfer_import import (
     ADAPTER_FILE,
     ADAPTER_HEADER,
-    LANGUAGES,
     UnsupportedFeature,
+    flashinfer_language,
     read_problem_sidecar,
     read_solution_sidecar,
     reference_block,
@@ -61,7 +61,7 @@ from gpuarena.interop.flashinfer_trace import (
 )
 from gpuarena.problems.loader import PROBLEM_FILE, REFERENCE_FILE, Problem
 from gpuarena.solutions.loader import load_solution
-from gpuarena.solutions.model import Solution as GpuarenaSolution
+from gpuarena.solutions.model import COMPILED_LANGUAGES, Solution as GpuarenaSolution
 
 STATUS = {
     "PASSED": "PASSED",
@@ -74,7 +74,6 @@ STATUS = {
     "REJECTED": "RUNTIME_ERROR",
 }
 """gpuarena status -> FlashInfer-Trace status (SKIPPED workloads are not exported)."""
-LANGUAGE_NAMES = {gpuarena: flashinfer for flashinfer, gpuarena in LANGUAGES.items()}
 
 
 # -- definitions and workloads -----------------------------------------------------------------
@@ -272,9 +271,10 @@ def pack_solution(path: Path | str, *, problem: Problem | None = None, name: str
         del sources[ADAPTER_FILE]
         entry_point, destination = adapter
     else:
-        if manifest.language == "cuda":
+        if manifest.language in COMPILED_LANGUAGES:
             compiled = [n for n in sources if n.endswith((".cu", ".cpp", ".cc", ".cxx"))]
-            bound = [n for n in compiled if "PYBIND11_MODULE" in sources[n]]
+            marker = "PYBIND11_MODULE" if manifest.language == "cuda" else "TVM_FFI_DLL_EXPORT"
+            bound = [n for n in compiled if marker in sources[n]]
             entry_point = f"{(bound or compiled or list(sources))[0]}::{manifest.entry_point}"
         else:
             file, _, function = manifest.entry_point.partition(":")
@@ -291,14 +291,16 @@ def pack_solution(path: Path | str, *, problem: Problem | None = None, name: str
                        or (sidecar.definition.name if sidecar else None) or (problem.spec.name if problem else None))
     if not definition_name:
         raise GpuarenaError("give the definition's name (or the problem)")
-    language = LANGUAGE_NAMES[manifest.language]
+    language, binding = flashinfer_language(manifest.language, list(sources))
+    if meta_spec.get("language") == language and meta_spec.get("binding", binding) in (None, binding):
+        binding = meta_spec.get("binding")  # left out where it was (tvm-ffi is the spec's default)
     spec = BuildSpec(
         language=language,  # type: ignore[arg-type]
         target_hardware=target_hardware or meta_spec.get("target_hardware") or (["cpu", "cuda"] if language == "python" else ["cuda"]),
         entry_point=entry_point,
         dependencies=meta_spec.get("dependencies", []),
         destination_passing_style=destination,
-        binding="torch" if language == "cuda" else None,
+        binding=binding,  # type: ignore[arg-type]
     )
     empty = [n for n, text in sources.items() if not text]
     if empty:

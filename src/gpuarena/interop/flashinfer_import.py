@@ -49,6 +49,8 @@ from gpuarena.interop.flashinfer_sidecar import (  # the sidecars and names; re-
     ProblemSidecar,
     SolutionSidecar,
     UnsupportedFeature,
+    flashinfer_language,
+    gpuarena_language,
     read_problem_sidecar,
     read_solution_sidecar,
     reference_block,
@@ -57,7 +59,7 @@ from gpuarena.interop.flashinfer_trace import Definition, Solution, read_definit
 from gpuarena.problems.loader import REFERENCE_FILE, Problem, load_problem, load_spec
 from gpuarena.problems.model import DTYPES
 from gpuarena.solutions.loader import MANIFEST_FILE, load_solution
-from gpuarena.solutions.model import unsafe_source_name
+from gpuarena.solutions.model import COMPILED_LANGUAGES, unsafe_source_name
 
 
 @dataclass
@@ -241,13 +243,13 @@ def solution_files(solution: Solution, problem: Problem, where: str = "solution"
         raise FormatError(where, "definition", f"names {solution.definition!r}, but {problem.id} was imported from "
                           f"{sidecar.definition.name!r}", "import it for the problem of its definition")
     spec = solution.spec
-    if spec.language not in LANGUAGES:
-        raise UnsupportedFeature(where, f"{spec.language} solutions",
-                                 f"gpuarena builds {', '.join(sorted(set(LANGUAGES.values())))} solutions only")
-    if spec.language == "cuda" and spec.binding != "torch":
-        raise UnsupportedFeature(where, "CUDA solutions bound with tvm-ffi",
-                                 "gpuarena builds CUDA with torch.utils.cpp_extension (binding \"torch\")")
-    if spec.language != "cuda" and not spec.entry_file.endswith(".py"):
+    language = gpuarena_language(spec.language, spec.binding)
+    if language is None:
+        raise UnsupportedFeature(where, f"{spec.language} solutions" + (f" bound with {spec.binding}" if spec.binding else ""),
+                                 "gpuarena builds python, triton, cuda (tvm-ffi or torch binding) and cpp (tvm-ffi) "
+                                 "solutions")
+    compiled = language in COMPILED_LANGUAGES
+    if not compiled and not spec.entry_file.endswith(".py"):
         raise FormatError(where, "spec.entry_point", f"names {spec.entry_file!r}, not a .py file",
                           "a python or triton entry point is a function in a .py file")
     for source in solution.sources:
@@ -259,9 +261,9 @@ def solution_files(solution: Solution, problem: Problem, where: str = "solution"
     destination = problem.spec.convention == "destination"
     files = {s.path: s.content for s in solution.sources}
     if spec.destination_passing_style == destination:
-        entry = spec.entry_function if spec.language == "cuda" else f"{spec.entry_file}:{spec.entry_function}"
-    elif spec.language == "cuda":
-        raise UnsupportedFeature(where, "CUDA solutions in the other calling convention than the problem's",
+        entry = spec.entry_function if compiled else f"{spec.entry_file}:{spec.entry_function}"
+    elif compiled:
+        raise UnsupportedFeature(where, "C++/CUDA solutions in the other calling convention than the problem's",
                                  f"the solution is {'destination-passing' if spec.destination_passing_style else 'value-returning'}, "
                                  f"the problem's convention is {problem.spec.convention}")
     else:
@@ -269,7 +271,7 @@ def solution_files(solution: Solution, problem: Problem, where: str = "solution"
         entry = f"{ADAPTER_FILE}:solve"
     manifest = [
         f"# Imported from the FlashInfer-Trace solution {_toml_str(solution.name)} by `gpuarena import flashinfer-solution`.",
-        f"language = {_toml_str(LANGUAGES[spec.language])}",
+        f"language = {_toml_str(language)}",
         f"entry_point = {_toml_str(entry)}",
         f"sources = {_toml_list(list(files))}",
     ]

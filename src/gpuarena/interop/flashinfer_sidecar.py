@@ -22,7 +22,27 @@ REFERENCE_END = "# ---- gpuarena: end of the FlashInfer-Trace reference ----"
 ADAPTER_FILE = "flashinfer_adapter.py"
 ADAPTER_HEADER = "# gpuarena: adapter written by `gpuarena import flashinfer-solution`; not part of the FlashInfer solution."
 LANGUAGES = {"python": "pytorch", "triton": "triton", "cuda": "cuda"}
-"""FlashInfer solution language -> gpuarena solution language."""
+"""FlashInfer solution language -> gpuarena solution language (C++/CUDA bound with torch)."""
+
+
+def gpuarena_language(language: str, binding: str | None) -> str | None:
+    """The gpuarena language of a FlashInfer BuildSpec (None: gpuarena has none for it). C++ and
+    CUDA are bound with tvm-ffi unless the spec says torch, as FlashInfer-Bench reads it."""
+    if language in ("cuda", "cpp") and binding in (None, "tvm-ffi"):
+        return "tvm-ffi"
+    return LANGUAGES.get(language) if language != "cpp" else None
+
+
+def flashinfer_language(language: str, sources: list[str]) -> tuple[str, str | None]:
+    """A gpuarena language as FlashInfer's (language, binding): tvm-ffi is CUDA where a .cu
+    source is among the files, else C++."""
+    if language == "tvm-ffi":
+        return ("cuda" if any(s.endswith(".cu") for s in sources) else "cpp"), "tvm-ffi"
+    for flashinfer, ours in LANGUAGES.items():
+        if ours == language:
+            return flashinfer, "torch" if language == "cuda" else None
+    raise UnsupportedFeature("solution", f"{language} solutions", "FlashInfer-Trace has no such language",
+                             target="a FlashInfer-Trace Solution")
 
 
 class UnsupportedFeature(GpuarenaError):

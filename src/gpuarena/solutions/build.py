@@ -7,8 +7,9 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
+from gpuarena.solutions import runtimes
 from gpuarena.solutions.model import Solution
 
 
@@ -51,48 +52,92 @@ def _build_python(solution: Solution, folder: Path) -> Callable[..., Any]:
     return entry
 
 
-def _build_cuda(solution: Solution, folder: Path) -> Callable[..., Any]:
-    from torch.utils.cpp_extension import load
-
+def _compiled_sources(solution: Solution) -> tuple[Path, list[Path]]:
+    """The C++/CUDA sources copied beside the solution's build folder: at a path that is the
+    same in every run, left as they are when unchanged. ninja rebuilds when a command (which
+    names the paths) or a source's time changes, and a kept build (harness/build_cache.py) is
+    then up to date."""
     build_dir = cache_dir() / "builds" / solution.hash[:24]
     build_dir.mkdir(parents=True, exist_ok=True)
-    # compiled from a copy beside the build, at a path that is the same in every run, left as
-    # it is when unchanged: ninja rebuilds when a command (which names the paths) or a
-    # source's time changes, and a kept build (harness/build_cache.py) is then up to date
     folder = build_dir / "sources"
     write_sources(solution, folder, unchanged_kept=True)
     compiled = [folder / name for name in solution.sources if name.endswith((".cu", ".cpp", ".cc", ".cxx"))]
     if not compiled:
-        raise BuildError("a cuda solution needs at least one .cu or .cpp source")
+        raise BuildError(f"a {solution.manifest.language} solution needs at least one .cu or .cpp source")
+    return build_dir, compiled
+
+
+def _module_name(solution: Solution) -> str:
+    return "gpuarena_" + hashlib.sha256(solution.hash.encode()).hexdigest()[:16]
+
+
+def _compile(load: Callable[..., Any], solution: Solution, **extra: Any) -> Any:
+    """The solution's C++/CUDA sources built and loaded by a builder (torch's or TVM-FFI's), with
+    the same name, flags and folders for both; a failure is the compiler's own message."""
+    build_dir, compiled = _compiled_sources(solution)
     options = solution.manifest.build
-    name = "gpuarena_" + hashlib.sha256(solution.hash.encode()).hexdigest()[:16]
     try:
-        module = load(
-            name=name,
+        return load(
+            name=_module_name(solution),
             sources=[str(p) for p in compiled],
             extra_cflags=["-O3", *options.extra_cflags],
             extra_cuda_cflags=options.extra_cuda_cflags,
             extra_ldflags=options.extra_ldflags,
-            extra_include_paths=[str(folder)],
+            extra_include_paths=[str(build_dir / "sources")],
             build_directory=str(build_dir),
-            verbose=False,
+            **extra,
         )
     except Exception as exc:  # the compiler's own message is in the exception text
         raise BuildError(str(exc)) from None
+
+
+def _build_cuda(solution: Solution, folder: Path) -> Callable[..., Any]:
+    from torch.utils.cpp_extension import load
+
+    module = _compile(load, solution, verbose=False)
     entry = getattr(module, solution.manifest.entry_point, None)
     if not callable(entry):
         raise BuildError(f"the built module exports no {solution.manifest.entry_point}()")
     return entry
 
 
+def _build_tvm_ffi(solution: Solution, folder: Path) -> Callable[..., Any]:
+    """C++/CUDA exported with TVM_FFI_DLL_EXPORT_TYPED_FUNC and built with TVM-FFI's own builder,
+    as FlashInfer-Bench builds its contest's CUDA solutions. Called with torch tensors (TVM-FFI
+    takes them through DLPack, on torch's current stream); a tensor it allocates with the
+    environment's allocator is a torch tensor."""
+    import torch
+    import tvm_ffi.cpp
+
+    if any(name.endswith(".cu") for name in solution.sources) and torch.cuda.is_available():
+        # for the GPU the solution runs on (TVM-FFI would ask nvidia-smi for the first one's)
+        major, minor = torch.cuda.get_device_capability()
+        os.environ.setdefault("TVM_FFI_CUDA_ARCH_LIST", f"{major}.{minor}")
+    module = _compile(tvm_ffi.cpp.load, solution)
+    try:
+        return module[solution.manifest.entry_point]
+    except Exception:
+        raise BuildError(f"the built module exports no {solution.manifest.entry_point}() "
+                         "(export it with TVM_FFI_DLL_EXPORT_TYPED_FUNC)") from None
+
+
 BUILDERS: dict[str, Callable[[Solution, Path], Callable[..., Any]]] = {
     "pytorch": _build_python,
     "triton": _build_python,
     "cuda": _build_cuda,
+    "jax": _build_python,
+    "tvm-ffi": _build_tvm_ffi,
 }
 
 
-def build(solution: Solution, folder: Path) -> Callable[..., Any]:
-    """Write the sources into folder and return the solution's entry point."""
+def build(solution: Solution, folder: Path, destinations: Sequence[str] = ()) -> Callable[..., Any]:
+    """Write the sources into folder and return the solution's entry point, called as every
+    solution is: torch tensors in (the inputs, then the destinations where the problem passes
+    them), torch tensors out. destinations: the problem's output names where it passes them."""
+    language = solution.manifest.language
+    try:
+        runtimes.require(language)
+    except runtimes.MissingPackage as exc:
+        raise BuildError(str(exc)) from None
     write_sources(solution, folder)
-    return BUILDERS[solution.manifest.language](solution, folder)
+    return runtimes.adapt(language, BUILDERS[language](solution, folder), list(destinations))

@@ -15,6 +15,15 @@ from gpuarena.solutions.model import PackedSolution, Solution, SolutionManifest
 MANIFEST_FILE = "solution.toml"
 MAX_SOURCE_BYTES = 2_000_000
 _IMPORTS_TRITON = re.compile(r"^\s*(import triton|from triton\b)", re.MULTILINE)
+_IMPORTS_JAX = re.compile(r"^\s*(import jax\b|from jax\b)", re.MULTILINE)
+
+
+def python_language(source: str) -> str:
+    """A one-file solution's language, from what it imports: JAX (its solve() takes and returns
+    JAX arrays, Pallas kernels included), else Triton, else PyTorch."""
+    if _IMPORTS_JAX.search(source):
+        return "jax"
+    return "triton" if _IMPORTS_TRITON.search(source) else "pytorch"
 
 
 def _read_text(path: Path) -> str:
@@ -45,7 +54,7 @@ def _solution(where: Path | str, hint: str, **fields: object) -> Solution:
 def _from_python_source(filename: str, source: str) -> Solution:
     from gpuarena.interop.kernelbench_solution import ADAPTER_FILE, adapter_source, is_model_new_file
 
-    language = "triton" if _IMPORTS_TRITON.search(source) else "pytorch"
+    language = python_language(source)
     if is_model_new_file(source) and filename != ADAPTER_FILE:
         # a KernelBench solution (class ModelNew, no solve): it runs unmodified, through an
         # adapter beside it that builds the module once per workload (interop/kernelbench_solution.py)

@@ -9,11 +9,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Language = Literal["pytorch", "triton", "cuda"]
+Language = Literal["pytorch", "triton", "cuda", "jax", "tvm-ffi"]
+
+COMPILED_LANGUAGES = ("cuda", "tvm-ffi")
+"""Languages built from C++/CUDA sources, whose entry point is a function the built module exports."""
 
 
 class BuildOptions(BaseModel):
-    """Compiler flags for compiled languages (passed to torch.utils.cpp_extension.load)."""
+    """Compiler flags for compiled languages (passed to torch.utils.cpp_extension.load or tvm_ffi.cpp.load)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
@@ -31,9 +34,10 @@ class SolutionManifest(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
     language: Language
-    """pytorch, triton or cuda."""
+    """pytorch, triton, jax (Python files), cuda (C++/CUDA bound with torch's extensions) or tvm-ffi
+    (C++/CUDA bound with TVM-FFI)."""
     entry_point: str = "solve"
-    """Python: "file.py:function"; cuda: the function the built module exports."""
+    """Python: "file.py:function"; cuda and tvm-ffi: the function the built module exports."""
     sources: list[str] = Field(default_factory=list)
     """Files that make the solution, relative to its folder (default: all files)."""
     build: BuildOptions = Field(default_factory=BuildOptions)
@@ -73,7 +77,7 @@ class Solution(BaseModel):
         for name in self.sources:
             if why := unsafe_source_name(name):
                 raise ValueError(f"source name {name!r} {why}")
-        if self.manifest.language != "cuda":
+        if self.manifest.language not in COMPILED_LANGUAGES:
             file, colon, function = self.manifest.entry_point.partition(":")
             if not colon or not function:
                 raise ValueError(f"entry_point must be 'file.py:function', not {self.manifest.entry_point!r}")

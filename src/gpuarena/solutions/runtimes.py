@@ -1,0 +1,137 @@
+"""The languages that run on a runtime of their own (JAX's XLA, TVM-FFI's), and what each needs.
+
+Runs in the worker only. Two things set these languages apart from PyTorch and Triton:
+- their package may be missing on a machine: a solution then gets a COMPILE_ERROR that names
+  the package to install, never an ImportError from deep inside the worker;
+- a runtime may start threads of its own when it first meets a device (XLA starts about a dozen
+  and more at its first compile). The supervisor rejects any thread that appears after the
+  harness's own set-up, so `start` brings the runtime up as harness work, before any of the
+  solution's code is imported, and the supervisor counts those threads as the harness's (the
+  worker's `runtime` request). Whatever appears later is the solution's, as for every language.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import inspect
+import os
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    import torch
+
+PACKAGES: dict[str, tuple[str, str]] = {"jax": ("jax", "jax"), "tvm-ffi": ("tvm_ffi", "apache-tvm-ffi")}
+"""language -> (the module it imports, the package that provides it)."""
+
+STARTED_AHEAD = ("jax",)
+"""Languages whose runtime the worker starts before the solution is imported."""
+
+
+class MissingPackage(Exception):
+    """The language's package is not installed where the worker runs."""
+
+
+def require(language: str) -> None:
+    """Raise MissingPackage, naming what to install, when the language's package is missing."""
+    if language not in PACKAGES:
+        return
+    module, package = PACKAGES[language]
+    if importlib.util.find_spec(module) is None:
+        raise MissingPackage(f"a {language} solution needs the Python package {package!r}, which is not installed "
+                             f"where the harness runs: pip install {package}")
+
+
+def describe(language: str) -> str | None:
+    """The language's package and version, for the record ("jax 0.11.2"); None for languages
+    that run on torch alone."""
+    if language not in PACKAGES:
+        return None
+    _, package = PACKAGES[language]
+    try:
+        return f"{package} {importlib.metadata.version(package)}"
+    except importlib.metadata.PackageNotFoundError:
+        return f"{package} (version unknown)"
+
+
+def start(language: str, device: torch.device) -> None:
+    """Bring the language's runtime up on the device, as the harness's own work: what it starts
+    now is counted as the harness's."""
+    require(language)
+    if language == "jax":
+        _start_jax(device)
+    elif language in PACKAGES:
+        importlib.import_module(PACKAGES[language][0])
+
+
+def _start_jax(device: torch.device) -> None:
+    import torch
+
+    # no up-front grab of 75% of the GPU's memory (the supervisor's reference needs its share)
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_platforms", "cuda" if device.type == "cuda" else "cpu")
+    if device.type == "cuda":
+        # one GPU's context, not one on every GPU of the machine (other runs time there)
+        jax.config.update("jax_cuda_visible_devices", str(device.index or 0))
+    # the problem's dtypes cross intact (float64 and int64 inputs stay 64-bit)
+    jax.config.update("jax_enable_x64", True)
+    # on the CPU a computation runs inside the call that dispatches it, never on XLA's threads
+    # after the call returned (the GPU's queue is drained by the worker's device sync)
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    jax.devices()
+    # the first compile and run start XLA's compile and execution threads, and a program
+    # with a loop its parallel code generation's pool (llvm-worker-N); DLPack both ways
+    probe = torch.ones(8, 8, device=device)
+    looped = jax.jit(lambda a: jax.lax.fori_loop(0, 4, lambda i, acc: jnp.tanh(acc @ acc.T + i), a).sum(axis=-1))
+    torch.from_dlpack(looped(jax.dlpack.from_dlpack(probe)))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def adapt(language: str, entry: Callable[..., Any], destinations: list[str]) -> Callable[..., Any]:
+    """The solution's entry as the harness calls every solution: torch tensors in, torch tensors
+    out (or written into the destinations that follow the inputs)."""
+    if language == "jax":
+        return _jax_entry(entry, destinations)
+    return entry
+
+
+def _jax_entry(entry: Callable[..., Any], destinations: list[str]) -> Callable[..., Any]:
+    """A JAX function takes JAX arrays and returns new ones: inputs cross through DLPack with no
+    copy, outputs come back the same way; where the problem passes destinations, the returned
+    arrays are copied into them inside the call (the solution's cost, as it would be in JAX)."""
+    import jax.dlpack
+    import torch
+
+    count = len(destinations)
+
+    def to_jax(value: Any) -> Any:
+        return jax.dlpack.from_dlpack(value) if isinstance(value, torch.Tensor) else value
+
+    def to_torch(value: Any) -> Any:
+        return torch.from_dlpack(value) if hasattr(value, "__dlpack__") and not isinstance(value, torch.Tensor) else value
+
+    @functools.wraps(entry)
+    def solve(*args: Any) -> Any:
+        inputs, outs = (args[:-count], args[-count:]) if count else (args, ())
+        result = entry(*(to_jax(a) for a in inputs))
+        several = isinstance(result, (tuple, list))
+        back = [to_torch(r) for r in (result if several else [result])]
+        if not count:
+            return tuple(back) if several else back[0]
+        if len(back) != count:
+            raise ValueError(f"solve() returned {len(back)} arrays; the problem has {count} outputs "
+                             f"({', '.join(destinations)})")
+        for dest, value in zip(outs, back):
+            dest.copy_(value)
+        return None
+
+    if count:  # the harness's signature check sees the inputs, then the destinations it passes
+        params = list(inspect.signature(entry).parameters.values())
+        params += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in destinations]
+        solve.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return solve

@@ -1,0 +1,125 @@
+"""Solutions in JAX and in C++/CUDA bound through TVM-FFI, judged like every other language
+(solutions/runtimes.py, solutions/build.py). CPU paths here; the CUDA examples run on the GPU
+machine (tests/gpu/test_languages_gpu.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES, FIXTURES, judge
+from gpuarena.solutions import runtimes
+from gpuarena.solutions.build import BuildError, build
+from gpuarena.solutions.loader import load_solution, pack
+
+SOLUTIONS = FIXTURES / "solutions"
+
+
+# -- JAX ---------------------------------------------------------------------------------------
+def test_the_jax_softmax_example_passes_every_cpu_workload_with_timing():
+    pytest.importorskip("jax")
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "jax.py", mode="benchmark")
+    assert record.status == "PASSED", record.reason + record.log[-2000:]
+    assert record.language == "jax"
+    assert record.environment.solution_runtime.startswith("jax ")
+    assert all(w.time and w.reference_time and w.speedup for w in record.workloads)
+
+
+def test_a_jax_solution_gets_its_destination_filled_where_the_problem_passes_one():
+    pytest.importorskip("jax")
+    record = judge("axpy_dest", SOLUTIONS / "jax_dest.py")
+    assert record.status == "PASSED", record.reason + record.log[-2000:]
+
+
+def test_a_wrong_jax_answer_is_judged_not_crashed():
+    pytest.importorskip("jax")
+    record = judge("level1/softmax", SOLUTIONS / "jax_wrong.py", workloads=["small-64x1000"])
+    assert record.status == "WRONG_VALUES", record.reason
+
+
+def test_the_jax_runtime_s_threads_are_no_licence_for_the_solution_s_own():
+    pytest.importorskip("jax")
+    record = judge("level1/softmax", SOLUTIONS / "jax_leaves_thread.py", workloads=["small-64x1000"])
+    assert record.status == "REJECTED", record.reason
+    assert "thread" in record.reason
+
+
+def test_a_file_that_imports_jax_is_a_jax_solution_and_keeps_its_hash_when_packed(tmp_path):
+    solution = load_solution(EXAMPLES / "softmax" / "jax.py")
+    assert solution.manifest.language == "jax"
+    packed = tmp_path / "jax.json"
+    packed.write_text(pack(solution))
+    assert load_solution(packed).hash == solution.hash
+
+
+# -- TVM-FFI -----------------------------------------------------------------------------------
+needs_compiler = pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")
+
+
+@needs_compiler
+def test_a_cpp_solution_bound_through_tvm_ffi_passes_on_the_cpu():
+    pytest.importorskip("tvm_ffi")
+    record = judge("level1/softmax", SOLUTIONS / "tvm_ffi_cpu", mode="benchmark", workloads=["small-64x1000"])
+    assert record.status == "PASSED", record.reason + record.log[-2000:]
+    assert record.language == "tvm-ffi"
+    assert record.environment.solution_runtime.startswith("apache-tvm-ffi ")
+    assert record.workloads[0].time and record.workloads[0].speedup
+
+
+@needs_compiler
+def test_a_tvm_ffi_compile_error_shows_the_compiler_s_message():
+    pytest.importorskip("tvm_ffi")
+    record = judge("level1/softmax", SOLUTIONS / "tvm_ffi_broken", workloads=["small-64x1000"])
+    assert record.status == "COMPILE_ERROR"
+    assert "undeclared_name_in_broken_cc" in record.reason + record.log
+
+
+@needs_compiler
+def test_a_tvm_ffi_module_without_the_entry_point_is_a_compile_error(tmp_path):
+    pytest.importorskip("tvm_ffi")
+    folder = tmp_path / "renamed"
+    shutil.copytree(SOLUTIONS / "tvm_ffi_cpu", folder)
+    manifest = folder / "solution.toml"
+    manifest.write_text(manifest.read_text().replace('entry_point = "softmax"', 'entry_point = "solve"'))
+    record = judge("level1/softmax", folder, workloads=["small-64x1000"])
+    assert record.status == "COMPILE_ERROR"
+    assert "exports no solve()" in record.reason
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+@pytest.mark.slow
+def test_the_tvm_ffi_cuda_example_compiles(tmp_path, monkeypatch):
+    """nvcc compiles the example's kernels and binding to an object (no GPU here to link or run it)."""
+    tvm_ffi_cpp = pytest.importorskip("tvm_ffi.cpp")
+    monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")
+    folder = EXAMPLES / "softmax" / "tvm_ffi"
+    built = tvm_ffi_cpp.build("gpuarena_example_softmax", sources=[str(folder / "softmax.cu")],
+                              extra_cuda_cflags=["-O3", "--use_fast_math"], build_directory=str(tmp_path),
+                              output="softmax.o")
+    assert Path(built).stat().st_size > 0
+
+
+# -- what every such language shares -------------------------------------------------------------
+def test_a_language_whose_package_is_missing_is_a_compile_error_naming_the_package(tmp_path, monkeypatch):
+    monkeypatch.setitem(runtimes.PACKAGES, "jax", ("gpuarena_no_such_module", "jax"))
+    with pytest.raises(BuildError, match=r"needs the Python package 'jax'.*pip install jax"):
+        build(load_solution(EXAMPLES / "softmax" / "jax.py"), tmp_path)
+
+
+def test_a_new_jax_solution_takes_the_inputs_and_says_what_to_write(tmp_path):
+    """`gpuarena new solution --language jax`: inputs only (a JAX function returns its outputs,
+    whatever the problem's convention), and a clear error until it is written."""
+    pytest.importorskip("jax")
+    from gpuarena.problems import load_problem
+    from gpuarena.scaffold import write_solution
+
+    problem = load_problem(FIXTURES / "problems" / "axpy_dest")
+    path = write_solution(problem, tmp_path / "axpy.py", "jax")
+    text = path.read_text()
+    assert "def solve(a, x, b):" in text and "@jax.jit" in text
+    solution = load_solution(path)
+    assert solution.manifest.language == "jax"
+    record = judge("axpy_dest", path)
+    assert record.status == "RUNTIME_ERROR" and "compute the outputs with jax.numpy" in record.reason
