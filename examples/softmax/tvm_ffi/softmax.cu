@@ -7,7 +7,8 @@
 //
 // One thread block per row: each thread keeps an online max m and sum s = sum(exp(x - m))
 // in float32 over its share of the row, the block merges the (m, s) pairs, and a second
-// pass writes exp(x - m) / s. Two reads and one write of the row for any row length.
+// pass writes exp(x - m) / s. Two reads and one write of the row for any row length, in
+// 16-byte vectors where the row allows it (the same kernel as examples/softmax/cuda/).
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -55,33 +56,60 @@ __device__ __forceinline__ void block_merge(float& m, float& s) {
   s = shared_s[0];
 }
 
-template <typename T>
+// VEC consecutive elements, loaded or stored as one access of up to 16 bytes.
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Vec {
+  T v[VEC];
+};
+
+// VEC > 1 needs cols % VEC == 0 and 16-byte aligned rows (checked by the caller).
+template <typename T, int VEC>
 __global__ void softmax_rows(const T* __restrict__ x, T* __restrict__ y, int64_t cols) {
-  const T* in = x + blockIdx.x * cols;
-  T* out = y + blockIdx.x * cols;
+  using V = Vec<T, VEC>;
+  const V* in = reinterpret_cast<const V*>(x + blockIdx.x * cols);
+  V* out = reinterpret_cast<V*>(y + blockIdx.x * cols);
+  const int64_t n = cols / VEC;
   float m = -INFINITY, s = 0.f;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
-    const float v = static_cast<float>(in[i]);
-    const float top = fmaxf(m, v);
-    s = (top == -INFINITY) ? 0.f : s * __expf(m - top) + __expf(v - top);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const V chunk = in[i];
+    float top = m;
+    for (int k = 0; k < VEC; ++k) top = fmaxf(top, static_cast<float>(chunk.v[k]));
+    if (top == -INFINITY) continue;  // all -inf so far: nothing to add
+    float sum = 0.f;
+    for (int k = 0; k < VEC; ++k) sum += __expf(static_cast<float>(chunk.v[k]) - top);
+    s = s * __expf(m - top) + sum;
     m = top;
   }
   block_merge(m, s);
   const float inv = 1.f / s;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x)
-    out[i] = static_cast<T>(__expf(static_cast<float>(in[i]) - m) * inv);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const V chunk = in[i];
+    V result;
+    for (int k = 0; k < VEC; ++k) result.v[k] = static_cast<T>(__expf(static_cast<float>(chunk.v[k]) - m) * inv);
+    out[i] = result;
+  }
 }
 
-int threads_for(int64_t cols) {
+// Threads per block: enough that each handles about 4 vectors (2 when few rows fill the GPU).
+int threads_for(int64_t vectors, int64_t rows) {
+  const int64_t per_thread = rows < 1024 ? 2 : 4;
   int threads = 128;
-  while (threads < kMaxThreads && threads * 8 < cols) threads *= 2;
+  while (threads < kMaxThreads && threads * per_thread < vectors) threads *= 2;
   return threads;
 }
 
 template <typename T>
 void launch(ffi::TensorView x, ffi::Tensor& y, int64_t rows, int64_t cols, cudaStream_t stream) {
-  softmax_rows<T><<<static_cast<unsigned int>(rows), threads_for(cols), 0, stream>>>(
-      static_cast<const T*>(x.data_ptr()), static_cast<T*>(y.data_ptr()), cols);
+  constexpr int kVec = 16 / sizeof(T);
+  const auto* in = static_cast<const T*>(x.data_ptr());
+  auto* out = static_cast<T*>(y.data_ptr());
+  const bool aligned = reinterpret_cast<std::uintptr_t>(in) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+  const auto grid = static_cast<unsigned int>(rows);
+  if (cols % kVec == 0 && aligned) {
+    softmax_rows<T, kVec><<<grid, threads_for(cols / kVec, rows), 0, stream>>>(in, out, cols);
+  } else {
+    softmax_rows<T, 1><<<grid, threads_for(cols, rows), 0, stream>>>(in, out, cols);
+  }
 }
 
 }  // namespace
