@@ -4,6 +4,7 @@ machine (tests/gpu/test_languages_gpu.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
 
@@ -99,6 +100,22 @@ def test_the_tvm_ffi_cuda_example_compiles(tmp_path, monkeypatch):
                               extra_cuda_cflags=["-O3", "--use_fast_math"], build_directory=str(tmp_path),
                               output="softmax.o")
     assert Path(built).stat().st_size > 0
+
+
+# -- TileLang ----------------------------------------------------------------------------------
+def test_a_file_that_imports_tilelang_is_a_tilelang_solution():
+    solution = load_solution(EXAMPLES / "softmax" / "tilelang.py")
+    assert solution.manifest.language == "tilelang"
+
+
+def test_a_tilelang_solution_where_tilelang_is_missing_is_a_compile_error_naming_it():
+    """TileLang kernels need a GPU (and the package is large): CI has neither, so this is the
+    CPU path a TileLang user meets there. The example passes on the lent GPU (tests/gpu)."""
+    if importlib.util.find_spec("tilelang") is not None:
+        pytest.skip("tilelang is installed here")
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "tilelang.py", workloads=["small-64x1000"])
+    assert record.status == "COMPILE_ERROR"
+    assert "pip install tilelang" in record.reason, record.reason
 
 
 # -- what every such language shares -------------------------------------------------------------

@@ -22,6 +22,7 @@ pytestmark = [
 @pytest.mark.parametrize("language, path, package", [
     ("jax", EXAMPLES / "softmax" / "jax.py", "jax"),
     ("tvm-ffi", EXAMPLES / "softmax" / "tvm_ffi", "tvm_ffi"),
+    ("tilelang", EXAMPLES / "softmax" / "tilelang.py", "tilelang"),
 ])
 def test_softmax_in_another_language_passes_with_timing(language, path, package):
     pytest.importorskip(package)

@@ -89,18 +89,20 @@ def test_a_cpp_solution_bound_through_tvm_ffi_passes(rmsnorm_problem, tmp_path):
     ({"language": "cuda", "entry_point": "k.cu::run"}, "tvm-ffi"),
     ({"language": "cpp", "entry_point": "k.cu::run"}, "tvm-ffi"),
     ({"language": "cuda", "binding": "torch", "entry_point": "k.cu::run"}, "cuda"),
+    ({"language": "tilelang", "entry_point": "k.py::run"}, "tilelang"),
 ])
-def test_cpp_and_cuda_take_the_builder_of_their_binding(rmsnorm_problem, spec, language):
+def test_each_language_takes_its_builder(rmsnorm_problem, spec, language):
+    """C++ and CUDA by their binding; TileLang as gpuarena's tilelang language."""
+    file = spec["entry_point"].split("::")[0]
     solution = fit.Solution.model_validate({
         "name": "s", "definition": "rmsnorm_h256", "author": "a",
         "spec": {"target_hardware": ["NVIDIA_H100"], **spec},
-        "sources": [{"path": "k.cu", "content": "// kernel"}]})
+        "sources": [{"path": file, "content": "// kernel" if file.endswith(".cu") else "def run(): pass\n"}]})
     assert f'language = "{language}"' in solution_files(solution, rmsnorm_problem)["solution.toml"]
 
 
 @pytest.mark.parametrize("spec, feature", [
     ({"language": "cpp", "binding": "torch", "entry_point": "k.cu::run"}, "cpp solutions bound with torch"),
-    ({"language": "tilelang", "entry_point": "k.cu::run"}, "tilelang solutions"),
 ])
 def test_languages_gpuarena_cannot_build_are_named_gaps(rmsnorm_problem, spec, feature):
     solution = fit.Solution.model_validate({

@@ -21,7 +21,7 @@ REFERENCE_HEADER = "# gpuarena: the FlashInfer-Trace definition's reference, ver
 REFERENCE_END = "# ---- gpuarena: end of the FlashInfer-Trace reference ----"
 ADAPTER_FILE = "flashinfer_adapter.py"
 ADAPTER_HEADER = "# gpuarena: adapter written by `gpuarena import flashinfer-solution`; not part of the FlashInfer solution."
-LANGUAGES = {"python": "pytorch", "triton": "triton", "cuda": "cuda"}
+LANGUAGES = {"python": "pytorch", "triton": "triton", "cuda": "cuda", "tilelang": "tilelang"}
 """FlashInfer solution language -> gpuarena solution language (C++/CUDA bound with torch)."""
 
 

@@ -127,6 +127,7 @@ BUILDERS: dict[str, Callable[[Solution, Path], Callable[..., Any]]] = {
     "cuda": _build_cuda,
     "jax": _build_python,
     "tvm-ffi": _build_tvm_ffi,
+    "tilelang": _build_python,
 }
 
 
