@@ -1,4 +1,5 @@
-"""The languages that run on a runtime of their own (JAX's XLA, TVM-FFI's), and what each needs.
+"""The languages that run on a runtime of their own (JAX's XLA, TileLang's TVM, TVM-FFI's), and
+what each needs.
 
 Runs in the worker only. Two things set these languages apart from PyTorch and Triton:
 - their package may be missing on a machine: a solution then gets a COMPILE_ERROR that names
@@ -159,7 +160,11 @@ def _jax_entry(entry: Callable[..., Any], destinations: list[str]) -> Callable[.
         return None
 
     if count:  # the harness's signature check sees the inputs, then the destinations it passes
-        params = list(inspect.signature(entry).parameters.values())
+        try:
+            params = list(inspect.signature(entry).parameters.values())
+        except (TypeError, ValueError):  # a callable with no signature: called positionally, unchecked
+            del solve.__wrapped__  # type: ignore[attr-defined]
+            return solve
         params += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in destinations]
         solve.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     return solve
