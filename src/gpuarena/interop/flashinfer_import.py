@@ -246,12 +246,12 @@ def solution_files(solution: Solution, problem: Problem, where: str = "solution"
     language = gpuarena_language(spec.language, spec.binding)
     if language is None:
         raise UnsupportedFeature(where, f"{spec.language} solutions" + (f" bound with {spec.binding}" if spec.binding else ""),
-                                 "gpuarena builds python, triton, cuda (tvm-ffi or torch binding) and cpp (tvm-ffi) "
-                                 "solutions")
+                                 "gpuarena builds python, triton, tilelang, cuda (tvm-ffi or torch binding) and cpp "
+                                 "(tvm-ffi) solutions")
     compiled = language in COMPILED_LANGUAGES
     if not compiled and not spec.entry_file.endswith(".py"):
         raise FormatError(where, "spec.entry_point", f"names {spec.entry_file!r}, not a .py file",
-                          "a python or triton entry point is a function in a .py file")
+                          "a python, triton or tilelang entry point is a function in a .py file")
     for source in solution.sources:
         if why := unsafe_source_name(source.path):
             raise FormatError(where, "sources", f"path {source.path!r} {why}", "rename the file")
