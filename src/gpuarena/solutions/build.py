@@ -128,6 +128,7 @@ BUILDERS: dict[str, Callable[[Solution, Path], Callable[..., Any]]] = {
     "jax": _build_python,
     "tvm-ffi": _build_tvm_ffi,
     "tilelang": _build_python,
+    "cute-dsl": _build_python,
 }
 
 

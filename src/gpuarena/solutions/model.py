@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Language = Literal["pytorch", "triton", "cuda", "jax", "tvm-ffi", "tilelang"]
+Language = Literal["pytorch", "triton", "cuda", "jax", "tvm-ffi", "tilelang", "cute-dsl"]
 
 COMPILED_LANGUAGES = ("cuda", "tvm-ffi")
 """Languages built from C++/CUDA sources, whose entry point is a function the built module exports."""
@@ -34,8 +34,8 @@ class SolutionManifest(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
     language: Language
-    """pytorch, triton, jax, tilelang (Python files), cuda (C++/CUDA bound with torch's extensions)
-    or tvm-ffi (C++/CUDA bound with TVM-FFI)."""
+    """pytorch, triton, jax, tilelang, cute-dsl (Python files), cuda (C++/CUDA bound with torch's
+    extensions) or tvm-ffi (C++/CUDA bound with TVM-FFI)."""
     entry_point: str = "solve"
     """Python: "file.py:function"; cuda and tvm-ffi: the function the built module exports."""
     sources: list[str] = Field(default_factory=list)

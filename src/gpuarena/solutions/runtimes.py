@@ -24,10 +24,11 @@ if TYPE_CHECKING:
     import torch
 
 PACKAGES: dict[str, tuple[str, str]] = {"jax": ("jax", "jax"), "tvm-ffi": ("tvm_ffi", "apache-tvm-ffi"),
-                                        "tilelang": ("tilelang", "tilelang")}
+                                        "tilelang": ("tilelang", "tilelang"),
+                                        "cute-dsl": ("cutlass", "nvidia-cutlass-dsl")}
 """language -> (the module it imports, the package that provides it)."""
 
-STARTED_AHEAD = ("jax", "tilelang")
+STARTED_AHEAD = ("jax", "tilelang", "cute-dsl")
 """Languages whose runtime the worker starts before the solution is imported."""
 
 
@@ -65,6 +66,8 @@ def start(language: str, device: torch.device) -> None:
         _start_jax(device)
     elif language == "tilelang":
         _start_tilelang(device)
+    elif language == "cute-dsl":
+        _start_cute_dsl(device)
     elif language in PACKAGES:
         importlib.import_module(PACKAGES[language][0])
 
@@ -118,6 +121,31 @@ def _start_tilelang(device: torch.device) -> None:
     import torch
 
     double(32)(torch.ones(32, device=device))
+    torch.cuda.synchronize(device)
+
+
+def _start_cute_dsl(device: torch.device) -> None:
+    """CuTe DSL (nvidia-cutlass-dsl) starts two threads with its first compile (seen on the lent
+    H200): a one-block kernel is compiled and run here, on CUDA devices."""
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import from_dlpack
+
+    if device.type != "cuda":
+        return
+
+    @cute.kernel
+    def double_kernel(a: cute.Tensor, b: cute.Tensor):
+        i, _, _ = cute.arch.thread_idx()
+        b[i] = a[i] + a[i]
+
+    @cute.jit
+    def double(a: cute.Tensor, b: cute.Tensor):
+        double_kernel(a, b).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+    import torch
+
+    a, b = torch.ones(32, device=device), torch.empty(32, device=device)
+    cute.compile(double, from_dlpack(a), from_dlpack(b))(from_dlpack(a), from_dlpack(b))
     torch.cuda.synchronize(device)
 
 
