@@ -42,7 +42,8 @@
 #                 default sm__cycles_active.max gr__cycles_active.avg), each record's device audit kept
 #                 in \$OUT/audit-metric-<metric>.json: which counter bounds claimed device time best
 #                 (AUDIT_TAG: a suffix for those names, for a second pass with other settings)
-# Missing Python packages: wheels in .whl/ (carried), installed into /tmp/site first.
+# Missing Python packages: wheels in .whl/ (carried), installed into /tmp/site first; EXTRA_SITE
+# (colon-separated folders) goes before it on PYTHONPATH.
 # $OUT receives summary.txt and logs.tgz (all logs; fidelity md/json also at the top).
 # Step time limits: T_TESTS, T_REDTEAM, ... (seconds), see below.
 set -u
@@ -55,6 +56,8 @@ if ls .whl/*.whl >/dev/null 2>&1 && [ ! -e /tmp/site/.gpuarena-installed ]; then
     > "$W/pip.log" 2>&1 && touch /tmp/site/.gpuarena-installed || echo "pip install of .whl failed (see pip.log)" | tee -a "$SUMMARY"
 fi
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site:$PWD/src || export PYTHONPATH=$PWD/src
+# EXTRA_SITE: folders of packages installed by hand (TileLang, CuTe DSL: see bench/README.md), searched first
+[ -n "${EXTRA_SITE:-}" ] && export PYTHONPATH=$EXTRA_SITE:$PYTHONPATH
 # the worker's sandbox: bubblewrap, carried as Debian's package in .gpu/ where the machine lacks it
 if ! command -v bwrap >/dev/null 2>&1 && ls .gpu/bubblewrap_*.deb >/dev/null 2>&1; then
   mkdir -p /tmp/bwrap-root && dpkg -x .gpu/bubblewrap_*.deb /tmp/bwrap-root && export PATH=$PATH:/tmp/bwrap-root/usr/bin

@@ -118,6 +118,22 @@ def test_a_tilelang_solution_where_tilelang_is_missing_is_a_compile_error_naming
     assert "pip install tilelang" in record.reason, record.reason
 
 
+# -- CuTe DSL ----------------------------------------------------------------------------------
+def test_a_file_that_imports_cutlass_is_a_cute_dsl_solution():
+    solution = load_solution(EXAMPLES / "add" / "cute_dsl.py")
+    assert solution.manifest.language == "cute-dsl"
+
+
+def test_a_cute_dsl_solution_where_the_package_is_missing_is_a_compile_error_naming_it():
+    """CuTe DSL compiles for NVIDIA GPUs only: CI meets this path. The example passes on the lent
+    GPU (tests/gpu)."""
+    if importlib.util.find_spec("cutlass") is not None:
+        pytest.skip("nvidia-cutlass-dsl is installed here")
+    record = judge("level1/add", EXAMPLES / "add" / "cute_dsl.py", workloads=["small-64k"])
+    assert record.status == "COMPILE_ERROR"
+    assert "pip install nvidia-cutlass-dsl" in record.reason, record.reason
+
+
 # -- what every such language shares -------------------------------------------------------------
 def test_a_language_whose_package_is_missing_is_a_compile_error_naming_the_package(tmp_path, monkeypatch):
     monkeypatch.setitem(runtimes.PACKAGES, "jax", ("gpuarena_no_such_module", "jax"))

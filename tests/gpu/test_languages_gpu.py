@@ -1,4 +1,4 @@
-"""JAX and TVM-FFI solutions on an NVIDIA GPU: `pytest -m gpu tests/gpu/test_languages_gpu.py`.
+"""JAX, TVM-FFI, TileLang and CuTe DSL solutions on an NVIDIA GPU: `pytest -m gpu tests/gpu/test_languages_gpu.py`.
 
 Each runs through the whole harness (sandbox, thread count from outside, CUPTI timing, the
 device audit). The speed-of-light bound checks that the timer bills the language's own kernels: JAX
@@ -49,3 +49,17 @@ def test_ncu_s_figure_for_another_language(language, path, package):
     w = record.workloads[0]
     assert w.kernel_duration_skipped == "", w.kernel_duration_skipped
     assert 0.8 * w.time.median_us < w.time.kernel_duration_us < 1.3 * w.time.median_us + 5, w.time
+
+
+def test_cute_dsl_add_passes_with_timing():
+    """CuTe DSL's first compile starts threads: the worker starts its runtime ahead, so the
+    solution's own compile (in the warm-up calls) starts none of its own."""
+    pytest.importorskip("cutlass")
+    record = judge("level1/add", EXAMPLES / "add" / "cute_dsl.py", device="cuda", mode="benchmark", budget_s=1.0,
+                   timeout_s=900)
+    keep("add-cute-dsl", record)
+    assert record.status == "PASSED", record.reason + record.log[-3000:]
+    assert record.language == "cute-dsl" and record.environment.solution_runtime
+    for w in record.workloads:
+        assert w.time.method == "cupti-device-time" and w.time.samples >= 10
+        assert w.speedup > 0 and w.speed_of_light.bandwidth_fraction < 1.1, (w.name, w.speed_of_light)

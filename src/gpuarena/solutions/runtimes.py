@@ -18,6 +18,7 @@ import importlib.metadata
 import importlib.util
 import inspect
 import os
+import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -30,6 +31,10 @@ PACKAGES: dict[str, tuple[str, str]] = {"jax": ("jax", "jax"), "tvm-ffi": ("tvm_
 
 STARTED_AHEAD = ("jax", "tilelang", "cute-dsl")
 """Languages whose runtime the worker starts before the solution is imported."""
+
+VERSION_FROM: dict[str, tuple[str, ...]] = {"cute-dsl": ("nvidia-cutlass-dsl-libs-base",)}
+"""Distributions that carry the version where the named package is a meta-package that may be
+absent (nvidia-cutlass-dsl's libraries installed without it)."""
 
 
 class MissingPackage(Exception):
@@ -51,11 +56,14 @@ def describe(language: str) -> str | None:
     that run on torch alone."""
     if language not in PACKAGES:
         return None
-    _, package = PACKAGES[language]
-    try:
-        return f"{package} {importlib.metadata.version(package)}"
-    except importlib.metadata.PackageNotFoundError:
-        return f"{package} (version unknown)"
+    module, package = PACKAGES[language]
+    for distribution in (package, *VERSION_FROM.get(language, ())):
+        try:
+            return f"{package} {importlib.metadata.version(distribution)}"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    version = getattr(sys.modules.get(module), "__version__", None)
+    return f"{package} {version}" if isinstance(version, str) else f"{package} (version unknown)"
 
 
 def start(language: str, device: torch.device) -> None:
@@ -126,27 +134,14 @@ def _start_tilelang(device: torch.device) -> None:
 
 def _start_cute_dsl(device: torch.device) -> None:
     """CuTe DSL (nvidia-cutlass-dsl) starts two threads with its first compile (seen on the lent
-    H200): a one-block kernel is compiled and run here, on CUDA devices."""
-    import cutlass.cute as cute
-    from cutlass.cute.runtime import from_dlpack
+    H200): a one-block kernel is compiled and run here, on CUDA devices (cute_dsl_start.py)."""
+    import cutlass  # noqa: F401  (the import alone on the CPU: CuTe DSL compiles for NVIDIA GPUs only)
 
     if device.type != "cuda":
         return
+    from gpuarena.solutions import cute_dsl_start
 
-    @cute.kernel
-    def double_kernel(a: cute.Tensor, b: cute.Tensor):
-        i, _, _ = cute.arch.thread_idx()
-        b[i] = a[i] + a[i]
-
-    @cute.jit
-    def double(a: cute.Tensor, b: cute.Tensor):
-        double_kernel(a, b).launch(grid=(1, 1, 1), block=(32, 1, 1))
-
-    import torch
-
-    a, b = torch.ones(32, device=device), torch.empty(32, device=device)
-    cute.compile(double, from_dlpack(a), from_dlpack(b))(from_dlpack(a), from_dlpack(b))
-    torch.cuda.synchronize(device)
+    cute_dsl_start.start(device)
 
 
 def adapt(language: str, entry: Callable[..., Any], destinations: list[str]) -> Callable[..., Any]:
