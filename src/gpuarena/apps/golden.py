@@ -6,7 +6,6 @@ command, environment). Its files are written read-only, and every check verifies
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import platform
 import shutil
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuarena.apps.model import APP_FILE, AppError, AppSpec, load_app, parse_app
 from gpuarena.apps.runner import AppRun, file_sha256, run_app
+from gpuarena.stack import versions
 
 GOLDEN_FILE = "golden.json"
 OUTPUTS_DIR = "outputs"
@@ -61,29 +61,14 @@ class Golden(BaseModel):
     performance: GoldenPerformance | None = None
     """The performance figure, when the app reports one."""
     environment: dict[str, str]
-    """python, torch, numpy versions (and those of the STACK_PACKAGES installed), the platform
+    """python, torch, numpy versions (and those of gpuarena.stack.STACK_PACKAGES installed), the platform
     and the device's name (no hostname); and
     app_containment: whether the reference ran in the harness's sandbox (and how), or why not."""
 
 
-STACK_PACKAGES = ("jax", "jaxlib", "transformers", "triton", "apache-tvm-ffi", "vllm", "sglang", "paddlepaddle",
-                  "tensorflow")
-"""Other frameworks recorded with their versions where installed: a port's stack is one of them."""
-
-
 def environment(device: str) -> dict[str, str]:
     """What produced the record, without anything naming the machine."""
-    env = {"python": platform.python_version(), "platform": f"{platform.system()} {platform.machine()}"}
-    for package in ("torch", "numpy"):
-        try:
-            env[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            env[package] = "not installed"
-    for package in STACK_PACKAGES:  # the stacks an app may run on, where installed
-        try:
-            env[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            pass
+    env = versions()
     env["device_name"] = platform.processor() or platform.machine() or "cpu"
     if device.startswith("cuda"):
         try:

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from gpuarena.cli.console import err, fail, out
+from gpuarena.cli.console import fail, out
 from gpuarena.cli.server import ServerOpt, TokenOpt, server_client
 from gpuarena.errors import GpuarenaError
 

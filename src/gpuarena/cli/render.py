@@ -32,11 +32,27 @@ def _fmt_err(value: float | None) -> str:
     return "-" if value is None else f"{value:.2e}"
 
 
+def _render_migration(record: Evaluation, console: Console) -> None:
+    """A checked port: each golden output's comparison, the verdict and the points."""
+    table = Table("output", "result", "closeness", "summary", header_style="bold")
+    for o in record.migration.get("outputs") or []:
+        table.add_row(o["file"], Text("matched", style="green") if o["matched"] else Text("differs", style="bold red"),
+                      f"{o.get('closeness', 0):.4f}", o.get("summary", ""))
+    console.print(table)
+    style = STYLE.get(record.status, "bold red")
+    console.print(Text.assemble("verdict: ", (record.status.value, style), f" — {record.reason}"))
+    for note in (record.migration.get("score") or {}).get("notes", []):
+        console.print(f"  {note}", highlight=False, soft_wrap=True)
+
+
 def render(record: Evaluation, console: Console, verbose: bool = False) -> None:
     env = record.environment
     where = f"{env.device_name} ({record.device})" if env else record.device
     console.print(f"[bold]{escape(record.problem)}[/] · {escape(record.solution_name)} ({record.language}, "
                   f"{record.solution_hash[:12]}) · {escape(where)} · mode {record.mode}", markup=True)
+    if record.migration is not None:
+        _render_migration(record, console)
+        return
     columns = ("workload", "status", "abs err", "rel err", "time", "reference", "speedup", "ncu Duration", "SOL")
     rows = []
     for w in record.workloads:

@@ -93,13 +93,17 @@ def runner(
     prewarm: Annotated[bool, typer.Option(
         envvar="GPUARENA_RUNNER_PREWARM", help="Start each device's next job process ahead (imports done, nothing "
                                                "on the device), so jobs do not wait for Python and torch to load")] = True,
+    stack: Annotated[str, typer.Option(
+        envvar="GPUARENA_RUNNER_STACK",
+        help="The software stack this runner offers (e.g. maca, vllm, torch-2.13-cpu): its device kinds become "
+             "KIND@STACK, so jobs (migration checks above all) asking for that stack run here and only here")] = "",
 ) -> None:
     """Serve jobs from a server on this machine's devices: one worker per device, until Ctrl-C or SIGTERM.
 
     --server may list several API servers (http://a:8000,http://b:8000): the runner moves to
     the next when one cannot be reached."""
     from gpuarena.runner.agent import Runner, RunnerConfig
-    from gpuarena.runner.devices import detect, parse_devices
+    from gpuarena.runner.devices import advertise, detect, parse_devices
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the runner's heartbeats and polls, every few seconds
@@ -133,6 +137,7 @@ def runner(
             slots = [s for s in slots if s.device in device]
         if not slots:
             raise GpuarenaError("no devices to serve (check --devices / --devices-file)")
+        slots = advertise(slots, stack)
         config = RunnerConfig(slots=slots, budget_s=budget, list_devices=list_devices,
                               health_interval_s=health_interval, prewarm=prewarm, **({"name": name} if name else {}))
         agent = Runner(client, config)

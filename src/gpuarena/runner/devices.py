@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import platform
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.service.schemas import DeviceSlot
@@ -49,13 +51,50 @@ def _torch_gpus() -> list[tuple[int, str]]:
     return [(i, torch.cuda.get_device_name(i)) for i in range(torch.cuda.device_count())]
 
 
+def cpu_vendor() -> str:
+    """The CPU's vendor as Linux names it (GenuineIntel, AuthenticAMD...), else the machine type."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("vendor_id", "CPU implementer"):
+                return value.strip()
+    except OSError:
+        pass
+    return platform.machine() or "cpu"
+
+
 def detect(cpu: bool = True, gpus: bool = True) -> list[DeviceSlot]:
     """One slot per device: the CPU (when cpu) and each visible NVIDIA GPU."""
-    slots = [DeviceSlot(device="cpu", kind="cpu", name="CPU")] if cpu else []
+    slots = [DeviceSlot(device="cpu", kind="cpu", name="CPU", vendor=cpu_vendor())] if cpu else []
     if gpus:
         for index, name in _nvidia_smi() or _torch_gpus():
-            slots.append(DeviceSlot(device=f"cuda:{index}", kind=device_kind(name), name=name))
+            slots.append(DeviceSlot(device=f"cuda:{index}", kind=device_kind(name), name=name, vendor="NVIDIA"))
     return slots
+
+
+_STACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,39}")
+
+
+def advertise(slots: list[DeviceSlot], stack: str = "") -> list[DeviceSlot]:
+    """The slots as the runner announces them: each with this host's software (gpuarena.stack)
+    and, where a stack is named, that stack in its kind ("H100@vllm"), so that jobs asking for
+    that stack come here and nowhere else."""
+    from gpuarena.stack import versions
+
+    if stack and not _STACK_NAME.fullmatch(stack):
+        raise GpuarenaError(f"--stack {stack!r}: use 1 to 40 letters, digits and . _ + - (e.g. maca, torch-2.13-cpu)")
+    software = versions()
+    advertised = []
+    for slot in slots:
+        base = slot.kind.partition("@")[0]
+        kind = f"{base}@{stack}" if stack else slot.kind
+        if len(kind) > 64:
+            raise GpuarenaError(f"device kind {kind!r} is longer than 64 characters: use a shorter --stack")
+        vendor = slot.vendor or ("NVIDIA" if is_gpu(slot) and slot.name.startswith("NVIDIA") else
+                                 cpu_vendor() if not is_gpu(slot) else "")
+        advertised.append(slot.model_copy(update={"kind": kind, "stack": stack or slot.kind.partition("@")[2],
+                                                  "software": software, "vendor": vendor}))
+    return advertised
 
 
 def parse_devices(spec: str, where: str = "--devices") -> list[DeviceSlot]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.harness.records import Mode
+from gpuarena.harness.records import Evaluation, Mode
 from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution
 
@@ -68,6 +68,13 @@ def main() -> int:
     worker = StartedWorker(gpu=os.environ.get("GPUARENA_JOB_DEVICE", "cuda") != "cpu")
     request = ExecuteRequest.model_validate_json(sys.stdin.buffer.read())
     out = Path(request.out)
+    if is_app_target(request.problem):
+        worker.close()  # a port runs as its own sandboxed processes, not in a kernel worker
+        from gpuarena.apps.job import evaluate_app
+
+        _write(out, evaluate_app(request.problem, request.solution, request.device, request.mode,
+                                 Path(request.cache)))
+        return 0
     problem = unpack_problem(request.problem, Path(request.cache))
     # the problem's limit for the mode, capped by the runner's own
     timeout_s = min(request.timeout_s, problem.spec.time_limit_for(request.mode))
@@ -75,10 +82,19 @@ def main() -> int:
                          budget_s=request.budget_s)
     record = evaluate(problem, request.solution, options, progress=lambda text: print(text, file=sys.stderr, flush=True),
                       worker=worker)
+    _write(out, record)
+    return 0
+
+
+def is_app_target(problem: PackedProblem) -> bool:
+    """A migration target (a golden folder packed by gpuarena.apps.target) rather than a problem folder."""
+    return "golden.json" in problem.files and "problem.toml" not in problem.files
+
+
+def _write(out: Path, record: Evaluation) -> None:
     tmp = out.with_suffix(".tmp")
     tmp.write_text(record.model_dump_json())
     tmp.replace(out)
-    return 0
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from gpuarena.apps.target import discover_goldens, pack_golden, target_spec
 from gpuarena.problems.loader import discover
 from gpuarena.problems.pack import PackedProblem, pack_problem
 from gpuarena.service.db import Database
@@ -17,12 +18,16 @@ def sync_problems(db: Database, roots: list[Path]) -> list[str]:
     """Load every problem under roots into the database; returns the slugs synced.
 
     Unchanged folders cost a read; a Markdown-only change updates the current version in
-    place; any other change adds a version (the leaderboard restarts with it)."""
+    place; any other change adds a version (the leaderboard restarts with it). Golden folders
+    (`gpuarena app record`'s) under the roots are migration targets: problems of kind "app"."""
     synced: list[str] = []
     for root in roots:
         for problem in discover(root):
             _sync_one(db, pack_problem(problem), problem.spec.model_dump(mode="json"))
             synced.append(problem.id)
+        for slug, folder in discover_goldens(root):
+            _sync_one(db, pack_golden(slug, folder), target_spec(slug, folder))
+            synced.append(slug)
     return synced
 
 

@@ -194,7 +194,10 @@ def _positive(value: float | None) -> float | None:
 def figures(evaluation: Evaluation) -> dict[str, float | None]:
     """The score's interval and the errors, from the record: the interval's ends are the same
     weighted geometric mean as the score, of each workload's interval end (wider than the
-    score's own interval would be: the screening errs toward flagging a resubmission)."""
+    score's own interval would be: the screening errs toward flagging a resubmission). A
+    checked port's record gives the ccf-migration figures instead (migration_figures)."""
+    if evaluation.migration is not None:
+        return migration_figures(evaluation)
     timed = [w for w in evaluation.workloads if w.speedup_ci95 is not None and w.speedup is not None]
     low = high = None
     if timed and len(timed) == len(evaluation.workloads) and evaluation.score is not None:
@@ -206,6 +209,15 @@ def figures(evaluation: Evaluation) -> dict[str, float | None]:
     return {"score_low": _positive(low), "score_high": _positive(high),
             "max_abs_error": max(abs_errors) if abs_errors else None,
             "max_rel_error": max(rel_errors) if rel_errors else None}
+
+
+def migration_figures(evaluation: Evaluation) -> dict[str, float | None]:
+    """A checked port: the judge's score is the report's points (an organizer may still set
+    another in review), the completeness the share of golden outputs it matched."""
+    outputs = evaluation.migration.get("outputs") or [] if evaluation.migration else []
+    points = (evaluation.migration or {}).get("score", {}).get("total")
+    return {"judge_score": float(points) if points is not None else None,
+            "completeness": sum(bool(o.get("matched")) for o in outputs) / len(outputs) if outputs else None}
 
 
 def on_result(session: Session, submission: Submission, evaluation: Evaluation) -> None:

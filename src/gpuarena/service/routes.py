@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -12,6 +13,7 @@ from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import bindparam, func, select
 
 from gpuarena import __version__
+from gpuarena.apps.target import is_app
 from gpuarena.harness.records import Mode
 from gpuarena.service import auth, invites, leaderboard, submissions, webhooks
 from gpuarena.service.catalog import current_problem
@@ -54,14 +56,17 @@ def me(who: CALLER) -> Me:
 
 def _summary(p: Problem) -> dict:
     return dict(id=p.slug, name=p.name, level=p.level, weight=p.weight, summary=p.summary,
-                tags=p.spec.get("tags", []), version=p.version, workloads=[w["name"] for w in p.spec["workloads"]])
+                tags=p.spec.get("tags", []), version=p.version, workloads=[w["name"] for w in p.spec["workloads"]],
+                kind="app" if is_app(p.spec) else "kernel")
 
 
 @router.get("/problems", tags=["problems"])
-def list_problems(db: DB) -> list[ProblemSummary]:
+def list_problems(db: DB, kind: Literal["kernel", "app"] | None = None) -> list[ProblemSummary]:
+    """Current problems; kind=app lists the migration targets only, kind=kernel the others."""
     with db.read() as session:
         rows = session.scalars(select(Problem).where(Problem.current).order_by(Problem.level, Problem.slug))
-        return [ProblemSummary(**_summary(p)) for p in rows]
+        found = [ProblemSummary(**_summary(p)) for p in rows]
+        return [p for p in found if kind is None or p.kind == kind]
 
 
 @router.get("/problems/{problem_id:path}", tags=["problems"])
@@ -70,6 +75,10 @@ def get_problem(problem_id: str, db: DB) -> ProblemDetail:
         p = current_problem(session, problem_id)
         if p is None:
             raise NotFound(f"unknown problem {problem_id!r} (GET /api/problems lists them)")
+        if is_app(p.spec):  # a golden folder's files are base64; its reference is the app.toml ports are held to
+            reference = base64.b64decode(p.files.get("app.toml", "")).decode("utf-8", "replace")
+            return ProblemDetail(**_summary(p), spec=p.spec, readme="", reference=reference,
+                                 solutions_public=p.solutions_public)
         return ProblemDetail(**_summary(p), spec=p.spec, readme=p.files.get("README.md", ""),
                              reference=p.files.get("reference.py", ""), solutions_public=p.solutions_public)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,6 +39,9 @@ class ProblemSummary(Model):
     tags: list[str]
     version: int
     workloads: list[str]
+    kind: Literal["kernel", "app"] = "kernel"
+    """kernel: a reference to beat with a kernel; app: a migration target (a golden record a
+    ported app is checked against, docs/migration.md)."""
 
 
 class ProblemDetail(ProblemSummary):
@@ -213,9 +216,18 @@ class DeviceSlot(Model):
     device: str
     """cpu, or cuda:N as the runner host numbers its GPUs."""
     kind: str
+    """What jobs are routed by: the device model ("H100", "cpu"), then "@STACK" where the runner
+    names the software stack it offers ("cpu@numpy-port", "MXC500@maca"): a job for a kind runs
+    only on a slot of exactly that kind, so a migration check runs on the stack it asked for."""
     name: str = ""
     healthy: bool = True
     reason: str = ""
+    vendor: str = ""
+    """NVIDIA for a GPU nvidia-smi lists; for the CPU, its vendor (GenuineIntel, AuthenticAMD...)."""
+    stack: str = ""
+    """The software stack the runner names (--stack), "" for the default one."""
+    software: dict[str, str] = Field(default_factory=dict)
+    """What the stack holds: python, torch, numpy and the other frameworks installed, with versions."""
 
 
 class RunnerHello(Model):

@@ -79,11 +79,11 @@ def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gp
         if with_runner:
             from gpuarena.client import Client
             from gpuarena.runner.agent import Runner, RunnerConfig
-            from gpuarena.runner.devices import detect
+            from gpuarena.runner.devices import advertise, detect
 
             local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
             client = Client(f"http://{local}:{port}", embedded_runner_token(db, f"embedded@{local}:{port}"[:64]))
-            runner = Runner(client, RunnerConfig(name=f"embedded@{local}:{port}", slots=detect(gpus=runner_gpus),
+            runner = Runner(client, RunnerConfig(name=f"embedded@{local}:{port}", slots=advertise(detect(gpus=runner_gpus)),
                                                  work_dir=settings.home / "runner"))
             thread = threading.Thread(target=runner.run, name="embedded-runner", daemon=True)
             thread.start()

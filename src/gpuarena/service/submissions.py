@@ -7,6 +7,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from gpuarena.apps.target import APP_LANGUAGE, is_app
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
 from gpuarena.service import bounties, contests, queue, ratelimit
@@ -83,7 +84,9 @@ def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRe
             raise GpuarenaError(f"unknown device kind {request.device_kind!r} (known: {known}); "
                                 "a kind becomes known when a runner with that device connects")
         target = device_type(request.device_kind)
-        if not any(target in w.get("devices", ["cpu", "cuda"]) for w in problem.spec["workloads"]):
+        _check_app_pairing(request, problem.spec, solution)
+        if not is_app(problem.spec) and not any(target in w.get("devices", ["cpu", "cuda"])
+                                                for w in problem.spec["workloads"]):
             raise GpuarenaError(f"{request.problem} has no workload that runs on {target} devices")
         if solution.manifest.language == "cuda" and target != "cuda":
             raise GpuarenaError(f"a CUDA solution needs a GPU device kind, not {request.device_kind!r}")
@@ -110,6 +113,19 @@ def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRe
                              device_kind=submission.device_kind, mode=submission.mode, status=submission.status,
                              reason="", score=None, solution_hash=solution.hash, created_at=submission.created_at,
                              finished_at=None, done=False)
+
+
+def _check_app_pairing(request: SubmissionRequest, spec: dict, solution: Solution) -> None:
+    """A port goes to a migration target and a kernel to a kernel problem, never across; a
+    migration check has no profile mode."""
+    if is_app(spec) and solution.manifest.language != APP_LANGUAGE:
+        raise GpuarenaError(f"{request.problem} is a migration target: submit a ported app's folder (with app.toml), "
+                            f"not a {solution.manifest.language} kernel (docs/migration.md)")
+    if not is_app(spec) and solution.manifest.language == APP_LANGUAGE:
+        raise GpuarenaError(f"{request.problem} is a kernel problem, not a migration target: a ported app goes to a "
+                            "problem of kind app (GET /api/problems?kind=app lists them)")
+    if is_app(spec) and request.mode == "profile":
+        raise GpuarenaError("profile mode profiles kernels; a migration check has none: use test, benchmark or ranked")
 
 
 def _fair_use(session: Session, settings: Settings, who: Caller) -> None:
@@ -176,9 +192,15 @@ def private_visible(viewer: Caller | None, author_id: int, solutions_public: boo
 def _public_view(evaluation: Evaluation) -> Evaluation:
     """The record as anyone may see it: status, reasons and timings, without the log (the
     solution's output and tracebacks quote its hidden code), the profile (its kernels' names
-    and resources describe the hidden code too) or the host's name."""
+    and resources describe the hidden code too) or the host's name; a checked port's report
+    without what its runs printed."""
     environment = evaluation.environment.model_copy(update={"hostname": ""}) if evaluation.environment else None
-    return evaluation.model_copy(update={"log": "", "environment": environment, "profile": None})
+    migration = evaluation.migration
+    if migration is not None:
+        quiet = [{**run, "stdout_tail": "", "stderr_tail": ""} for run in migration.get("runs") or []]
+        migration = {**migration, "runs": quiet}
+    return evaluation.model_copy(update={"log": "", "environment": environment, "profile": None,
+                                         "migration": migration})
 
 
 def detail(db: Database, submission_id: int, viewer: Caller | None = None) -> SubmissionDetail:

@@ -223,8 +223,9 @@ class Runner(Base):
 
 
 def device_type(kind: str) -> str:
-    """The harness device a device kind runs on: the CPU for "cpu", CUDA for every GPU kind."""
-    return "cpu" if kind == "cpu" else "cuda"
+    """The harness device a device kind runs on: the CPU for "cpu" (with any "@STACK"), CUDA for
+    every GPU kind."""
+    return "cpu" if kind.partition("@")[0] == "cpu" else "cuda"
 
 
 class DeviceKind(Base):

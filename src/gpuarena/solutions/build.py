@@ -137,6 +137,9 @@ def build(solution: Solution, folder: Path, destinations: Sequence[str] = ()) ->
     solution is: torch tensors in (the inputs, then the destinations where the problem passes
     them), torch tensors out. destinations: the problem's output names where it passes them."""
     language = solution.manifest.language
+    if language not in BUILDERS:
+        raise BuildError(f"a {language} solution is not a kernel: submit it to a migration target (an app "
+                         "problem), not to a kernel problem (docs/migration.md)")
     try:
         runtimes.require(language)
     except runtimes.MissingPackage as exc:

@@ -144,9 +144,14 @@ def solution_from_upload(filename: str, data: bytes) -> Solution:
 
 
 def load_solution(path: Path | str) -> Solution:
-    """Load a one-file solution, a folder with solution.toml, or a packed .json."""
+    """Load a one-file solution, a folder with solution.toml, a packed .json, or a ported app's
+    folder (app.toml, no solution.toml)."""
     path = Path(path)
     if path.is_dir():
+        if not (path / MANIFEST_FILE).is_file() and (path / "app.toml").is_file():
+            from gpuarena.apps.target import port_solution  # a ported app: its folder, as language "app"
+
+            return port_solution(path)
         return _from_folder(path)
     if not path.is_file():
         raise FormatError(path, None, "not found", "give a .py file, a solution folder or a packed .json")

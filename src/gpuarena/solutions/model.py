@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Language = Literal["pytorch", "triton", "cuda", "jax", "tvm-ffi", "tilelang", "cute-dsl"]
+Language = Literal["pytorch", "triton", "cuda", "jax", "tvm-ffi", "tilelang", "cute-dsl", "app"]
 
 COMPILED_LANGUAGES = ("cuda", "tvm-ffi")
 """Languages built from C++/CUDA sources, whose entry point is a function the built module exports."""
@@ -35,7 +35,8 @@ class SolutionManifest(BaseModel):
 
     language: Language
     """pytorch, triton, jax, tilelang, cute-dsl (Python files), cuda (C++/CUDA bound with torch's
-    extensions) or tvm-ffi (C++/CUDA bound with TVM-FFI)."""
+    extensions), tvm-ffi (C++/CUDA bound with TVM-FFI), or app (a whole application ported to
+    another stack, checked against a migration target's golden record: gpuarena.apps.target)."""
     entry_point: str = "solve"
     """Python: "file.py:function"; cuda and tvm-ffi: the function the built module exports."""
     sources: list[str] = Field(default_factory=list)
@@ -77,7 +78,10 @@ class Solution(BaseModel):
         for name in self.sources:
             if why := unsafe_source_name(name):
                 raise ValueError(f"source name {name!r} {why}")
-        if self.manifest.language not in COMPILED_LANGUAGES:
+        if self.manifest.language == "app":
+            if self.manifest.entry_point != "app.toml" or "app.toml" not in self.sources:
+                raise ValueError("an app port needs its app.toml among the sources (entry_point 'app.toml')")
+        elif self.manifest.language not in COMPILED_LANGUAGES:
             file, colon, function = self.manifest.entry_point.partition(":")
             if not colon or not function:
                 raise ValueError(f"entry_point must be 'file.py:function', not {self.manifest.entry_point!r}")

@@ -3,6 +3,7 @@ template, so rendering never touches a closed session)."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import math
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from markupsafe import Markup
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from gpuarena.apps.target import is_app
 from gpuarena.harness import roofline
 from gpuarena.problems.model import TimeLimits
 from gpuarena.service import leaderboard
@@ -126,7 +128,9 @@ class ProblemPage:
 
 
 def _runnable_kinds(session: Session, p: Problem) -> list[str]:
-    devices = {d for w in p.spec["workloads"] for d in w.get("devices", ["cpu", "cuda"])}
+    """The kinds with runners that can run the problem (a migration target: any)."""
+    devices = {"cpu", "cuda"} if is_app(p.spec) else {d for w in p.spec["workloads"]
+                                                       for d in w.get("devices", ["cpu", "cuda"])}
     return [k for k in session.scalars(select(DeviceKind.name).order_by(DeviceKind.name)) if device_type(k) in devices]
 
 
@@ -162,6 +166,14 @@ def _history(session: Session, problem_id: int, kind: str) -> list[BestPoint]:
     return points
 
 
+def _reference_text(p: Problem) -> str:
+    """reference.py; for a migration target, the reference app.toml ports are held to (its
+    files are stored base64-encoded)."""
+    if is_app(p.spec):
+        return base64.b64decode(p.files.get("app.toml", "")).decode("utf-8", "replace")
+    return p.files.get("reference.py", "")
+
+
 def problem_page(db: Database, slug: str) -> ProblemPage:
     with db.read() as session:
         p = current_problem(session, slug)
@@ -173,7 +185,7 @@ def problem_page(db: Database, slug: str) -> ProblemPage:
             id=p.id, slug=p.slug, name=p.name, level=p.level, version=p.version, weight=p.weight, summary=p.summary,
             tags=spec.get("tags", []), provenance=spec.get("provenance") or {}, workloads=spec["workloads"],
             time_limits=TimeLimits.model_validate(spec.get("time_limits") or {}).model_dump(),
-            readme=p.files.get("README.md", ""), reference=p.files.get("reference.py", ""),
+            readme="" if is_app(spec) else p.files.get("README.md", ""), reference=_reference_text(p),
             solutions_public=p.solutions_public, owner_id=p.owner_id, owner=owner.name if owner else None,
             kinds=_runnable_kinds(session, p))
         kinds = sorted(set(page.kinds) | set(session.scalars(

@@ -1,0 +1,146 @@
+"""Migration targets as the service stores them, ports as submissions, and runners naming
+their stack: golden folders packed and verified on the way back, ports read from their folders
+(bad ones refused with a clear error), an app never built as a kernel, kinds with a stack."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from gpuarena.apps.golden import make_writable, record
+from gpuarena.apps.job import evaluate_app
+from gpuarena.apps.model import AppError
+from gpuarena.apps.target import (discover_goldens, is_app, pack_golden, port_solution, target_spec, unpack_golden,
+                                  write_port)
+from gpuarena.errors import FormatError, GpuarenaError
+from gpuarena.runner.devices import advertise
+from gpuarena.service.schemas import DeviceSlot
+from gpuarena.service.tables import device_type
+from gpuarena.solutions.build import BuildError, build
+from gpuarena.solutions.loader import load_solution
+from gpuarena.solutions.model import Solution, SolutionManifest
+from tests.apps.helpers import tensor_app
+
+
+@pytest.fixture(scope="module")
+def golden_root(tmp_path_factory):
+    """targets/migration/t: the golden record of a tiny app (y = [1, 2, 3]), made on the CPU."""
+    root = tmp_path_factory.mktemp("targets")
+    reference = tensor_app(root.parent / "reference-app", figure="100.0")
+    record(reference, root / "migration" / "t", "cpu")
+    yield root
+    make_writable(root)
+
+
+def test_a_golden_folder_under_a_root_is_a_migration_target(golden_root) -> None:
+    (found,) = discover_goldens(golden_root)
+    assert found[0] == "migration/t"
+    spec = target_spec(*found)
+    assert is_app(spec) and spec["name"] == "t" and spec["workloads"] == []
+    assert [o["file"] for o in spec["outputs"]] == ["y.npy"] and spec["golden_device"] == "cpu"
+
+
+def test_a_packed_golden_comes_back_verified_and_read_only(golden_root, tmp_path) -> None:
+    packed = pack_golden("migration/t", golden_root / "migration" / "t")
+    assert set(packed.files) == {"app.toml", "golden.json", "outputs/y.npy"}
+    folder = unpack_golden(packed, tmp_path)
+    assert (folder / "outputs" / "y.npy").read_bytes() == (golden_root / "migration" / "t" / "outputs" / "y.npy").read_bytes()
+    assert not (folder / "outputs" / "y.npy").stat().st_mode & 0o222
+    assert unpack_golden(packed, tmp_path) == folder  # again: the same folder, nothing rewritten
+
+
+def test_a_golden_altered_in_transit_or_in_its_content_is_refused(golden_root, tmp_path) -> None:
+    packed = pack_golden("migration/t", golden_root / "migration" / "t")
+    edited = dict(packed.files, **{"outputs/y.npy": base64.b64encode(b"forged").decode()})
+    with pytest.raises(FormatError, match="does not match the files"):
+        unpack_golden(packed.model_copy(update={"files": edited}), tmp_path / "a")
+    rehashed = pack_golden("x", golden_root / "migration" / "t").model_copy(update={"files": edited})
+    from gpuarena.problems.pack import evaluation_hash
+
+    rehashed = rehashed.model_copy(update={"hash": evaluation_hash(edited)})
+    with pytest.raises(AppError, match="changed since it was recorded"):
+        unpack_golden(rehashed, tmp_path / "b")
+
+
+def test_a_port_folder_is_a_solution_of_language_app(tmp_path) -> None:
+    port = tensor_app(tmp_path / "port")
+    solution = load_solution(port)
+    assert solution.manifest.language == "app" and solution.manifest.entry_point == "app.toml"
+    assert set(solution.sources) == {"app.py", "app.toml"} and solution == port_solution(port)
+    again = write_port(solution, tmp_path / "again")
+    assert (again / "app.py").read_text() == (port / "app.py").read_text()
+
+
+def test_bad_ports_are_refused_with_a_clear_error(tmp_path) -> None:
+    binary = tensor_app(tmp_path / "binary")
+    (binary / "weights.bin").write_bytes(bytes(range(256)))
+    with pytest.raises(AppError, match="weights.bin: not UTF-8 text"):
+        port_solution(binary)
+    bad_toml = tensor_app(tmp_path / "bad")
+    (bad_toml / "app.toml").write_text((bad_toml / "app.toml").read_text().replace("repeats = 1", "repeats = 0"))
+    with pytest.raises(AppError, match="repeats"):
+        port_solution(bad_toml)
+    with pytest.raises(ValueError, match="needs its app.toml"):
+        Solution(name="x", manifest=SolutionManifest(language="app", entry_point="app.toml"), sources={"a.py": "x"})
+
+
+def test_an_app_is_never_built_as_a_kernel(tmp_path) -> None:
+    with pytest.raises(BuildError, match="not a kernel"):
+        build(port_solution(tensor_app(tmp_path / "port")), tmp_path / "build")
+
+
+def test_an_app_job_checks_the_port_and_scores_it(golden_root, tmp_path) -> None:
+    packed = pack_golden("migration/t", golden_root / "migration" / "t")
+    good = evaluate_app(packed, port_solution(tensor_app(tmp_path / "good", figure="100.0")), "cpu", "ranked",
+                        tmp_path / "cache")
+    assert good.status == "PASSED" and good.migration["ran"] and 100 <= good.score <= 150, good.reason
+    assert good.score == good.migration["score"]["total"] and good.reason.startswith(f"{good.score:g} points")
+    wrong = evaluate_app(packed, port_solution(tensor_app(tmp_path / "wrong", values="[1.0, 2.0, 4.0]")), "cpu",
+                         "ranked", tmp_path / "cache")
+    assert wrong.status == "PASSED" and 60 <= wrong.score < 100 and "0 of 1 outputs matched" in wrong.reason
+    crash = evaluate_app(packed, port_solution(tensor_app(tmp_path / "crash", extra_code="raise SystemExit(3)")),
+                         "cpu", "ranked", tmp_path / "cache")
+    assert crash.status == "RUNTIME_ERROR" and crash.score == 0 and "did not run" in crash.reason
+
+
+def test_a_runner_names_its_stack_in_its_device_kinds() -> None:
+    slots = [DeviceSlot(device="cpu", kind="cpu", name="CPU"), DeviceSlot(device="cuda:0", kind="H100",
+                                                                          name="NVIDIA H100 80GB HBM3")]
+    plain = advertise(slots)
+    assert [s.kind for s in plain] == ["cpu", "H100"] and plain[1].vendor == "NVIDIA"
+    assert plain[0].vendor and plain[0].software["python"] and "torch" in plain[0].software
+    stacked = advertise(slots, "maca-3.1")
+    assert [(s.kind, s.stack) for s in stacked] == [("cpu@maca-3.1", "maca-3.1"), ("H100@maca-3.1", "maca-3.1")]
+    assert [device_type(s.kind) for s in stacked] == ["cpu", "cuda"]
+    with pytest.raises(GpuarenaError, match="--stack 'a b'"):
+        advertise(slots, "a b")
+
+
+def test_a_port_cannot_copy_the_golden_outputs_it_is_checked_against(golden_root, tmp_path) -> None:
+    """The runner's copy of the golden record lies outside what the sandbox shows: a port that
+    knows its path and copies y.npy from it finds nothing there, so it does not match."""
+    from gpuarena.harness import containment
+
+    if containment.sandbox_problem():
+        pytest.skip(f"no sandbox here: {containment.sandbox_problem()}")
+    packed = pack_golden("migration/t", golden_root / "migration" / "t")
+    cache = tmp_path / "cache"
+    stolen = unpack_golden(packed, cache) / "outputs" / "y.npy"
+    copier = tensor_app(tmp_path / "copier", values="[0.0, 0.0, 0.0]", extra_code=(
+        f"import shutil; shutil.copyfile({str(stolen)!r}, out / 'y.npy') if Path({str(stolen)!r}).exists() else None"))
+    record_ = evaluate_app(packed, port_solution(copier), "cpu", "ranked", cache)
+    assert record_.migration["sandboxed"], record_.migration["containment"]
+    assert record_.status == "PASSED" and not record_.migration["outputs"][0]["matched"], record_.reason
+
+
+def test_a_ranked_check_without_the_sandbox_is_the_runner_s_failure_not_a_verdict(golden_root, tmp_path,
+                                                                                  monkeypatch) -> None:
+    from gpuarena.apps.job import SandboxMissing
+
+    monkeypatch.setenv("GPUARENA_SANDBOX", "0")
+    packed = pack_golden("migration/t", golden_root / "migration" / "t")
+    port = port_solution(tensor_app(tmp_path / "port"))
+    with pytest.raises(SandboxMissing, match="needs the sandbox"):
+        evaluate_app(packed, port, "cpu", "ranked", tmp_path / "cache")
+    assert evaluate_app(packed, port, "cpu", "test", tmp_path / "cache").status == "PASSED"
