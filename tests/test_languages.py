@@ -28,6 +28,14 @@ def test_the_jax_softmax_example_passes_every_cpu_workload_with_timing():
     assert all(w.time and w.reference_time and w.speedup for w in record.workloads)
 
 
+def test_the_pallas_softmax_example_passes_on_the_cpu_in_pallas_s_interpreter():
+    """The same kernel that lowers to Triton on a GPU (tests/gpu), interpreted here."""
+    pytest.importorskip("jax.experimental.pallas")
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pallas.py", mode="test")
+    assert record.status == "PASSED", record.reason + record.log[-2000:]
+    assert record.language == "jax" and [w.status for w in record.workloads] == ["PASSED", "PASSED"]
+
+
 def test_a_jax_solution_gets_its_destination_filled_where_the_problem_passes_one():
     pytest.importorskip("jax")
     record = judge("axpy_dest", SOLUTIONS / "jax_dest.py")
