@@ -144,3 +144,30 @@ def test_a_ranked_check_without_the_sandbox_is_the_runner_s_failure_not_a_verdic
     with pytest.raises(SandboxMissing, match="needs the sandbox"):
         evaluate_app(packed, port, "cpu", "ranked", tmp_path / "cache")
     assert evaluate_app(packed, port, "cpu", "test", tmp_path / "cache").status == "PASSED"
+
+
+def test_a_port_that_asks_for_more_time_than_the_runner_gives_is_refused_before_it_runs(golden_root,
+                                                                                       tmp_path) -> None:
+    packed = pack_golden("migration/t", golden_root / "migration" / "t")
+    greedy = tensor_app(tmp_path / "greedy", extra_code="(out / 'ran').write_text('yes')")
+    toml = greedy / "app.toml"
+    toml.write_text(toml.read_text().replace("time_limit_s = 30", "time_limit_s = 500").replace("repeats = 1",
+                                                                                               "repeats = 5"))
+    refused = evaluate_app(packed, port_solution(greedy), "cpu", "test", tmp_path / "cache", timeout_s=600)
+    assert refused.status == "COMPILE_ERROR" and "asks for up to 2500 s" in refused.reason
+    assert refused.migration is None and refused.score is None
+
+
+def test_a_ranked_check_times_the_port_from_outside_so_a_boasting_port_gets_no_speed_points(golden_root,
+                                                                                           tmp_path) -> None:
+    """The port claims 10^9 tokens/s and is in fact slower (it sleeps): its own figure would earn
+    the 50 speed-up points; a ranked check compares the wall times gpuarena measured instead."""
+    packed = pack_golden("migration/t", golden_root / "migration" / "t")
+    boaster = port_solution(tensor_app(tmp_path / "boaster", figure="1e9", extra_code="import time; time.sleep(1.0)"))
+    believed = evaluate_app(packed, boaster, "cpu", "test", tmp_path / "cache")
+    assert believed.migration["score"]["speed"] == 50, believed.reason
+    ranked = evaluate_app(packed, boaster, "cpu", "ranked", tmp_path / "cache")
+    performance = ranked.migration["performance"]
+    assert performance["name"] == "wall_s" and performance["golden"]["samples"], performance
+    assert performance["speedup"]["ratio"] < 1 and ranked.migration["score"]["speed"] == 0, performance
+    assert ranked.migration["score"]["total"] == 100

@@ -53,6 +53,9 @@ def check_cmd(app_dir: Annotated[Path, typer.Argument(help="The port's folder (w
               output: Annotated[Optional[Path], typer.Option("-o", "--output",
                                                              help="Write report.json and report.html here")] = None,
               as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+              wall_time: Annotated[bool, typer.Option(
+                  "--wall-time", help="Compare the runs' wall times measured by gpuarena, not the app's own "
+                                      "figure (what a ranked check on the service does)")] = False,
               ) -> None:
     """Run a port, compare its outputs with the golden ones and score it. Exits 0 when it ran,
     1 when it did not, 2 on a usage error."""
@@ -61,7 +64,7 @@ def check_cmd(app_dir: Annotated[Path, typer.Argument(help="The port's folder (w
 
     try:
         _device(device)
-        report = check(app_dir, golden, device)
+        report = check(app_dir, golden, device, outside_timing=wall_time)
     except GpuarenaError as exc:
         fail(exc)
         return

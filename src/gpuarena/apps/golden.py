@@ -60,6 +60,9 @@ class Golden(BaseModel):
     """output file -> SHA-256."""
     performance: GoldenPerformance | None = None
     """The performance figure, when the app reports one."""
+    run_wall_s: list[float] = []
+    """Each run's wall-clock seconds, measured by gpuarena outside the app: what a ranked check's
+    speed-up compares (an app's own figure is its word; records made before this field: none)."""
     environment: dict[str, str]
     """python, torch, numpy versions (and those of gpuarena.stack.STACK_PACKAGES installed), the platform
     and the device's name (no hostname); and
@@ -131,7 +134,7 @@ def record(app_dir: Path, golden_dir: Path, device: str = "cpu") -> tuple[Golden
     toml_copy = golden_dir / APP_FILE
     shutil.copyfile(app_dir / APP_FILE, toml_copy)
     golden = Golden(app=spec.name, app_toml_sha256=file_sha256(toml_copy), command=_shown(spec),
-                    device=device, outputs=hashes, performance=performance,
+                    device=device, outputs=hashes, performance=performance, run_wall_s=[r.wall_s for r in run.runs],
                     environment={**environment(device), "app_containment": run.containment})
     (golden_dir / GOLDEN_FILE).write_text(golden.model_dump_json(indent=2) + "\n", encoding="utf-8")
     for path in (toml_copy, golden_dir / GOLDEN_FILE):

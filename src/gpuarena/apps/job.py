@@ -13,6 +13,7 @@ from pathlib import Path
 from gpuarena.apps.check import check
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness import containment
+from gpuarena.apps.model import AppError, load_app
 from gpuarena.apps.report import MigrationReport
 from gpuarena.apps.target import unpack_golden, write_port
 from gpuarena.harness.records import Evaluation, Mode, Status
@@ -52,12 +53,17 @@ class SandboxMissing(RuntimeError):
     """A ranked check on a runner that cannot sandbox apps: the runner's failure, not the port's."""
 
 
-def evaluate_app(problem: PackedProblem, solution: Solution, device: str, mode: Mode, cache: Path) -> Evaluation:
+def evaluate_app(problem: PackedProblem, solution: Solution, device: str, mode: Mode, cache: Path,
+                 timeout_s: float = 600.0) -> Evaluation:
     """Check the port against the target's golden record; every failure of the port is a verdict.
 
     A ranked check needs the sandbox: without it a port could read the runner's copy of the
     golden outputs and hand them back as its own. Such a runner raises SandboxMissing, so the
-    job goes back to the queue for another runner instead of getting a verdict."""
+    job goes back to the queue for another runner instead of getting a verdict. A port whose
+    app.toml may take longer than timeout_s in all (time_limit_s for each setup command and each
+    run) is refused before it runs: a runner's time is not the port's to set. A ranked check's
+    speed-up compares wall times gpuarena measured, never the port's own figure (a port could
+    print any number)."""
     if mode == "ranked" and (why := containment.sandbox_problem()):
         raise SandboxMissing(f"a ranked migration check needs the sandbox, and this runner has none: {why}")
     started, t0 = dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), time.monotonic()
@@ -67,7 +73,13 @@ def evaluate_app(problem: PackedProblem, solution: Solution, device: str, mode: 
         golden = unpack_golden(problem, cache)
         with tempfile.TemporaryDirectory(prefix="gpuarena-port-") as root:
             port = write_port(solution, Path(root) / "port")
-            report = check(port, golden, device)
+            spec = load_app(port)
+            asked = spec.time_limit_s * (spec.repeats + len(spec.setup))
+            if asked > timeout_s:
+                raise AppError(f"app.toml asks for up to {asked:g} s (time_limit_s {spec.time_limit_s:g} x "
+                               f"{spec.repeats} runs and {len(spec.setup)} setup commands); this runner gives a check "
+                               f"at most {timeout_s:g} s: lower time_limit_s or repeats")
+            report = check(port, golden, device, outside_timing=mode == "ranked")
     except GpuarenaError as exc:
         return Evaluation(status=Status.COMPILE_ERROR, reason=str(exc), duration_s=time.monotonic() - t0, **base)
     return Evaluation(status=_status(report), reason=_reason(report), score=float(report.score.total),

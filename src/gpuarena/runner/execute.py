@@ -73,7 +73,7 @@ def main() -> int:
         from gpuarena.apps.job import evaluate_app
 
         _write(out, evaluate_app(request.problem, request.solution, request.device, request.mode,
-                                 Path(request.cache)))
+                                 Path(request.cache), timeout_s=request.timeout_s))
         return 0
     problem = unpack_problem(request.problem, Path(request.cache))
     # the problem's limit for the mode, capped by the runner's own
