@@ -171,3 +171,24 @@ def test_a_ranked_check_times_the_port_from_outside_so_a_boasting_port_gets_no_s
     assert performance["name"] == "wall_s" and performance["golden"]["samples"], performance
     assert performance["speedup"]["ratio"] < 1 and ranked.migration["score"]["speed"] == 0, performance
     assert ranked.migration["score"]["total"] == 100
+
+
+def test_a_port_runs_with_the_reference_s_seed_whatever_its_own_app_toml_says(tmp_path) -> None:
+    code = """
+        import os
+        from pathlib import Path
+        import numpy as np
+
+        def main():
+            out = Path(os.environ["GPUARENA_APP_OUTPUT"])
+            np.save(out / "y.npy", np.array([float(os.environ["GPUARENA_APP_SEED"])], dtype=np.float32))
+        """
+    from tests.apps.helpers import make_app
+
+    record(make_app(tmp_path / "reference", code, top="repeats = 1\ntime_limit_s = 30\nseed = 7"), tmp_path / "golden",
+           "cpu")
+    port = make_app(tmp_path / "port", code, top="repeats = 1\ntime_limit_s = 30\nseed = 8")
+    packed = pack_golden("migration/seeded", tmp_path / "golden")
+    checked = evaluate_app(packed, port_solution(port), "cpu", "test", tmp_path / "cache")
+    assert checked.migration["outputs"][0]["matched"], checked.migration["outputs"]
+    make_writable(tmp_path / "golden")

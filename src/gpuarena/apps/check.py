@@ -79,7 +79,8 @@ def check(app_dir: Path, golden_dir: Path, device: str = "cpu", outside_timing: 
     measured by gpuarena, never a figure the app reports about itself."""
     app_dir, golden_dir = Path(app_dir).resolve(), Path(golden_dir).resolve()
     golden, reference = load_golden(golden_dir)
-    spec = load_app(app_dir)
+    # the outputs are compared with outputs made from the reference's seed: the port gets it too
+    spec = load_app(app_dir).model_copy(update={"seed": reference.seed})
     with tempfile.TemporaryDirectory(prefix="gpuarena-check-") as root:
         run = run_app(app_dir, spec, Path(root), device, protected={"golden": golden_dir})
         produced = Path(run.output_dir)

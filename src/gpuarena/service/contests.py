@@ -214,8 +214,9 @@ def figures(evaluation: Evaluation) -> dict[str, float | None]:
 def migration_figures(evaluation: Evaluation) -> dict[str, float | None]:
     """A checked port: the judge's score is the report's points (an organizer may still set
     another in review), the completeness the share of golden outputs it matched."""
-    outputs = evaluation.migration.get("outputs") or [] if evaluation.migration else []
-    points = (evaluation.migration or {}).get("score", {}).get("total")
+    report = evaluation.migration or {}
+    outputs = report.get("outputs") or []
+    points = (report.get("score") or {}).get("total")
     return {"judge_score": float(points) if points is not None else None,
             "completeness": sum(bool(o.get("matched")) for o in outputs) / len(outputs) if outputs else None}
 
