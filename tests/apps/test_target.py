@@ -192,3 +192,13 @@ def test_a_port_runs_with_the_reference_s_seed_whatever_its_own_app_toml_says(tm
     checked = evaluate_app(packed, port_solution(port), "cpu", "test", tmp_path / "cache")
     assert checked.migration["outputs"][0]["matched"], checked.migration["outputs"]
     make_writable(tmp_path / "golden")
+
+
+def test_outside_timing_leaves_each_side_s_cold_first_run_out() -> None:
+    from gpuarena.apps.check import _outside_performance
+    from gpuarena.apps.runner import AppRun, RunResult
+
+    runs = [RunResult(command=["x"], exit_code=0, wall_s=w) for w in (9.0, 1.0, 1.02, 0.98)]
+    perf = _outside_performance(AppRun(ran=True, runs=runs, output_dir="/nowhere"), [12.0, 1.0, 1.01, 0.99])
+    assert perf.samples == [1.0, 1.02, 0.98] and perf.golden.samples == [1.0, 1.01, 0.99]
+    assert 0.9 < perf.speedup.ratio < 1.1
