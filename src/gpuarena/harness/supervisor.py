@@ -23,6 +23,7 @@ from gpuarena.harness import build_cache, device_audit, environment, icache_swee
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
 from gpuarena.harness.ahead import DeviceAhead
+from gpuarena.harness.backend import backend_for
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import Environment, Evaluation, Mode, Status, WorkloadResult
@@ -500,6 +501,7 @@ def evaluate(problem: Problem, solution: Solution, options: RunOptions | None = 
     reading started before torch was imported (harness/ahead.py; the caller closes it). Profile mode goes to
     harness/profile.py, which starts workers of its own."""
     options = options or RunOptions()
+    backend_for(torch.device(options.device))  # another vendor's GPU is refused here, with the gap named
     if options.mode == "profile":
         from gpuarena.harness.profile import profile_evaluation
 
