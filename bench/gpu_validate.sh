@@ -29,6 +29,8 @@
 #     gpm         bench/research/gpm_probe.py (does NVML GPM see a worker's GPU time from outside?)
 #     pm-cross    bench/research/pm_sampling_cross.py (does CUPTI PM sampling in another process see it?)
 #     audit-cost  bench/research/audit_cost.py (the sampler's costs; the softmax examples with the audit off and on)
+#     suite       gpuarena suite run on every bundled problem (SUITE_FRAMEWORK: pytorch or torch-compile;
+#                 SUITE_BUDGET s a workload; SUITE_BASELINE: a result to score it against): $OUT/suite-*.json
 #     app-jobs    bench/app_jobs.py: migration checks as a runner's job process runs them (ranked, sandboxed),
 #                 the golden of examples/apps/mlp_reference recorded on this GPU
 #     latency     bench/eval_latency.py (issue 18's targets: whole `gpuarena run`s timed, with their phases)
@@ -262,6 +264,10 @@ for s in "${steps[@]}"; do
     pm-cross) step pm-cross "${T_PM:-240}" python3 bench/research/pm_sampling_cross.py --cuda "${CUDA_HOME:-/usr/local/cuda}" \
                 --out "$OUT/pm-cross.json"; last pm-cross 'pm_over_cupti' 12 ;;
     audit-cost) step audit-cost "${T_AUDIT_COST:-500}" python3 bench/research/audit_cost.py ${AUDIT_COST_ARGS:-} --out "$OUT/audit-cost.json" ;;
+    suite)  # SUITE_FRAMEWORK: pytorch (default) or torch-compile; SUITE_BASELINE: a result to score it against
+      fw=${SUITE_FRAMEWORK:-pytorch}
+      step "suite-$fw" "${T_SUITE:-540}" python3 -m gpuarena.cli suite run --device cuda --framework "$fw" \
+           --budget "${SUITE_BUDGET:-0.2}" -o "$OUT/suite-$fw.json" ${SUITE_BASELINE:+--baseline "$SUITE_BASELINE"} ;;
     app-jobs) step app-jobs "${T_APP_JOBS:-600}" python3 bench/app_jobs.py --device cuda --out "$OUT/app-jobs-cuda.json" ;;
     latency) step latency "${T_LATENCY:-500}" python3 bench/eval_latency.py --device cuda ${LATENCY_ARGS:-} --out "$OUT/eval-latency-cuda.json" ;;
     profile-run)

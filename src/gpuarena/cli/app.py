@@ -22,6 +22,7 @@ from gpuarena.cli.console import err, fail, out
 from gpuarena.cli.devices import check_device as _check_device
 from gpuarena.cli.devices import default_device
 from gpuarena.dataset import cli as dataset_cli
+from gpuarena.suite import cli as suite_cli
 from gpuarena.errors import GpuarenaError
 from gpuarena.interop import cli as interop_cli
 
@@ -346,5 +347,5 @@ def leave(code: object) -> None:
     os._exit(status)
 
 
-for module in (service_cli, interop_cli, many, bounty_cli, apps_cli, dataset_cli):  # the commands of the other modules
+for module in (service_cli, interop_cli, many, bounty_cli, apps_cli, dataset_cli, suite_cli):  # the commands of the other modules
     module.register(app)

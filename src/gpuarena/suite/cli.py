@@ -1,0 +1,103 @@
+"""`gpuarena suite run` and `gpuarena suite compare` (docs/suite.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from gpuarena.cli.console import err, fail, out
+from gpuarena.errors import GpuarenaError
+
+SHIPPED_BASELINE = Path(__file__).resolve().parent / "baselines" / "H100-pytorch.json"
+"""PyTorch eager on the lent H100, every bundled problem (bench/results/suite-NVIDIA-H100.md)."""
+
+suite_app = typer.Typer(no_args_is_help=True, help="The evaluation suite: a framework's implementation of each "
+                                                  "problem timed on a device, scored against a baseline (docs/suite.md).")
+
+
+def _load(path: Path):  # type: ignore[no-untyped-def]
+    from gpuarena.suite.model import SuiteResult
+
+    try:
+        return SuiteResult.model_validate_json(path.read_text())
+    except OSError as exc:
+        raise GpuarenaError(f"{path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise GpuarenaError(f"{path}: not a suite result ({str(exc).splitlines()[0]})") from None
+
+
+def _show(comparison) -> None:  # type: ignore[no-untyped-def]
+    table = Table("problem", "level", "weight", "x baseline", "95% interval", header_style="bold")
+    for r in comparison.ratios:
+        table.add_row(r.problem, str(r.level), f"{r.weight:g}", f"{r.ratio:.3f}", f"{r.low:.3f}-{r.high:.3f}")
+    out.print(table)
+    for name, why in comparison.left_out.items():
+        out.print(f"left out: {name}: {why}", highlight=False)
+    levels = ", ".join(f"level {k} {v:.3f}" for k, v in comparison.by_level.items())
+    out.print(f"{comparison.result} against {comparison.baseline}: score {comparison.score:.3f} "
+              f"(95% interval {comparison.low:.3f}-{comparison.high:.3f}) over {comparison.covered} problems; {levels}",
+              highlight=False)
+
+
+@suite_app.command("run")
+def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")] = "cpu",
+            framework: Annotated[str, typer.Option("--framework", help="pytorch (eager) or torch-compile")] = "pytorch",
+            problems: Annotated[Optional[list[str]], typer.Option(
+                "--problems", help="Only problems whose id matches (shell pattern, e.g. 'level1/*'; repeatable)")] = None,
+            level: Annotated[Optional[list[int]], typer.Option("--level", help="Only this level (repeatable)")] = None,
+            tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only problems with this tag (repeatable)")] = None,
+            root: Annotated[Optional[list[Path]], typer.Option("--root", help="Problems under this folder instead of "
+                                                                               "the bundled ones (repeatable)")] = None,
+            budget: Annotated[float, typer.Option(help="Timing budget per workload, seconds")] = 1.0,
+            output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the result (JSON)")] = Path(
+                "suite.json"),
+            baseline: Annotated[Optional[Path], typer.Option(
+                "--baseline", help="Score the result against this suite result (on cuda, default: the shipped "
+                                   "H100 PyTorch eager baseline, where the problems are the bundled ones)")] = None) -> None:
+    """Time a framework's implementation of each problem and write the suite result."""
+    from gpuarena.suite.run import all_problems, run_suite, select
+    from gpuarena.suite.score import compare
+
+    try:
+        if device != "cpu" and not device.startswith("cuda"):
+            raise GpuarenaError(f"--device {device!r}: use cpu or cuda")
+        chosen = select(all_problems(root or []), problems, level, tag)
+        if baseline is None and device != "cpu" and not root:
+            baseline = SHIPPED_BASELINE
+        base = _load(baseline) if baseline is not None else None
+        def save(so_far) -> None:  # type: ignore[no-untyped-def]
+            output.write_text(so_far.model_dump_json(indent=2) + "\n")
+
+        result = run_suite(chosen, framework, device, budget, progress=lambda text: err.print(text, highlight=False),
+                           checkpoint=save)
+        save(result)
+        err.print(f"wrote {output}", highlight=False)
+        if base is not None:
+            _show(compare(base, result))
+    except GpuarenaError as exc:
+        fail(exc)
+
+
+@suite_app.command("compare")
+def compare_cmd(baseline: Annotated[Path, typer.Argument(help="The baseline's suite result")],
+                result: Annotated[Path, typer.Argument(help="The suite result to score against it")],
+                as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON")] = False) -> None:
+    """Score a suite result against a baseline, problem by problem and in all."""
+    from gpuarena.suite.score import compare
+
+    try:
+        comparison = compare(_load(baseline), _load(result))
+    except GpuarenaError as exc:
+        fail(exc)
+        return
+    if as_json:
+        out.print_json(comparison.model_dump_json())
+    else:
+        _show(comparison)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(suite_app, name="suite")

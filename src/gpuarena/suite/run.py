@@ -1,0 +1,98 @@
+"""Run a framework's implementation of each problem on a device (benchmark mode, through the
+warm evaluator: one process, workers started ahead) and keep each problem's time."""
+
+from __future__ import annotations
+
+import fnmatch
+import platform
+import shlex
+import sys
+from typing import Callable
+
+from gpuarena import __version__
+from gpuarena.errors import GpuarenaError
+from gpuarena.harness.records import Evaluation
+from gpuarena.harness.stats import weighted_geomean
+from gpuarena.problems.loader import Problem, discover
+from gpuarena.suite.frameworks import framework_solution
+from gpuarena.suite.model import ProblemTime, SuiteResult
+
+
+def select(problems: list[Problem], patterns: list[str] | None = None, levels: list[int] | None = None,
+           tags: list[str] | None = None) -> list[Problem]:
+    """The problems whose id matches a pattern (shell-style, e.g. 'level1/*'), at one of levels,
+    with one of tags; all of them where a filter is not given."""
+    chosen = [p for p in problems
+              if (not patterns or any(fnmatch.fnmatchcase(p.id, pattern) for pattern in patterns))
+              and (not levels or p.spec.level in levels) and (not tags or set(tags) & set(p.spec.tags))]
+    if not chosen:
+        raise GpuarenaError("no problem matches the filters (gpuarena problems lists them)")
+    return chosen
+
+
+def problem_time(problem: Problem, record: Evaluation) -> ProblemTime:
+    """The problem's time from the record of its framework's implementation."""
+    base = dict(problem=problem.id, level=problem.spec.level, weight=problem.spec.weight, tags=problem.spec.tags,
+                status=record.status.value, reason=record.reason)
+    timed = [w for w in record.workloads if w.time is not None]
+    if record.status.value != "PASSED" or not timed:
+        return ProblemTime(**base)
+    weights = [w.weight for w in timed]
+    return ProblemTime(**base, time_us=weighted_geomean([w.time.median_us for w in timed], weights),
+                       low_us=weighted_geomean([w.time.ci95_low_us for w in timed], weights),
+                       high_us=weighted_geomean([w.time.ci95_high_us for w in timed], weights),
+                       workloads={w.name: w.time.median_us for w in timed})
+
+
+def run_suite(problems: list[Problem], framework: str, device: str, budget_s: float = 1.0,
+              progress: Callable[[str], None] = lambda text: None,
+              checkpoint: Callable[[SuiteResult], None] = lambda result: None) -> SuiteResult:
+    """Time the framework's implementation of each problem on device; a problem with no
+    workload for the device is left out (said in progress). checkpoint gets the result so far
+    after each problem (the CLI writes it, so a run stopped early keeps what it timed)."""
+    from gpuarena.harness.evaluator import Evaluator
+    from gpuarena.harness.supervisor import RunOptions
+
+    target = "cpu" if device == "cpu" else "cuda"
+    times: list[ProblemTime] = []
+    device_name = ""
+    with Evaluator(device) as evaluator:
+        for i, problem in enumerate(problems, 1):
+            workloads = [w.name for w in problem.spec.workloads if target in w.devices]
+            if not workloads:
+                progress(f"[{i}/{len(problems)}] {problem.id}: no {target} workload, left out")
+                continue
+            options = RunOptions(device=device, mode="benchmark", budget_s=budget_s, workloads=workloads,
+                                 timeout_s=problem.spec.time_limit_for("benchmark"), kernel_duration=False)
+            record = evaluator.judge(problem, framework_solution(problem, framework), options)
+            if record.environment is not None and not device_name:
+                device_name = record.environment.device_name
+            times.append(problem_time(problem, record))
+            checkpoint(_result(framework, device, device_name, times))
+            shown = f"{times[-1].time_us:.1f} µs" if times[-1].time_us is not None else times[-1].status
+            progress(f"[{i}/{len(problems)}] {problem.id}: {shown}")
+    return _result(framework, device, device_name, times)
+
+
+def _result(framework: str, device: str, device_name: str, times: list[ProblemTime]) -> SuiteResult:
+    import torch
+
+    environment = {"python": platform.python_version(), "torch": torch.__version__, "gpuarena": __version__}
+    try:
+        import triton
+
+        environment["triton"] = triton.__version__
+    except ImportError:
+        pass
+    return SuiteResult(framework=framework, device=device, device_name=device_name or device, environment=environment,
+                       command=" ".join(shlex.quote(a) for a in ["gpuarena", *sys.argv[1:]]), problems=list(times))
+
+
+def all_problems(roots: list) -> list[Problem]:
+    """The bundled problems, or those under the given roots."""
+    if not roots:
+        return discover()
+    found: list[Problem] = []
+    for root in roots:
+        found.extend(discover(root))
+    return found
