@@ -33,6 +33,11 @@ def is_app(spec: dict[str, Any]) -> bool:
     return spec.get("kind") == APP_KIND
 
 
+def reference_app_toml(files: dict[str, str]) -> str:
+    """A stored target's reference app.toml (its files are kept base64-encoded): what ports are held to."""
+    return base64.b64decode(files.get("app.toml", "")).decode("utf-8", "replace")
+
+
 def discover_goldens(root: Path) -> list[tuple[str, Path]]:
     """(slug, folder) of every golden folder under root; the slug is the folder's path."""
     root = Path(root).resolve()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import datetime as dt
 from typing import Annotated, Literal
 
@@ -13,7 +12,7 @@ from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import bindparam, func, select
 
 from gpuarena import __version__
-from gpuarena.apps.target import is_app
+from gpuarena.apps.target import is_app, reference_app_toml
 from gpuarena.harness.records import Mode
 from gpuarena.service import auth, invites, leaderboard, submissions, webhooks
 from gpuarena.service.catalog import current_problem
@@ -76,8 +75,7 @@ def get_problem(problem_id: str, db: DB) -> ProblemDetail:
         if p is None:
             raise NotFound(f"unknown problem {problem_id!r} (GET /api/problems lists them)")
         if is_app(p.spec):  # a golden folder's files are base64; its reference is the app.toml ports are held to
-            reference = base64.b64decode(p.files.get("app.toml", "")).decode("utf-8", "replace")
-            return ProblemDetail(**_summary(p), spec=p.spec, readme="", reference=reference,
+            return ProblemDetail(**_summary(p), spec=p.spec, readme="", reference=reference_app_toml(p.files),
                                  solutions_public=p.solutions_public)
         return ProblemDetail(**_summary(p), spec=p.spec, readme=p.files.get("README.md", ""),
                              reference=p.files.get("reference.py", ""), solutions_public=p.solutions_public)

@@ -3,7 +3,6 @@ template, so rendering never touches a closed session)."""
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import math
 from dataclasses import dataclass, field
@@ -13,7 +12,7 @@ from markupsafe import Markup
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gpuarena.apps.target import is_app
+from gpuarena.apps.target import is_app, reference_app_toml
 from gpuarena.harness import roofline
 from gpuarena.problems.model import TimeLimits
 from gpuarena.service import leaderboard
@@ -170,7 +169,7 @@ def _reference_text(p: Problem) -> str:
     """reference.py; for a migration target, the reference app.toml ports are held to (its
     files are stored base64-encoded)."""
     if is_app(p.spec):
-        return base64.b64decode(p.files.get("app.toml", "")).decode("utf-8", "replace")
+        return reference_app_toml(p.files)
     return p.files.get("reference.py", "")
 
 
