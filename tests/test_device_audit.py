@@ -341,6 +341,45 @@ def test_how_many_requests_the_audit_wants():
     assert not wants_more([float(k % 2) * 1e9 for k in range(MAX_REQUESTS)], 1.0)
 
 
+def test_the_harness_s_block_is_spaced_out_as_the_solution_s_calls_are(audited_on_the_cpu, tmp_path):
+    """The counters are read per sample, and work sharing a sample counts less than its parts:
+    the harness's block waits in each call as long as the solution's calls spend on the host
+    (an honest softmax calling gc.collect() was REJECTED on an H100 with a back-to-back block
+    taken off). A back-to-back solution gets a back-to-back block."""
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "PASSED", record.reason
+    assert 0 <= audit.harness_pace_us < 1000  # a softmax of 64 x 1000 on the CPU: well under a ms a call
+    slow = tmp_path / "host_work.py"
+    slow.write_text("import time, torch\n\ndef solve(x):\n    until = time.perf_counter() + 0.003\n"
+                    "    while time.perf_counter() < until:\n        pass\n    return torch.softmax(x, dim=-1)\n")
+    record, audit = audited_on_the_cpu({}, solution=slow)
+    assert record.status == "PASSED", record.reason
+    assert 2500 < audit.harness_pace_us < 4000
+
+
+def test_claimed_host_time_spaces_the_harness_s_block_out_no_more_than_the_supervisor_saw():
+    """The call windows are the worker's figures: a solution that claims long calls while its
+    requests are quick (seen from outside) gets the wait the outside wall time allows."""
+    from types import SimpleNamespace
+
+    from gpuarena.harness.rounds_audit import MAX_PACE_NS, RoundsAudit
+
+    audit = object.__new__(RoundsAudit)
+    twin = SimpleNamespace(pace_ns=0)
+    audit._twins, audit.session = {HARNESS: twin}, SimpleNamespace(sets=[0] * 4)
+    audit.call_ns, audit.wall_ns = {SOLUTION: [], HARNESS: []}, {SOLUTION: [], HARNESS: []}
+    audit._pace(HARNESS, 2_000, 4 * 100_000)  # the harness: 2 µs calls, 100 µs a call in all
+    assert twin.pace_ns == 0  # nothing of the solution's yet
+    audit._pace(SOLUTION, 3_002_000, 4 * 3_400_000)  # 3 ms on the host a call, seen from outside too
+    assert twin.pace_ns == 3_000_000
+    audit.call_ns[SOLUTION], audit.wall_ns[SOLUTION] = [], []
+    audit._pace(SOLUTION, 3_002_000, 4 * 150_000)  # claims 3 ms calls, but its requests took 150 µs a call
+    assert twin.pace_ns == 50_000
+    audit.call_ns[SOLUTION], audit.wall_ns[SOLUTION] = [], []
+    audit._pace(SOLUTION, 1e10, 4 * 1e10)
+    assert twin.pace_ns == MAX_PACE_NS
+
+
 def test_what_the_counters_add_to_the_reference_is_taken_off_in_a_real_run(audited_on_the_cpu):
     record, audit = audited_on_the_cpu({REFERENCE_TWIN: 1e11, SOLUTION: 1e9})
     assert record.status == "PASSED", record.reason

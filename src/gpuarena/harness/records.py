@@ -105,6 +105,10 @@ class DeviceAudit(Record):
     noise_us: float = 0.0
     """The standard error of the observed figure (of the median of the per-request figures,
     from their spread)."""
+    harness_pace_us: float = 0.0
+    """How long each call of the harness's block waited on the host, last: the solution's host
+    time per call beyond the harness's, so that the harness's GPU work is spaced out as in the
+    solution's requests (rounds_audit.RoundsAudit._pace)."""
     margin: float | None = None
     """Claims under margin x (observed - inflation - 3 x noise) are rejected."""
     skipped: str = ""

@@ -17,7 +17,8 @@ bench/research/results/audit-rounds-NVIDIA-H100.md), so they must be taken off p
 conditions: the GPU's clocks after a long idle (a CUDA build) made whole rounds 3.5% busier
 than the same blocks a few seconds later. So the same harness code with a solve() that does
 nothing, run in the supervisor (twin.py), is sampled just before every one of the solution's
-requests, and the solution is judged on the median of the paired differences: the clocks'
+requests (each call of it waiting on the host as long as the solution's calls spend there,
+`_pace`), and the solution is judged on the median of the paired differences: the clocks'
 drift, a few µs a call, falls out of each pair (with the harness sampled apart, every second
 round, the noise allowance grew to 3 x 1.4 µs a call and a 3x forged claim on a 4.5 µs softmax
 passed). The trusted reference through the worker's own `time` code is sampled every
@@ -71,6 +72,9 @@ is over NOISE_FRACTION of the claimed median: a sampled request's figure varies 
 so 12 requests left an error of 1.47 µs and a claim of 1.5 µs for a 4.4 µs kernel passed.
 Under the bound, a claim is rejected once it is under about 0.46 x the time the counters saw
 (0.7 x (T - 3 x 0.25 x claimed)); larger kernels stop at MIN_REQUESTS."""
+MAX_PACE_NS = 5_000_000
+"""The harness block's wait per call follows the solution's host time per call up to this: past
+a few sampling intervals, longer waits change nothing in how the harness's work is counted."""
 TWIN_EVERY = 2
 """The reference's twins are sampled in the first round and every TWIN_EVERY-th after it,"""
 TWIN_BLOCKS = 4
@@ -105,6 +109,11 @@ class RoundsAudit:
         self.twin_ns: dict[str, list[float]] = {HARNESS: [], REFERENCE_HARNESS: [], REFERENCE_TWIN: []}
         """Busy ns per block of each twin."""
         self.calls = 0
+        self.call_ns: dict[str, list[float]] = {SOLUTION: [], HARNESS: []}
+        """The median call window (host time, end to end) of each request of the solution and of
+        each harness block, less its pacing,"""
+        self.wall_ns: dict[str, list[float]] = {SOLUTION: [], HARNESS: []}
+        """and each one's wall time as the supervisor timed it, per call (`_pace`)."""
         self.seconds = 0.0
         """Wall time the audit added to the rounds: starting and stopping the sampler, waiting for
         a quiet GPU, the twins' blocks, and each sampled block's settling and marks."""
@@ -150,7 +159,19 @@ class RoundsAudit:
         if not self.on:
             return request(), commit()
         harness = self._sample(HARNESS)
-        (reply, committed), window = self._segment(lambda: (request(), commit()), SOLUTION)
+        wall = [0]
+
+        def timed_request() -> T:
+            started = time.perf_counter_ns()
+            try:
+                return request()
+            finally:
+                wall[0] = time.perf_counter_ns() - started
+
+        (reply, committed), window = self._segment(lambda: (timed_request(), commit()), SOLUTION)
+        e2e = reply.get("e2e_ns") if isinstance(reply, dict) else None
+        if isinstance(e2e, list) and e2e and all(isinstance(v, (int, float)) for v in e2e):
+            self._pace(SOLUTION, statistics.median(e2e), wall[0])
         self.solution_ns.append(window.busy_ns)
         self.paired_ns.append(window.busy_ns - harness)
         self.calls += calls
@@ -201,6 +222,7 @@ class RoundsAudit:
         audit.observed_us_per_call = per_call(statistics.median(self.paired_ns)) if self.paired_ns else 0.0
         audit.observed_us_per_request = [round(ns / n / 1e3, 3) for ns in self.paired_ns]
         audit.noise_us = self.noise_us()
+        audit.harness_pace_us = self._twins[HARNESS].pace_ns / 1e3
         audit.reference_observed_us_per_call = per_call(reference_twin - reference_harness)
         audit.inflation_us = device_audit.inflation(audit.reference_observed_us_per_call, audit.reference_claimed_us)
         audit.reference_twin_us_per_call = per_call(reference_twin)
@@ -259,6 +281,24 @@ class RoundsAudit:
             own = worked if what in (SOLUTION, REFERENCE) else 0.0
             self.seconds += time.monotonic() - started - own
 
+    def _pace(self, who: str, call_ns: float, wall_ns: int) -> None:
+        """Note one request's (or harness block's) median call window and wall time, and set the
+        harness block's wait per call to the solution's call window less its own (medians).
+
+        The call windows are the worker's figures, so the wait is capped by the difference of
+        the wall times the supervisor measured from outside, per call: a solution that claims
+        longer calls than it makes cannot space the harness's work out more than its own.
+        (The wall times alone would not do: a worker's request has a fixed cost of its own, a
+        few ms on an H100, and the harness's work spaced out by that made a back-to-back
+        softmax read 1.56 µs for 4.3 on an H200.)"""
+        n = len(self.session.sets)
+        self.call_ns[who].append(call_ns)
+        self.wall_ns[who].append(wall_ns / n)
+        if self.call_ns[SOLUTION] and self.call_ns[HARNESS]:
+            host = statistics.median(self.call_ns[SOLUTION]) - statistics.median(self.call_ns[HARNESS])
+            outside = statistics.median(self.wall_ns[SOLUTION]) - statistics.median(self.wall_ns[HARNESS])
+            self._twins[HARNESS].pace_ns = int(min(max(min(host, outside), 0), MAX_PACE_NS))
+
     def _sample_twins(self) -> None:
         for name in self._twins:
             if name != HARNESS:  # sampled with every request of the solution's
@@ -267,7 +307,18 @@ class RoundsAudit:
     def _sample(self, name: str) -> float:
         """One block of a twin (the harness's work of a request, the commit's included), sampled."""
         twin, n = self._twins[name], len(self.session.sets)
-        busy = self._segment(lambda: (twin.block(n), self.commit()), name)[1].busy_ns
+        e2e: list[int] = []
+        wall = [0]
+
+        def block() -> None:
+            started = time.perf_counter_ns()
+            e2e.extend(twin.block(n)[1])
+            wall[0] = time.perf_counter_ns() - started
+
+        pace = twin.pace_ns
+        busy = self._segment(lambda: (block(), self.commit()), name)[1].busy_ns
+        if name == HARNESS and e2e:
+            self._pace(HARNESS, statistics.median(e2e) - pace, wall[0] - pace * n)
         self.twin_ns[name].append(busy)
         return busy
 

@@ -43,22 +43,40 @@ class ReferenceTwin:
         w.children = children_of(os.getpid())
         w.solve = solve or supervisor.problem.reference
 
+    pace_ns = 0
+    """How long each call of a no-op twin waits on the host before it returns (see no_op)."""
+
     @classmethod
     def no_op(cls, supervisor: Supervisor, session: WorkloadSession, convention: str | None = None) -> ReferenceTwin:
         """The harness alone: a solve() that does nothing (destination convention) or returns
         ready outputs of the right shapes, through the worker's own `time` code. What the GPU
         shows for it is the harness's share of a solution's request (poisoning, copying
         outputs out), for the device audit to take off. `convention`: the problem's unless
-        given (the reference always returns its outputs)."""
+        given (the reference always returns its outputs).
+
+        Each call waits `pace_ns` on the host first: the audit sets it to the solution's own
+        host time per call, so that the harness's GPU work is spaced out as in the solution's
+        request. The counters are read per sample (about 120 µs on an H100), and the busiest
+        SM's time of work that shares a sample is less than the sum of each piece's: a copy
+        right after a cache sweep is partly hidden in it, one a millisecond later is not. An
+        unpaced twin took off less than the harness's share of a solution that spends
+        milliseconds on the host in every call, and an honest softmax calling gc.collect()
+        was REJECTED (8.98 µs observed for 4.42 claimed, H100)."""
         convention = convention or supervisor.problem.spec.convention
         outs = [torch.empty_like(d) for d in session.dests[0]]
+        twin: ReferenceTwin
 
         def solve(*_: Any, **__: Any) -> Any:
+            if twin.pace_ns:
+                until = time.perf_counter_ns() + twin.pace_ns
+                while time.perf_counter_ns() < until:
+                    pass
             if convention == "destination":
                 return None
             return outs[0] if len(outs) == 1 else tuple(outs)
 
-        return cls(supervisor, session, solve=solve, convention=convention)
+        twin = cls(supervisor, session, solve=solve, convention=convention)
+        return twin
 
     def block(self, n: int, evict: bool = True) -> tuple[list[int], list[int], int]:
         """n timed calls: device samples, end-to-end samples, the harness's CPU time."""
