@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, judge
-from gpuarena.harness import containment
+from gpuarena.harness import cgroup, containment
 from gpuarena.harness.process import scrubbed_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +81,7 @@ def solve(x):
 @needs_bwrap
 def test_shared_anonymous_memory_counts_against_the_memory_limit(tmp_path):
     """RLIMIT_DATA does not count MAP_SHARED|MAP_ANONYMOUS memory; the cgroup does."""
-    probe = containment.Cgroup.make(f"gpuarena-test-{os.getpid()}", 1 << 30)
+    probe = cgroup.Cgroup.make(f"gpuarena-test-{os.getpid()}", 1 << 30)
     counts = probe.counts_memory
     probe.remove()
     if not counts:

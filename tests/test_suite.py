@@ -15,7 +15,8 @@ from gpuarena.harness.supervisor import RunOptions, evaluate
 from gpuarena.problems import load_problem, resolve_problem
 from gpuarena.suite.frameworks import framework_solution
 from gpuarena.suite.model import ProblemTime, SuiteResult
-from gpuarena.suite.run import discover, select
+from gpuarena.problems.select import ProblemFilter, select
+from gpuarena.suite.run import discover
 from gpuarena.suite.score import compare
 from tests.conftest import FIXTURES, ROOT
 
@@ -28,13 +29,36 @@ def test_a_framework_s_implementation_passes_return_and_destination_problems() -
         framework_solution(resolve_problem("level1/softmax"), "tensorflow")
 
 
-def test_problems_are_picked_by_pattern_level_and_tag() -> None:
+def test_problems_are_picked_by_pattern_level_tag_model_and_source() -> None:
     problems = discover()
-    assert [p.id for p in select(problems, ["level1/s*"])] == ["level1/softmax"]
-    assert {p.spec.level for p in select(problems, levels=[2])} == {2}
-    assert len(select(problems)) == len(problems) >= 23
-    with pytest.raises(GpuarenaError, match="no problem matches"):
-        select(problems, ["nothing/*"])
+    assert [p.id for p in select(problems, ProblemFilter.of(["level1/s*"]))] == ["level1/softmax"]
+    assert {p.spec.level for p in select(problems, ProblemFilter.of(levels=[2]))} == {2}
+    assert len(select(problems, ProblemFilter())) == len(problems) >= 23
+    by_model = select(problems, ProblemFilter.of(models=["GPT-2"]))
+    assert by_model and all(any("gpt-2" in m.lower() for m in p.spec.provenance.models) for p in by_model)
+    assert len(by_model) < len(problems)
+    llama_level2 = select(problems, ProblemFilter.of(levels=[2], models=["llama"]))  # every filter holds
+    assert llama_level2 and all(p.spec.level == 2 for p in llama_level2)
+    assert select(problems, ProblemFilter.of(frameworks=["PyTorch"])) == [
+        p for p in problems if p.spec.provenance.framework == "pytorch"]
+    with pytest.raises(GpuarenaError, match=r"no problem matches the filters \(id nothing/\*; source jax\)"):
+        select(problems, ProblemFilter.of(["nothing/*"], frameworks=["jax"]))
+
+
+def test_the_commands_that_take_many_problems_filter_them_alike(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from gpuarena.cli.app import app
+
+    listed = CliRunner().invoke(app, ["list", "--json", "--level", "1", "--tag", "softmax"])
+    assert listed.exit_code == 0, listed.output
+    assert [row["id"] for row in json.loads(listed.output)] == ["level1/softmax"]
+    checked = CliRunner().invoke(app, ["check", str(ROOT / "problems"), "--match", "level1/softmax"])
+    assert checked.exit_code == 0 and "1 of 1 problems ok" in checked.output, checked.output
+    none = CliRunner().invoke(app, ["check", str(ROOT / "problems"), "--model", "no such model"])
+    assert none.exit_code != 0 and "no problem matches the filters (model no such model)" in none.output
+    ran = CliRunner().invoke(app, ["suite", "run", "--source", "jax", "-o", str(tmp_path / "s.json")])
+    assert ran.exit_code != 0 and "no problem matches the filters (source jax)" in ran.output
 
 
 def result(framework: str, times: dict[str, tuple[float, float, float] | None], weights=None) -> SuiteResult:

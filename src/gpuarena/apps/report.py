@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuarena.apps.compare import OutputComparison
 from gpuarena.apps.golden import GoldenPerformance
-from gpuarena.apps.runner import RunResult
+from gpuarena.apps.sandboxed import RunResult
 from gpuarena.apps.score import Score, SpeedUp
 
 REPORT_JSON = "report.json"

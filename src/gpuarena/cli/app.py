@@ -19,6 +19,7 @@ from gpuarena import __version__
 from gpuarena.apps import cli as apps_cli
 from gpuarena.cli import bounty_cli, many, service_cli
 from gpuarena.cli.console import err, fail, out
+from gpuarena.cli.problem_filters import Level, Match, Model, Source, Tag
 from gpuarena.cli.devices import check_device as _check_device
 from gpuarena.cli.devices import default_device
 from gpuarena.dataset import cli as dataset_cli
@@ -137,10 +138,12 @@ def _run(problem: str, solution: Path, device: str | None, mode: str, timeout: f
 def check(
     problems: Annotated[list[Path], typer.Argument(help="Problem folders, bundled ids (level1/softmax), or a folder holding many")],
     device: Annotated[str, typer.Option(help="Device to run the reference on")] = "cpu",
+    match: Match = None, level: Level = None, tag: Tag = None, model: Model = None, source: Source = None,
 ) -> None:
     """Validate problems: schema, reference on every workload, outputs that trivial answers cannot match."""
     from gpuarena.problems.check import check_problem
     from gpuarena.problems.loader import PROBLEM_FILE, problem_folder
+    from gpuarena.problems.select import ProblemFilter
 
     folders: list[Path] = []
     for path in problems:
@@ -150,6 +153,11 @@ def check(
             folders += sorted(p.parent for p in path.rglob(PROBLEM_FILE))
         else:
             folders.append(path)
+    where = ProblemFilter.of(match, level, tag, model, source)
+    if where:
+        folders = [f for f in folders if where.admits_folder(f)]
+        if not folders:
+            fail(GpuarenaError(f"no problem matches the filters ({where.describe()})"))
     failed = 0
     for folder in folders:
         report = check_problem(folder, device=device)
@@ -168,12 +176,17 @@ def check(
 def list_problems(
     root: Annotated[Optional[Path], typer.Option(help="Folder of problems (default: the bundled ones)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    match: Match = None, level: Level = None, tag: Tag = None, model: Model = None, source: Source = None,
 ) -> None:
     """The bundled problems, with level, tags and weight."""
     from gpuarena.problems.loader import discover
+    from gpuarena.problems.select import ProblemFilter, select
 
     try:
         found = discover(root)
+        where = ProblemFilter.of(match, level, tag, model, source)
+        if where:
+            found = select(found, where)
     except GpuarenaError as exc:
         fail(exc)
     if json_out:

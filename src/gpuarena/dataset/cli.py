@@ -5,9 +5,10 @@ torch and the harvester are imported inside the command."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from gpuarena.cli.console import err, fail, out
 from gpuarena.errors import GpuarenaError
@@ -57,5 +58,50 @@ def harvest_cmd(
               highlight=False)
 
 
+sample_app = typer.Typer(help="Community samples (the CCF dataset track): check one before it goes to review.",
+                         no_args_is_help=True)
+
+
+@sample_app.command("check")
+def sample_check_cmd(
+    folder: Annotated[Path, typer.Argument(help="The sample's folder (sample.toml, problem/, prompt.md, first and "
+                                                "optimised kernels, report.md)")],
+    device: Annotated[str, typer.Option(help="Where the problem is checked and both kernels run")] = "cpu",
+    problems: Annotated[Optional[list[Path]], typer.Option("--problems", help="Problem roots the sample must not "
+                                                           "repeat (default: the bundled problems)")] = None,
+    budget: Annotated[float, typer.Option(min=0.05, help="Timing budget per workload, seconds")] = 0.5,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the report here as JSON")] = None,
+) -> None:
+    """Check a sample: its problem passes `gpuarena check`, both kernels pass the harness, their
+    speed-ups are measured, and the dataset does not already hold its problem. Exit 1 unless ok."""
+    from gpuarena.dataset.sample import check_sample
+
+    if not folder.is_dir():
+        fail(GpuarenaError(f"{folder}: not a folder (a sample is a folder with sample.toml)"))
+        return
+    report = check_sample(folder, device=device, dataset=problems, budget_s=budget)
+    if json_out is not None:
+        json_out.write_text(report.model_dump_json(indent=2) + "\n")
+    colour = {"ok": "green", "duplicate": "yellow", "broken": "bold red"}[report.verdict]
+    out.print(f"[{colour}]{report.verdict}[/]  {escape(str(folder))}"
+              + (f"  (problem {escape(report.problem)}: {escape(report.problem_check)})" if report.problem else ""),
+              markup=True, highlight=False)
+    for part in ("first", "optimised"):
+        result = getattr(report, part)
+        if result is not None:
+            speed = f", speed-up {result.score:.2f}x over the reference" if result.score else ""
+            out.print(f"  {part}: {result.status}{speed}", highlight=False, markup=False)
+    if report.optimised_over_first:
+        out.print(f"  optimised over first: {report.optimised_over_first:.2f}x", highlight=False, markup=False)
+    for dup in report.duplicates:
+        pairs = ", ".join(f"{ours} = {theirs}" for ours, theirs in dup.workloads.items())
+        what = "repeats" if dup.whole else "overlaps"
+        out.print(f"  {what} {dup.problem}: {pairs}", highlight=False, markup=False)
+    for error in report.errors:
+        out.print(f"  - {error}", highlight=False, markup=False)
+    raise typer.Exit(0 if report.ok else 1)
+
+
 def register(app: typer.Typer) -> None:
     app.command("harvest")(harvest_cmd)
+    app.add_typer(sample_app, name="sample")

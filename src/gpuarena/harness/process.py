@@ -13,7 +13,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from gpuarena.harness import containment, protocol
+from gpuarena.harness import cgroup, containment, protocol
 from gpuarena.harness.proctree import HARNESS_PROCESSES, children_of, kill_new_children, process_cpu_ns
 from gpuarena.harness.sandbox import become_subreaper
 
@@ -152,7 +152,7 @@ class WorkerProcess:
         self.init_pid: int | None = None
         """The sandbox's init (bubblewrap, pid 1 of the worker's PID namespace), in our namespace."""
         self.worker_pid: int | None = None
-        self.cgroup: containment.Cgroup | None = None
+        self.cgroup: cgroup.Cgroup | None = None
         self.memory_watch: containment.MemoryWatch | None = None
         """The memory limit watched from outside, where no cgroup counts memory."""
         self.threads: set[int] | None = None
@@ -194,7 +194,7 @@ class WorkerProcess:
                          env: dict[str, str], network: bool, memory_limit: int | None) -> None:
         assert binary is not None
         run_folder = self.log_path.parent
-        self.cgroup = containment.Cgroup.make(f"gpuarena-{os.getpid()}-{secrets.token_hex(4)}", memory_limit)
+        self.cgroup = cgroup.Cgroup.make(f"gpuarena-{os.getpid()}-{secrets.token_hex(4)}", memory_limit)
         tmpfs = min(containment.DEFAULT_TMPFS_BYTES, memory_limit or containment.DEFAULT_TMPFS_BYTES)
         # beside the run's folder, not in it: the run's folder is bound into the sandbox, and a
         # worker of the supervisor's own user (no root) could read bubblewrap's report there

@@ -14,19 +14,19 @@ import secrets
 import threading
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any, Callable, ContextManager
 
 import torch
 
 from gpuarena.harness import build_cache, device_audit, environment, icache_sweep, kernel_duration, peaks, precision
 from gpuarena.harness.measure import TimingPlan, measure_workload
+from gpuarena.harness.options import PUBLIC_SEED, RunOptions
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
 from gpuarena.harness.ahead import DeviceAhead
 from gpuarena.harness.backend import backend_for
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
-from gpuarena.harness.records import Environment, Evaluation, Mode, Status, WorkloadResult
+from gpuarena.harness.records import Environment, Evaluation, Status, WorkloadResult
 from gpuarena.harness.redact import redact
 from gpuarena.harness.session import WorkloadSession, bitwise_equal, count_sets, input_bytes, poison
 from gpuarena.harness.started import StartedWorker, _switch
@@ -39,44 +39,7 @@ from gpuarena.problems.model import Workload
 from gpuarena.solutions import runtimes
 from gpuarena.solutions.model import Solution
 
-PUBLIC_SEED = 20261122
-"""Seed of test and benchmark runs, so they are reproducible; ranked runs draw a secret one."""
-
 Progress = Callable[[str], None]
-
-
-@dataclass
-class RunOptions:
-    device: str = "cpu"
-    mode: Mode = "benchmark"
-    timeout_s: float = 600.0
-    trials: int = 3
-    """Correctness trials per workload, each on fresh inputs."""
-    budget_s: float = 2.0
-    """Timing budget per workload; timing stops earlier once the interval is tight."""
-    min_samples: int | None = None
-    max_samples: int = 2000
-    workloads: list[str] | None = None
-    """Only these workloads (default: all that run on the device kind)."""
-    seed: int | None = None
-    """Ranked runs: the secret seed held by the supervisor (a local run draws one)."""
-    timing_method: str | None = None
-    memory_limit_bytes: int | None = None
-    """Cap on the worker's private writable memory (default: half the machine, at least 4 GiB;
-    GPUARENA_WORKER_MEMORY_LIMIT=0 turns the cap off)."""
-    peaks: dict[str, float] | None = None
-    """Device peaks to use instead of measuring them (known hardware, tests); enables the
-    floor check on any device. Keys: bandwidth_gbs, tflops_bf16, tflops_fp32."""
-    worker_isolation: bool | None = None
-    """Run the worker without the supervisor's rights (a user of its own when the supervisor
-    is root; the supervisor non-dumpable). Default: GPUARENA_WORKER_ISOLATION (1 or 0) if
-    set, else on (CUDA buffers then travel as cuMemCreate file descriptors)."""
-    kernel_duration: bool | None = None
-    """Read ncu's Duration for both sides after the timed rounds (CUDA; a profiler opening
-    per side, about 4 s each on an H100; the reference's figure is cached per machine).
-    Default: GPUARENA_KERNEL_DURATION (1 or 0) if set, else on in ranked mode only: the
-    figure ranks nothing, and the check it makes backs up the device audit on the verdicts
-    that rank (issue 18: a benchmark run of one workload took 14.6 s with it, 9 without)."""
 
 
 class Supervisor:

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from gpuarena.cli.console import err, fail, out
+from gpuarena.cli.problem_filters import Level, Match, Model, Source, Tag
 from gpuarena.errors import GpuarenaError
 
 SHIPPED_BASELINE = Path(__file__).resolve().parent / "baselines" / "H100-pytorch.json"
@@ -45,10 +46,7 @@ def _show(comparison) -> None:  # type: ignore[no-untyped-def]
 @suite_app.command("run")
 def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")] = "cpu",
             framework: Annotated[str, typer.Option("--framework", help="pytorch (eager) or torch-compile")] = "pytorch",
-            problems: Annotated[Optional[list[str]], typer.Option(
-                "--problems", help="Only problems whose id matches (shell pattern, e.g. 'level1/*'; repeatable)")] = None,
-            level: Annotated[Optional[list[int]], typer.Option("--level", help="Only this level (repeatable)")] = None,
-            tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only problems with this tag (repeatable)")] = None,
+            match: Match = None, level: Level = None, tag: Tag = None, model: Model = None, source: Source = None,
             root: Annotated[Optional[list[Path]], typer.Option("--root", help="Problems under this folder instead of "
                                                                                "the bundled ones (repeatable)")] = None,
             budget: Annotated[float, typer.Option(help="Timing budget per workload, seconds")] = 1.0,
@@ -58,13 +56,14 @@ def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")]
                 "--baseline", help="Score the result against this suite result (on cuda, default: the shipped "
                                    "H100 PyTorch eager baseline, where the problems are the bundled ones)")] = None) -> None:
     """Time a framework's implementation of each problem and write the suite result."""
-    from gpuarena.suite.run import all_problems, run_suite, select
+    from gpuarena.problems.select import ProblemFilter, select
+    from gpuarena.suite.run import all_problems, run_suite
     from gpuarena.suite.score import compare
 
     try:
         if device != "cpu" and not device.startswith("cuda"):
             raise GpuarenaError(f"--device {device!r}: use cpu or cuda")
-        chosen = select(all_problems(root or []), problems, level, tag)
+        chosen = select(all_problems(root or []), ProblemFilter.of(match, level, tag, model, source))
         if baseline is None and device != "cpu" and not root:
             baseline = SHIPPED_BASELINE
         base = _load(baseline) if baseline is not None else None

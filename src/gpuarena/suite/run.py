@@ -3,31 +3,17 @@ warm evaluator: one process, workers started ahead) and keep each problem's time
 
 from __future__ import annotations
 
-import fnmatch
 import platform
 import shlex
 import sys
 from typing import Callable
 
 from gpuarena import __version__
-from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
 from gpuarena.harness.stats import weighted_geomean
 from gpuarena.problems.loader import Problem, discover
 from gpuarena.suite.frameworks import framework_solution
 from gpuarena.suite.model import ProblemTime, SuiteResult
-
-
-def select(problems: list[Problem], patterns: list[str] | None = None, levels: list[int] | None = None,
-           tags: list[str] | None = None) -> list[Problem]:
-    """The problems whose id matches a pattern (shell-style, e.g. 'level1/*'), at one of levels,
-    with one of tags; all of them where a filter is not given."""
-    chosen = [p for p in problems
-              if (not patterns or any(fnmatch.fnmatchcase(p.id, pattern) for pattern in patterns))
-              and (not levels or p.spec.level in levels) and (not tags or set(tags) & set(p.spec.tags))]
-    if not chosen:
-        raise GpuarenaError("no problem matches the filters (gpuarena problems lists them)")
-    return chosen
 
 
 def problem_time(problem: Problem, record: Evaluation) -> ProblemTime:

@@ -1,0 +1,83 @@
+"""What a problem computes, as a key to find the same problem twice: the aten operators its
+reference runs on each workload's inputs, with their tensors' shapes and dtypes.
+
+Two problems are the same problem when they run the same operators on the same shapes,
+however the references are written or named (`torch.softmax(x, -1)` and
+`F.softmax(x, dim=-1)` both run `aten._softmax` on the same tensor). The references run on
+fake tensors (shapes and dtypes, no data), so a workload of 65536 x 2048 costs no memory; a
+reference (or make_inputs) that needs real values (`.item()`, inputs redrawn until they suit)
+runs for real on its CPU workloads, and its GPU-only workloads have no fingerprint.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from gpuarena.dataset.record import METADATA_OPS
+from gpuarena.problems.loader import Problem
+from gpuarena.problems.model import Workload
+
+Call = tuple[str, tuple[tuple[tuple[int, ...], str], ...]]
+"""One call: the op's name (aten._softmax) and its tensor arguments' (shape, dtype)."""
+Fingerprint = tuple[tuple[Call, int], ...]
+"""A workload's calls as a sorted multiset: the order of independent calls does not matter."""
+
+
+class _Calls(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[Call] = Counter()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        name = func._schema.name.split("::")[-1]
+        if func.namespace == "aten" and name not in METADATA_OPS:  # not prim.device and the like
+            flat, _ = tree_flatten((args, kwargs or {}))
+            tensors = tuple((tuple(t.shape), str(t.dtype).removeprefix("torch."))
+                            for t in flat if isinstance(t, torch.Tensor))
+            self.calls[(name, tensors)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def _inputs(problem: Problem, workload: Workload) -> dict[str, Any]:
+    device = torch.device("cpu")
+    generator = torch.Generator(device=device).manual_seed(0)
+    return problem.make_inputs(dict(workload.axes), workload.torch_dtype, device, generator)
+
+
+def _calls(problem: Problem, inputs: dict[str, Any]) -> Fingerprint:
+    recorder = _Calls()
+    with torch.no_grad(), recorder:
+        problem.reference(**inputs)
+    return tuple(sorted(recorder.calls.items()))
+
+
+def fingerprint(problem: Problem, workload: Workload) -> Fingerprint | None:
+    """The workload's fingerprint, or None where the reference runs neither on fake tensors nor,
+    being a CPU workload, for real (then the workload cannot be matched)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return _calls(problem, _inputs(problem, workload))
+    except Exception:
+        if "cpu" not in workload.devices:
+            return None
+    try:
+        return _calls(problem, _inputs(problem, workload))
+    except Exception:
+        return None
+
+
+def fingerprints(problem: Problem) -> dict[str, Fingerprint]:
+    """Every workload's fingerprint that could be taken, by workload name."""
+    found = {}
+    for workload in problem.spec.workloads:
+        taken = fingerprint(problem, workload)
+        if taken:
+            found[workload.name] = taken
+    return found

@@ -1,0 +1,45 @@
+"""What a run is asked to do (device, mode, limits, seed), apart from the supervisor that does
+it: the CLI, the runner, the suite and the red team build these, and the supervisor reads them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuarena.harness.records import Mode
+
+PUBLIC_SEED = 20261122
+"""Seed of test and benchmark runs, so they are reproducible; ranked runs draw a secret one."""
+
+
+@dataclass
+class RunOptions:
+    device: str = "cpu"
+    mode: Mode = "benchmark"
+    timeout_s: float = 600.0
+    trials: int = 3
+    """Correctness trials per workload, each on fresh inputs."""
+    budget_s: float = 2.0
+    """Timing budget per workload; timing stops earlier once the interval is tight."""
+    min_samples: int | None = None
+    max_samples: int = 2000
+    workloads: list[str] | None = None
+    """Only these workloads (default: all that run on the device kind)."""
+    seed: int | None = None
+    """Ranked runs: the secret seed held by the supervisor (a local run draws one)."""
+    timing_method: str | None = None
+    memory_limit_bytes: int | None = None
+    """Cap on the worker's private writable memory (default: half the machine, at least 4 GiB;
+    GPUARENA_WORKER_MEMORY_LIMIT=0 turns the cap off)."""
+    peaks: dict[str, float] | None = None
+    """Device peaks to use instead of measuring them (known hardware, tests); enables the
+    floor check on any device. Keys: bandwidth_gbs, tflops_bf16, tflops_fp32."""
+    worker_isolation: bool | None = None
+    """Run the worker without the supervisor's rights (a user of its own when the supervisor
+    is root; the supervisor non-dumpable). Default: GPUARENA_WORKER_ISOLATION (1 or 0) if
+    set, else on (CUDA buffers then travel as cuMemCreate file descriptors)."""
+    kernel_duration: bool | None = None
+    """Read ncu's Duration for both sides after the timed rounds (CUDA; a profiler opening
+    per side, about 4 s each on an H100; the reference's figure is cached per machine).
+    Default: GPUARENA_KERNEL_DURATION (1 or 0) if set, else on in ranked mode only: the
+    figure ranks nothing, and the check it makes backs up the device audit on the verdicts
+    that rank (issue 18: a benchmark run of one workload took 14.6 s with it, 9 without)."""
