@@ -90,6 +90,30 @@ def test_degenerate_candidates_are_rejected_with_reasons(tmp_path: Path):
     assert sorted(p.name.split("-")[0] for p in (tmp_path / "level1").iterdir()) == ["softmax"]
 
 
+def test_a_candidate_that_repeats_a_dataset_problem_is_left_out(tmp_path: Path):
+    """The same op on the same shapes as a problem of --against (level1/softmax's small-64x1000)
+    is a duplicate, not written; a new shape of the same op is written."""
+    from gpuarena.bundled import bundled_root
+
+    gen = torch.Generator().manual_seed(0)
+    known, new = torch.randn(64, 1000, generator=gen), torch.randn(48, 200, generator=gen)
+
+    def forward():
+        return torch.softmax(known, dim=-1), torch.softmax(new, dim=-1)
+
+    result = harvest(forward, tmp_path, model="toy", phase="prefill", sizes={"batch": 1}, command="test",
+                     min_share=0.0, repeats=1, against=[bundled_root()])
+    by_status = {g.status: g for g in result.groups}
+    assert set(by_status) == {"duplicate", "written"} and result.duplicates == 1 and result.written == 1
+    assert by_status["duplicate"].reasons == [
+        "repeats level1/softmax (small-64x1000): the same op on the same shapes"]
+    assert by_status["duplicate"].problem is None and len(list((tmp_path / "level1").iterdir())) == 1
+    assert result.against == [str(bundled_root())]
+    alone = harvest(forward, tmp_path / "alone", model="toy", phase="prefill", sizes={"batch": 1}, command="test",
+                    min_share=0.0, repeats=1)  # compared with nothing: both written
+    assert alone.written == 2 and alone.duplicates == 0 and alone.against == []
+
+
 TIMINGS = ("seconds", "share", "total_seconds", "rejected_share")
 
 
@@ -104,12 +128,13 @@ def without_timings(data):
 def test_cli_end_to_end_and_reproducible(tmp_path: Path):
     out = tmp_path / "harvest"
     args = ["harvest", TINY, "--phase", "decode", "--batch", "2", "--context", "16", "--min-share", "0",
-            "--repeats", "1", "-o", str(out)]
+            "--repeats", "1", "--no-dedupe", "-o", str(out)]
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     assert "problems" in first.output
     saved = json.loads((out / "harvest.json").read_text())
     assert saved["command"].startswith(f"gpuarena harvest {TINY} --phase decode --batch 2 --context 16")
+    assert "--no-dedupe" in saved["command"] and saved["against"] == []
     assert saved["sizes"] == {"batch": 2, "context": 16} and saved["seed"] == 0
     lines = (out / "profile.jsonl").read_text().splitlines()
     assert len(lines) == saved["calls"] and json.loads(lines[0])["op"].startswith("aten.")

@@ -25,6 +25,9 @@ def harvest_cmd(
     min_share: Annotated[float, typer.Option(min=0, max=1, help="Write only groups with at least this share of the measured time")] = 0.01,
     seed: Annotated[int, typer.Option(help="Seed of the weights and inputs")] = 0,
     repeats: Annotated[int, typer.Option(min=1, help="Forwards recorded (after one warm-up)")] = 3,
+    against: Annotated[Optional[list[Path]], typer.Option(
+        "--against", help="Problem roots a candidate must not repeat (default: the bundled problems)")] = None,
+    dedupe: Annotated[bool, typer.Option(help="Leave out candidates that repeat a problem of --against")] = True,
 ) -> None:
     """Harvest problems from a model: every operator call of one phase, grouped by op and shape,
     weighted by its share of the time, checked; writes OUTPUT/level1/*, harvest.json, profile.jsonl."""
@@ -32,9 +35,13 @@ def harvest_cmd(
     from gpuarena.dataset.models import build
     from gpuarena.dataset.record import cpu_timer, synchronized_timer
 
+    from gpuarena.bundled import bundled_root
+
     sizes = f"--seq {seq}" if phase == "prefill" else f"--context {context}"
+    roots = (against or [bundled_root()]) if dedupe else []
+    compared = " --no-dedupe" if not dedupe else "".join(f" --against {root}" for root in against or [])
     command = (f"gpuarena harvest {model} --phase {phase} --batch {batch} {sizes} --device {device} "
-               f"--min-share {min_share:g} --seed {seed} --repeats {repeats} -o {output}")
+               f"--min-share {min_share:g} --seed {seed} --repeats {repeats}{compared} -o {output}")
     try:
         if device != "cpu" and not device.startswith("cuda"):
             raise GpuarenaError(f"--device {device!r}: use cpu, cuda or cuda:N")
@@ -43,7 +50,7 @@ def harvest_cmd(
             result = harvest(workload.forward, output, model=model, phase=phase, sizes=workload.sizes,
                              command=command, device=device, seed=seed, min_share=min_share, repeats=repeats,
                              timer=cpu_timer if device == "cpu" else synchronized_timer,
-                             progress=lambda text: status.update(text))
+                             progress=lambda text: status.update(text), against=roots)
     except GpuarenaError as exc:
         fail(exc)
         return
@@ -54,7 +61,8 @@ def harvest_cmd(
               + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), highlight=False)
     written_share = sum(g.share for g in result.groups if g.status == "written")
     out.print(f"wrote {result.written} problems ({written_share:.1%} of the time) to {output}/level1; "
-              f"check rejected {result.rejected} ({result.rejected_share:.1%} of the time): see {output}/harvest.json",
+              f"check rejected {result.rejected} ({result.rejected_share:.1%} of the time); {result.duplicates} "
+              f"repeat a problem of the dataset: see {output}/harvest.json",
               highlight=False)
 
 

@@ -12,6 +12,7 @@ runs for real on its CPU workloads, and its GPU-only workloads have no fingerpri
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -81,3 +82,28 @@ def fingerprints(problem: Problem) -> dict[str, Fingerprint]:
         if taken:
             found[workload.name] = taken
     return found
+
+
+def index(roots: list[Path], skip: Path | None = None) -> dict[Fingerprint, list[tuple[str, str]]]:
+    """Every workload fingerprint of the problems under `roots` -> the (problem id, workload)
+    pairs that have it; `skip`: a problem folder to leave out (the one being compared)."""
+    from gpuarena.problems.loader import discover
+
+    found: dict[Fingerprint, list[tuple[str, str]]] = {}
+    for root in roots:
+        for problem in discover(root):
+            if skip is not None and problem.path.resolve() == skip.resolve():
+                continue
+            for name, taken in fingerprints(problem).items():
+                found.setdefault(taken, []).append((problem.id, name))
+    return found
+
+
+def matches(ours: dict[str, Fingerprint], known: dict[Fingerprint, list[tuple[str, str]]]) -> dict[str, dict[str, str]]:
+    """For each known problem that `ours` (workload -> fingerprint) repeats in part: our workloads
+    matched, each to that problem's workload with the same fingerprint."""
+    matched: dict[str, dict[str, str]] = {}
+    for name, taken in ours.items():
+        for problem, workload in known.get(taken, []):
+            matched.setdefault(problem, {}).setdefault(name, workload)
+    return matched

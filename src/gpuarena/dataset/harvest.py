@@ -19,7 +19,7 @@ from gpuarena.dataset import candidate
 from gpuarena.dataset.record import CallRecord, TensorInfo, Timer, cpu_timer, record
 from gpuarena.errors import GpuarenaError
 
-Status = Literal["written", "rejected", "metadata", "unsupported", "below-share"]
+Status = Literal["written", "rejected", "duplicate", "metadata", "unsupported", "below-share"]
 
 
 class Group(BaseModel):
@@ -66,6 +66,10 @@ class Harvest(BaseModel):
     rejected: int
     rejected_share: float
     """Time share of the groups `gpuarena check` rejected."""
+    duplicates: int = 0
+    """Groups not written because a dataset problem already runs the same op on the same shapes."""
+    against: list[str] = []
+    """The problem roots the groups were compared with (empty: not compared)."""
     groups: list[Group]
 
 
@@ -111,10 +115,15 @@ def _describe(model: str, phase: str, sizes: dict[str, int]) -> str:
 
 def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, sizes: dict[str, int],
             command: str, device: str = "cpu", seed: int = 0, min_share: float = 0.01, repeats: int = 3,
-            timer: Timer = cpu_timer, progress: Callable[[str], None] = lambda _: None) -> Harvest:
+            timer: Timer = cpu_timer, progress: Callable[[str], None] = lambda _: None,
+            against: list[Path] | None = None) -> Harvest:
     """Record forward(), group, check and write the problems under out/level1/; returns (and writes)
-    harvest.json. out must be new, empty, or a previous harvest's folder (then replaced)."""
+    harvest.json. out must be new, empty, or a previous harvest's folder (then replaced).
+    against: problem roots; a group whose problem repeats one of theirs (the same operators on
+    the same shapes, dataset/fingerprint.py) is not written (status duplicate)."""
+    from gpuarena.dataset.fingerprint import fingerprints, index, matches
     from gpuarena.problems.check import check_problem
+    from gpuarena.problems.loader import load_problem
 
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not (out / "harvest.json").exists():
@@ -129,6 +138,9 @@ def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, si
             f.write(call.model_dump_json() + "\n")
     where = _describe(model, phase, sizes)
     groups = group_calls(calls, repeats)
+    if against:
+        progress("fingerprinting the dataset")
+    known = index(list(against)) if against else {}
     for n, (group, call) in enumerate(groups):
         why = candidate.unsupported(call)
         if why is not None:
@@ -145,7 +157,13 @@ def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, si
         candidate.write(staged, call, group.name, summary, max(group.share, 1e-6), models,
                         ["harvested", group.op, phase])
         report = check_problem(staged, device=device)
-        if report.ok:
+        ours = fingerprints(load_problem(staged)) if report.ok and known else {}
+        same = [(problem, pairs) for problem, pairs in matches(ours, known).items() if len(pairs) == len(ours)]
+        if same:
+            group.status = "duplicate"
+            group.reasons = [f"repeats {problem} ({', '.join(pairs.values())}): the same op on the same shapes"
+                             for problem, pairs in same]
+        elif report.ok:
             final = out / "level1" / group.name
             final.parent.mkdir(exist_ok=True)
             staged.rename(final)
@@ -157,6 +175,8 @@ def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, si
     result = Harvest(command=command, model=model, phase=phase, sizes=sizes, device=device, seed=seed,
                      repeats=repeats, min_share=min_share, total_seconds=sum(c.seconds for c in calls),
                      calls=len(calls) // repeats, written=sum(g.status == "written" for g, _ in groups),
-                     rejected=len(rejected), rejected_share=sum(g.share for g in rejected), groups=[g for g, _ in groups])
+                     rejected=len(rejected), rejected_share=sum(g.share for g in rejected),
+                     duplicates=sum(g.status == "duplicate" for g, _ in groups),
+                     against=[str(root) for root in against or []], groups=[g for g, _ in groups])
     (out / "harvest.json").write_text(result.model_dump_json(indent=2) + "\n")
     return result

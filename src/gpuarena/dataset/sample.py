@@ -122,22 +122,15 @@ def _parts(folder: Path, manifest: SampleManifest) -> list[str]:
 
 def find_duplicates(problem_folder: Path, roots: list[Path]) -> list[DuplicateOf]:
     """The problems under `roots` whose workloads the sample's problem repeats."""
-    from gpuarena.dataset.fingerprint import fingerprints
-    from gpuarena.problems.loader import discover, load_problem
+    from gpuarena.dataset.fingerprint import fingerprints, index, matches
+    from gpuarena.problems.loader import load_problem
 
     ours = fingerprints(load_problem(problem_folder))
     if not ours:
         return []
-    found = []
-    for root in roots:
-        for other in discover(root):
-            if other.path.resolve() == problem_folder.resolve():
-                continue
-            theirs = {fp: name for name, fp in fingerprints(other).items()}
-            matched = {name: theirs[fp] for name, fp in ours.items() if fp in theirs}
-            if matched:
-                found.append(DuplicateOf(problem=other.id, workloads=matched, whole=len(matched) == len(ours)))
-    return found
+    matched = matches(ours, index(roots, skip=problem_folder))
+    return [DuplicateOf(problem=problem, workloads=pairs, whole=len(pairs) == len(ours))
+            for problem, pairs in sorted(matched.items())]
 
 
 def _kernel(problem_folder: Path, solution: Path, device: str, budget_s: float) -> KernelResult:
