@@ -288,9 +288,9 @@ class RoundsAudit:
         The call windows are the worker's figures, so the wait is capped by the difference of
         the wall times the supervisor measured from outside, per call: a solution that claims
         longer calls than it makes cannot space the harness's work out more than its own.
-        (The wall times alone would not do: a worker's request has a fixed cost of its own, a
-        few ms on an H100, and the harness's work spaced out by that made a back-to-back
-        softmax read 1.56 µs for 4.3 on an H200.)"""
+        (The wall times alone would not do: a worker's request has a fixed cost of its own (the
+        socket, the profiler's start and stop), and the harness's work spaced out by that made a
+        back-to-back softmax read 1.56 µs for 4.3 on an H200.)"""
         n = len(self.session.sets)
         self.call_ns[who].append(call_ns)
         self.wall_ns[who].append(wall_ns / n)
