@@ -31,6 +31,8 @@
 #     audit-cost  bench/research/audit_cost.py (the sampler's costs; the softmax examples with the audit off and on)
 #     suite       gpuarena suite run on every bundled problem (SUITE_FRAMEWORK: pytorch or torch-compile;
 #                 SUITE_BUDGET s a workload; SUITE_BASELINE: a result to score it against): $OUT/suite-*.json
+#     harvest     the harvester's GPU tests, then gpuarena harvest of real-size models (HARVEST_RUNS: ';'-separated
+#                 "MODEL OPTIONS"), bf16, kernel times from the profiler: \$OUT/harvest-K.json, top groups in the summary
 #     app-jobs    bench/app_jobs.py: migration checks as a runner's job process runs them (ranked, sandboxed),
 #                 the golden of examples/apps/mlp_reference recorded on this GPU
 #     latency     bench/eval_latency.py (issue 18's targets: whole `gpuarena run`s timed, with their phases)
@@ -268,6 +270,16 @@ for s in "${steps[@]}"; do
       fw=${SUITE_FRAMEWORK:-pytorch}
       step "suite-$fw" "${T_SUITE:-540}" python3 -m gpuarena.cli suite run --device cuda --framework "$fw" \
            --budget "${SUITE_BUDGET:-0.2}" -o "$OUT/suite-$fw.json" ${SUITE_BASELINE:+--baseline "$SUITE_BASELINE"} ;;
+    harvest)  # HARVEST_RUNS: ';'-separated "MODEL OPTIONS" (default: Mistral-7B and Qwen1.5-MoE-A2.7B at full size, prefill)
+      step harvest-tests "${T_TESTS:-420}" python3 -m pytest -m gpu tests/gpu/test_harvest_gpu.py -q -p no:cacheprovider -rfE
+      IFS=';' read -ra runs <<< "${HARVEST_RUNS:-hf:MistralForCausalLM:size=full --seq 2048;hf:Qwen2MoeForCausalLM:size=full --seq 2048}"
+      i=0
+      for run in "${runs[@]}"; do
+        i=$((i + 1))
+        step harvest-$i "${T_HARVEST:-400}" python3 -m gpuarena.cli harvest $run --device cuda --dtype bfloat16 -o "$W/harvest-$i"
+        [ -f "$W/harvest-$i/harvest.json" ] && cp "$W/harvest-$i/harvest.json" "$OUT/harvest-$i.json" \
+          && python3 bench/harvest_top.py "$W/harvest-$i" --n 15 | tee -a "$SUMMARY"
+      done ;;
     app-jobs) step app-jobs "${T_APP_JOBS:-600}" python3 bench/app_jobs.py --device cuda --out "$OUT/app-jobs-cuda.json" ;;
     latency) step latency "${T_LATENCY:-500}" python3 bench/eval_latency.py --device cuda ${LATENCY_ARGS:-} --out "$OUT/eval-latency-cuda.json" ;;
     profile-run)

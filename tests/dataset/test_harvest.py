@@ -158,3 +158,101 @@ def test_cli_refuses_a_folder_that_is_not_a_harvest(tmp_path: Path):
 def test_unknown_model_is_an_error(tmp_path: Path):
     result = CliRunner().invoke(app, ["harvest", "gpt-17", "-o", str(tmp_path / "x")])
     assert result.exit_code == 2 and "unknown model" in result.output
+
+
+def test_hf_model_specs_name_sizes_and_refuse_unknown_ones():
+    from gpuarena.dataset.models import parse_hf
+    from gpuarena.errors import GpuarenaError
+
+    assert parse_hf("LlamaForCausalLM") == ("LlamaForCausalLM", False, {})
+    assert parse_hf("MistralForCausalLM:size=full,num_hidden_layers=4,rms_norm_eps=1e-6") == (
+        "MistralForCausalLM", True, {"num_hidden_layers": 4, "rms_norm_eps": 1e-6})
+    for bad, words in [("X:size=huge", "use full"), ("X:layers", "key=value"), ("X:hidden_size=big", "not a number")]:
+        with pytest.raises(GpuarenaError, match=words):
+            parse_hf(bad)
+    pytest.importorskip("transformers")
+    with pytest.raises(GpuarenaError, match="has no 'n_layers'"):
+        build("hf:LlamaForCausalLM:n_layers=2", "prefill", batch=1, seq=4, context=0)
+
+
+def test_transformers_models_decoder_and_vision_record_their_real_shapes():
+    pytest.importorskip("transformers")
+    # the sizes given win over the tiny ones, and the head size follows (the config's constructor derives it)
+    llama = build("hf:LlamaForCausalLM:hidden_size=96,num_attention_heads=6,num_key_value_heads=2", "prefill",
+                  batch=2, seq=8, context=0)
+    mms = [c for c in record(llama.forward) if c.op == "aten.mm.default"]
+    assert [16, 96] in [shapes(c, "self") for c in mms]  # 2 x 8 tokens of width 96
+    assert [16, 2 * 16] in [c.outputs[0].shape for c in mms]  # k and v: 2 kv heads of 16
+    # a vision model takes pixels; size=full keeps ViT-Base's own sizes (768 wide, 16 x 16 patches of 224 x 224)
+    vit = build("hf:ViTForImageClassification:size=full,num_hidden_layers=1", "prefill", batch=1, seq=1, context=0)
+    assert vit.sizes == {"batch": 1, "image_size": 224}
+    calls = record(vit.forward)
+    conv = next(c for c in calls if c.op == "aten.convolution.default")
+    assert shapes(conv, "input") == [1, 3, 224, 224] and conv.outputs[0].shape == [1, 768, 14, 14]
+
+
+def test_the_kernel_timer_says_so_when_no_kernel_ran():
+    from gpuarena.dataset.record import KernelTimer
+    from gpuarena.errors import GpuarenaError
+
+    with pytest.raises(GpuarenaError, match="no kernel"):
+        record(build(TINY, "prefill", batch=1, seq=4, context=0).forward, timer=KernelTimer())
+
+
+def test_a_candidate_that_kills_its_check_costs_only_its_own_verdict(tmp_path):
+    """On a GPU a device-side assert spoils the process's CUDA context; the checker then starts a
+    fresh process for the next candidate. A reference that exits its process stands in for it here."""
+    import shutil
+
+    from gpuarena.bundled import bundled_root
+    from gpuarena.dataset.checker import DIED, CandidateChecker
+
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    shutil.copytree(bundled_root() / "level1" / "softmax", good)
+    shutil.copytree(good, bad)
+    (bad / "reference.py").write_text((bad / "reference.py").read_text() + "\nimport os\nos._exit(3)\n")
+    with CandidateChecker("cpu", isolate=True) as checker:
+        assert checker(good).ok
+        assert checker(bad).errors == [DIED]
+        assert checker(good).ok and checker.restarts == 1
+
+
+def test_offsets_are_redrawn_sorted_and_several_results_keep_their_tensors(tmp_path):
+    from gpuarena.dataset import candidate
+
+    offsets, values = torch.tensor([0, 3, 3, 7, 9]), torch.tensor([1, 8, 2])
+    (call,) = record(lambda: torch.ops.aten.searchsorted.Tensor(offsets, values))
+    assert call.args[0].tensor.ascending and not call.args[1].tensor.ascending
+    problem = load_problem(candidate.write(tmp_path / "p", call, "searchsorted", "searchsorted", 1.0, [], []))
+    workload = problem.spec.workloads[0]
+    for seed in range(5):
+        inputs = problem.make_inputs(dict(workload.axes), workload.torch_dtype, torch.device("cpu"),
+                                     torch.Generator().manual_seed(seed))
+        seq = inputs["sorted_sequence"]
+        assert bool((seq[1:] >= seq[:-1]).all()) and int(seq[-1]) == 9
+    # several results (aten.sort: values and indices) come back as the tensors recorded, in order
+    x = torch.randn(8)
+    (call,) = record(lambda: torch.ops.aten.sort.default(x))
+    problem = load_problem(candidate.write(tmp_path / "s", call, "sort", "sort", 1.0, [], []))
+    inputs = problem.make_inputs(dict(problem.spec.workloads[0].axes), problem.spec.workloads[0].torch_dtype,
+                                 torch.device("cpu"), torch.Generator().manual_seed(0))
+    values, indices = problem.reference(**inputs)
+    assert torch.equal(values, inputs["x"][indices]) and indices.dtype == torch.int64
+
+
+def test_attention_candidates_return_only_the_attention_output(tmp_path):
+    from gpuarena.dataset import candidate
+
+    q, k, v = (torch.randn(1, 2, 16, 8) for _ in range(3))
+    calls = record(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+    call = next(c for c in calls if c.op.startswith("aten._scaled_dot_product_"))
+    assert len(call.outputs) > 1  # the op's log-sum-exp (and on a GPU its RNG state) come back too
+    folder = candidate.write(tmp_path / "attn", call, "attn", "attention", 1.0, [], [])
+    problem = load_problem(folder)
+    assert problem.spec.outputs == ["output"]
+    assert check_problem(folder).ok, check_problem(folder).errors
+    inputs = problem.make_inputs(dict(problem.spec.workloads[0].axes), problem.spec.workloads[0].torch_dtype,
+                                 torch.device("cpu"), torch.Generator().manual_seed(0))
+    expected = torch.nn.functional.scaled_dot_product_attention(inputs["query"], inputs["key"], inputs["value"],
+                                                                is_causal=True)
+    torch.testing.assert_close(problem.reference(**inputs), expected)

@@ -57,6 +57,16 @@ def unsupported(call: CallRecord) -> str | None:
     return None
 
 
+FIRST_RESULT_ONLY = ("aten._scaled_dot_product_",)
+"""Ops whose first result is the problem: attention's others (log-sum-exp, the RNG's seed and
+offset, a debug mask) are for its backward, and some are left unwritten, so never deterministic."""
+
+
+def kept_outputs(call: CallRecord) -> list[TensorInfo]:
+    """The results a problem of this call returns."""
+    return call.outputs[:1] if call.op.startswith(FIRST_RESULT_ONLY) else call.outputs
+
+
 def _inputs(call: CallRecord) -> list[TensorInfo]:
     return [t for a in call.args for t in ([a.tensor] if a.tensor is not None else a.tensors or [])]
 
@@ -90,16 +100,16 @@ def reference_source(call: CallRecord, title: str) -> str:
     params = list(names.values())
     call_args = [(_expression(a, i, names) if not a.keyword else f"{a.name}={_expression(a, i, names)}")
                  for i, a in enumerate(call.args)]
-    many = len(call.outputs) > 1
     specs = {}
     for (i, j), name in names.items():
         arg = call.args[i]
         info = arg.tensor if arg.tensor is not None else (arg.tensors or [])[j]
         specs[name] = {"rank": len(info.shape), "dtype": info.dtype,
                        "stride": None if info.contiguous else info.stride,
-                       "low": _finite(info.low), "high": _finite(info.high)}
-    result = f"tuple({call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)}))" if many else \
-        f"{call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)})"
+                       "low": _finite(info.low), "high": _finite(info.high), "ascending": info.ascending}
+    result = f"_tensors({call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)}))"
+    if len(kept_outputs(call)) < len(call.outputs):
+        result += "[0]"
     return TEMPLATE.format(title=title, params=", ".join(params), result=result,
                            specs=json.dumps(specs, indent=4).replace("null", "None").replace("true", "True").replace("false", "False"))
 
@@ -119,6 +129,14 @@ def reference({params}):
     return {result}
 
 
+def _tensors(result):
+    """The op's tensors, as recorded: attention ops also return sizes and None."""
+    if isinstance(result, torch.Tensor):
+        return result
+    tensors = tuple(t for t in result if isinstance(t, torch.Tensor))
+    return tensors[0] if len(tensors) == 1 else tensors
+
+
 def _draw(shape, spec, device, generator):
     dtype = getattr(torch, spec["dtype"])
     size = [int(s) for s in shape]
@@ -133,6 +151,9 @@ def _draw(shape, spec, device, generator):
         if hi <= lo:
             lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
         values = torch.randint(lo, hi + 1, size, generator=generator, device=device)
+        if spec["ascending"]:  # offsets: sorted, ending where the recorded ones ended
+            values = values.sort().values
+            values[-1] = hi
     elif low is not None and high is not None and low >= 0:  # a positive input (rsqrt, log): keep it so
         lo = low if low > 0 else (1e-2 * high if high > 0 else 1e-2)
         hi = high if high > lo else 2 * lo
@@ -162,9 +183,10 @@ def problem_toml(call: CallRecord, name: str, summary: str, weight: float, model
         arg = call.args[i]
         info = arg.tensor if arg.tensor is not None else (arg.tensors or [])[j]
         axes.update({f"{param}_{d}": size for d, size in enumerate(info.shape)})
-    floating = [t.dtype for t in [*call.outputs, *_inputs(call)] if t.dtype in ("float32", "float16", "bfloat16", "float64")]
-    dtype = floating[0] if floating else call.outputs[0].dtype
-    outputs = [f"out{k}" for k in range(len(call.outputs))] if len(call.outputs) > 1 else ["output"]
+    results = kept_outputs(call)
+    floating = [t.dtype for t in [*results, *_inputs(call)] if t.dtype in ("float32", "float16", "bfloat16", "float64")]
+    dtype = floating[0] if floating else results[0].dtype
+    outputs = [f"out{k}" for k in range(len(results))] if len(results) > 1 else ["output"]
     axes_text = "{ " + ", ".join(f"{k} = {v}" for k, v in axes.items()) + " }" if axes else "{}"
     return f"""name = {json.dumps(name)}
 level = 1

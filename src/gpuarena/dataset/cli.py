@@ -15,7 +15,8 @@ from gpuarena.errors import GpuarenaError
 
 
 def harvest_cmd(
-    model: Annotated[str, typer.Argument(help="tiny-llama, small-llama, llama:dim=..,layers=..,heads=..,vocab=..,ffn=.., or hf:<ModelClass>")],
+    model: Annotated[str, typer.Argument(help="tiny-llama, small-llama, llama:dim=..,layers=..,heads=..,vocab=..,ffn=.., "
+                                           "or hf:<ModelClass>[:size=full][,key=value...]")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Folder for the problems, harvest.json and profile.jsonl")],
     phase: Annotated[str, typer.Option(help="prefill (batch x seq tokens) or decode (one token against a KV cache of --context)")] = "prefill",
     batch: Annotated[int, typer.Option(min=1, help="Sequences")] = 1,
@@ -25,6 +26,7 @@ def harvest_cmd(
     min_share: Annotated[float, typer.Option(min=0, max=1, help="Write only groups with at least this share of the measured time")] = 0.01,
     seed: Annotated[int, typer.Option(help="Seed of the weights and inputs")] = 0,
     repeats: Annotated[int, typer.Option(min=1, help="Forwards recorded (after one warm-up)")] = 3,
+    dtype: Annotated[str, typer.Option(help="The model's dtype: float32, bfloat16 or float16")] = "float32",
     against: Annotated[Optional[list[Path]], typer.Option(
         "--against", help="Problem roots a candidate must not repeat (default: the bundled problems)")] = None,
     dedupe: Annotated[bool, typer.Option(help="Leave out candidates that repeat a problem of --against")] = True,
@@ -33,7 +35,9 @@ def harvest_cmd(
     weighted by its share of the time, checked; writes OUTPUT/level1/*, harvest.json, profile.jsonl."""
     from gpuarena.dataset.harvest import harvest
     from gpuarena.dataset.models import build
-    from gpuarena.dataset.record import cpu_timer, synchronized_timer
+    import torch
+
+    from gpuarena.dataset.record import KernelTimer, cpu_timer
 
     from gpuarena.bundled import bundled_root
 
@@ -41,15 +45,17 @@ def harvest_cmd(
     roots = (against or [bundled_root()]) if dedupe else []
     compared = " --no-dedupe" if not dedupe else "".join(f" --against {root}" for root in against or [])
     command = (f"gpuarena harvest {model} --phase {phase} --batch {batch} {sizes} --device {device} "
-               f"--min-share {min_share:g} --seed {seed} --repeats {repeats}{compared} -o {output}")
+               f"--min-share {min_share:g} --seed {seed} --repeats {repeats} --dtype {dtype}{compared} -o {output}")
     try:
         if device != "cpu" and not device.startswith("cuda"):
             raise GpuarenaError(f"--device {device!r}: use cpu, cuda or cuda:N")
-        workload = build(model, phase, batch, seq, context, device=device, seed=seed)
+        if dtype not in ("float32", "bfloat16", "float16"):
+            raise GpuarenaError(f"--dtype {dtype!r}: use float32, bfloat16 or float16")
+        workload = build(model, phase, batch, seq, context, device=device, seed=seed, dtype=getattr(torch, dtype))
         with err.status("recording") as status:
             result = harvest(workload.forward, output, model=model, phase=phase, sizes=workload.sizes,
                              command=command, device=device, seed=seed, min_share=min_share, repeats=repeats,
-                             timer=cpu_timer if device == "cpu" else synchronized_timer,
+                             timer=cpu_timer if device == "cpu" else KernelTimer(),
                              progress=lambda text: status.update(text), against=roots)
     except GpuarenaError as exc:
         fail(exc)

@@ -122,7 +122,7 @@ def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, si
     against: problem roots; a group whose problem repeats one of theirs (the same operators on
     the same shapes, dataset/fingerprint.py) is not written (status duplicate)."""
     from gpuarena.dataset.fingerprint import fingerprints, index, matches
-    from gpuarena.problems.check import check_problem
+    from gpuarena.dataset.checker import CandidateChecker
     from gpuarena.problems.loader import load_problem
 
     out = Path(out)
@@ -141,35 +141,36 @@ def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, si
     if against:
         progress("fingerprinting the dataset")
     known = index(list(against)) if against else {}
-    for n, (group, call) in enumerate(groups):
-        why = candidate.unsupported(call)
-        if why is not None:
-            group.status, group.reasons = ("metadata" if call.metadata_only else "unsupported"), [why]
-            continue
-        if group.share < min_share:
-            group.status, group.reasons = "below-share", [f"share {group.share:.4f} < --min-share {min_share:g}"]
-            continue
-        progress(f"checking {n + 1}/{len(groups)}: {group.op}")
-        staged = out / ".candidates" / group.name
-        summary = f"{group.op} as called in {where}"
-        models = [f"{where}: {group.calls} call(s) a forward, {group.share:.2%} of the measured time "
-                  f"(gpuarena harvest, seed {seed}, on {device})"]
-        candidate.write(staged, call, group.name, summary, max(group.share, 1e-6), models,
-                        ["harvested", group.op, phase])
-        report = check_problem(staged, device=device)
-        ours = fingerprints(load_problem(staged)) if report.ok and known else {}
-        same = [(problem, pairs) for problem, pairs in matches(ours, known).items() if len(pairs) == len(ours)]
-        if same:
-            group.status = "duplicate"
-            group.reasons = [f"repeats {problem} ({', '.join(pairs.values())}): the same op on the same shapes"
-                             for problem, pairs in same]
-        elif report.ok:
-            final = out / "level1" / group.name
-            final.parent.mkdir(exist_ok=True)
-            staged.rename(final)
-            group.status, group.problem = "written", f"level1/{group.name}"
-        else:
-            group.status, group.reasons = "rejected", report.errors
+    with CandidateChecker(device) as checker:
+        for n, (group, call) in enumerate(groups):
+            why = candidate.unsupported(call)
+            if why is not None:
+                group.status, group.reasons = ("metadata" if call.metadata_only else "unsupported"), [why]
+                continue
+            if group.share < min_share:
+                group.status, group.reasons = "below-share", [f"share {group.share:.4f} < --min-share {min_share:g}"]
+                continue
+            progress(f"checking {n + 1}/{len(groups)}: {group.op}")
+            staged = out / ".candidates" / group.name
+            summary = f"{group.op} as called in {where}"
+            models = [f"{where}: {group.calls} call(s) a forward, {group.share:.2%} of the measured time "
+                      f"(gpuarena harvest, seed {seed}, on {device})"]
+            candidate.write(staged, call, group.name, summary, max(group.share, 1e-6), models,
+                            ["harvested", group.op, phase])
+            report = checker(staged)
+            ours = fingerprints(load_problem(staged)) if report.ok and known else {}
+            same = [(problem, pairs) for problem, pairs in matches(ours, known).items() if len(pairs) == len(ours)]
+            if same:
+                group.status = "duplicate"
+                group.reasons = [f"repeats {problem} ({', '.join(pairs.values())}): the same op on the same shapes"
+                                 for problem, pairs in same]
+            elif report.ok:
+                final = out / "level1" / group.name
+                final.parent.mkdir(exist_ok=True)
+                staged.rename(final)
+                group.status, group.problem = "written", f"level1/{group.name}"
+            else:
+                group.status, group.reasons = "rejected", report.errors
     shutil.rmtree(out / ".candidates", ignore_errors=True)
     rejected = [g for g, _ in groups if g.status == "rejected"]
     result = Harvest(command=command, model=model, phase=phase, sizes=sizes, device=device, seed=seed,

@@ -2,8 +2,8 @@
 shapes of a Llama-style decoder come from its architecture and sizes, not from its trained weights.
 
 MODEL names: `tiny-llama`, `small-llama`, `llama:dim=128,layers=2,heads=4,vocab=512,ffn=344`
-(any of the sizes), or `hf:<ModelClass>` (a transformers model from a tiny config, prefill only,
-where transformers is installed).
+(any of the sizes), or `hf:<ModelClass>[:size=full][,key=value...]` (a transformers model, prefill
+only, where transformers is installed: tiny sizes, or the config class's own, a published model's).
 """
 
 from __future__ import annotations
@@ -111,10 +111,10 @@ def _init(model: nn.Module, generator: torch.Generator) -> None:
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
-                p.copy_(1 + 0.1 * torch.randn(p.shape, generator=generator))
+                p.copy_(1 + 0.1 * torch.randn(p.shape, generator=generator, device=p.device))
             else:
                 fan_in = p.shape[-1] if p.dim() > 1 and "embed" not in name else 1
-                p.copy_(torch.randn(p.shape, generator=generator) / math.sqrt(fan_in))
+                p.copy_(torch.randn(p.shape, generator=generator, device=p.device) / math.sqrt(fan_in))
 
 
 def parse_llama(name: str) -> LlamaConfig:
@@ -156,35 +156,87 @@ def build(model: str, phase: str, batch: int, seq: int, context: int, device: st
         raise GpuarenaError(f"--phase {phase!r}: use prefill or decode")
     generator = torch.Generator().manual_seed(seed)
     if model.startswith("hf:"):
-        return _hf(model.removeprefix("hf:"), phase, batch, seq, device, generator)
+        return _hf(model.removeprefix("hf:"), phase, batch, seq, device, generator, dtype)
     config = parse_llama(model)
-    net = Llama(config)
+    # drawn on the device: a 7B model's weights and KV caches take minutes from a CPU generator
+    generator = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):
+        net = Llama(config)
     _init(net, generator)
-    net = net.to(device=device, dtype=dtype).eval()
+    net = net.to(dtype=dtype).eval()
     if phase == "prefill":
-        tokens = torch.randint(0, config.vocab, (batch, seq), generator=generator).to(device)
+        tokens = torch.randint(0, config.vocab, (batch, seq), generator=generator, device=device)
         return Workload(lambda: net(tokens), {"batch": batch, "seq": seq})
-    tokens = torch.randint(0, config.vocab, (batch, 1), generator=generator).to(device)
+    tokens = torch.randint(0, config.vocab, (batch, 1), generator=generator, device=device)
     shape = (batch, config.heads, context, config.dim // config.heads)
-    caches = [(torch.randn(shape, generator=generator).to(device, dtype), torch.randn(shape, generator=generator).to(device, dtype))
-              for _ in range(config.layers)]
+    caches = [(torch.randn(shape, generator=generator, device=device, dtype=dtype),
+               torch.randn(shape, generator=generator, device=device, dtype=dtype)) for _ in range(config.layers)]
     return Workload(lambda: net(tokens, start=context, caches=caches), {"batch": batch, "context": context})
 
 
-def _hf(cls_name: str, phase: str, batch: int, seq: int, device: str, generator: torch.Generator) -> Workload:
-    """A transformers model built from a tiny config of its own config class (prefill only)."""
+TINY_HF_SIZES = {"hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "num_key_value_heads": 4, "vocab_size": 256}
+"""The sizes of `hf:<ModelClass>` without `size=full`: small enough for a CPU test. Only the
+sizes the config class has are set (a ViT has no vocabulary)."""
+
+
+def parse_hf(spec: str) -> tuple[str, bool, dict[str, Any]]:
+    """`ModelClass[:size=full|tiny][,key=value...]` -> (class name, full size?, config overrides).
+    `size=full` keeps the config class's own defaults, which transformers sets to a published
+    model's sizes (LlamaConfig: Llama-2-7B; MistralConfig: Mistral-7B; Qwen2MoeConfig: Qwen1.5-MoE-A2.7B)."""
+    name, _, rest = spec.partition(":")
+    full, overrides = False, {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise GpuarenaError(f"hf:{spec}: {item!r} is not key=value")
+        if key == "size":
+            if value not in ("full", "tiny"):
+                raise GpuarenaError(f"hf:{spec}: size={value!r}: use full (the config's own sizes) or tiny")
+            full = value == "full"
+            continue
+        try:
+            overrides[key] = int(value)
+        except ValueError:
+            try:
+                overrides[key] = float(value)
+            except ValueError:
+                raise GpuarenaError(f"hf:{spec}: {key}={value!r} is not a number") from None
+    return name, full, overrides
+
+
+def _hf(spec: str, phase: str, batch: int, seq: int, device: str, generator: torch.Generator,
+        dtype: torch.dtype) -> Workload:
+    """A transformers model built from a config of its own config class (prefill only): tiny sizes,
+    or with `size=full` the class's defaults, the published model's; weights seeded, made on the device."""
     try:
         import transformers
     except ImportError:
         raise GpuarenaError("hf: models need the transformers package (pip install transformers)") from None
+    cls_name, full, overrides = parse_hf(spec)
     cls = getattr(transformers, cls_name, None)
     if cls is None or not hasattr(cls, "config_class"):
         raise GpuarenaError(f"hf:{cls_name}: transformers has no model class of that name")
     if phase != "prefill":
         raise GpuarenaError("hf: models are harvested in the prefill phase only, for now")
-    config = cls.config_class(hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=4,
-                              num_key_value_heads=4, vocab_size=256)
+    defaults = cls.config_class()
+    unknown = [key for key in overrides if not hasattr(defaults, key)]
+    if unknown:
+        raise GpuarenaError(f"hf:{spec}: {type(defaults).__name__} has no {', '.join(map(repr, unknown))}")
+    sizes = {key: value for key, value in {**({} if full else TINY_HF_SIZES), **overrides}.items() if hasattr(defaults, key)}
+    config = cls.config_class(**sizes)  # through the constructor: it derives sizes (head_dim) from these
     torch.manual_seed(int(torch.randint(0, 2**31 - 1, (), generator=generator)))
-    net = cls(config).to(device).eval()
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)  # parameters made in the run's dtype, on the device: a 7B model in seconds
+    try:
+        with torch.device(device):
+            net = cls(config).eval()
+    finally:
+        torch.set_default_dtype(previous)
+    if hasattr(config, "image_size") and not hasattr(config, "vocab_size"):  # a vision model
+        size = config.image_size if isinstance(config.image_size, int) else config.image_size[0]
+        channels = getattr(config, "num_channels", 3)
+        pixels = torch.randn((batch, channels, size, size), generator=generator).to(device, dtype)
+        return Workload(lambda: net(pixel_values=pixels), {"batch": batch, "image_size": size})
     tokens = torch.randint(0, config.vocab_size, (batch, seq), generator=generator).to(device)
     return Workload(lambda: net(input_ids=tokens), {"batch": batch, "seq": seq})

@@ -7,12 +7,15 @@ what actually runs (linear as t + addmm, softmax as _softmax): the ops a kernel 
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterator, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from gpuarena.errors import GpuarenaError
 
 # ops that only make a new view or touch metadata: recorded (they are part of the profile) but
 # not worth a problem, since a kernel for them moves no data
@@ -42,6 +45,9 @@ class TensorInfo(Strict):
     """Smallest value seen (None for empty or boolean tensors): inputs are redrawn in range,
     so that rsqrt gets positive numbers and embedding indices stay in bounds."""
     high: float | None = None
+    ascending: bool = False
+    """A 1-D integer tensor of non-decreasing values (offsets such as _grouped_mm's offs): redrawn
+    sorted, its last value the recorded maximum, or the op's kernel asserts."""
 
 
 class ArgRecord(Strict):
@@ -97,8 +103,10 @@ def tensor_info(t: torch.Tensor, ranges: bool = True) -> TensorInfo:
     if ranges and t.numel() and t.dtype != torch.bool and not t.is_complex():
         lo, hi = torch.aminmax(t.detach().reshape(-1))
         low, high = float(lo), float(hi)
+    ascending = bool(ranges and t.dim() == 1 and t.numel() > 1 and not t.dtype.is_floating_point
+                     and t.dtype != torch.bool and not t.is_complex() and bool((t[1:] >= t[:-1]).all()))
     return TensorInfo(shape=list(t.shape), dtype=_dtype_name(t.dtype), stride=list(t.stride()),
-                      contiguous=t.is_contiguous(), low=low, high=high)
+                      contiguous=t.is_contiguous(), low=low, high=high, ascending=ascending)
 
 
 def arg_record(name: str, value: Any, keyword: bool) -> ArgRecord:
@@ -143,14 +151,46 @@ def cpu_timer(call: Callable[[], Any]) -> tuple[Any, float]:
 
 def synchronized_timer(call: Callable[[], Any]) -> tuple[Any, float]:
     """A coarse GPU timer: synchronize before and after, so the wall time holds the kernel(s).
-    It counts launch overhead too. HOOK: on a GPU, CUDA events around the call (resolved after
-    the forward) or CUPTI kernel records (harness/cupti_build.py) give each op its kernels' own
-    time; they would go here, as another Timer."""
+    It counts launch overhead too, which swamps a small op's kernel: `KernelTimer` is the right one."""
     torch.cuda.synchronize()
     start = time.perf_counter()
     result = call()
     torch.cuda.synchronize()
     return result, time.perf_counter() - start
+
+
+class KernelTimer:
+    """Each call's kernels' own device time, from the profiler's CUPTI records: a call runs inside a
+    `record_function` range named by its index, and after the forwards every range gets the device
+    time of the kernels launched within it. Launch overhead, host syncs (the recorder reads input
+    ranges) and idle gaps count for nothing, as they should in a weight. Calls return 0 seconds
+    until `profiling` ends and fills them."""
+
+    PREFIX = "gpuarena.call."
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, call: Callable[[], Any]) -> tuple[Any, float]:
+        with torch.profiler.record_function(f"{self.PREFIX}{self.count}"):
+            result = call()
+        self.count += 1
+        return result, 0.0
+
+    @contextlib.contextmanager
+    def profiling(self, calls: list["CallRecord"]) -> Iterator[None]:
+        """Profile the block; on leaving it, set each of `calls` (in call order) to its kernels' seconds."""
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities) as prof:
+            yield
+        seconds: dict[int, float] = {}
+        for event in prof.events():
+            if event.name.startswith(self.PREFIX) and event.device_type == torch.autograd.DeviceType.CPU:
+                index = int(event.name.removeprefix(self.PREFIX))
+                seconds[index] = seconds.get(index, 0.0) + event.device_time_total / 1e6
+        if calls and not any(seconds.values()):
+            raise GpuarenaError("the profiler saw no kernel of any call: is the model on the GPU?")
+        calls[:] = [call.model_copy(update={"seconds": seconds.get(call.index, 0.0)}) for call in calls]
 
 
 class Recorder(TorchDispatchMode):
@@ -183,7 +223,9 @@ def record(forward: Callable[[], Any], repeats: int = 1, warmup: int = 1, timer:
     with torch.no_grad():
         for _ in range(warmup):
             forward()
-        with Recorder(timer) as recorder:
+        recorder = Recorder(timer)
+        profiling = timer.profiling(recorder.calls) if isinstance(timer, KernelTimer) else contextlib.nullcontext()
+        with profiling, recorder:
             for _ in range(repeats):
                 forward()
     return recorder.calls
