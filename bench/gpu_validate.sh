@@ -271,7 +271,7 @@ for s in "${steps[@]}"; do
       step "suite-$fw" "${T_SUITE:-540}" python3 -m gpuarena.cli suite run --device cuda --framework "$fw" \
            --budget "${SUITE_BUDGET:-0.2}" -o "$OUT/suite-$fw.json" ${SUITE_BASELINE:+--baseline "$SUITE_BASELINE"} ;;
     harvest)  # HARVEST_RUNS: ';'-separated "MODEL OPTIONS" (default: Mistral-7B and Qwen1.5-MoE-A2.7B at full size, prefill)
-      step harvest-tests "${T_TESTS:-420}" python3 -m pytest -m gpu tests/gpu/test_harvest_gpu.py -q -p no:cacheprovider -rfE
+      [ "${HARVEST_TESTS:-1}" = 1 ] && step harvest-tests "${T_TESTS:-420}" python3 -m pytest -m gpu tests/gpu/test_harvest_gpu.py -q -p no:cacheprovider -rfE
       IFS=';' read -ra runs <<< "${HARVEST_RUNS:-hf:MistralForCausalLM:size=full --seq 2048;hf:Qwen2MoeForCausalLM:size=full --seq 2048}"
       i=0
       for run in "${runs[@]}"; do

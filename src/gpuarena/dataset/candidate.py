@@ -91,6 +91,29 @@ def _expression(arg: ArgRecord, index: int, names: dict[tuple[int, int], str]) -
     return _literal(arg.value)
 
 
+def _attention(call: CallRecord, names: dict[tuple[int, int], str]) -> str | None:
+    """Attention as the portable op, whichever backend's op was recorded (cuDNN's, flash's, the
+    CPU's): `scaled_dot_product_attention` runs on every device, and each picks its own kernel.
+    None where the call cannot be said that way (dropout: no reference with it is deterministic)."""
+    by_name = {a.name: (i, a) for i, a in enumerate(call.args)}
+    if any(name not in by_name for name in ("query", "key", "value")):
+        return None
+    dropout = by_name.get("dropout_p")
+    if dropout is not None and dropout[1].value not in (0, 0.0):
+        return None
+    parts = [_expression(by_name[n][1], by_name[n][0], names) for n in ("query", "key", "value")]
+    mask = by_name.get("attn_bias") or by_name.get("attn_mask")
+    if mask is not None and mask[1].kind != "none":
+        parts.append(f"attn_mask={_expression(mask[1], mask[0], names)}")
+    for option in ("is_causal", "scale"):
+        if option in by_name and by_name[option][1].kind != "none":
+            parts.append(f"{option}={_expression(by_name[option][1], by_name[option][0], names)}")
+    query, key = by_name["query"][1].tensor, by_name["key"][1].tensor
+    if query is not None and key is not None and query.shape[-3:-2] != key.shape[-3:-2]:
+        parts.append("enable_gqa=True")  # fewer key/value heads than query heads
+    return f"torch.nn.functional.scaled_dot_product_attention({', '.join(parts)})"
+
+
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
@@ -107,9 +130,11 @@ def reference_source(call: CallRecord, title: str) -> str:
         specs[name] = {"rank": len(info.shape), "dtype": info.dtype,
                        "stride": None if info.contiguous else info.stride,
                        "low": _finite(info.low), "high": _finite(info.high), "ascending": info.ascending}
-    result = f"_tensors({call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)}))"
-    if len(kept_outputs(call)) < len(call.outputs):
-        result += "[0]"
+    result = _attention(call, names) if call.op.startswith(FIRST_RESULT_ONLY) else None
+    if result is None:
+        result = f"_tensors({call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)}))"
+        if len(kept_outputs(call)) < len(call.outputs):
+            result += "[0]"
     return TEMPLATE.format(title=title, params=", ".join(params), result=result,
                            specs=json.dumps(specs, indent=4).replace("null", "None").replace("true", "True").replace("false", "False"))
 

@@ -116,6 +116,32 @@ def sample_check_cmd(
     raise typer.Exit(0 if report.ok else 1)
 
 
+dataset_app = typer.Typer(help="The evaluation dataset: problems assembled from harvests.", no_args_is_help=True)
+
+
+@dataset_app.command("add")
+def dataset_add_cmd(
+    harvests: Annotated[list[Path], typer.Argument(help="Folders written by gpuarena harvest -o")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The dataset's folder (new, or one this command made)")],
+    check: Annotated[bool, typer.Option(help="Check every problem on the CPU; leave out those that fail")] = True,
+) -> None:
+    """Add harvested problems to a dataset: each gets a small CPU workload, the same op on the same
+    arguments from several harvests becomes one problem with each one's workload, weights add up;
+    writes OUTPUT/level1/* and OUTPUT/dataset.json (docs/dataset.md)."""
+    from gpuarena.dataset.assemble import add
+
+    try:
+        with err.status("assembling") as status:
+            result = add(harvests, output, check=check, progress=lambda text: status.update(text))
+    except GpuarenaError as exc:
+        fail(exc)
+        return
+    out.print(f"{result.kept} problems in {output} from {len(result.harvests)} harvests; {result.left_out} left out "
+              f"({result.left_out_share:.0%} of the candidates) by gpuarena check on the CPU: see {output}/dataset.json",
+              highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     app.command("harvest")(harvest_cmd)
     app.add_typer(sample_app, name="sample")
+    app.add_typer(dataset_app, name="dataset")

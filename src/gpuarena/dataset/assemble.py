@@ -1,0 +1,203 @@
+"""Harvests into a dataset: `gpuarena dataset add HARVEST... -o ROOT`.
+
+A harvest (dataset/harvest.py) writes one problem per (op, arguments) of one model and phase, with
+one workload: the shapes it recorded, often a GPU's worth. A dataset problem needs more:
+- a workload small enough for the CPU (CI checks every problem there): each size over 32 is
+  shrunk, distinct sizes staying distinct and in order, equal sizes equal (so a matmul's inner
+  sizes still agree, and the key and query of attention keep one length);
+- the same op on the same arguments seen in several harvests is one problem: each harvest adds
+  its workload (named by model and phase) and its provenance;
+- its weight: the sum of its shares over the harvests that found it, so each model-phase weighs
+  the same in the dataset, and within it each op by its measured share of the time.
+
+A harvest's raw profile (profile.jsonl, or profile.jsonl.gz as the repository keeps it) lets the
+reference be written anew by today's candidate writer (an attention recorded as cuDNN's op becomes
+the portable `scaled_dot_product_attention`, which the CPU runs too).
+
+Every assembled problem is checked on the CPU (`gpuarena check`); one that fails is left out and
+listed with its reasons in ROOT/dataset.json, with the share of candidates that failed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from gpuarena.dataset import candidate
+from gpuarena.dataset.record import CallRecord
+from gpuarena.errors import GpuarenaError
+
+SMALL_LIMIT = 32
+"""Sizes up to this stay as recorded in the small workload."""
+SMALL_STEP = 8
+
+
+class Entry(BaseModel):
+    """One problem of the dataset and where it came from: an entry of dataset.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    problem: str
+    """level1/<op>-<hash>, as in the harvests."""
+    status: Literal["kept", "left-out"]
+    weight: float
+    harvests: list[str]
+    """The harvests (model phase) that found it."""
+    reasons: list[str] = []
+
+
+class Dataset(BaseModel):
+    """ROOT/dataset.json: what the dataset holds, what was left out and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    harvests: list[str]
+    """Each harvest's command."""
+    kept: int
+    left_out: int
+    left_out_share: float
+    """The share of candidates that failed the CPU check."""
+    entries: list[Entry]
+
+
+def model_slug(model: str) -> str:
+    """hf:Qwen2MoeForCausalLM:size=full -> qwen2moe; hf:MixtralForCausalLM:size=full,num_hidden_layers=8 ->
+    mixtral; llama:dim=4096,layers=32,... -> llama-d4096-l32."""
+    if model.startswith("llama:"):  # gpuarena's own Llama: its width and depth name it
+        sizes = dict(item.partition("=")[::2] for item in model.removeprefix("llama:").split(","))
+        return f"llama-d{sizes.get('dim', '')}-l{sizes.get('layers', '')}"
+    name = model.removeprefix("hf:").replace(":size=full", "").split(",")[0]
+    name = re.sub(r"(For(CausalLM|ImageClassification|MaskedLM|SequenceClassification)|LMHeadModel)$", "", name)
+    return re.sub(r"[^a-z0-9]+", "-", name.lower().replace("=", "")).strip("-")
+
+
+def shrink(axes: dict[str, int]) -> dict[str, int]:
+    """The small workload's axes: sizes over SMALL_LIMIT mapped, in order, onto 40, 48, 56..."""
+    large = sorted({v for v in axes.values() if v > SMALL_LIMIT})
+    mapped = {v: SMALL_LIMIT + SMALL_STEP * (i + 1) for i, v in enumerate(large)}
+    return {k: mapped.get(v, v) for k, v in axes.items()}
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"no TOML for {value!r}")
+
+
+def dump_problem_toml(spec: dict[str, Any]) -> str:
+    """problem.toml from its parsed dict: top-level keys, then tables, then the workloads."""
+    tables = {k: v for k, v in spec.items() if isinstance(v, dict)}
+    lines = [f"{k} = {_toml_value(v)}" for k, v in spec.items() if k not in tables and k != "workloads"]
+    for name, table in tables.items():
+        lines += ["", f"[{name}]", *(f"{k} = {_toml_value(v)}" for k, v in table.items())]
+    for workload in spec.get("workloads", []):
+        lines += ["", "[[workloads]]", *(f"{k} = {_toml_value(v)}" for k, v in workload.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _profile_calls(folder: Path, indexes: set[int]) -> dict[int, CallRecord]:
+    """The calls of the harvest's raw profile (profile.jsonl, or gzipped) at these indexes."""
+    for name, opener in (("profile.jsonl", open), ("profile.jsonl.gz", gzip.open)):
+        if (folder / name).is_file():
+            with opener(folder / name, "rt") as lines:
+                calls = (CallRecord.model_validate_json(line) for line in lines)
+                return {call.index: call for call in calls if call.index in indexes}
+    return {}
+
+
+def _merge(target: Path, source: Path, harvest: dict[str, Any], share: float, call: CallRecord | None) -> None:
+    """Add one harvest's problem to the dataset's folder (made from it when new). With the recorded
+    call at hand, the reference is written anew from it, by today's candidate writer."""
+    spec = tomllib.loads((source / "problem.toml").read_text())
+    (recorded,) = spec["workloads"]
+    label = f"{model_slug(harvest['model'])}-{harvest['phase']}"
+    recorded = {**recorded, "name": label, "devices": ["cuda"] if harvest["device"] != "cpu" else ["cpu", "cuda"]}
+    tags = ["harvested", model_slug(harvest["model"]), harvest["phase"]]
+    if not target.exists():
+        shutil.copytree(source, target)
+        spec["summary"] = f"{spec['provenance']['operator']} as called in real models (gpuarena harvest)"
+        if call is not None:
+            (target / "reference.py").write_text(candidate.reference_source(call, spec["summary"]))
+        spec.update(weight=share, workloads=[recorded], tags=[spec["provenance"]["operator"], *tags])
+    else:
+        mine = tomllib.loads((target / "problem.toml").read_text())
+        names = {w["name"] for w in mine["workloads"]}
+        if label not in names:
+            mine["workloads"].append(recorded)
+        mine["weight"] = mine["weight"] + share
+        mine["tags"] = list(dict.fromkeys([*mine["tags"], *tags]))
+        mine["provenance"]["models"] = list(dict.fromkeys([*mine["provenance"]["models"], *spec["provenance"]["models"]]))
+        spec = mine
+    spec["workloads"] = [w for w in spec["workloads"] if w["name"] != "small"]
+    if not any("cpu" in w["devices"] for w in spec["workloads"]):
+        first = spec["workloads"][0]
+        spec["workloads"].append({**first, "name": "small", "axes": shrink(first["axes"]), "devices": ["cpu", "cuda"]})
+    spec["weight"] = float(f"{spec['weight']:.6g}")
+    (target / "problem.toml").write_text(dump_problem_toml(spec))
+
+
+def add(harvests: list[Path], root: Path, check: bool = True,
+        progress: Any = lambda _text: None) -> Dataset:
+    """Assemble the harvests' written problems into root/level1 (a dataset folder, new or made by
+    this command: its problems are merged with the new ones), check each on the CPU, and write
+    root/dataset.json."""
+    from gpuarena.dataset.checker import CandidateChecker
+
+    root = Path(root)
+    if root.exists() and any(root.iterdir()) and not (root / "dataset.json").exists():
+        raise GpuarenaError(f"{root}: not empty and not a dataset folder; give a new folder with -o")
+    previous = Dataset.model_validate_json((root / "dataset.json").read_text()) if (root / "dataset.json").exists() else None
+    entries = {e.problem: e for e in previous.entries} if previous else {}
+    commands = list(previous.harvests) if previous else []
+    for folder in harvests:
+        path = Path(folder) / "harvest.json"
+        if not path.is_file():
+            raise GpuarenaError(f"{folder}: no harvest.json (give folders written by gpuarena harvest -o)")
+        harvest = json.loads(path.read_text())
+        if harvest["command"] in commands:
+            continue  # added before: its shares are in the weights already
+        commands.append(harvest["command"])
+        where = f"{model_slug(harvest['model'])} {harvest['phase']}"
+        calls = _profile_calls(Path(folder), {g["first_call"] for g in harvest["groups"] if g["status"] == "written"})
+        for group in harvest["groups"]:
+            if group["status"] != "written":
+                continue
+            problem = group["problem"]
+            entry = entries.get(problem)
+            if entry is None or entry.status == "left-out":  # new, or tried again from scratch
+                entry = Entry(problem=problem, status="kept", weight=0.0, harvests=[])
+            _merge(root / problem, Path(folder) / problem, harvest, group["share"], calls.get(group["first_call"]))
+            entry.weight = float(f"{entry.weight + group['share']:.6g}")
+            entry.harvests = list(dict.fromkeys([*entry.harvests, where]))
+            entries[problem] = entry
+    with CandidateChecker("cpu") as checker:
+        for n, entry in enumerate(entries.values()):
+            if entry.status != "kept" or not check:
+                continue
+            progress(f"checking {n + 1}/{len(entries)}: {entry.problem}")
+            report = checker(root / entry.problem)
+            if not report.ok:
+                entry.status, entry.reasons = "left-out", report.errors
+                shutil.rmtree(root / entry.problem)
+    ordered = sorted(entries.values(), key=lambda e: (-e.weight, e.problem))
+    left = [e for e in ordered if e.status == "left-out"]
+    result = Dataset(harvests=commands, kept=len(ordered) - len(left), left_out=len(left),
+                     left_out_share=len(left) / len(ordered) if ordered else 0.0, entries=ordered)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "dataset.json").write_text(result.model_dump_json(indent=2) + "\n")
+    return result

@@ -1,0 +1,123 @@
+"""`gpuarena dataset add`: harvests become dataset problems with a CPU workload, the same op on the
+same arguments from several harvests is one problem whose weight adds up, a problem that fails
+`gpuarena check` is left out with its reasons, and the shipped dataset itself passes check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuarena.cli.app import app
+from gpuarena.dataset.assemble import Dataset, add, dump_problem_toml, model_slug, shrink
+from gpuarena.dataset.harvest import harvest
+from gpuarena.dataset.models import build
+from gpuarena.errors import GpuarenaError
+from gpuarena.problems import load_problem
+from gpuarena.problems.check import check_problem
+
+REPO = Path(__file__).resolve().parents[2]
+DATASET = REPO / "dataset" / "problems"
+TINY = "llama:dim=32,layers=1,heads=2,vocab=64,ffn=64"
+
+
+def test_small_workloads_keep_sizes_equal_distinct_and_in_order():
+    axes = {"x_0": 2048, "x_1": 4096, "mat2_0": 4096, "mat2_1": 14336, "b": 16}
+    small = shrink(axes)
+    assert small == {"x_0": 40, "x_1": 48, "mat2_0": 48, "mat2_1": 56, "b": 16}
+    assert model_slug("hf:Qwen2MoeForCausalLM:size=full") == "qwen2moe"
+    assert model_slug("hf:MixtralForCausalLM:size=full,num_hidden_layers=8") == "mixtral"
+    assert model_slug("hf:GPT2LMHeadModel:size=full") == "gpt2"
+    assert model_slug("llama:dim=4096,layers=32,heads=32") == "llama-d4096-l32"
+
+
+def test_problem_toml_is_written_back_as_it_was_read():
+    text = (REPO / "problems" / "level1" / "softmax" / "problem.toml").read_text()
+    spec = tomllib.loads(text)
+    assert tomllib.loads(dump_problem_toml(spec)) == spec
+
+
+def _harvest(tmp_path: Path, name: str, seed: int, device: str = "cpu") -> Path:
+    out = tmp_path / name
+    workload = build(TINY, "prefill", batch=1, seq=8, context=0, seed=seed)
+    harvest(workload.forward, out, model=TINY, phase="prefill", sizes=workload.sizes,
+            command=f"gpuarena harvest {TINY} --seed {seed} -o {out}", seed=seed, min_share=0.02, against=[])
+    if device != "cpu":  # as a GPU harvest writes it: its recorded shapes run on the GPU only
+        report = json.loads((out / "harvest.json").read_text())
+        (out / "harvest.json").write_text(json.dumps({**report, "device": device}))
+    return out
+
+
+def test_harvests_merge_into_checked_weighted_problems(tmp_path):
+    first, second = _harvest(tmp_path, "a", seed=0, device="cuda"), _harvest(tmp_path, "b", seed=1)
+    written = {g["problem"]: g["share"] for g in json.loads((first / "harvest.json").read_text())["groups"]
+               if g["status"] == "written"}
+    # one candidate broken on purpose: check must leave it out and say why. Without the profile,
+    # the harvest's own references are taken as written (with it, they are written anew)
+    (first / "profile.jsonl").unlink()
+    broken = sorted(written)[0]
+    (first / broken / "reference.py").write_text("def reference(x):\n    return x * 0\n\n"
+                                                 + (first / broken / "reference.py").read_text().split("def reference", 1)[0])
+    root = tmp_path / "dataset"
+    result = add([first], root)
+    assert isinstance(result, Dataset) and result.kept + result.left_out == len(written)
+    out = next(e for e in result.entries if e.problem == broken)
+    assert out.status == "left-out" and out.reasons and not (root / broken).exists()
+    kept = next(e for e in result.entries if e.status == "kept")
+    problem = load_problem(root / kept.problem)
+    names = [w.name for w in problem.spec.workloads]
+    assert names == [f"{model_slug(TINY)}-prefill", "small"]  # the GPU's shapes, and the CPU's
+    assert problem.spec.workloads[0].devices == ["cuda"] and "cpu" in problem.spec.workloads[1].devices
+    assert problem.spec.weight == pytest.approx(written[kept.problem], rel=1e-4)
+    assert "harvested" in problem.spec.tags and problem.spec.provenance.models
+
+    # the second harvest finds the same ops on the same arguments: weights add, one workload each
+    again = add([second, first], root)  # first again: skipped, its shares are in already
+    assert len(again.harvests) == 2
+    merged = next(e for e in again.entries if e.problem == kept.problem)
+    assert merged.harvests == [f"{model_slug(TINY)} prefill"]
+    second_share = next(g["share"] for g in json.loads((second / "harvest.json").read_text())["groups"]
+                        if g["problem"] == kept.problem)
+    assert load_problem(root / kept.problem).spec.weight == pytest.approx(written[kept.problem] + second_share, rel=1e-4)
+    assert check_problem(root / kept.problem).ok
+
+
+def test_a_folder_that_is_not_a_dataset_is_refused_and_left_alone(tmp_path):
+    (tmp_path / "mine.txt").write_text("keep me")
+    with pytest.raises(GpuarenaError, match="not a dataset folder"):
+        add([], tmp_path)
+    assert (tmp_path / "mine.txt").read_text() == "keep me"
+    result = CliRunner().invoke(app, ["dataset", "add", str(tmp_path / "nowhere"), "-o", str(tmp_path / "d")])
+    assert result.exit_code != 0 and "no harvest.json" in " ".join(result.output.split())
+
+
+def test_the_shipped_dataset_is_what_its_index_says():
+    index = Dataset.model_validate_json((DATASET / "dataset.json").read_text())
+    kept = {e.problem for e in index.entries if e.status == "kept"}
+    on_disk = {str(p.parent.relative_to(DATASET)) for p in DATASET.glob("level*/*/problem.toml")}
+    assert kept == on_disk and len(kept) >= 100
+    models = set()
+    for entry in index.entries:
+        if entry.status == "kept":
+            spec = load_problem(DATASET / entry.problem).spec
+            assert spec.weight == pytest.approx(entry.weight, rel=1e-4) and spec.provenance.models
+            assert any("cpu" in w.devices for w in spec.workloads)
+            models.update(entry.harvests)
+        else:
+            assert entry.reasons
+    assert len({m.split()[0] for m in models}) >= 8  # harvests of at least 8 models
+    # attention recorded as cuDNN's op was written anew from the profile as the portable op
+    attention = [e.problem for e in index.entries if e.status == "kept" and "attention" in e.problem]
+    assert attention and all("functional.scaled_dot_product_attention(" in (DATASET / p / "reference.py").read_text()
+                             for p in attention)
+
+
+@pytest.mark.slow
+def test_every_shipped_dataset_problem_passes_check_on_the_cpu():
+    failures = {p.parent.name: r.errors for p in sorted(DATASET.glob("level*/*/problem.toml"))
+                if not (r := check_problem(p.parent)).ok}
+    assert not failures, failures
