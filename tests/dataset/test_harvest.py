@@ -256,3 +256,17 @@ def test_attention_candidates_return_only_the_attention_output(tmp_path):
     expected = torch.nn.functional.scaled_dot_product_attention(inputs["query"], inputs["key"], inputs["value"],
                                                                 is_causal=True)
     torch.testing.assert_close(problem.reference(**inputs), expected)
+
+
+def test_harvest_of_a_scaled_down_transformers_model_from_the_command_line(tmp_path):
+    pytest.importorskip("transformers")
+    out = tmp_path / "mixtral"
+    result = CliRunner().invoke(app, ["harvest", "hf:MixtralForCausalLM:num_local_experts=4,num_experts_per_tok=2",
+                                      "--seq", "16", "--min-share", "0.02", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    report = Harvest.model_validate_json((out / "harvest.json").read_text())
+    assert report.model == "hf:MixtralForCausalLM:num_local_experts=4,num_experts_per_tok=2" and report.written > 0
+    assert "--dtype float32" in report.command
+    for group in report.groups:
+        if group.status == "written":
+            assert check_problem(out / group.problem).ok
