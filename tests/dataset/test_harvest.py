@@ -270,3 +270,18 @@ def test_harvest_of_a_scaled_down_transformers_model_from_the_command_line(tmp_p
     for group in report.groups:
         if group.status == "written":
             assert check_problem(out / group.problem).ok
+
+
+def test_offsets_that_end_at_a_size_follow_that_size_in_a_smaller_workload(tmp_path):
+    """A mixture of experts' _grouped_mm: offs are the cumulative rows of each expert and end at
+    the rows of x; a smaller workload's offsets must end at its own rows."""
+    from gpuarena.dataset import candidate
+
+    x, w, offs = torch.randn(16, 8), torch.randn(4, 8, 8), torch.tensor([3, 3, 10, 16], dtype=torch.int32)
+    (call,) = [c for c in record(lambda: torch._grouped_mm(x, w, offs=offs)) if c.op.startswith("aten._grouped_mm")]
+    problem = load_problem(candidate.write(tmp_path / "g", call, "grouped_mm", "grouped_mm", 1.0, [], []))
+    axes = dict(problem.spec.workloads[0].axes)
+    assert axes["x_0"] == 16 and problem.module.INPUTS["offs"]["high_axis"] == "x_0"
+    inputs = problem.make_inputs({**axes, "x_0": 40}, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))
+    assert int(inputs["offs"][-1]) == 40 and bool((inputs["offs"][1:] >= inputs["offs"][:-1]).all())
+    assert problem.reference(**inputs).shape == (40, 8)

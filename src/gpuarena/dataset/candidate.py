@@ -114,6 +114,22 @@ def _attention(call: CallRecord, names: dict[tuple[int, int], str]) -> str | Non
     return f"torch.nn.functional.scaled_dot_product_attention({', '.join(parts)})"
 
 
+def _size_named(call: CallRecord, names: dict[tuple[int, int], str], info: TensorInfo) -> str | None:
+    """The axis that offsets end at: a sorted integer input whose last value is the size of another
+    input's dimension (`_grouped_mm`'s offs end at its rows) ends at that axis whatever its size,
+    so a smaller workload keeps offsets that fit it."""
+    if not info.ascending or info.high is None:
+        return None
+    for (i, j), name in names.items():
+        arg = call.args[i]
+        other = arg.tensor if arg.tensor is not None else (arg.tensors or [])[j]
+        if other is not info:
+            for d, size in enumerate(other.shape):
+                if size == info.high:
+                    return f"{name}_{d}"
+    return None
+
+
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
@@ -129,7 +145,8 @@ def reference_source(call: CallRecord, title: str) -> str:
         info = arg.tensor if arg.tensor is not None else (arg.tensors or [])[j]
         specs[name] = {"rank": len(info.shape), "dtype": info.dtype,
                        "stride": None if info.contiguous else info.stride,
-                       "low": _finite(info.low), "high": _finite(info.high), "ascending": info.ascending}
+                       "low": _finite(info.low), "high": _finite(info.high), "ascending": info.ascending,
+                       "high_axis": _size_named(call, names, info)}
     result = _attention(call, names) if call.op.startswith(FIRST_RESULT_ONLY) else None
     if result is None:
         result = f"_tensors({call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)}))"
@@ -146,7 +163,8 @@ shapes, dtypes, strides and value ranges."""
 
 import torch
 
-# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown)
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), sorted
+# (offsets), the axis a sorted input ends at (None: its recorded maximum)
 INPUTS = {specs}
 
 
@@ -162,7 +180,7 @@ def _tensors(result):
     return tensors[0] if len(tensors) == 1 else tensors
 
 
-def _draw(shape, spec, device, generator):
+def _draw(shape, spec, device, generator, axes):
     dtype = getattr(torch, spec["dtype"])
     size = [int(s) for s in shape]
     if spec["stride"] is not None:  # redraw the storage the recorded strides read from
@@ -172,7 +190,7 @@ def _draw(shape, spec, device, generator):
     if dtype == torch.bool:
         values = torch.rand(size, generator=generator, device=device) < 0.5
     elif not dtype.is_floating_point:
-        lo, hi = int(low or 0), int(high or 1)
+        lo, hi = int(low or 0), int(axes[spec["high_axis"]] if spec["high_axis"] else (high or 1))
         if hi <= lo:
             lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
         values = torch.randint(lo, hi + 1, size, generator=generator, device=device)
@@ -192,7 +210,7 @@ def _draw(shape, spec, device, generator):
 
 
 def make_inputs(axes, dtype, device, generator):
-    return {{name: _draw([axes[f"{{name}}_{{d}}"] for d in range(spec["rank"])], spec, device, generator)
+    return {{name: _draw([axes[f"{{name}}_{{d}}"] for d in range(spec["rank"])], spec, device, generator, axes)
             for name, spec in INPUTS.items()}}
 '''
 

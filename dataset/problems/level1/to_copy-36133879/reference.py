@@ -5,7 +5,8 @@ shapes, dtypes, strides and value ranges."""
 
 import torch
 
-# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown)
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), sorted
+# (offsets), the axis a sorted input ends at (None: its recorded maximum)
 INPUTS = {
     "x": {
         "rank": 3,
@@ -13,7 +14,8 @@ INPUTS = {
         "stride": None,
         "low": -5.315771102905273,
         "high": 4.966813087463379,
-        "ascending": False
+        "ascending": False,
+        "high_axis": None
     }
 }
 
@@ -30,7 +32,7 @@ def _tensors(result):
     return tensors[0] if len(tensors) == 1 else tensors
 
 
-def _draw(shape, spec, device, generator):
+def _draw(shape, spec, device, generator, axes):
     dtype = getattr(torch, spec["dtype"])
     size = [int(s) for s in shape]
     if spec["stride"] is not None:  # redraw the storage the recorded strides read from
@@ -40,7 +42,7 @@ def _draw(shape, spec, device, generator):
     if dtype == torch.bool:
         values = torch.rand(size, generator=generator, device=device) < 0.5
     elif not dtype.is_floating_point:
-        lo, hi = int(low or 0), int(high or 1)
+        lo, hi = int(low or 0), int(axes[spec["high_axis"]] if spec["high_axis"] else (high or 1))
         if hi <= lo:
             lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
         values = torch.randint(lo, hi + 1, size, generator=generator, device=device)
@@ -60,5 +62,5 @@ def _draw(shape, spec, device, generator):
 
 
 def make_inputs(axes, dtype, device, generator):
-    return {name: _draw([axes[f"{name}_{d}"] for d in range(spec["rank"])], spec, device, generator)
+    return {name: _draw([axes[f"{name}_{d}"] for d in range(spec["rank"])], spec, device, generator, axes)
             for name, spec in INPUTS.items()}
