@@ -149,16 +149,6 @@ def cpu_timer(call: Callable[[], Any]) -> tuple[Any, float]:
     return result, time.perf_counter() - start
 
 
-def synchronized_timer(call: Callable[[], Any]) -> tuple[Any, float]:
-    """A coarse GPU timer: synchronize before and after, so the wall time holds the kernel(s).
-    It counts launch overhead too, which swamps a small op's kernel: `KernelTimer` is the right one."""
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    result = call()
-    torch.cuda.synchronize()
-    return result, time.perf_counter() - start
-
-
 class KernelTimer:
     """Each call's kernels' own device time, from the profiler's CUPTI records: a call runs inside a
     `record_function` range named by its index, and after the forwards every range gets the device
@@ -180,6 +170,7 @@ class KernelTimer:
     @contextlib.contextmanager
     def profiling(self, calls: list["CallRecord"]) -> Iterator[None]:
         """Profile the block; on leaving it, set each of `calls` (in call order) to its kernels' seconds."""
+        self.count = 0  # call i of this recording runs in range i
         activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
         with torch.profiler.profile(activities=activities) as prof:
             yield
