@@ -285,3 +285,18 @@ def test_offsets_that_end_at_a_size_follow_that_size_in_a_smaller_workload(tmp_p
     inputs = problem.make_inputs({**axes, "x_0": 40}, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))
     assert int(inputs["offs"][-1]) == 40 and bool((inputs["offs"][1:] >= inputs["offs"][:-1]).all())
     assert problem.reference(**inputs).shape == (40, 8)
+
+
+def test_indices_stay_below_the_size_they_index_in_a_smaller_workload(tmp_path):
+    from gpuarena.dataset import candidate
+
+    table, rows = torch.randn(300, 8), torch.tensor([5, 290, 17, 0])
+    (call,) = [c for c in record(lambda: torch.ops.aten.index.Tensor(table, [rows])) if c.op == "aten.index.Tensor"]
+    problem = load_problem(candidate.write(tmp_path / "i", call, "index", "index", 1.0, [], []))
+    assert problem.module.INPUTS["indices_0"]["below_axis"] == "x_0"
+    axes = dict(problem.spec.workloads[0].axes)
+    for size, seed in ((300, 0), (40, 1)):
+        inputs = problem.make_inputs({**axes, "x_0": size}, torch.float32, torch.device("cpu"),
+                                     torch.Generator().manual_seed(seed))
+        assert int(inputs["indices_0"].max()) < size and problem.reference(**inputs).shape == (4, 8)
+    assert check_problem(problem.path).ok

@@ -130,6 +130,24 @@ def _size_named(call: CallRecord, names: dict[tuple[int, int], str], info: Tenso
     return None
 
 
+def _bound_named(call: CallRecord, names: dict[tuple[int, int], str], info: TensorInfo) -> str | None:
+    """The axis that indices stay below: an unsorted integer input (indices into another input, as
+    `index` and `embedding` take) is bounded by the smallest dimension of another input larger than
+    its recorded maximum, so a smaller workload draws indices that its tensors have. (Where that is
+    not the dimension indexed, the bound is only tighter: sizes shrink in order.)"""
+    if info.ascending or info.high is None or info.dtype in ("bool", "float16", "bfloat16", "float32", "float64"):
+        return None
+    best: tuple[int, str] | None = None
+    for (i, j), name in names.items():
+        arg = call.args[i]
+        other = arg.tensor if arg.tensor is not None else (arg.tensors or [])[j]
+        if other is not info:
+            for d, size in enumerate(other.shape):
+                if size > info.high and (best is None or size < best[0]):
+                    best = (size, f"{name}_{d}")
+    return best[1] if best else None
+
+
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
@@ -146,7 +164,7 @@ def reference_source(call: CallRecord, title: str) -> str:
         specs[name] = {"rank": len(info.shape), "dtype": info.dtype,
                        "stride": None if info.contiguous else info.stride,
                        "low": _finite(info.low), "high": _finite(info.high), "ascending": info.ascending,
-                       "high_axis": _size_named(call, names, info)}
+                       "high_axis": _size_named(call, names, info), "below_axis": _bound_named(call, names, info)}
     result = _attention(call, names) if call.op.startswith(FIRST_RESULT_ONLY) else None
     if result is None:
         result = f"_tensors({call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)}))"
@@ -164,7 +182,7 @@ shapes, dtypes, strides and value ranges."""
 import torch
 
 # name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), sorted
-# (offsets), the axis a sorted input ends at (None: its recorded maximum)
+# (offsets), the axis a sorted input ends at (None: its recorded maximum), the axis indices stay below
 INPUTS = {specs}
 
 
@@ -191,6 +209,8 @@ def _draw(shape, spec, device, generator, axes):
         values = torch.rand(size, generator=generator, device=device) < 0.5
     elif not dtype.is_floating_point:
         lo, hi = int(low or 0), int(axes[spec["high_axis"]] if spec["high_axis"] else (high or 1))
+        if spec["below_axis"]:  # indices into a tensor of this workload's size
+            hi = min(hi, axes[spec["below_axis"]] - 1)
         if hi <= lo:
             lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
         values = torch.randint(lo, hi + 1, size, generator=generator, device=device)

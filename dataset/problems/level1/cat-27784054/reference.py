@@ -6,7 +6,7 @@ shapes, dtypes, strides and value ranges."""
 import torch
 
 # name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), sorted
-# (offsets), the axis a sorted input ends at (None: its recorded maximum)
+# (offsets), the axis a sorted input ends at (None: its recorded maximum), the axis indices stay below
 INPUTS = {
     "tensors_0": {
         "rank": 4,
@@ -20,7 +20,8 @@ INPUTS = {
         "low": -4.78125,
         "high": 4.53125,
         "ascending": False,
-        "high_axis": None
+        "high_axis": None,
+        "below_axis": None
     },
     "tensors_1": {
         "rank": 4,
@@ -34,7 +35,8 @@ INPUTS = {
         "low": -4.5,
         "high": 4.4375,
         "ascending": False,
-        "high_axis": None
+        "high_axis": None,
+        "below_axis": None
     }
 }
 
@@ -62,6 +64,8 @@ def _draw(shape, spec, device, generator, axes):
         values = torch.rand(size, generator=generator, device=device) < 0.5
     elif not dtype.is_floating_point:
         lo, hi = int(low or 0), int(axes[spec["high_axis"]] if spec["high_axis"] else (high or 1))
+        if spec["below_axis"]:  # indices into a tensor of this workload's size
+            hi = min(hi, axes[spec["below_axis"]] - 1)
         if hi <= lo:
             lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
         values = torch.randint(lo, hi + 1, size, generator=generator, device=device)

@@ -6,7 +6,7 @@ shapes, dtypes, strides and value ranges."""
 import torch
 
 # name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), sorted
-# (offsets), the axis a sorted input ends at (None: its recorded maximum)
+# (offsets), the axis a sorted input ends at (None: its recorded maximum), the axis indices stay below
 INPUTS = {
     "x": {
         "rank": 3,
@@ -15,7 +15,8 @@ INPUTS = {
         "low": -5.315771102905273,
         "high": 4.966813087463379,
         "ascending": False,
-        "high_axis": None
+        "high_axis": None,
+        "below_axis": None
     }
 }
 
@@ -43,6 +44,8 @@ def _draw(shape, spec, device, generator, axes):
         values = torch.rand(size, generator=generator, device=device) < 0.5
     elif not dtype.is_floating_point:
         lo, hi = int(low or 0), int(axes[spec["high_axis"]] if spec["high_axis"] else (high or 1))
+        if spec["below_axis"]:  # indices into a tensor of this workload's size
+            hi = min(hi, axes[spec["below_axis"]] - 1)
         if hi <= lo:
             lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
         values = torch.randint(lo, hi + 1, size, generator=generator, device=device)
