@@ -28,3 +28,18 @@ def test_speed_of_light_is_reported_against_peaks():
     assert record.status == "PASSED", record.reason
     sol = record.workloads[0].speed_of_light
     assert sol.bytes == 2 * 64 * 1000 * 4 and sol.bandwidth_fraction < 1 and sol.floor_us > 0
+
+
+def test_a_cpu_time_below_what_its_cores_could_do_is_rejected(monkeypatch):
+    """On the CPU no peaks are measured, but no core moves more than 2 TB/s or computes more
+    than 4 TFLOP/s: a time under that (a patched clock ticking a nanosecond a call) is impossible,
+    whatever the statistical CPU-time bound made of it."""
+    from gpuarena.harness import peaks
+
+    assert peaks.cpu_ceiling(2) == {"bandwidth_gbs": 4000.0, "tflops_bf16": 8.0, "tflops_fp32": 8.0}
+    # the honest softmax (about 20 µs) is far above the real ceiling's floor (0.13 µs on 2 cores)
+    assert floor_seconds(peaks.cpu_ceiling(2), 2 * 64 * 1000 * 4, 5 * 64 * 1000) < 2e-7
+    monkeypatch.setattr(peaks, "CPU_CORE_CEILING", {"bandwidth_gbs": 1e-6, "tflops_bf16": 1e-9, "tflops_fp32": 1e-9})
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
+                   workloads=["small-64x1000"])
+    assert record.status == "REJECTED" and "CPU core(s) could do at best" in record.reason, record.reason

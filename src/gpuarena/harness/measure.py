@@ -419,5 +419,14 @@ def _speed_of_light(supervisor: Supervisor, session: WorkloadSession, result: Wo
                 result.speed_of_light = sol
                 raise RunFailure("REJECTED", f"impossible time: {seconds * 1e6:.2f} µs is below the physical floor "
                                              f"of {floor * 1e6:.2f} µs for this workload on this device")
+    elif seconds and supervisor.device.type == "cpu":
+        cores = _cores()
+        floor = peaks.floor_seconds(peaks.cpu_ceiling(cores), moved, flops)
+        if floor is not None and seconds < floor:
+            result.speed_of_light = sol
+            raise RunFailure("REJECTED", f"impossible time: {seconds * 1e6:.3f} µs is below what {cores} CPU core(s) "
+                                         f"could do at best for this workload ({floor * 1e6:.3f} µs, at "
+                                         f"{peaks.CPU_CORE_CEILING['bandwidth_gbs']:.0f} GB/s and "
+                                         f"{peaks.CPU_CORE_CEILING['tflops_fp32']:.0f} TFLOP/s a core)")
     if moved or flops:
         result.speed_of_light = sol

@@ -83,3 +83,15 @@ def floor_seconds(peaks: dict[str, float], moved: float | None, flops: float | N
     if flops:
         terms.append(flops / (max(peaks["tflops_bf16"], peaks["tflops_fp32"]) * 1e12))
     return max(terms) if terms else None
+
+
+CPU_CORE_CEILING = {"bandwidth_gbs": 2000.0, "tflops_bf16": 4.0, "tflops_fp32": 4.0}
+"""What no CPU core of today does: move more than 2 TB/s (an L1 cache's loads and stores at
+5.5 GHz come to about 1 TB/s) or compute more than 4 TFLOP/s (a core's matrix unit, AMX bf16,
+about 2). Not measured, so fractions are not reported against it; it only sets a floor that a
+claimed CPU time must clear, which a timer patched to tick a nanosecond a call cannot."""
+
+
+def cpu_ceiling(cores: int) -> dict[str, float]:
+    """The CPU_CORE_CEILING of `cores` cores together."""
+    return {key: value * max(1, cores) for key, value in CPU_CORE_CEILING.items()}
