@@ -26,7 +26,7 @@ def shapes(call, name):
 
 
 def test_recorder_sees_the_ops_with_shapes():
-    calls = record(build(TINY, "prefill", batch=2, seq=8, context=0).forward)
+    calls = record(build(TINY, "prefill", batch=2, seq=8, context=0).forward).calls
     ops = {c.op for c in calls}
     assert {"aten.embedding.default", "aten.mm.default", "aten._softmax.default", "aten.rsqrt.default",
             "aten.silu.default", "aten.bmm.default"} <= ops
@@ -39,14 +39,14 @@ def test_recorder_sees_the_ops_with_shapes():
 
 
 def test_decode_attends_over_the_cache():
-    calls = record(build(TINY, "decode", batch=2, seq=0, context=12).forward)
+    calls = record(build(TINY, "decode", batch=2, seq=0, context=12).forward).calls
     softmax = next(c for c in calls if c.op == "aten._softmax.default")
     assert shapes(softmax, "self") == [2, 2, 1, 13]  # one new token against 12 cached + itself
     assert any(c.op == "aten.cat.default" for c in calls)
 
 
 def test_groups_count_calls_per_forward_and_shares_sum_to_one():
-    calls = record(build(TINY, "prefill", batch=1, seq=4, context=0).forward, repeats=2)
+    calls = record(build(TINY, "prefill", batch=1, seq=4, context=0).forward, repeats=2).calls
     groups = group_calls(calls, repeats=2)
     assert sum(g.share for g, _ in groups) == pytest.approx(1.0)
     assert sum(g.calls for g, _ in groups) * 2 == len(calls)
@@ -138,15 +138,15 @@ def test_cli_end_to_end_and_reproducible(tmp_path: Path):
     assert saved["sizes"] == {"batch": 2, "context": 16} and saved["seed"] == 0
     lines = (out / "profile.jsonl").read_text().splitlines()
     assert len(lines) == saved["calls"] and json.loads(lines[0])["op"].startswith("aten.")
-    problems = sorted((out / "level1").iterdir())
-    assert len(problems) == saved["written"] > 0
+    problems = sorted(p for level in out.glob("level*") for p in level.iterdir())  # ops, and modules' graphs
+    assert len(problems) == saved["written"] > 0 and (out / "level1").is_dir() and (out / "level2").is_dir()
     assert all(check_problem(p).ok for p in problems[:3])
     reference = (problems[0] / "reference.py").read_text()
     again = CliRunner().invoke(app, args)  # same command, same folder: replaced
     assert again.exit_code == 0, again.output
     assert without_timings(json.loads((out / "harvest.json").read_text())) == without_timings(saved)
-    assert sorted(p.name for p in (out / "level1").iterdir()) == [p.name for p in problems]
-    assert (out / "level1" / problems[0].name / "reference.py").read_text() == reference
+    assert sorted(p for level in out.glob("level*") for p in level.iterdir()) == problems
+    assert (problems[0] / "reference.py").read_text() == reference
 
 
 def test_cli_refuses_a_folder_that_is_not_a_harvest(tmp_path: Path):
@@ -180,13 +180,13 @@ def test_transformers_models_decoder_and_vision_record_their_real_shapes():
     # the sizes given win over the tiny ones, and the head size follows (the config's constructor derives it)
     llama = build("hf:LlamaForCausalLM:hidden_size=96,num_attention_heads=6,num_key_value_heads=2", "prefill",
                   batch=2, seq=8, context=0)
-    mms = [c for c in record(llama.forward) if c.op == "aten.mm.default"]
+    mms = [c for c in record(llama.forward).calls if c.op == "aten.mm.default"]
     assert [16, 96] in [shapes(c, "self") for c in mms]  # 2 x 8 tokens of width 96
     assert [16, 2 * 16] in [c.outputs[0].shape for c in mms]  # k and v: 2 kv heads of 16
     # a vision model takes pixels; size=full keeps ViT-Base's own sizes (768 wide, 16 x 16 patches of 224 x 224)
     vit = build("hf:ViTForImageClassification:size=full,num_hidden_layers=1", "prefill", batch=1, seq=1, context=0)
     assert vit.sizes == {"batch": 1, "image_size": 224}
-    calls = record(vit.forward)
+    calls = record(vit.forward).calls
     conv = next(c for c in calls if c.op == "aten.convolution.default")
     assert shapes(conv, "input") == [1, 3, 224, 224] and conv.outputs[0].shape == [1, 768, 14, 14]
 
@@ -221,7 +221,7 @@ def test_offsets_are_redrawn_sorted_and_several_results_keep_their_tensors(tmp_p
     from gpuarena.dataset import candidate
 
     offsets, values = torch.tensor([0, 3, 3, 7, 9]), torch.tensor([1, 8, 2])
-    (call,) = record(lambda: torch.ops.aten.searchsorted.Tensor(offsets, values))
+    (call,) = record(lambda: torch.ops.aten.searchsorted.Tensor(offsets, values)).calls
     assert call.args[0].tensor.ascending and not call.args[1].tensor.ascending
     problem = load_problem(candidate.write(tmp_path / "p", call, "searchsorted", "searchsorted", 1.0, [], []))
     workload = problem.spec.workloads[0]
@@ -232,7 +232,7 @@ def test_offsets_are_redrawn_sorted_and_several_results_keep_their_tensors(tmp_p
         assert bool((seq[1:] >= seq[:-1]).all()) and int(seq[-1]) == 9
     # several results (aten.sort: values and indices) come back as the tensors recorded, in order
     x = torch.randn(8)
-    (call,) = record(lambda: torch.ops.aten.sort.default(x))
+    (call,) = record(lambda: torch.ops.aten.sort.default(x)).calls
     problem = load_problem(candidate.write(tmp_path / "s", call, "sort", "sort", 1.0, [], []))
     inputs = problem.make_inputs(dict(problem.spec.workloads[0].axes), problem.spec.workloads[0].torch_dtype,
                                  torch.device("cpu"), torch.Generator().manual_seed(0))
@@ -244,7 +244,7 @@ def test_attention_candidates_return_only_the_attention_output(tmp_path):
     from gpuarena.dataset import candidate
 
     q, k, v = (torch.randn(1, 2, 16, 8) for _ in range(3))
-    calls = record(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+    calls = record(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)).calls
     call = next(c for c in calls if c.op.startswith("aten._scaled_dot_product_"))
     assert len(call.outputs) > 1  # the op's log-sum-exp (and on a GPU its RNG state) come back too
     folder = candidate.write(tmp_path / "attn", call, "attn", "attention", 1.0, [], [])
@@ -278,7 +278,7 @@ def test_offsets_that_end_at_a_size_follow_that_size_in_a_smaller_workload(tmp_p
     from gpuarena.dataset import candidate
 
     x, w, offs = torch.randn(16, 8), torch.randn(4, 8, 8), torch.tensor([3, 3, 10, 16], dtype=torch.int32)
-    (call,) = [c for c in record(lambda: torch._grouped_mm(x, w, offs=offs)) if c.op.startswith("aten._grouped_mm")]
+    (call,) = [c for c in record(lambda: torch._grouped_mm(x, w, offs=offs)).calls if c.op.startswith("aten._grouped_mm")]
     problem = load_problem(candidate.write(tmp_path / "g", call, "grouped_mm", "grouped_mm", 1.0, [], []))
     axes = dict(problem.spec.workloads[0].axes)
     assert axes["x_0"] == 16 and problem.module.INPUTS["offs"]["high_axis"] == "x_0"
@@ -291,7 +291,7 @@ def test_indices_stay_below_the_size_they_index_in_a_smaller_workload(tmp_path):
     from gpuarena.dataset import candidate
 
     table, rows = torch.randn(300, 8), torch.tensor([5, 290, 17, 0])
-    (call,) = [c for c in record(lambda: torch.ops.aten.index.Tensor(table, [rows])) if c.op == "aten.index.Tensor"]
+    (call,) = [c for c in record(lambda: torch.ops.aten.index.Tensor(table, [rows])).calls if c.op == "aten.index.Tensor"]
     problem = load_problem(candidate.write(tmp_path / "i", call, "index", "index", 1.0, [], []))
     assert problem.module.INPUTS["indices_0"]["below_axis"] == "x_0"
     axes = dict(problem.spec.workloads[0].axes)

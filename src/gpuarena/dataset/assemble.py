@@ -4,7 +4,8 @@ A harvest (dataset/harvest.py) writes one problem per (op, arguments) of one mod
 one workload: the shapes it recorded, often a GPU's worth. A dataset problem needs more:
 - a workload small enough for the CPU (CI checks every problem there): each size over 32 is
   shrunk, distinct sizes staying distinct and in order, equal sizes equal (so a matmul's inner
-  sizes still agree, and the key and query of attention keep one length);
+  sizes still agree, and the key and query of attention keep one length); a fusion's sizes are
+  all divided by one power of two instead (`scale_down`), which keeps hidden = heads x head_dim;
 - the same op on the same arguments seen in several harvests is one problem: each harvest adds
   its workload (named by model and phase) and its provenance;
 - its weight: the sum of its shares over the harvests that found it, so each model-phase weighs
@@ -85,6 +86,26 @@ def shrink(axes: dict[str, int]) -> dict[str, int]:
     return {k: mapped.get(v, v) for k, v in axes.items()}
 
 
+SCALED_MAX = 512
+SCALED_MIN = 8
+
+
+def scale_down(axes: dict[str, int]) -> dict[str, int]:
+    """A fusion's small workload: every size over SMALL_LIMIT divided by one power of two f, so that
+    the sizes a module's graph relates keep their relations (hidden = heads x head_dim, a view's
+    batch x seq), which `shrink`'s renumbering breaks. f doubles while the largest size is over
+    SCALED_MAX and every size it divides stays at least SCALED_MIN; a size it does not divide (a
+    ViT's 197 tokens) stays as it is."""
+    large = [v for v in axes.values() if v > SMALL_LIMIT]
+    f = 1
+    while large and max(large) // f > SCALED_MAX:
+        divided = [v // (2 * f) for v in large if v % (2 * f) == 0]
+        if not divided or min(divided) < SCALED_MIN:
+            break
+        f *= 2
+    return {k: v // f if v > SMALL_LIMIT and v % f == 0 else v for k, v in axes.items()}
+
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -146,7 +167,8 @@ def _merge(target: Path, source: Path, harvest: dict[str, Any], share: float, ca
     spec["workloads"] = [w for w in spec["workloads"] if w["name"] != "small"]
     if not any("cpu" in w["devices"] for w in spec["workloads"]):
         first = spec["workloads"][0]
-        spec["workloads"].append({**first, "name": "small", "axes": shrink(first["axes"]), "devices": ["cpu", "cuda"]})
+        small = scale_down(first["axes"]) if spec["level"] > 1 else shrink(first["axes"])
+        spec["workloads"].append({**first, "name": "small", "axes": small, "devices": ["cpu", "cuda"]})
     spec["weight"] = float(f"{spec['weight']:.6g}")
     (target / "problem.toml").write_text(dump_problem_toml(spec))
 
@@ -173,7 +195,8 @@ def add(harvests: list[Path], root: Path, check: bool = True,
             continue  # added before: its shares are in the weights already
         commands.append(harvest["command"])
         where = f"{model_slug(harvest['model'])} {harvest['phase']}"
-        calls = _profile_calls(Path(folder), {g["first_call"] for g in harvest["groups"] if g["status"] == "written"})
+        ops = [g for g in harvest["groups"] if g["status"] == "written" and g.get("kind", "op") == "op"]
+        calls = _profile_calls(Path(folder), {g["first_call"] for g in ops})
         for group in harvest["groups"]:
             if group["status"] != "written":
                 continue
@@ -181,7 +204,8 @@ def add(harvests: list[Path], root: Path, check: bool = True,
             entry = entries.get(problem)
             if entry is None or entry.status == "left-out":  # new, or tried again from scratch
                 entry = Entry(problem=problem, status="kept", weight=0.0, harvests=[])
-            _merge(root / problem, Path(folder) / problem, harvest, group["share"], calls.get(group["first_call"]))
+            call = calls.get(group["first_call"]) if group.get("kind", "op") == "op" else None  # a module: as written
+            _merge(root / problem, Path(folder) / problem, harvest, group["share"], call)
             entry.weight = float(f"{entry.weight + group['share']:.6g}")
             entry.harvests = list(dict.fromkeys([*entry.harvests, where]))
             entries[problem] = entry

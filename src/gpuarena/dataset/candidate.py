@@ -154,9 +154,20 @@ def _finite(value: float | None) -> float | None:
 
 def reference_source(call: CallRecord, title: str) -> str:
     names = param_names(call.args)
-    params = list(names.values())
     call_args = [(_expression(a, i, names) if not a.keyword else f"{a.name}={_expression(a, i, names)}")
                  for i, a in enumerate(call.args)]
+    result = _attention(call, names) if call.op.startswith(FIRST_RESULT_ONLY) else None
+    if result is None:
+        result = f"_tensors({call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)}))"
+        if len(kept_outputs(call)) < len(call.outputs):
+            result += "[0]"
+    return render(call, title, "the recorded aten call", [f"return {result}"])
+
+
+def render(call: CallRecord, title: str, what: str, body: list[str]) -> str:
+    """reference.py: `reference(inputs)` running `body` (lines of its function), and make_inputs
+    drawing the call's tensor arguments as recorded (shapes, dtypes, strides, value ranges)."""
+    names = param_names(call.args)
     specs = {}
     for (i, j), name in names.items():
         arg = call.args[i]
@@ -165,18 +176,14 @@ def reference_source(call: CallRecord, title: str) -> str:
                        "stride": None if info.contiguous else info.stride,
                        "low": _finite(info.low), "high": _finite(info.high), "ascending": info.ascending,
                        "high_axis": _size_named(call, names, info), "below_axis": _bound_named(call, names, info)}
-    result = _attention(call, names) if call.op.startswith(FIRST_RESULT_ONLY) else None
-    if result is None:
-        result = f"_tensors({call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)}))"
-        if len(kept_outputs(call)) < len(call.outputs):
-            result += "[0]"
-    return TEMPLATE.format(title=title, params=", ".join(params), result=result,
+    return TEMPLATE.format(title=title, what=what, params=", ".join(names.values()),
+                           body="\n".join(f"    {line}" for line in body),
                            specs=json.dumps(specs, indent=4).replace("null", "None").replace("true", "True").replace("false", "False"))
 
 
 TEMPLATE = '''"""{title}
 
-Written by `gpuarena harvest`: the recorded aten call, on inputs redrawn with the recorded
+Written by `gpuarena harvest`: {what}, on inputs redrawn with the recorded
 shapes, dtypes, strides and value ranges."""
 
 import torch
@@ -187,7 +194,7 @@ INPUTS = {specs}
 
 
 def reference({params}):
-    return {result}
+{body}
 
 
 def _tensors(result):
@@ -217,6 +224,8 @@ def _draw(shape, spec, device, generator, axes):
         if spec["ascending"]:  # offsets: sorted, ending where the recorded ones ended
             values = values.sort().values
             values[-1] = hi
+    elif low is not None and high is not None and min(low, -high) < -1e30:  # a mask: 0 or the dtype's extreme
+        values = torch.where(torch.rand(size, generator=generator, device=device) < 0.5, low, high)
     elif low is not None and high is not None and low >= 0:  # a positive input (rsqrt, log): keep it so
         lo = low if low > 0 else (1e-2 * high if high > 0 else 1e-2)
         hi = high if high > lo else 2 * lo
@@ -239,7 +248,8 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(i) for i in items) + "]"
 
 
-def problem_toml(call: CallRecord, name: str, summary: str, weight: float, models: list[str], tags: list[str]) -> str:
+def problem_toml(call: CallRecord, name: str, summary: str, weight: float, models: list[str], tags: list[str],
+                 level: int = 1) -> str:
     names = param_names(call.args)
     axes: dict[str, int] = {}
     for (i, j), param in names.items():
@@ -252,7 +262,7 @@ def problem_toml(call: CallRecord, name: str, summary: str, weight: float, model
     outputs = [f"out{k}" for k in range(len(results))] if len(results) > 1 else ["output"]
     axes_text = "{ " + ", ".join(f"{k} = {v}" for k, v in axes.items()) + " }" if axes else "{}"
     return f"""name = {json.dumps(name)}
-level = 1
+level = {level}
 summary = {json.dumps(summary)}
 tags = {_toml_list(tags)}
 weight = {weight:.6g}
@@ -274,9 +284,10 @@ devices = ["cpu", "cuda"]
 
 
 def write(folder: Path, call: CallRecord, name: str, summary: str, weight: float, models: list[str],
-          tags: list[str]) -> Path:
-    """Write the problem folder for this (representative) call; returns the folder."""
+          tags: list[str], level: int = 1, reference: str | None = None) -> Path:
+    """Write the problem folder for this (representative) call, or for a module's graph (its
+    reference given, `call` standing for its inputs and results); returns the folder."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "problem.toml").write_text(problem_toml(call, name, summary, weight, models, tags))
-    (folder / "reference.py").write_text(reference_source(call, summary))
+    (folder / "problem.toml").write_text(problem_toml(call, name, summary, weight, models, tags, level))
+    (folder / "reference.py").write_text(reference or reference_source(call, summary))
     return folder

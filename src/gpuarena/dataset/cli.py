@@ -30,6 +30,7 @@ def harvest_cmd(
     against: Annotated[Optional[list[Path]], typer.Option(
         "--against", help="Problem roots a candidate must not repeat (default: the bundled problems)")] = None,
     dedupe: Annotated[bool, typer.Option(help="Leave out candidates that repeat a problem of --against")] = True,
+    modules: Annotated[bool, typer.Option(help="Also write each submodule's calls as a fusion problem (levels 2-4)")] = True,
 ) -> None:
     """Harvest problems from a model: every operator call of one phase, grouped by op and shape,
     weighted by its share of the time, checked; writes OUTPUT/level1/*, harvest.json, profile.jsonl."""
@@ -45,7 +46,8 @@ def harvest_cmd(
     roots = (against or [bundled_root()]) if dedupe else []
     compared = " --no-dedupe" if not dedupe else "".join(f" --against {root}" for root in against or [])
     command = (f"gpuarena harvest {model} --phase {phase} --batch {batch} {sizes} --device {device} "
-               f"--min-share {min_share:g} --seed {seed} --repeats {repeats} --dtype {dtype}{compared} -o {output}")
+               f"--min-share {min_share:g} --seed {seed} --repeats {repeats} --dtype {dtype}{compared}"
+               f"{'' if modules else ' --no-modules'} -o {output}")
     try:
         if device != "cpu" and not device.startswith("cuda"):
             raise GpuarenaError(f"--device {device!r}: use cpu, cuda or cuda:N")
@@ -56,7 +58,8 @@ def harvest_cmd(
             result = harvest(workload.forward, output, model=model, phase=phase, sizes=workload.sizes,
                              command=command, device=device, seed=seed, min_share=min_share, repeats=repeats,
                              timer=cpu_timer if device == "cpu" else KernelTimer(),
-                             progress=lambda text: status.update(text), against=roots)
+                             progress=lambda text: status.update(text), against=roots,
+                             net=workload.net if modules else None)
     except GpuarenaError as exc:
         fail(exc)
         return
@@ -65,9 +68,9 @@ def harvest_cmd(
         counts[group.status] = counts.get(group.status, 0) + 1
     out.print(f"{result.calls} calls a forward in {len(result.groups)} groups: "
               + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), highlight=False)
-    written_share = sum(g.share for g in result.groups if g.status == "written")
-    out.print(f"wrote {result.written} problems ({written_share:.1%} of the time) to {output}/level1; "
-              f"check rejected {result.rejected} ({result.rejected_share:.1%} of the time); {result.duplicates} "
+    written_share = sum(g.share for g in result.groups if g.status == "written" and g.kind == "op")
+    out.print(f"wrote {result.written} problems to {output}/level1-4 (the ops: {written_share:.1%} of the time); "
+              f"check rejected {result.rejected} (ops: {result.rejected_share:.1%} of the time); {result.duplicates} "
               f"repeat a problem of the dataset: see {output}/harvest.json",
               highlight=False)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -16,7 +17,8 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict
 
 from gpuarena.dataset import candidate
-from gpuarena.dataset.record import CallRecord, TensorInfo, Timer, cpu_timer, record
+from gpuarena.dataset.graph import ModuleGraph, module_graph
+from gpuarena.dataset.record import CallRecord, ModuleCall, Recorder, TensorInfo, Timer, cpu_timer, record
 from gpuarena.errors import GpuarenaError
 
 Status = Literal["written", "rejected", "duplicate", "metadata", "unsupported", "below-share"]
@@ -44,6 +46,9 @@ class Group(BaseModel):
     reasons: list[str] = []
     problem: str | None = None
     """The written problem's folder, relative to the harvest folder."""
+    kind: Literal["op", "module"] = "op"
+    """One aten op (level 1), or a submodule's calls as a graph (levels 2-4, dataset/graph.py)."""
+    level: int = 1
 
 
 class Harvest(BaseModel):
@@ -65,7 +70,7 @@ class Harvest(BaseModel):
     written: int
     rejected: int
     rejected_share: float
-    """Time share of the groups `gpuarena check` rejected."""
+    """Time share of the op groups `gpuarena check` rejected (a module's share overlaps its ops')."""
     duplicates: int = 0
     """Groups not written because a dataset problem already runs the same op on the same shapes."""
     against: list[str] = []
@@ -101,12 +106,73 @@ def group_calls(calls: list[CallRecord], repeats: int = 1) -> list[tuple[Group, 
     groups = []
     for key, members in by_key.items():
         op = members[0].op
-        base = "".join(ch if ch.isalnum() else "_" for ch in op.split(".")[1].lower()).strip("_") or "op"
+        base = _slug(op.split(".")[1])
         name = f"{base}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
         seconds = sum(c.seconds for c in members)
         groups.append((Group(name=name, op=op, signature=key, calls=len(members) // repeats,
                              first_call=members[0].index, seconds=seconds, share=seconds / total), _merged(members)))
     return groups
+
+
+def group_modules(recorder: Recorder, repeats: int = 1) -> list[tuple[Group, ModuleGraph | None]]:
+    """The submodules' calls as groups, one per (class, graph, inputs' shapes): the 32 layers of a
+    model that compute alike are one group of 32 calls. A module that cannot be a graph is a group
+    of its class and reason, status unsupported, with no graph."""
+    calls, total = recorder.calls, sum(c.seconds for c in recorder.calls) or 1.0
+    by_key: dict[str, tuple[list[ModuleCall], ModuleGraph | str]] = {}
+    for module in recorder.modules:
+        graph = module_graph(calls, module, recorder.externals)
+        if isinstance(graph, str):
+            key = json.dumps([module.cls, graph])
+        else:
+            key = json.dumps([module.cls, [a.signature() for a in graph.call.args], graph.body])
+        by_key.setdefault(key, ([], graph))[0].append(module)
+    groups = []
+    for key, (members, graph) in by_key.items():
+        cls = members[0].cls
+        seconds = sum(c.seconds for m in members for c in calls[m.start:m.end])
+        name = f"{_slug(cls)}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+        group = Group(name=name, op=f"module:{cls}", signature=hashlib.sha256(key.encode()).hexdigest(),
+                      calls=max(1, len(members) // repeats), first_call=members[0].start, seconds=seconds,
+                      share=seconds / total, kind="module")
+        if isinstance(graph, str):
+            group.reasons = [graph]
+            groups.append((group, None))
+        else:
+            group.level = graph.level
+            groups.append((group, graph))
+    return groups
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in text.lower()).strip("_") or "op"
+
+
+IGNORED = re.compile(r"the output does not depend on input (\w+) ")
+
+
+def _check_graph(checker: Any, graph: ModuleGraph, recorder: Recorder, staged: Path, group: Group, where: str,
+                 models: list[str], phase: str) -> Any:
+    """Write and check a module's graph. An input the check finds ignored (attention's key bias,
+    which softmax cancels) is made zeros in the reference and the graph checked again: the module
+    is still what it computes, and the filter still holds for its other inputs."""
+    ignored: frozenset[str] = frozenset()
+    while True:
+        summary = f"{graph.call.op.removeprefix('module:')} ({graph.ops} ops) as called in {where}"
+        reference = candidate.render(graph.call, summary, f"the {graph.ops} aten calls of the module's forward",
+                                     graph.body)
+        shutil.rmtree(staged, ignore_errors=True)
+        candidate.write(staged, graph.call, group.name, summary, max(group.share, 1e-6), models,
+                        ["harvested", group.op, phase], level=group.level, reference=reference)
+        report = checker(staged)
+        found = {m.group(1) for error in report.errors for m in [IGNORED.search(error)] if m}
+        if report.ok or not found or found <= ignored or len(ignored) >= 4:
+            return report
+        ignored |= found
+        again = module_graph(recorder.calls, graph.module, recorder.externals, ignored)
+        if isinstance(again, str):
+            return report
+        graph = again
 
 
 def _describe(model: str, phase: str, sizes: dict[str, int]) -> str:
@@ -116,9 +182,10 @@ def _describe(model: str, phase: str, sizes: dict[str, int]) -> str:
 def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, sizes: dict[str, int],
             command: str, device: str = "cpu", seed: int = 0, min_share: float = 0.01, repeats: int = 3,
             timer: Timer = cpu_timer, progress: Callable[[str], None] = lambda _: None,
-            against: list[Path] | None = None) -> Harvest:
-    """Record forward(), group, check and write the problems under out/level1/; returns (and writes)
-    harvest.json. out must be new, empty, or a previous harvest's folder (then replaced).
+            against: list[Path] | None = None, net: Any = None) -> Harvest:
+    """Record forward(), group, check and write the problems under out/level1/ (and, given the
+    model `net`, its submodules' graphs under out/level2-4/); returns (and writes) harvest.json.
+    out must be new, empty, or a previous harvest's folder (then replaced).
     against: problem roots; a group whose problem repeats one of theirs (the same operators on
     the same shapes, dataset/fingerprint.py) is not written (status duplicate)."""
     from gpuarena.dataset.fingerprint import fingerprints, index, matches
@@ -128,22 +195,32 @@ def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, si
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not (out / "harvest.json").exists():
         raise GpuarenaError(f"{out}: not empty and not a harvest folder; give a new folder with -o")
-    for old in ("level1", ".candidates", "harvest.json", "profile.jsonl"):
+    for old in ("level1", "level2", "level3", "level4", ".candidates", "harvest.json", "profile.jsonl",
+                "modules.jsonl"):
         shutil.rmtree(out / old, ignore_errors=True) if (out / old).is_dir() else (out / old).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     progress("recording")
-    calls = record(forward, repeats=repeats, timer=timer)
+    recorder = record(forward, repeats=repeats, timer=timer, model=net)
+    calls = recorder.calls
     with open(out / "profile.jsonl", "w") as f:
         for call in calls:
             f.write(call.model_dump_json() + "\n")
+    if recorder.modules:
+        with open(out / "modules.jsonl", "w") as f:
+            for module in recorder.modules:
+                f.write(module.model_dump_json() + "\n")
     where = _describe(model, phase, sizes)
-    groups = group_calls(calls, repeats)
+    groups: list[tuple[Group, CallRecord | ModuleGraph | None]] = [*group_calls(calls, repeats)]
+    groups += group_modules(recorder, repeats)
     if against:
         progress("fingerprinting the dataset")
     known = index(list(against)) if against else {}
     with CandidateChecker(device) as checker:
-        for n, (group, call) in enumerate(groups):
-            why = candidate.unsupported(call)
+        for n, (group, made) in enumerate(groups):
+            if made is None:  # a module that is no graph: its reason is set
+                continue
+            call = made.call if isinstance(made, ModuleGraph) else made
+            why = None if isinstance(made, ModuleGraph) else candidate.unsupported(call)
             if why is not None:
                 group.status, group.reasons = ("metadata" if call.metadata_only else "unsupported"), [why]
                 continue
@@ -155,9 +232,12 @@ def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, si
             summary = f"{group.op} as called in {where}"
             models = [f"{where}: {group.calls} call(s) a forward, {group.share:.2%} of the measured time "
                       f"(gpuarena harvest, seed {seed}, on {device})"]
-            candidate.write(staged, call, group.name, summary, max(group.share, 1e-6), models,
-                            ["harvested", group.op, phase])
-            report = checker(staged)
+            if isinstance(made, ModuleGraph):
+                report = _check_graph(checker, made, recorder, staged, group, where, models, phase)
+            else:
+                candidate.write(staged, call, group.name, summary, max(group.share, 1e-6), models,
+                                ["harvested", group.op, phase])
+                report = checker(staged)
             ours = fingerprints(load_problem(staged)) if report.ok and known else {}
             same = [(problem, pairs) for problem, pairs in matches(ours, known).items() if len(pairs) == len(ours)]
             if same:
@@ -165,18 +245,19 @@ def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, si
                 group.reasons = [f"repeats {problem} ({', '.join(pairs.values())}): the same op on the same shapes"
                                  for problem, pairs in same]
             elif report.ok:
-                final = out / "level1" / group.name
+                final = out / f"level{group.level}" / group.name
                 final.parent.mkdir(exist_ok=True)
                 staged.rename(final)
-                group.status, group.problem = "written", f"level1/{group.name}"
+                group.status, group.problem = "written", f"level{group.level}/{group.name}"
             else:
                 group.status, group.reasons = "rejected", report.errors
     shutil.rmtree(out / ".candidates", ignore_errors=True)
     rejected = [g for g, _ in groups if g.status == "rejected"]
+    rejected_ops = [g for g in rejected if g.kind == "op"]  # a module's share overlaps its ops' shares
     result = Harvest(command=command, model=model, phase=phase, sizes=sizes, device=device, seed=seed,
                      repeats=repeats, min_share=min_share, total_seconds=sum(c.seconds for c in calls),
                      calls=len(calls) // repeats, written=sum(g.status == "written" for g, _ in groups),
-                     rejected=len(rejected), rejected_share=sum(g.share for g in rejected),
+                     rejected=len(rejected), rejected_share=sum(g.share for g in rejected_ops),
                      duplicates=sum(g.status == "duplicate" for g, _ in groups),
                      against=[str(root) for root in against or []], groups=[g for g, _ in groups])
     (out / "harvest.json").write_text(result.model_dump_json(indent=2) + "\n")

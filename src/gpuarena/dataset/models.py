@@ -146,6 +146,8 @@ class Workload:
     forward: Callable[[], Any]
     sizes: dict[str, int]
     """The phase's sizes as given: batch and seq (prefill) or batch and context (decode)."""
+    net: nn.Module | None = None
+    """The model: its submodules' calls become fusion candidates (dataset/graph.py)."""
 
 
 def build(model: str, phase: str, batch: int, seq: int, context: int, device: str = "cpu",
@@ -166,12 +168,12 @@ def build(model: str, phase: str, batch: int, seq: int, context: int, device: st
     net = net.to(dtype=dtype).eval()
     if phase == "prefill":
         tokens = torch.randint(0, config.vocab, (batch, seq), generator=generator, device=device)
-        return Workload(lambda: net(tokens), {"batch": batch, "seq": seq})
+        return Workload(lambda: net(tokens), {"batch": batch, "seq": seq}, net)
     tokens = torch.randint(0, config.vocab, (batch, 1), generator=generator, device=device)
     shape = (batch, config.heads, context, config.dim // config.heads)
     caches = [(torch.randn(shape, generator=generator, device=device, dtype=dtype),
                torch.randn(shape, generator=generator, device=device, dtype=dtype)) for _ in range(config.layers)]
-    return Workload(lambda: net(tokens, start=context, caches=caches), {"batch": batch, "context": context})
+    return Workload(lambda: net(tokens, start=context, caches=caches), {"batch": batch, "context": context}, net)
 
 
 TINY_HF_SIZES = {"hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -225,6 +227,9 @@ def _hf(spec: str, phase: str, batch: int, seq: int, device: str, generator: tor
         raise GpuarenaError(f"hf:{spec}: {type(defaults).__name__} has no {', '.join(map(repr, unknown))}")
     sizes = {key: value for key, value in {**({} if full else TINY_HF_SIZES), **overrides}.items() if hasattr(defaults, key)}
     config = cls.config_class(**sizes)  # through the constructor: it derives sizes (head_dim) from these
+    vocab = getattr(config, "vocab_size", None)
+    if isinstance(getattr(config, "pad_token_id", None), int) and vocab and config.pad_token_id >= vocab:
+        config.pad_token_id = None  # a published model's padding id, out of a tiny vocabulary
     torch.manual_seed(int(torch.randint(0, 2**31 - 1, (), generator=generator)))
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)  # parameters made in the run's dtype, on the device: a 7B model in seconds
@@ -233,10 +238,11 @@ def _hf(spec: str, phase: str, batch: int, seq: int, device: str, generator: tor
             net = cls(config).eval()
     finally:
         torch.set_default_dtype(previous)
-    if hasattr(config, "image_size") and not hasattr(config, "vocab_size"):  # a vision model
-        size = config.image_size if isinstance(config.image_size, int) else config.image_size[0]
+    if hasattr(config, "num_channels") and not hasattr(config, "vocab_size"):  # a vision model
+        image = getattr(config, "image_size", 224)  # ResNet and ConvNeXt configs name none: ImageNet's
+        size = image if isinstance(image, int) else image[0]
         channels = getattr(config, "num_channels", 3)
         pixels = torch.randn((batch, channels, size, size), generator=generator).to(device, dtype)
-        return Workload(lambda: net(pixel_values=pixels), {"batch": batch, "image_size": size})
+        return Workload(lambda: net(pixel_values=pixels), {"batch": batch, "image_size": size}, net)
     tokens = torch.randint(0, config.vocab_size, (batch, seq), generator=generator).to(device)
-    return Workload(lambda: net(input_ids=tokens), {"batch": batch, "seq": seq})
+    return Workload(lambda: net(input_ids=tokens), {"batch": batch, "seq": seq}, net)

@@ -8,12 +8,14 @@ what actually runs (linear as t + addmm, softmax as _softmax): the ops a kernel 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import time
 from typing import Any, Callable, Iterator, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.weak import WeakTensorKeyDictionary
 
 from gpuarena.errors import GpuarenaError
 
@@ -62,6 +64,10 @@ class ArgRecord(Strict):
     value: Any = None
     """ints, floats, bools and lists of them as they are; torch constants (dtypes, memory formats)
     as their repr, e.g. "torch.float32"; anything else as its repr, under kind "other"."""
+    origins: list[list[int]] | None = None
+    """Where each of its tensors came from: [call index, result index] for a result of a recorded
+    call, [-1, k] for external tensor k (a weight, a model input: Recorder.externals). The
+    dataflow that makes a module's calls a graph (dataset/graph.py)."""
 
     def signature(self) -> Any:
         """The part that makes calls the same problem: shapes, dtypes, strides, values (not ranges)."""
@@ -73,6 +79,22 @@ class ArgRecord(Strict):
         if self.tensors is not None:
             return [self.name, [plain(t) for t in self.tensors]]
         return [self.name, self.kind, self.value]
+
+
+class ModuleCall(Strict):
+    """One call of a submodule during a recorded forward: a line of modules.jsonl. Its aten calls
+    are those with start <= index < end; with their origins they make the module's graph."""
+
+    path: str
+    """Its name in the model (model.layers.0.mlp)."""
+    cls: str
+    """Its class's name (LlamaMLP)."""
+    start: int
+    end: int
+    inputs: dict[str, list[int]]
+    """The tensors it was called with, by parameter name (a tuple argument's k-th as name_k), and their origins."""
+    outputs: list[list[int]]
+    """The origins of the tensors it returned, in order."""
 
 
 class CallRecord(Strict):
@@ -185,38 +207,107 @@ class KernelTimer:
 
 
 class Recorder(TorchDispatchMode):
-    """`with Recorder() as rec: model(x)` then rec.calls: every aten call, in order, timed.
+    """`with Recorder() as rec: model(x)` then rec.calls: every aten call, in order, timed, with
+    where each tensor argument came from; and, where a model is given, rec.modules: each call of
+    one of its submodules, with its span of aten calls.
 
     Inside __torch_dispatch__ the mode is off, so the real call and the range reads are not
     themselves recorded; ranges are read before the timed call, outside its time."""
 
-    def __init__(self, timer: Timer = cpu_timer):
+    def __init__(self, timer: Timer = cpu_timer, model: torch.nn.Module | None = None):
         super().__init__()
         self.timer = timer
         self.calls: list[CallRecord] = []
+        self.modules: list[ModuleCall] = []
+        self.externals: list[str] = []
+        """Per external tensor: the model's name for it (a parameter's or buffer's), or ''."""
+        self._origin: Any = WeakTensorKeyDictionary()  # tensor -> (call, result) or (-1, external)
+        self._names = {id(t): n for n, t in [*model.named_parameters(), *model.named_buffers()]} if model else {}
+        self._model = model
+        self._open: list[tuple[str, str, int, dict[str, list[int]]]] = []
+        self._hooks: list[Any] = []
+
+    def origin(self, t: torch.Tensor) -> list[int]:
+        found = self._origin.get(t)
+        if found is None:
+            found = self._origin[t] = (-1, len(self.externals))
+            self.externals.append(self._names.get(id(t), ""))
+        return list(found)
+
+    def _origins(self, value: Any) -> list[list[int]] | None:
+        if isinstance(value, torch.Tensor):
+            return [self.origin(value)]
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            return [self.origin(v) for v in value]
+        return None
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         kwargs = kwargs or {}
         schema = func._schema.arguments
         records = [arg_record(schema[i].name if i < len(schema) else f"arg{i}", a, False) for i, a in enumerate(args)]
         records += [arg_record(k, v, True) for k, v in kwargs.items()]
+        values = [*args, *kwargs.values()]
+        records = [r.model_copy(update={"origins": self._origins(v)}) for r, v in zip(records, values)]
         result, seconds = self.timer(lambda: func(*args, **kwargs))
         name = op_name(func)
+        index = len(self.calls)
+        items = result if isinstance(result, (list, tuple)) else [result]
+        for k, t in enumerate(t for t in items if isinstance(t, torch.Tensor)):
+            self._origin[t] = (index, k)  # an in-place op's result is its input: later uses see the new value
         self.calls.append(CallRecord(
-            index=len(self.calls), op=name, args=records, outputs=_outputs(result), seconds=seconds,
+            index=index, op=name, args=records, outputs=_outputs(result), seconds=seconds,
             metadata_only=name.split(".")[1] in METADATA_OPS or bool(getattr(func, "is_view", False)),
             mutates=bool(func._schema.is_mutable)))
         return result
 
+    # -- module spans ----------------------------------------------------------------------
+    def __enter__(self) -> "Recorder":
+        if self._model is not None:
+            for path, module in self._model.named_modules():
+                if path:  # the whole model is every call: not a fusion
+                    self._hooks.append(module.register_forward_pre_hook(self._entered(path), with_kwargs=True))
+                    self._hooks.append(module.register_forward_hook(self._left, with_kwargs=True))
+        return super().__enter__()
 
-def record(forward: Callable[[], Any], repeats: int = 1, warmup: int = 1, timer: Timer = cpu_timer) -> list[CallRecord]:
-    """The calls of `repeats` runs of forward() (after `warmup` unrecorded ones), without autograd."""
+    def __exit__(self, *exc: Any) -> None:
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks.clear()
+        return super().__exit__(*exc)
+
+    def _entered(self, path: str) -> Callable[..., None]:
+        def hook(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+            try:
+                bound = inspect.signature(module.forward).bind(*args, **kwargs).arguments
+            except (TypeError, ValueError):
+                bound = {f"arg{i}": a for i, a in enumerate(args)} | kwargs
+            inputs: dict[str, list[int]] = {}
+            for name, value in bound.items():
+                if isinstance(value, torch.Tensor):
+                    inputs[name] = self.origin(value)
+                elif isinstance(value, (list, tuple)):
+                    inputs.update({f"{name}_{k}": self.origin(v) for k, v in enumerate(value) if isinstance(v, torch.Tensor)})
+            self._open.append((path, type(module).__name__, len(self.calls), inputs))
+        return hook
+
+    def _left(self, module: torch.nn.Module, args: tuple, kwargs: dict, result: Any) -> None:
+        path, cls, start, inputs = self._open.pop()
+        items = result if isinstance(result, (list, tuple)) else [result]
+        outputs = [self.origin(t) for t in items if isinstance(t, torch.Tensor)]
+        self.modules.append(ModuleCall(path=path, cls=cls, start=start, end=len(self.calls), inputs=inputs,
+                                       outputs=outputs))
+
+
+def record(forward: Callable[[], Any], repeats: int = 1, warmup: int = 1, timer: Timer = cpu_timer,
+           model: torch.nn.Module | None = None) -> Recorder:
+    """The calls (and with a model, its submodules' calls) of `repeats` runs of forward() (after
+    `warmup` unrecorded ones), without autograd."""
     with torch.no_grad():
         for _ in range(warmup):
             forward()
-        recorder = Recorder(timer)
+        recorder = Recorder(timer, model)
         profiling = timer.profiling(recorder.calls) if isinstance(timer, KernelTimer) else contextlib.nullcontext()
         with profiling, recorder:
             for _ in range(repeats):
                 forward()
-    return recorder.calls
+    return recorder

@@ -1,0 +1,159 @@
+"""Fusion candidates: a submodule's recorded calls become a straight-line graph whose problem
+computes what the module computed, names its inputs as the module does, writes sizes as the
+inputs' sizes (so the dataset's small workload computes the same function), is levelled by what
+it holds, and is refused (with the reason) where a replay could not be faithful."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+from typer.testing import CliRunner
+
+from gpuarena.cli.app import app
+from gpuarena.dataset import candidate
+from gpuarena.dataset.assemble import add, scale_down
+from gpuarena.dataset.graph import level_of, module_graph
+from gpuarena.dataset.harvest import Harvest, harvest
+from gpuarena.dataset.record import record
+from gpuarena.problems import load_problem
+from gpuarena.problems.check import check_problem
+
+
+class Norm(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(dim) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+class Heads(nn.Module):
+    """Splits into heads by a view, as attention does: [batch, seq, heads, head_dim]."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim, bias=False)
+        self.heads = heads
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape
+        q = self.proj(x).view(b, s, self.heads, d // self.heads).transpose(1, 2)
+        return torch.softmax(q @ q.transpose(-1, -2), dim=-1).sum(1)
+
+
+class Net(nn.Module):
+    def __init__(self, dim: int = 64, heads: int = 4):
+        super().__init__()
+        self.norm = Norm(dim)
+        self.heads = Heads(dim, heads)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.heads(self.norm(x))
+
+
+class Routed(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[x.sum(-1).nonzero().squeeze(-1)] * 2
+
+
+def _recorded(net: nn.Module, x: torch.Tensor):
+    net = net.eval()
+    return record(lambda: net(x), model=net)
+
+
+def _graph(recorder, cls: str):
+    (module,) = [m for m in recorder.modules if m.cls == cls]
+    return module_graph(recorder.calls, module, recorder.externals)
+
+
+def test_a_module_becomes_a_problem_that_computes_what_it_computed(tmp_path: Path):
+    torch.manual_seed(0)
+    net, x = Net(), torch.randn(2, 48, 64)
+    recorder = _recorded(net, x)
+    graph = _graph(recorder, "Norm")
+    assert not isinstance(graph, str)
+    assert [a.name for a in graph.call.args] == ["x", "weight"]  # the module's argument and its parameter
+    assert graph.level == 2 and graph.ops >= 4
+    folder = candidate.write(tmp_path / "norm", graph.call, "norm", "Norm", 1.0, [], [], level=graph.level,
+                             reference=candidate.render(graph.call, "Norm", "its calls", graph.body))
+    problem = load_problem(folder)
+    assert problem.spec.level == 2
+    torch.testing.assert_close(problem.reference(x=x, weight=net.norm.weight.detach()), net.norm(x).detach())
+    assert check_problem(folder).ok
+
+
+def test_sizes_are_written_as_the_inputs_sizes_so_a_smaller_workload_computes_the_same(tmp_path: Path):
+    torch.manual_seed(0)
+    net, x = Net(dim=256, heads=4), torch.randn(1, 48, 256)
+    graph = _graph(_recorded(net, x), "Heads")
+    assert not isinstance(graph, str) and graph.level == 3 and not graph.fixed
+    source = "\n".join(graph.body)
+    assert "x.shape[1]" in source and "48" not in source  # the sequence, whatever its length
+    assert ".shape[0] // 4, " in source or ".shape[2] // 4, " in source  # head_dim: the width over the heads
+    folder = candidate.write(tmp_path / "heads", graph.call, "heads", "Heads", 1.0, [], [], level=graph.level,
+                             reference=candidate.render(graph.call, "Heads", "its calls", graph.body))
+    problem = load_problem(folder)
+    small = Heads(128, 4).eval()  # every size over 32 halved, as the dataset's small workload does
+    y = torch.randn(1, 24, 128)
+    got = problem.reference(x=y, proj_weight=small.proj.weight.detach())
+    torch.testing.assert_close(got, small(y).detach())
+
+
+def test_a_data_dependent_module_is_refused_with_its_reason():
+    net = nn.Sequential(Routed())
+    recorder = _recorded(net, torch.randn(8, 4))
+    reason = _graph(recorder, "Routed")
+    assert isinstance(reason, str) and "depend on the data" in reason
+
+
+def test_levels_follow_what_the_graph_holds():
+    assert level_of(["aten.mul.Tensor", "aten.add.Tensor"]) == 2
+    assert level_of(["aten.mm.default", "aten.silu.default"]) == 3
+    assert level_of(["aten.mm.default", "aten._scaled_dot_product_flash_attention_for_cpu.default"]) == 4
+    assert level_of(["aten._grouped_mm.default", "aten.mul.Tensor"]) == 4
+
+
+def test_small_workloads_of_fusions_keep_sizes_in_proportion():
+    axes = {"x_0": 1, "x_1": 2048, "x_2": 4096, "q_0": 4096, "cos_2": 128, "heads": 32, "tokens": 197}
+    small = scale_down(axes)
+    assert small == {"x_0": 1, "x_1": 256, "x_2": 512, "q_0": 512, "cos_2": 16, "heads": 32, "tokens": 197}
+    assert small["x_2"] == small["heads"] * small["cos_2"]  # hidden = heads x head_dim still
+
+
+def test_a_mask_of_the_dtypes_extreme_is_redrawn_as_a_mask(tmp_path: Path):
+    mask = torch.zeros(4, 4).masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), torch.finfo(torch.float32).min)
+    scores = torch.randn(4, 4)
+    (call,) = [c for c in record(lambda: torch.softmax(scores + mask, -1)).calls if c.op == "aten.add.Tensor"]
+    problem = load_problem(candidate.write(tmp_path / "m", call, "add", "add", 1.0, [], []))
+    inputs = problem.make_inputs(dict(problem.spec.workloads[0].axes), torch.float32, torch.device("cpu"),
+                                 torch.Generator().manual_seed(0))
+    values = set(inputs["other"].unique().tolist())
+    assert values == {0.0, torch.finfo(torch.float32).min}  # no overflow to inf, so no NaN downstream
+
+
+def test_harvest_writes_module_problems_and_the_dataset_gives_them_a_small_workload(tmp_path: Path):
+    pytest.importorskip("transformers")
+    out = tmp_path / "llama"
+    result = CliRunner().invoke(app, ["harvest", "hf:LlamaForCausalLM:hidden_size=1024,intermediate_size=2048,num_attention_heads=8,num_key_value_heads=8",
+                                      "--seq", "48", "--min-share", "0.02", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    report = Harvest.model_validate_json((out / "harvest.json").read_text())
+    modules = {g.op: g for g in report.groups if g.kind == "module" and g.status == "written"}
+    assert {"module:LlamaRMSNorm", "module:LlamaMLP", "module:LlamaAttention", "module:LlamaDecoderLayer"} <= set(modules)
+    assert modules["module:LlamaAttention"].level == 4 and modules["module:LlamaMLP"].level == 3
+    assert modules["module:LlamaDecoderLayer"].calls == 2  # one group for the two layers
+    assert (out / "modules.jsonl").is_file()
+    # as if harvested on a GPU: the dataset adds a CPU workload, the sizes divided in proportion
+    meta = json.loads((out / "harvest.json").read_text())
+    (out / "harvest.json").write_text(json.dumps({**meta, "device": "cuda"}))
+    dataset = add([out], tmp_path / "ds")
+    kept = {e.problem for e in dataset.entries if e.status == "kept"}
+    attention = modules["module:LlamaAttention"].problem
+    assert attention in kept and modules["module:LlamaDecoderLayer"].problem in kept
+    small = [w for w in load_problem(tmp_path / "ds" / attention).spec.workloads if w.name == "small"]
+    assert small and dict(small[0].axes)["hidden_states_1"] == 24  # 48 tokens halved, as the widths are
