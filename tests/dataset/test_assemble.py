@@ -110,8 +110,10 @@ def test_the_shipped_dataset_is_what_its_index_says():
         else:
             assert entry.reasons
     assert len({m.split()[0] for m in models}) >= 8  # harvests of at least 8 models
+    assert {p.split("/")[0] for p in kept} == {"level1", "level2", "level3", "level4"}  # ops, and modules' graphs
     # attention recorded as cuDNN's op was written anew from the profile as the portable op
-    attention = [e.problem for e in index.entries if e.status == "kept" and "attention" in e.problem]
+    attention = [e.problem for e in index.entries if e.status == "kept" and e.problem.startswith("level1/")
+                 and "attention" in e.problem]
     assert attention and all("functional.scaled_dot_product_attention(" in (DATASET / p / "reference.py").read_text()
                              for p in attention)
 

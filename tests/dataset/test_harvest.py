@@ -300,3 +300,24 @@ def test_indices_stay_below_the_size_they_index_in_a_smaller_workload(tmp_path):
                                      torch.Generator().manual_seed(seed))
         assert int(inputs["indices_0"].max()) < size and problem.reference(**inputs).shape == (4, 8)
     assert check_problem(problem.path).ok
+
+
+def test_a_transformers_decoder_decodes_against_the_same_context_every_forward():
+    """hf decode: the context is prefilled once, and each recorded forward attends over it plus
+    its one new token, however many forwards ran before (the cache is cut back each time)."""
+    pytest.importorskip("transformers")
+    workload = build("hf:LlamaForCausalLM", "decode", batch=2, seq=0, context=40)
+    assert workload.sizes == {"batch": 2, "context": 40}
+    calls = record(workload.forward, repeats=3).calls
+    attention = [c for c in calls if "scaled_dot_product" in c.op]
+    assert len(attention) == 3 * 2  # two layers, three forwards
+    assert {tuple(shapes(c, "query")) for c in attention} == {(2, 4, 1, 16)}
+    assert {tuple(shapes(c, "key")) for c in attention} == {(2, 4, 41, 16)}
+
+
+def test_a_vision_model_has_no_decode_phase():
+    pytest.importorskip("transformers")
+    from gpuarena.errors import GpuarenaError
+
+    with pytest.raises(GpuarenaError, match="decode needs a generating model"):
+        build("hf:ViTForImageClassification", "decode", batch=1, seq=0, context=8)

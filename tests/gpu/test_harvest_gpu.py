@@ -24,7 +24,7 @@ pytestmark = [
 def test_kernel_timer_bills_each_call_its_own_kernels():
     workload = build("llama:dim=1024,layers=2,heads=8,vocab=4096,ffn=2816", "prefill", batch=4, seq=512,
                      context=0, device="cuda", dtype=torch.bfloat16)
-    calls = record(workload.forward, repeats=2, timer=KernelTimer())
+    calls = record(workload.forward, repeats=2, timer=KernelTimer()).calls
     assert [c.index for c in calls] == list(range(len(calls)))
     views = [c for c in calls if c.metadata_only]
     assert views and all(c.seconds == 0 for c in views)
@@ -50,6 +50,10 @@ def test_harvest_of_a_transformers_model_on_the_gpu(tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads((out / "harvest.json").read_text())
     assert report["device"] == "cuda" and "--dtype bfloat16" in report["command"]
-    assert abs(sum(g["share"] for g in report["groups"]) - 1) < 1e-6
+    assert abs(sum(g["share"] for g in report["groups"] if g["kind"] == "op") - 1) < 1e-6
     written = [g for g in report["groups"] if g["status"] == "written"]
     assert written and any(g["op"].startswith("aten.mm") for g in written)
+    # the layers' submodules as fusions, each weighed by its kernels' time: a layer more than its MLP
+    modules = {g["op"]: g for g in written if g["kind"] == "module"}
+    assert {"module:LlamaDecoderLayer", "module:LlamaMLP", "module:LlamaAttention"} <= set(modules)
+    assert modules["module:LlamaDecoderLayer"]["share"] > modules["module:LlamaMLP"]["share"] > 0

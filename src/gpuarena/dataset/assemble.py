@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 import shutil
 import tomllib
@@ -31,8 +32,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.dataset import candidate
-from gpuarena.dataset.record import CallRecord
+from gpuarena.dataset import candidate, graph
+from gpuarena.dataset.record import CallRecord, ModuleCall
 from gpuarena.errors import GpuarenaError
 
 SMALL_LIMIT = 32
@@ -86,23 +87,41 @@ def shrink(axes: dict[str, int]) -> dict[str, int]:
     return {k: mapped.get(v, v) for k, v in axes.items()}
 
 
-SCALED_MAX = 512
-SCALED_MIN = 8
+SCALED_MAX = 256
+SCALED_MIN = 4
+LENIENT_ABOVE = 2048
+SCALED_NUMEL = 1 << 20
+"""Nor any input of more elements than this (a ResNet stage's 64 x 256 x 56 x 56 activations)."""
 
 
 def scale_down(axes: dict[str, int]) -> dict[str, int]:
-    """A fusion's small workload: every size over SMALL_LIMIT divided by one power of two f, so that
-    the sizes a module's graph relates keep their relations (hidden = heads x head_dim, a view's
-    batch x seq), which `shrink`'s renumbering breaks. f doubles while the largest size is over
-    SCALED_MAX and every size it divides stays at least SCALED_MIN; a size it does not divide (a
-    ViT's 197 tokens) stays as it is."""
+    """A fusion's small workload: every even size over SMALL_LIMIT divided by one power of two f,
+    so that the sizes a module's graph relates keep their relations (hidden = heads x head_dim, a
+    convolution's 224 pixels in and 56 out, a view's batch x seq), which `shrink`'s renumbering
+    breaks. f doubles while the largest size is over SCALED_MAX and every even one divides by the
+    next f into at least SCALED_MIN, or an input holds more than SCALED_NUMEL elements; an odd size
+    (a ViT's 197 tokens) stays as it is. Bounded by the largest size alone, a ResNet layer's check
+    on its small workload (64 images of 256 x 56 x 56: no size over 256) took 15 s on the CPU."""
     large = [v for v in axes.values() if v > SMALL_LIMIT]
+    even = [v for v in large if v % 2 == 0]
+    inputs: dict[str, list[int]] = {}
+    for name, size in axes.items():  # axes are <input>_<dim>
+        inputs.setdefault(name.rsplit("_", 1)[0], []).append(size)
+
+    def too_big(f: int) -> bool:
+        most = max(math.prod(v // f if v > SMALL_LIMIT and v % f == 0 else v for v in sizes) for sizes in inputs.values())
+        return max(large) // f > SCALED_MAX or most > SCALED_NUMEL
+
     f = 1
-    while large and max(large) // f > SCALED_MAX:
-        divided = [v // (2 * f) for v in large if v % (2 * f) == 0]
-        if not divided or min(divided) < SCALED_MIN:
-            break
+    while even and too_big(f) and all(v % (2 * f) == 0 and v // (2 * f) >= SCALED_MIN for v in even):
         f *= 2
+    if large and max(large) // f > LENIENT_ABOVE:
+        # a size no power of two divides far enough (BERT's vocabulary of 30522 = 2 x 15261): the
+        # LM head would stay a 96 GFLOP matmul. Divide every size over 32, rounding down: such a
+        # size is seldom tied to the others.
+        while max(large) // f > SCALED_MAX and min(large) // (2 * f) >= SCALED_MIN:
+            f *= 2
+        return {k: v // f if v > SMALL_LIMIT else v for k, v in axes.items()}
     return {k: v // f if v > SMALL_LIMIT and v % f == 0 else v for k, v in axes.items()}
 
 
@@ -141,9 +160,42 @@ def _profile_calls(folder: Path, indexes: set[int]) -> dict[int, CallRecord]:
     return {}
 
 
-def _merge(target: Path, source: Path, harvest: dict[str, Any], share: float, call: CallRecord | None) -> None:
+def _lines(folder: Path, name: str) -> list[str]:
+    for path, opener in ((folder / name, open), (folder / f"{name}.gz", gzip.open)):
+        if path.is_file():
+            with opener(path, "rt") as f:  # type: ignore[operator]
+                return f.read().splitlines()
+    return []
+
+
+def _module_references(folder: Path, groups: list[dict[str, Any]]) -> dict[str, str]:
+    """Module groups' references written anew by today's graph writer (dataset/graph.py), from the
+    harvest's profile and modules.jsonl, with the names (and the inputs made zeros) its first
+    writing gave them; by problem. Empty where the harvest kept no modules.jsonl."""
+    modules = {(m.start, m.cls): m for m in map(ModuleCall.model_validate_json, _lines(folder, "modules.jsonl"))}
+    if not modules or not groups:
+        return {}
+    calls = [CallRecord.model_validate_json(line) for line in _lines(folder, "profile.jsonl")]
+    written: dict[str, str] = {}
+    for group in groups:
+        module = modules.get((group["first_call"], group["op"].removeprefix("module:")))  # a layer and its norm start alike
+        old = folder / group["problem"] / "reference.py"
+        if module is None or not old.is_file():
+            continue
+        names, ignored = graph.names_of(old.read_text())
+        made = graph.module_graph(calls, module, [], ignored=ignored, names=names)
+        if isinstance(made, graph.ModuleGraph):
+            title = old.read_text().split("\n", 1)[0].strip('"')
+            written[group["problem"]] = candidate.render(made.call, title, f"the {made.ops} aten calls of the "
+                                                         "module's forward", made.body)
+    return written
+
+
+def _merge(target: Path, source: Path, harvest: dict[str, Any], share: float, call: CallRecord | None,
+           reference: str | None = None) -> None:
     """Add one harvest's problem to the dataset's folder (made from it when new). With the recorded
-    call at hand, the reference is written anew from it, by today's candidate writer."""
+    call at hand, the reference is written anew from it, by today's candidate writer; a module's
+    graph is given written anew (`reference`), or keeps its lines with today's input drawing."""
     spec = tomllib.loads((source / "problem.toml").read_text())
     (recorded,) = spec["workloads"]
     label = f"{model_slug(harvest['model'])}-{harvest['phase']}"
@@ -154,6 +206,11 @@ def _merge(target: Path, source: Path, harvest: dict[str, Any], share: float, ca
         spec["summary"] = f"{spec['provenance']['operator']} as called in real models (gpuarena harvest)"
         if call is not None:
             (target / "reference.py").write_text(candidate.reference_source(call, spec["summary"]))
+        elif reference is not None:
+            (target / "reference.py").write_text(reference)
+        else:  # a module's graph without its raw records: its own lines, today's input drawing
+            path = target / "reference.py"
+            path.write_text(candidate.refresh_helpers(path.read_text()))
         spec.update(weight=share, workloads=[recorded], tags=[spec["provenance"]["operator"], *tags])
     else:
         mine = tomllib.loads((target / "problem.toml").read_text())
@@ -197,6 +254,8 @@ def add(harvests: list[Path], root: Path, check: bool = True,
         where = f"{model_slug(harvest['model'])} {harvest['phase']}"
         ops = [g for g in harvest["groups"] if g["status"] == "written" and g.get("kind", "op") == "op"]
         calls = _profile_calls(Path(folder), {g["first_call"] for g in ops})
+        graphs = _module_references(Path(folder), [g for g in harvest["groups"] if g["status"] == "written"
+                                                   and g.get("kind", "op") == "module"])
         for group in harvest["groups"]:
             if group["status"] != "written":
                 continue
@@ -205,7 +264,7 @@ def add(harvests: list[Path], root: Path, check: bool = True,
             if entry is None or entry.status == "left-out":  # new, or tried again from scratch
                 entry = Entry(problem=problem, status="kept", weight=0.0, harvests=[])
             call = calls.get(group["first_call"]) if group.get("kind", "op") == "op" else None  # a module: as written
-            _merge(root / problem, Path(folder) / problem, harvest, group["share"], call)
+            _merge(root / problem, Path(folder) / problem, harvest, group["share"], call, graphs.get(problem))
             entry.weight = float(f"{entry.weight + group['share']:.6g}")
             entry.harvests = list(dict.fromkeys([*entry.harvests, where]))
             entries[problem] = entry

@@ -226,7 +226,7 @@ def _draw(shape, spec, device, generator, axes):
             values[-1] = hi
     elif low is not None and high is not None and min(low, -high) < -1e30:  # a mask: 0 or the dtype's extreme
         values = torch.where(torch.rand(size, generator=generator, device=device) < 0.5, low, high)
-    elif low is not None and high is not None and low >= 0:  # a positive input (rsqrt, log): keep it so
+    elif low is not None and high is not None and low >= 0 and high > 0:  # a positive input (rsqrt, log): keep it so
         lo = low if low > 0 else (1e-2 * high if high > 0 else 1e-2)
         hi = high if high > lo else 2 * lo
         values = lo + (hi - lo) * torch.rand(size, generator=generator, device=device)
@@ -242,6 +242,20 @@ def make_inputs(axes, dtype, device, generator):
     return {{name: _draw([axes[f"{{name}}_{{d}}"] for d in range(spec["rank"])], spec, device, generator, axes)
             for name, spec in INPUTS.items()}}
 '''
+
+
+HELPERS_START = "\n\ndef _tensors(result):"
+
+
+def refresh_helpers(source: str) -> str:
+    """A harvested reference.py with today's input drawing (`_tensors`, `_draw`, `make_inputs`):
+    what the writer learnt since (a zero-initialised bias is redrawn at the activations' scale)
+    reaches problems whose reference is not written anew from a call, as a module's graph is."""
+    head, found, _ = source.partition(HELPERS_START)
+    if not found:
+        return source
+    tail = TEMPLATE.partition(HELPERS_START)[2].replace("{{", "{").replace("}}", "}")
+    return head + HELPERS_START + tail
 
 
 def _toml_list(items: list[str]) -> str:

@@ -18,8 +18,9 @@ check and the dataset leaves it out (dataset/assemble.py), with the reason.
 from __future__ import annotations
 
 import keyword
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from gpuarena.dataset.candidate import FIRST_RESULT_ONLY, _attention, _literal
 from gpuarena.dataset.record import ArgRecord, CallRecord, ModuleCall, TensorInfo
@@ -41,6 +42,7 @@ RANDOM_OPS = frozenset({"bernoulli", "bernoulli_", "rand", "randn", "randint", "
 
 
 BOUNDS = frozenset({"start", "end", "length", "split_size", "split_sizes"})
+INTEGER = frozenset({"int8", "int16", "int32", "int64", "uint8"})
 """Arguments that index into an axis rather than size a tensor."""
 
 
@@ -55,6 +57,8 @@ class ModuleGraph:
     """Calls that do work (views not counted)."""
     fixed: list[int]
     """Sizes over SMALL_LIMIT written as recorded (no input's size matched them)."""
+    met: list[str]
+    """Every input's name in the order met, those made in the reference (empty, ignored) too."""
     module: ModuleCall
     """The call it was made from (to make it again, with inputs found ignored)."""
 
@@ -84,13 +88,15 @@ def level_of(ops: list[str]) -> int:
     return 3 if matmuls else 2
 
 
-def module_graph(calls: list[CallRecord], module: ModuleCall, externals: list[str],
-                 ignored: frozenset[str] = frozenset()) -> ModuleGraph | str:
+def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: list[str],
+                 ignored: frozenset[str] = frozenset(), names: list[str] | None = None) -> ModuleGraph | str:
     """The module call as a graph, or why it cannot be one. `calls`: the recording's calls, by
     index; `externals`: the recording's names of its external tensors (Recorder.externals).
     ignored: inputs the output does not depend on (attention's key bias: softmax takes the same
     shift off every score of a row), made zeros in the reference rather than drawn, so that the
-    degenerate filter's ignored-input test holds for the others."""
+    degenerate filter's ignored-input test holds for the others.
+    names: the graph's input names in the order they are met (an earlier writing's: `names_of`),
+    instead of names made from the module's."""
     span = calls[module.start:module.end]
     if not span:
         return "made no aten call"
@@ -122,6 +128,7 @@ def module_graph(calls: list[CallRecord], module: ModuleCall, externals: list[st
     empties: dict[tuple[int, int], tuple[str, TensorInfo]] = {}
     """Empty tensors read (a KV cache's start) and ignored inputs: made in the reference, not drawn."""
     used: set[str] = set()
+    order: dict[tuple[int, int], int] = {}
     for call in kept:
         for arg in call.args:
             infos = [arg.tensor] if arg.tensor is not None else arg.tensors or []
@@ -130,7 +137,9 @@ def module_graph(calls: list[CallRecord], module: ModuleCall, externals: list[st
                 if inside(key) or key in inputs or key in empties:
                     continue
                 hint = externals[key[1]] if key[0] < 0 and key[1] < len(externals) else ""
-                if key in arg_names:
+                if names is not None and len(used) < len(names):
+                    name = names[len(used)]
+                elif key in arg_names:
                     name = arg_names[key]
                 elif hint.startswith(module.path + "."):
                     name = hint[len(module.path) + 1:]
@@ -140,6 +149,7 @@ def module_graph(calls: list[CallRecord], module: ModuleCall, externals: list[st
                 while name in used:
                     name += "_"
                 used.add(name)
+                order[key] = len(order)
                 (empties if 0 in info.shape or name in ignored else inputs)[key] = (name, info)
     if not inputs:
         return "reads no tensor (its results are constants)"
@@ -166,6 +176,9 @@ def module_graph(calls: list[CallRecord], module: ModuleCall, externals: list[st
         for a, ea in sizes.items():  # a small size times a large one: batch x seq
             if 1 < a <= SMALL_LIMIT and value % a == 0 and value // a in sizes:
                 return f"{ea} * {sizes[value // a]}"
+        for k in range(2, SMALL_LIMIT + 1):  # a multiple of one: a fused qkv's 2 x hidden
+            if value % k == 0 and value // k in sizes and value // k > SMALL_LIMIT:
+                return f"{k} * {sizes[value // k]}"
         fixed.append(value)
         return repr(value)
 
@@ -200,7 +213,29 @@ def module_graph(calls: list[CallRecord], module: ModuleCall, externals: list[st
                           metadata_only=False, mutates=False)
     if len(ops) < 2:
         return "one op: its own level-1 problem covers it"
-    return ModuleGraph(call=standing, body=body, level=level_of(ops), ops=len(ops), fixed=fixed, module=module)
+    met = [name for _, (name, _) in sorted([*inputs.items(), *empties.items()], key=lambda kv: order[kv[0]])]
+    return ModuleGraph(call=standing, body=body, level=level_of(ops), ops=len(ops), fixed=fixed, module=module,
+                       met=met)
+
+
+def names_of(reference: str) -> tuple[list[str], frozenset[str]]:
+    """The names an earlier writing (its reference.py) gave a graph's inputs, in the order the
+    calls meet them (the order of their first use in its lines), and those it made zeros."""
+    body = reference.split("def reference(", 1)[1]
+    signature, _, body = body.partition(")")
+    drawn = {n.strip() for n in signature.split(",") if n.strip()}
+    lines = body.split("\n\n\ndef ", 1)[0].splitlines()
+    made = {line.strip().split(" = ", 1)[0]: line for line in lines
+            if line.strip().split(" = ", 1)[-1].startswith(("torch.zeros(", "torch.empty("))}
+    known, seen = drawn | set(made), []
+    for line in lines:
+        if line.strip().split(" = ", 1)[0] in made or line.strip().endswith("# the graph writes into it"):
+            continue
+        for word in re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b(?!\.shape|\.device)", line.split(" = ", 1)[-1]):  # tensors, not sizes
+            if word in known and word not in seen:
+                seen.append(word)
+    ignored = frozenset(n for n, line in made.items() if "torch.zeros(" in line)
+    return seen, ignored
 
 
 def _shape(info: TensorInfo, sizes: dict[int, str]) -> str:
@@ -236,4 +271,8 @@ def _call_expression(call: CallRecord, names: dict[tuple[int, int], str], size: 
         else:
             text = _literal(arg.value)
         parts.append(f"{arg.name}={text}" if arg.keyword else text)
+    if _base(call.op) == "histc" and call.args[0].tensor is not None and call.args[0].tensor.dtype in INTEGER:
+        # the CPU has no integer histc (CUDA has): count in float32, exact for these counts, and give back the dtype
+        parts[0] = f"{parts[0]}.float()"
+        return f"torch.ops.{call.op}({', '.join(parts)}).to(torch.{call.args[0].tensor.dtype})"
     return f"torch.ops.{call.op}({', '.join(parts)})"

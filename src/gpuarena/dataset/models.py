@@ -8,6 +8,8 @@ only, where transformers is installed: tiny sizes, or the config class's own, a 
 
 from __future__ import annotations
 
+import inspect
+
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -158,7 +160,7 @@ def build(model: str, phase: str, batch: int, seq: int, context: int, device: st
         raise GpuarenaError(f"--phase {phase!r}: use prefill or decode")
     generator = torch.Generator().manual_seed(seed)
     if model.startswith("hf:"):
-        return _hf(model.removeprefix("hf:"), phase, batch, seq, device, generator, dtype)
+        return _hf(model.removeprefix("hf:"), phase, batch, seq, context, device, generator, dtype)
     config = parse_llama(model)
     # drawn on the device: a 7B model's weights and KV caches take minutes from a CPU generator
     generator = torch.Generator(device=device).manual_seed(seed)
@@ -207,10 +209,13 @@ def parse_hf(spec: str) -> tuple[str, bool, dict[str, Any]]:
     return name, full, overrides
 
 
-def _hf(spec: str, phase: str, batch: int, seq: int, device: str, generator: torch.Generator,
+def _hf(spec: str, phase: str, batch: int, seq: int, context: int, device: str, generator: torch.Generator,
         dtype: torch.dtype) -> Workload:
-    """A transformers model built from a config of its own config class (prefill only): tiny sizes,
-    or with `size=full` the class's defaults, the published model's; weights seeded, made on the device."""
+    """A transformers model built from a config of its own config class: tiny sizes, or with
+    `size=full` the class's defaults, the published model's; weights seeded, made on the device.
+    Decode: the context is prefilled once (not recorded) into the model's KV cache, and each
+    recorded forward first cuts the cache back to it, so every forward attends over `context`
+    tokens and appends one, as the first did."""
     try:
         import transformers
     except ImportError:
@@ -219,8 +224,6 @@ def _hf(spec: str, phase: str, batch: int, seq: int, device: str, generator: tor
     cls = getattr(transformers, cls_name, None)
     if cls is None or not hasattr(cls, "config_class"):
         raise GpuarenaError(f"hf:{cls_name}: transformers has no model class of that name")
-    if phase != "prefill":
-        raise GpuarenaError("hf: models are harvested in the prefill phase only, for now")
     defaults = cls.config_class()
     unknown = [key for key in overrides if not hasattr(defaults, key)]
     if unknown:
@@ -239,10 +242,35 @@ def _hf(spec: str, phase: str, batch: int, seq: int, device: str, generator: tor
     finally:
         torch.set_default_dtype(previous)
     if hasattr(config, "num_channels") and not hasattr(config, "vocab_size"):  # a vision model
+        if phase != "prefill":
+            raise GpuarenaError(f"{cls_name}: decode needs a generating model (a decoder with a KV cache)")
         image = getattr(config, "image_size", 224)  # ResNet and ConvNeXt configs name none: ImageNet's
         size = image if isinstance(image, int) else image[0]
         channels = getattr(config, "num_channels", 3)
         pixels = torch.randn((batch, channels, size, size), generator=generator).to(device, dtype)
         return Workload(lambda: net(pixel_values=pixels), {"batch": batch, "image_size": size}, net)
-    tokens = torch.randint(0, config.vocab_size, (batch, seq), generator=generator).to(device)
-    return Workload(lambda: net(input_ids=tokens), {"batch": batch, "seq": seq}, net)
+    if phase == "prefill":
+        tokens = torch.randint(0, config.vocab_size, (batch, seq), generator=generator).to(device)
+        return Workload(lambda: net(input_ids=tokens), {"batch": batch, "seq": seq}, net)
+    return _hf_decode(net, config.vocab_size, batch, context, device, generator)
+
+
+def _hf_decode(net: nn.Module, vocab: int, batch: int, context: int, device: str,
+               generator: torch.Generator) -> Workload:
+    if not hasattr(net, "generate"):
+        raise GpuarenaError(f"{type(net).__name__}: decode needs a generating model (a decoder with a KV cache)")
+    prompt = torch.randint(0, vocab, (batch, context), generator=generator).to(device)
+    token = torch.randint(0, vocab, (batch, 1), generator=generator).to(device)
+    with torch.no_grad():
+        cache = net(input_ids=prompt, use_cache=True).past_key_values
+    if cache is None or not hasattr(cache, "crop"):
+        raise GpuarenaError(f"{type(net).__name__}: its forward returned no KV cache that can be cut back")
+    name = "cache" if "cache" in inspect.signature(net.forward).parameters else "past_key_values"
+
+    def forward() -> Any:
+        extra = cache.get_seq_length() - context
+        if extra:
+            cache.crop(-extra)  # back to the context: each forward appends the same one token
+        return net(input_ids=token, use_cache=True, **{name: cache})
+
+    return Workload(forward, {"batch": batch, "context": context}, net)

@@ -5,7 +5,8 @@ shapes, dtypes, strides and value ranges."""
 
 import torch
 
-# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown)
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), sorted
+# (offsets), the axis a sorted input ends at (None: its recorded maximum), the axis indices stay below
 INPUTS = {
     "x": {
         "rank": 3,
@@ -13,7 +14,9 @@ INPUTS = {
         "stride": None,
         "low": -21.0,
         "high": 17.125,
-        "ascending": False
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
     }
 }
 
@@ -30,7 +33,7 @@ def _tensors(result):
     return tensors[0] if len(tensors) == 1 else tensors
 
 
-def _draw(shape, spec, device, generator):
+def _draw(shape, spec, device, generator, axes):
     dtype = getattr(torch, spec["dtype"])
     size = [int(s) for s in shape]
     if spec["stride"] is not None:  # redraw the storage the recorded strides read from
@@ -40,13 +43,17 @@ def _draw(shape, spec, device, generator):
     if dtype == torch.bool:
         values = torch.rand(size, generator=generator, device=device) < 0.5
     elif not dtype.is_floating_point:
-        lo, hi = int(low or 0), int(high or 1)
+        lo, hi = int(low or 0), int(axes[spec["high_axis"]] if spec["high_axis"] else (high or 1))
+        if spec["below_axis"]:  # indices into a tensor of this workload's size
+            hi = min(hi, axes[spec["below_axis"]] - 1)
         if hi <= lo:
             lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
         values = torch.randint(lo, hi + 1, size, generator=generator, device=device)
         if spec["ascending"]:  # offsets: sorted, ending where the recorded ones ended
             values = values.sort().values
             values[-1] = hi
+    elif low is not None and high is not None and min(low, -high) < -1e30:  # a mask: 0 or the dtype's extreme
+        values = torch.where(torch.rand(size, generator=generator, device=device) < 0.5, low, high)
     elif low is not None and high is not None and low >= 0:  # a positive input (rsqrt, log): keep it so
         lo = low if low > 0 else (1e-2 * high if high > 0 else 1e-2)
         hi = high if high > lo else 2 * lo
@@ -60,5 +67,5 @@ def _draw(shape, spec, device, generator):
 
 
 def make_inputs(axes, dtype, device, generator):
-    return {name: _draw([axes[f"{name}_{d}"] for d in range(spec["rank"])], spec, device, generator)
+    return {name: _draw([axes[f"{name}_{d}"] for d in range(spec["rank"])], spec, device, generator, axes)
             for name, spec in INPUTS.items()}
