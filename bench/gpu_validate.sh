@@ -30,7 +30,9 @@
 #     pm-cross    bench/research/pm_sampling_cross.py (does CUPTI PM sampling in another process see it?)
 #     audit-cost  bench/research/audit_cost.py (the sampler's costs; the softmax examples with the audit off and on)
 #     suite       gpuarena suite run on every bundled problem (SUITE_FRAMEWORK: pytorch or torch-compile;
-#                 SUITE_BUDGET s a workload; SUITE_BASELINE: a result to score it against): $OUT/suite-*.json
+#                 SUITE_BUDGET s a workload; SUITE_BASELINE: a result to score it against; SUITE_ARGS: more,
+#                 e.g. --root dataset/problems --level 2): $OUT/suite-*.json
+#     check       gpuarena check --device cuda (CHECK_ARGS; default: the dataset's levels 2-4) 
 #     harvest     the harvester's GPU tests, then gpuarena harvest of real-size models (HARVEST_RUNS: ';'-separated
 #                 "MODEL OPTIONS"), bf16, kernel times from the profiler: \$OUT/harvest-K.json, top groups in the summary
 #     app-jobs    bench/app_jobs.py: migration checks as a runner's job process runs them (ranked, sandboxed),
@@ -269,7 +271,10 @@ for s in "${steps[@]}"; do
     suite)  # SUITE_FRAMEWORK: pytorch (default) or torch-compile; SUITE_BASELINE: a result to score it against
       fw=${SUITE_FRAMEWORK:-pytorch}
       step "suite-$fw" "${T_SUITE:-540}" python3 -m gpuarena.cli suite run --device cuda --framework "$fw" \
-           --budget "${SUITE_BUDGET:-0.2}" -o "$OUT/suite-$fw.json" ${SUITE_BASELINE:+--baseline "$SUITE_BASELINE"} ;;
+           --budget "${SUITE_BUDGET:-0.2}" -o "$OUT/suite-$fw.json" ${SUITE_BASELINE:+--baseline "$SUITE_BASELINE"} ${SUITE_ARGS:-} ;;
+    check)  # CHECK_ARGS: the problems and filters (default: the dataset's fusions)
+      step check "${T_CHECK:-500}" python3 -m gpuarena.cli check --device cuda ${CHECK_ARGS:-dataset/problems --level 2 --level 3 --level 4}
+      last check 'passed|failed|problems' 5 ;;
     harvest)  # HARVEST_RUNS: ';'-separated "MODEL OPTIONS" (default: Mistral-7B and Qwen1.5-MoE-A2.7B at full size, prefill)
       [ "${HARVEST_TESTS:-1}" = 1 ] && step harvest-tests "${T_TESTS:-420}" python3 -m pytest -m gpu tests/gpu/test_harvest_gpu.py -q -p no:cacheprovider -rfE
       IFS=';' read -ra runs <<< "${HARVEST_RUNS:-hf:MistralForCausalLM:size=full --seq 2048;hf:Qwen2MoeForCausalLM:size=full --seq 2048}"

@@ -193,7 +193,7 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
         n = len(call.outputs)
         for k in range(n):
             names[(call.index, k)] = f"t{call.index - module.start}" + (f"_{k}" if n > 1 else "")
-        expression = _call_expression(call, names, size, first_input)
+        expression = _call_expression(call, names, size, first_input, reshape=not mutated)
         if expression is None:
             return f"{call.op}: an argument that cannot be written into a reference yet"
         if call.op.startswith(FIRST_RESULT_ONLY):
@@ -242,9 +242,17 @@ def _shape(info: TensorInfo, sizes: dict[int, str]) -> str:
     return "[" + ", ".join(sizes.get(d, repr(d)) if d > SMALL_LIMIT else repr(d) for d in info.shape) + "]"
 
 
-def _call_expression(call: CallRecord, names: dict[tuple[int, int], str], size: Any, device_of: str) -> str | None:
+VIEWS = frozenset({"aten.view.default", "aten._unsafe_view.default"})
+
+
+def _call_expression(call: CallRecord, names: dict[tuple[int, int], str], size: Any, device_of: str,
+                     reshape: bool = False) -> str | None:
     """`torch.ops.aten.<op>(...)` with tensors by name and sizes as the inputs' sizes; attention as
-    the portable op. None where an argument cannot be written."""
+    the portable op. None where an argument cannot be written. reshape: a view as a reshape (the
+    same values; a copy where the strides need one). The portable attention picks its kernel by
+    device and size, and its output's strides with it: a view the recorded kernel's output allowed
+    failed after another kernel's on the GPU at the small workload. Not where the graph writes
+    into tensors, which may rely on a view sharing its base."""
     if call.op.startswith(FIRST_RESULT_ONLY):
         per_arg = {(i, j): names[tuple(o)]  # type: ignore[index]
                    for i, a in enumerate(call.args) for j, o in enumerate(a.origins or [])}
@@ -271,6 +279,8 @@ def _call_expression(call: CallRecord, names: dict[tuple[int, int], str], size: 
         else:
             text = _literal(arg.value)
         parts.append(f"{arg.name}={text}" if arg.keyword else text)
+    if reshape and call.op in VIEWS:
+        return f"torch.ops.aten.reshape.default({', '.join(parts)})"
     if _base(call.op) == "histc" and call.args[0].tensor is not None and call.args[0].tensor.dtype in INTEGER:
         # the CPU has no integer histc (CUDA has): count in float32, exact for these counts, and give back the dtype
         parts[0] = f"{parts[0]}.float()"
