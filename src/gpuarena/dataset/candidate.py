@@ -12,7 +12,7 @@ import json
 import keyword
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from gpuarena.dataset.record import ArgRecord, CallRecord, TensorInfo
 from gpuarena.problems.model import DTYPES
@@ -114,20 +114,22 @@ def _attention(call: CallRecord, names: dict[tuple[int, int], str]) -> str | Non
     return f"torch.nn.functional.scaled_dot_product_attention({', '.join(parts)})"
 
 
-def _size_named(call: CallRecord, names: dict[tuple[int, int], str], info: TensorInfo) -> str | None:
-    """The axis that offsets end at: a sorted integer input whose last value is the size of another
-    input's dimension (`_grouped_mm`'s offs end at its rows) ends at that axis whatever its size,
-    so a smaller workload keeps offsets that fit it."""
-    if not info.ascending or info.high is None:
-        return None
+def _other_axes(call: CallRecord, names: dict[tuple[int, int], str], info: TensorInfo) -> Iterator[tuple[int, str]]:
+    """(size, axis name) of every dimension of the call's other tensor inputs."""
     for (i, j), name in names.items():
         arg = call.args[i]
         other = arg.tensor if arg.tensor is not None else (arg.tensors or [])[j]
         if other is not info:
-            for d, size in enumerate(other.shape):
-                if size == info.high:
-                    return f"{name}_{d}"
-    return None
+            yield from ((size, f"{name}_{d}") for d, size in enumerate(other.shape))
+
+
+def _size_named(call: CallRecord, names: dict[tuple[int, int], str], info: TensorInfo) -> str | None:
+    """The axis that offsets end at: a sorted integer input whose last value is the size of another
+    input's dimension (`_grouped_mm`'s offs end at its rows) ends at that axis whatever its size,
+    so a smaller workload keeps offsets that fit."""
+    if not info.ascending or info.high is None:
+        return None
+    return next((axis for size, axis in _other_axes(call, names, info) if size == info.high), None)
 
 
 def _bound_named(call: CallRecord, names: dict[tuple[int, int], str], info: TensorInfo) -> str | None:
@@ -137,15 +139,8 @@ def _bound_named(call: CallRecord, names: dict[tuple[int, int], str], info: Tens
     not the dimension indexed, the bound is only tighter: sizes shrink in order.)"""
     if info.ascending or info.high is None or info.dtype in ("bool", "float16", "bfloat16", "float32", "float64"):
         return None
-    best: tuple[int, str] | None = None
-    for (i, j), name in names.items():
-        arg = call.args[i]
-        other = arg.tensor if arg.tensor is not None else (arg.tensors or [])[j]
-        if other is not info:
-            for d, size in enumerate(other.shape):
-                if size > info.high and (best is None or size < best[0]):
-                    best = (size, f"{name}_{d}")
-    return best[1] if best else None
+    larger = [(size, axis) for size, axis in _other_axes(call, names, info) if size > info.high]
+    return min(larger, key=lambda pair: pair[0])[1] if larger else None
 
 
 def _finite(value: float | None) -> float | None:

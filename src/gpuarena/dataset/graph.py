@@ -9,10 +9,11 @@ calls read that they did not make: the module's arguments, its weights, what ear
 computed (the rotary tables). The module's weight is the device time of its span's kernels.
 
 Sizes inside the calls (a view's [batch, seq, heads, head_dim]) are written as the inputs' own
-sizes where one matches (`hidden_states.shape[1]`), or a share of one (`// heads`), or a small
-size times one (batch x seq), so that the dataset's small workload of a fusion (every size over
-32 divided by one factor, assemble.scale_down) computes the same function on smaller tensors. A size that matches none stays as recorded; such a problem's small workload fails its
-check and the dataset leaves it out (dataset/assemble.py), with the reason.
+sizes where one matches (`hidden_states.shape[1]`), or a share of one (`// heads`), a small size
+times one (batch x seq), or a multiple of one (a fused qkv's 2 x hidden), so that the dataset's
+small workload of a fusion (every size over 32 divided by one factor, assemble.scale_down)
+computes the same function on smaller tensors. A size that matches none stays as recorded; such
+a problem's small workload fails its check and the dataset leaves it out, with the reason.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ RANDOM_OPS = frozenset({"bernoulli", "bernoulli_", "rand", "randn", "randint", "
 
 
 BOUNDS = frozenset({"start", "end", "length", "split_size", "split_sizes"})
-INTEGER = frozenset({"int8", "int16", "int32", "int64", "uint8"})
 """Arguments that index into an axis rather than size a tensor."""
+INTEGER = frozenset({"int8", "int16", "int32", "int64", "uint8"})
+VIEWS = frozenset({"aten.view.default", "aten._unsafe_view.default"})
 
 
 @dataclass
@@ -57,8 +59,6 @@ class ModuleGraph:
     """Calls that do work (views not counted)."""
     fixed: list[int]
     """Sizes over SMALL_LIMIT written as recorded (no input's size matched them)."""
-    met: list[str]
-    """Every input's name in the order met, those made in the reference (empty, ignored) too."""
     module: ModuleCall
     """The call it was made from (to make it again, with inputs found ignored)."""
 
@@ -117,7 +117,7 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
             needed.update(tuple(o) for a in call.args for o in a.origins or [])
     kept.reverse()
     for call in kept:
-        if _base(call.op) in DATA_DEPENDENT_OPS or (_base(call.op) == "repeat_interleave" and call.op.endswith(".Tensor")):
+        if _base(call.op) in DATA_DEPENDENT_OPS or call.op == "aten.repeat_interleave.Tensor":
             return f"{call.op}: sizes that depend on the data (a replay would keep the recorded ones)"
         if _base(call.op) in RANDOM_OPS:
             return f"{call.op}: random, so the reference would not be deterministic"
@@ -128,7 +128,6 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
     empties: dict[tuple[int, int], tuple[str, TensorInfo]] = {}
     """Empty tensors read (a KV cache's start) and ignored inputs: made in the reference, not drawn."""
     used: set[str] = set()
-    order: dict[tuple[int, int], int] = {}
     for call in kept:
         for arg in call.args:
             infos = [arg.tensor] if arg.tensor is not None else arg.tensors or []
@@ -149,7 +148,6 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
                 while name in used:
                     name += "_"
                 used.add(name)
-                order[key] = len(order)
                 (empties if 0 in info.shape or name in ignored else inputs)[key] = (name, info)
     if not inputs:
         return "reads no tensor (its results are constants)"
@@ -213,9 +211,7 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
                           metadata_only=False, mutates=False)
     if len(ops) < 2:
         return "one op: its own level-1 problem covers it"
-    met = [name for _, (name, _) in sorted([*inputs.items(), *empties.items()], key=lambda kv: order[kv[0]])]
-    return ModuleGraph(call=standing, body=body, level=level_of(ops), ops=len(ops), fixed=fixed, module=module,
-                       met=met)
+    return ModuleGraph(call=standing, body=body, level=level_of(ops), ops=len(ops), fixed=fixed, module=module)
 
 
 def names_of(reference: str) -> tuple[list[str], frozenset[str]]:
@@ -240,9 +236,6 @@ def names_of(reference: str) -> tuple[list[str], frozenset[str]]:
 
 def _shape(info: TensorInfo, sizes: dict[int, str]) -> str:
     return "[" + ", ".join(sizes.get(d, repr(d)) if d > SMALL_LIMIT else repr(d) for d in info.shape) + "]"
-
-
-VIEWS = frozenset({"aten.view.default", "aten._unsafe_view.default"})
 
 
 def _call_expression(call: CallRecord, names: dict[tuple[int, int], str], size: Any, device_of: str,
