@@ -86,7 +86,7 @@ def test_reported_times_are_bounded_by_the_supervisors_clocks():
 
     def budget(cores: int) -> TimeBudget:
         b = TimeBudget(cpu=True, cores=cores, roundtrip_ns=30_000)
-        b.harness_ns = 400_000  # what the reference's block of the round cost the harness
+        b.add_harness(400_000)  # what the reference's block of the round cost the harness
         return b
 
     allowance = HARNESS_MARGIN * 400_000 + 30_000 + 8 * HARNESS_NS_PER_CALL

@@ -150,17 +150,8 @@ def dump_problem_toml(spec: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _profile_calls(folder: Path, indexes: set[int]) -> dict[int, CallRecord]:
-    """The calls of the harvest's raw profile (profile.jsonl, or gzipped) at these indexes."""
-    for name, opener in (("profile.jsonl", open), ("profile.jsonl.gz", gzip.open)):
-        if (folder / name).is_file():
-            with opener(folder / name, "rt") as lines:
-                calls = (CallRecord.model_validate_json(line) for line in lines)
-                return {call.index: call for call in calls if call.index in indexes}
-    return {}
-
-
 def _lines(folder: Path, name: str) -> list[str]:
+    """A harvest's raw record file, as kept: name, or name.gz (as the repository keeps it)."""
     for path, opener in ((folder / name, open), (folder / f"{name}.gz", gzip.open)):
         if path.is_file():
             with opener(path, "rt") as f:  # type: ignore[operator]
@@ -168,14 +159,13 @@ def _lines(folder: Path, name: str) -> list[str]:
     return []
 
 
-def _module_references(folder: Path, groups: list[dict[str, Any]]) -> dict[str, str]:
+def _module_references(folder: Path, calls: list[CallRecord], groups: list[dict[str, Any]]) -> dict[str, str]:
     """Module groups' references written anew by today's graph writer (dataset/graph.py), from the
-    harvest's profile and modules.jsonl, with the names (and the inputs made zeros) its first
+    harvest's calls and modules.jsonl, with the names (and the inputs made zeros) its first
     writing gave them; by problem. Empty where the harvest kept no modules.jsonl."""
     modules = {(m.start, m.cls): m for m in map(ModuleCall.model_validate_json, _lines(folder, "modules.jsonl"))}
-    if not modules or not groups:
+    if not modules or not groups or not calls:
         return {}
-    calls = [CallRecord.model_validate_json(line) for line in _lines(folder, "profile.jsonl")]
     written: dict[str, str] = {}
     for group in groups:
         module = modules.get((group["first_call"], group["op"].removeprefix("module:")))  # a layer and its norm start alike
@@ -252,10 +242,9 @@ def add(harvests: list[Path], root: Path, check: bool = True,
             continue  # added before: its shares are in the weights already
         commands.append(harvest["command"])
         where = f"{model_slug(harvest['model'])} {harvest['phase']}"
-        ops = [g for g in harvest["groups"] if g["status"] == "written" and g.get("kind", "op") == "op"]
-        calls = _profile_calls(Path(folder), {g["first_call"] for g in ops})
-        graphs = _module_references(Path(folder), [g for g in harvest["groups"] if g["status"] == "written"
-                                                   and g.get("kind", "op") == "module"])
+        calls = [CallRecord.model_validate_json(line) for line in _lines(Path(folder), "profile.jsonl")]
+        graphs = _module_references(Path(folder), calls, [g for g in harvest["groups"] if g["status"] == "written"
+                                                          and g.get("kind", "op") == "module"])
         for group in harvest["groups"]:
             if group["status"] != "written":
                 continue
@@ -263,7 +252,8 @@ def add(harvests: list[Path], root: Path, check: bool = True,
             entry = entries.get(problem)
             if entry is None or entry.status == "left-out":  # new, or tried again from scratch
                 entry = Entry(problem=problem, status="kept", weight=0.0, harvests=[])
-            call = calls.get(group["first_call"]) if group.get("kind", "op") == "op" else None  # a module: as written
+            op = group.get("kind", "op") == "op" and group["first_call"] < len(calls)
+            call = calls[group["first_call"]] if op else None  # a module's graph: `graphs`
             _merge(root / problem, Path(folder) / problem, harvest, group["share"], call, graphs.get(problem))
             entry.weight = float(f"{entry.weight + group['share']:.6g}")
             entry.harvests = list(dict.fromkeys([*entry.harvests, where]))

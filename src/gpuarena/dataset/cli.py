@@ -32,8 +32,9 @@ def harvest_cmd(
     dedupe: Annotated[bool, typer.Option(help="Leave out candidates that repeat a problem of --against")] = True,
     modules: Annotated[bool, typer.Option(help="Also write each submodule's calls as a fusion problem (levels 2-4)")] = True,
 ) -> None:
-    """Harvest problems from a model: every operator call of one phase, grouped by op and shape,
-    weighted by its share of the time, checked; writes OUTPUT/level1/*, harvest.json, profile.jsonl."""
+    """Harvest problems from a model: every operator call of one phase, grouped by op and shape, and
+    every submodule call as a fusion, weighted by its share of the time, checked; writes
+    OUTPUT/level1-4/*, harvest.json, profile.jsonl and modules.jsonl."""
     from gpuarena.dataset.harvest import harvest
     from gpuarena.dataset.models import build
     import torch

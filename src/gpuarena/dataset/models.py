@@ -9,7 +9,6 @@ only, where transformers is installed: tiny sizes, or the config class's own, a 
 from __future__ import annotations
 
 import inspect
-
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
