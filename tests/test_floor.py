@@ -58,3 +58,23 @@ def test_the_cpu_bound_allows_the_median_twin_block_not_the_latest():
     for _ in range(3):  # reported ~0, CPU time of the harness plus a 40 µs kernel a call
         budget.add([1] * 8, wall_ns=2_000_000, worker_cpu_ns=8 * (80_000 + 40_000))
     assert not budget.holds()
+
+
+def test_the_cpu_bound_holds_with_many_threads_beside_the_supervisor():
+    """The twin measures the harness's share in the supervisor's process, which may hold many
+    threads (a runner's, a test suite's). Enumerating them, and reading each one's children, made
+    the share 199 µs a call against 75, and a timer forged to report 2-3 µs PASSED in CI. The twin
+    now checks its own thread only, as a worker's checks cost."""
+    import threading
+    from pathlib import Path
+
+    forged = Path(__file__).parent / "redteam" / "exploits" / "monkeypatch_timers" / "timer_method_replaced.py"
+    stop = threading.Event()
+    idle = [threading.Thread(target=stop.wait, daemon=True) for _ in range(60)]
+    for thread in idle:
+        thread.start()
+    try:
+        record = judge("level1/softmax", forged, mode="benchmark", workloads=["small-64x1000"])
+    finally:
+        stop.set()
+    assert record.status == "REJECTED" and "tampered" in record.reason, record.reason

@@ -13,18 +13,20 @@ import time
 
 def children_of(pid: int) -> set[int]:
     """Direct children of a process, from /proc (every thread's children list)."""
-    found: set[int] = set()
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return found
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                found.update(int(c) for c in f.read().split())
-        except OSError:
-            pass
-    return found
+        return set()
+    return set().union(*(children_of_thread(pid, int(tid)) for tid in tasks))
+
+
+def children_of_thread(pid: int, tid: int) -> set[int]:
+    """The children one thread of a process started, from /proc."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/children") as f:
+            return {int(c) for c in f.read().split()}
+    except OSError:
+        return set()
 
 
 HARNESS_PROCESSES: set[int] = set()
