@@ -1,23 +1,35 @@
 """The device backend: the CPU and NVIDIA GPUs are judged; a PyTorch built for another vendor
-(it still answers to "cuda") is refused before a run starts, with the gap named."""
+(it still answers to "cuda") is refused before a run starts, with the gap named; and the
+backend is the interface every device-specific step of a run goes through."""
 
 from __future__ import annotations
+
+import ast
+from pathlib import Path
 
 import pytest
 import torch
 
-from gpuarena.harness.backend import CPU, NVIDIA, UnsupportedDevice, backend_for
+from gpuarena.harness import backend as backend_module
+from gpuarena.harness import supervisor as supervisor_module
+from gpuarena.harness.backend import CPU, NVIDIA_PIECES, CpuBackend, UnsupportedDevice, backend_for
+from gpuarena.harness.backend_base import ColdCaches
+from gpuarena.harness.block import BlockSamples
+from gpuarena.harness.records import Environment
 from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.harness.timing import Timer
 from gpuarena.problems import resolve_problem
 from gpuarena.solutions.loader import load_solution
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, judge
 
 
 def test_the_cpu_and_an_nvidia_build_have_their_backends(monkeypatch) -> None:
     assert backend_for(torch.device("cpu")) is CPU
     monkeypatch.setattr(torch.version, "cuda", "13.0")
     monkeypatch.setattr(torch.version, "hip", None, raising=False)
-    assert backend_for(torch.device("cuda")) is NVIDIA and NVIDIA.timer == "cupti-device-time"
+    nvidia = backend_for(torch.device("cuda"))
+    assert (nvidia.name, nvidia.timer, nvidia.device_audit, nvidia.accelerator) == \
+        ("nvidia", "cupti-device-time", True, True)
 
 
 def test_a_rocm_build_is_refused_with_the_gap_named(monkeypatch) -> None:
@@ -34,3 +46,124 @@ def test_a_build_without_cuda_that_answers_to_cuda_is_refused(monkeypatch) -> No
     monkeypatch.setattr(torch.version, "cuda", None)
     with pytest.raises(UnsupportedDevice, match="not built with CUDA"):
         backend_for(torch.device("cuda"))
+
+
+# -- the backend is the interface the run goes through -----------------------------------------
+
+GENERIC = sorted(p for p in Path(backend_module.__file__).parent.glob("*.py")
+                 if p.name not in {m.strip() for k in NVIDIA_PIECES for m in k.split(",")}
+                 | {"backend.py", "backend_base.py"})
+
+
+def _device_specific(tree: ast.AST) -> list[str]:
+    """Where code reaches for CUDA itself or decides by the device's type."""
+    found = []
+    for node in ast.walk(tree):
+        text = ast.unparse(node)
+        if isinstance(node, ast.Attribute) and text.startswith("torch.cuda") or "libcuda" in text and isinstance(
+                node, ast.Constant):
+            found.append(f"line {node.lineno}: {text}")
+        elif isinstance(node, ast.Compare) and any(isinstance(side, ast.Attribute) and side.attr == "type"
+                                                   for side in (node.left, *node.comparators)):
+            found.append(f"line {node.lineno}: {text}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "startswith" \
+                and any(isinstance(a, ast.Constant) and str(a.value).startswith("cuda") for a in node.args):
+            found.append(f"line {node.lineno}: {text}")
+    return found
+
+
+def test_nothing_nvidia_specific_is_assumed_outside_the_backend() -> None:
+    """The supervisor, the worker, the session, the timer and the rest ask the run's backend;
+    only the NVIDIA backend's own modules (backend.NVIDIA_PIECES) touch CUDA."""
+    assert {"supervisor.py", "worker.py", "session.py", "timing.py", "measure.py", "started.py"} <= \
+        {p.name for p in GENERIC}
+    offending = {p.name: where for p in GENERIC if (where := _device_specific(ast.parse(p.read_text())))}
+    assert offending == {}
+    # and the scan does find what it looks for
+    assert _device_specific(ast.parse("if device.type == 'cuda' or name.startswith('cuda'):\n"
+                                      "    torch.cuda.synchronize(device)")) == \
+        ["line 1: device.type == 'cuda'", "line 1: name.startswith('cuda')", "line 2: torch.cuda.synchronize",
+         "line 2: torch.cuda"]
+
+
+class RecordingCaches(ColdCaches):
+    eviction = "a stand-in sweep"
+
+    def __init__(self, log: list[str]):
+        self.log = log
+
+    def evict(self) -> None:
+        self.log.append("evict")
+
+    def settle(self) -> None:
+        self.log.append("settle")
+
+
+class RecordingBackend(CpuBackend):
+    """The CPU, with every step the run asks of its backend written down: what a third
+    vendor's backend would be called for."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def activate(self, device: torch.device) -> None:
+        self.log.append("activate")
+
+    def synchronize(self, device: torch.device) -> None:
+        self.log.append("sync")
+
+    def timing_method(self, asked: str | None) -> str:
+        self.log.append("timing_method")
+        return super().timing_method(asked)
+
+    def cold_caches(self, device: torch.device, icache: bool, image: bytes | None) -> ColdCaches:
+        self.log.append("cold_caches")
+        return RecordingCaches(self.log)
+
+    def input_budget(self, device: torch.device) -> tuple[int, int]:
+        self.log.append("input_budget")
+        return 1 << 20, 3
+
+    def describe(self, device: torch.device, state: dict | None = None) -> Environment:
+        self.log.append("describe")
+        return super().describe(device, state).model_copy(update={"device_name": "a stand-in device"})
+
+    def finish(self, env: Environment | None, device: torch.device) -> None:
+        self.log.append("finish")
+
+
+def test_the_timer_takes_every_device_step_from_its_backend() -> None:
+    backend = RecordingBackend()
+    timer = Timer(torch.device("cpu"), backend=backend)
+    assert (timer.method, timer.eviction) == ("cpu-perf-counter", "a stand-in sweep")
+    backend.log.clear()
+    timer.run_block(lambda i: backend.log.append("call"), 2)
+    assert backend.log == ["evict", "settle", "sync", "call", "sync"] * 2
+    backend.log.clear()
+    timer.run_block(lambda i: backend.log.append("call"), 1, evict=False)  # the audit's block: no sweep
+    assert backend.log == ["settle", "sync", "call", "sync"]
+
+    class OwnMethod(RecordingBackend):
+        def time_block(self, timer, call, n, prepare, after) -> BlockSamples:
+            return BlockSamples(device_ns=[7] * n, e2e_ns=[9] * n, method="the device's own")
+
+    assert Timer(torch.device("cpu"), backend=OwnMethod()).run_block(lambda i: None, 2) == \
+        BlockSamples(device_ns=[7, 7], e2e_ns=[9, 9], method="the device's own")
+
+
+def test_the_supervisor_goes_through_the_backend(monkeypatch) -> None:
+    """A whole run judged with a stand-in backend: the run's device steps are its."""
+    backend = RecordingBackend()
+    monkeypatch.setattr(supervisor_module, "backend_for", lambda device: backend)
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
+                   workloads=["small-64x1000"])
+    assert record.status.value == "PASSED", record.reason
+    assert record.environment.device_name == "a stand-in device"
+    assert record.environment.timer_eviction == "a stand-in sweep"
+    steps = set(backend.log)
+    assert {"activate", "describe", "timing_method", "cold_caches", "input_budget", "evict", "settle", "sync",
+            "finish"} <= steps
+    assert backend.log.index("activate") < backend.log.index("describe") < backend.log.index("cold_caches")
+    assert backend.log[-1] == "finish"

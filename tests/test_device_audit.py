@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuarena.harness import device_audit
+from gpuarena.harness.backend import CpuBackend
 from gpuarena.harness.device_audit import DeviceSampler, SamplerError, Window
 
 from conftest import EXAMPLES, SOLUTIONS, judge
@@ -209,7 +210,7 @@ def audited_on_the_cpu(tmp_path, monkeypatch):
     planned stand-in sampler: run(plan) -> (record, the first workload's audit)."""
     monkeypatch.setattr(device_audit, "build_sampler", lambda: (tmp_path / "planned", ""))
     monkeypatch.setattr(device_audit, "DeviceSampler", PlannedSampler)
-    monkeypatch.setattr(device_audit, "applies", lambda device: True)
+    monkeypatch.setattr(CpuBackend, "device_audit", True)  # the stand-in sampler reads "the device"
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
 
     def run(plan: dict[str, float], problem: str = "level1/softmax",

@@ -16,6 +16,7 @@ import pytest
 
 from conftest import EXAMPLES, judge
 from gpuarena.harness import kernel_duration
+from gpuarena.harness.backend import CpuBackend
 from gpuarena.harness.range_timer import RangeTimerError
 from gpuarena.harness.timing import KERNEL_DURATION_METHOD, Timer
 from test_range_timer import STAND_IN, compile_stand_in
@@ -73,7 +74,7 @@ def profiled_run(monkeypatch, tmp_path, counters_folder):
         if library_source:
             library_source = holding_the_counters(library_source, counters_folder)
         library = compile_stand_in(tmp_path, library_source) if library_source else None
-        monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
+        monkeypatch.setattr(CpuBackend, "kernel_duration", True)  # the stand-in library times "the device"
         monkeypatch.setattr(kernel_duration, "library", lambda: (library, why))
         monkeypatch.setenv("GPUARENA_KERNEL_DURATION", os.environ.get("GPUARENA_KERNEL_DURATION", "1"))
         # the reference's figure is cached per machine: each test starts without one
@@ -139,7 +140,7 @@ def test_the_phase_runs_in_ranked_mode_and_elsewhere_only_when_asked(profiled_ru
     """It ranks nothing and costs a profiler opening (about 4 s on an H100): a benchmark run is
     quick unless it asks (--ncu); a ranked run always has it, its check included."""
     monkeypatch.delenv("GPUARENA_KERNEL_DURATION", raising=False)
-    monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
+    monkeypatch.setattr(CpuBackend, "kernel_duration", True)  # the stand-in library times "the device"
     monkeypatch.setattr(kernel_duration, "library", lambda: (None, "unused"))  # the stand-in comes in below
     record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark", workloads=["small-64x1000"])
     assert record.status == "PASSED", record.reason
@@ -302,7 +303,7 @@ def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeyp
     PlannedSampler.plan, PlannedSampler.seen, PlannedSampler.states = {}, [], []
     monkeypatch.setattr(device_audit, "build_sampler", lambda: (tmp_path / "planned", ""))
     monkeypatch.setattr(device_audit, "DeviceSampler", HoldsTheCounters)
-    monkeypatch.setattr(device_audit, "applies", lambda device: True)
+    monkeypatch.setattr(CpuBackend, "device_audit", True)  # the stand-in sampler reads "the device"
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
     record = profiled_run(workloads=("small-64x1000", "small-128x4096"))
     assert [w.device_audit.calls > 0 and not w.device_audit.skipped for w in record.workloads] == [True, True]
@@ -327,7 +328,7 @@ def test_outputs_wrong_only_under_the_profiler_leave_the_figure_out_not_a_verdic
     an H100): outputs right in the timed rounds and wrong in the ncu phase cost the figure,
     never the verdict, which the timed rounds gave."""
     library = compile_stand_in(tmp_path, holding_the_counters(STAND_IN, counters_folder))
-    monkeypatch.setattr(kernel_duration, "applies", lambda device: True)
+    monkeypatch.setattr(CpuBackend, "kernel_duration", True)  # the stand-in library times "the device"
     monkeypatch.setattr(kernel_duration, "library", lambda: (library, ""))
     monkeypatch.setenv("GPUARENA_KERNEL_DURATION", "1")
     solution = tmp_path / "wrong_under_profiler.py"

@@ -128,3 +128,62 @@ def test_case_metadata_is_sound() -> None:
         docstring = ast.get_docstring(ast.parse(case.path.read_text()))
         assert docstring and len(docstring) > 40, f"{where}: say in a docstring what the case does and what beats it"
         assert "def solve(" in case.path.read_text(), f"{where}: no solve()"
+
+
+def _harness_aliases(tree: ast.Module) -> dict[str, str]:
+    """Names an exploit binds to gpuarena modules: alias -> module."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases.update({a.asname: a.name for a in node.names if a.asname and a.name.startswith("gpuarena")})
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gpuarena"):
+            aliases.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+    return aliases
+
+
+def _resolve(dotted: str):
+    """A module or an attribute of one, from a dotted path (None where it does not exist)."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(found, name):
+                return None
+            found = getattr(found, name)
+        return found
+    return None
+
+
+def test_exploits_still_reach_the_harness_code_they_attack() -> None:
+    """An exploit that reads the harness's stack frames by function name, or patches a harness
+    attribute, turns honest when the harness renames that function: it then PASSES on the
+    device and the corpus reports a hole that is not there (or hides one that is). Each names
+    what it reaches for, and it must still exist."""
+    for case in CASES:
+        source = case.path.read_text()
+        tree = ast.parse(source)
+        where = case.path.relative_to(CORPUS)
+        declared = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                         and any(getattr(t, "id", "") == "HARNESS_FRAMES" for t in n.targets)), None)
+        if "f_code" in source:
+            assert declared, f"{where}: reads frames by name; list the functions in HARNESS_FRAMES"
+        for target in declared or []:
+            module, _, qualname = target.partition(":")
+            function = _resolve(f"{module}.{qualname}")
+            assert callable(function), f"{where}: {target} no longer exists in the harness"
+            assert f'"{qualname.rpartition(".")[2]}"' in source, f"{where}: {target} is not the name it looks for"
+        aliases = _harness_aliases(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Assign):
+                continue
+            for t in node.targets:
+                chain = ast.unparse(t).split(".")
+                if isinstance(t, ast.Attribute) and chain[0] in aliases and "(" not in ast.unparse(t):
+                    owner = _resolve(".".join([aliases[chain[0]], *chain[1:-1]]))
+                    assert owner is not None and hasattr(owner, chain[-1]), \
+                        f"{where}: patches {ast.unparse(t)}, which the harness no longer has"

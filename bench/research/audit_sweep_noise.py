@@ -4,7 +4,7 @@ requests that sweep the caches, and take the sweeps off.)
 
 Measured with the supervisor's own PM sampler (device_audit.py), in one process:
   idle        segments with nothing on the GPU
-  sweep       blocks of CALLS read sweeps (timing.l2_read_sweep): busy µs per sweep, spread
+  sweep       blocks of CALLS read sweeps (nvidia.l2_read_sweep): busy µs per sweep, spread
   ce-copy     blocks of CALLS device-to-device copies of the sweep's size (copy engines: does
               the SMs' counter see them?), and whether such a copy evicts L2 like the sweep
   paired      blocks of sweep + softmax(64 x 1000) against sweep-only blocks, alternating:
@@ -22,7 +22,7 @@ import statistics
 import torch
 
 from gpuarena.harness import device_audit
-from gpuarena.harness.timing import l2_read_sweep
+from gpuarena.harness.nvidia import l2_read_sweep
 
 CALLS = 30
 BLOCKS = 15

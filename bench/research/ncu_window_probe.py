@@ -68,7 +68,7 @@ def child(op: str, condition: str, metrics: tuple[str, ...], calls: int) -> dict
     import torch
     _import_gpuarena()
     from gpuarena.harness.range_timer import KernelDurations
-    from gpuarena.harness.timing import l2_read_sweep
+    from gpuarena.harness.nvidia import l2_read_sweep
     call, data_sweep = make_call(op, 8), l2_read_sweep(torch.device("cuda"))  # L2 alone: the conditions add the rest
     parts = ([code_sweep()] if "code" in condition else []) + ([tlb_sweep()] if "tlb" in condition else [])
     parts += [data_sweep] if condition != "nosweep" else []

@@ -62,8 +62,8 @@ def install() -> None:
 
     process.WorkerProcess.request = prepare_steps
     timed(process.WorkerProcess, "close", "worker.close")
-    timed(environment, "capture", "environment.capture")
-    timed(environment, "finish", "environment.finish")
+    timed(environment, "capture_nvidia", "environment.capture")
+    timed(environment, "gpu_state", "environment.gpu_state")
     timed(device_audit.DeviceSampler, "__init__", "sampler.start")
     timed(device_audit.DeviceSampler, "close", "sampler.close")
     timed(started.StartedWorker, "__init__", "worker.start")

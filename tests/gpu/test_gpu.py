@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from conftest import EXAMPLES, SOLUTIONS, judge, keep
-from gpuarena.harness.timing import CU_LIMIT_PERSISTING_L2_CACHE_SIZE, Timer
+from gpuarena.harness.nvidia import CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+from gpuarena.harness.timing import Timer
 
 pytestmark = [
     pytest.mark.gpu,

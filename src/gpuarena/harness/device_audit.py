@@ -25,10 +25,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
-
-if TYPE_CHECKING:  # types only: a run starts its sampler before it imports torch (harness/ahead.py)
-    import torch
+from typing import Callable, Iterator, TypeVar
 
 from gpuarena.harness import cupti_build
 from gpuarena.harness.proctree import HARNESS_PROCESSES
@@ -193,10 +190,6 @@ class DeviceSampler:
         HARNESS_PROCESSES.discard(self.process.pid)
 
 
-def applies(device: torch.device) -> bool:
-    """The audit reads an NVIDIA GPU's counters: CUDA devices only (the CPU has its own bound,
-    the worker's CPU time). A test turns it on for the CPU with a stand-in sampler."""
-    return device.type == "cuda"
 
 
 def shared(idle: Window) -> bool:

@@ -9,12 +9,9 @@ import os
 import socket
 import subprocess
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpuarena.harness.records import Environment
-
-if TYPE_CHECKING:  # types only: nvidia-smi's reading is taken before torch is imported (harness/ahead.py)
-    import torch
 
 
 def _cpu_model() -> str:
@@ -58,16 +55,25 @@ def _triton_version() -> str | None:
     return None
 
 
-def capture(device: torch.device, state: dict[str, Any] | None = None) -> Environment:
-    """state: nvidia-smi's reading of this device, taken already (None: read now)."""
+def _common() -> dict[str, Any]:
+    """What every run's description holds, whatever its device."""
     import torch
 
-    common = dict(torch_version=torch.__version__, triton_version=_triton_version(),
-                  python_version=sys.version.split()[0], cpu_model=_cpu_model(), hostname=socket.gethostname(),
-                  triton_interpret=os.environ.get("TRITON_INTERPRET", "") not in ("", "0"))
-    if device.type != "cuda":
-        return Environment(device="cpu", device_name=_cpu_model(), **common)
-    index = device.index if device.index is not None else torch.cuda.current_device()
+    return dict(torch_version=torch.__version__, triton_version=_triton_version(),
+                python_version=sys.version.split()[0], cpu_model=_cpu_model(), hostname=socket.gethostname(),
+                triton_interpret=os.environ.get("TRITON_INTERPRET", "") not in ("", "0"))
+
+
+def capture_cpu() -> Environment:
+    """The description of a run on the host's cores."""
+    return Environment(device="cpu", device_name=_cpu_model(), **_common())
+
+
+def capture_nvidia(index: int, state: dict[str, Any] | None = None) -> Environment:
+    """The description of a run on CUDA device `index` (state: nvidia-smi's reading of it,
+    taken already; None: read now)."""
+    import torch
+
     props = torch.cuda.get_device_properties(index)
     state = state or gpu_state(index)
     return Environment(
@@ -81,13 +87,5 @@ def capture(device: torch.device, state: dict[str, Any] | None = None) -> Enviro
         driver_version=(state or {}).get("driver_version"),
         cuda_runtime=torch.version.cuda,
         clocks_before=state,
-        **common,
+        **_common(),
     )
-
-
-def finish(env: Environment, device: torch.device) -> None:
-    """Record clocks and temperature again at the end of the run."""
-    if device.type == "cuda":
-        import torch
-
-        env.clocks_after = gpu_state(device.index if device.index is not None else torch.cuda.current_device())

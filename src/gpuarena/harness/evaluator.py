@@ -18,6 +18,7 @@ from collections import deque
 
 import torch
 
+from gpuarena.harness.backend import backend_named
 from gpuarena.harness.records import Evaluation
 from gpuarena.harness.started import StartedWorker
 from gpuarena.harness.supervisor import Progress, RunOptions, evaluate
@@ -37,7 +38,7 @@ class Evaluator:
 
     def __init__(self, device: str, ahead: int | None = None):
         self.device = device
-        self.gpu = device != "cpu"
+        self.gpu = backend_named(device).accelerator
         self.ahead = max(1, ahead if ahead is not None else (2 if self.gpu else 1))
         self._waiting: deque[StartedWorker] = deque()
         self.jobs = 0
@@ -93,6 +94,4 @@ class Evaluator:
 def _indexed(device: str) -> str:
     """`cuda` as `cuda:N` (the current device), as the supervisor names the device it runs on."""
     parsed = torch.device(device)
-    if parsed.type == "cuda" and parsed.index is None:
-        parsed = torch.device("cuda", torch.cuda.current_device())
-    return str(parsed)
+    return str(backend_named(parsed.type).pin(parsed))

@@ -64,10 +64,6 @@ def switched_off(by_choice: bool) -> str:
 _LIBRARY: tuple[Path | None, str] | None = None
 
 
-def applies(device: torch.device) -> bool:
-    """The Range Profiler reads an NVIDIA GPU's counters: CUDA devices only. A test turns it
-    on for the CPU with a stand-in library."""
-    return device.type == "cuda"
 
 
 def library() -> tuple[Path | None, str]:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import torch
 
-from gpuarena.harness import device_audit, peaks
+from gpuarena.harness import peaks
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.phases import DEVICE_AUDIT, TIMING
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
@@ -236,7 +236,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     sol_dev: list[int] = []
     sol_e2e: list[int] = []
     sol_method = timer.method
-    on_cpu = session.device.type == "cpu"
+    on_cpu = supervisor.backend.host_timed  # the worker's CPU time bounds its claim (twin.py)
     budget = TimeBudget(cpu=on_cpu, cores=_cores(), roundtrip_ns=_request_roundtrip_ns(n_sets) if on_cpu else 0)
     twin = ReferenceTwin(supervisor, session) if on_cpu else None
     started = time.monotonic()
@@ -272,7 +272,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
         check_outputs(supervisor, session, f"timing {session.workload.name}", committed)
         audit.twins(round_no)
 
-    audit = RoundsAudit(supervisor, session, enabled=device_audit.applies(session.device),
+    audit = RoundsAudit(supervisor, session, enabled=supervisor.backend.device_audit,
                         commit=lambda: commit_copies(session, range(min(CHECKED_PER_BLOCK, n_sets))))
     round_no = 0
     try:
@@ -435,7 +435,7 @@ def _speed_of_light(supervisor: Supervisor, session: WorkloadSession, result: Wo
                 result.speed_of_light = sol
                 raise RunFailure("REJECTED", f"impossible time: {seconds * 1e6:.2f} µs is below the physical floor "
                                              f"of {floor * 1e6:.2f} µs for this workload on this device")
-    elif seconds and supervisor.device.type == "cpu":
+    elif seconds and supervisor.backend.host_timed:
         cores = _cores()
         floor = peaks.floor_seconds(peaks.cpu_ceiling(cores), moved, flops)
         if floor is not None and seconds < floor:

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from gpuarena.harness import precision
+from gpuarena.harness.backend import backend_named
 from gpuarena.harness.process import RunFailure
 from gpuarena.harness.transport import SharedArena
 from gpuarena.problems.loader import Problem
@@ -45,6 +46,8 @@ class WorkloadSession:
         self.dests: list[list[torch.Tensor]] = []
         self.checks: list[list[torch.Tensor]] = []
         self.handles: dict[str, Any] = {"sets": [], "dests": [], "checks": []}
+        self.synchronize = backend_named(device.type).synchronize
+        """Waits for the device's work (the device's backend)."""
 
     def make(self, *tag: Any) -> dict[str, Any]:
         """Fresh inputs from a seed derived from the run's seed: never sent to the worker."""
@@ -102,8 +105,7 @@ class WorkloadSession:
         return None
 
     def sync(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+        self.synchronize(self.device)
 
 
 def poison(tensors: list[torch.Tensor]) -> None:
@@ -123,13 +125,8 @@ def input_bytes(inputs: dict[str, Any], outputs: tuple[torch.Tensor, ...]) -> in
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def count_sets(device: torch.device, set_bytes: int) -> int:
+def count_sets(budget: tuple[int, int], set_bytes: int) -> int:
     """How many input sets to rotate through: enough that no timed call in a block sees an
-    input another call saw, within a memory budget."""
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        budget = min(2 << 30, int(free * 0.25))
-        cap = 16
-    else:
-        budget, cap = 256 << 20, 8
-    return max(2, min(cap, budget // max(set_bytes, 1)))
+    input another call saw, within the device's budget (bytes, most sets: Backend.input_budget)."""
+    limit, cap = budget
+    return max(2, min(cap, limit // max(set_bytes, 1)))

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+from gpuarena.harness.backend import worker_setup
 from gpuarena.harness.process import WorkerProcess
 from gpuarena.harness.sandbox import default_memory_limit, protect_supervisor, worker_identity
 
@@ -71,11 +72,8 @@ class StartedWorker:
         failure leaves it unprepared, and its run prepares it and says what went wrong."""
         deadline = time.monotonic() + PREPARE_LIMIT_S
         try:
-            request = {"op": "prepare", "device": device}
-            if device.startswith("cuda"):  # compiled here while the worker imports (no torch needed)
-                from gpuarena.harness import icache_sweep
-
-                request["icache_image"] = icache_sweep.image_text(device)
+            # what the backend does once for every worker, done here while the worker imports
+            request = {"op": "prepare", "device": device, **worker_setup(device)}
             self.process.request({"op": "ready"}, deadline, "starting")
             if gpu_lock is not None and not gpu_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
                 return

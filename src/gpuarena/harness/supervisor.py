@@ -18,12 +18,12 @@ from typing import Any, Callable, ContextManager
 
 import torch
 
-from gpuarena.harness import build_cache, device_audit, environment, icache_sweep, kernel_duration, peaks, precision
+from gpuarena.harness import build_cache, device_audit, kernel_duration, precision
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.options import PUBLIC_SEED, RunOptions
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
 from gpuarena.harness.ahead import DeviceAhead
-from gpuarena.harness.backend import backend_for
+from gpuarena.harness.backend import Backend, backend_for
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import Environment, Evaluation, Status, WorkloadResult
@@ -58,9 +58,9 @@ class Supervisor:
         self.prepared = False
         """Whether the worker made its context and timer on this device before the run."""
         self.progress = progress or (lambda text: None)
-        self.device = torch.device(options.device)
-        if self.device.type == "cuda" and self.device.index is None:
-            self.device = torch.device("cuda", torch.cuda.current_device())
+        self.backend: Backend = backend_for(torch.device(options.device))
+        """Every device-specific step of the run (harness/backend.py)."""
+        self.device = self.backend.pin(torch.device(options.device))
         if options.mode == "ranked":
             self.seed = options.seed if options.seed is not None else secrets.randbits(62)
         else:
@@ -153,16 +153,15 @@ class Supervisor:
                 else:
                     ready.close()
         with self.phases(TEARDOWN):
-            environment.finish(record.environment, self.device)
+            self.backend.finish(record.environment, self.device)
         record.duration_s = round(time.monotonic() - started, 3)
         record.phases = self.phases.record()
         return record
 
     def _start_up(self, record: Evaluation) -> StartedWorker:
         """The device's description and peaks, the audit's sampler, and a worker started."""
-        if self.device.type == "cuda":
-            torch.cuda.set_device(self.device)
-        audited = self.device.type == "cuda" and self.options.mode != "test"
+        self.backend.activate(self.device)
+        audited = self.backend.device_audit and self.options.mode != "test"
         # the device audit's sampler starts before any of the solution's code runs: whether
         # this GPU's counters can be read is the machine's answer, not the solution's. It
         # starts (about 0.6 s on an H100) while nvidia-smi describes the device (0.3 s)
@@ -171,18 +170,18 @@ class Supervisor:
             sampler.start()
         try:
             state = self.ahead.state(self.device.index or 0) if self.ahead is not None else None
-            record.environment = self.environment = environment.capture(self.device, state)
+            record.environment = self.environment = self.backend.describe(self.device, state)
         finally:
             if audited:
                 sampler.join()
         env = record.environment
         if self.options.peaks is not None:
             env.peaks = self.peaks = dict(self.options.peaks)
-        elif audited:
+        elif self.options.mode != "test" and self.backend.accelerator:
             self.progress("measuring the device's peaks (once per device)")
-            env.peaks = self.peaks = peaks.device_peaks(self.device, env.device_uuid, env.device_name)
+            env.peaks = self.peaks = self.backend.peaks(self.device, env)
         ready, self.started_worker = self.started_worker, None
-        wanted = (self._isolate_worker(), self.options.memory_limit_bytes, self.device.type != "cpu")
+        wanted = (self._isolate_worker(), self.options.memory_limit_bytes, self.backend.accelerator)
         if ready is None or not ready.alive() or (ready.isolate, ready.memory_limit_bytes, ready.gpu) != wanted:
             if ready is not None:  # died while it waited, or set up with other guards
                 ready.close()
@@ -194,7 +193,7 @@ class Supervisor:
 
     def gpu_alone(self) -> ContextManager[None]:
         """While timing: no worker of ours starts or leaves the GPU (harness/warm.py)."""
-        return self.warm.quiet() if self.warm is not None and self.device.type == "cuda" else nullcontext()
+        return self.warm.quiet() if self.warm is not None and self.backend.accelerator else nullcontext()
 
     def _kernel_duration_wanted(self) -> bool:
         if self.options.kernel_duration is not None:
@@ -278,12 +277,11 @@ class Supervisor:
         setup = {"device": str(self.device), "convention": self.problem.spec.convention,
                  "input_names": self.problem.input_names, "output_names": self.problem.spec.outputs,
                  "method": self.options.timing_method}
-        compiled = icache_sweep.image_text(self.device) if self.device.type == "cuda" and not self.prepared else None
         if record.environment is not None:
             record.environment.worker_containment = worker.containment
         with self.phases(START_UP):  # the worker's own imports end here
             reply = {"ok": True} if self.prepared else \
-                worker.request({"op": "prepare", **setup, "icache_image": compiled}, self.deadline,
+                worker.request({"op": "prepare", **setup, **self.backend.worker_setup(str(self.device))}, self.deadline,
                                "preparing the device")
         if not reply.get("ok"):
             raise RunFailure("RUNTIME_ERROR", f"the worker could not prepare {self.device}: {reply.get('reason', '')}",
@@ -304,8 +302,7 @@ class Supervisor:
         method = reply.get("method", "")
         # the reference starts each call from the caches the solution's calls start from
         worker_icache = reply.get("icache_sweep") is True
-        self.timer = Timer(self.device, method=method or None, icache=worker_icache,
-                           icache_image=icache_sweep.image(self.device) if worker_icache else None)
+        self.timer = Timer(self.device, method=method or None, icache=worker_icache, backend=self.backend)
         if worker_icache and not self.timer.has_icache_sweep:
             self.details.append("\n[gpuarena] the worker has an instruction-cache sweep and the supervisor none: "
                                 "the solution's calls start colder than the reference's\n")
@@ -327,7 +324,7 @@ class Supervisor:
                                                     weight=w.weight, reason="not run: an earlier workload failed")
                                      for w in workloads[index + 1:]]
                 return
-        if measured and kernel_duration.applies(self.device) and not self._kernel_durations(worker, measured, record):
+        if measured and self.backend.kernel_duration and not self._kernel_durations(worker, measured, record):
             return
         timed = [w for w in record.workloads if w.speedup]
         if timed:
@@ -361,7 +358,7 @@ class Supervisor:
             first = session.make("trial", 0)
             first_ref = session.reference(first)
             timing = self.options.mode != "test"
-            n_sets = count_sets(self.device, input_bytes(first, first_ref)) if timing else 1
+            n_sets = count_sets(self.backend.input_budget(self.device), input_bytes(first, first_ref)) if timing else 1
             session.allocate(first, first_ref, n_sets, n_checks=0)
             fds = arena.take_fds()  # CUDA buffers for a worker of its own user (see transport)
             try:
@@ -383,7 +380,7 @@ class Supervisor:
                 self._check_correctness(worker, session, result, first, first_ref)
             if timing and result.status == Status.PASSED:
                 plan = TimingPlan(budget_s=self.options.budget_s, max_samples=self.options.max_samples,
-                                  min_samples=self.options.min_samples or (30 if self.device.type == "cuda" else 10))
+                                  min_samples=self.options.min_samples or self.backend.min_samples)
                 with self.phases(TIMING), self.gpu_alone():
                     measure_workload(self, worker, session, result, plan)
         except RunFailure as failure:

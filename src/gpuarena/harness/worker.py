@@ -24,6 +24,7 @@ from typing import Any, Callable
 import torch
 
 from gpuarena.harness import protocol
+from gpuarena.harness.backend import CPU, backend_named
 from gpuarena.harness.proctree import children_of
 from gpuarena.harness.range_timer import RangeTimerError
 from gpuarena.harness.timing import Timer
@@ -38,7 +39,6 @@ from gpuarena.solutions.model import Solution
 # not trust the worker, are what hold: outputs compared there, times bounded by its clock.)
 _Tensor = torch.Tensor
 _type = type
-_synchronize = torch.cuda.synchronize
 _no_python_dispatch = torch._C._DisableTorchDispatch
 _no_torch_function = torch._C.DisableTorchFunction
 _raw_copy = torch.Tensor.copy_
@@ -99,6 +99,8 @@ class Worker:
         self.rights = rights
         self.solve: Callable[..., Any] | None = None
         self.device = torch.device("cpu")
+        self.backend = CPU
+        self._synchronize = CPU.synchronize
         self.timer: Timer | None = None
         self.convention = "return"
         self.input_names: list[str] = []
@@ -154,13 +156,15 @@ class Worker:
         this leaves as the harness's; any thread after the import is the solution's."""
         begun = time.perf_counter()
         self.device = torch.device(request["device"])
-        if self.device.type == "cuda":
-            torch.cuda.set_device(self.device)
-            torch.empty(1, device=self.device)  # the context
+        self.backend = backend_named(self.device.type)
+        # bound now, before any solution code: a patched synchronize would let the copy race
+        self._synchronize = self.backend.synchronize
+        self.backend.activate(self.device)
+        torch.empty(1, device=self.device)  # the context
         context = time.perf_counter()
         self._problem_names(request)
         compiled = request.get("icache_image")
-        self.timer = Timer(self.device, method=request.get("method"),
+        self.timer = Timer(self.device, method=request.get("method"), backend=self.backend,
                            icache_image=base64.b64decode(compiled) if isinstance(compiled, str) else None)
         # seconds per step, for bench/research/warm_breakdown.py (the Timer's own are in it)
         steps = {"context": context - begun, "timer": time.perf_counter() - context, **self.timer.startup_s}
@@ -197,7 +201,7 @@ class Worker:
             self.prepare(request)
         self._problem_names(request)
         assert self.timer is not None
-        if solution.manifest.language == "cuda" and self.device.type != "cuda":
+        if solution.manifest.language == "cuda" and self.backend.name != "nvidia":
             return {"op": "build", "ok": False, "status": "COMPILE_ERROR",
                     "reason": "a cuda solution runs on a CUDA device: use --device cuda"}
         _no_tqdm_monitor()
@@ -255,7 +259,7 @@ class Worker:
         except BaseException as exc:
             status = "COMPILE_ERROR" if _is_compile_error(exc) else "RUNTIME_ERROR"
             reason = "".join(traceback.format_exception_only(_type(exc), exc)).strip()
-            if "active drivers" in reason and self.device.type == "cpu":
+            if "active drivers" in reason and not self.backend.accelerator:
                 reason += (" (Triton found no GPU: run Triton solutions with --device cuda, or on the CPU "
                            "under TRITON_INTERPRET=1)")
             return {"op": "failure", "status": status, "reason": reason, "traceback": traceback.format_exc()}
@@ -293,8 +297,7 @@ class Worker:
         return outs
 
     def _sync(self) -> None:
-        if self.device.type == "cuda":
-            _synchronize(self.device)  # bound at import: a patched torch.cuda.synchronize would let the copy race
+        self._synchronize(self.device)
 
     def _copy_out(self, outs: list[torch.Tensor], dests: list[torch.Tensor]) -> None:
         for out, dest in zip(outs, dests):

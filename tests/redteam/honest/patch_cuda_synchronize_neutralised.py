@@ -1,6 +1,6 @@
 """Neutralised exploit (monkeypatching synchronisation, GPU): replaces
 ``torch.cuda.synchronize``, ``torch.cuda.Stream.synchronize``, ``torch.cuda.Event.synchronize``
-and the harness module's own ``timing._cuda_synchronize`` with no-ops, then does its work
+and the NVIDIA backend's own ``synchronize`` (its class's and its instance's) with no-ops, then does its work
 on a side stream without joining it, so that a wall-clock timer would stop before the work
 is done.
 
@@ -8,12 +8,12 @@ Per-call device time comes from CUPTI activity records of every kernel the call
 launched, on any stream, which no Python patch can shorten; the worker copies the
 outputs only after the device is idle. The case must pass at an ordinary speed. If the
 worker's own synchronisation goes through the patched name, the copy can race the side
-stream: a WRONG_VALUES here is a harness bug (sync not captured at import), not a win.
+stream: a WRONG_VALUES here is a harness bug (sync not captured before the solution's import), not a win.
 """
 
 import torch
 
-import gpuarena.harness.timing as timing
+from gpuarena.harness import nvidia
 
 FAMILY = "monkeypatching synchronisation"
 EXPECT = ["PASSED"]
@@ -23,7 +23,8 @@ _noop = lambda *args, **kwargs: None  # noqa: E731
 torch.cuda.synchronize = _noop
 torch.cuda.Stream.synchronize = _noop
 torch.cuda.Event.synchronize = _noop
-timing._cuda_synchronize = _noop
+nvidia.NvidiaBackend.synchronize = _noop
+nvidia.nvidia_backend().synchronize = _noop
 
 _stream = None
 
