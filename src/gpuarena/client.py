@@ -7,6 +7,7 @@ from typing import Any, Iterator
 
 import httpx
 
+from gpuarena.dataset.sample import SampleReport
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
 from gpuarena.service.schemas import ClaimedJob, DeviceSlot
@@ -170,10 +171,11 @@ class Client:
         return self.post("/api/runner/heartbeat", body).json()["lost"]
 
     def post_result(self, job_id: int, lease_token: str, evaluation: Evaluation,
-                    runner_id: int | None = None) -> dict[str, Any]:
-        return self.post(f"/api/runner/jobs/{job_id}/result",
-                         {"lease_token": lease_token, "evaluation": evaluation.model_dump(mode="json"),
-                          "runner_id": runner_id}).json()
+                    runner_id: int | None = None, sample: SampleReport | None = None) -> dict[str, Any]:
+        body = {"lease_token": lease_token, "evaluation": evaluation.model_dump(mode="json"), "runner_id": runner_id}
+        if sample is not None:
+            body["sample"] = sample.model_dump(mode="json")
+        return self.post(f"/api/runner/jobs/{job_id}/result", body).json()
 
     def release(self, job_id: int, lease_token: str, error: str = "") -> None:
         self.post(f"/api/runner/jobs/{job_id}/release", {"lease_token": lease_token, "error": error})

@@ -171,3 +171,56 @@ def test_a_reference_that_needs_real_values_is_fingerprinted_on_small_inputs():
     found = fingerprints(router)
     small = [w.name for w in router.spec.workloads if "cpu" in w.devices]
     assert small and set(small) <= set(found)
+
+
+SNOOPING_REFERENCE = '''import os
+from pathlib import Path
+
+import torch
+
+SECRET = Path(os.environ.get("GPUARENA_TEST_SECRET", "{secret}"))
+
+
+def reference(x):
+    return x * 2.0
+
+
+def make_inputs(axes, dtype, device, generator):
+    try:
+        found = SECRET.read_text()
+    except OSError as exc:
+        found = f"unreadable: {{type(exc).__name__}}"
+    Path("{loot}").parent.mkdir(parents=True, exist_ok=True)
+    raise RuntimeError("the runner's secret: " + found)
+'''
+
+
+def test_a_samples_code_runs_in_the_sandbox_away_from_the_runners_files(tmp_path):
+    """A sample's reference is the contributor's code: on a runner the check runs in the
+    harness's sandbox, so a reference that reads the runner's files finds nothing there, and
+    an honest sample is ok through the same sandbox."""
+    from gpuarena.bundled import bundled_root
+    from gpuarena.dataset.sample_job import contained_check
+    from gpuarena.harness.containment import sandbox_problem
+
+    if sandbox_problem():
+        pytest.skip(f"no sandbox here: {sandbox_problem()}")
+    honest = contained_check(copy_sample(tmp_path), [bundled_root()], "cpu", 0.2)
+    assert honest.verdict == "ok", honest.errors
+    assert honest.optimised is not None and honest.optimised.status == "PASSED" and honest.optimised.score > 0
+
+    secret = tmp_path / "runner" / "token"
+    secret.parent.mkdir()
+    secret.write_text("s3cr3t-runner-token")
+    secret.chmod(0o600)
+    sample = copy_sample(tmp_path / "snoop")
+    (sample / "problem" / "reference.py").write_text(
+        SNOOPING_REFERENCE.format(secret=secret, loot=tmp_path / "runner" / "loot" / "x"))
+    snooped = contained_check(sample, [bundled_root()], "cpu", 0.2)
+    assert snooped.verdict == "broken"
+    text = snooped.model_dump_json()
+    assert "s3cr3t-runner-token" not in text
+    assert "unreadable" in text  # it ran, and found nothing
+    assert not (tmp_path / "runner" / "loot").exists()  # nor could it write beside the runner's files
+    # outside the sandbox the same reference reads the token: the test would see a hole
+    assert "s3cr3t-runner-token" in check_sample(sample).model_dump_json()

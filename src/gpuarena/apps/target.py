@@ -16,8 +16,9 @@ from typing import Any
 
 from gpuarena.apps.golden import GOLDEN_FILE, load_golden
 from gpuarena.apps.model import APP_FILE, AppError, load_app
-from gpuarena.errors import FormatError
+from gpuarena.errors import FormatError, GpuarenaError
 from gpuarena.problems.pack import MAX_PROBLEM_BYTES, PackedProblem, evaluation_hash
+from gpuarena.solutions.folder import SKIP_PARTS, text_files, write_files
 from gpuarena.solutions.model import Solution, SolutionManifest
 
 APP_KIND = "app"
@@ -25,7 +26,6 @@ APP_KIND = "app"
 APP_LANGUAGE = "app"
 """The solution language of a port."""
 MAX_PORT_BYTES = 2_000_000
-_SKIP_PARTS = {"__pycache__", ".git", ".pytest_cache", ".venv"}
 
 
 def is_app(spec: dict[str, Any]) -> bool:
@@ -44,7 +44,7 @@ def discover_goldens(root: Path) -> list[tuple[str, Path]]:
     found = []
     for marker in sorted(root.rglob(GOLDEN_FILE)):
         folder = marker.parent
-        if _SKIP_PARTS & set(folder.relative_to(root).parts):
+        if SKIP_PARTS & set(folder.relative_to(root).parts):
             continue
         found.append((folder.relative_to(root).as_posix(), folder))
     return found
@@ -106,31 +106,17 @@ def port_solution(folder: Path) -> Solution:
     """A port folder as a submission: its text files (app.toml among them), as language "app"."""
     folder = Path(folder)
     spec = load_app(folder)  # a bad app.toml is refused here, naming the field
-    sources: dict[str, str] = {}
-    total = 0
-    for path in sorted(folder.rglob("*")):
-        if not path.is_file() or _SKIP_PARTS & set(path.relative_to(folder).parts) or path.suffix == ".pyc":
-            continue
-        name = path.relative_to(folder).as_posix()
-        try:
-            sources[name] = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise AppError(f"{path}: not UTF-8 text; a port submitted to the service holds text files only "
-                           "(its app makes what it needs when it runs)") from None
-        total += len(sources[name])
-        if total > MAX_PORT_BYTES:
-            raise AppError(f"{folder}: more than {MAX_PORT_BYTES} bytes of files; submit the code, not data")
+    try:
+        sources = text_files(folder, MAX_PORT_BYTES, "a port", "its app makes what it needs when it runs")
+    except GpuarenaError as exc:
+        raise AppError(str(exc)) from None
     return Solution(name=spec.name, manifest=SolutionManifest(language=APP_LANGUAGE, entry_point=APP_FILE),
                     sources=sources)
 
 
 def write_port(solution: Solution, folder: Path) -> Path:
     """Write a port's files into folder (new) and return it."""
-    folder.mkdir(parents=True, exist_ok=False)
-    for name, text in solution.sources.items():
-        target = (folder / name).resolve()
-        if not target.is_relative_to(folder.resolve()):
-            raise AppError(f"source {name!r} leaves the port folder")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    return folder
+    try:
+        return write_files(solution.sources, folder, "the port")
+    except GpuarenaError as exc:
+        raise AppError(str(exc)) from None

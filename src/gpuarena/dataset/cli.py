@@ -76,7 +76,7 @@ def harvest_cmd(
               highlight=False)
 
 
-sample_app = typer.Typer(help="Community samples (the CCF dataset track): check one before it goes to review.",
+sample_app = typer.Typer(help="Community samples (the CCF dataset track): check one, submit it to a service, review.",
                          no_args_is_help=True)
 
 
@@ -143,6 +143,20 @@ def dataset_add_cmd(
     out.print(f"{result.kept} problems in {output} from {len(result.harvests)} harvests; {result.left_out} left out "
               f"({result.left_out_share:.0%} of the candidates) by gpuarena check on the CPU: see {output}/dataset.json",
               highlight=False)
+
+
+def _service_commands() -> None:
+    """The commands that go through a service (dataset/sample_cli.py)."""
+    from gpuarena.dataset import sample_cli
+
+    sample_app.command("submit")(sample_cli.submit_cmd)
+    sample_app.command("list")(sample_cli.list_cmd)
+    sample_app.command("show")(sample_cli.show_cmd)
+    sample_app.command("review")(sample_cli.review_cmd)
+    dataset_app.command("pull")(sample_cli.pull_cmd)
+
+
+_service_commands()
 
 
 def register(app: typer.Typer) -> None:

@@ -92,18 +92,28 @@ def read_manifest(folder: Path) -> SampleManifest:
         raise GpuarenaError(f"{folder}: no {SAMPLE_FILE} (fix: a [sample] table with contributor and llm; "
                             "see docs/dataset.md)")
     try:
-        data = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = path.read_text()
+    except UnicodeDecodeError as exc:
         raise GpuarenaError(f"{path}: not valid TOML: {exc}") from None
+    return parse_manifest(text, path)
+
+
+def parse_manifest(text: str, where: Path | str) -> SampleManifest:
+    """sample.toml's text as its [sample] table; errors name the field."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise GpuarenaError(f"{where}: not valid TOML: {exc}") from None
     try:
         return SampleManifest.model_validate(data.get("sample", {}))
     except ValidationError as exc:
-        where = "; ".join(f"sample.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise GpuarenaError(f"{path}: {where}") from None
+        loc = "; ".join(f"sample.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise GpuarenaError(f"{where}: {loc}") from None
 
 
-def _parts(folder: Path, manifest: SampleManifest) -> list[str]:
-    """What is missing or empty among the sample's parts."""
+def layout_errors(folder: Path, manifest: SampleManifest) -> list[str]:
+    """What is missing, empty or outside the folder among the sample's parts: found without
+    running anything, so a server can refuse such a sample at the door."""
     errors = []
     for part in ("problem", "prompt", "first", "optimised", "report"):
         path = folder / getattr(manifest, part)
@@ -160,7 +170,7 @@ def check_sample(folder: Path, device: str = "cpu", dataset: list[Path] | None =
     except GpuarenaError as exc:
         report.errors.append(str(exc))
         return report
-    report.errors += _parts(folder, manifest)
+    report.errors += layout_errors(folder, manifest)
     if any("outside the sample's folder" in e for e in report.errors):
         return report  # nothing outside the folder is run
     problem_folder = folder / manifest.problem

@@ -26,10 +26,11 @@ from typing import Callable
 
 from gpuarena import __version__
 from gpuarena.client import ApiError, Client
+from gpuarena.dataset.sample import SampleReport
 from gpuarena.harness import phases
 from gpuarena.harness.records import Evaluation
 from gpuarena.runner.devices import health_check, is_gpu, pinning
-from gpuarena.runner.execute import ExecuteRequest
+from gpuarena.runner.execute import SAMPLE_REPORT, ExecuteRequest
 from gpuarena.service.schemas import ClaimedJob, DeviceSlot
 from gpuarena.solutions.build import cache_dir
 
@@ -44,6 +45,8 @@ class Running:
     slot: DeviceSlot
     process: subprocess.Popen | None = None
     lost: bool = False
+    sample: SampleReport | None = None
+    """A sample's check: its report, posted with the Evaluation."""
 
 
 @dataclass
@@ -176,7 +179,7 @@ class Runner:
                 error = f"device {slot.device} failed its health check during the job: {slot.reason}"
                 self._quietly(self.client.release, job.job_id, job.lease_token, error)
             elif evaluation is not None:
-                self._post(job, evaluation)
+                self._post(job, evaluation, item.sample)
             else:
                 self._quietly(self.client.release, job.job_id, job.lease_token, error or "the harness failed")
         finally:
@@ -216,6 +219,8 @@ class Runner:
             self._start_spare(slot, env)
         try:
             if out.is_file() and process.returncode == 0:
+                if (report := folder / SAMPLE_REPORT).is_file():
+                    item.sample = SampleReport.model_validate_json(report.read_text())
                 return Evaluation.model_validate_json(out.read_text()), ""
             tail = log_path.read_text(errors="replace")[-2000:]
             return None, f"the harness exited with {process.returncode}: {tail}"
@@ -261,12 +266,12 @@ class Runner:
         self._stop_process(spare.process)
         spare.log_path.unlink(missing_ok=True)
 
-    def _post(self, job: ClaimedJob, evaluation: Evaluation) -> None:
+    def _post(self, job: ClaimedJob, evaluation: Evaluation, sample: SampleReport | None = None) -> None:
         """Post the result, retrying through network trouble until it lands or the lease is gone."""
         delay = 0.5
         while True:
             try:
-                self.client.post_result(job.job_id, job.lease_token, evaluation, self.runner_id)
+                self.client.post_result(job.job_id, job.lease_token, evaluation, self.runner_id, sample)
                 self.jobs_done += 1
                 log.info("job %s (submission %s): %s in %s", job.job_id, job.submission_id, evaluation.status.value,
                          phases.summary(evaluation.duration_s, evaluation.phases))

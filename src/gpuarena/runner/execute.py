@@ -16,7 +16,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.harness.records import Evaluation, Mode
+from gpuarena.dataset.sample_pack import SAMPLE_LANGUAGE
+from gpuarena.harness.records import Mode
 from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution
 
@@ -35,7 +36,11 @@ class ExecuteRequest(BaseModel):
     cache: str
     """Where problem folders are rebuilt."""
     out: str
-    """Where the Evaluation is written (a file the runner owns)."""
+    """Where the Evaluation is written (a file the runner owns); a sample's check writes its
+    SampleReport beside it, as SAMPLE_REPORT."""
+
+
+SAMPLE_REPORT = "sample.json"
 
 
 def _die_with_the_runner() -> None:
@@ -75,6 +80,15 @@ def main() -> int:
         _write(out, evaluate_app(request.problem, request.solution, request.device, request.mode,
                                  Path(request.cache), timeout_s=request.timeout_s))
         return 0
+    if request.solution.manifest.language == SAMPLE_LANGUAGE:
+        worker.close()  # the check starts the harness's workers for the sample's kernels itself
+        from gpuarena.dataset.sample_job import check_sample_job
+
+        record, report = check_sample_job(request.problem, request.solution, request.device, request.mode,
+                                          request.budget_s)
+        _write(out.with_name(SAMPLE_REPORT), report)
+        _write(out, record)
+        return 0
     problem = unpack_problem(request.problem, Path(request.cache))
     # the problem's limit for the mode, capped by the runner's own
     timeout_s = min(request.timeout_s, problem.spec.time_limit_for(request.mode))
@@ -91,7 +105,7 @@ def is_app_target(problem: PackedProblem) -> bool:
     return "golden.json" in problem.files and "problem.toml" not in problem.files
 
 
-def _write(out: Path, record: Evaluation) -> None:
+def _write(out: Path, record: BaseModel) -> None:
     tmp = out.with_suffix(".tmp")
     tmp.write_text(record.model_dump_json())
     tmp.replace(out)

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuarena import __version__
 from gpuarena.errors import GpuarenaError
-from gpuarena.service import bounty_routes, contest_routes, redact, routes, runner_routes, web
+from gpuarena.service import bounty_routes, contest_routes, redact, routes, runner_routes, sample_routes, web
 from gpuarena.service.auth import AuthError
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
@@ -135,6 +135,7 @@ def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAP
     app.include_router(runner_routes.router)
     app.include_router(bounty_routes.router)
     app.include_router(contest_routes.router)
+    app.include_router(sample_routes.router)
     # inside the session and security-header middleware web.mount adds (added later, so outer):
     # a refused upload's page knows who is signed in and carries the same headers
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes + 64_000, quoted=settings.max_request_bytes)

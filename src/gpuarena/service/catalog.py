@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from gpuarena.apps.target import discover_goldens, pack_golden, target_spec
+from gpuarena.dataset.sample_pack import samples_problem
 from gpuarena.problems.loader import discover
 from gpuarena.problems.pack import PackedProblem, pack_problem
 from gpuarena.service.db import Database
@@ -19,7 +20,8 @@ def sync_problems(db: Database, roots: list[Path]) -> list[str]:
 
     Unchanged folders cost a read; a Markdown-only change updates the current version in
     place; any other change adds a version (the leaderboard restarts with it). Golden folders
-    (`gpuarena app record`'s) under the roots are migration targets: problems of kind "app"."""
+    (`gpuarena app record`'s) under the roots are migration targets: problems of kind "app".
+    The samples problem (dataset/sample_pack.py) is always there."""
     synced: list[str] = []
     for root in roots:
         for problem in discover(root):
@@ -28,6 +30,7 @@ def sync_problems(db: Database, roots: list[Path]) -> list[str]:
         for slug, folder in discover_goldens(root):
             _sync_one(db, pack_golden(slug, folder), target_spec(slug, folder))
             synced.append(slug)
+    _sync_one(db, *samples_problem())  # where dataset samples are submitted (not listed with the problems)
     return synced
 
 

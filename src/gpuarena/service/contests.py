@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from gpuarena.contests.model import as_utc
 from gpuarena.contests.resubmission import flag_resubmissions
 from gpuarena.contests.similarity import SimilarPair, Solution, similar_pairs
+from gpuarena.dataset.sample_pack import SAMPLES_SLUG
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
 from gpuarena.harness.stats import weighted_geomean
@@ -25,8 +26,8 @@ from gpuarena.service.contest_entries import entry_rows, rule_entries
 from gpuarena.service.contest_schemas import ContestInfo, ContestSpec, EntryOut, ReviewRequest, Team
 from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden, NotFound
-from gpuarena.service.tables import (ContestEntry, ContestOrganizer, ContestRow, DeviceKind, Problem, SolutionBlob,
-                                     Submission, TeamMember, User, utcnow)
+from gpuarena.service.tables import (ContestEntry, ContestOrganizer, ContestRow, DeviceKind, Problem, SampleRow,
+                                     SolutionBlob, Submission, TeamMember, User, utcnow)
 
 Phase = Literal["upcoming", "running", "frozen", "ended"]
 def naive(value: dt.datetime) -> dt.datetime:
@@ -164,6 +165,9 @@ def enter(session: Session, who: Caller, slug: str, submission: Submission, prob
         raise GpuarenaError(f"{slug} has not started: it opens {spec.start:%Y-%m-%d %H:%M} UTC")
     if when == "ended":
         raise GpuarenaError(f"{slug} ended {spec.end:%Y-%m-%d %H:%M} UTC: submissions no longer count")
+    if problem == SAMPLES_SLUG and (spec.rule.name != "ccf-dataset" or SAMPLES_SLUG not in spec.problems):
+        raise GpuarenaError(f"{slug} takes no dataset samples: samples count in a ccf-dataset contest that lists "
+                            f"\"{SAMPLES_SLUG}\" among its problems (docs/dataset.md)")
     if problem not in spec.problems:
         raise GpuarenaError(f"{problem} is not a problem of {slug} ({', '.join(spec.problems)})")
     if submission.device_kind not in spec.device_kinds:
@@ -272,14 +276,24 @@ def entries(session: Session, row: ContestRow, viewer: Caller, review: str | Non
 
 
 def review(session: Session, row: ContestRow, who: Caller, submission_id: int, request: ReviewRequest) -> ContestEntry:
-    """An organizer's decision on one entry; only the figures the request gives change."""
+    """An organizer's decision on one entry; only the figures the request gives change. A
+    sample's entry is reviewed as a sample (service/samples.py), which sets its figures."""
     require_organizer(session, row, who)
     entry = session.get(ContestEntry, submission_id)
     if entry is None or entry.contest_id != row.id:
         raise NotFound(f"submission {submission_id} is not an entry of {row.slug}")
+    if session.get(SampleRow, submission_id) is not None:
+        raise GpuarenaError(f"submission {submission_id} is a dataset sample: review it as one (`gpuarena sample "
+                            f"review {submission_id}`, POST /api/samples/{submission_id}/review or /samples), which "
+                            "counts it for the contest")
     status = session.scalar(select(Submission.status).where(Submission.id == submission_id))
     if request.decision == "accepted" and status != "PASSED":
         raise GpuarenaError(f"submission {submission_id} is {status}: only a run that passed can be accepted")
+    return record_review(session, entry, who, request)
+
+
+def record_review(session: Session, entry: ContestEntry, who: Caller, request: ReviewRequest) -> ContestEntry:
+    """Write a review onto an entry (its decider checked who may make it and on what)."""
     entry.review, entry.review_comment = request.decision, request.comment
     entry.reviewer_id, entry.reviewed_at = who.user_id, utcnow()
     entry.updated_at = entry.reviewed_at

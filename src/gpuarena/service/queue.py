@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from gpuarena.dataset.sample import SampleReport
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
-from gpuarena.service import bounties, contests
+from gpuarena.service import bounties, contests, samples
 from gpuarena.service.db import Database
 from gpuarena.service.leaderboard import record_result
 from gpuarena.service.redact import redact, redact_evaluation
@@ -197,8 +198,10 @@ def heartbeat(db: Database, runner_id: int, leases: dict[int, str], lease_s: flo
     return lost
 
 
-def complete(db: Database, runner_id: int, job_id: int, lease_token: str, evaluation: Evaluation) -> tuple[Result, bool]:
-    """Accept the job's result: (the stored result, True) the first time, (it, False) on a repeat."""
+def complete(db: Database, runner_id: int, job_id: int, lease_token: str, evaluation: Evaluation,
+             sample: SampleReport | None = None) -> tuple[Result, bool]:
+    """Accept the job's result: (the stored result, True) the first time, (it, False) on a repeat.
+    A sample's check comes with its report (stored with the sample)."""
     with db.write() as session:
         job = _held(session, db, job_id, lease_token)
         if job.state == "done":
@@ -210,7 +213,8 @@ def complete(db: Database, runner_id: int, job_id: int, lease_token: str, evalua
         submission = session.get(Submission, job.submission_id)
         assert submission is not None
         # the log and reasons are shown to people: not the judging machine's layout or name
-        evaluation = redact_evaluation(evaluation, [session.scalar(select(Runner.hostname).where(Runner.id == runner_id))])
+        hostname = session.scalar(select(Runner.hostname).where(Runner.id == runner_id))
+        evaluation = redact_evaluation(evaluation, [hostname])
         now = utcnow()
         result = Result(job_id=job.id, submission_id=submission.id, runner_id=runner_id,
                         status=evaluation.status.value, score=evaluation.score,
@@ -224,6 +228,7 @@ def complete(db: Database, runner_id: int, job_id: int, lease_token: str, evalua
         session.flush()
         record_result(session, submission)
         bounties.on_result(session, submission)  # a claimer's ranked run may verify a speed bounty
+        samples.on_result(session, submission, evaluation, sample, [hostname])  # before the contest reads it
         contests.on_result(session, submission, evaluation)
         return result, True
 

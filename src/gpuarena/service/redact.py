@@ -63,6 +63,11 @@ def _walk(value: Any, hosts: list[str | None], in_environment: bool = False) -> 
     return value
 
 
+def redact_json(value: Any, hostnames: Iterable[str | None] = ()) -> Any:
+    """Every string in a JSON value (a sample's report) redacted."""
+    return _walk(value, list(hostnames))
+
+
 def redact_evaluation(record: Evaluation, hostnames: Iterable[str | None] = ()) -> Evaluation:
     """The record with every text in it redacted (log, reasons, notes of checks skipped, the
     sandbox's description), the record's own hostname among the names taken out. The

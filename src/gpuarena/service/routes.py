@@ -13,6 +13,7 @@ from sqlalchemy import bindparam, func, select
 
 from gpuarena import __version__
 from gpuarena.apps.target import is_app, reference_app_toml
+from gpuarena.dataset.sample_pack import SAMPLES_SLUG
 from gpuarena.harness.records import Mode
 from gpuarena.service import auth, invites, leaderboard, submissions, webhooks
 from gpuarena.service.catalog import current_problem
@@ -63,7 +64,8 @@ def _summary(p: Problem) -> dict:
 def list_problems(db: DB, kind: Literal["kernel", "app"] | None = None) -> list[ProblemSummary]:
     """Current problems; kind=app lists the migration targets only, kind=kernel the others."""
     with db.read() as session:
-        rows = session.scalars(select(Problem).where(Problem.current).order_by(Problem.level, Problem.slug))
+        rows = session.scalars(select(Problem).where(Problem.current, Problem.slug != SAMPLES_SLUG)
+                               .order_by(Problem.level, Problem.slug))
         found = [ProblemSummary(**_summary(p)) for p in rows]
         return [p for p in found if kind is None or p.kind == kind]
 

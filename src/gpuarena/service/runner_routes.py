@@ -10,8 +10,9 @@ from fastapi import APIRouter, Depends, Response
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import or_, select
 
+from gpuarena.dataset.sample_pack import is_sample
 from gpuarena.problems.pack import PackedProblem
-from gpuarena.service import queue, webhooks
+from gpuarena.service import queue, samples, webhooks
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
 from gpuarena.service.deps import Caller, get_db, get_settings, runner_account
@@ -97,7 +98,8 @@ def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str], d
             job_id=job.id, lease_token=job.lease_token or "", lease_s=settings.lease_s, submission_id=submission.id,
             device_kind=job.device_kind, mode=submission.mode,  # type: ignore[arg-type]
             seed=job.seed if submission.mode == "ranked" else None,  # the job's own, drawn by the server
-            problem=PackedProblem(id=problem.slug, files=problem.files, hash=problem.content_hash),
+            problem=(samples.packed_dataset(session) if is_sample(problem.spec) else  # what a sample must not repeat
+                     PackedProblem(id=problem.slug, files=problem.files, hash=problem.content_hash)),
             solution=Solution(name=blob.name, manifest=SolutionManifest.model_validate(blob.manifest),
                               sources=blob.sources))
 
@@ -150,7 +152,7 @@ def post_result(job_id: int, body: ResultPost, who: RUNNER, db: DB) -> ResultRep
     _own_runner(db, who, runner_id)
     if body.runner_id is not None and body.runner_id != runner_id:
         raise queue.LeaseLost(f"job {job_id} is leased to runner {runner_id}, not runner {body.runner_id}")
-    result, first = queue.complete(db, runner_id, job_id, body.lease_token, body.evaluation)
+    result, first = queue.complete(db, runner_id, job_id, body.lease_token, body.evaluation, body.sample)
     if first:
         webhooks.notify(db, result.submission_id)
     return ResultReply(accepted=True, duplicate=not first)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuarena.dataset.sample import SampleReport
 from gpuarena.harness.records import Evaluation, Mode
 from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import PackedSolution, Solution
@@ -278,6 +279,8 @@ class HeartbeatReply(Model):
 class ResultPost(Model):
     lease_token: str
     evaluation: Evaluation
+    sample: SampleReport | None = None
+    """A sample's check: the report the evaluation sums up (dataset/sample_job.py)."""
     runner_id: int | None = None
     """The runner posting; when given it must be the runner holding the lease."""
 

@@ -8,12 +8,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gpuarena.apps.target import APP_LANGUAGE, is_app
+from gpuarena.dataset.sample_pack import SAMPLE_LANGUAGE, SAMPLES_SLUG, is_sample
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
-from gpuarena.service import bounties, contests, queue, ratelimit
+from gpuarena.service import bounties, contests, queue, ratelimit, samples
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
-from gpuarena.service.deps import Caller
+from gpuarena.service.deps import Caller, private_visible
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
 from gpuarena.service.redact import redact, redact_evaluation
 from gpuarena.service.schemas import SubmissionDetail, SubmissionOut, SubmissionRequest
@@ -85,7 +86,8 @@ def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRe
                                 "a kind becomes known when a runner with that device connects")
         target = device_type(request.device_kind)
         _check_app_pairing(request, problem.spec, solution)
-        if not is_app(problem.spec) and not any(target in w.get("devices", ["cpu", "cuda"])
+        _check_sample_pairing(request, problem.spec, solution)
+        if not is_app(problem.spec) and not is_sample(problem.spec) and not any(target in w.get("devices", ["cpu", "cuda"])
                                                 for w in problem.spec["workloads"]):
             raise GpuarenaError(f"{request.problem} has no workload that runs on {target} devices")
         if solution.manifest.language == "cuda" and target != "cuda":
@@ -108,6 +110,8 @@ def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRe
         bounties.on_submission(session, submission)  # a claimer's ranked run submits their speed bounty
         if request.contest is not None:
             contests.enter(session, who, request.contest, submission, problem.slug)
+        if is_sample(problem.spec):
+            samples.on_submission(session, who, submission, solution)
         queue.enqueue(session, submission, max_attempts=settings.max_attempts)
         return SubmissionOut(id=submission.id, problem=problem.slug, problem_version=problem.version, user=who.name,
                              device_kind=submission.device_kind, mode=submission.mode, status=submission.status,
@@ -126,6 +130,19 @@ def _check_app_pairing(request: SubmissionRequest, spec: dict, solution: Solutio
                             "problem of kind app (GET /api/problems?kind=app lists them)")
     if is_app(spec) and request.mode == "profile":
         raise GpuarenaError("profile mode profiles kernels; a migration check has none: use test, benchmark or ranked")
+
+
+def _check_sample_pairing(request: SubmissionRequest, spec: dict, solution: Solution) -> None:
+    """A dataset sample goes to the samples problem and nothing else does; its check has one mode."""
+    sample = solution.manifest.language == SAMPLE_LANGUAGE
+    if is_sample(spec) and not sample:
+        raise GpuarenaError(f"{request.problem} takes dataset samples: submit a sample's folder (with sample.toml) "
+                            "with `gpuarena sample submit DIR` (docs/dataset.md)")
+    if sample and not is_sample(spec):
+        raise GpuarenaError(f"a dataset sample goes to the problem {SAMPLES_SLUG!r}, not {request.problem!r} "
+                            "(`gpuarena sample submit DIR`)")
+    if sample and request.mode != "ranked":
+        raise GpuarenaError(f"a sample's check has one mode: submit it as ranked (the default), not {request.mode}")
 
 
 def _fair_use(session: Session, settings: Settings, who: Caller) -> None:
@@ -181,12 +198,6 @@ def to_out(s: Submission) -> SubmissionOut:
                          score=s.score,
                          solution_hash=s.solution_hash, created_at=s.created_at, finished_at=s.finished_at,
                          done=s.status in DONE)
-
-
-def private_visible(viewer: Caller | None, author_id: int, solutions_public: bool) -> bool:
-    """Who sees what a submission keeps private (its code, its log): the author, organisers and
-    admins always; everyone once the problem's solutions are public."""
-    return solutions_public or (viewer is not None and (viewer.user_id == author_id or viewer.is_staff))
 
 
 def _public_view(evaluation: Evaluation) -> Evaluation:

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Language = Literal["pytorch", "triton", "cuda", "jax", "tvm-ffi", "tilelang", "cute-dsl", "app"]
+Language = Literal["pytorch", "triton", "cuda", "jax", "tvm-ffi", "tilelang", "cute-dsl", "app", "sample"]
 
 COMPILED_LANGUAGES = ("cuda", "tvm-ffi")
 """Languages built from C++/CUDA sources, whose entry point is a function the built module exports."""
@@ -36,7 +36,9 @@ class SolutionManifest(BaseModel):
     language: Language
     """pytorch, triton, jax, tilelang, cute-dsl (Python files), cuda (C++/CUDA bound with torch's
     extensions), tvm-ffi (C++/CUDA bound with TVM-FFI), or app (a whole application ported to
-    another stack, checked against a migration target's golden record: gpuarena.apps.target)."""
+    another stack, checked against a migration target's golden record: gpuarena.apps.target), or
+    sample (a dataset sample's folder, checked by `gpuarena sample check` on a runner:
+    gpuarena.dataset.sample_pack)."""
     entry_point: str = "solve"
     """Python: "file.py:function"; cuda and tvm-ffi: the function the built module exports."""
     sources: list[str] = Field(default_factory=list)
@@ -81,6 +83,9 @@ class Solution(BaseModel):
         if self.manifest.language == "app":
             if self.manifest.entry_point != "app.toml" or "app.toml" not in self.sources:
                 raise ValueError("an app port needs its app.toml among the sources (entry_point 'app.toml')")
+        elif self.manifest.language == "sample":
+            if self.manifest.entry_point != "sample.toml" or "sample.toml" not in self.sources:
+                raise ValueError("a dataset sample needs its sample.toml among the sources (entry_point 'sample.toml')")
         elif self.manifest.language not in COMPILED_LANGUAGES:
             file, colon, function = self.manifest.entry_point.partition(":")
             if not colon or not function:

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
 
+from gpuarena.dataset.sample_pack import SAMPLES_SLUG
 from gpuarena.errors import GpuarenaError
 from gpuarena.service import bounties
 from gpuarena.service.bounty_schemas import BountyDetail, BountyRequest
@@ -60,7 +61,7 @@ def _staff(who: Caller) -> Caller:
 def _new_form(request: Request, db: Database, who: Caller, form: dict[str, str], error: str = "",
               status_code: int = 200) -> HTMLResponse:
     with db.read() as session:
-        problems = list(session.scalars(select(Problem.slug).where(Problem.current).order_by(Problem.slug)))
+        problems = list(session.scalars(select(Problem.slug).where(Problem.current, Problem.slug != SAMPLES_SLUG).order_by(Problem.slug)))
         kinds = list(session.scalars(select(DeviceKind.name).order_by(DeviceKind.name)))
     return page(request, "bounty_new.html", who, status_code=status_code, form=form, error=error, problems=problems,
                 kinds=kinds, categories=bounties.CATEGORIES, targets=bounties.TARGETS)

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from gpuarena.apps.target import is_app, reference_app_toml
+from gpuarena.dataset.sample_pack import SAMPLES_SLUG
 from gpuarena.harness import roofline
 from gpuarena.problems.model import TimeLimits
 from gpuarena.service import leaderboard
@@ -46,7 +47,8 @@ class Home:
 def home(db: Database) -> Home:
     levels: dict[int, list[dict[str, Any]]] = {}
     with db.read() as session:
-        for p in session.scalars(select(Problem).where(Problem.current).order_by(Problem.level, Problem.slug)):
+        for p in session.scalars(select(Problem).where(Problem.current, Problem.slug != SAMPLES_SLUG)
+                                 .order_by(Problem.level, Problem.slug)):
             levels.setdefault(p.level, []).append(dict(slug=p.slug, name=p.name, summary=p.summary,
                                                        tags=p.spec.get("tags", []), weight=p.weight))
         leaders: dict[tuple[str, str], dict[str, Any]] = {}
