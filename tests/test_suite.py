@@ -17,7 +17,8 @@ from gpuarena.suite.frameworks import framework_solution
 from gpuarena.suite.model import ProblemTime, SuiteResult
 from gpuarena.problems.select import ProblemFilter, select
 from gpuarena.suite.run import discover
-from gpuarena.suite.score import compare
+from gpuarena.suite.plots import ratio_bars
+from gpuarena.suite.score import compare, model_tags
 from tests.conftest import FIXTURES, ROOT
 
 
@@ -61,9 +62,10 @@ def test_the_commands_that_take_many_problems_filter_them_alike(tmp_path) -> Non
     assert ran.exit_code != 0 and "no problem matches the filters (source jax)" in ran.output
 
 
-def result(framework: str, times: dict[str, tuple[float, float, float] | None], weights=None) -> SuiteResult:
-    weights = weights or {}
-    problems = [ProblemTime(problem=name, level=int(name[5]), weight=weights.get(name, 1.0),
+def result(framework: str, times: dict[str, tuple[float, float, float] | None], weights=None,
+           tags=None) -> SuiteResult:
+    weights, tags = weights or {}, tags or {}
+    problems = [ProblemTime(problem=name, level=int(name[5]), weight=weights.get(name, 1.0), tags=tags.get(name, []),
                             status="PASSED" if t else "RUNTIME_ERROR",
                             **({"time_us": t[0], "low_us": t[1], "high_us": t[2]} if t else {}))
                 for name, t in times.items()]
@@ -86,6 +88,24 @@ def test_the_score_is_the_weighted_geometric_mean_of_the_ratios_by_hand() -> Non
     assert c.low < c.score < c.high and math.isclose(c.by_level[1], 1.0) and math.isclose(c.by_level[2], 2.0)
     with pytest.raises(GpuarenaError, match="no timed problem in common"):
         compare(base, result("pytorch", {"level3/e": (1, 1, 1)}))
+
+
+def test_the_score_by_model_counts_each_problem_for_every_model_it_came_from() -> None:
+    tags = {"level1/a": ["aten.mm.default", "harvested", "llama", "prefill"],
+            "level1/b": ["module:LlamaMLP", "harvested", "llama", "prefill", "qwen3", "decode"],
+            "level2/c": ["harvested", "qwen3", "decode"],
+            "level2/d": ["hand-written", "softmax"]}  # not harvested: no model
+    base = result("pytorch", {name: (100, 90, 110) for name in tags}, tags=tags)
+    other = result("torch-compile", {"level1/a": (50, 45, 55), "level1/b": (200, 180, 220), "level2/c": (12.5, 10, 15),
+                                     "level2/d": (100, 90, 110)}, tags=tags)
+    c = compare(base, other)
+    assert model_tags(tags["level1/b"], "module:LlamaMLP") == ["llama", "qwen3"] and model_tags(tags["level2/d"]) == []
+    assert set(c.by_model) == {"llama", "qwen3"}
+    assert math.isclose(c.by_model["llama"], 1.0)  # a 2x, b 0.5x
+    assert math.isclose(c.by_model["qwen3"], 2.0)  # b 0.5x, c 8x
+    svg = ratio_bars(list(c.by_model.items()), "score by model")
+    assert svg.startswith("<svg") and svg.count("<rect") == 2 and "llama" in svg and "2x" in svg
+    assert "<script" not in ratio_bars([("<script>alert(1)</script>", 1.5)], "t")  # labels are escaped
 
 
 def test_suite_run_and_compare_from_the_command_line(tmp_path) -> None:

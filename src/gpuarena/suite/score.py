@@ -26,6 +26,8 @@ class ProblemRatio(BaseModel):
     """Its level."""
     weight: float
     """Its weight."""
+    tags: list[str] = []
+    """Its tags (the models it was harvested from among them: model_tags)."""
     ratio: float
     """Baseline time / this time: above 1 is faster than the baseline."""
     low: float
@@ -56,6 +58,29 @@ class Comparison(BaseModel):
     """Each problem's ratio, slowest relative to the baseline first."""
     by_level: dict[int, float]
     """The score over each level's problems alone."""
+    by_model: dict[str, float] = {}
+    """The score over the problems harvested from each model alone (model_tags)."""
+
+
+NOT_MODELS = {"harvested", "prefill", "decode"}
+"""Tags a harvested problem carries besides its models' (dataset/assemble.py): its origin and phases."""
+
+
+def model_tags(tags: list[str], operator: str | None = None) -> list[str]:
+    """The models a harvested problem comes from, among its tags (none for a hand-written one:
+    those carry no `harvested` tag). The operator tag ("aten.mm.default", "module:MLP") is not one."""
+    if "harvested" not in tags:
+        return []
+    return [t for t in tags if t not in NOT_MODELS and t != operator and "." not in t and ":" not in t]
+
+
+def _by(ratios: list[ProblemRatio], key) -> dict:  # type: ignore[no-untyped-def]
+    """The weighted geometric mean of the ratios per group (a problem may be in several)."""
+    groups: dict = {}
+    for r in ratios:
+        for group in key(r):
+            groups.setdefault(group, []).append(r)
+    return {g: weighted_geomean([r.ratio for r in rs], [r.weight for r in rs]) for g, rs in sorted(groups.items())}
 
 
 def _label(r: SuiteResult) -> str:
@@ -72,20 +97,18 @@ def compare(baseline: SuiteResult, result: SuiteResult) -> Comparison:
         elif p.time_us is None or b.time_us is None:
             left_out[p.problem] = f"not timed: {p.status if p.time_us is None else 'baseline ' + b.status}"
         else:
-            ratios.append(ProblemRatio(problem=p.problem, level=p.level, weight=p.weight, ratio=b.time_us / p.time_us,
+            ratios.append(ProblemRatio(problem=p.problem, level=p.level, weight=p.weight, tags=p.tags,
+                                       ratio=b.time_us / p.time_us,
                                        low=b.low_us / p.high_us, high=b.high_us / p.low_us))
     for name in base.keys() - {p.problem for p in result.problems}:
         left_out[name] = "not in the result"
     if not ratios:
         raise GpuarenaError(f"{_label(result)} and the baseline {_label(baseline)} have no timed problem in common")
     weights = [r.weight for r in ratios]
-    levels = sorted({r.level for r in ratios})
     return Comparison(baseline=_label(baseline), result=_label(result),
                       score=weighted_geomean([r.ratio for r in ratios], weights),
                       low=weighted_geomean([r.low for r in ratios], weights),
                       high=weighted_geomean([r.high for r in ratios], weights),
                       covered=len(ratios), left_out=dict(sorted(left_out.items())),
                       ratios=sorted(ratios, key=lambda r: r.ratio),
-                      by_level={level: weighted_geomean([r.ratio for r in ratios if r.level == level],
-                                                        [r.weight for r in ratios if r.level == level])
-                                for level in levels})
+                      by_level=_by(ratios, lambda r: [r.level]), by_model=_by(ratios, lambda r: model_tags(r.tags)))

@@ -11,7 +11,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
 from gpuarena.service.config import Settings
-from gpuarena.service.web import actions, bounty_pages, contest_pages, downloads, invite_pages, routes, sample_pages
+from gpuarena.service.web import (actions, bounty_pages, contest_pages, downloads, invite_pages, routes,
+                                  sample_pages, suite_pages)
 from gpuarena.service.web.render import STATIC, page
 from gpuarena.service.web.security import (SESSION_COOKIE, SESSION_DAYS, CsrfError, SecurityHeaders, https_only,
                                            secret_key)
@@ -61,6 +62,7 @@ def mount(app: FastAPI, settings: Settings) -> None:
     app.include_router(contest_pages.forms)
     app.include_router(sample_pages.router)
     app.include_router(sample_pages.forms)
+    app.include_router(suite_pages.router)
     app.include_router(routes.router)
     app.include_router(actions.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
