@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from gpuarena.cli.app import app
 from gpuarena.dataset import candidate
 from gpuarena.dataset.assemble import add, scale_down
-from gpuarena.dataset.graph import level_of, module_graph
+from gpuarena.dataset.graph import level_of, module_graph, residual_norms
 from gpuarena.dataset.harvest import Harvest, harvest
 from gpuarena.dataset.record import record
 from gpuarena.problems import load_problem
@@ -162,3 +162,48 @@ def test_harvest_writes_module_problems_and_the_dataset_gives_them_a_small_workl
     assert ours.split(signature)[1].split(")")[0] == theirs.split(signature)[1].split(")")[0]  # written anew, same names
     small = [w for w in load_problem(tmp_path / "ds" / attention).spec.workloads if w.name == "small"]
     assert small and dict(small[0].axes)["hidden_states_1"] == 12  # 48 tokens over 4, as the widths are
+
+
+class PreNorm(nn.Module):
+    """A pre-norm block's seams: the residual add in the block, the norm a child of it; and a
+    norm after a bias add (broadcast: not a residual) and one after no add at all."""
+
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim, bias=False)
+        self.norm = Norm(dim)
+        self.biased_norm = Norm(dim)
+        self.first_norm = Norm(dim)
+        self.bias = nn.Parameter(torch.rand(dim))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.first_norm(x)
+        hidden = x + self.proj(x)
+        residual = hidden
+        return residual, self.norm(hidden) + self.biased_norm(residual + self.bias)
+
+
+def test_a_norm_after_a_residual_add_is_fused_with_it_across_the_module_boundary(tmp_path):
+    net = PreNorm()
+    recorder = record(lambda: net(torch.randn(2, 5, 16)), model=net)
+    fused = residual_norms(recorder.calls, recorder.modules)
+    assert [m.path for m in fused] == ["norm+residual"]  # not the first norm (no add), not the biased one
+    (m,) = fused
+    assert recorder.calls[m.start].op == "aten.add.Tensor" and m.end == next(n.end for n in recorder.modules
+                                                                             if n.path == "norm")
+    made = module_graph(recorder.calls, m, recorder.externals)
+    assert not isinstance(made, str) and made.level == 2
+    assert [a.name for a in made.call.args] == ["residual", "hidden_states", "weight"]  # the norm's weight by its name
+    # the harvest writes it as a level-2 problem returning the sum and the norm, and it passes check
+    result = harvest(lambda: net(torch.randn(2, 5, 16)), tmp_path, model="prenorm", phase="prefill",
+                     sizes={"batch": 2}, command="test", min_share=0, net=net)
+    (group,) = [g for g in result.groups if g.op == "module:Norm+residual"]
+    assert group.status == "written" and group.level == 2 and group.calls == 1
+    problem = load_problem(tmp_path / group.problem)
+    assert problem.spec.outputs == ["out0", "out1"]
+    inputs = problem.make_inputs(dict(problem.spec.workloads[0].axes), torch.float32, torch.device("cpu"),
+                                 torch.Generator().manual_seed(0))
+    total, normed = problem.reference(**inputs)
+    assert torch.equal(total, inputs["residual"] + inputs["hidden_states"])
+    assert torch.allclose(normed, total * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + 1e-6) * inputs["weight"])
+    assert "norm+residual" in (tmp_path / "modules.jsonl").read_text()  # kept for the dataset's assembler

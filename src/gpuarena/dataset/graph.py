@@ -88,6 +88,37 @@ def level_of(ops: list[str]) -> int:
     return 3 if matmuls else 2
 
 
+RESIDUAL_SUFFIX = "+residual"
+"""The class name of a norm fused with the residual add before it (residual_norms)."""
+
+
+def residual_norms(calls: Sequence[CallRecord], modules: Sequence[ModuleCall]) -> list[ModuleCall]:
+    """Fusions across a module's boundary: each norm whose input is a residual add made just
+    before it (a pre-norm decoder's `hidden = residual + hidden; residual = hidden; norm(hidden)`,
+    the add in the layer and the norm its child, or the add ending one layer and the norm starting
+    the next) as one call from the add to the norm's end, returning the sum (the next residual) and
+    the norm's result: what a fused add-norm kernel computes. The add must be elementwise between
+    two tensors of its result's shape (a bias add broadcasts, and is not a residual)."""
+    fused = []
+    for module in modules:
+        if "Norm" not in module.cls or module.start < 1 or len(module.inputs) != 1:
+            continue
+        (origin,) = module.inputs.values()
+        add = calls[module.start - 1]
+        if list(origin) != [add.index, 0] or add.op != "aten.add.Tensor" or len(add.outputs) != 1:
+            continue
+        tensors = [a for a in add.args if a.tensor is not None and a.origins]
+        shape = add.outputs[0].shape
+        if len(tensors) != 2 or any(a.tensor.shape != shape for a in tensors):
+            continue
+        names = ["residual", "hidden_states"]
+        fused.append(ModuleCall(path=module.path + RESIDUAL_SUFFIX, cls=module.cls + RESIDUAL_SUFFIX,
+                                start=add.index, end=module.end,
+                                inputs={name: list(a.origins[0]) for name, a in zip(names, tensors)},
+                                outputs=[[add.index, 0], *module.outputs]))
+    return fused
+
+
 def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: list[str],
                  ignored: frozenset[str] = frozenset(), names: list[str] | None = None) -> ModuleGraph | str:
     """The module call as a graph, or why it cannot be one. `calls`: the recording's calls, by
@@ -124,6 +155,7 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
 
     # the graph's inputs: what the kept calls read and did not make, named after the module's own names
     arg_names = {tuple(o): name for name, o in module.inputs.items()}
+    own = module.path.removesuffix(RESIDUAL_SUFFIX)  # a fused norm's weights are the norm's
     inputs: dict[tuple[int, int], tuple[str, TensorInfo]] = {}
     empties: dict[tuple[int, int], tuple[str, TensorInfo]] = {}
     """Empty tensors read (a KV cache's start) and ignored inputs: made in the reference, not drawn."""
@@ -140,8 +172,8 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
                     name = names[len(used)]
                 elif key in arg_names:
                     name = arg_names[key]
-                elif hint.startswith(module.path + "."):
-                    name = hint[len(module.path) + 1:]
+                elif hint.startswith(own + "."):
+                    name = hint[len(own) + 1:]
                 else:
                     name = hint.rsplit(".", 2)[-2] + "_" + hint.rsplit(".", 1)[-1] if "." in hint else hint or "input"
                 name = _identifier(name)

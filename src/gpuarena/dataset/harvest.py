@@ -17,7 +17,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict
 
 from gpuarena.dataset import candidate
-from gpuarena.dataset.graph import ModuleGraph, module_graph
+from gpuarena.dataset.graph import ModuleGraph, module_graph, residual_norms
 from gpuarena.dataset.record import CallRecord, ModuleCall, Recorder, TensorInfo, Timer, cpu_timer, record
 from gpuarena.errors import GpuarenaError
 
@@ -114,13 +114,20 @@ def group_calls(calls: list[CallRecord], repeats: int = 1) -> list[tuple[Group, 
     return groups
 
 
+def fusion_calls(recorder: Recorder) -> list[ModuleCall]:
+    """The submodules' calls, and the fusions across their boundaries (graph.residual_norms):
+    what modules.jsonl keeps and group_modules groups."""
+    return [*recorder.modules, *residual_norms(recorder.calls, recorder.modules)]
+
+
 def group_modules(recorder: Recorder, repeats: int = 1) -> list[tuple[Group, ModuleGraph | None]]:
-    """The submodules' calls as groups, one per (class, graph, inputs' shapes): the 32 layers of a
-    model that compute alike are one group of 32 calls. A module that cannot be a graph is a group
-    of its class and reason, status unsupported, with no graph."""
+    """The submodules' calls (and the fusions across their boundaries) as groups, one per (class,
+    graph, inputs' shapes): the 32 layers of a model that compute alike are one group of 32 calls.
+    A module that cannot be a graph is a group of its class and reason, status unsupported, with
+    no graph."""
     calls, total = recorder.calls, sum(c.seconds for c in recorder.calls) or 1.0
     by_key: dict[str, tuple[list[ModuleCall], ModuleGraph | str]] = {}
-    for module in recorder.modules:
+    for module in fusion_calls(recorder):
         graph = module_graph(calls, module, recorder.externals)
         if isinstance(graph, str):
             key = json.dumps([module.cls, graph])
@@ -207,7 +214,7 @@ def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, si
             f.write(call.model_dump_json() + "\n")
     if recorder.modules:
         with open(out / "modules.jsonl", "w") as f:
-            for module in recorder.modules:
+            for module in fusion_calls(recorder):
                 f.write(module.model_dump_json() + "\n")
     where = _describe(model, phase, sizes)
     groups: list[tuple[Group, CallRecord | ModuleGraph | None]] = [*group_calls(calls, repeats)]

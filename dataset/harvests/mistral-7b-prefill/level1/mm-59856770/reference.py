@@ -67,7 +67,7 @@ def _draw(shape, spec, device, generator, axes):
             values[-1] = hi
     elif low is not None and high is not None and min(low, -high) < -1e30:  # a mask: 0 or the dtype's extreme
         values = torch.where(torch.rand(size, generator=generator, device=device) < 0.5, low, high)
-    elif low is not None and high is not None and low >= 0:  # a positive input (rsqrt, log): keep it so
+    elif low is not None and high is not None and low >= 0 and high > 0:  # a positive input (rsqrt, log): keep it so
         lo = low if low > 0 else (1e-2 * high if high > 0 else 1e-2)
         hi = high if high > lo else 2 * lo
         values = lo + (hi - lo) * torch.rand(size, generator=generator, device=device)

@@ -1,0 +1,115 @@
+"""Qwen2MLP (5 ops) as called in hf:Qwen2ForCausalLM:size=full prefill (batch 1, seq 2048)
+
+Written by `gpuarena harvest`: the 5 aten calls of the module's forward, on inputs redrawn with the recorded
+shapes, dtypes, strides and value ranges."""
+
+import torch
+
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), sorted
+# (offsets), the axis a sorted input ends at (None: its recorded maximum), the axis indices stay below
+INPUTS = {
+    "gate_proj_weight": {
+        "rank": 2,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": -0.11572265625,
+        "high": 0.115234375,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    },
+    "x": {
+        "rank": 3,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": -5.375,
+        "high": 5.71875,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    },
+    "up_proj_weight": {
+        "rank": 2,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": -0.1083984375,
+        "high": 0.1142578125,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    },
+    "down_proj_weight": {
+        "rank": 2,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": -0.11962890625,
+        "high": 0.11376953125,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    }
+}
+
+
+def reference(gate_proj_weight, x, up_proj_weight, down_proj_weight):
+    t0 = _tensors(torch.ops.aten.t.default(gate_proj_weight))
+    t1 = _tensors(torch.ops.aten.reshape.default(x, [x.shape[1], gate_proj_weight.shape[1]]))
+    t2 = _tensors(torch.ops.aten.mm.default(t1, t0))
+    t3 = _tensors(torch.ops.aten.reshape.default(t2, [1, x.shape[1], gate_proj_weight.shape[0]]))
+    t4 = _tensors(torch.ops.aten.silu.default(t3))
+    t5 = _tensors(torch.ops.aten.t.default(up_proj_weight))
+    t6 = _tensors(torch.ops.aten.reshape.default(x, [x.shape[1], gate_proj_weight.shape[1]]))
+    t7 = _tensors(torch.ops.aten.mm.default(t6, t5))
+    t8 = _tensors(torch.ops.aten.reshape.default(t7, [1, x.shape[1], gate_proj_weight.shape[0]]))
+    t9 = _tensors(torch.ops.aten.mul.Tensor(t4, t8))
+    t10 = _tensors(torch.ops.aten.t.default(down_proj_weight))
+    t11 = _tensors(torch.ops.aten.reshape.default(t9, [x.shape[1], gate_proj_weight.shape[0]]))
+    t12 = _tensors(torch.ops.aten.mm.default(t11, t10))
+    t13 = _tensors(torch.ops.aten.reshape.default(t12, [1, x.shape[1], gate_proj_weight.shape[1]]))
+    return t13
+
+
+def _tensors(result):
+    """The op's tensors, as recorded: attention ops also return sizes and None."""
+    if isinstance(result, torch.Tensor):
+        return result
+    tensors = tuple(t for t in result if isinstance(t, torch.Tensor))
+    return tensors[0] if len(tensors) == 1 else tensors
+
+
+def _draw(shape, spec, device, generator, axes):
+    dtype = getattr(torch, spec["dtype"])
+    size = [int(s) for s in shape]
+    if spec["stride"] is not None:  # redraw the storage the recorded strides read from
+        size = [1 + sum((s - 1) * abs(st) for s, st in zip(shape, spec["stride"]))]
+    low, high = spec["low"], spec["high"]
+    scale = 0.5 + torch.rand((), generator=generator, device=device)
+    if dtype == torch.bool:
+        values = torch.rand(size, generator=generator, device=device) < 0.5
+    elif not dtype.is_floating_point:
+        lo, hi = int(low or 0), int(axes[spec["high_axis"]] if spec["high_axis"] else (high or 1))
+        if spec["below_axis"]:  # indices into a tensor of this workload's size
+            hi = min(hi, axes[spec["below_axis"]] - 1)
+        if hi <= lo:
+            lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
+        values = torch.randint(lo, hi + 1, size, generator=generator, device=device)
+        if spec["ascending"]:  # offsets: sorted, ending where the recorded ones ended
+            values = values.sort().values
+            values[-1] = hi
+    elif low is not None and high is not None and min(low, -high) < -1e30:  # a mask: 0 or the dtype's extreme
+        values = torch.where(torch.rand(size, generator=generator, device=device) < 0.5, low, high)
+    elif low is not None and high is not None and low >= 0 and high > 0:  # a positive input (rsqrt, log): keep it so
+        lo = low if low > 0 else (1e-2 * high if high > 0 else 1e-2)
+        hi = high if high > lo else 2 * lo
+        values = lo + (hi - lo) * torch.rand(size, generator=generator, device=device)
+    else:
+        spread = max(abs(low), abs(high)) / 2 if low is not None and high is not None and high > low else 1.0
+        offset = 0.1 * spread * (2 * torch.rand((), generator=generator, device=device) - 1)
+        values = torch.randn(size, generator=generator, device=device) * spread * scale + offset
+    values = values.to(dtype)
+    return values.as_strided(shape, spec["stride"]) if spec["stride"] is not None else values
+
+
+def make_inputs(axes, dtype, device, generator):
+    return {name: _draw([axes[f"{name}_{d}"] for d in range(spec["rank"])], spec, device, generator, axes)
+            for name, spec in INPUTS.items()}
