@@ -38,7 +38,7 @@ def _expire_all(api) -> None:
 
 
 def test_migrations_reach_the_latest_revision(db, database_url) -> None:
-    assert current(database_url) == "0006"  # 0006: contests and bounties
+    assert current(database_url) == "0007"  # 0007: dataset samples
 
 
 def test_scoped_token_cannot_claim_or_report_other_kinds(api) -> None:
