@@ -172,3 +172,39 @@ def test_a_data_folder_inside_a_readable_folder_is_hidden(tmp_path, monkeypatch)
     assert str(checkout) in argv
     at = argv.index(str(checkout / ".gpuarena"))
     assert argv[at - 1] == "--tmpfs"
+
+
+def test_the_worker_s_import_path_is_kept_on_disk_until_the_site_folders_change(tmp_path, monkeypatch):
+    """A fresh interpreter is asked for its import path once; later processes read the answer
+    from the cache, and a .pth file added to site-packages (an editable install) asks again."""
+    import sysconfig
+
+    monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
+    site = tmp_path / "site"
+    site.mkdir()
+    real_get_path = sysconfig.get_path
+    monkeypatch.setattr(containment.sysconfig, "get_path",
+                        lambda name, *a, **k: str(site) if name == "purelib" else real_get_path(name, *a, **k))
+    asked: list[list[str]] = []
+    real_run = containment.subprocess.run
+
+    def counted(argv, *args, **kwargs):
+        asked.append(argv)
+        return real_run(argv, *args, **kwargs)
+
+    monkeypatch.setattr(containment.subprocess, "run", counted)
+    env = scrubbed_env()
+    monkeypatch.setattr(containment, "_WORKER_SYS_PATH", None)
+    first = containment._worker_sys_path(env)
+    assert len(asked) == 1 and first and any("python3" in p or "lib" in p for p in first)
+    assert (tmp_path / "cache" / "worker-sys-path.json").is_file()
+    containment._WORKER_SYS_PATH = None  # a new process
+    assert containment._worker_sys_path(env) == first and len(asked) == 1
+    (site / "editable.pth").write_text(str(tmp_path) + "\n")
+    containment._WORKER_SYS_PATH = None
+    containment._worker_sys_path(env)
+    assert len(asked) == 2
+    containment._WORKER_SYS_PATH = None
+    containment._worker_sys_path({**env, "PYTHONPATH": str(tmp_path)})
+    assert len(asked) == 3
+    containment._WORKER_SYS_PATH = None

@@ -540,3 +540,36 @@ def test_what_starts_ahead_does_not_import_torch():
     code = ("import sys; import gpuarena.harness.ahead, gpuarena.harness.started; "
             "assert 'torch' not in sys.modules, 'torch was imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_run_may_turn_its_audit_off_but_a_ranked_run_may_not(monkeypatch, tmp_path):
+    """RunOptions.device_audit=False (the suite, timing the dataset's own code) starts no sampler
+    and says why; a ranked run audits whatever its options say, and the machine's switch
+    still turns the audit off everywhere."""
+    from gpuarena.harness.options import RunOptions
+    from gpuarena.harness.supervisor import Supervisor
+    from gpuarena.problems import resolve_problem
+    from gpuarena.solutions import load_solution
+
+    started: list[int] = []
+
+    class Counted(PlannedSampler):
+        def __init__(self, binary: Path, index: int):
+            started.append(index)
+            super().__init__(binary, index)
+
+    monkeypatch.setattr(device_audit, "build_sampler", lambda: (tmp_path / "planned", ""))
+    monkeypatch.setattr(device_audit, "DeviceSampler", Counted)
+    monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
+    problem, solution = resolve_problem("level1/softmax"), load_solution(EXAMPLES / "softmax" / "pytorch.py")
+
+    def sampler(**options):
+        supervisor = Supervisor(problem, solution, RunOptions(device="cpu", **options))
+        return supervisor.sampler, supervisor.sampler_missing
+
+    assert sampler(mode="benchmark", device_audit=False) == (None, "turned off for this run (code the caller trusts)")
+    assert not started
+    kept, missing = sampler(mode="ranked", device_audit=False)
+    assert kept is not None and missing == "" and len(started) == 1
+    monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "0")
+    assert sampler(mode="ranked") == (None, "turned off (GPUARENA_DEVICE_AUDIT=0)")

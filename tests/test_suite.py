@@ -130,10 +130,24 @@ def test_suite_run_and_compare_from_the_command_line(tmp_path) -> None:
     assert refused.returncode == 2 and "not a suite result" in " ".join(refused.stderr.split())
 
 
-def test_the_shipped_baseline_covers_every_bundled_problem() -> None:
-    from gpuarena.suite.cli import SHIPPED_BASELINE
+def test_the_shipped_baselines_cover_the_bundled_problems_and_the_dataset() -> None:
+    """Each default baseline times its problem set (the dataset's: all but what the H200 run
+    could not pass, each with its reason), and `suite run` picks the one that times the most of
+    the chosen problems."""
+    from gpuarena.suite.cli import SHIPPED_BASELINES, shipped_baseline
+    from gpuarena.suite.run import all_problems
 
-    baseline = SuiteResult.model_validate_json(SHIPPED_BASELINE.read_text())
+    bundled = {p.id for p in discover()}
+    dataset = {p.id for p in all_problems([ROOT / "dataset" / "problems"])}
+    assert shipped_baseline(bundled) == SHIPPED_BASELINES / "H100-pytorch.json"
+    assert shipped_baseline(dataset) == SHIPPED_BASELINES / "H200-pytorch-dataset.json"
+    assert shipped_baseline({"level9/nothing"}) is None
+    baseline = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H100-pytorch.json").read_text())
     assert baseline.framework == "pytorch" and "H100" in baseline.device_name
-    assert {p.problem for p in baseline.problems} == {p.id for p in discover()}
+    assert {p.problem for p in baseline.problems} == bundled
     assert all(p.status == "PASSED" and p.time_us > 0 for p in baseline.problems)
+    timed = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H200-pytorch-dataset.json").read_text())
+    assert {p.problem for p in timed.problems} == dataset
+    passed = [p for p in timed.problems if p.status == "PASSED"]
+    assert len(passed) >= 0.99 * len(dataset) and all(p.time_us > 0 for p in passed)
+    assert all(p.reason for p in timed.problems if p.status != "PASSED")

@@ -87,6 +87,44 @@ def test_a_module_becomes_a_problem_that_computes_what_it_computed(tmp_path: Pat
     assert check_problem(folder).ok
 
 
+class Attend(nn.Module):
+    """Attention whose output is merged back into one width by a view after the transpose: only
+    the layout the recorded backend gave (heads inside the sequence) allows that view."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.proj = nn.Linear(dim, 3 * dim, bias=False)
+        self.heads = heads
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape
+        q, k, v = self.proj(x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return o.transpose(1, 2).view(b, s, d) * 2
+
+
+def test_attention_s_output_keeps_the_recorded_layout_whichever_backend_runs_it(tmp_path: Path):
+    """A backend that lays its output out contiguously (the math one; an H100's for Mixtral's
+    layer) must not break the recorded view that follows: the reference lays it out as recorded."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torch.manual_seed(0)
+    net, x = nn.Sequential(Attend(64, 4)).eval(), torch.randn(1, 40, 64)  # recorded as a part of a model
+    recorder = _recorded(net, x)
+    graph = _graph(recorder, "Attend")
+    assert not isinstance(graph, str)
+    (attention,) = [c for c in recorder.calls if "attention" in c.op]
+    assert not attention.outputs[0].contiguous  # the CPU's flash kernel: heads inside the sequence
+    assert ".permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)" in "\n".join(graph.body)
+    folder = candidate.write(tmp_path / "attend", graph.call, "attend", "Attend", 1.0, [], [], level=graph.level,
+                             reference=candidate.render(graph.call, "Attend", "its calls", graph.body))
+    problem = load_problem(folder)
+    expected = net(x).detach()
+    with sdpa_kernel(SDPBackend.MATH):  # contiguous output: the bare view would raise
+        got = problem.reference(x=x, proj_weight=net[0].proj.weight.detach())
+    torch.testing.assert_close(got, expected)
+
+
 def test_sizes_are_written_as_the_inputs_sizes_so_a_smaller_workload_computes_the_same(tmp_path: Path):
     torch.manual_seed(0)
     net, x = Net(dim=256, heads=4), torch.randn(1, 48, 256)

@@ -111,7 +111,22 @@ def _attention(call: CallRecord, names: dict[tuple[int, int], str]) -> str | Non
     query, key = by_name["query"][1].tensor, by_name["key"][1].tensor
     if query is not None and key is not None and query.shape[-3:-2] != key.shape[-3:-2]:
         parts.append("enable_gqa=True")  # fewer key/value heads than query heads
-    return f"torch.nn.functional.scaled_dot_product_attention({', '.join(parts)})"
+    return _laid_out(f"torch.nn.functional.scaled_dot_product_attention({', '.join(parts)})",
+                     call.outputs[0] if call.outputs else None)
+
+
+def _laid_out(expression: str, recorded: TensorInfo | None) -> str:
+    """`expression`'s result laid out in memory as the recorded output was: each backend lays its
+    output out its own way (flash's heads inside its sequence, the math backend's contiguous), and
+    the recorded calls after it may be views that only the recorded layout allows (an H100's
+    SDPA gave Mixtral's decoder layer a layout its `view` refused)."""
+    if recorded is None or recorded.contiguous or len(recorded.stride) != len(recorded.shape):
+        return expression
+    order = sorted(range(len(recorded.stride)), key=lambda d: (-recorded.stride[d], d))
+    if order == list(range(len(order))):
+        return expression
+    back = [order.index(d) for d in range(len(order))]
+    return f"{expression}.permute({', '.join(map(str, order))}).contiguous().permute({', '.join(map(str, back))})"
 
 
 def _other_axes(call: CallRecord, names: dict[tuple[int, int], str], info: TensorInfo) -> Iterator[tuple[int, str]]:

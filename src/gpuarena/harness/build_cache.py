@@ -22,7 +22,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from gpuarena.solutions.build import cache_dir
+from gpuarena.cache import cache_dir
 
 MAX_BYTES = 2 << 30
 """A solution's caches above this are not kept (its next run compiles again)."""

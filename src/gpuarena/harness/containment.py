@@ -39,6 +39,8 @@ import threading
 import time
 from pathlib import Path
 
+from gpuarena.cache import cache_dir
+
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt/conda")
 """System folders the worker may read (libraries, compilers, ld.so's cache, locales)."""
 
@@ -99,9 +101,21 @@ _WORKER_SYS_PATH: list[str] | None = None
 
 def _worker_sys_path(env: dict[str, str]) -> list[str]:
     """The import path a fresh interpreter has with the worker's environment: not this
-    process's sys.path, which may hold the current folder or a test runner's root."""
+    process's sys.path, which may hold the current folder or a test runner's root. Asking
+    one costs an interpreter's start (70 ms on the 2-core VM, on the critical path of every
+    one-shot `gpuarena run`), so the answer is kept on disk for as long as the interpreter,
+    PYTHONPATH and the site folders with their .pth files are unchanged."""
     global _WORKER_SYS_PATH
     if _WORKER_SYS_PATH is None:
+        key = _sys_path_key(env)
+        kept = cache_dir() / "worker-sys-path.json"
+        try:
+            stored = json.loads(kept.read_text())
+            if stored.get("key") == key and all(isinstance(p, str) for p in stored["path"]):
+                _WORKER_SYS_PATH = list(stored["path"])
+                return _WORKER_SYS_PATH
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
         try:
             out = subprocess.run([sys.executable, "-I" if not env.get("PYTHONPATH") else "-s", "-c",
                                   "import sys, json; print(json.dumps(sys.path))"],
@@ -109,7 +123,34 @@ def _worker_sys_path(env: dict[str, str]) -> list[str]:
             _WORKER_SYS_PATH = [p for p in json.loads(out.stdout) if p]
         except (OSError, ValueError, subprocess.TimeoutExpired):
             _WORKER_SYS_PATH = []
+            return _WORKER_SYS_PATH
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            temporary = kept.with_name(f"{kept.name}.{os.getpid()}")
+            temporary.write_text(json.dumps({"key": key, "path": _WORKER_SYS_PATH}))
+            temporary.replace(kept)
+        except OSError:
+            pass
     return _WORKER_SYS_PATH
+
+
+def _sys_path_key(env: dict[str, str]) -> str:
+    """What a fresh interpreter's import path follows from: the interpreter, PYTHONPATH, and
+    each site folder's entries with their times (installing a package or an editable .pth
+    changes them)."""
+    parts = [os.path.realpath(sys.executable), sys.version, env.get("PYTHONPATH", "")]
+    for name in ("purelib", "platlib"):
+        try:
+            folder = sysconfig.get_path(name)
+        except KeyError:
+            continue
+        try:
+            parts.append(f"{folder}:{os.stat(folder).st_mtime_ns}")
+            with os.scandir(folder) as entries:
+                parts.extend(f"{e.name}:{e.stat().st_mtime_ns}" for e in entries if e.name.endswith(".pth"))
+        except OSError:
+            parts.append(f"{folder}:missing")
+    return "\n".join(sorted(parts))
 
 
 def _python_paths(env: dict[str, str]) -> list[str]:

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from gpuarena.solutions.build import cache_dir
+from gpuarena.cache import cache_dir
 
 DEFAULT_CUDA = "/usr/local/cuda"
 CUPTI_PLACES = ("extras/CUPTI", "")

@@ -38,7 +38,7 @@ from gpuarena import HARNESS_VERSION
 from gpuarena.harness.records import Status, WorkloadResult
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.problems.pack import pack_problem
-from gpuarena.solutions.build import cache_dir
+from gpuarena.cache import cache_dir
 
 if TYPE_CHECKING:  # types only: the supervisor imports this module
     from gpuarena.harness.supervisor import Supervisor

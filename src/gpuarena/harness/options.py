@@ -37,6 +37,11 @@ class RunOptions:
     """Run the worker without the supervisor's rights (a user of its own when the supervisor
     is root; the supervisor non-dumpable). Default: GPUARENA_WORKER_ISOLATION (1 or 0) if
     set, else on (CUDA buffers then travel as cuMemCreate file descriptors)."""
+    device_audit: bool = True
+    """Audit the solution's claimed device time with the GPU's own counters (CUDA,
+    device_audit.py), unless GPUARENA_DEVICE_AUDIT=0 turns it off on the machine. False is
+    for code the caller trusts (the suite times the dataset's own references and their
+    torch.compile: about 0.5 s of audit a workload on an H100); ranked runs ignore it."""
     kernel_duration: bool | None = None
     """Read ncu's Duration for both sides after the timed rounds (CUDA; a profiler opening
     per side, about 4 s each on an H100; the reference's figure is cached per machine).

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from gpuarena.solutions.build import cache_dir
+from gpuarena.cache import cache_dir
 
 FLOOR_MARGIN = 0.8
 """A time below 80% of the floor is rejected: peaks are measured, not exact."""

@@ -92,8 +92,9 @@ class Supervisor:
         """The GPU's counters, read from a process of the supervisor's (device_audit.py):
         started on first use, held until released (release_sampler) or the run ends."""
         if self._sampler is None and not self.sampler_missing:
-            if not _switch("GPUARENA_DEVICE_AUDIT", True):
-                self.sampler_missing = "turned off (GPUARENA_DEVICE_AUDIT=0)"
+            off = self._audit_off()
+            if off:
+                self.sampler_missing = off
                 return None
             if self.warm is not None:
                 kept = self.warm.take_sampler()
@@ -113,6 +114,15 @@ class Supervisor:
                 self.sampler_missing = f"the PM sampler could not start: {exc}"
                 self.sampler_lost = self._sampler_started
         return self._sampler
+
+    def _audit_off(self) -> str:
+        """Why this run is not audited ("" when it is): the machine's switch, or the run's
+        option, which a ranked run ignores."""
+        if not _switch("GPUARENA_DEVICE_AUDIT", True):
+            return "turned off (GPUARENA_DEVICE_AUDIT=0)"
+        if not self.options.device_audit and self.options.mode != "ranked":
+            return "turned off for this run (code the caller trusts)"
+        return ""
 
     def release_sampler(self) -> None:
         """Quit the PM sampler: while it runs it holds the GPU's counters, and any other

@@ -32,7 +32,7 @@ from gpuarena.harness.records import Evaluation
 from gpuarena.runner.devices import health_check, is_gpu, pinning
 from gpuarena.runner.execute import SAMPLE_REPORT, ExecuteRequest
 from gpuarena.service.schemas import ClaimedJob, DeviceSlot
-from gpuarena.solutions.build import cache_dir
+from gpuarena.cache import cache_dir
 
 log = logging.getLogger("gpuarena.runner")
 CLAIM_WAIT_S = 5.0

@@ -9,17 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from gpuarena.cache import cache_dir
 from gpuarena.solutions import runtimes
 from gpuarena.solutions.model import Solution
 
 
 class BuildError(Exception):
     """The solution could not be built; the message is the compiler's or the importer's."""
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("GPUARENA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "gpuarena")
-    return Path(root)
 
 
 def write_sources(solution: Solution, folder: Path, unchanged_kept: bool = False) -> None:

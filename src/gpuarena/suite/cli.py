@@ -12,8 +12,10 @@ from gpuarena.cli.console import err, fail, out
 from gpuarena.cli.problem_filters import Level, Match, Model, Source, Tag
 from gpuarena.errors import GpuarenaError
 
-SHIPPED_BASELINE = Path(__file__).resolve().parent / "baselines" / "H100-pytorch.json"
-"""PyTorch eager on the lent H100, every bundled problem (bench/results/suite-NVIDIA-H100.md)."""
+SHIPPED_BASELINES = Path(__file__).resolve().parent / "baselines"
+"""PyTorch eager on the lent GPU machine: every bundled problem on an H100 (H100-pytorch.json,
+bench/results/suite-NVIDIA-H100.md), every problem of the dataset on an H200
+(H200-pytorch-dataset.json)."""
 
 suite_app = typer.Typer(no_args_is_help=True, help="The evaluation suite: a framework's implementation of each "
                                                   "problem timed on a device, scored against a baseline (docs/suite.md).")
@@ -43,6 +45,16 @@ def _show(comparison) -> None:  # type: ignore[no-untyped-def]
               highlight=False)
 
 
+def shipped_baseline(problems: set[str]) -> Path | None:
+    """The shipped baseline that times the most of these problems (None: none times any)."""
+    best, common = None, 0
+    for path in sorted(SHIPPED_BASELINES.glob("*.json")):
+        shared = len(problems & {p.problem for p in _load(path).problems})
+        if shared > common:
+            best, common = path, shared
+    return best
+
+
 @suite_app.command("run")
 def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")] = "cpu",
             framework: Annotated[str, typer.Option("--framework", help="pytorch (eager) or torch-compile")] = "pytorch",
@@ -54,7 +66,7 @@ def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")]
                 "suite.json"),
             baseline: Annotated[Optional[Path], typer.Option(
                 "--baseline", help="Score the result against this suite result (on cuda, default: the shipped "
-                                   "H100 PyTorch eager baseline, where the problems are the bundled ones)")] = None) -> None:
+                                   "PyTorch eager baseline that times the most of the chosen problems)")] = None) -> None:
     """Time a framework's implementation of each problem and write the suite result."""
     from gpuarena.problems.select import ProblemFilter, select
     from gpuarena.suite.run import all_problems, run_suite
@@ -64,8 +76,8 @@ def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")]
         if device != "cpu" and not device.startswith("cuda"):
             raise GpuarenaError(f"--device {device!r}: use cpu or cuda")
         chosen = select(all_problems(root or []), ProblemFilter.of(match, level, tag, model, source))
-        if baseline is None and device != "cpu" and not root:
-            baseline = SHIPPED_BASELINE
+        if baseline is None and device != "cpu":
+            baseline = shipped_baseline({p.id for p in chosen})
         base = _load(baseline) if baseline is not None else None
         def save(so_far) -> None:  # type: ignore[no-untyped-def]
             output.write_text(so_far.model_dump_json(indent=2) + "\n")

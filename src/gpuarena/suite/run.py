@@ -49,7 +49,8 @@ def run_suite(problems: list[Problem], framework: str, device: str, budget_s: fl
                 progress(f"[{i}/{len(problems)}] {problem.id}: no {target} workload, left out")
                 continue
             options = RunOptions(device=device, mode="benchmark", budget_s=budget_s, workloads=workloads,
-                                 timeout_s=problem.spec.time_limit_for("benchmark"), kernel_duration=False)
+                                 timeout_s=problem.spec.time_limit_for("benchmark"), kernel_duration=False,
+                                 device_audit=False)  # the dataset's own code: nothing to audit
             record = evaluator.judge(problem, framework_solution(problem, framework), options)
             if record.environment is not None and not device_name:
                 device_name = record.environment.device_name
