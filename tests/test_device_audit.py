@@ -57,8 +57,9 @@ def stand_in(tmp_path: Path, good_marks: int = 100, dies: bool = False) -> Path:
 def test_a_claim_under_the_margin_of_what_the_gpu_saw_is_understated():
     assert device_audit.understated(1.5, 4.66)  # patched_reply_function on an H100
     assert not device_audit.understated(2.05, 1.46)  # the Triton softmax example on the same workload
-    assert not device_audit.understated(0.7 * 10.0, 10.0)
-    assert device_audit.understated(0.69 * 10.0, 10.0)
+    floor = device_audit.FLOOR_US  # the counters' own scatter on kernels of a few µs
+    assert not device_audit.understated(0.7 * (10.0 - floor), 10.0)
+    assert device_audit.understated(0.69 * (10.0 - floor), 10.0)
 
 
 def test_what_the_audit_adds_to_the_reference_is_allowed_to_the_solution():
@@ -81,8 +82,13 @@ def test_the_observed_figure_s_error_is_allowed_for():
     assert 0 < device_audit.median_error([10, 11, 9, 10, 12, 8, 10, 10]) < 1
     assert device_audit.median_error([10] * 5 + [1000] * 3) == 0  # fewer than half cannot move it
     # an honest Triton softmax on an H100, judged on 2 requests: 2.11 claimed, 3.68 observed
-    assert device_audit.understated(2.11, 3.68) and not device_audit.understated(2.11, 3.68, noise_us=0.3)
-    assert device_audit.understated(1.5, 4.4, inflation_us=0.9, noise_us=0.3)  # a forged 1.5 still is
+    assert device_audit.understated(2.11, 4.68) and not device_audit.understated(2.11, 4.68, noise_us=0.3)
+    assert not device_audit.understated(2.11, 3.68)  # within the floor of the counters' scatter
+    # an honest 1.38 µs addcmul read at 3.07 ± 0.32 on an H200 passes; a forged 1.5 for a 4.3 µs
+    # softmax read at 5.32 ± 0.37 (H100) is still caught, one read at 3.67 no longer is
+    assert not device_audit.understated(1.38, 3.07, noise_us=0.32)
+    assert device_audit.understated(1.5, 5.32, inflation_us=0.3, noise_us=0.37)
+    assert not device_audit.understated(1.5, 3.67, noise_us=0.36)
 
 
 def test_a_gpu_busy_before_the_audit_is_shared():
@@ -280,6 +286,17 @@ def test_the_harness_s_share_is_taken_off(audited_on_the_cpu):
     record, audit = audited_on_the_cpu({SOLUTION: 1e9, HARNESS: 1e9})
     assert record.status == "PASSED", record.reason
     assert audit.observed_us_per_call == 0 and audit.harness_us_per_call > 1e4
+
+
+def test_requests_that_skip_the_harness_s_own_work_are_rejected(audited_on_the_cpu):
+    """The cache sweeps run in the worker's process: a solution that turns them off times warm
+    calls, and its requests show the GPU doing less than the harness alone (the twin, in the
+    supervisor, sweeps). Within the allowance (5% of the harness's share) it passes."""
+    record, audit = audited_on_the_cpu({HARNESS: 1e9, SOLUTION: 3e8})
+    assert record.status == "REJECTED" and "did less in the solution's timed requests" in record.reason
+    assert "cache sweeps" in record.reason
+    record, audit = audited_on_the_cpu({HARNESS: 1e9, SOLUTION: 0.97e9})
+    assert record.status == "PASSED", record.reason
 
 
 def test_the_clocks_drift_falls_out_of_each_pair(audited_on_the_cpu):

@@ -211,11 +211,18 @@ def understated(claimed_us: float, observed_us_per_call: float, inflation_us: fl
                 noise_us: float = 0.0) -> bool:
     """True when the claimed median cannot be honest against what the GPU's counters saw, less
     what the counters see of any call beyond its timed time (`inflation`) and NOISE_SIGMAS x
-    the uncertainty of the observed figure (`noise_us`, see `median_error`)."""
-    return claimed_us < AUDIT_MARGIN * max(observed_us_per_call - inflation_us - NOISE_SIGMAS * noise_us, 0.0)
+    the uncertainty of the observed figure (`noise_us`, see `median_error`) and FLOOR_US."""
+    return claimed_us < AUDIT_MARGIN * max(observed_us_per_call - inflation_us - NOISE_SIGMAS * noise_us - FLOOR_US,
+                                           0.0)
 
 
 NOISE_SIGMAS = 3.0
+FLOOR_US = 1.0
+"""What the counters see of a kernel of a few µs scatters from run to run beyond the median's
+error, both ways: an honest 1.38 µs addcmul read 3.07 ± 0.32 µs on an H200 (2026-11-27) and
+was REJECTED, where other runs read it at 0.09-0.76; a 4.3 µs softmax reads 0.8-5.3. So this
+much more is allowed a call: the audit cannot judge a claim within about FLOOR_US of what the
+counters saw (docs/harness.md, the open part of issue 16)."""
 
 
 def median_error(values: list[float]) -> float:

@@ -79,6 +79,14 @@ TWIN_EVERY = 2
 """The reference's twins are sampled in the first round and every TWIN_EVERY-th after it,"""
 TWIN_BLOCKS = 4
 """and after the rounds until each has this many blocks; the median block counts."""
+MISSING_HARNESS_FRACTION = 0.05
+MISSING_HARNESS_SIGMAS = 5.0
+"""A solution's requests whose median shows the GPU doing less than the harness alone by more
+than this share of the harness's work (plus this many times the figure's error) skipped part
+of that work: the cache sweeps run in the worker's process, and a solution that turns them off
+times its calls with warm caches (warm_caches/skips_the_cache_sweeps). Honest requests read at
+least their kernels' time over the harness's (the L2 sweep alone is about 58 µs a call of the
+harness's 150 on an H100)."""
 REFERENCE_SHARED_FRACTION = 0.05
 REFERENCE_SHARED_NS_PER_CALL = 2_000
 """The reference's timed blocks may be this much busier (median) than its twin's before the
@@ -236,11 +244,17 @@ class RoundsAudit:
                                              f"({audit.reference_twin_us_per_call:.2f} µs): work that is not the "
                                              "harness's ran under the reference's timing (run the job again on a GPU "
                                              "of its own)")
+        paired_us = statistics.median(self.paired_ns) / n / 1e3 if self.paired_ns else 0.0
+        if paired_us < -(MISSING_HARNESS_FRACTION * audit.harness_us_per_call + MISSING_HARNESS_SIGMAS * audit.noise_us):
+            raise RunFailure("REJECTED", f"the GPU did less in the solution's timed requests than the harness's own work "
+                                         f"around its calls ({-paired_us:.2f} µs a call less, of "
+                                         f"{audit.harness_us_per_call:.2f}): the cache sweeps or copies before and "
+                                         "after its calls did not run")
         if audit.claimed_us is not None and device_audit.understated(audit.claimed_us, audit.observed_us_per_call,
                                                                      audit.inflation_us, audit.noise_us):
             allowance = (f", less {audit.inflation_us:.2f} µs the counters add to the reference's calls"
                          if audit.inflation_us else "") + f", less {device_audit.NOISE_SIGMAS:g} x its error of " \
-                f"{audit.noise_us:.2f} µs"
+                f"{audit.noise_us:.2f} µs and the counters' {device_audit.FLOOR_US:g} µs scatter on small kernels"
             raise RunFailure("REJECTED", f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
                                          f"the GPU's own counters saw from outside the worker "
                                          f"({audit.observed_us_per_call:.2f} µs per call in the median of "
