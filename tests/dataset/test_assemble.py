@@ -86,6 +86,33 @@ def test_harvests_merge_into_checked_weighted_problems(tmp_path):
     assert check_problem(root / kept.problem).ok
 
 
+def test_recheck_leaves_out_what_fails_on_a_device_and_says_so(tmp_path):
+    """`gpuarena dataset recheck ROOT --device D` checks every kept problem on D: one that passes
+    stays, one that fails there is left out with the device in its reasons and its folder
+    removed, and dataset.json counts it."""
+    root = tmp_path / "dataset"
+    made = add([_harvest(tmp_path, "a", seed=0)], root)
+    kept = [e.problem for e in made.entries if e.status == "kept"]
+    assert len(kept) >= 2
+    broken = kept[0]
+    source = (root / broken / "reference.py").read_text()  # now returns zeros of the right shape
+    params = source.split("def reference(", 1)[1].split(")", 1)[0]
+    (root / broken / "reference.py").write_text(source.replace("def reference(", "def _recorded(", 1)
+                                                + f"\n\ndef reference({params}):\n"
+                                                  f"    return _recorded({params}) * 0\n")
+    result = CliRunner().invoke(app, ["dataset", "recheck", str(root), "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert f"left out {broken}: on cpu:" in said and "zeros" in said, said
+    index = Dataset.model_validate_json((root / "dataset.json").read_text())
+    entry = next(e for e in index.entries if e.problem == broken)
+    assert entry.status == "left-out" and all(r.startswith("on cpu: ") for r in entry.reasons)
+    assert not (root / broken).exists() and index.kept == made.kept - 1 and index.left_out == made.left_out + 1
+    assert all((root / p).is_dir() for p in kept[1:])
+    refused = CliRunner().invoke(app, ["dataset", "recheck", str(tmp_path / "nowhere")])
+    assert refused.exit_code != 0 and "no dataset.json" in " ".join(refused.output.split())
+
+
 def test_a_folder_that_is_not_a_dataset_is_refused_and_left_alone(tmp_path):
     (tmp_path / "mine.txt").write_text("keep me")
     with pytest.raises(GpuarenaError, match="not a dataset folder"):

@@ -65,7 +65,7 @@ class Dataset(BaseModel):
     kept: int
     left_out: int
     left_out_share: float
-    """The share of candidates that failed the CPU check."""
+    """The share of candidates that failed a check (the CPU's at assembly, a device's by recheck)."""
     entries: list[Entry]
 
 
@@ -267,7 +267,37 @@ def add(harvests: list[Path], root: Path, check: bool = True,
             if not report.ok:
                 entry.status, entry.reasons = "left-out", report.errors
                 shutil.rmtree(root / entry.problem)
-    ordered = sorted(entries.values(), key=lambda e: (-e.weight, e.problem))
+    return _write(root, commands, list(entries.values()))
+
+
+def recheck(root: Path, device: str, progress: Any = lambda _text: None) -> tuple[Dataset, list[Entry]]:
+    """Check every kept problem of the dataset at `root` on `device` and leave out those that fail,
+    with the device in their reasons: the CPU's check at assembly runs the small workloads only,
+    and a GPU's kernels can show what the CPU's did not (an input the result does not depend on
+    at the recorded sizes, a view the GPU's attention output refuses). Returns the dataset and
+    the entries this left out."""
+    from gpuarena.dataset.checker import CandidateChecker
+
+    root = Path(root)
+    if not (root / "dataset.json").is_file():
+        raise GpuarenaError(f"{root}: no dataset.json (give a folder made by gpuarena dataset add)")
+    dataset = Dataset.model_validate_json((root / "dataset.json").read_text())
+    kept = [e for e in dataset.entries if e.status == "kept"]
+    newly: list[Entry] = []
+    with CandidateChecker(device) as checker:
+        for n, entry in enumerate(kept):
+            progress(f"checking {n + 1}/{len(kept)} on {device}: {entry.problem}")
+            report = checker(root / entry.problem)
+            if not report.ok:
+                entry.status, entry.reasons = "left-out", [f"on {device}: {error}" for error in report.errors]
+                shutil.rmtree(root / entry.problem)
+                newly.append(entry)
+    return _write(root, dataset.harvests, dataset.entries), newly
+
+
+def _write(root: Path, commands: list[str], entries: list[Entry]) -> Dataset:
+    """root/dataset.json: the entries by weight, with the counts."""
+    ordered = sorted(entries, key=lambda e: (-e.weight, e.problem))
     left = [e for e in ordered if e.status == "left-out"]
     result = Dataset(harvests=commands, kept=len(ordered) - len(left), left_out=len(left),
                      left_out_share=len(left) / len(ordered) if ordered else 0.0, entries=ordered)

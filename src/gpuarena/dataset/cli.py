@@ -145,6 +145,27 @@ def dataset_add_cmd(
               highlight=False)
 
 
+@dataset_app.command("recheck")
+def dataset_recheck_cmd(
+    root: Annotated[Path, typer.Argument(help="The dataset's folder (made by gpuarena dataset add)")],
+    device: Annotated[str, typer.Option(help="Where to check: cuda, cuda:N or cpu")] = "cuda",
+) -> None:
+    """Check every problem of a dataset on a device (all its workloads for that device) and leave
+    out those that fail, with their reasons in dataset.json (docs/dataset.md)."""
+    from gpuarena.dataset.assemble import recheck
+
+    try:
+        with err.status("checking") as status:
+            result, newly = recheck(root, device, progress=lambda text: status.update(text))
+    except GpuarenaError as exc:
+        fail(exc)
+        return
+    for entry in newly:
+        out.print(f"left out {entry.problem}: {'; '.join(entry.reasons)}", highlight=False)
+    out.print(f"{result.kept} problems kept in {root}; {len(newly)} left out on {device} now, {result.left_out} in all "
+              f"({result.left_out_share:.0%} of the candidates)", highlight=False)
+
+
 def _service_commands() -> None:
     """The commands that go through a service (dataset/sample_cli.py)."""
     from gpuarena.dataset import sample_cli
