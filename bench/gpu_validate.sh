@@ -31,7 +31,7 @@
 #     audit-cost  bench/research/audit_cost.py (the sampler's costs; the softmax examples with the audit off and on)
 #     suite       gpuarena suite run on every bundled problem (SUITE_FRAMEWORK: pytorch or torch-compile;
 #                 SUITE_BUDGET s a workload; SUITE_BASELINE: a result to score it against; SUITE_ARGS: more,
-#                 e.g. --root dataset/problems --level 2): $OUT/suite-*.json
+#                 e.g. --root dataset/problems --level 2 --gpus 0): $OUT/suite-*.json
 #     check       gpuarena check --device cuda (CHECK_ARGS; default: the dataset's levels 2-4) 
 #     harvest     the harvester's GPU tests, then gpuarena harvest of real-size models (HARVEST_RUNS: ';'-separated
 #                 "MODEL OPTIONS"), bf16, kernel times from the profiler: \$OUT/harvest-K.json, top groups in the summary

@@ -109,3 +109,44 @@ def test_a_checker_that_problem_toml_names_must_exist(tmp_path) -> None:
     toml.write_text(toml.read_text().replace('checker = "check"', 'checker = "judge"'))
     with pytest.raises(ValueError, match="names checker 'judge'"):
         _ = load_problem(problem).checker
+
+
+ATTENTION_TOML = """name = "attention_bf16"
+level = 2
+summary = "softmax(q k^T) v in bfloat16"
+outputs = ["out"]
+
+[[workloads]]
+name = "s256"
+axes = { s = 256, d = 64 }
+dtype = "bfloat16"
+"""
+
+ATTENTION_REFERENCE = """import torch
+
+
+def reference(q, k, v):
+    return torch.softmax(q @ k.transpose(0, 1) / 8.0, dim=-1) @ v
+
+
+def make_inputs(axes, dtype, device, generator):
+    s, d = axes["s"], axes["d"]
+    draw = lambda: (torch.randn(s, d, generator=generator, device=device) * SCALE).to(dtype)
+    return {"q": draw(), "k": draw(), "v": draw()}
+"""
+
+
+@pytest.mark.parametrize("scale, fails", [(12.0, True), (1.0, False)])
+def test_check_refuses_a_reduced_precision_problem_that_amplifies_rounding(tmp_path, scale, fails) -> None:
+    """Inputs far wider than the model's saturate the softmax: the reference computed in float32
+    from the same bfloat16 inputs then fails against itself, as every honest fused kernel would
+    (torch.compile failed 30 of 32 harvested level-4 problems on an H200 so). At the model's
+    scale the same problem passes."""
+    folder = tmp_path / "attention_bf16"
+    folder.mkdir()
+    (folder / "problem.toml").write_text(ATTENTION_TOML)
+    (folder / "reference.py").write_text(ATTENTION_REFERENCE.replace("SCALE", str(scale)))
+    report = check_problem(folder)
+    amplified = [e for e in report.errors if "rounding alone fails honest kernels" in e]
+    assert bool(amplified) == fails, report.errors
+    assert report.ok != fails, report.errors

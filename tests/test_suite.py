@@ -140,7 +140,7 @@ def test_the_shipped_baselines_cover_the_bundled_problems_and_the_dataset() -> N
     bundled = {p.id for p in discover()}
     dataset = {p.id for p in all_problems([ROOT / "dataset" / "problems"])}
     assert shipped_baseline(bundled) == SHIPPED_BASELINES / "H100-pytorch.json"
-    assert shipped_baseline(dataset) == SHIPPED_BASELINES / "H200-pytorch-dataset.json"
+    assert shipped_baseline(dataset) == SHIPPED_BASELINES / "H100-pytorch-dataset.json"
     assert shipped_baseline({"level9/nothing"}) is None
     baseline = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H100-pytorch.json").read_text())
     assert baseline.framework == "pytorch" and "H100" in baseline.device_name
@@ -151,3 +151,44 @@ def test_the_shipped_baselines_cover_the_bundled_problems_and_the_dataset() -> N
     passed = [p for p in timed.problems if p.status == "PASSED" and p.problem in dataset]
     assert len(passed) >= 0.99 * len(dataset) and all(p.time_us > 0 for p in passed)
     assert all(p.reason for p in timed.problems if p.status != "PASSED")
+
+
+def test_a_run_spread_over_several_processes_merges_in_order_and_names_a_dead_one(tmp_path, monkeypatch) -> None:
+    """Each slot's process times its share (real processes, the CPU here, a GPU each on a GPU
+    host); the result lists the problems in their order, and a slot whose process dies leaves its
+    problems as ERROR with the reason, not silently out."""
+    from gpuarena.suite.shard import gpu_slots, run_sharded, split
+
+    problems = [resolve_problem(name) for name in ("level1/add", "level1/softmax", "level1/gelu")]
+    assert [[p.id for p in share] for share in split(problems, 2)] == [["level1/add", "level1/gelu"],
+                                                                         ["level1/softmax"]]
+    seen: list[SuiteResult] = []
+    result = run_sharded(problems, "pytorch", "cpu", 0.1, [{}, {}], checkpoint=seen.append)
+    assert [p.problem for p in result.problems] == ["level1/add", "level1/softmax", "level1/gelu"]
+    assert all(p.status == "PASSED" and p.time_us > 0 for p in result.problems), result.problems
+    assert len(seen) == 3 and result.device_name and result.framework == "pytorch"
+    dies = tmp_path / "dies"
+    dies.mkdir()
+    (dies / "sitecustomize.py").write_text("import os\nos._exit(3)\n")
+    broken = run_sharded(problems, "pytorch", "cpu", 0.1, [{}, {"PYTHONPATH": str(dies)}])
+    assert [p.status for p in broken.problems] == ["PASSED", "ERROR", "PASSED"]
+    assert "slot 1 exited with code 3" in broken.problems[1].reason
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,GPU-5")
+    assert gpu_slots(0) == [{"CUDA_VISIBLE_DEVICES": "3"}, {"CUDA_VISIBLE_DEVICES": "GPU-5"}]
+    assert gpu_slots(1) == [{"CUDA_VISIBLE_DEVICES": "3"}]
+    with pytest.raises(GpuarenaError, match="only 2 GPU"):
+        gpu_slots(3)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(GpuarenaError, match="no CUDA device"):
+        gpu_slots(0)
+
+
+def test_gpus_is_refused_off_cuda(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from gpuarena.cli.app import app
+
+    ran = CliRunner().invoke(app, ["suite", "run", "--device", "cpu", "--gpus", "2", "--problems", "level1/add",
+                                   "-o", str(tmp_path / "s.json")])
+    assert ran.exit_code != 0 and "--gpus is for --device cuda" in ran.output
+    assert not (tmp_path / "s.json").exists()

@@ -54,6 +54,33 @@ def _passes(problem: Problem, workload: Workload, candidate: tuple[torch.Tensor,
     return all(compare(n, c, r, tol).ok for n, c, r in zip(problem.spec.outputs, candidate, ref))
 
 
+REDUCED = (torch.float16, torch.bfloat16)
+
+
+def _rounding_amplified(problem: Problem, workload: Workload, inputs: dict[str, Any],
+                        ref: tuple[torch.Tensor, ...]) -> list[str]:
+    """A reduced-precision problem must tolerate rounding: the reference computed in float32 from
+    the same inputs (rounded back to the workload's dtype) has to pass against the reference
+    itself. Where it does not, the problem amplifies rounding (a saturated softmax, say), and an
+    honest kernel that rounds differently, as every fused one does, fails. A reference that
+    cannot run in float32 is not judged here."""
+    if workload.torch_dtype not in REDUCED:
+        return []
+    wide = {n: v.float() if isinstance(v, torch.Tensor) and v.dtype in REDUCED else v for n, v in inputs.items()}
+    try:
+        exact = _run(problem, wide)
+    except Exception:
+        return []
+    if len(exact) != len(ref) or any(not isinstance(e, torch.Tensor) or e.shape != r.shape for e, r in zip(exact, ref)):
+        return []
+    rounded = tuple(e.to(r.dtype) for e, r in zip(exact, ref))
+    if _passes(problem, workload, rounded, ref, inputs):
+        return []
+    return [f"workload {workload.name}: the reference computed in float32 from the same inputs fails against the "
+            f"{workload.dtype} reference, so rounding alone fails honest kernels; draw the inputs at the model's "
+            "scale or widen the tolerance"]
+
+
 def check_workload(problem: Problem, workload: Workload, device: torch.device) -> list[str]:
     where = f"workload {workload.name}"
     names = problem.input_names
@@ -93,6 +120,7 @@ def check_workload(problem: Problem, workload: Workload, device: torch.device) -
             errors.append(f"{where}: the problem's checker rejects the reference's own outputs ({own.reason})")
     if errors:
         return errors
+    errors += _rounding_amplified(problem, workload, inputs, ref)
     if _passes(problem, workload, tuple(torch.zeros_like(r) for r in ref), ref, inputs):
         errors.append(f"{where}: returning zeros passes the tolerance; scale the inputs so outputs are not tiny, or tighten the tolerance")
     # the mean of a one-element output is that output: only outputs of several elements are

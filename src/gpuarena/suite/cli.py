@@ -62,6 +62,8 @@ def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")]
             root: Annotated[Optional[list[Path]], typer.Option("--root", help="Problems under this folder instead of "
                                                                                "the bundled ones (repeatable)")] = None,
             budget: Annotated[float, typer.Option(help="Timing budget per workload, seconds")] = 1.0,
+            gpus: Annotated[int, typer.Option("--gpus", help="Spread the problems over this many GPUs of this host, "
+                                                             "one process each (0: every visible GPU)")] = 1,
             output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the result (JSON)")] = Path(
                 "suite.json"),
             baseline: Annotated[Optional[Path], typer.Option(
@@ -82,8 +84,15 @@ def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")]
         def save(so_far) -> None:  # type: ignore[no-untyped-def]
             output.write_text(so_far.model_dump_json(indent=2) + "\n")
 
-        result = run_suite(chosen, framework, device, budget, progress=lambda text: err.print(text, highlight=False),
-                           checkpoint=save)
+        show = lambda text: err.print(text, highlight=False)  # noqa: E731
+        if gpus != 1:
+            from gpuarena.suite.shard import gpu_slots, run_sharded
+
+            if device != "cuda":
+                raise GpuarenaError(f"--gpus is for --device cuda (each process gets one GPU as cuda), not {device!r}")
+            result = run_sharded(chosen, framework, device, budget, gpu_slots(gpus), progress=show, checkpoint=save)
+        else:
+            result = run_suite(chosen, framework, device, budget, progress=show, checkpoint=save)
         save(result)
         err.print(f"wrote {output}", highlight=False)
         if base is not None:

@@ -55,13 +55,14 @@ def run_suite(problems: list[Problem], framework: str, device: str, budget_s: fl
             if record.environment is not None and not device_name:
                 device_name = record.environment.device_name
             times.append(problem_time(problem, record))
-            checkpoint(_result(framework, device, device_name, times))
+            checkpoint(result_of(framework, device, device_name, times))
             shown = f"{times[-1].time_us:.1f} µs" if times[-1].time_us is not None else times[-1].status
             progress(f"[{i}/{len(problems)}] {problem.id}: {shown}")
-    return _result(framework, device, device_name, times)
+    return result_of(framework, device, device_name, times)
 
 
-def _result(framework: str, device: str, device_name: str, times: list[ProblemTime]) -> SuiteResult:
+def result_of(framework: str, device: str, device_name: str, times: list[ProblemTime]) -> SuiteResult:
+    """The suite result of these problem times, with this process's versions and command."""
     import torch
 
     environment = {"python": platform.python_version(), "torch": torch.__version__, "gpuarena": __version__}

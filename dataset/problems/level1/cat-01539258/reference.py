@@ -3,10 +3,13 @@
 Written by `gpuarena harvest`: the recorded aten call, on inputs redrawn with the recorded
 shapes, dtypes, strides and value ranges."""
 
+import math
+
 import torch
 
-# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), sorted
-# (offsets), the axis a sorted input ends at (None: its recorded maximum), the axis indices stay below
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), the deviation of
+# a normal draw whose extreme at the recorded size (numel) is the recorded one, sorted (offsets), the axis a
+# sorted input ends at (None: its recorded maximum), the axis indices stay below
 INPUTS = {
     "tensors_0": {
         "rank": 3,
@@ -18,6 +21,8 @@ INPUTS = {
         ],
         "low": -2.0,
         "high": 0.057861328125,
+        "spread": 0.4302782429283936,
+        "numel": 49152,
         "ascending": False,
         "high_axis": None,
         "below_axis": None
@@ -32,6 +37,8 @@ INPUTS = {
         ],
         "low": -3.140625,
         "high": 2.953125,
+        "spread": 0.5537929585901709,
+        "numel": 9633792,
         "ascending": False,
         "high_axis": None,
         "below_axis": None
@@ -77,7 +84,9 @@ def _draw(shape, spec, device, generator, axes):
         hi = high if high > lo else 2 * lo
         values = lo + (hi - lo) * torch.rand(size, generator=generator, device=device)
     else:
-        spread = max(abs(low), abs(high)) / 2 if low is not None and high is not None and high > low else 1.0
+        spread = 1.0
+        if low is not None and high is not None and high > low:  # the model's scale at its size; wider when shrunk
+            spread = spec["spread"] if math.prod(shape) >= spec["numel"] else max(abs(low), abs(high)) / 2
         offset = 0.1 * spread * (2 * torch.rand((), generator=generator, device=device) - 1)
         values = torch.randn(size, generator=generator, device=device) * spread * scale + offset
     values = values.to(dtype)

@@ -3,10 +3,13 @@
 Written by `gpuarena harvest`: the recorded aten call, on inputs redrawn with the recorded
 shapes, dtypes, strides and value ranges."""
 
+import math
+
 import torch
 
-# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), sorted
-# (offsets), the axis a sorted input ends at (None: its recorded maximum), the axis indices stay below
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), the deviation of
+# a normal draw whose extreme at the recorded size (numel) is the recorded one, sorted (offsets), the axis a
+# sorted input ends at (None: its recorded maximum), the axis indices stay below
 INPUTS = {
     "tensors_0": {
         "rank": 4,
@@ -19,6 +22,8 @@ INPUTS = {
         ],
         "low": -4.78125,
         "high": 4.53125,
+        "spread": 0.8861435419598067,
+        "numel": 2097152,
         "ascending": False,
         "high_axis": None,
         "below_axis": None
@@ -34,6 +39,8 @@ INPUTS = {
         ],
         "low": -4.5,
         "high": 4.4375,
+        "spread": 0.8340174512562887,
+        "numel": 2097152,
         "ascending": False,
         "high_axis": None,
         "below_axis": None
@@ -79,7 +86,9 @@ def _draw(shape, spec, device, generator, axes):
         hi = high if high > lo else 2 * lo
         values = lo + (hi - lo) * torch.rand(size, generator=generator, device=device)
     else:
-        spread = max(abs(low), abs(high)) / 2 if low is not None and high is not None and high > low else 1.0
+        spread = 1.0
+        if low is not None and high is not None and high > low:  # the model's scale at its size; wider when shrunk
+            spread = spec["spread"] if math.prod(shape) >= spec["numel"] else max(abs(low), abs(high)) / 2
         offset = 0.1 * spread * (2 * torch.rand((), generator=generator, device=device) - 1)
         values = torch.randn(size, generator=generator, device=device) * spread * scale + offset
     values = values.to(dtype)

@@ -3,10 +3,13 @@
 Written by `gpuarena harvest`: the recorded aten call, on inputs redrawn with the recorded
 shapes, dtypes, strides and value ranges."""
 
+import math
+
 import torch
 
-# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), sorted
-# (offsets), the axis a sorted input ends at (None: its recorded maximum), the axis indices stay below
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), the deviation of
+# a normal draw whose extreme at the recorded size (numel) is the recorded one, sorted (offsets), the axis a
+# sorted input ends at (None: its recorded maximum), the axis indices stay below
 INPUTS = {
     "x": {
         "rank": 2,
@@ -14,6 +17,8 @@ INPUTS = {
         "stride": None,
         "low": -5.03125,
         "high": 5.28125,
+        "spread": 0.9352873919709248,
+        "numel": 8388608,
         "ascending": False,
         "high_axis": None,
         "below_axis": None
@@ -27,6 +32,8 @@ INPUTS = {
         ],
         "low": -0.10498046875,
         "high": 0.103515625,
+        "spread": 0.0190094450640313,
+        "numel": 4194304,
         "ascending": False,
         "high_axis": None,
         "below_axis": None
@@ -72,7 +79,9 @@ def _draw(shape, spec, device, generator, axes):
         hi = high if high > lo else 2 * lo
         values = lo + (hi - lo) * torch.rand(size, generator=generator, device=device)
     else:
-        spread = max(abs(low), abs(high)) / 2 if low is not None and high is not None and high > low else 1.0
+        spread = 1.0
+        if low is not None and high is not None and high > low:  # the model's scale at its size; wider when shrunk
+            spread = spec["spread"] if math.prod(shape) >= spec["numel"] else max(abs(low), abs(high)) / 2
         offset = 0.1 * spread * (2 * torch.rand((), generator=generator, device=device) - 1)
         values = torch.randn(size, generator=generator, device=device) * spread * scale + offset
     values = values.to(dtype)

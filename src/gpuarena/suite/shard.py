@@ -1,0 +1,149 @@
+"""A suite run spread over several devices of one host: one process per device slot (a GPU pinned
+with CUDA_VISIBLE_DEVICES, as the runner pins its slots), each timing its share of the problems
+through its own evaluator, one problem at a time as a single-device run does; the parent merges
+what they time, in the problems' order. Each GPU still times one problem at a time alone, so a
+problem's time does not depend on how many GPUs shared the run.
+
+The child is `python -m gpuarena.suite.shard`: its job (problems, framework, device, budget) comes
+as JSON on stdin, and it answers one JSON line per event on stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from gpuarena.errors import GpuarenaError
+from gpuarena.problems.loader import Problem, load_problem
+from gpuarena.suite.model import ProblemTime, SuiteResult
+from gpuarena.suite.run import result_of, run_suite
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES names them (indexes or UUIDs)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g.strip() for g in listed.split(",") if g.strip()]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def gpu_slots(count: int) -> list[dict[str, str]]:
+    """The environments of `count` processes, one GPU each (0: every visible GPU)."""
+    if count < 0:
+        raise GpuarenaError(f"--gpus {count}: give a number of GPUs, or 0 for every visible one")
+    gpus = visible_gpus()
+    if not gpus:
+        raise GpuarenaError("--gpus: no CUDA device is visible here")
+    if count > len(gpus):
+        raise GpuarenaError(f"--gpus {count}: only {len(gpus)} GPU(s) visible here ({', '.join(gpus)})")
+    return [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus[:count or len(gpus)]]
+
+
+def split(problems: list[Problem], n: int) -> list[list[Problem]]:
+    """Every n-th problem to each slot, so each gets a share of every level and model."""
+    return [problems[i::n] for i in range(n)]
+
+
+def _root(problem: Problem) -> Path:
+    """The folder the problem's id is relative to (level1/softmax under problems/)."""
+    return problem.path.parents[problem.id.count("/")]
+
+
+def run_sharded(problems: list[Problem], framework: str, device: str, budget_s: float,
+                slots: list[dict[str, str]], progress: Callable[[str], None] = lambda text: None,
+                checkpoint: Callable[[SuiteResult], None] = lambda result: None) -> SuiteResult:
+    """Time the problems on len(slots) processes at once (each slot: environment variables for its
+    child). A child that dies leaves its
+    remaining problems with status ERROR and the reason, never silently out."""
+    order = {p.id: i for i, p in enumerate(problems)}
+    if len(order) != len(problems):
+        raise GpuarenaError("two chosen problems share an id: run them in separate suite runs")
+    events: queue.Queue[tuple[int, dict[str, Any] | None]] = queue.Queue()
+    children, shares = [], split(problems, len(slots))
+    for k, (slot, share) in enumerate(zip(slots, shares)):
+        if not share:
+            continue
+        child = subprocess.Popen([sys.executable, "-m", "gpuarena.suite.shard"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True, env={**os.environ, **slot})
+        job = {"framework": framework, "device": device, "budget_s": budget_s,
+               "problems": [{"folder": str(p.path), "root": str(_root(p))} for p in share]}
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(json.dumps(job))
+        child.stdin.close()
+        threading.Thread(target=_pump, args=(k, child.stdout, events), daemon=True).start()
+        children.append((k, child, share))
+    times: dict[str, ProblemTime] = {}
+    names: set[str] = set()
+    running = len(children)
+    while running:
+        k, event = events.get()
+        if event is None:
+            running -= 1
+            continue
+        if "progress" in event:
+            progress(f"[slot {k}] {event['progress']}")
+        if "time" in event:
+            done = ProblemTime.model_validate(event["time"])
+            times[done.problem] = done
+            if event.get("device_name"):
+                names.add(str(event["device_name"]))
+            checkpoint(result_of(framework, device, _name(names), _ordered(times, order)))
+    for k, child, share in children:
+        code = child.wait()
+        for problem in share:
+            if problem.id not in times and code != 0:
+                times[problem.id] = ProblemTime(problem=problem.id, level=problem.spec.level,
+                                                weight=problem.spec.weight, tags=problem.spec.tags, status="ERROR",
+                                                reason=f"the suite's process for slot {k} exited with code {code}")
+    return result_of(framework, device, _name(names), _ordered(times, order))
+
+
+def _ordered(times: dict[str, ProblemTime], order: dict[str, int]) -> list[ProblemTime]:
+    return sorted(times.values(), key=lambda t: order[t.problem])
+
+
+def _name(names: set[str]) -> str:
+    return " + ".join(sorted(names))
+
+
+def _pump(k: int, stream: Any, events: queue.Queue[tuple[int, dict[str, Any] | None]]) -> None:
+    """Each JSON line the child writes, as an event; a line that is not one is shown as progress."""
+    for line in stream:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            event = {"progress": line}
+        events.put((k, event if isinstance(event, dict) else {"progress": line}))
+    events.put((k, None))
+
+
+def _child() -> None:
+    """The child's side: time the job's problems, one event line each."""
+    job = json.loads(sys.stdin.read())
+    problems = [load_problem(p["folder"], root=Path(p["root"])) for p in job["problems"]]
+
+    events, sys.stdout = sys.stdout, sys.stderr  # the harness's own output to stderr: stdout carries events
+
+    def say(event: dict[str, Any]) -> None:
+        events.write(json.dumps(event) + "\n")
+        events.flush()
+
+    def done(so_far: SuiteResult) -> None:
+        say({"time": so_far.problems[-1].model_dump(mode="json"), "device_name": so_far.device_name})
+
+    run_suite(problems, job["framework"], job["device"], job["budget_s"], progress=lambda text: say({"progress": text}),
+              checkpoint=done)
+
+
+if __name__ == "__main__":
+    _child()
