@@ -267,3 +267,29 @@ def test_a_run_leaves_without_teardown_but_pays_what_an_exit_owes(code, status, 
     assert result.returncode == status
     assert result.stdout.startswith("unflushed") and "thread done" in result.stdout and "hook ran" in result.stdout
     assert stderr in result.stderr
+
+
+def test_the_console_script_s_early_worker_is_taken_only_for_the_device_it_was_started_for():
+    """`gpuarena run` starts its worker before the CLI's imports (cli/entry.py), reading --device
+    itself; `run` takes that worker only for the device typer parsed, and closes it otherwise."""
+    from gpuarena.cli import early
+    from gpuarena.cli.entry import _option
+
+    assert _option(["run", "p", "s", "--device", "cpu"], "--device") == "cpu"
+    assert _option(["run", "p", "s", "--device=cuda:1"], "--device") == "cuda:1"
+    assert _option(["run", "p", "s"], "--device") is None
+    early.start("cpu")
+    started = early._started[1]
+    taken = early.take("cpu")
+    try:
+        assert taken is started and taken.alive()
+    finally:
+        taken.close()
+    early.start("cpu")
+    stale = early._started[1]
+    other = early.take(None)  # no --device given: another start than `cpu`
+    try:
+        assert other is not stale and not stale.alive() and early._started is None
+    finally:
+        if other is not None:
+            other.close()

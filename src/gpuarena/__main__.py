@@ -1,3 +1,3 @@
-from gpuarena.cli.app import main
+from gpuarena.cli.entry import main
 
 main()

@@ -1,5 +1,5 @@
 """`python -m gpuarena.cli`: the same as the `gpuarena` command."""
 
-from gpuarena.cli.app import main
+from gpuarena.cli.entry import main
 
 main()

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from gpuarena import __version__
 from gpuarena.apps import cli as apps_cli
-from gpuarena.cli import bounty_cli, many, service_cli
+from gpuarena.cli import bounty_cli, early, many, service_cli
 from gpuarena.cli.console import err, fail, out
 from gpuarena.cli.problem_filters import Level, Match, Model, Source, Tag
 from gpuarena.cli.devices import check_device as _check_device
@@ -59,7 +59,7 @@ def run(
         return
     global _LEAVE_FAST
     _LEAVE_FAST = True
-    ahead = _worker_ahead(device)  # its imports overlap this process's own (torch: seconds)
+    ahead = early.take(device)  # its imports overlap this process's own (torch: seconds)
     device_ahead = _device_ahead(device, mode)  # and so do the device's sampler and reading
     try:
         _run(problem, solution, device, mode, timeout, workload, budget, json_out, verbose, ahead, ncu, device_ahead)
@@ -68,22 +68,6 @@ def run(
             ahead.close()
         if device_ahead is not None:
             device_ahead.close()
-
-
-def _worker_ahead(device: str | None):  # type: ignore[no-untyped-def]
-    """A worker started now, before torch is imported here, for the supervisor to take; None
-    where it cannot start (the run then starts its own and reports why it could not)."""
-    from gpuarena.harness.started import StartedWorker
-
-    gpu = device != "cpu" if device else Path("/dev/nvidiactl").exists()
-    # its CUDA context too, while this process imports torch: a fresh process's current
-    # device is cuda:0, which the run names a bare `cuda` as
-    target = device or "cuda"
-    prepare_on = (target if ":" in target else f"{target}:0") if gpu and target.startswith("cuda") else None
-    try:
-        return StartedWorker(gpu=gpu, prepare_on=prepare_on)
-    except Exception:  # noqa: BLE001  the run's own start says what is wrong
-        return None
 
 
 def _device_ahead(device: str | None, mode: str):  # type: ignore[no-untyped-def]

@@ -82,8 +82,9 @@ def relative_error(out: torch.Tensor, exact: torch.Tensor) -> float | None:
         return None
     o, e = out.detach().double(), exact.detach().double()
     finite = torch.isfinite(e) & torch.isfinite(o)
-    norm = float(torch.linalg.vector_norm(e[finite]))
-    diff = float(torch.linalg.vector_norm(o[finite] - e[finite]))
+    zero = e.new_zeros(())  # where, not a boolean index: no copy of the finite entries (a CPU run's 0.1 s)
+    norm = float(torch.linalg.vector_norm(torch.where(finite, e, zero)))
+    diff = float(torch.linalg.vector_norm(torch.where(finite, o - e, zero)))
     return diff / norm if norm > 0 else (0.0 if diff == 0 else float("inf"))
 
 
