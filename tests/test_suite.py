@@ -192,3 +192,38 @@ def test_gpus_is_refused_off_cuda(tmp_path) -> None:
                                    "-o", str(tmp_path / "s.json")])
     assert ran.exit_code != 0 and "--gpus is for --device cuda" in ran.output
     assert not (tmp_path / "s.json").exists()
+
+
+def test_a_problem_whose_reference_is_jax_is_judged_checked_and_timed_as_jax() -> None:
+    """A reference written in JAX (provenance.framework = "jax") is called through DLPack by the
+    harness: `gpuarena check` passes it, a PyTorch solution is judged against it, and the suite's
+    jax framework times it as a JAX solution; pytorch has no implementation of it, nor jax of a
+    PyTorch problem (the suite leaves those out)."""
+    from gpuarena.problems.check import check_problem
+    from gpuarena.solutions.model import Solution, SolutionManifest
+    from gpuarena.suite.frameworks import implements
+    from gpuarena.suite.run import run_suite
+
+    problem = load_problem(FIXTURES / "problems" / "jax_rmsnorm")
+    assert problem.input_names == ["x", "scale"]
+    report = check_problem(problem.path)
+    assert report.ok, report.errors
+    torch_solution = Solution(name="rms", manifest=SolutionManifest(language="pytorch", entry_point="s.py:solve"),
+                              sources={"s.py": "import torch\n\ndef solve(x, scale):\n    w = x.float()\n"
+                                                "    return (w * torch.rsqrt(w.pow(2).mean(-1, keepdim=True) + 1e-6)"
+                                                " * scale.float()).to(x.dtype)\n"})
+    record = evaluate(problem, torch_solution, RunOptions(device="cpu", mode="test"))
+    assert record.status == "PASSED", (record.reason, record.log[-2000:])
+    wrong = torch_solution.model_copy(update={"sources": {"s.py": "def solve(x, scale):\n    return x * scale\n"}})
+    assert evaluate(problem, wrong, RunOptions(device="cpu", mode="test")).status == "WRONG_VALUES"
+    record = evaluate(problem, framework_solution(problem, "jax"), RunOptions(device="cpu", mode="test"))
+    assert record.status == "PASSED", (record.reason, record.log[-2000:])
+    softmax = resolve_problem("level1/softmax")
+    assert implements(problem, "jax") and not implements(problem, "pytorch") and not implements(softmax, "jax")
+    with pytest.raises(GpuarenaError, match="written in jax, so pytorch has no implementation"):
+        framework_solution(problem, "pytorch")
+    said: list[str] = []
+    timed = run_suite([problem, softmax], "jax", "cpu", 0.1, progress=said.append)
+    assert [(p.problem, p.status) for p in timed.problems] == [("jax_rmsnorm", "PASSED")]
+    assert timed.problems[0].time_us > 0 and timed.framework == "jax"
+    assert any("level1/softmax: its reference is written in pytorch, no jax implementation" in s for s in said)

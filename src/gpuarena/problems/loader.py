@@ -40,6 +40,12 @@ class Problem:
 
     @property
     def reference(self) -> Callable[..., Any]:
+        """The reference as the harness calls it: torch tensors in, torch tensors out. A reference
+        written in JAX (provenance.framework = "jax") is called through DLPack (jax_bridge)."""
+        if self.spec.provenance.framework == "jax":
+            from gpuarena.jax_bridge import torch_facing
+
+            return torch_facing(self.module.reference)
         return self.module.reference
 
     @property

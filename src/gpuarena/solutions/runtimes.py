@@ -17,7 +17,6 @@ import functools
 import importlib.metadata
 import importlib.util
 import inspect
-import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -81,30 +80,9 @@ def start(language: str, device: torch.device) -> None:
 
 
 def _start_jax(device: torch.device) -> None:
-    import torch
+    from gpuarena.jax_bridge import start as start_jax
 
-    # no up-front grab of 75% of the GPU's memory (the supervisor's reference needs its share)
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    import jax
-    import jax.numpy as jnp
-
-    jax.config.update("jax_platforms", "cuda" if device.type == "cuda" else "cpu")
-    if device.type == "cuda":
-        # one GPU's context, not one on every GPU of the machine (other runs time there)
-        jax.config.update("jax_cuda_visible_devices", str(device.index or 0))
-    # the problem's dtypes cross intact (float64 and int64 inputs stay 64-bit)
-    jax.config.update("jax_enable_x64", True)
-    # on the CPU a computation runs inside the call that dispatches it, never on XLA's threads
-    # after the call returned (the GPU's queue is drained by the worker's device sync)
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
-    jax.devices()
-    # the first compile and run start XLA's compile and execution threads, and a program
-    # with a loop its parallel code generation's pool (llvm-worker-N); DLPack both ways
-    probe = torch.ones(8, 8, device=device)
-    looped = jax.jit(lambda a: jax.lax.fori_loop(0, 4, lambda i, acc: jnp.tanh(acc @ acc.T + i), a).sum(axis=-1))
-    torch.from_dlpack(looped(jax.dlpack.from_dlpack(probe)))
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    start_jax(device)
 
 
 def _start_tilelang(device: torch.device) -> None:
@@ -156,16 +134,9 @@ def _jax_entry(entry: Callable[..., Any], destinations: list[str]) -> Callable[.
     """A JAX function takes JAX arrays and returns new ones: inputs cross through DLPack with no
     copy, outputs come back the same way; where the problem passes destinations, the returned
     arrays are copied into them inside the call (the solution's cost, as it would be in JAX)."""
-    import jax.dlpack
-    import torch
+    from gpuarena.jax_bridge import to_jax, to_torch
 
     count = len(destinations)
-
-    def to_jax(value: Any) -> Any:
-        return jax.dlpack.from_dlpack(value) if isinstance(value, torch.Tensor) else value
-
-    def to_torch(value: Any) -> Any:
-        return torch.from_dlpack(value) if hasattr(value, "__dlpack__") and not isinstance(value, torch.Tensor) else value
 
     @functools.wraps(entry)
     def solve(*args: Any) -> Any:

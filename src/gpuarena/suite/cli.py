@@ -57,7 +57,7 @@ def shipped_baseline(problems: set[str]) -> Path | None:
 
 @suite_app.command("run")
 def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")] = "cpu",
-            framework: Annotated[str, typer.Option("--framework", help="pytorch (eager) or torch-compile")] = "pytorch",
+            framework: Annotated[str, typer.Option("--framework", help="pytorch (eager), torch-compile or jax (each on the problems whose reference is written in that framework)")] = "pytorch",
             match: Match = None, level: Level = None, tag: Tag = None, model: Model = None, source: Source = None,
             root: Annotated[Optional[list[Path]], typer.Option("--root", help="Problems under this folder instead of "
                                                                                "the bundled ones (repeatable)")] = None,

@@ -40,7 +40,7 @@ class SuiteResult(BaseModel):
     format: str = FORMAT
     """The format's name and version."""
     framework: str
-    """pytorch or torch-compile."""
+    """pytorch, torch-compile or jax."""
     device: str
     """The harness device (cpu, cuda)."""
     device_name: str

@@ -12,7 +12,7 @@ from gpuarena import __version__
 from gpuarena.harness.records import Evaluation
 from gpuarena.harness.stats import weighted_geomean
 from gpuarena.problems.loader import Problem, discover
-from gpuarena.suite.frameworks import framework_solution
+from gpuarena.suite.frameworks import framework_solution, implements
 from gpuarena.suite.model import ProblemTime, SuiteResult
 
 
@@ -47,6 +47,10 @@ def run_suite(problems: list[Problem], framework: str, device: str, budget_s: fl
             workloads = [w.name for w in problem.spec.workloads if target in w.devices]
             if not workloads:
                 progress(f"[{i}/{len(problems)}] {problem.id}: no {target} workload, left out")
+                continue
+            if not implements(problem, framework):
+                progress(f"[{i}/{len(problems)}] {problem.id}: its reference is written in "
+                         f"{problem.spec.provenance.framework}, no {framework} implementation, left out")
                 continue
             options = RunOptions(device=device, mode="benchmark", budget_s=budget_s, workloads=workloads,
                                  timeout_s=problem.spec.time_limit_for("benchmark"), kernel_duration=False,
