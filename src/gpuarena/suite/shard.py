@@ -60,8 +60,8 @@ def run_sharded(problems: list[Problem], framework: str, device: str, budget_s: 
                 slots: list[dict[str, str]], progress: Callable[[str], None] = lambda text: None,
                 checkpoint: Callable[[SuiteResult], None] = lambda result: None) -> SuiteResult:
     """Time the problems on len(slots) processes at once (each slot: environment variables for its
-    child). A child that dies leaves its
-    remaining problems with status ERROR and the reason, never silently out."""
+    child). A child that dies leaves its remaining problems with status ERROR and the reason,
+    never silently out."""
     order = {p.id: i for i, p in enumerate(problems)}
     if len(order) != len(problems):
         raise GpuarenaError("two chosen problems share an id: run them in separate suite runs")
@@ -75,8 +75,11 @@ def run_sharded(problems: list[Problem], framework: str, device: str, budget_s: 
         job = {"framework": framework, "device": device, "budget_s": budget_s,
                "problems": [{"folder": str(p.path), "root": str(_root(p))} for p in share]}
         assert child.stdin is not None and child.stdout is not None
-        child.stdin.write(json.dumps(job))
-        child.stdin.close()
+        try:
+            child.stdin.write(json.dumps(job))
+            child.stdin.close()
+        except BrokenPipeError:  # it died before reading its job: its exit code says so below
+            pass
         threading.Thread(target=_pump, args=(k, child.stdout, events), daemon=True).start()
         children.append((k, child, share))
     times: dict[str, ProblemTime] = {}
