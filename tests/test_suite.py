@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -204,7 +205,7 @@ def test_a_problem_whose_reference_is_jax_is_judged_checked_and_timed_as_jax() -
     from gpuarena.suite.frameworks import implements
     from gpuarena.suite.run import run_suite
 
-    problem = load_problem(FIXTURES / "problems" / "jax_rmsnorm")
+    problem = load_problem(FIXTURES / "jax_problems" / "jax_rmsnorm")
     assert problem.input_names == ["x", "scale"]
     report = check_problem(problem.path)
     assert report.ok, report.errors
@@ -223,7 +224,9 @@ def test_a_problem_whose_reference_is_jax_is_judged_checked_and_timed_as_jax() -
     with pytest.raises(GpuarenaError, match="written in jax, so pytorch has no implementation"):
         framework_solution(problem, "pytorch")
     said: list[str] = []
-    timed = run_suite([problem, softmax], "jax", "cpu", 0.1, progress=said.append)
+    with warnings.catch_warnings(record=True) as warned:  # JAX's fork warning: subprocess execs at once
+        timed = run_suite([problem, softmax], "jax", "cpu", 0.1, progress=said.append)
+    assert not [w for w in warned if "os.fork" in str(w.message)]
     assert [(p.problem, p.status) for p in timed.problems] == [("jax_rmsnorm", "PASSED")]
     assert timed.problems[0].time_us > 0 and timed.framework == "jax"
     assert any("level1/softmax: its reference is written in pytorch, no jax implementation" in s for s in said)

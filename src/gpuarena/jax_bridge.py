@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -20,6 +21,9 @@ def start(device: torch.device) -> None:
         return
     # no up-front grab of 75% of the GPU's memory (the other side of the run needs its share)
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    # JAX warns of a deadlock at every fork once its threads run; this process forks only through
+    # subprocess, whose child execs at once and runs none of JAX's code (a worker, a runner's job)
+    warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
     import jax
     import jax.numpy as jnp
 
