@@ -67,7 +67,11 @@ def test_harvests_merge_into_checked_weighted_problems(tmp_path):
     assert isinstance(result, Dataset) and result.kept + result.left_out == len(written)
     out = next(e for e in result.entries if e.problem == broken)
     assert out.status == "left-out" and out.reasons and not (root / broken).exists()
-    kept = next(e for e in result.entries if e.status == "kept")
+    # a problem both harvests kept (an op near the harvest's 2% floor of time shares can be in one
+    # harvest and not the other, as the timing on a busy CPU goes)
+    shares = {g["problem"]: g["share"] for g in json.loads((second / "harvest.json").read_text())["groups"]
+              if g["status"] == "written"}
+    kept = next(e for e in result.entries if e.status == "kept" and e.problem in shares)
     problem = load_problem(root / kept.problem)
     names = [w.name for w in problem.spec.workloads]
     assert names == [f"{model_slug(TINY)}-prefill", "small"]  # the GPU's shapes, and the CPU's
@@ -80,9 +84,8 @@ def test_harvests_merge_into_checked_weighted_problems(tmp_path):
     assert len(again.harvests) == 2
     merged = next(e for e in again.entries if e.problem == kept.problem)
     assert merged.harvests == [f"{model_slug(TINY)} prefill"]
-    second_share = next(g["share"] for g in json.loads((second / "harvest.json").read_text())["groups"]
-                        if g["problem"] == kept.problem)
-    assert load_problem(root / kept.problem).spec.weight == pytest.approx(written[kept.problem] + second_share, rel=1e-4)
+    assert load_problem(root / kept.problem).spec.weight == pytest.approx(written[kept.problem] + shares[kept.problem],
+                                                                         rel=1e-4)
     assert check_problem(root / kept.problem).ok
 
 
