@@ -69,7 +69,7 @@ def _rounding_amplified(problem: Problem, workload: Workload, inputs: dict[str, 
     wide = {n: v.float() if isinstance(v, torch.Tensor) and v.dtype in REDUCED else v for n, v in inputs.items()}
     try:
         exact = _run(problem, wide)
-    except Exception:
+    except Exception:  # noqa: BLE001  a reference written for its dtype only: nothing to compare
         return []
     if len(exact) != len(ref) or any(not isinstance(e, torch.Tensor) or e.shape != r.shape for e, r in zip(exact, ref)):
         return []
