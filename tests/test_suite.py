@@ -182,6 +182,12 @@ def test_a_run_spread_over_several_processes_merges_in_order_and_names_a_dead_on
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with pytest.raises(GpuarenaError, match="no CUDA device"):
         gpu_slots(0)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # then the runner's own GPU detection: none on a CPU host
+    from gpuarena.runner.devices import detect
+
+    if not detect(cpu=False):
+        with pytest.raises(GpuarenaError, match="no CUDA device"):
+            gpu_slots(0)
 
 
 def test_gpus_is_refused_off_cuda(tmp_path) -> None:

@@ -24,26 +24,25 @@ from gpuarena.suite.model import ProblemTime, SuiteResult
 from gpuarena.suite.run import result_of, run_suite
 
 
-def visible_gpus() -> list[str]:
-    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES names them (indexes or UUIDs)."""
-    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if listed is not None:
-        return [g.strip() for g in listed.split(",") if g.strip()]
-    import torch
-
-    return [str(i) for i in range(torch.cuda.device_count())]
-
-
 def gpu_slots(count: int) -> list[dict[str, str]]:
-    """The environments of `count` processes, one GPU each (0: every visible GPU)."""
+    """The environments of `count` processes, one GPU each (0: every visible GPU): the GPUs a
+    set CUDA_VISIBLE_DEVICES lists (indexes or UUIDs), else those the runner finds, pinned as the
+    runner pins its slots (runner/devices.py)."""
+    from gpuarena.runner.devices import detect, pinning
+
     if count < 0:
         raise GpuarenaError(f"--gpus {count}: give a number of GPUs, or 0 for every visible one")
-    gpus = visible_gpus()
-    if not gpus:
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        slots = [{"CUDA_VISIBLE_DEVICES": g.strip()} for g in listed.split(",") if g.strip()]
+    else:
+        slots = [pinning(slot)[1] for slot in detect(cpu=False)]
+    if not slots:
         raise GpuarenaError("--gpus: no CUDA device is visible here")
-    if count > len(gpus):
-        raise GpuarenaError(f"--gpus {count}: only {len(gpus)} GPU(s) visible here ({', '.join(gpus)})")
-    return [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus[:count or len(gpus)]]
+    if count > len(slots):
+        shown = ", ".join(slot["CUDA_VISIBLE_DEVICES"] for slot in slots)
+        raise GpuarenaError(f"--gpus {count}: only {len(slots)} GPU(s) visible here ({shown})")
+    return slots[:count or len(slots)]
 
 
 def split(problems: list[Problem], n: int) -> list[list[Problem]]:
