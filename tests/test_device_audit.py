@@ -18,7 +18,10 @@ from conftest import EXAMPLES, SOLUTIONS, judge
 
 STAND_IN = """#!{python}
 import json, sys
-print(json.dumps({{"ready": True, "chip": "TEST"}}), flush=True)
+traffic = sys.argv[5] if len(sys.argv) > 5 else ""
+chosen = "dram__bytes_read.sum" if "dram__bytes_read.sum" in traffic.split(",") else ""
+print(json.dumps({{"ready": True, "chip": "TEST", "traffic": chosen, "traffic_error": "" if chosen else "not here"}}),
+      flush=True)
 sampling, marks = False, 0
 for line in sys.stdin:
     command = line.strip()
@@ -43,7 +46,7 @@ for line in sys.stdin:
             continue
         # cumulative, as the real one: 4000 ns busy and 10000 ns of span more at every mark
         print(json.dumps({{"busy_ns": 4000 * marks, "span_ns": 10000 * marks, "samples": 3 * marks,
-                          "overflow": 0}}), flush=True)
+                          "overflow": 0, "read_bytes": 5e6 * marks if chosen else -1}}), flush=True)
 """
 
 
@@ -104,7 +107,7 @@ def test_segments_are_differences_of_marks_and_come_back_with_the_work_s_result(
         with sampler.sampling():
             result, window = sampler.segment(lambda: "done")
             assert result == "done"
-            assert window == Window(busy_ns=4000, span_ns=10000, samples=3, overflow=False)
+            assert window == Window(busy_ns=4000, span_ns=10000, samples=3, overflow=False, read_bytes=5e6)
             assert sampler.idle(0.001).busy_ns == 4000
             assert sampler.mark().busy_ns == 5 * 4000  # four marks for two segments, and this one
         with sampler.sampling():  # stopped on the way out, so it starts again
@@ -112,6 +115,29 @@ def test_segments_are_differences_of_marks_and_come_back_with_the_work_s_result(
     finally:
         sampler.close()
     assert sampler.process.poll() == 0
+
+
+def test_the_traffic_counter_is_the_first_the_chip_reads_or_none_with_the_reason(tmp_path, monkeypatch):
+    sampler = DeviceSampler(stand_in(tmp_path), 0)
+    try:
+        assert sampler.traffic == "dram__bytes_read.sum" and not sampler.traffic_missing
+    finally:
+        sampler.close()
+    monkeypatch.setenv("GPUARENA_AUDIT_TRAFFIC", "lts__t_bytes.sum")  # one this chip does not read
+    sampler = DeviceSampler(stand_in(tmp_path), 0)
+    try:
+        assert sampler.traffic == "" and "lts__t_bytes.sum" in sampler.traffic_missing
+        assert "not here" in sampler.traffic_missing
+        with sampler.sampling():
+            assert sampler.segment(lambda: None)[1].read_bytes is None  # -1 from the sampler: no figure
+    finally:
+        sampler.close()
+    monkeypatch.setenv("GPUARENA_AUDIT_TRAFFIC", "")
+    sampler = DeviceSampler(stand_in(tmp_path), 0)
+    try:
+        assert sampler.traffic == "" and "turned off" in sampler.traffic_missing
+    finally:
+        sampler.close()
 
 
 def test_sampling_stops_when_the_work_fails_and_the_work_s_error_wins(tmp_path):
@@ -179,11 +205,16 @@ class PlannedSampler:
     verdicts are tested, not the GPU. It records what it sampled, in order."""
 
     plan: dict[str, float] = {}
+    reads: dict[str, float] = {}
+    """Bytes read from device memory planned per segment, as the busy time (absent: 0);"""
+    traffic = "dram__bytes_read.sum"
+    """'' for a chip without a traffic counter."""
     seen: list[str] = []
     states: list[str] = []
 
     def __init__(self, binary: Path, index: int):
         self.chip = "TEST"
+        self.traffic_missing = "" if self.traffic else "the chip reads none of them (test)"
 
     def start(self) -> None:
         PlannedSampler.states.append("start")
@@ -197,7 +228,8 @@ class PlannedSampler:
         planned = self.plan.get(what, 0.0)
         busy = planned(PlannedSampler.seen.count(what)) if callable(planned) else planned
         PlannedSampler.seen.append(what)
-        return result, Window(busy_ns=busy, span_ns=1e6, samples=8, overflow=False)
+        read = self.reads.get(what, 0.0) if self.traffic else None
+        return result, Window(busy_ns=busy, span_ns=1e6, samples=8, overflow=False, read_bytes=read)
 
     def idle(self, seconds: float = 0.005):
         return self.segment(lambda: None, "an idle GPU")[1]
@@ -220,8 +252,9 @@ def audited_on_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
 
     def run(plan: dict[str, float], problem: str = "level1/softmax",
-            solution: Path = EXAMPLES / "softmax" / "pytorch.py"):
+            solution: Path = EXAMPLES / "softmax" / "pytorch.py", reads: dict[str, float] | None = None):
         PlannedSampler.plan, PlannedSampler.seen, PlannedSampler.states = plan, [], []
+        PlannedSampler.reads = reads or {}
         options = {"workloads": ["small-64x1000"]} if problem == "level1/softmax" else {}
         record = judge(problem, solution, mode="benchmark", **options)
         return record, record.workloads[0].device_audit
@@ -297,6 +330,30 @@ def test_requests_that_skip_the_harness_s_own_work_are_rejected(audited_on_the_c
     assert "cache sweeps" in record.reason
     record, audit = audited_on_the_cpu({HARNESS: 1e9, SOLUTION: 0.97e9})
     assert record.status == "PASSED", record.reason
+
+
+def test_requests_whose_sweeps_read_nothing_are_rejected_however_busy_they_kept_the_gpu(audited_on_the_cpu):
+    """A solution can replace the L2 sweep with work that keeps an SM busy as long and reads
+    nothing (warm_caches/sweeps_replaced_by_a_wait): the busy time matches the harness alone's,
+    the device-memory reads do not. Within the allowance (10% of the harness's reads) it passes,
+    and the figures are in the record."""
+    busy = {HARNESS: 1e9, SOLUTION: 1e9}
+    record, audit = audited_on_the_cpu(busy, reads={HARNESS: 150e6 * 16, SOLUTION: 1e6})
+    assert record.status == "REJECTED" and "less from device memory" in record.reason, record.reason
+    assert "did not evict the caches" in record.reason
+    record, audit = audited_on_the_cpu(busy, reads={HARNESS: 150e6 * 16, SOLUTION: 0.95 * 150e6 * 16})
+    assert record.status == "PASSED", record.reason
+    assert audit.traffic == "dram__bytes_read.sum" and not audit.traffic_skipped
+    assert audit.harness_read_mb_per_call > 0 and audit.read_mb_per_call < 0
+    record, audit = audited_on_the_cpu(busy, reads={HARNESS: 150e6 * 16, SOLUTION: 2 * 150e6 * 16})
+    assert record.status == "PASSED" and audit.read_mb_per_call > 0  # its own inputs, read on top
+
+
+def test_a_chip_without_a_traffic_counter_is_audited_on_busy_time_and_says_so(audited_on_the_cpu, monkeypatch):
+    monkeypatch.setattr(PlannedSampler, "traffic", "")
+    record, audit = audited_on_the_cpu({HARNESS: 1e9, SOLUTION: 1e9}, reads={HARNESS: 1e9})
+    assert record.status == "PASSED", record.reason
+    assert audit.traffic == "" and "reads none" in audit.traffic_skipped and audit.read_mb_per_call is None
 
 
 def test_the_clocks_drift_falls_out_of_each_pair(audited_on_the_cpu):

@@ -11,7 +11,9 @@ The metric is the busiest SM's active time (sm__cycles_active.max). On an H100 i
 0.52-1.16 x CUPTI's busy time for kernels from 1 µs to 175 µs, and 1.00 x for the
 red-team's softmax of 64 x 1000 (bench/research/pm_sampling_cross.py), so a claimed median under
 AUDIT_MARGIN x the observed time per call cannot be honest. It sees the SMs' work: work a
-solution hands to the copy engines or the host is not covered.
+solution hands to the copy engines or the host is not covered. Beside it, in the same pass, a
+memory-traffic counter (TRAFFIC): the bytes read from device memory, which tell the harness's
+L2 sweep from work that keeps the SMs as busy without evicting anything.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ IMAGE_SAMPLES = 1000
 METRIC = "sm__cycles_active.max"
 """The activity counter read, as a fraction of gr__cycles_elapsed.max per sample (the busiest SM's
 time with a warp resident). GPUARENA_AUDIT_METRIC names another, to measure it (bench/)."""
+TRAFFIC = "dram__bytes_read.sum,dram__bytes.sum"
+"""The memory-traffic counters tried, in order, beside the activity one (the first the chip reads
+in the same pass is summed per segment): the L2 sweep before every call reads three times the L2
+from DRAM, which no work that leaves the caches warm does, however long it keeps an SM busy.
+GPUARENA_AUDIT_TRAFFIC names others ("" for none, to measure without)."""
 SETTLE_S = 0.001
 """Waited after starting and around each segment: the first sample spans the set-up, and a
 segment's last sample must complete to be counted (both are many intervals)."""
@@ -82,10 +89,13 @@ class Window:
     span_ns: float
     samples: int
     overflow: bool
+    read_bytes: float | None = None
+    """Bytes read from device memory (the traffic counter), None where the chip gave none."""
 
     def __sub__(self, earlier: "Window") -> "Window":
+        read = None if self.read_bytes is None or earlier.read_bytes is None else self.read_bytes - earlier.read_bytes
         return Window(busy_ns=self.busy_ns - earlier.busy_ns, span_ns=self.span_ns - earlier.span_ns,
-                      samples=self.samples - earlier.samples, overflow=self.overflow)
+                      samples=self.samples - earlier.samples, overflow=self.overflow, read_bytes=read)
 
 
 class DeviceSampler:
@@ -95,7 +105,9 @@ class DeviceSampler:
 
     def __init__(self, binary: Path, device_index: int):
         metric = os.environ.get("GPUARENA_AUDIT_METRIC", METRIC)
-        self.process = subprocess.Popen([str(binary), str(device_index), str(INTERVAL_CYCLES), str(IMAGE_SAMPLES), metric],
+        traffic = os.environ.get("GPUARENA_AUDIT_TRAFFIC", TRAFFIC)
+        self.process = subprocess.Popen([str(binary), str(device_index), str(INTERVAL_CYCLES), str(IMAGE_SAMPLES), metric,
+                                         traffic],
                                         stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         HARNESS_PROCESSES.add(self.process.pid)
@@ -104,6 +116,11 @@ class DeviceSampler:
             self.close()
             raise SamplerError(ready.get("error", "the PM sampler did not start"))
         self.chip = str(ready.get("chip", ""))
+        self.traffic = str(ready.get("traffic") or "")
+        """The traffic counter read ('' for none: then `traffic_missing` says why)."""
+        self.traffic_missing = "" if self.traffic else (
+            f"the chip reads none of {traffic!r} beside {metric}: {ready.get('traffic_error', '')}" if traffic
+            else "turned off (GPUARENA_AUDIT_TRAFFIC='')")
 
     def _read(self) -> dict:
         assert self.process.stdout is not None
@@ -131,8 +148,10 @@ class DeviceSampler:
 
     @staticmethod
     def _window(reply: dict) -> Window:
+        read = reply.get("read_bytes")
         return Window(busy_ns=float(reply["busy_ns"]), span_ns=float(reply["span_ns"]), samples=int(reply["samples"]),
-                      overflow=bool(reply["overflow"]))
+                      overflow=bool(reply["overflow"]),
+                      read_bytes=float(read) if isinstance(read, (int, float)) and read >= 0 else None)
 
     def start(self) -> None:
         self._send("start")

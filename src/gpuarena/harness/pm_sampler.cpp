@@ -3,10 +3,13 @@
 // can be checked against something the worker's process cannot edit.
 //
 // Protocol, one line each way on stdin/stdout:
-// Arguments: device index, sampling interval (sysclk cycles), samples per image, activity metric.
-//   on start   -> {"ready": true, "chip": "GH100", "image_bytes": N}  or  {"error": "..."} and exit 1
+// Arguments: device index, sampling interval (sysclk cycles), samples per image, activity metric,
+// traffic metrics (comma-separated: the first the chip reads in the same pass is summed; "" for none).
+//   on start   -> {"ready": true, "chip": "GH100", "image_bytes": N, "traffic": "dram__bytes_read.sum" or "",
+//                  "traffic_error": "why none"}  or  {"error": "..."} and exit 1
 //   "start"    -> {"started": true}                  sampling runs from here
-//   "mark"     -> {"busy_ns": B, "span_ns": S, "samples": N, "overflow": 0|1}  so far, sampling on
+//   "mark"     -> {"busy_ns": B, "span_ns": S, "samples": N, "overflow": 0|1, "read_bytes": R}  so far,
+//                 sampling on (read_bytes: the traffic metric summed over the samples, -1 without one)
 //   "stop"     -> the same, and sampling ends
 //   "quit"     -> exits
 // Starting and stopping cost tens of ms each, a mark about one decoding pass: a caller reads many
@@ -66,6 +69,48 @@ static void check_cu(CUresult result, const char* call) {
 #define CU(call) check_cu(call, #call)
 
 static std::vector<const char*> METRICS = {"gr__cycles_elapsed.max", "sm__cycles_active.max"};
+static const char* DEFAULT_TRAFFIC = "dram__bytes_read.sum,dram__bytes.sum";
+
+// A host object configured for `metrics` and its config image, or false and why (the chip
+// cannot read them, or not in one pass).
+static bool configure(const std::string& chip_name, std::vector<uint8_t>& availability,
+                      std::vector<const char*>& metrics, CUpti_Profiler_Host_Object** host_out,
+                      std::vector<uint8_t>& config, std::string& why) {
+    CUpti_Profiler_Host_Initialize_Params host_init = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+    host_init.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
+    host_init.pChipName = chip_name.c_str();
+    host_init.pCounterAvailabilityImage = availability.data();
+    CUPTI(cuptiProfilerHostInitialize(&host_init));
+    CUpti_Profiler_Host_Object* host = host_init.pHostObject;
+    auto failed = [&](CUptiResult result, const char* call) {
+        const char* text = "unknown";
+        cuptiGetResultString(result, &text);
+        why = std::string(call) + ": " + text;
+        CUpti_Profiler_Host_Deinitialize_Params done = {CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+        done.pHostObject = host;
+        cuptiProfilerHostDeinitialize(&done);
+        return false;
+    };
+    CUpti_Profiler_Host_ConfigAddMetrics_Params add = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+    add.pHostObject = host;
+    add.ppMetricNames = metrics.data();
+    add.numMetrics = metrics.size();
+    CUptiResult result = cuptiProfilerHostConfigAddMetrics(&add);
+    if (result != CUPTI_SUCCESS) return failed(result, "cuptiProfilerHostConfigAddMetrics");
+    CUpti_Profiler_Host_GetConfigImageSize_Params config_size = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+    config_size.pHostObject = host;
+    result = cuptiProfilerHostGetConfigImageSize(&config_size);
+    if (result != CUPTI_SUCCESS) return failed(result, "cuptiProfilerHostGetConfigImageSize");
+    config.assign(config_size.configImageSize, 0);
+    CUpti_Profiler_Host_GetConfigImage_Params get_config = {CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+    get_config.pHostObject = host;
+    get_config.pConfigImage = config.data();
+    get_config.configImageSize = config.size();
+    result = cuptiProfilerHostGetConfigImage(&get_config);
+    if (result != CUPTI_SUCCESS) return failed(result, "cuptiProfilerHostGetConfigImage");
+    *host_out = host;
+    return true;
+}
 
 int main(int argc, char** argv) {
     int device = argc > 1 ? std::atoi(argv[1]) : 0;
@@ -74,6 +119,7 @@ int main(int argc, char** argv) {
     // one makes each pass (and each mark) slow; a full image is simply decoded again
     uint64_t max_samples = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000;
     if (argc > 4) METRICS[1] = argv[4];  // the activity metric (default sm__cycles_active.max)
+    std::string traffic_choices = argc > 5 ? argv[5] : DEFAULT_TRAFFIC;
 
     CU(cuInit(0));
     CUdevice cu_device;
@@ -96,27 +142,33 @@ int main(int argc, char** argv) {
     avail.pCounterAvailabilityImage = availability.data();
     CUPTI(cuptiPmSamplingGetCounterAvailability(&avail));
 
-    CUpti_Profiler_Host_Initialize_Params host_init = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-    host_init.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
-    host_init.pChipName = chip_name.c_str();
-    host_init.pCounterAvailabilityImage = availability.data();
-    CUPTI(cuptiProfilerHostInitialize(&host_init));
-    CUpti_Profiler_Host_Object* host = host_init.pHostObject;
-
-    CUpti_Profiler_Host_ConfigAddMetrics_Params add = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-    add.pHostObject = host;
-    add.ppMetricNames = METRICS.data();
-    add.numMetrics = METRICS.size();
-    CUPTI(cuptiProfilerHostConfigAddMetrics(&add));
-    CUpti_Profiler_Host_GetConfigImageSize_Params config_size = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-    config_size.pHostObject = host;
-    CUPTI(cuptiProfilerHostGetConfigImageSize(&config_size));
-    std::vector<uint8_t> config(config_size.configImageSize);
-    CUpti_Profiler_Host_GetConfigImage_Params get_config = {CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-    get_config.pHostObject = host;
-    get_config.pConfigImage = config.data();
-    get_config.configImageSize = config.size();
-    CUPTI(cuptiProfilerHostGetConfigImage(&get_config));
+    // The activity metric and the first traffic metric the chip reads in the same pass; without
+    // one, the activity metric alone (the caller is told why and judges without traffic).
+    CUpti_Profiler_Host_Object* host = nullptr;
+    std::vector<uint8_t> config;
+    static std::string traffic;  // METRICS points into it
+    std::string traffic_error, why;
+    for (size_t at = 0; at < traffic_choices.size() && traffic.empty();) {
+        size_t comma = traffic_choices.find(',', at);
+        if (comma == std::string::npos) comma = traffic_choices.size();
+        std::string choice = traffic_choices.substr(at, comma - at);
+        at = comma + 1;
+        if (choice.empty()) continue;
+        std::vector<const char*> with = {METRICS[0], METRICS[1], choice.c_str()};
+        if (configure(chip_name, availability, with, &host, config, why)) {
+            traffic = choice;
+        } else {
+            traffic_error += (traffic_error.empty() ? "" : "; ") + choice + ": " + why;
+        }
+    }
+    if (traffic.empty()) {
+        if (!configure(chip_name, availability, METRICS, &host, config, why)) fail(why);
+    } else {
+        METRICS.push_back(traffic.c_str());
+    }
+    for (char& c : traffic_error) {
+        if (c == '"' || c == '\\') c = '\'';
+    }
 
     CUpti_PmSampling_Enable_Params enable = {CUpti_PmSampling_Enable_Params_STRUCT_SIZE};
     enable.deviceIndex = device;
@@ -149,7 +201,7 @@ int main(int argc, char** argv) {
 
     // Decoding runs all through a window (as CUPTI's own sample does), so a long window never
     // fills the hardware buffer; each pass adds its completed samples to the totals and resets.
-    double busy_ns = 0, span_ns = 0;
+    double busy_ns = 0, span_ns = 0, read_bytes = 0;
     uint64_t samples = 0, seen = 0;
     int overflow = 0;
     std::string decode_error;
@@ -178,7 +230,7 @@ int main(int argc, char** argv) {
             sample.counterDataImageSize = data.size();
             sample.sampleIndex = i;
             CUPTI(cuptiPmSamplingCounterDataGetSampleInfo(&sample));
-            double values[2] = {0, 0};
+            double values[3] = {0, 0, 0};
             CUpti_Profiler_Host_EvaluateToGpuValues_Params eval = {CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
             eval.pHostObject = host;
             eval.pCounterDataImage = data.data();
@@ -191,6 +243,7 @@ int main(int argc, char** argv) {
             double width = double(sample.endTimestamp - sample.startTimestamp);
             span_ns += width;
             samples += 1;
+            read_bytes += values[2];  // 0 without a traffic metric
             if (values[0] > 0) {
                 double fraction = values[1] / values[0];
                 busy_ns += (fraction < 1 ? fraction : 1) * width;
@@ -200,7 +253,8 @@ int main(int argc, char** argv) {
         return decode.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
     };
 
-    std::printf("{\"ready\": true, \"chip\": \"%s\", \"image_bytes\": %zu}\n", chip_name.c_str(), data.size());
+    std::printf("{\"ready\": true, \"chip\": \"%s\", \"image_bytes\": %zu, \"traffic\": \"%s\", \"traffic_error\": \"%s\"}\n",
+                chip_name.c_str(), data.size(), traffic.c_str(), traffic_error.c_str());
     std::fflush(stdout);
 
     std::atomic<bool> sampling{false};
@@ -210,8 +264,8 @@ int main(int argc, char** argv) {
         if (!decode_error.empty()) {
             std::printf("{\"error\": \"%s\"}\n", decode_error.c_str());
         } else {
-            std::printf("{\"busy_ns\": %.0f, \"span_ns\": %.0f, \"samples\": %llu, \"overflow\": %d}\n", busy_ns,
-                        span_ns, (unsigned long long)samples, overflow);
+            std::printf("{\"busy_ns\": %.0f, \"span_ns\": %.0f, \"samples\": %llu, \"overflow\": %d, \"read_bytes\": %.0f}\n",
+                        busy_ns, span_ns, (unsigned long long)samples, overflow, traffic.empty() ? -1.0 : read_bytes);
         }
         std::fflush(stdout);
     };
@@ -221,7 +275,7 @@ int main(int argc, char** argv) {
         if (line == "start") {
             if (sampling) fail("start while sampling");
             reset();
-            busy_ns = span_ns = 0;
+            busy_ns = span_ns = read_bytes = 0;
             samples = seen = 0;
             overflow = 0;
             decode_error.clear();

@@ -111,6 +111,15 @@ class DeviceAudit(Record):
     solution's requests (rounds_audit.RoundsAudit._pace)."""
     margin: float | None = None
     """Claims under margin x (observed - inflation - 3 x noise) are rejected."""
+    traffic: str = ""
+    """The memory-traffic counter read beside the activity one ('' for none: `traffic_skipped`)."""
+    harness_read_mb_per_call: float | None = None
+    """Device-memory reads of the harness alone per call (its L2 sweep reads 3 x L2 before each call),"""
+    read_mb_per_call: float | None = None
+    """and of the solution's timed requests, less the harness block's sampled just before each
+    (median): well under 0 means the sweeps did not read what they read in the harness alone."""
+    traffic_skipped: str = ""
+    """Why the reads were not checked (the chip gives no traffic counter beside the activity one)."""
     skipped: str = ""
     """Why no audit ran (no sampler on this machine)."""
 

@@ -25,6 +25,10 @@ passed). The trusted reference through the worker's own `time` code is sampled e
 TWIN_EVERY-th round: it gives what the counters see of a call beyond its CUPTI time
 (`inflation`).
 
+The same pairs carry the bytes each segment read from device memory: the L2 sweep reads three
+times the L2 a call, so requests that read far less than the harness alone did not evict
+(`_check_reads`), however busy their substitute kept the SMs.
+
 The reference's timed blocks are sampled as well: work that is not the harness's running
 while the reference is timed (a solution's kernel queued to start later) would slow the
 reference and flatter the solution. They do less harness work than the reference's twin
@@ -87,6 +91,13 @@ of that work: the cache sweeps run in the worker's process, and a solution that 
 times its calls with warm caches (warm_caches/skips_the_cache_sweeps). Honest requests read at
 least their kernels' time over the harness's (the L2 sweep alone is about 58 µs a call of the
 harness's 150 on an H100)."""
+MISSING_READS_FRACTION = 0.10
+MISSING_READS_SIGMAS = 5.0
+"""Requests whose median shows the GPU reading less from device memory than the harness alone by
+more than this share of the harness's reads (plus this many times the figure's error) did not
+evict the caches: a solution can replace the L2 sweep with work that keeps an SM as busy for as
+long and reads nothing (warm_caches/sweeps_replaced_by_a_wait), which the busy time alone cannot
+tell from the sweep. Honest requests read the sweep's 3 x L2 a call and their own inputs on top."""
 REFERENCE_SHARED_FRACTION = 0.05
 REFERENCE_SHARED_NS_PER_CALL = 2_000
 """The reference's timed blocks may be this much busier (median) than its twin's before the
@@ -112,6 +123,10 @@ class RoundsAudit:
         """Busy ns per sampled request of the solution (calls, harness work, commit),"""
         self.paired_ns: list[float] = []
         """and less the harness's block sampled just before it."""
+        self.paired_bytes: list[float] = []
+        """Device-memory bytes read per sampled request less its harness block's (where counted)."""
+        self.harness_bytes: list[float] = []
+        """Bytes read per harness block (where counted)."""
         self.reference_ns: list[float] = []
         """Busy ns per timed reference block."""
         self.twin_ns: dict[str, list[float]] = {HARNESS: [], REFERENCE_HARNESS: [], REFERENCE_TWIN: []}
@@ -166,7 +181,8 @@ class RoundsAudit:
         """One timed request of the solution and the commit that ends it, sampled."""
         if not self.on:
             return request(), commit()
-        harness = self._sample(HARNESS)
+        harness_window = self._sample(HARNESS)
+        harness = harness_window.busy_ns
         wall = [0]
 
         def timed_request() -> T:
@@ -182,6 +198,9 @@ class RoundsAudit:
             self._pace(SOLUTION, statistics.median(e2e), wall[0])
         self.solution_ns.append(window.busy_ns)
         self.paired_ns.append(window.busy_ns - harness)
+        if window.read_bytes is not None and harness_window.read_bytes is not None:
+            self.paired_bytes.append(window.read_bytes - harness_window.read_bytes)
+            self.harness_bytes.append(harness_window.read_bytes)
         self.calls += calls
         return reply, committed
 
@@ -250,6 +269,7 @@ class RoundsAudit:
                                          f"around its calls ({-paired_us:.2f} µs a call less, of "
                                          f"{audit.harness_us_per_call:.2f}): the cache sweeps or copies before and "
                                          "after its calls did not run")
+        self._check_reads(audit, n)
         if audit.claimed_us is not None and device_audit.understated(audit.claimed_us, audit.observed_us_per_call,
                                                                      audit.inflation_us, audit.noise_us):
             allowance = (f", less {audit.inflation_us:.2f} µs the counters add to the reference's calls"
@@ -261,6 +281,24 @@ class RoundsAudit:
                                          f"{len(self.solution_ns)} timed requests, the harness's share taken "
                                          f"off{allowance})")
         return audit
+
+    def _check_reads(self, audit: DeviceAudit, n: int) -> None:
+        """The harness's cache sweeps read in the solution's requests what they read alone."""
+        assert self.sampler is not None
+        audit.traffic = self.sampler.traffic
+        if not audit.traffic or len(self.paired_bytes) < len(self.paired_ns) or not self.paired_bytes:
+            audit.traffic_skipped = self.sampler.traffic_missing or "no memory-traffic figures from the sampler"
+            audit.traffic = ""
+            return
+        harness = statistics.median(self.harness_bytes) / n / 1e6
+        paired = statistics.median(self.paired_bytes) / n / 1e6
+        error = device_audit.median_error(self.paired_bytes) / n / 1e6
+        audit.harness_read_mb_per_call, audit.read_mb_per_call = round(harness, 3), round(paired, 3)
+        if paired < -(MISSING_READS_FRACTION * harness + MISSING_READS_SIGMAS * error):
+            raise RunFailure("REJECTED", f"the GPU read {-paired:.1f} MB a call less from device memory in the "
+                                         f"solution's timed requests than the harness alone reads around its calls "
+                                         f"({harness:.1f} MB a call, nearly all the L2 sweep's): the cache sweeps "
+                                         "before its calls did not evict the caches")
 
     def stop(self) -> None:
         """Sampling off (idempotent; a sampler that fails to stop is closed by the run's end)."""
@@ -318,7 +356,7 @@ class RoundsAudit:
             if name != HARNESS:  # sampled with every request of the solution's
                 self._sample(name)
 
-    def _sample(self, name: str) -> float:
+    def _sample(self, name: str) -> Window:
         """One block of a twin (the harness's work of a request, the commit's included), sampled."""
         twin, n = self._twins[name], len(self.session.sets)
         e2e: list[int] = []
@@ -330,11 +368,11 @@ class RoundsAudit:
             wall[0] = time.perf_counter_ns() - started
 
         pace = twin.pace_ns
-        busy = self._segment(lambda: (block(), self.commit()), name)[1].busy_ns
+        window = self._segment(lambda: (block(), self.commit()), name)[1]
         if name == HARNESS and e2e:
             self._pace(HARNESS, statistics.median(e2e) - pace, wall[0] - pace * n)
-        self.twin_ns[name].append(busy)
-        return busy
+        self.twin_ns[name].append(window.busy_ns)
+        return window
 
     def _wait_quiet(self, before: str) -> None:
         """A GPU busy with work that is not the harness's is looked at again a few times, and
