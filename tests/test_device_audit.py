@@ -191,6 +191,11 @@ def test_the_run_s_summary_says_what_the_audit_checked_or_why_it_did_not():
     assert "1 workload(s) checked" in _audit_summary(record) and "1.40" in _audit_summary(record)
     record.workloads[0].device_audit.observed_us_per_call, record.workloads[0].device_audit.inflation_us = 4.05, 2.0
     assert "lowest claimed / observed 1.00" in _audit_summary(record)  # 2.05 / (4.05 - 2.0)
+    record.workloads[0].device_audit.read_mb_per_call = 0.4  # the sweeps' reads, checked
+    assert "cache sweeps read as in the harness alone, within +0.4 MB a call" in _audit_summary(record)
+    record.workloads[0].device_audit.read_mb_per_call = None
+    record.workloads[0].device_audit.traffic_skipped = "the chip reads none of them"
+    assert "reads not checked (the chip reads none of them)" in _audit_summary(record)
     record.workloads = [WorkloadResult(name="a", status=Status.PASSED,
                                        device_audit=DeviceAudit(skipped="turned off (GPUARENA_DEVICE_AUDIT=0)"))]
     assert _audit_summary(record) == "device audit: skipped (turned off (GPUARENA_DEVICE_AUDIT=0))"

@@ -142,8 +142,12 @@ def _audit_summary(record: Evaluation) -> str:
         ratios = [a.claimed_us / (a.observed_us_per_call - a.inflation_us) for a in checked
                   if a.claimed_us and a.observed_us_per_call and a.observed_us_per_call > a.inflation_us]
         lowest = f"; lowest claimed / observed {min(ratios):.2f}" if ratios else ""
+        reads = [a.read_mb_per_call for a in checked if a.read_mb_per_call is not None]
+        sweeps = (f"; cache sweeps read as in the harness alone, within {min(reads):+.1f} MB a call" if reads
+                  else f"; cache sweeps' reads not checked ({checked[0].traffic_skipped})" if checked[0].traffic_skipped
+                  else "")
         return (f"device audit: {len(checked)} workload(s) checked against the GPU's own counters "
                 f"(claims under {checked[0].margin} x observed are rejected, observed less what the audit adds "
-                f"to the reference{lowest})")
+                f"to the reference{lowest}{sweeps})")
     reasons = sorted({a.skipped for a in audits if a.skipped})
     return f"device audit: skipped ({'; '.join(reasons)})" if reasons else ""
