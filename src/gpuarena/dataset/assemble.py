@@ -72,6 +72,9 @@ class Dataset(BaseModel):
 def model_slug(model: str) -> str:
     """hf:Qwen2MoeForCausalLM:size=full -> qwen2moe; hf:MixtralForCausalLM:size=full,num_hidden_layers=8 ->
     mixtral; llama:dim=4096,layers=32,... -> llama-d4096-l32."""
+    if model.startswith("jax:"):  # jax:keras:LlamaBackbone,num_layers=4 -> jax-llama; jax:tiny-llama -> jax-tiny-llama
+        name = model.split(":")[-1].split(",")[0].removesuffix("Backbone")
+        return "jax-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     if model.startswith("llama:"):  # gpuarena's own Llama: its width and depth name it
         sizes = dict(item.partition("=")[::2] for item in model.removeprefix("llama:").split(","))
         return f"llama-d{sizes.get('dim', '')}-l{sizes.get('layers', '')}"
@@ -187,6 +190,8 @@ def _merge(target: Path, source: Path, harvest: dict[str, Any], share: float, ca
     call at hand, the reference is written anew from it, by today's candidate writer; a module's
     graph is given written anew (`reference`), or keeps its lines with today's input drawing."""
     spec = tomllib.loads((source / "problem.toml").read_text())
+    if spec["provenance"].get("framework", "pytorch") != "pytorch":
+        call = reference = None  # a JAX reference keeps its own lines (today's writer writes aten calls)
     (recorded,) = spec["workloads"]
     label = f"{model_slug(harvest['model'])}-{harvest['phase']}"
     recorded = {**recorded, "name": label, "devices": ["cuda"] if harvest["device"] != "cpu" else ["cpu", "cuda"]}

@@ -174,9 +174,10 @@ def reference_source(call: CallRecord, title: str) -> str:
     return render(call, title, "the recorded aten call", [f"return {result}"])
 
 
-def render(call: CallRecord, title: str, what: str, body: list[str]) -> str:
+def render(call: CallRecord, title: str, what: str, body: list[str], template: str | None = None) -> str:
     """reference.py: `reference(inputs)` running `body` (lines of its function), and make_inputs
-    drawing the call's tensor arguments as recorded (shapes, dtypes, strides, value ranges)."""
+    drawing the call's tensor arguments as recorded (shapes, dtypes, strides, value ranges).
+    `template`: another head with the same drawing (a JAX reference's, dataset/jax_harvest.py)."""
     names = param_names(call.args)
     specs = {}
     for (i, j), name in names.items():
@@ -188,7 +189,7 @@ def render(call: CallRecord, title: str, what: str, body: list[str]) -> str:
                        "numel": math.prod(info.shape),
                        "ascending": info.ascending,
                        "high_axis": _size_named(call, names, info), "below_axis": _bound_named(call, names, info)}
-    return TEMPLATE.format(title=title, what=what, params=", ".join(names.values()),
+    return (template or TEMPLATE).format(title=title, what=what, params=", ".join(names.values()),
                            body="\n".join(f"    {line}" for line in body),
                            specs=json.dumps(specs, indent=4).replace("null", "None").replace("true", "True").replace("false", "False"))
 
@@ -294,7 +295,7 @@ def _toml_list(items: list[str]) -> str:
 
 
 def problem_toml(call: CallRecord, name: str, summary: str, weight: float, models: list[str], tags: list[str],
-                 level: int = 1) -> str:
+                 level: int = 1, framework: str = "pytorch") -> str:
     names = param_names(call.args)
     axes: dict[str, int] = {}
     for (i, j), param in names.items():
@@ -315,7 +316,7 @@ convention = "return"
 outputs = {_toml_list(outputs)}
 
 [provenance]
-framework = "pytorch"
+framework = {json.dumps(framework)}
 operator = {json.dumps(call.op)}
 models = {_toml_list(models)}
 
@@ -329,10 +330,10 @@ devices = ["cpu", "cuda"]
 
 
 def write(folder: Path, call: CallRecord, name: str, summary: str, weight: float, models: list[str],
-          tags: list[str], level: int = 1, reference: str | None = None) -> Path:
+          tags: list[str], level: int = 1, reference: str | None = None, framework: str = "pytorch") -> Path:
     """Write the problem folder for this (representative) call, or for a module's graph (its
     reference given, `call` standing for its inputs and results); returns the folder."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "problem.toml").write_text(problem_toml(call, name, summary, weight, models, tags, level))
+    (folder / "problem.toml").write_text(problem_toml(call, name, summary, weight, models, tags, level, framework))
     (folder / "reference.py").write_text(reference or reference_source(call, summary))
     return folder

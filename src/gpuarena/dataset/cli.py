@@ -5,7 +5,7 @@ torch and the harvester are imported inside the command."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.markup import escape
@@ -16,7 +16,8 @@ from gpuarena.errors import GpuarenaError
 
 def harvest_cmd(
     model: Annotated[str, typer.Argument(help="tiny-llama, small-llama, llama:dim=..,layers=..,heads=..,vocab=..,ffn=.., "
-                                           "or hf:<ModelClass>[:size=full][,key=value...]")],
+                                           "hf:<ModelClass>[:size=full][,key=value...], or a JAX model: "
+                                           "jax:tiny-llama, jax:keras:<Backbone>[,key=value...]")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Folder for the problems, harvest.json and profile.jsonl")],
     phase: Annotated[str, typer.Option(help="prefill (batch x seq tokens) or decode (one token against a KV cache of --context)")] = "prefill",
     batch: Annotated[int, typer.Option(min=1, help="Sequences")] = 1,
@@ -54,6 +55,11 @@ def harvest_cmd(
             raise GpuarenaError(f"--device {device!r}: use cpu, cuda or cuda:N")
         if dtype not in ("float32", "bfloat16", "float16"):
             raise GpuarenaError(f"--dtype {dtype!r}: use float32, bfloat16 or float16")
+        if model.startswith("jax:"):
+            result = _harvest_jax(model, output, phase, batch, seq, device, min_share, seed, repeats, dtype, modules,
+                                  command)
+            _report(result, output)
+            return
         workload = build(model, phase, batch, seq, context, device=device, seed=seed, dtype=getattr(torch, dtype))
         with err.status("recording") as status:
             result = harvest(workload.forward, output, model=model, phase=phase, sizes=workload.sizes,
@@ -64,6 +70,27 @@ def harvest_cmd(
     except GpuarenaError as exc:
         fail(exc)
         return
+    _report(result, output)
+
+
+def _harvest_jax(model: str, output: Path, phase: str, batch: int, seq: int, device: str, min_share: float, seed: int,
+                 repeats: int, dtype: str, modules: bool, command: str) -> Any:
+    """A JAX model's harvest (dataset/jax_harvest.py): on the CPU, where its primitives run one by one."""
+    from gpuarena.dataset.jax_harvest import harvest_jax
+    from gpuarena.dataset.jax_models import build_jax
+
+    if device != "cpu":
+        raise GpuarenaError(f"--device {device}: JAX models are harvested on the CPU for now (each primitive is timed "
+                            "alone there); their problems run on any device")
+    workload = build_jax(model, phase, batch, seq, seed=seed, dtype=dtype)
+    with err.status("recording") as status:
+        return harvest_jax(workload.forward, workload.arguments, output, model=model, phase=phase,
+                           sizes=workload.sizes, command=command, seed=seed, min_share=min_share, repeats=repeats,
+                           progress=lambda text: status.update(text), fusions=modules)
+
+
+def _report(result: Any, output: Path) -> None:
+    """What a harvest wrote, rejected and left out, by status."""
     counts: dict[str, int] = {}
     for group in result.groups:
         counts[group.status] = counts.get(group.status, 0) + 1
