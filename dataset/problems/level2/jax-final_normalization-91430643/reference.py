@@ -1,0 +1,104 @@
+"""scope:gemma_backbone/final_normalization as called in jax:keras:GemmaBackbone,hidden_dim=256,intermediate_dim=1024,num_query_heads=8,num_key_value_heads=1,head_dim=32,vocabulary_size=1024 prefill (batch 1, seq 128, vocabulary_size 1024, num_layers 2, num_query_heads 8, num_key_value_heads 1, hidden_dim 256, intermediate_dim 1024, head_dim 32)
+
+Written by `gpuarena harvest`: the 11 primitives traced in the layer's scope, on inputs redrawn with the recorded
+shapes, dtypes and value ranges."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import torch
+
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), the deviation of
+# a normal draw whose extreme at the recorded size (numel) is the recorded one, sorted (offsets), the axis a
+# sorted input ends at (None: its recorded maximum), the axis indices stay below
+INPUTS = {
+    "x0": {
+        "rank": 3,
+        "dtype": "float32",
+        "stride": None,
+        "low": -6.032050609588623,
+        "high": 6.602732181549072,
+        "spread": 1.4479391936307517,
+        "numel": 32768,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    },
+    "x1": {
+        "rank": 1,
+        "dtype": "float32",
+        "stride": None,
+        "low": 0.0,
+        "high": 0.0,
+        "spread": 0.0,
+        "numel": 256,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    }
+}
+
+
+@jax.jit
+def reference(x0, x1):
+    t0 = jax.lax.square_p.bind(x0)
+    t1 = jax.lax.reduce_sum_p.bind(t0, axes=(2,), out_sharding=None)
+    t2 = jax.lax.broadcast_in_dim_p.bind(t1, broadcast_dimensions=(0, 1), shape=(1, 128, 1), sharding=None)
+    t3 = jax.lax.div_p.bind(t2, jnp.asarray(256.0, dtype=jnp.dtype('float32')))
+    t4 = jax.lax.add_p.bind(t3, jnp.asarray(9.999999974752427e-07, dtype=jnp.dtype('float32')))
+    t5 = jax.lax.sqrt_p.bind(t4, accuracy=None)
+    t6 = jax.lax.integer_pow_p.bind(t5, y=-1)
+    t7 = jax.lax.mul_p.bind(x0, t6, out_dtype=None)
+    t8 = jax.lax.add_p.bind(jnp.asarray(1.0, dtype=jnp.dtype('float32')), x1)
+    t9 = jax.lax.broadcast_in_dim_p.bind(t8, broadcast_dimensions=(2,), shape=(1, 1, 256), sharding=None)
+    t10 = jax.lax.mul_p.bind(t7, t9, out_dtype=None)
+    return t10
+
+
+def _tensors(result):
+    """The op's tensors, as recorded: attention ops also return sizes and None."""
+    if isinstance(result, torch.Tensor):
+        return result
+    tensors = tuple(t for t in result if isinstance(t, torch.Tensor))
+    return tensors[0] if len(tensors) == 1 else tensors
+
+
+def _draw(shape, spec, device, generator, axes):
+    dtype = getattr(torch, spec["dtype"])
+    size = [int(s) for s in shape]
+    if spec["stride"] is not None:  # redraw the storage the recorded strides read from
+        size = [1 + sum((s - 1) * abs(st) for s, st in zip(shape, spec["stride"]))]
+    low, high = spec["low"], spec["high"]
+    scale = 0.5 + torch.rand((), generator=generator, device=device)
+    if dtype == torch.bool:
+        values = torch.rand(size, generator=generator, device=device) < 0.5
+    elif not dtype.is_floating_point:
+        lo, hi = int(low or 0), int(axes[spec["high_axis"]] if spec["high_axis"] else (high or 1))
+        if spec["below_axis"]:  # indices into a tensor of this workload's size
+            hi = min(hi, axes[spec["below_axis"]] - 1)
+        if hi <= lo:
+            lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
+        values = torch.randint(lo, hi + 1, size, generator=generator, device=device)
+        if spec["ascending"]:  # offsets: sorted, ending where the recorded ones ended
+            values = values.sort().values
+            values[-1] = hi
+    elif low is not None and high is not None and min(low, -high) < -1e30:  # a mask: 0 or the dtype's extreme
+        values = torch.where(torch.rand(size, generator=generator, device=device) < 0.5, low, high)
+    elif low is not None and high is not None and low >= 0 and high > 0:  # a positive input (rsqrt, log): keep it so
+        lo = low if low > 0 else (1e-2 * high if high > 0 else 1e-2)
+        hi = high if high > lo else 2 * lo
+        values = lo + (hi - lo) * torch.rand(size, generator=generator, device=device)
+    else:
+        spread = 1.0
+        if low is not None and high is not None and high > low:  # the model's scale at its size; wider when shrunk
+            spread = spec["spread"] if math.prod(shape) >= spec["numel"] else max(abs(low), abs(high)) / 2
+        offset = 0.1 * spread * (2 * torch.rand((), generator=generator, device=device) - 1)
+        values = torch.randn(size, generator=generator, device=device) * spread * scale + offset
+    values = values.to(dtype)
+    return values.as_strided(shape, spec["stride"]) if spec["stride"] is not None else values
+
+
+def make_inputs(axes, dtype, device, generator):
+    return {name: _draw([axes[f"{name}_{d}"] for d in range(spec["rank"])], spec, device, generator, axes)
+            for name, spec in INPUTS.items()}
