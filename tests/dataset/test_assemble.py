@@ -148,6 +148,24 @@ def test_the_shipped_dataset_is_what_its_index_says():
                              for p in attention)
 
 
+def _sample_of_the_dataset() -> list[Path]:
+    """One problem of each level and source framework (the first by name): the default run's
+    share of the dataset; the slow test below checks all of them."""
+    picked: dict[tuple[str, str], Path] = {}
+    for toml in sorted(DATASET.glob("level*/*/problem.toml")):
+        spec = tomllib.loads(toml.read_text())
+        picked.setdefault((toml.parent.parent.name, spec["provenance"].get("framework", "pytorch")), toml.parent)
+    return list(picked.values())
+
+
+def test_a_problem_of_each_level_and_framework_in_the_dataset_passes_check_on_the_cpu():
+    sample = _sample_of_the_dataset()
+    frameworks = {tomllib.loads((p / "problem.toml").read_text())["provenance"]["framework"] for p in sample}
+    assert len(sample) == 8 and frameworks == {"pytorch", "jax"}  # four levels, PyTorch and JAX references
+    failures = {p.name: r.errors for p in sample if not (r := check_problem(p)).ok}
+    assert not failures, failures
+
+
 @pytest.mark.slow
 def test_every_shipped_dataset_problem_passes_check_on_the_cpu():
     failures = {p.parent.name: r.errors for p in sorted(DATASET.glob("level*/*/problem.toml"))
