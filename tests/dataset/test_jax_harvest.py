@@ -60,7 +60,7 @@ def test_a_whole_forward_written_as_a_reference_computes_what_the_model_did():
     workload = build_jax("jax:tiny-llama", "prefill", batch=1, seq=8)
     trace = jax_trace.flatten(jax.make_jaxpr(workload.forward)(*workload.arguments))
     jax_trace.run(trace, workload.arguments, repeats=0)
-    piece = jax_harvest.Piece(trace, trace.equations, lambda value, index: value in trace.outputs)
+    piece = jax_harvest.Piece(trace, trace.equations, lambda value, inside: value in trace.outputs)
     values = {**trace.constants, **dict(zip(trace.inputs, workload.arguments))}
     source = "def whole(" + ", ".join(f"x{k}" for k in range(len(piece.inputs))) + "):\n" + "".join(
         f"    {line}\n" for line in piece.lines)
@@ -68,6 +68,27 @@ def test_a_whole_forward_written_as_a_reference_computes_what_the_model_did():
     exec(source, scope)
     got = scope["whole"](*[values[i] for i in piece.inputs])
     np.testing.assert_allclose(np.asarray(got), np.asarray(workload.forward(*workload.arguments)), rtol=1e-5, atol=1e-5)
+
+
+def test_a_scope_s_outputs_are_what_equations_outside_it_use_wherever_they_are():
+    """A scope's equations need not be contiguous (an einsum's operand transposed inside the
+    softmax's vmap scope, after the einsum that took the softmax): its outputs are the values an
+    equation outside it takes, not those taken after its last equation."""
+    def forward(x, v):
+        with jax.named_scope("model"):
+            with jax.named_scope("inner"):
+                p = jax.nn.relu(x) * 2.0
+            y = p + 1.0
+            with jax.named_scope("inner"):
+                vt = v.T * 3.0
+            return y @ vt
+
+    x, v = jnp.ones((4, 4)), jnp.ones((4, 4))
+    trace = jax_trace.flatten(jax.make_jaxpr(forward)(x, v))
+    jax_trace.run(trace, [x, v], repeats=0)
+    inner = [e for e in trace.equations if e.scope == "model/inner"]
+    piece = jax_harvest.Piece(trace, inner, jax_harvest._used_after(trace))
+    assert len(piece.outputs) == 2 and piece.lines[-1].startswith("return (")  # relu's, used by the add, and v's
 
 
 @pytest.mark.parametrize("value", [jnp.dtype("bfloat16"), jax.lax.Precision.HIGHEST, (1,), ((1, 2), (0,)), float("-inf"),

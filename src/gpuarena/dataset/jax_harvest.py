@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gpuarena.dataset import candidate
-from gpuarena.dataset.harvest import Group, Harvest, _slug
+from gpuarena.dataset.harvest import IGNORED, Group, Harvest, _slug
 from gpuarena.dataset.jax_trace import Const, Equation, Trace, flatten, run
 from gpuarena.dataset.record import ArgRecord, CallRecord, TensorInfo
 from gpuarena.errors import GpuarenaError
@@ -95,6 +95,8 @@ def param_source(value: Any) -> str:
 
 
 def literal_source(const: Const) -> str:
+    if const.shape:
+        return f"jnp.zeros({const.shape!r}, dtype=jnp.dtype({const.dtype!r}))"
     value = np.asarray(const.value).item()
     if isinstance(value, float) and not math.isfinite(value):
         text = f"float({str(value)!r})"
@@ -116,7 +118,11 @@ class Piece:
     use), its outputs (values used after it, or the forward's), and its body's lines, with
     canonical names, so that two layers computing alike read alike."""
 
-    def __init__(self, trace: Trace, equations: list[Equation], used_after: Callable[[int, int], bool]):
+    def __init__(self, trace: Trace, equations: list[Equation], used_after: Callable[[int, set[int]], bool],
+                 zeroed: frozenset[int] = frozenset()):
+        """zeroed: inputs the check found the outputs do not depend on (the maximum a softmax
+        subtracts), written as zeros, as a PyTorch harvest's module graph makes them."""
+        self.trace, self.used_after, self.zeroed = trace, used_after, zeroed
         self.equations = equations
         made = {o for e in equations for o in e.outputs}
         self.inputs: list[int] = []
@@ -126,12 +132,14 @@ class Piece:
                 if not isinstance(given, int) or given in made or given in self.inputs or given in scalars:
                     continue
                 scalar = _scalar(trace.info[given])
-                if scalar is not None:
+                if given in zeroed:
+                    scalars[given] = Const(0, trace.info[given].dtype, tuple(trace.info[given].shape))
+                elif scalar is not None:
                     scalars[given] = scalar
                 else:
                     self.inputs.append(given)
-        last = equations[-1].index
-        self.outputs = [o for e in equations for o in e.outputs if used_after(o, last)]
+        inside = {e.index for e in equations}  # a scope's equations need not be contiguous
+        self.outputs = [o for e in equations for o in e.outputs if used_after(o, inside)]
         if not self.outputs:
             self.outputs = list(equations[-1].outputs)
         names = {given: f"x{k}" for k, given in enumerate(self.inputs)}
@@ -196,14 +204,16 @@ def _normal_scope(scope: str) -> str:
     return "/".join(re.sub(r"_\d+$", "", part) for part in scope.split("/"))
 
 
-def _used_after(trace: Trace) -> Callable[[int, int], bool]:
-    last_use: dict[int, int] = {}
+def _used_after(trace: Trace) -> Callable[[int, set[int]], bool]:
+    """Whether a value is needed outside a piece (the equations of these indices): an equation
+    elsewhere takes it, or the forward returns it."""
+    uses: dict[int, set[int]] = {}
     for eqn in trace.equations:
         for given in eqn.inputs:
             if isinstance(given, int):
-                last_use[given] = eqn.index
+                uses.setdefault(given, set()).add(eqn.index)
     outputs = set(trace.outputs)
-    return lambda value, index: value in outputs or last_use.get(value, -1) > index
+    return lambda value, inside: value in outputs or bool(uses.get(value, set()) - inside)
 
 
 def _signature(info: TensorInfo) -> list[Any]:
@@ -290,6 +300,13 @@ def profile_lines(trace: Trace) -> list[str]:
     return lines
 
 
+def _write(staged: Path, group: Group, piece: Piece, summary: str, what: str, models: list[str], phase: str) -> None:
+    call = piece.call(group.op, group.seconds)
+    reference = candidate.render(call, summary, what, piece.lines, JAX_TEMPLATE)
+    candidate.write(staged, call, group.name, summary, max(group.share, 1e-6), models,
+                    ["harvested", "jax", group.op, phase], level=group.level, reference=reference, framework="jax")
+
+
 def harvest_jax(forward: Callable[..., Any], arguments: list[Any], out: Path, *, model: str, phase: str,
                 sizes: dict[str, int], command: str, seed: int = 0, min_share: float = 0.01, repeats: int = 3,
                 progress: Callable[[str], None] = lambda _: None, fusions: bool = True) -> Harvest:
@@ -327,11 +344,18 @@ def harvest_jax(forward: Callable[..., Any], arguments: list[Any], out: Path, *,
                     else f"the {len(piece.equations)} primitives traced in the layer's scope")
             models = [f"{where}: {group.calls} call(s) a forward, {group.share:.2%} of the measured time "
                       f"(gpuarena harvest, seed {seed}, on cpu, each primitive timed alone)"]
-            reference = candidate.render(piece.call(group.op, group.seconds), summary, what, piece.lines, JAX_TEMPLATE)
-            candidate.write(staged, piece.call(group.op, group.seconds), group.name, summary, max(group.share, 1e-6),
-                            models, ["harvested", "jax", group.op, phase], level=group.level, reference=reference,
-                            framework="jax")
+            _write(staged, group, piece, summary, what, models, phase)
             report = checker(staged)
+            for _ in range(4):  # inputs the outputs ignore are made zeros, and the piece checked again
+                ignored = {piece.inputs[int(m.group(1)[1:])] for error in report.errors
+                           for m in [IGNORED.search(error)] if m and m.group(1)[1:].isdigit()
+                           and int(m.group(1)[1:]) < len(piece.inputs)}
+                if report.ok or not ignored:
+                    break
+                piece = Piece(piece.trace, piece.equations, piece.used_after, piece.zeroed | ignored)
+                shutil.rmtree(staged)
+                _write(staged, group, piece, summary, what, models, phase)
+                report = checker(staged)
             if report.ok:
                 final = out / f"level{group.level}" / group.name
                 final.parent.mkdir(exist_ok=True)

@@ -29,10 +29,12 @@ BODY_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
 @dataclass
 class Const:
-    """A literal in an equation (a scalar the tracer kept inline)."""
+    """A literal in an equation (a scalar the tracer kept inline), or (with a shape) an array of
+    that value written into a reference."""
 
     value: Any
     dtype: str
+    shape: tuple[int, ...] = ()
 
 
 @dataclass
