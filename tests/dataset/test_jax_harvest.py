@@ -87,7 +87,7 @@ def test_a_scope_s_outputs_are_what_equations_outside_it_use_wherever_they_are()
     trace = jax_trace.flatten(jax.make_jaxpr(forward)(x, v))
     jax_trace.run(trace, [x, v], repeats=0)
     inner = [e for e in trace.equations if e.scope == "model/inner"]
-    piece = jax_harvest.Piece(trace, inner, jax_harvest._used_after(trace))
+    piece = jax_harvest.Piece(trace, inner, jax_harvest._needed_outside(trace))
     assert len(piece.outputs) == 2 and piece.lines[-1].startswith("return (")  # relu's, used by the add, and v's
 
 

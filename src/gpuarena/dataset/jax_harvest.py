@@ -115,31 +115,31 @@ def primitive_source(eqn: Equation) -> str:
 
 class Piece:
     """Equations written as one reference: its inputs (values made before it, in order of first
-    use), its outputs (values used after it, or the forward's), and its body's lines, with
+    use), its outputs (values used outside it, or the forward's), and its body's lines, with
     canonical names, so that two layers computing alike read alike."""
 
-    def __init__(self, trace: Trace, equations: list[Equation], used_after: Callable[[int, set[int]], bool],
+    def __init__(self, trace: Trace, equations: list[Equation], needed_outside: Callable[[int, set[int]], bool],
                  zeroed: frozenset[int] = frozenset()):
         """zeroed: inputs the check found the outputs do not depend on (the maximum a softmax
         subtracts), written as zeros, as a PyTorch harvest's module graph makes them."""
-        self.trace, self.used_after, self.zeroed = trace, used_after, zeroed
+        self.trace, self.needed_outside, self.zeroed = trace, needed_outside, zeroed
         self.equations = equations
         made = {o for e in equations for o in e.outputs}
         self.inputs: list[int] = []
-        scalars: dict[int, Const] = {}
+        written_in: dict[int, Const] = {}
         for eqn in equations:
             for given in eqn.inputs:
-                if not isinstance(given, int) or given in made or given in self.inputs or given in scalars:
+                if not isinstance(given, int) or given in made or given in self.inputs or given in written_in:
                     continue
                 scalar = _scalar(trace.info[given])
                 if given in zeroed:
-                    scalars[given] = Const(0, trace.info[given].dtype, tuple(trace.info[given].shape))
+                    written_in[given] = Const(0, trace.info[given].dtype, tuple(trace.info[given].shape))
                 elif scalar is not None:
-                    scalars[given] = scalar
+                    written_in[given] = scalar
                 else:
                     self.inputs.append(given)
         inside = {e.index for e in equations}  # a scope's equations need not be contiguous
-        self.outputs = [o for e in equations for o in e.outputs if used_after(o, inside)]
+        self.outputs = [o for e in equations for o in e.outputs if needed_outside(o, inside)]
         if not self.outputs:
             self.outputs = list(equations[-1].outputs)
         names = {given: f"x{k}" for k, given in enumerate(self.inputs)}
@@ -147,7 +147,7 @@ class Piece:
         for eqn in equations:
             for out in eqn.outputs:
                 names[out] = f"t{len(names) - len(self.inputs)}"
-            args = [literal_source(g) if isinstance(g, Const) else literal_source(scalars[g]) if g in scalars
+            args = [literal_source(g) if isinstance(g, Const) else literal_source(written_in[g]) if g in written_in
                     else names[g] for g in eqn.inputs]
             outs = ", ".join(names[o] for o in eqn.outputs) + ("," if eqn.primitive.multiple_results and
                                                                len(eqn.outputs) == 1 else "")
@@ -204,7 +204,7 @@ def _normal_scope(scope: str) -> str:
     return "/".join(re.sub(r"_\d+$", "", part) for part in scope.split("/"))
 
 
-def _used_after(trace: Trace) -> Callable[[int, set[int]], bool]:
+def _needed_outside(trace: Trace) -> Callable[[int, set[int]], bool]:
     """Whether a value is needed outside a piece (the equations of these indices): an equation
     elsewhere takes it, or the forward returns it."""
     uses: dict[int, set[int]] = {}
@@ -223,12 +223,12 @@ def _signature(info: TensorInfo) -> list[Any]:
 def groups_of(trace: Trace) -> list[tuple[Group, Piece | None]]:
     """Level-1 groups (one primitive with the same parameters on the same shapes) and fusion
     groups (a layer's scope: the same body on the same shapes), in order of first call."""
-    used_after = _used_after(trace)
+    needed_outside = _needed_outside(trace)
     total = sum(trace.seconds) or 1.0
     found: dict[str, tuple[Group, Piece | None, list[int]]] = {}
     for eqn in trace.equations:
         try:
-            piece: Piece | None = Piece(trace, [eqn], used_after)
+            piece: Piece | None = Piece(trace, [eqn], needed_outside)
             assert piece is not None
             body = piece.lines
             reason = None
@@ -256,7 +256,7 @@ def groups_of(trace: Trace) -> list[tuple[Group, Piece | None]]:
             continue  # one primitive: a level-1 problem already
         normal = _normal_scope(scope)
         try:
-            piece = Piece(trace, equations, used_after)
+            piece = Piece(trace, equations, needed_outside)
             body, reason = piece.lines, piece.why_not()
         except Unwritable as exc:
             piece, body, reason = None, [e.name for e in equations], str(exc)
@@ -352,7 +352,7 @@ def harvest_jax(forward: Callable[..., Any], arguments: list[Any], out: Path, *,
                            and int(m.group(1)[1:]) < len(piece.inputs)}
                 if report.ok or not ignored:
                     break
-                piece = Piece(piece.trace, piece.equations, piece.used_after, piece.zeroed | ignored)
+                piece = Piece(piece.trace, piece.equations, piece.needed_outside, piece.zeroed | ignored)
                 shutil.rmtree(staged)
                 _write(staged, group, piece, summary, what, models, phase)
                 report = checker(staged)
