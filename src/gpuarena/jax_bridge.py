@@ -17,13 +17,14 @@ _started_on: str | None = None
 def start(device: torch.device) -> None:
     """Bring JAX up on the device once per process, as the harness's own work."""
     global _started_on
+    # JAX warns of a deadlock at every fork once its threads run; this process forks only through
+    # subprocess, whose child execs at once and runs none of JAX's code (a worker, a runner's job).
+    # Set at every call: whoever resets the warning filters (pytest does, test by test) loses it
+    warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
     if _started_on is not None:
         return
     # no up-front grab of 75% of the GPU's memory (the other side of the run needs its share)
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    # JAX warns of a deadlock at every fork once its threads run; this process forks only through
-    # subprocess, whose child execs at once and runs none of JAX's code (a worker, a runner's job)
-    warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
     import jax
     import jax.numpy as jnp
 
