@@ -13,6 +13,7 @@ per-primitive times on the CPU.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -75,10 +76,10 @@ def dtype_name(dtype: Any) -> str:
 def _info(value: Any) -> TensorInfo:
     array = np.asarray(value)
     low = high = None
-    if array.size and array.dtype != np.bool_ and np.issubdtype(array.dtype, np.number) or array.dtype.name == "bfloat16":
-        wide = array.astype(np.float64) if array.size else array
-        if array.size:
-            low, high = float(wide.min()), float(wide.max())
+    numeric = array.dtype != np.bool_ and (np.issubdtype(array.dtype, np.number) or array.dtype.name == "bfloat16")
+    if array.size and numeric:
+        wide = array.astype(np.float64)
+        low, high = float(wide.min()), float(wide.max())
     ascending = bool(array.ndim == 1 and array.size > 1 and np.issubdtype(array.dtype, np.integer)
                      and bool((array[1:] >= array[:-1]).all()))
     stride, step = [], 1
@@ -95,11 +96,10 @@ def flatten(closed: Any) -> Trace:
     from jax.extend.core import Literal
 
     equations: list[Equation] = []
-    counter = [0]
+    ids = itertools.count()
 
     def fresh() -> int:
-        counter[0] += 1
-        return counter[0] - 1
+        return next(ids)
 
     def walk(jaxpr: Any, env: dict[Any, int], prefix: str) -> list[int | Const]:
         for eqn in jaxpr.eqns:
