@@ -146,6 +146,11 @@ def test_the_shipped_baselines_cover_the_bundled_problems_and_the_dataset() -> N
     assert shipped_baseline(bundled) == SHIPPED_BASELINES / "H100-pytorch.json"
     assert shipped_baseline(dataset) == SHIPPED_BASELINES / "H100-pytorch-dataset.json"
     assert shipped_baseline({"level9/nothing"}) is None
+    jax_dataset = {p.id for p in all_problems([ROOT / "dataset" / "problems"]) if implements(p, "jax")}
+    assert jax_dataset and shipped_baseline(jax_dataset) == SHIPPED_BASELINES / "H100-jax-dataset.json"
+    jax_baseline = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H100-jax-dataset.json").read_text())
+    assert jax_baseline.framework == "jax" and {p.problem for p in jax_baseline.problems} == jax_dataset
+    assert all(p.status == "PASSED" for p in jax_baseline.problems)
     baseline = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H100-pytorch.json").read_text())
     assert baseline.framework == "pytorch" and "H100" in baseline.device_name
     assert {p.problem for p in baseline.problems} == bundled
@@ -240,4 +245,8 @@ def test_a_problem_whose_reference_is_jax_is_judged_checked_and_timed_as_jax() -
     assert not [w for w in warned if "os.fork" in str(w.message)]
     assert [(p.problem, p.status) for p in timed.problems] == [("jax_rmsnorm", "PASSED")]
     assert timed.problems[0].time_us > 0 and timed.framework == "jax"
+    import jax
+
+    # float32 dot products in float32, as PyTorch's (JAX's default takes TF32 on recent GPUs)
+    assert jax.config.jax_default_matmul_precision == "highest"
     assert any("level1/softmax: its reference is written in pytorch, no jax implementation" in s for s in said)

@@ -32,6 +32,11 @@ def start(device: torch.device) -> None:
     if device.type == "cuda":
         # one GPU's context, not one on every GPU of the machine (other runs time there)
         jax.config.update("jax_cuda_visible_devices", str(device.index or 0))
+    # float32 dot products and convolutions in float32, as PyTorch computes them by default: JAX's
+    # default takes TF32 on recent NVIDIA GPUs, and two processes' autotuners pick different TF32
+    # kernels, so a reference would disagree with itself beyond a float32 tolerance (a KerasHub
+    # Llama layer did on an H100). A solution may still ask for less precision, op by op.
+    jax.config.update("jax_default_matmul_precision", "highest")
     # the problem's dtypes cross intact (float64 and int64 inputs stay 64-bit)
     jax.config.update("jax_enable_x64", True)
     # on the CPU a computation runs inside the call that dispatches it, never on XLA's threads

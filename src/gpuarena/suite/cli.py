@@ -68,9 +68,10 @@ def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")]
                 "suite.json"),
             baseline: Annotated[Optional[Path], typer.Option(
                 "--baseline", help="Score the result against this suite result (on cuda, default: the shipped "
-                                   "PyTorch eager baseline that times the most of the chosen problems)")] = None) -> None:
+                                   "baseline that times the most of the problems this framework times)")] = None) -> None:
     """Time a framework's implementation of each problem and write the suite result."""
     from gpuarena.problems.select import ProblemFilter, select
+    from gpuarena.suite.frameworks import FRAMEWORKS, implements
     from gpuarena.suite.run import all_problems, run_suite
     from gpuarena.suite.score import compare
 
@@ -78,8 +79,14 @@ def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")]
         if device != "cpu" and not device.startswith("cuda"):
             raise GpuarenaError(f"--device {device!r}: use cpu or cuda")
         chosen = select(all_problems(root or []), ProblemFilter.of(match, level, tag, model, source))
+        if framework not in FRAMEWORKS:
+            raise GpuarenaError(f"--framework {framework!r}: use one of {', '.join(FRAMEWORKS)}")
         if baseline is None and device != "cpu":
-            baseline = shipped_baseline({p.id for p in chosen})
+            # only the problems this framework times can be in common with a baseline
+            baseline = shipped_baseline({p.id for p in chosen if implements(p, framework)})
+            if baseline is None:
+                err.print(f"no shipped baseline times any of these problems with {framework}: the result is "
+                          "not scored (--baseline names one)", highlight=False)
         base = _load(baseline) if baseline is not None else None
         def save(so_far) -> None:  # type: ignore[no-untyped-def]
             output.write_text(so_far.model_dump_json(indent=2) + "\n")
