@@ -56,3 +56,38 @@ def test_fingerprint_sees_a_single_changed_element_and_a_swap():
     swapped[[10, 11]] = swapped[[11, 10]]
     assert fingerprint(swapped) != before
     assert fingerprint(t.clone()) == before
+
+
+def test_the_figures_and_the_worst_element_are_the_ones_computed_by_hand():
+    ref = torch.arange(1.0, 17.0).reshape(4, 4)
+    out = ref.clone()
+    out[2, 3] += 0.5
+    out[0, 1] += 1e-3
+    tol = Tolerance(atol=1e-2, rtol=1e-2, l2=1.0)
+    result = compare("y", out, ref, tol)
+    assert not result.ok and result.status == "WRONG_VALUES"
+    assert "1 of 16 elements outside atol=0.01, rtol=0.01; worst at [2, 3]: got 12.5, expected 12" in result.reason
+    diff = (out.double() - ref.double()).abs()
+    assert result.max_abs_error == float(diff.max())
+    assert result.max_rel_error == float((diff / ref.double().abs()).max())
+    assert abs(result.l2_rel_error - float(diff.norm() / ref.double().norm())) < 1e-15
+    passed = compare("y", out, ref, Tolerance(atol=1.0, rtol=0.0, l2=1.0))
+    assert passed.ok and passed.max_abs_error == result.max_abs_error and passed.l2_rel_error == result.l2_rel_error
+
+
+def test_non_finite_reference_entries_must_be_matched_exactly():
+    ref = torch.tensor([1.0, float("inf"), float("nan"), -float("inf"), 2.0])
+    tol = Tolerance(atol=1e-3, rtol=1e-3, l2=1e-3)
+    same = compare("y", ref.clone(), ref, tol)
+    assert same.ok and same.max_abs_error == 0.0 and same.l2_rel_error == 0.0
+    for k, value in ((1, -float("inf")), (2, 0.0), (3, float("nan"))):
+        out = ref.clone()
+        out[k] = value
+        result = compare("y", out, ref, tol)
+        assert not result.ok and "differs where the reference is not finite" in result.reason
+    off = ref.clone()
+    off[4] = 2.5  # a finite entry beside the non-finite ones: its index is in the finite entries' order
+    result = compare("y", off, ref, tol)
+    assert not result.ok and "worst at [1]: got 2.5, expected 2" in result.reason
+    everything = torch.full((3,), float("inf"))
+    assert compare("y", everything.clone(), everything, tol).ok

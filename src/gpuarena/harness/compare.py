@@ -41,30 +41,37 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
                               f"(integer output, compared exactly); first at {first}: got {out[tuple(first)].item()}, "
                               f"expected {ref[tuple(first)].item()}", float(diff.max()), rel, l2)
         return Comparison(True, "PASSED", "", 0.0, 0.0, 0.0)
+    # float64 on the output's device; the figures are read back together, one wait for the
+    # device each (a run compares thousands of outputs: each read is a sync)
     o = out.detach().to(torch.float64)
     r = ref.detach().to(torch.float64)
     ref_finite = torch.isfinite(r)
     bad = ~torch.isfinite(o) & ref_finite
-    if bool(bad.any()):
+    any_bad, all_finite = torch.stack([bad.any(), ref_finite.all()]).tolist()
+    if any_bad:
         kinds = "NaN" if bool(torch.isnan(o[bad]).any()) else "Inf"
         return Comparison(False, "WRONG_VALUES", f"output {name} has {int(bad.sum())} {kinds} values where the reference is finite")
     # non-finite reference entries must be matched exactly (same inf sign, NaN for NaN)
-    if not bool(ref_finite.all()):
+    if not all_finite:
         mismatch = ~ref_finite & ~((o == r) | (torch.isnan(o) & torch.isnan(r)))
         if bool(mismatch.any()):
             return Comparison(False, "WRONG_VALUES", f"output {name} differs where the reference is not finite")
         o, r = o[ref_finite], r[ref_finite]
     diff = (o - r).abs()
-    max_abs = float(diff.max()) if diff.numel() else 0.0
-    max_rel = float((diff / r.abs().clamp_min(max(tol.atol, 1e-30))).max()) if diff.numel() else 0.0
-    ref_norm = float(torch.linalg.vector_norm(r))
-    err_norm = float(torch.linalg.vector_norm(o - r))
+    max_abs = max_rel = ref_norm = err_norm = 0.0
+    all_close = True
+    if diff.numel():
+        size = r.abs()
+        figures = torch.stack([diff.max(), (diff / size.clamp_min(max(tol.atol, 1e-30))).max(),
+                               torch.linalg.vector_norm(r), torch.linalg.vector_norm(diff),  # |o - r|'s norm is o - r's
+                               (diff <= tol.atol + tol.rtol * size).all().to(torch.float64)]).tolist()
+        max_abs, max_rel, ref_norm, err_norm, all_close = figures[0], figures[1], figures[2], figures[3], bool(figures[4])
     l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf)
-    close = diff <= tol.atol + tol.rtol * r.abs()
-    if not bool(close.all()):
+    if not all_close:
+        close = diff <= tol.atol + tol.rtol * r.abs()
         count = int((~close).sum())
         worst = int(torch.argmax(diff - tol.rtol * r.abs()))
-        index = list(map(int, torch.unravel_index(torch.tensor(worst), out.shape))) if ref_finite.all() else [worst]
+        index = list(map(int, torch.unravel_index(torch.tensor(worst), out.shape))) if all_finite else [worst]
         return Comparison(False, "WRONG_VALUES",
                           f"output {name}: {count} of {out.numel()} elements outside atol={tol.atol:g}, rtol={tol.rtol:g}; "
                           f"worst at {index}: got {float(o.reshape(-1)[worst]):.6g}, expected {float(r.reshape(-1)[worst]):.6g}",
