@@ -38,8 +38,9 @@
 #     app-jobs    bench/app_jobs.py: migration checks as a runner's job process runs them (ranked, sandboxed),
 #                 the golden of examples/apps/mlp_reference recorded on this GPU
 #     latency     bench/eval_latency.py (issue 18's targets: whole `gpuarena run`s timed, with their phases)
-#     profile-run the supervisor of one CUDA run under cProfile (PROFILE_ARGS: the run's arguments;
-#                 default one workload of the Triton softmax), and the CLI's import times
+#     profile-run every thread of one CUDA run's supervisor, stacks sampled each millisecond
+#                 (bench/research/run_stacks.py; PROFILE_ARGS: the run's arguments; default one
+#                 workload of the Triton softmax), and the CLI's import times
 #     warm        bench/warm_path.py: 100 distinct solutions through one `gpuarena run-many`
 #                 (benchmark, one workload), then 30 in test mode (WARM_N, WARM_ARGS)
 #     breakdown   bench/research/warm_breakdown.py: a warm-path job's seconds step by step (BREAKDOWN_N, BREAKDOWN_ARGS)
@@ -290,9 +291,8 @@ for s in "${steps[@]}"; do
     profile-run)
       args=${PROFILE_ARGS:-level1/softmax examples/softmax/triton.py --device cuda --workload square-8192}
       python3 -m gpuarena.cli run $args --json > /dev/null 2>&1  # builds and caches first, as a contestant's second run
-      step profile-run "${T_PROFILE:-300}" python3 -m cProfile -o "$W/run.prof" -m gpuarena.cli run $args -v
-      python3 -c 'import pstats, sys; s = pstats.Stats(sys.argv[1]); s.sort_stats("cumulative").print_stats(60); s.sort_stats("tottime").print_stats(25)' \
-        "$W/run.prof" > "$W/profile-run-stats.txt" 2>&1
+      # every thread's stacks, sampled (cProfile sees one thread, and the CLI leaves through os._exit)
+      step profile-run "${T_PROFILE:-300}" python3 bench/research/run_stacks.py --out "$OUT/run-stacks.json" -- $args
       python3 -X importtime -m gpuarena.cli run $args --json > /dev/null 2> "$W/importtime.txt"
       sort -t'|' -k2 -n -r "$W/importtime.txt" | head -40 > "$W/importtime-top.txt"
       last profile-run 'phases' 2 ;;

@@ -616,7 +616,7 @@ def test_what_starts_ahead_does_not_import_torch():
     """The point of starting them ahead: torch is not loaded by the modules that do it."""
     import subprocess
 
-    code = ("import sys; import gpuarena.harness.ahead, gpuarena.harness.started; "
+    code = ("import sys; import gpuarena.harness.ahead, gpuarena.harness.started, gpuarena.harness.triton_key; "
             "assert 'torch' not in sys.modules, 'torch was imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

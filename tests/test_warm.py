@@ -134,3 +134,40 @@ def test_jobs_through_a_warm_evaluator_leave_no_worker_behind(tmp_path) -> None:
         assert record.status == "PASSED", record.reason
     warm.close()
     assert all(not w.alive() and not Path(w._folder.name).exists() for w in workers)
+
+
+WARMED = """import torch
+from triton.runtime.cache import triton_key
+
+# built only where the worker computed Triton's cache key before the solution was imported
+assert triton_key.cache_info().currsize == 1, "Triton's cache key was not computed ahead"
+
+
+def solve(a, x, b, y):
+    torch.addcmul(b, a, x, out=y)
+"""
+
+
+def test_a_worker_started_ahead_on_a_gpu_computes_triton_s_key_before_the_build(tmp_path, monkeypatch) -> None:
+    """A Triton kernel's first launch hashes Triton's 500 MB library for its cache key; a worker
+    started ahead on a GPU computes it in a thread from its first moment (harness/triton_key.py),
+    over before the solution is imported. Not on the CPU (the interpreter needs no key); asked
+    for here, the worker does it on the CPU too."""
+    from gpuarena.harness import started as started_module
+
+    assert started_module.warm_triton("cuda:0") is True  # Triton is installed here
+    assert started_module.warm_triton("cpu") is False and started_module.warm_triton(None) is False
+    solution = tmp_path / "warmed.py"
+    solution.write_text(WARMED)
+    options = RunOptions(device="cpu", mode="test")
+
+    cold = StartedWorker(gpu=False, prepare_on="cpu")
+    cold.wait_prepared()
+    record = evaluate(load_problem(AXPY), load_solution(solution), options, worker=cold)
+    assert record.status == "COMPILE_ERROR" and "not computed ahead" in record.reason + record.log
+
+    monkeypatch.setattr(started_module, "warm_triton", lambda prepare_on: True)
+    warm = StartedWorker(gpu=False, prepare_on="cpu")
+    warm.wait_prepared()
+    record = evaluate(load_problem(AXPY), load_solution(solution), options, worker=warm)
+    assert record.status == "PASSED", record.reason + record.log[-2000:]

@@ -4,7 +4,8 @@ about 2.3 s of a 5.6 s run on an H100 happen outside `duration_s`). Runs the CLI
 process that marks, on one clock, the moments it passes: the interpreter up, the CLI
 imported, the worker started ahead, the supervisor (torch) imported, evaluate() begun and
 ended, the record printed, the last atexit hook; the parent adds the spawn and the reap.
-Prints each gap, median over the runs, as JSON.
+Prints each gap, median over the runs, as JSON. TIMELINE_NO_WARM_TRITON=1: the worker started
+ahead does not compute Triton's cache key (harness/triton_key.py), for an A/B on one machine.
 
     python3 bench/research/cli_timeline.py --n 3 --out t.json -- level1/softmax examples/softmax/triton.py \
         --device cuda --workload square-8192
@@ -36,6 +37,9 @@ def dump():
 atexit.register(dump)  # registered first: runs last
 from gpuarena.cli import early, entry
 mark("entry imported")
+if os.environ.get("TIMELINE_NO_WARM_TRITON"):  # the worker's Triton key left to the first launch (A/B)
+    from gpuarena.harness import started as _started
+    _started.warm_triton = lambda prepare_on: False
 ahead, take = early.worker_ahead, early.take
 def worker_ahead(*a, **k):
     w = ahead(*a, **k)

@@ -13,7 +13,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from gpuarena.harness import cgroup, containment, protocol
+from gpuarena.harness import cgroup, containment, protocol, triton_key
 from gpuarena.harness.proctree import HARNESS_PROCESSES, children_of, kill_new_children, process_cpu_ns
 from gpuarena.harness.sandbox import become_subreaper
 
@@ -127,13 +127,15 @@ class WorkerProcess:
 
     def __init__(self, workdir: Path, log_path: Path, isolate_network: bool = False,
                  memory_limit: int | None = None, user: tuple[int, int, bool] | None = None, gpu: bool = True,
-                 exec_argv: list[str] | None = None, readable: list[str] = (), writable: list[str] = ()):
+                 exec_argv: list[str] | None = None, readable: list[str] = (), writable: list[str] = (),
+                 warm_triton: bool = False):
         """user: (uid, gid, dedicated) to run the worker as (see sandbox.worker_identity);
         workdir must then be the worker's (the caller gives it the folder). gpu: whether the
         worker may see the GPUs' device files (a CPU run's worker may not: its time would not
         count work done on a GPU). exec_argv: a program to run under the guards instead of the
         worker (profile mode's Nsight Compute; it does not answer requests), with the folders
-        it must read (readable) and write (writable) besides the worker's."""
+        it must read (readable) and write (writable) besides the worker's. warm_triton: the
+        worker computes Triton's cache key while it imports (harness/triton_key.py)."""
         self.log_path = log_path
         self.user = user
         self.gpu = gpu
@@ -172,6 +174,7 @@ class WorkerProcess:
                    + (["--isolate-network"] if own_netns else [])
                    + (["--memory-limit", str(memory_limit)] if memory_limit else [])
                    + (["--user", f"{user[0]}:{user[1]}"] if user else [])
+                   + ([triton_key.FLAG] if warm_triton and not exec_argv else [])
                    + (["--exec", *exec_argv] if exec_argv else []))
         self.readable, self.writable = list(readable), list(writable)
         self.cache_root = SANDBOX_CACHE_ROOT if not self.sandbox_problem else workdir / ".cache"

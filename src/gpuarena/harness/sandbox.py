@@ -248,11 +248,14 @@ def _option(args: list[str], name: str) -> str | None:
 
 def main() -> None:
     """Usage: python -m gpuarena.harness.sandbox FD [--isolate-network] [--memory-limit BYTES]
-    [--user UID:GID] [--exec PROGRAM ARG...]
+    [--user UID:GID] [--warm-triton] [--exec PROGRAM ARG...]
 
+    --warm-triton: compute Triton's cache key while the worker imports (harness/triton_key.py).
     --exec: once the guards are applied, replace this process with PROGRAM instead of serving
     the harness's requests (profile mode: Nsight Compute, which starts the solution's process
     under the same guards: the user, the limits and the subreaper flag survive exec)."""
+    from gpuarena.harness import triton_key  # torch-free, as this module
+
     args = sys.argv[1:]
     program: list[str] = []
     if "--exec" in args:
@@ -279,6 +282,9 @@ def main() -> None:
     if program:
         sys.stdout.flush()
         os.execvp(program[0], program)
+    if triton_key.FLAG in args:
+        args.remove(triton_key.FLAG)
+        triton_key.start()  # before the worker's imports, which it overlaps
     from gpuarena.harness.worker import main as worker_main
 
     worker_main(args, network=network, rights=rights)

@@ -7,6 +7,7 @@ match the run's, and starts a fresh one otherwise."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tempfile
 import threading
@@ -30,6 +31,12 @@ def _switch(name: str, default: bool) -> bool:
     if setting in ("0", "off", "false", "no"):
         return False
     return default
+
+
+def warm_triton(prepare_on: str | None) -> bool:
+    """Whether a worker started ahead computes Triton's cache key while it imports
+    (harness/triton_key.py): on a GPU, where Triton is installed."""
+    return bool(prepare_on and prepare_on.startswith("cuda")) and importlib.util.find_spec("triton") is not None
 
 
 class StartedWorker:
@@ -56,7 +63,7 @@ class StartedWorker:
             protect_supervisor(True)
         self._folder = tempfile.TemporaryDirectory(prefix="gpuarena-run-")
         try:
-            self.process = self._start(Path(self._folder.name), memory_limit_bytes)
+            self.process = self._start(Path(self._folder.name), memory_limit_bytes, warm_triton(prepare_on))
         except BaseException:
             self._folder.cleanup()
             if self.isolate:
@@ -93,7 +100,7 @@ class StartedWorker:
             self._preparing.join()
             self._preparing = None
 
-    def _start(self, tmp: Path, memory_limit_bytes: int | None) -> WorkerProcess:
+    def _start(self, tmp: Path, memory_limit_bytes: int | None, triton_key: bool) -> WorkerProcess:
         # every guard is on by default, on the CPU and on CUDA (run on an H100: see
         # docs/harness.md); each has a switch for platforms where it cannot be applied
         memory = (memory_limit_bytes or default_memory_limit()) \
@@ -107,7 +114,7 @@ class StartedWorker:
             os.chmod(tmp, 0o711)
             os.chown(workdir, self.user[0], self.user[1])
         return WorkerProcess(workdir, tmp / "worker.log", isolate_network=_switch("GPUARENA_WORKER_NETNS", True),
-                             memory_limit=memory, user=self.user, gpu=self.gpu)
+                             memory_limit=memory, user=self.user, gpu=self.gpu, warm_triton=triton_key)
 
     @property
     def workdir(self) -> Path:

@@ -28,6 +28,7 @@ from gpuarena.harness.backend import CPU, backend_named
 from gpuarena.harness.proctree import children_of
 from gpuarena.harness.range_timer import RangeTimerError
 from gpuarena.harness.timing import Timer
+from gpuarena.harness import triton_key
 from gpuarena.harness.transport import attach, fds_needed
 from gpuarena.solutions import runtimes
 from gpuarena.solutions.build import BuildError, build
@@ -201,6 +202,7 @@ class Worker:
             self.prepare(request)
         self._problem_names(request)
         assert self.timer is not None
+        triton_key.join()  # Triton's cache key, if the worker computes it ahead, is done first
         if solution.manifest.language == "cuda" and self.backend.name != "nvidia":
             return {"op": "build", "ok": False, "status": "COMPILE_ERROR",
                     "reason": "a cuda solution runs on a CUDA device: use --device cuda"}
