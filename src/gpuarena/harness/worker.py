@@ -23,12 +23,11 @@ from typing import Any, Callable
 # Harness modules are imported (and their timers captured) before any solution code runs.
 import torch
 
-from gpuarena.harness import protocol
+from gpuarena.harness import protocol, triton_key
 from gpuarena.harness.backend import CPU, backend_named
 from gpuarena.harness.proctree import children_of
 from gpuarena.harness.range_timer import RangeTimerError
 from gpuarena.harness.timing import Timer
-from gpuarena.harness import triton_key
 from gpuarena.harness.transport import attach, fds_needed
 from gpuarena.solutions import runtimes
 from gpuarena.solutions.build import BuildError, build
