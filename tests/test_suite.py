@@ -91,6 +91,29 @@ def test_the_score_is_the_weighted_geometric_mean_of_the_ratios_by_hand() -> Non
         compare(base, result("pytorch", {"level3/e": (1, 1, 1)}))
 
 
+def test_the_interval_over_problem_sets_is_the_resampled_score_s_and_repeats() -> None:
+    """The second interval: the score over the problem set drawn again with replacement. Its
+    ends lie between the smallest and the largest ratio, it holds the score, it is the same at
+    every call (seeded), it is a point when every problem has the same ratio, and it widens as
+    the problems disagree more."""
+    from gpuarena.suite.score import problem_interval
+
+    names = [f"level1/p{i}" for i in range(12)]
+    base = result("pytorch", {n: (100, 99, 101) for n in names})
+    mixed = result("torch-compile", {n: ((50, 49, 51) if i % 2 else (200, 198, 202)) for i, n in enumerate(names)})
+    c = compare(base, mixed)
+    assert math.isclose(c.score, 1.0)
+    assert 0.5 < c.problems_low < c.score < c.problems_high < 2.0
+    assert (c.problems_low, c.problems_high) == (compare(base, mixed).problems_low, compare(base, mixed).problems_high)
+    alike = compare(base, result("torch-compile", {n: (50, 49, 51) for n in names}))
+    assert math.isclose(alike.problems_low, 2.0) and math.isclose(alike.problems_high, 2.0)
+    narrow = problem_interval([0.9, 1.1] * 6, [1.0] * 12)
+    wide = problem_interval([0.5, 2.0] * 6, [1.0] * 12)
+    assert wide[1] / wide[0] > narrow[1] / narrow[0]
+    # a problem of weight 0 moves nothing: the interval is the one without it
+    assert all(math.isclose(end, 2.0) for end in problem_interval([2.0, 2.0, 100.0], [1.0, 1.0, 0.0]))
+
+
 def test_the_score_by_model_counts_each_problem_for_every_model_it_came_from() -> None:
     tags = {"level1/a": ["aten.mm.default", "harvested", "llama", "prefill"],
             "level1/b": ["module:LlamaMLP", "harvested", "llama", "prefill", "qwen3", "decode"],

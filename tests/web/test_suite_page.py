@@ -43,6 +43,7 @@ def test_the_suite_page_scores_a_result_against_a_baseline_with_plots(server, br
     score = page.locator("#score").inner_text()
     expected = math.exp((math.log(2) + math.log(0.5) + math.log(4)) / 3)  # the ratios' geometric mean
     assert f"{expected:.3f}x" in score and "3 problems" in score
+    assert "from the timings" in score and "over resampled problem sets" in score
     for label in ("score by level", "score by model", "the 3 problems slowest relative to the baseline"):
         assert page.locator(f'svg[aria-label="{label}"]').count() == 1, label
     by_model = page.locator('svg[aria-label="score by model"]').inner_html()

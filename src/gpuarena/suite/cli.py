@@ -41,7 +41,9 @@ def _show(comparison) -> None:  # type: ignore[no-untyped-def]
         out.print(f"left out: {name}: {why}", highlight=False)
     levels = ", ".join(f"level {k} {v:.3f}" for k, v in comparison.by_level.items())
     out.print(f"{comparison.result} against {comparison.baseline}: score {comparison.score:.3f} "
-              f"(95% interval {comparison.low:.3f}-{comparison.high:.3f}) over {comparison.covered} problems; {levels}",
+              f"(95% interval {comparison.low:.3f}-{comparison.high:.3f} from the timings, "
+              f"{comparison.problems_low:.3f}-{comparison.problems_high:.3f} over resampled problem sets) "
+              f"over {comparison.covered} problems; {levels}",
               highlight=False)
 
 

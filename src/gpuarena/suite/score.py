@@ -7,10 +7,17 @@ the ratios with the problems' weights, and its interval the same mean of the int
 wide as the problems' own intervals allow, never narrower). Problems that either side did not
 time are listed and left out of the score; a score over fewer problems than the baseline has
 says so (`covered`).
+
+That interval is the timings' only. How much the score rests on which problems the dataset holds
+is a second one (`problems_low`, `problems_high`): the same score over the problem set drawn again
+with replacement, each problem with its weight, PROBLEM_RESAMPLES times (seeded, so a comparison
+always gives the same figures), the middle 95%. Two GPUs whose problem intervals overlap differ by
+less than the dataset's choice of problems can show.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from gpuarena.errors import GpuarenaError
@@ -50,6 +57,10 @@ class Comparison(BaseModel):
     """Its interval, low end."""
     high: float | None
     """And high end."""
+    problems_low: float | None = None
+    """The score's 95% interval over resampled problem sets, low end (see the module's docstring)."""
+    problems_high: float | None = None
+    """And high end."""
     covered: int
     """Problems in the score."""
     left_out: dict[str, str]
@@ -61,6 +72,9 @@ class Comparison(BaseModel):
     by_model: dict[str, float] = {}
     """The score over the problems harvested from each model alone (model_tags)."""
 
+
+PROBLEM_RESAMPLES = 2000
+"""Problem sets drawn for the interval over problems."""
 
 NOT_MODELS = {"harvested", "prefill", "decode"}
 """Tags a harvested problem carries besides its models' (dataset/assemble.py): its origin and phases."""
@@ -81,6 +95,22 @@ def _by(ratios: list[ProblemRatio], key) -> dict:  # type: ignore[no-untyped-def
         for group in key(r):
             groups.setdefault(group, []).append(r)
     return {g: weighted_geomean([r.ratio for r in rs], [r.weight for r in rs]) for g, rs in sorted(groups.items())}
+
+
+def problem_interval(ratios: list[float], weights: list[float], resamples: int = PROBLEM_RESAMPLES,
+                     seed: int = 0) -> tuple[float, float]:
+    """The middle 95% of the weighted geometric mean over problem sets drawn with replacement
+    (one draw of n problems from the n, each with its own weight), in one numpy pass. A draw of
+    only weightless problems has no score and is not counted."""
+    logs, w = np.log(np.asarray(ratios, dtype=np.float64)), np.asarray(weights, dtype=np.float64)
+    picks = np.random.default_rng(seed).integers(0, len(logs), size=(resamples, len(logs)))
+    total = w[picks].sum(axis=1)
+    weighted = (w[picks] * logs[picks]).sum(axis=1)
+    scores = np.exp(weighted[total > 0] / total[total > 0])
+    if not scores.size:
+        raise GpuarenaError("no problem with a weight above 0: the score is not defined")
+    low, high = np.quantile(scores, [0.025, 0.975])
+    return float(low), float(high)
 
 
 def _label(r: SuiteResult) -> str:
@@ -105,8 +135,10 @@ def compare(baseline: SuiteResult, result: SuiteResult) -> Comparison:
     if not ratios:
         raise GpuarenaError(f"{_label(result)} and the baseline {_label(baseline)} have no timed problem in common")
     weights = [r.weight for r in ratios]
+    problems_low, problems_high = problem_interval([r.ratio for r in ratios], weights)
     return Comparison(baseline=_label(baseline), result=_label(result),
                       score=weighted_geomean([r.ratio for r in ratios], weights),
+                      problems_low=problems_low, problems_high=problems_high,
                       low=weighted_geomean([r.low for r in ratios], weights),
                       high=weighted_geomean([r.high for r in ratios], weights),
                       covered=len(ratios), left_out=dict(sorted(left_out.items())),
