@@ -91,6 +91,12 @@ def worker_setup(device: str) -> dict[str, Any]:
     return NvidiaBackend.worker_setup(device)
 
 
+def compiles_triton(device: str) -> bool:
+    """Whether Triton compiles kernels for a device named as text, without importing torch: the
+    GPU's backend does; on the CPU Triton's interpreter runs them (no cache key, nothing to warm)."""
+    return device.partition(":")[0] != "cpu"
+
+
 def backend_for(device: torch.device) -> Backend:
     """The backend for device, or UnsupportedDevice naming what is missing."""
     import torch

@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from gpuarena.harness.backend import worker_setup
+from gpuarena.harness.backend import compiles_triton, worker_setup
 from gpuarena.harness.process import WorkerProcess
 from gpuarena.harness.sandbox import default_memory_limit, protect_supervisor, worker_identity
 
@@ -36,7 +36,7 @@ def _switch(name: str, default: bool) -> bool:
 def warm_triton(prepare_on: str | None) -> bool:
     """Whether a worker started ahead computes Triton's cache key while it imports
     (harness/triton_key.py): on a GPU, where Triton is installed."""
-    return bool(prepare_on and prepare_on.startswith("cuda")) and importlib.util.find_spec("triton") is not None
+    return prepare_on is not None and compiles_triton(prepare_on) and importlib.util.find_spec("triton") is not None
 
 
 class StartedWorker:
