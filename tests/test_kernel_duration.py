@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, judge
-from gpuarena.harness import kernel_duration
+from gpuarena.harness import kernel_duration, range_timer
 from gpuarena.harness.backend import CpuBackend
 from gpuarena.harness.range_timer import RangeTimerError
 from gpuarena.harness.timing import KERNEL_DURATION_METHOD, Timer
@@ -123,6 +123,29 @@ def test_a_timer_block_with_the_library_gives_each_call_s_kernels_summed(tmp_pat
     assert samples.method == KERNEL_DURATION_METHOD
     assert samples.device_ns == [round(PER_CALL_US * 1e3)] * 3 and len(samples.e2e_ns) == 3
     assert seen == [0, 10, 20]  # after() gets each call's own result
+
+
+def test_a_timer_block_opens_small_and_grows_when_a_call_launches_more_kernels(tmp_path, monkeypatch):
+    """The first window's cost grows with the profiler's room for kernels (about 1 ms a range on
+    an H100), so the harness opens with little room and, when a call launches more kernels, opens
+    it again larger and runs that call again from its preparation."""
+    monkeypatch.setattr(range_timer, "FIRST_RANGES", 1)  # the stand-in launches 3 kernels a call
+    monkeypatch.setattr(range_timer, "GROWTH", 2)
+    library = compile_stand_in(tmp_path)
+    calls, prepared, seen = [], [], []
+    timer = Timer(torch.device("cpu"))
+    samples = timer.run_block(lambda i: calls.append(i) or i * 10, 3, prepare=prepared.append,
+                              after=lambda i, r: seen.append(r), kernel_library=library)
+    assert samples.device_ns == [round(PER_CALL_US * 1e3)] * 3
+    assert calls == [0, 0, 0, 1, 2] and prepared == [0, 0, 0, 1, 2]  # room 1, then 2, then 4: the first call thrice
+    assert seen == [0, 10, 20]  # each call's outputs checked once, from the run that was measured
+    timer.open_kernel_profiler(library)
+    timer.run_block(lambda i: i, 1, kernel_library=library)
+    assert timer._kernel_profiler.max_ranges == 4  # a held profiler is replaced by the larger one
+    timer.close_kernel_profiler()
+    monkeypatch.setattr(range_timer, "MOST_RANGES", 2)
+    with pytest.raises(range_timer.TooManyKernels, match="dropped"):
+        timer.run_block(lambda i: i, 1, kernel_library=library)
 
 
 def test_the_phase_can_be_switched_off_and_the_record_says_so(profiled_run, monkeypatch, counters_folder):

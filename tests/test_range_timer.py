@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuarena.harness.range_timer import KernelDurations, RangeTimerError
+from gpuarena.harness.range_timer import KernelDurations, RangeTimerError, TooManyKernels
 
 COMPILER = shutil.which("g++") or shutil.which("c++")
 
@@ -19,7 +19,7 @@ COMPILER = shutil.which("g++") or shutil.which("c++")
 # stop and read in that order and leave no window open after an error.
 STAND_IN = r"""
 #include <cstring>
-static int opened = 0, started = 0, stopped = 0, metrics = 0;
+static int opened = 0, started = 0, stopped = 0, metrics = 0, room = 0;
 static const char* error = "";
 extern "C" {
 const char* grt_error(void) { return error; }
@@ -27,6 +27,7 @@ int grt_metric_count(void) { return metrics; }
 int grt_open(int device, int max_ranges, const char* names) {
     if (device == 7) { error = "cuptiRangeProfilerEnable: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"; return 1; }
     opened = max_ranges > 0;
+    room = max_ranges;
     metrics = 1;
     for (const char* c = names; *c; ++c) metrics += *c == ',';
     if (device == 8) metrics = 1;  // a library that ignores all but the first metric
@@ -42,6 +43,7 @@ int grt_read(double* out_ns, int capacity, int* count) {
     *count = 0;
     if (!stopped) { error = "read before stop"; return 1; }
     stopped = 0;
+    if (room < 3) { error = "3 kernel(s) dropped: more launches than max_ranges"; return 2; }
     if (capacity < 3) { error = "3 ranges, room for 2"; return 1; }
     const double kernels[3] = {1500, 250.5, 9000};
     for (int k = 0; k < 3; ++k)
@@ -92,8 +94,11 @@ def test_a_profiler_that_cannot_open_says_why(stand_in):
 
 
 def test_more_kernels_than_room_is_an_error_not_a_short_list(stand_in, no_sync):
+    """Its own kind of error (the library's code 2), so a caller can open again with more room."""
     with KernelDurations(0, max_ranges=2, library=stand_in) as timer:
-        with pytest.raises(RangeTimerError, match="room for 2"):
+        with pytest.raises(TooManyKernels, match="dropped: more launches than max_ranges"):
+            timer.measure(lambda: None)
+        with pytest.raises(TooManyKernels):  # not "start out of order": the window was stopped and read
             timer.measure(lambda: None)
 
 

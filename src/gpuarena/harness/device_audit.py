@@ -44,8 +44,12 @@ INTERVAL_CYCLES = 200_000
 overflowed (CUPTI_ERROR_OUT_OF_MEMORY). The busy time is a sum of counters over the samples,
 so longer samples lose no work; they only blur where a segment starts and ends, which the
 SETTLE_S waits around each segment cover."""
-IMAGE_SAMPLES = 1000
-"""Samples per counter data image (each decoding pass re-initialises all of it)."""
+IMAGE_SAMPLES = 250
+"""Samples per counter data image. Each decoding pass (and so each mark) re-initialises all of
+it: a mark took 2.5-2.9 ms with 1000, 1.4 ms with 250 or 100, the segments' figures identical
+(H100, bench/research/audit_mark_cost.py, results/audit-mark-cost-NVIDIA-H100.json). The
+sampler's own thread decodes every 20 ms (about 170 samples), so the image rarely fills; a
+full one is decoded again."""
 METRIC = "sm__cycles_active.max"
 """The activity counter read, as a fraction of gr__cycles_elapsed.max per sample (the busiest SM's
 time with a warp resident). GPUARENA_AUDIT_METRIC names another, to measure it (bench/)."""

@@ -11,7 +11,10 @@
 //   grt_open(device, max_ranges, metrics)  once, on the thread whose CUDA context launches the
 //       kernels; metrics: comma-separated metric names, or NULL for gpu__time_duration.sum alone
 //   grt_start() ... kernels ... synchronise ... grt_stop() ... grt_read(out, capacity, &count)
-//       out: count rows of one value per metric, in the order named; capacity counts rows
+//       out: count rows of one value per metric, in the order named; capacity counts rows;
+//       returns 2 when the window launched more kernels than max_ranges (the counter data image
+//       is sized by max_ranges, and the first window after opening costs about 1 ms of host time
+//       per range on an H100: a caller opens small and grows)
 //   grt_close()
 //
 // Build: g++ -O2 -std=c++17 -shared -fPIC range_timer.cpp -I$CUDA/include -I$CUDA/extras/CUPTI/include
@@ -173,8 +176,10 @@ static int read_ranges(double* out, int capacity, int* count) {
     decode.pRangeProfilerObject = g_profiler;
     CUPTI(cuptiRangeProfilerDecodeData(&decode));
     if (!g_passes_done) return fail("cuptiRangeProfilerStop: not all replay passes were submitted");
-    if (decode.numOfRangeDropped > 0)
-        return fail(std::to_string(decode.numOfRangeDropped) + " kernel(s) dropped: more launches than max_ranges");
+    if (decode.numOfRangeDropped > 0) {  // 2: open again with more room (the caller's choice)
+        fail(std::to_string(decode.numOfRangeDropped) + " kernel(s) dropped: more launches than max_ranges");
+        return 2;
+    }
     CUpti_RangeProfiler_GetCounterDataInfo_Params info = {CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
     info.pCounterDataImage = g_data.data();
     info.counterDataImageSize = g_data.size();

@@ -44,6 +44,20 @@ class RangeTimerError(RuntimeError):
     """The range profiler could not start or read a window (the CUPTI or CUDA call and its words)."""
 
 
+class TooManyKernels(RangeTimerError):
+    """The window launched more kernels than the profiler was opened for (max_ranges): open it
+    again with more room and run the window again."""
+
+
+FIRST_RANGES = 128
+"""The room a harness profiler opens with. The first window after opening costs host time in
+proportion to max_ranges: 0.24 s for 64, 4.4-6.5 s for 4096 on an H100
+(bench/research/results/profiler-ahead-NVIDIA-H100.json); a window of more kernels raises
+TooManyKernels and the caller grows it by GROWTH, up to MOST_RANGES."""
+GROWTH = 8
+MOST_RANGES = 8192
+
+
 class KernelDurations:
     """gpu__time_duration.sum (or the metrics named) for each kernel that `measure(fn)` runs, on
     one device. Open it on the thread that launches the kernels, after the device's CUDA context
@@ -83,7 +97,8 @@ class KernelDurations:
 
     def _check(self, result: int) -> None:
         if result != 0:
-            raise RangeTimerError((self.lib.grt_error() or b"").decode(errors="replace") or "range timer failed")
+            words = (self.lib.grt_error() or b"").decode(errors="replace") or "range timer failed"
+            raise (TooManyKernels if result == 2 else RangeTimerError)(words)
 
     def measure(self, fn: Callable[[], object]) -> list[float]:
         """Run fn() with the profiler on and return each of its kernels' first metric (the

@@ -139,16 +139,30 @@ class Timer:
 
     def _block_kernel_durations(self, call, n, prepare, after, library: Path) -> BlockSamples:
         samples = BlockSamples(method=KERNEL_DURATION_METHOD)
+        from gpuarena.harness.range_timer import GROWTH, MOST_RANGES, TooManyKernels
+
         held = self._kernel_profiler is not None and self._kernel_profiler.library == library
         profiler = self._kernel_profiler if held else self._new_kernel_profiler(library)
         try:
             for i in range(n):
-                if prepare:
-                    prepare(i)
-                self.between()
-                box: list[Any] = []
-                t0 = _perf_counter_ns()
-                durations = profiler.measure(lambda: box.append(call(i)))
+                while True:
+                    if prepare:
+                        prepare(i)
+                    self.between()
+                    box: list[Any] = []
+                    t0 = _perf_counter_ns()
+                    try:
+                        durations = profiler.measure(lambda: box.append(call(i)))
+                        break
+                    except TooManyKernels:
+                        if profiler.max_ranges >= MOST_RANGES:
+                            raise
+                        # more kernels than the profiler had room for: open it again, larger, and
+                        # run the call again from its preparation
+                        profiler.close()
+                        profiler = self._new_kernel_profiler(library, min(profiler.max_ranges * GROWTH, MOST_RANGES))
+                        if held:
+                            self._kernel_profiler = profiler
                 samples.e2e_ns.append(_perf_counter_ns() - t0)
                 samples.device_ns.append(round(sum(durations)))
                 if after:
@@ -159,15 +173,17 @@ class Timer:
                 profiler.close()
         return samples
 
-    def _new_kernel_profiler(self, library: Path) -> Any:
-        from gpuarena.harness.range_timer import KernelDurations
+    def _new_kernel_profiler(self, library: Path, max_ranges: int | None = None) -> Any:
+        from gpuarena.harness.range_timer import FIRST_RANGES, KernelDurations
 
-        return KernelDurations(self.backend.pin(self.device).index or 0, library=library, synchronize=self.synchronize)
+        return KernelDurations(self.backend.pin(self.device).index or 0, max_ranges=max_ranges or FIRST_RANGES,
+                               library=library, synchronize=self.synchronize)
 
     def open_kernel_profiler(self, library: Path) -> None:
         """Hold the range timer for the blocks to come, until close_kernel_profiler(): its first
-        window after opening costs about 4 s on an H100, later ones nothing
-        (bench/research/results/range-profiler-NVIDIA-H100.md). A block given the library without this
+        window after opening costs host time in proportion to its room for kernels (range_timer.
+        FIRST_RANGES), later ones nothing (bench/research/results/range-profiler-NVIDIA-H100.md,
+        profiler-ahead-NVIDIA-H100.json). A block given the library without this
         opens it for itself. While it is held no other process can read the GPU's counters; an
         open, idle profiler does not serialise streams."""
         if self._kernel_profiler is not None and self._kernel_profiler.library == library:
