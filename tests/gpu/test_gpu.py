@@ -128,6 +128,31 @@ def test_instruction_caches_are_made_cold_between_calls():
     assert t_cold > 1.03 * t_warm, (t_cold, t_warm)
 
 
+def test_the_range_profiler_grows_for_a_call_of_many_kernels():
+    """It opens with room for range_timer.FIRST_RANGES kernels (the first window's host cost grows
+    with the room); a call of more kernels is run again under a larger one, and every kernel is
+    counted: 300 additions read as 300 times one."""
+    from gpuarena.harness import range_timer
+
+    x = torch.zeros(1024, device="cuda")
+    library = _kernel_library()
+    timer = Timer(torch.device("cuda"))
+    timer.open_kernel_profiler(library)
+    try:
+        one = _median(timer.run_block(lambda i: x.add_(1), 9, kernel_library=library).device_ns)
+        assert timer._kernel_profiler.max_ranges == range_timer.FIRST_RANGES
+
+        def many(i):
+            for _ in range(300):
+                x.add_(1)
+
+        many_ns = _median(timer.run_block(many, 9, kernel_library=library).device_ns)
+        assert timer._kernel_profiler.max_ranges == range_timer.FIRST_RANGES * range_timer.GROWTH
+    finally:
+        timer.close_kernel_profiler()
+    assert 200 * one < many_ns < 400 * one, (one, many_ns)
+
+
 def test_the_sweep_compiled_once_makes_caches_as_cold_as_the_ptx():
     """Workers load the sweep compiled by the supervisor (icache_sweep.image) instead of
     compiling its PTX each: the same kernel, so the same cold start."""
