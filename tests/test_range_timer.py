@@ -102,6 +102,16 @@ def test_more_kernels_than_room_is_an_error_not_a_short_list(stand_in, no_sync):
             timer.measure(lambda: None)
 
 
+def test_a_full_room_is_taken_for_an_overflow(stand_in, no_sync):
+    """CUPTI keeps the first max_ranges kernels and drops the rest without saying so (an H100,
+    driver 580), so a window that fills its room exactly may have had more."""
+    with KernelDurations(0, max_ranges=3, library=stand_in) as timer:
+        with pytest.raises(TooManyKernels, match="filled its room of 3 kernels"):
+            timer.measure(lambda: None)
+    with KernelDurations(0, max_ranges=4, library=stand_in) as timer:
+        assert len(timer.measure(lambda: None)) == 3
+
+
 def test_a_failing_call_keeps_its_own_error_and_closes_the_window(stand_in, no_sync):
     def failing():
         raise ValueError("the solution's own failure")

@@ -45,8 +45,8 @@ class RangeTimerError(RuntimeError):
 
 
 class TooManyKernels(RangeTimerError):
-    """The window launched more kernels than the profiler was opened for (max_ranges): open it
-    again with more room and run the window again."""
+    """The window launched as many kernels as the profiler was opened for (max_ranges), or more:
+    open it again with more room and run the window again."""
 
 
 FIRST_RANGES = 128
@@ -121,6 +121,11 @@ class KernelDurations:
             raise
         self._check(self.lib.grt_stop())
         self._check(self.lib.grt_read(values, self.max_ranges, ctypes.byref(count)))
+        if count.value >= self.max_ranges:
+            # CUPTI records the first max_ranges kernels and drops the rest without a word (H100,
+            # driver 580: 384 launches read as 128 under a room of 128,
+            # bench/research/range_room_probe.py), so a full room may have overflowed
+            raise TooManyKernels(f"the window filled its room of {self.max_ranges} kernels: there may have been more")
         return [dict(zip(self.metrics, values[k * width:(k + 1) * width])) for k in range(count.value)]
 
     def _wait(self) -> None:
