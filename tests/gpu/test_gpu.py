@@ -24,7 +24,7 @@ pytestmark = [
 
 LARGE = ["square-8192", "llama3-vocab-1024"]
 # runs that test something else pass kernel_duration=False: ncu's phase opens the profiler
-# twice a run, about 4 s each
+# once or twice a run
 
 
 @pytest.mark.parametrize("language, path", [

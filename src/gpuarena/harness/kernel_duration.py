@@ -8,9 +8,11 @@ microseconds. This phase reads ncu's counter, gpu__time_duration, in-process thr
 Range Profiler (range_timer.py), for the solution and the reference after the same cache
 eviction, so each record carries the figure ncu would give beside the stream cost it is ranked
 by. It runs once every workload is timed (measure() below): the profiler
-admits one process at a time, and its first window after opening costs about 4 s on an H100
-(bench/research/results/range-profiler-NVIDIA-H100.md), so each side opens it once per run rather than
-the sides taking turns per block.
+admits one process at a time, and its first window after opening costs host time in proportion
+to its room for kernels (about 4 s on an H100 with room for 4096, 0.24 s with 64:
+bench/research/results/range-profiler-NVIDIA-H100.md, profiler-ahead-NVIDIA-H100.json), so each
+side opens it once per run, with little room that grows when a call fills it (timing.Timer),
+rather than the sides taking turns per block.
 
 Like the stream cost, the solution's figure is reported by the worker. It ranks nothing; a
 profiler that cannot run here leaves the figure out and says why, never a verdict. The
@@ -99,7 +101,7 @@ def measure(supervisor: Supervisor, worker: WorkerProcess, timed: list[tuple[Wor
     """ncu's figure for every timed workload, once all are timed.
 
     CUPTI's Range Profiler admits one process at a time and its first window after opening
-    costs seconds, so each side opens it once per run: first the worker, for the solution's
+    costs host time, so each side opens it once per run: first the worker, for the solution's
     rounds on every workload (fresh inputs, outputs checked as in the timed rounds), then the
     supervisor, for the reference's. The device audit's sampler, which holds the same
     counters, is quit first."""
