@@ -138,9 +138,9 @@ class Timer:
         return samples
 
     def _block_kernel_durations(self, call, n, prepare, after, library: Path) -> BlockSamples:
-        samples = BlockSamples(method=KERNEL_DURATION_METHOD)
         from gpuarena.harness.range_timer import GROWTH, MOST_RANGES, TooManyKernels
 
+        samples = BlockSamples(method=KERNEL_DURATION_METHOD)
         held = self._kernel_profiler is not None and self._kernel_profiler.library == library
         profiler = self._kernel_profiler if held else self._new_kernel_profiler(library)
         try:
