@@ -51,6 +51,10 @@
 #                 default sm__cycles_active.max gr__cycles_active.avg), each record's device audit kept
 #                 in \$OUT/audit-metric-<metric>.json: which counter bounds claimed device time best
 #                 (AUDIT_TAG: a suffix for those names, for a second pass with other settings)
+#     probes      the profiler and audit probes of stop 40, each result in \$OUT: the range profiler's
+#                 first window by its room (profiler_ahead.py), its silent drops beyond the room
+#                 (range_room_probe.py), one audit mark by counter-image size (audit_mark_cost.py), a
+#                 cache sweep from another process's context (sweep_from_another_context.py)
 # Missing Python packages: wheels in .whl/ (carried), installed into /tmp/site first; EXTRA_SITE
 # (colon-separated folders) goes before it on PYTHONPATH.
 # $OUT receives summary.txt and logs.tgz (all logs; fidelity md/json also at the top).
@@ -313,6 +317,12 @@ for s in "${steps[@]}"; do
         --out "$OUT/cli-timeline-cuda.json" -- $args
       tail -22 "$W/timeline.log" | tee -a "$SUMMARY" > /dev/null ;;
     audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/research/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
+    probes)
+      step profiler-ahead "${T_PROBE:-150}" python3 bench/research/profiler_ahead.py --out "$OUT/profiler-ahead.json"
+      step range-room "${T_PROBE:-150}" python3 bench/research/range_room_probe.py
+      step mark-cost "${T_PROBE:-150}" python3 bench/research/audit_mark_cost.py --out "$OUT/audit-mark-cost.json"
+      step sweep-remote "${T_PROBE:-150}" python3 bench/research/sweep_from_another_context.py --out "$OUT/sweep-remote.json"
+      tail -20 "$W/sweep-remote.log" | tee -a "$SUMMARY" > /dev/null ;;
     *) note "unknown step $s" ;;
   esac
 done
