@@ -319,7 +319,7 @@ for s in "${steps[@]}"; do
     audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/research/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
     probes)
       step profiler-ahead "${T_PROBE:-150}" python3 bench/research/profiler_ahead.py --out "$OUT/profiler-ahead.json"
-      step range-room "${T_PROBE:-150}" python3 bench/research/range_room_probe.py
+      step range-room "${T_PROBE:-150}" python3 bench/research/range_room_probe.py --out "$OUT/range-room.json"
       step mark-cost "${T_PROBE:-150}" python3 bench/research/audit_mark_cost.py --out "$OUT/audit-mark-cost.json"
       step sweep-remote "${T_PROBE:-150}" python3 bench/research/sweep_from_another_context.py --out "$OUT/sweep-remote.json"
       tail -20 "$W/sweep-remote.log" | tee -a "$SUMMARY" > /dev/null ;;

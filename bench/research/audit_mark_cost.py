@@ -12,14 +12,13 @@ segments read (the figure must not depend on the image size).
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import time
 
 import torch
 
 from gpuarena.harness import device_audit
+from probe_result import emit, out_path
 
 SEGMENTS = 100
 SPIN_CYCLES = 200_000
@@ -58,9 +57,7 @@ def one_size(binary, image_samples: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None)
-    args = parser.parse_args()
+    out = out_path(__doc__)
     binary, why = device_audit.build_sampler()
     if binary is None:
         raise SystemExit(f"no sampler: {why}")
@@ -73,10 +70,7 @@ def main() -> None:
               "spin_kernel_wall_us": round((time.perf_counter() - t0) * 1e6, 1), "segments": SEGMENTS,
               "settle_s": device_audit.SETTLE_S,
               "sizes": [one_size(binary, n) for n in (1000, 250, 100, 1000)]}
-    print(json.dumps(result, indent=1))
-    if args.out:
-        with open(args.out, "w") as handle:
-            json.dump(result, handle, indent=1)
+    emit(result, out)
 
 
 if __name__ == "__main__":

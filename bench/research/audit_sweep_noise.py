@@ -16,13 +16,13 @@ Measured with the supervisor's own PM sampler (device_audit.py), in one process:
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 
 import torch
 
 from gpuarena.harness import device_audit
 from gpuarena.harness.nvidia import l2_read_sweep
+from probe_result import emit
 
 CALLS = 30
 BLOCKS = 15
@@ -99,9 +99,7 @@ def main() -> None:
         "ce_copy": _after(lambda: big_dst.copy_(big_src), read),
     }
     sampler.close()
-    print(json.dumps(result, indent=1))
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
+    emit(result, args.out)
 
 
 def _after(first, then, n: int = 20) -> float:

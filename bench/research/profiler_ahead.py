@@ -14,14 +14,13 @@ asks what those seconds are and whether they can overlap with the run's other wo
 
 from __future__ import annotations
 
-import argparse
-import json
 import threading
 import time
 
 import torch
 
 from gpuarena.harness import device_audit, range_timer
+from probe_result import emit, out_path
 
 
 def kernel_rate(seconds: float, stop: threading.Event | None = None) -> dict[str, float]:
@@ -53,9 +52,7 @@ def first_window(library, max_ranges: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None)
-    args = parser.parse_args()
+    out = out_path(__doc__)
     library, why = range_timer.build_range_timer()
     if library is None:
         raise SystemExit(f"no range timer: {why}")
@@ -116,10 +113,7 @@ def main() -> None:
             result["sampler_after"] = {"started": True, "samples": window.samples}
         except device_audit.SamplerError as exc:
             result["sampler_after"] = {"error": str(exc)}
-    print(json.dumps(result, indent=1))
-    if args.out:
-        with open(args.out, "w") as handle:
-            json.dump(result, handle, indent=1)
+    emit(result, out)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
 """What CUPTI's Range Profiler does with a window of more kernels than max_ranges (dropped? an
 error? a second pass?): the count of figures and the library's answer for each room and count.
 
-    python3 bench/research/range_room_probe.py
+    python3 bench/research/range_room_probe.py [--out result.json]
 """
 import ctypes
-import json
 
 import torch
 
 from gpuarena.harness import range_timer
+from probe_result import emit, out_path
 
+out = out_path(__doc__)
 library, why = range_timer.build_range_timer()
+if library is None:
+    raise SystemExit(f"no range timer: {why}")
 x = torch.zeros(1024, device="cuda")
 rows = []
 for room in (16, 128):
@@ -28,4 +31,4 @@ for room in (16, 128):
         rows.append({"room": room, "kernels": kernels, "start": start, "stop": stop, "read": read, "count": count.value,
                      "error": lib.grt_error().decode(), "first_ns": values[0], "sum_ns": sum(values[:count.value])})
     profiler.close()
-print(json.dumps(rows, indent=1))
+emit(rows, out)

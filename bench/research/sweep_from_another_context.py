@@ -14,11 +14,11 @@ If `remote` reads as `own` and far from `none`, the sweeps can move out of the s
 
 from __future__ import annotations
 
-import argparse
-import json
 import multiprocessing as mp
 import statistics
 import time
+
+from probe_result import emit, out_path
 
 CALLS = 60
 ROUNDS = 2
@@ -45,9 +45,7 @@ def _ops(torch):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None)
-    args = parser.parse_args()
+    out = out_path(__doc__)
     context = mp.get_context("spawn")
     ours, theirs = context.Pipe()
     parent = context.Process(target=_parent, args=(theirs,), daemon=True)
@@ -77,10 +75,7 @@ def main() -> None:
         print(name, rows, flush=True)
     result["medians_us"] = medians
     ours.send("quit")
-    print(json.dumps(result, indent=1))
-    if args.out:
-        with open(args.out, "w") as handle:
-            json.dump(result, handle, indent=1)
+    emit(result, out)
 
 
 if __name__ == "__main__":
