@@ -51,6 +51,9 @@
 #                 default sm__cycles_active.max gr__cycles_active.avg), each record's device audit kept
 #                 in \$OUT/audit-metric-<metric>.json: which counter bounds claimed device time best
 #                 (AUDIT_TAG: a suffix for those names, for a second pass with other settings)
+#     round-costs bench/research/round_costs.py: the timed rounds' pieces (marks, twins, requests, checks),
+#                 counted and timed in one run (ROUND_ARGS: the run's arguments; default all softmax
+#                 workloads of the Triton example with --ncu): \$OUT/round-costs.json
 #     probes      the profiler and audit probes of stop 40, each result in \$OUT: the range profiler's
 #                 first window by its room (profiler_ahead.py), its silent drops beyond the room
 #                 (range_room_probe.py), one audit mark by counter-image size (audit_mark_cost.py), a
@@ -317,6 +320,10 @@ for s in "${steps[@]}"; do
         --out "$OUT/cli-timeline-cuda.json" -- $args
       tail -22 "$W/timeline.log" | tee -a "$SUMMARY" > /dev/null ;;
     audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/research/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
+    round-costs)
+      step round-costs "${T_PROBE:-150}" python3 bench/research/round_costs.py --out "$OUT/round-costs.json" -- \
+        ${ROUND_ARGS:-level1/softmax examples/softmax/triton.py --device cuda --ncu}
+      tail -32 "$W/round-costs.log" | tee -a "$SUMMARY" > /dev/null ;;
     probes)
       step profiler-ahead "${T_PROBE:-150}" python3 bench/research/profiler_ahead.py --out "$OUT/profiler-ahead.json"
       step range-room "${T_PROBE:-150}" python3 bench/research/range_room_probe.py --out "$OUT/range-room.json"

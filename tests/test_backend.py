@@ -13,7 +13,7 @@ import torch
 from gpuarena.harness import backend as backend_module
 from gpuarena.harness import supervisor as supervisor_module
 from gpuarena.harness.backend import CPU, NVIDIA_PIECES, CpuBackend, UnsupportedDevice, backend_for
-from gpuarena.harness.backend_base import ColdCaches
+from gpuarena.harness.backend_base import ColdCaches, InputBudget
 from gpuarena.harness.block import BlockSamples
 from gpuarena.harness.records import Environment
 from gpuarena.harness.supervisor import RunOptions, evaluate
@@ -122,9 +122,9 @@ class RecordingBackend(CpuBackend):
         self.log.append("cold_caches")
         return RecordingCaches(self.log)
 
-    def input_budget(self, device: torch.device) -> tuple[int, int]:
+    def input_budget(self, device: torch.device) -> InputBudget:
         self.log.append("input_budget")
-        return 1 << 20, 3
+        return InputBudget(1 << 20, 3)
 
     def describe(self, device: torch.device, state: dict | None = None) -> Environment:
         self.log.append("describe")
@@ -167,3 +167,18 @@ def test_the_supervisor_goes_through_the_backend(monkeypatch) -> None:
             "finish"} <= steps
     assert backend.log.index("activate") < backend.log.index("describe") < backend.log.index("cold_caches")
     assert backend.log[-1] == "finish"
+
+
+def test_input_sets_fill_the_budget_and_reach_a_few_where_there_is_room():
+    """count_sets: the budget's sets up to its most; large sets stretch into the room up to
+    FEW_SETS (so the rounds stop with the device audit's)."""
+    from gpuarena.harness.session import FEW_SETS, count_sets
+
+    gib = 1 << 30
+    gpu = InputBudget(2 * gib, 16, room=12 * gib)
+    assert count_sets(gpu, 512 << 20) == 4 + 1 == FEW_SETS  # 4 in the budget, one more from the room
+    assert count_sets(gpu, gib) == FEW_SETS  # a 65536 x 2048 float32 softmax: was 2
+    assert count_sets(InputBudget(2 * gib, 16, room=3 * gib), gib) == 3  # as many as the room holds
+    assert count_sets(InputBudget(2 * gib, 16), 3 * gib) == 2  # never fewer than two
+    assert count_sets(gpu, 64 << 20) == count_sets(gpu, 1000) == 16  # the cap
+    assert count_sets(InputBudget(256 << 20, 8), 1000) == 8

@@ -117,6 +117,26 @@ def test_segments_are_differences_of_marks_and_come_back_with_the_work_s_result(
     assert sampler.process.poll() == 0
 
 
+def test_a_chained_segment_starts_at_the_mark_that_ended_the_last_one(tmp_path):
+    """Back-to-back segments share a mark: one mark more per segment instead of two, and
+    nothing between them is lost or counted twice."""
+    sampler = DeviceSampler(stand_in(tmp_path), 0)
+    try:
+        with sampler.sampling():
+            _, first = sampler.segment(lambda: None)  # marks 1 and 2
+            _, second = sampler.segment(lambda: None, chained=True)  # from mark 2 to mark 3
+            assert first.busy_ns == second.busy_ns == 4000
+            assert sampler.mark().busy_ns == 4 * 4000  # three marks for two segments, and this one
+            _, third = sampler.segment(lambda: None)  # not chained: marks 5 and 6
+            assert third.busy_ns == 4000 and sampler.last is not None and sampler.last.busy_ns == 6 * 4000
+        assert sampler.last is None  # sampling stopped: no chain across it
+        with sampler.sampling():
+            _, window = sampler.segment(lambda: None, chained=True)  # nothing to chain to: marks of its own
+            assert window.busy_ns == 4000
+    finally:
+        sampler.close()
+
+
 def test_the_traffic_counter_is_the_first_the_chip_reads_or_none_with_the_reason(tmp_path, monkeypatch):
     sampler = DeviceSampler(stand_in(tmp_path), 0)
     try:
@@ -216,6 +236,8 @@ class PlannedSampler:
     """'' for a chip without a traffic counter."""
     seen: list[str] = []
     states: list[str] = []
+    chained: list[bool] = []
+    """Per segment in `seen`: whether it was chained to the one before."""
 
     def __init__(self, binary: Path, index: int):
         self.chip = "TEST"
@@ -227,8 +249,9 @@ class PlannedSampler:
     def stop(self) -> None:
         PlannedSampler.states.append("stop")
 
-    def segment(self, work, what: str = "a segment"):
+    def segment(self, work, what: str = "a segment", chained: bool = False):
         assert PlannedSampler.states[-1:] == ["start"], "sampled while sampling was off"
+        PlannedSampler.chained.append(chained)
         result = work()
         planned = self.plan.get(what, 0.0)
         busy = planned(PlannedSampler.seen.count(what)) if callable(planned) else planned
@@ -258,7 +281,7 @@ def audited_on_the_cpu(tmp_path, monkeypatch):
 
     def run(plan: dict[str, float], problem: str = "level1/softmax",
             solution: Path = EXAMPLES / "softmax" / "pytorch.py", reads: dict[str, float] | None = None):
-        PlannedSampler.plan, PlannedSampler.seen, PlannedSampler.states = plan, [], []
+        PlannedSampler.plan, PlannedSampler.seen, PlannedSampler.states, PlannedSampler.chained = plan, [], [], []
         PlannedSampler.reads = reads or {}
         options = {"workloads": ["small-64x1000"]} if problem == "level1/softmax" else {}
         record = judge(problem, solution, mode="benchmark", **options)
@@ -310,6 +333,43 @@ def test_every_timed_request_is_audited_and_nothing_else_is_sent(audited_on_the_
     assert len(audit.observed_us_per_request) == len(timed)
     assert REFERENCE_HARNESS not in PlannedSampler.seen  # softmax's reference and solution both return
 
+
+def test_a_round_s_blocks_are_sampled_back_to_back_and_nothing_else_is_chained(audited_on_the_cpu, monkeypatch):
+    """A round's sampled blocks (twins, the harness's block, the solution's request, the
+    reference's block) share marks; the first of each round starts afresh, after the inputs'
+    refresh (GPU work of the supervisor's), and so does every segment outside the rounds."""
+    from gpuarena.harness import measure, rounds_audit
+
+    order: list[str] = []
+    refresh, finish, segment = measure.refresh_sets, rounds_audit.RoundsAudit.finish, PlannedSampler.segment
+
+    def noted_refresh(*args, **kwargs):
+        order.append("refresh")
+        return refresh(*args, **kwargs)
+
+    def noted_finish(self, *args, **kwargs):
+        order.append("finish")
+        return finish(self, *args, **kwargs)
+
+    def noted_segment(self, work, what="a segment", chained=False):
+        order.append(what)
+        return segment(self, work, what, chained)
+
+    monkeypatch.setattr(measure, "refresh_sets", noted_refresh)
+    monkeypatch.setattr(rounds_audit.RoundsAudit, "finish", noted_finish)
+    monkeypatch.setattr(PlannedSampler, "segment", noted_segment)
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "PASSED", record.reason
+    expected: list[bool] = []
+    state = None
+    for what in order:
+        if what in ("refresh", "finish"):
+            state = "first" if what == "refresh" else None
+        else:
+            expected.append(state == "chain")
+            state = "chain" if state else None
+    assert PlannedSampler.chained == expected
+    assert "finish" in order and expected.count(True) >= 2 * FEW_REQUESTS  # the solution's request and one more a round
 
 def test_the_audit_rejects_a_claim_far_under_what_the_counters_saw(audited_on_the_cpu):
     record, audit = audited_on_the_cpu({SOLUTION: 1e9})  # a second of SM time per request
@@ -503,10 +563,10 @@ def test_counters_that_cannot_be_read_mid_run_reject_it(audited_on_the_cpu, monk
     started in a run, a sampler that fails is a REJECTED run, never an unaudited pass."""
     segment = PlannedSampler.segment
 
-    def failing(self, work, what="a segment"):
+    def failing(self, work, what="a segment", chained=False):
         if what == SOLUTION and PlannedSampler.seen.count(SOLUTION) >= 2:
             raise SamplerError("cuptiPmSamplingStart: CUPTI_ERROR_HARDWARE_BUSY")
-        return segment(self, work, what)
+        return segment(self, work, what, chained)
 
     monkeypatch.setattr(PlannedSampler, "segment", failing)
     record, audit = audited_on_the_cpu({})

@@ -3,6 +3,7 @@ depends on the device, so that the supervisor, the worker and the timer are writ
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the worker's prepare and a run started ahead look a backend up before torch is imported
@@ -11,6 +12,18 @@ if TYPE_CHECKING:  # the worker's prepare and a run started ahead look a backend
     from gpuarena.harness.block import BlockSamples
     from gpuarena.harness.records import Environment
     from gpuarena.harness.timing import Timer
+
+
+@dataclass(frozen=True)
+class InputBudget:
+    """What a workload's rotating input sets may take on the device (session.count_sets)."""
+
+    bytes: int
+    """The sets' usual budget, in bytes."""
+    most: int
+    """The most sets."""
+    room: int = 0
+    """Bytes they may take to reach session.FEW_SETS (sets of large inputs)."""
 
 
 class ColdCaches:
@@ -84,9 +97,9 @@ class Backend:
         supervisor (a compiled sweep) so that no worker repeats it. Runs before torch is imported."""
         return {}
 
-    def input_budget(self, device: torch.device) -> tuple[int, int]:
-        """Bytes the rotating input sets of a workload may take on device, and the most sets."""
-        return 256 << 20, 8
+    def input_budget(self, device: torch.device) -> InputBudget:
+        """What the rotating input sets of a workload may take on the device."""
+        return InputBudget(256 << 20, 8)
 
     def describe(self, device: torch.device, state: dict[str, Any] | None = None) -> Environment:
         """This run's description of the machine (state: a reading taken ahead, harness/ahead.py)."""

@@ -242,8 +242,15 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     started = time.monotonic()
 
     def one_round(round_no: int) -> None:
-        nonlocal sol_method
         refresh(round_no)
+        with audit.chained():  # the round's sampled blocks back to back, only host work between them
+            audit.twins(round_no)
+            committed = blocks(round_no)
+        check_outputs(supervisor, session, f"timing {session.workload.name}", committed)
+
+    def blocks(round_no: int) -> list[tuple[int, list[torch.Tensor]]]:
+        """The round's timed blocks, the reference's and the solution's, in turn."""
+        nonlocal sol_method
         solution_first = round_no % 2 == 0
         committed: list[tuple[int, list[torch.Tensor]]] = []
         for who in (("sol", "ref") if solution_first else ("ref", "sol")):
@@ -269,8 +276,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 sol_rounds.append(list(dev))
                 sol_e2e.extend(e2e)
                 sol_method = str(reply.get("method", sol_method))
-        check_outputs(supervisor, session, f"timing {session.workload.name}", committed)
-        audit.twins(round_no)
+        return committed
 
     audit = RoundsAudit(supervisor, session, enabled=supervisor.backend.device_audit,
                         commit=lambda: commit_copies(session, range(min(CHECKED_PER_BLOCK, n_sets))))

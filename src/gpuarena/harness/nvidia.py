@@ -12,7 +12,7 @@ import functools
 from typing import TYPE_CHECKING, Any, Callable
 
 from gpuarena.harness import environment, icache_sweep
-from gpuarena.harness.backend_base import Backend, ColdCaches
+from gpuarena.harness.backend_base import Backend, ColdCaches, InputBudget
 
 if TYPE_CHECKING:  # imported without torch: a run started ahead asks for worker_setup while torch loads
     import torch
@@ -129,9 +129,12 @@ class NvidiaBackend(Backend):
         """The instruction-cache sweep compiled once, through the driver (no torch)."""
         return {"icache_image": icache_sweep.image_text(device)}
 
-    def input_budget(self, device: torch.device) -> tuple[int, int]:
+    def input_budget(self, device: torch.device) -> InputBudget:
+        # large sets may take up to 15% of the free memory to reach FEW_SETS: the twins of the
+        # device audit keep output buffers of their own for every set, and the supervisor a
+        # private copy of its inputs
         free, _ = self._torch.cuda.mem_get_info(device)
-        return min(2 << 30, int(free * 0.25)), 16
+        return InputBudget(min(2 << 30, int(free * 0.25)), 16, room=int(free * 0.15))
 
     def describe(self, device: torch.device, state: dict[str, Any] | None = None) -> Environment:
         return environment.capture_nvidia(self.pin(device).index or 0, state)

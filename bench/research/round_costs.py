@@ -1,0 +1,109 @@
+"""Where a run's timed rounds spend the supervisor's time, piece by piece.
+
+cProfile cannot see through the timed blocks (PyTorch's profiler takes the interpreter's
+profile hook over, and the figures around it come out wrong), and run_stacks.py keeps only
+the top of each thread's stacks. So this wraps the harness's pieces (the reference's timed
+blocks, the worker's requests, the audit's marks and twins, refreshing and checking inputs
+and outputs, the stopping rule) with wall-clock counters, runs one `evaluate()` in this
+process (after one that builds and caches), and prints each piece's count and seconds
+(inclusive: a piece's time holds the pieces it calls). Issue 18: the nine-workload run's
+timing and audit phases, 4-6 s each on an H100.
+
+    python3 bench/research/round_costs.py --out costs.json -- level1/softmax examples/softmax/triton.py --device cuda --ncu
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+SECONDS: dict[str, float] = defaultdict(float)
+COUNTS: dict[str, int] = defaultdict(int)
+
+
+def counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            SECONDS[name] += time.perf_counter() - started
+            COUNTS[name] += 1
+    return wrapper
+
+
+def wrap(owner: Any, attribute: str, name: str | None = None) -> None:
+    setattr(owner, attribute, counted(name or f"{getattr(owner, '__name__', owner)}.{attribute}", getattr(owner, attribute)))
+
+
+def instrument() -> None:
+    from torch.autograd import profiler
+
+    from gpuarena.harness import device_audit, measure, process, rounds_audit, stats, supervisor, timing, twin
+
+    for attribute in ("refresh_sets", "check_outputs", "converged", "compare", "commit_checked", "summarize",
+                      "measure_workload", "bootstrap_rounds"):
+        if hasattr(measure, attribute):
+            wrap(measure, attribute, f"measure.{attribute}")
+    wrap(stats, "bootstrap_median", "stats.bootstrap_median")
+    wrap(timing.Timer, "run_block", "Timer.run_block (supervisor's timed blocks)")
+    wrap(profiler.profile, "__enter__", "kineto profile: enter")
+    wrap(profiler.profile, "__exit__", "kineto profile: exit")
+    wrap(process.WorkerProcess, "request", "WorkerProcess.request (round trip to the worker)")
+    for attribute in ("mark", "start", "stop", "idle", "segment"):
+        wrap(device_audit.DeviceSampler, attribute, f"DeviceSampler.{attribute}")
+    wrap(twin.ReferenceTwin, "block", "ReferenceTwin.block")
+    for attribute in ("begin", "solution", "reference", "twins", "finish", "_sample", "_wait_quiet"):
+        wrap(rounds_audit.RoundsAudit, attribute, f"RoundsAudit.{attribute}")
+    for attribute in ("_check_correctness", "_kernel_durations", "_workload", "_precision"):
+        if hasattr(supervisor.Supervisor, attribute):
+            wrap(supervisor.Supervisor, attribute, f"Supervisor.{attribute}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=None)
+    parser.add_argument("run", nargs=argparse.REMAINDER, help="-- PROBLEM SOLUTION [--device D] [--workload W] [--ncu]")
+    args = parser.parse_args()
+    run = [a for a in args.run if a != "--"]
+    problem, solution, rest = run[0], run[1], run[2:]
+    device = rest[rest.index("--device") + 1] if "--device" in rest else "cuda"
+    workloads = [rest[i + 1] for i, a in enumerate(rest) if a == "--workload"] or None
+
+    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.problems import resolve_problem
+    from gpuarena.solutions import load_solution
+
+    loaded_problem, loaded_solution = resolve_problem(problem), load_solution(Path(solution))
+    options = RunOptions(device=device, mode="benchmark", timeout_s=600, workloads=workloads,
+                         kernel_duration=True if "--ncu" in rest else None)
+    evaluate(loaded_problem, loaded_solution, options)  # builds and caches, as a contestant's second run finds them
+    instrument()
+    started = time.perf_counter()
+    record = evaluate(loaded_problem, loaded_solution, options)
+    wall = time.perf_counter() - started
+    pieces = sorted(({"piece": k, "count": COUNTS[k], "seconds": round(v, 3),
+                      "ms_each": round(1e3 * v / max(COUNTS[k], 1), 2)} for k, v in SECONDS.items()),
+                    key=lambda p: -p["seconds"])
+    result = {"command": " ".join(sys.argv), "wall_s": round(wall, 3), "status": record.status.value,
+              "duration_s": record.duration_s, "phases": record.phases,
+              "workloads": [{"name": w.name, "samples": w.time.samples if w.time else None,
+                             "audit_requests": len(w.device_audit.observed_us_per_request or [])
+                             if w.device_audit else None} for w in record.workloads],
+              "pieces": pieces}
+    for p in pieces:
+        print(f"{p['seconds']:8.3f} s {p['count']:6d} x {p['ms_each']:8.2f} ms  {p['piece']}")
+    print(json.dumps({k: v for k, v in result.items() if k != "pieces"}))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
