@@ -54,6 +54,9 @@
 #     round-costs bench/research/round_costs.py: the timed rounds' pieces (marks, twins, requests, checks),
 #                 counted and timed in one run (ROUND_ARGS: the run's arguments; default all softmax
 #                 workloads of the Triton example with --ncu): \$OUT/round-costs.json
+#     small-sets-ab  bench/research/small_sets_ab.py: patched_reply_function and an honest small softmax,
+#                 judged with 16 and with 64 sets of the small workload, SMALL_AB_N times each (default 6):
+#                 \$OUT/small-sets-ab.json (docs/harness.md: whether 64 sets may be kept)
 #     probes      the profiler and audit probes of stop 40, each result in \$OUT: the range profiler's
 #                 first window by its room (profiler_ahead.py), its silent drops beyond the room
 #                 (range_room_probe.py), one audit mark by counter-image size (audit_mark_cost.py), a
@@ -320,6 +323,10 @@ for s in "${steps[@]}"; do
         --out "$OUT/cli-timeline-cuda.json" -- $args
       tail -22 "$W/timeline.log" | tee -a "$SUMMARY" > /dev/null ;;
     audit-sweep) step audit-sweep "${T_AUDIT:-180}" python3 bench/research/audit_sweep_noise.py --out "$OUT/audit-sweep.json" ;;
+    small-sets-ab)
+      step small-sets-ab "${T_PROBE_LONG:-560}" python3 bench/research/small_sets_ab.py --n "${SMALL_AB_N:-6}" \
+        --out "$OUT/small-sets-ab.json"
+      tail -30 "$W/small-sets-ab.log" | tee -a "$SUMMARY" > /dev/null ;;
     round-costs)
       step round-costs "${T_PROBE:-150}" python3 bench/research/round_costs.py --out "$OUT/round-costs.json" -- \
         ${ROUND_ARGS:-level1/softmax examples/softmax/triton.py --device cuda --ncu}
