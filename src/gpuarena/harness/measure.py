@@ -204,7 +204,7 @@ def summarize(device_ns: list[int], e2e_ns: list[int], method: str, rounds: list
     else:
         s = bootstrap_median(us)
         median, low, high = s.median, s.low, s.high
-    e2e = bootstrap_median([v / 1e3 for v in e2e_ns]).median if e2e_ns else None
+    e2e = statistics.median(v / 1e3 for v in e2e_ns) if e2e_ns else None
     return Timing(median_us=median, ci95_low_us=low, ci95_high_us=high, samples=len(us), method=method,
                   e2e_median_us=e2e, mean_us=sum(us) / len(us), min_us=min(us))
 

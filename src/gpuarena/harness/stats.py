@@ -108,11 +108,43 @@ def round_spread(numerator_rounds: Sequence[Sequence[float]], denominator_rounds
     return float(np.median(np.abs(ratios - middle)) / middle) if middle > 0 else 0.0
 
 
+def median_interval(samples: Sequence[float], confidence: float = 0.95) -> Summary:
+    """Median with a distribution-free interval: the order statistics whose ranks bracket the
+    median's with the given confidence (the binomial's normal approximation). What the
+    percentile bootstrap of the median approaches, in one partial sort instead of 2000 resamples:
+    the stopping rule asks for it after every round, and the bootstrap took 15 ms a round on the
+    2-core VM, 0.9 s of a 2 s CPU timing budget (bench/research/round_costs.py)."""
+    data = np.asarray(samples, dtype=np.float64)
+    n = data.size
+    if n == 0:
+        raise ValueError("no samples")
+    median = float(np.median(data))
+    z = float(np.sqrt(2.0) * _erfinv(confidence))
+    half = z * np.sqrt(n) / 2
+    lo_rank, hi_rank = int(np.floor(n / 2 - half)), int(np.ceil(n / 2 + half))  # 0-based, inclusive
+    lo_rank, hi_rank = max(lo_rank, 0), min(hi_rank, n - 1)
+    low, high = np.partition(data, (lo_rank, hi_rank))[[lo_rank, hi_rank]]
+    return Summary(median, float(min(low, median)), float(max(high, median)), int(n))
+
+
+def _erfinv(y: float) -> float:
+    """The inverse error function, by Newton's method on math.erf (no SciPy in the harness)."""
+    import math
+
+    x = 0.0
+    for _ in range(60):
+        step = (math.erf(x) - y) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
+        x -= step
+        if abs(step) < 1e-12:
+            break
+    return x
+
+
 def converged(samples: Sequence[float], min_samples: int, target: float = TARGET_HALF_WIDTH) -> bool:
     """The stopping rule: enough samples and a 95% interval of the median within ±target."""
     if len(samples) < min_samples:
         return False
-    return bootstrap_median(samples).relative_half_width <= target
+    return median_interval(samples).relative_half_width <= target
 
 
 def weighted_geomean(values: Sequence[float], weights: Sequence[float]) -> float:
