@@ -217,7 +217,9 @@ class RoundsAudit:
         return result
 
     def twins(self, round_no: int) -> None:
-        """At the end of round `round_no` (from 1): the twins' blocks, in the rounds' conditions."""
+        """At the start of round `round_no` (from 1), before its timed blocks: the twins' blocks,
+        in the rounds' conditions. (At a round's end they would follow the solution's request with
+        only the output check between: work it left queued on the GPU would land in them.)"""
         if self.on and (round_no - 1) % TWIN_EVERY == 0:
             self._sample_twins()
 

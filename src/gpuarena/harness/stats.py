@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Sequence
 
 import numpy as np
@@ -119,25 +120,12 @@ def median_interval(samples: Sequence[float], confidence: float = 0.95) -> Summa
     if n == 0:
         raise ValueError("no samples")
     median = float(np.median(data))
-    z = float(np.sqrt(2.0) * _erfinv(confidence))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     half = z * np.sqrt(n) / 2
     lo_rank, hi_rank = int(np.floor(n / 2 - half)), int(np.ceil(n / 2 + half))  # 0-based, inclusive
     lo_rank, hi_rank = max(lo_rank, 0), min(hi_rank, n - 1)
     low, high = np.partition(data, (lo_rank, hi_rank))[[lo_rank, hi_rank]]
     return Summary(median, float(min(low, median)), float(max(high, median)), int(n))
-
-
-def _erfinv(y: float) -> float:
-    """The inverse error function, by Newton's method on math.erf (no SciPy in the harness)."""
-    import math
-
-    x = 0.0
-    for _ in range(60):
-        step = (math.erf(x) - y) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
-        x -= step
-        if abs(step) < 1e-12:
-            break
-    return x
 
 
 def converged(samples: Sequence[float], min_samples: int, target: float = TARGET_HALF_WIDTH) -> bool:
