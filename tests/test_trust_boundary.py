@@ -81,11 +81,12 @@ def test_worker_environment_is_scrubbed(monkeypatch):
 
 
 def test_reported_times_are_bounded_by_the_supervisors_clocks():
+    from gpuarena.harness.calibration import ProcessExtra
     from gpuarena.harness.measure import HARNESS_MARGIN, HARNESS_NS_PER_CALL, TimeBudget
     from gpuarena.harness.process import RunFailure
 
     def budget(cores: int) -> TimeBudget:
-        b = TimeBudget(cpu=True, cores=cores, roundtrip_ns=30_000)
+        b = TimeBudget(cpu=True, cores=cores, process_extra=ProcessExtra(per_request_ns=22_000, per_call_ns=1_000))
         b.add_harness(400_000)  # what the reference's block of the round cost the harness
         return b
 

@@ -18,7 +18,9 @@ where all work is CPU time, they must cover the worker's CPU time, spread over a
 cores it may use, less the harness's own share. That share is measured, not guessed: on the
 CPU the reference's block runs through the worker's own timing code in the supervisor
 (`ReferenceTwin`), in the same round and on the same buffers, and the supervisor's CPU
-time over it less the calls' windows is the harness's cost there.
+time over it less the calls' windows is the harness's cost there. What the worker's process
+adds to that (its socket, its sandbox, its threads) is measured once a run, before the
+solution is built (calibration.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import torch
 
 from gpuarena.harness import peaks
+from gpuarena.harness.calibration import ProcessExtra
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.phases import DEVICE_AUDIT, TIMING
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
@@ -60,34 +63,6 @@ HARNESS_NS_PER_CALL = 5_000
 """plus this much per call (allocator and cache effects the twin does not show)."""
 
 
-def _request_roundtrip_ns(calls: int) -> int:
-    """CPU time to pass one `time` request and its reply of `calls` samples through the
-    harness protocol (both ends, in this thread: an over-estimate of the worker's share)."""
-    import socket
-    from multiprocessing.connection import Connection
-
-    from gpuarena.harness import protocol
-
-    a, b = socket.socketpair()
-    ours, theirs = Connection(a.detach()), Connection(b.detach())
-    reply = {"op": "time", "device_ns": [123_456_789] * calls, "e2e_ns": [123_456_789] * calls,
-             "method": "cpu-perf-counter", "nonce": "0" * 16}
-    best = None
-    try:
-        for _ in range(5):
-            started = time.thread_time_ns()
-            protocol.send_request(ours, {"op": "time", "n": calls, "nonce": "0" * 16})
-            protocol.receive_request(theirs)
-            protocol.send_reply(theirs, reply)
-            protocol.receive_reply(ours, 1.0)
-            spent = time.thread_time_ns() - started
-            best = spent if best is None else min(best, spent)
-    finally:
-        ours.close()
-        theirs.close()
-    return best or 0
-
-
 MIN_REQUESTS = 3
 """Requests the bound needs before it judges (a median of fewer is one outlier away)."""
 
@@ -104,9 +79,10 @@ class TimeBudget:
     the machine (page faults, another process), never sped up, so the bound is judged on
     the median request, robust to such outliers."""
 
-    def __init__(self, cpu: bool, cores: int, roundtrip_ns: int = 0):
+    def __init__(self, cpu: bool, cores: int, process_extra: ProcessExtra | None = None):
         self.cpu, self.cores = cpu, max(1, cores)
-        self.roundtrip_ns = roundtrip_ns
+        self.process_extra = process_extra or ProcessExtra(0.0, 0.0)
+        """What the worker's process adds to the twin's harness share (calibration.py)."""
         self.harness_blocks: list[int] = []
         """The harness's CPU time in each reference block so far (the caller adds them)."""
         self.unexplained: list[float] = []
@@ -133,7 +109,7 @@ class TimeBudget:
     def allowance_ns(self, calls: int) -> float:
         harness = self.harness_ns
         assert harness is not None
-        return HARNESS_MARGIN * harness + self.roundtrip_ns + HARNESS_NS_PER_CALL * calls
+        return HARNESS_MARGIN * harness + self.process_extra.for_request(calls) + HARNESS_NS_PER_CALL * calls
 
     def add(self, e2e_ns: list[int], wall_ns: int, worker_cpu_ns: int | None) -> None:
         reported = sum(e2e_ns)
@@ -237,7 +213,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     sol_e2e: list[int] = []
     sol_method = timer.method
     on_cpu = supervisor.backend.host_timed  # the worker's CPU time bounds its claim (twin.py)
-    budget = TimeBudget(cpu=on_cpu, cores=_cores(), roundtrip_ns=_request_roundtrip_ns(n_sets) if on_cpu else 0)
+    budget = TimeBudget(cpu=on_cpu, cores=_cores(), process_extra=supervisor.process_extra)
     twin = ReferenceTwin(supervisor, session) if on_cpu else None
     started = time.monotonic()
 

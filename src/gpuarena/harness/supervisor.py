@@ -23,6 +23,7 @@ from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.options import PUBLIC_SEED, RunOptions
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
 from gpuarena.harness.ahead import DeviceAhead
+from gpuarena.harness.calibration import ProcessExtra, calibrate
 from gpuarena.harness.backend import Backend, backend_for
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
@@ -72,6 +73,8 @@ class Supervisor:
         self.deadline = 0.0
         self.peaks: dict[str, float] | None = None
         self.timer: Timer | None = None
+        self.process_extra: ProcessExtra | None = None
+        """On the CPU: what the worker's process adds to the harness's CPU time (calibration.py)."""
         """Times the reference, with the method the worker uses for the solution."""
         self.details: list[str] = []
         """Tracebacks and other detail that belongs in the log, not the verdict."""
@@ -303,6 +306,9 @@ class Supervisor:
                                        f"starting the {language} runtime")
                 if not reply.get("ok"):
                     raise worker_failure(reply, default="COMPILE_ERROR")
+            if self.backend.host_timed and self.options.mode != "test":  # the CPU-time bound's allowance,
+                # measured while no solution code is loaded
+                self.process_extra = calibrate(worker, self.device, self.backend, setup, self.deadline)
             reply = worker.request({"op": "build", "solution": self.solution.model_dump(mode="json"), **setup},
                                    self.deadline, "building the solution")
         if not reply.get("ok"):

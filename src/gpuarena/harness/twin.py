@@ -32,7 +32,7 @@ class ReferenceTwin:
 
     def __init__(self, supervisor: Supervisor, session: WorkloadSession, solve: Any = None,
                  convention: str = "return"):
-        self.worker = _TrustedWorker(None)  # type: ignore[arg-type]  # no connection: used in-process
+        self.worker = TrustedWorker(None)  # type: ignore[arg-type]  # no connection: used in-process
         w = self.worker
         w.timer = supervisor.timer
         w.device = session.device
@@ -88,7 +88,7 @@ class ReferenceTwin:
         return reply["device_ns"], reply["e2e_ns"], max(spent - sum(reply["e2e_ns"]), 0)
 
 
-class _TrustedWorker(Worker):
+class TrustedWorker(Worker):
     """The worker's `time` code, in the supervisor. Its process checks look at this thread alone:
     a supervisor's process may hold many threads (a runner's, a server's, a test suite's) that a
     worker never has, and enumerating them, and reading each one's children, is harness cost the

@@ -87,6 +87,26 @@ def _storage_span(t: torch.Tensor) -> tuple[int, int]:
     return start, start + t.untyped_storage().nbytes()
 
 
+def stand_in_buffers(input_names: list[str], output_names: list[str],
+                     device: torch.device) -> tuple[list[dict[str, Any]], list[list[torch.Tensor]]]:
+    """One set of tiny inputs and destinations under the problem's names: the harness's per-call
+    work on them (checks, the loop, the copy) without the data's share."""
+    sets = [{name: torch.zeros(16, device=device) for name in input_names}]
+    return sets, [[torch.zeros(16, device=device) for _ in output_names]]
+
+
+def no_op_solve(convention: str, outs: list[torch.Tensor]) -> Callable[..., Any]:
+    """A solve() that does no work: None where it writes into destinations, else ready outputs."""
+    ready = [torch.empty_like(o) for o in outs]
+
+    def solve(*_: Any) -> Any:
+        if convention == "destination":
+            return None
+        return ready[0] if len(ready) == 1 else tuple(ready)
+
+    return solve
+
+
 def _is_compile_error(exc: BaseException) -> bool:
     names = {c.__name__ for c in _type(exc).__mro__}
     return bool(names & {"CompilationError", "CompileTimeAssertionFailure", "BuildError"})
@@ -148,6 +168,8 @@ class Worker:
             return self.guarded(lambda: self.call_once(request["set"], copy_to=self.dests[request["set"]]))
         if op == "time":
             return self.guarded(lambda: self.time(request))
+        if op == "calibrate":
+            return self.calibrate(request)
         raise ValueError(f"unknown request {op!r}")
 
     def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -337,6 +359,28 @@ class Worker:
                 _fill(dest, float("nan"))
             else:
                 _fill(dest, -1 if dest.dtype != torch.bool else True)
+
+    def calibrate(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A `time` block of n calls of a solve() that does nothing, on tiny stand-in buffers,
+        before any solution code is in this process: the supervisor measures its CPU time from
+        outside and sets it against the same block in its own process (harness/calibration.py),
+        which tells what this process (its sandbox, its threads, the protocol) adds to the
+        harness's share on this machine. Refused once a solution is loaded: from then on the
+        figure would be the solution's to shape."""
+        if self.solve is not None:
+            return {"op": "calibrate", "ok": False, "reason": "a solution is loaded"}
+        if self.timer is None:
+            self.prepare(request)
+        self._problem_names(request)
+        sets, dests = stand_in_buffers(self.input_names, self.output_names, self.device)
+        saved = self.sets, self.dests
+        self.sets, self.dests, self.solve = sets, dests, no_op_solve(self.convention, dests[0])
+        try:
+            reply = self.time({"n": int(request["n"])})
+        finally:
+            self.sets, self.dests = saved
+            self.solve = None
+        return {**reply, "op": "calibrate", "ok": True}
 
     def time(self, request: dict[str, Any]) -> dict[str, Any]:
         """Warm-up calls, then a timed block of n calls. Every timed call's outputs end up in
