@@ -91,3 +91,27 @@ def test_non_finite_reference_entries_must_be_matched_exactly():
     assert not result.ok and "worst at [1]: got 2.5, expected 2" in result.reason
     everything = torch.full((3,), float("inf"))
     assert compare("y", everything.clone(), everything, tol).ok
+
+
+def test_a_tolerance_s_outside_share_lets_that_many_elements_stray_and_no_more():
+    """`outside`: a share of elements may miss the elementwise bound (rounding amplified in a few
+    places); one more fails, and the L2 bound and the finite check still hold over all of them."""
+    import pytest
+
+    ref = torch.linspace(1, 2, 10_000)
+    loose = BF16.model_copy(update={"outside": 0.001})  # 10 of 10,000
+    out = ref.clone()
+    out[:10] += 0.1
+    assert not compare("y", out, ref, BF16).ok
+    assert compare("y", out, ref, loose).ok
+    out[10] += 0.1
+    result = compare("y", out, ref, loose)
+    assert not result.ok and "11 of 10000 elements outside" in result.reason and "at most 10 may be" in result.reason
+    wild = ref.clone()
+    wild[:5] = 1e4  # five strays, but far enough to break the L2 bound
+    assert "relative L2 error" in compare("y", wild, ref, loose).reason
+    wild[:5] = ref[:5]
+    wild[0] = float("nan")
+    assert "NaN" in compare("y", wild, ref, loose).reason
+    with pytest.raises(ValueError):
+        Tolerance(atol=0.02, rtol=0.02, l2=0.01, outside=0.02)  # over OUTSIDE_CAP

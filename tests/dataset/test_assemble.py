@@ -116,6 +116,44 @@ def test_recheck_leaves_out_what_fails_on_a_device_and_says_so(tmp_path):
     assert refused.exit_code != 0 and "no dataset.json" in " ".join(refused.output.split())
 
 
+def test_a_retry_assembles_again_what_the_cpu_s_check_left_out_and_checks_only_that(tmp_path):
+    """`dataset add --retry-left-out`: after a fix (here: the broken reference mended in its
+    harvest), the problems the CPU's check left out are assembled again from the harvests given,
+    with their weights summed afresh, and checked; the kept ones are neither checked again nor
+    weighed twice, and one a GPU's recheck left out ("on cuda: ...") stays out."""
+    first = _harvest(tmp_path, "a", seed=0)
+    (first / "profile.jsonl").unlink()  # the harvest's own references, as written
+    shares = {g["problem"]: g["share"] for g in json.loads((first / "harvest.json").read_text())["groups"]
+              if g["status"] == "written"}
+    broken = sorted(shares)[0]
+    reference = first / broken / "reference.py"
+    mended = reference.read_text()
+    reference.write_text("def reference(x):\n    return x * 0\n\n" + mended.split("def reference", 1)[0])
+    root = tmp_path / "dataset"
+    made = add([first], root)
+    assert next(e for e in made.entries if e.problem == broken).status == "left-out"
+    kept = sorted(e.problem for e in made.entries if e.status == "kept")
+    on_gpu = kept[0]  # as `dataset recheck --device cuda` leaves one out
+    index = Dataset.model_validate_json((root / "dataset.json").read_text())
+    for entry in index.entries:
+        if entry.problem == on_gpu:
+            entry.status, entry.reasons = "left-out", ["on cuda: workload x: a reason"]
+    (root / "dataset.json").write_text(index.model_dump_json(indent=2))
+    shutil.rmtree(root / on_gpu)
+    weights = {p: load_problem(root / p).spec.weight for p in kept[1:]}
+
+    reference.write_text(mended)
+    checked: list[str] = []
+    again = add([first], root, retry=True, progress=checked.append)
+    back = next(e for e in again.entries if e.problem == broken)
+    assert back.status == "kept" and back.weight == pytest.approx(shares[broken], rel=1e-4), back.reasons
+    assert check_problem(root / broken).ok and load_problem(root / broken).spec.weight == pytest.approx(back.weight)
+    assert [c.split(": ", 1)[1] for c in checked] == [broken]
+    assert {p: load_problem(root / p).spec.weight for p in kept[1:]} == weights
+    assert next(e for e in again.entries if e.problem == on_gpu).status == "left-out" and not (root / on_gpu).exists()
+    assert again.harvests == made.harvests and again.kept == made.kept
+
+
 def test_a_folder_that_is_not_a_dataset_is_refused_and_left_alone(tmp_path):
     (tmp_path / "mine.txt").write_text("keep me")
     with pytest.raises(GpuarenaError, match="not a dataset folder"):

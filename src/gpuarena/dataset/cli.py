@@ -155,6 +155,8 @@ def dataset_add_cmd(
     harvests: Annotated[list[Path], typer.Argument(help="Folders written by gpuarena harvest -o")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The dataset's folder (new, or one this command made)")],
     check: Annotated[bool, typer.Option(help="Check every problem on the CPU; leave out those that fail")] = True,
+    retry: Annotated[bool, typer.Option("--retry-left-out", help="Assemble again, from the harvests given, the "
+                                        "problems the CPU's check left out, and check only those and new ones")] = False,
 ) -> None:
     """Add harvested problems to a dataset: each gets a small CPU workload, the same op on the same
     arguments from several harvests becomes one problem with each one's workload, weights add up;
@@ -163,7 +165,7 @@ def dataset_add_cmd(
 
     try:
         with err.status("assembling") as status:
-            result = add(harvests, output, check=check, progress=lambda text: status.update(text))
+            result = add(harvests, output, check=check, progress=lambda text: status.update(text), retry=retry)
     except GpuarenaError as exc:
         fail(exc)
         return
