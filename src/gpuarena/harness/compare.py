@@ -19,6 +19,8 @@ class Comparison:
     max_abs_error: float | None = None
     max_rel_error: float | None = None
     l2_rel_error: float | None = None
+    outside: int = 0
+    """Elements outside the elementwise bound (counted where any are)."""
 
 
 def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
@@ -67,6 +69,7 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
                                (diff <= tol.atol + tol.rtol * size).all().to(torch.float64)]).tolist()
         max_abs, max_rel, ref_norm, err_norm, all_close = figures[0], figures[1], figures[2], figures[3], bool(figures[4])
     l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf)
+    count = 0
     if not all_close:
         close = diff <= tol.atol + tol.rtol * r.abs()
         count = int((~close).sum())
@@ -78,11 +81,11 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
                           f"output {name}: {count} of {out.numel()} elements outside atol={tol.atol:g}, rtol={tol.rtol:g}"
                           f"{f' (at most {int(tol.outside * out.numel())} may be)' if tol.outside else ''}; "
                           f"worst at {index}: got {float(o.reshape(-1)[worst]):.6g}, expected {float(r.reshape(-1)[worst]):.6g}",
-                          max_abs, max_rel, l2)
+                          max_abs, max_rel, l2, count)
     if l2 > tol.l2:
         return Comparison(False, "WRONG_VALUES",
-                          f"output {name}: relative L2 error {l2:.3g} exceeds {tol.l2:g}", max_abs, max_rel, l2)
-    return Comparison(True, "PASSED", "", max_abs, max_rel, l2)
+                          f"output {name}: relative L2 error {l2:.3g} exceeds {tol.l2:g}", max_abs, max_rel, l2, count)
+    return Comparison(True, "PASSED", "", max_abs, max_rel, l2, count)
 
 
 _SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
