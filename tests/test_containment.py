@@ -12,6 +12,7 @@ import pytest
 from conftest import EXAMPLES, judge
 from gpuarena.harness import cgroup, containment
 from gpuarena.harness.process import scrubbed_env
+from gpuarena.harness.sandbox import default_memory_limit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -208,3 +209,15 @@ def test_the_worker_s_import_path_is_kept_on_disk_until_the_site_folders_change(
     containment._worker_sys_path({**env, "PYTHONPATH": str(tmp_path)})
     assert len(asked) == 3
     containment._WORKER_SYS_PATH = None
+
+
+def test_the_memory_cap_is_half_the_machine_shared_by_the_workers_its_gpus_may_run():
+    """A runner has a slot per GPU, so as many workers may run at once: with half the machine
+    each, two could take all of it (a 64 GiB hog passed on a 251 GiB machine of two H200s)."""
+    gib = 1 << 30
+    assert default_memory_limit(128 * gib, gpus=1) == 64 * gib
+    assert default_memory_limit(128 * gib, gpus=0) == 64 * gib  # no GPU: one worker at a time
+    assert default_memory_limit(251 * gib, gpus=2) < 64 * gib
+    assert default_memory_limit(560 * gib, gpus=8) == 35 * gib
+    assert default_memory_limit(8 * gib, gpus=8) == 4 * gib  # never under 4 GiB
+    assert default_memory_limit() >= 4 * gib

@@ -73,10 +73,24 @@ def limit_resources(memory_bytes: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (memory_bytes, memory_bytes))
 
 
-def default_memory_limit() -> int:
-    """Half the machine's memory, at least 4 GiB: room for honest CPU work, none for a hog."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return max(4 << 30, total // 2)
+def default_memory_limit(total_bytes: int | None = None, gpus: int | None = None) -> int:
+    """Half the machine's memory shared by the workers that may run on it at once (a runner
+    has a slot per GPU), at least 4 GiB: room for honest CPU work, none for a hog. With half
+    the machine each, two workers of a two-GPU runner could take all of it (a 64 GiB hog
+    passed on a 251 GiB machine of two H200s, 2026-11-28)."""
+    total = total_bytes if total_bytes is not None else os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    workers = max(1, gpus if gpus is not None else machine_gpus())
+    return max(4 << 30, total // 2 // workers)
+
+
+def machine_gpus() -> int:
+    """NVIDIA GPUs the machine has, whatever CUDA_VISIBLE_DEVICES shows this process (the
+    driver's own list; 0 without the driver). Read without CUDA: the supervisor may not have
+    initialised it yet."""
+    try:
+        return len(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return 0
 
 
 def die_with_parent() -> None:
