@@ -278,6 +278,8 @@ def audited_on_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setattr(device_audit, "DeviceSampler", PlannedSampler)
     monkeypatch.setattr(CpuBackend, "device_audit", True)  # the stand-in sampler reads "the device"
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
+    from gpuarena.harness import rounds_audit
+    monkeypatch.setattr(rounds_audit, "UNSWEPT_UNDER_US", 0.0)  # the unswept requests: their own tests
 
     def run(plan: dict[str, float], problem: str = "level1/softmax",
             solution: Path = EXAMPLES / "softmax" / "pytorch.py", reads: dict[str, float] | None = None):
@@ -370,6 +372,79 @@ def test_a_round_s_blocks_are_sampled_back_to_back_and_nothing_else_is_chained(a
             state = "chain" if state else None
     assert PlannedSampler.chained == expected
     assert "finish" in order and expected.count(True) >= 2 * FEW_REQUESTS  # the solution's request and one more a round
+
+@pytest.fixture
+def unswept_for_every_claim(monkeypatch):
+    """The CPU's small softmax claims tens of µs: every claim counts as small here."""
+    from gpuarena.harness import rounds_audit
+
+    monkeypatch.setattr(rounds_audit, "UNSWEPT_UNDER_US", 1e12)
+
+
+def test_small_kernels_are_also_sampled_back_to_back_without_the_sweeps(audited_on_the_cpu, unswept_for_every_claim,
+                                                                         monkeypatch):
+    """After the timed rounds, a claim under UNSWEPT_UNDER_US gets UNSWEPT_REQUESTS requests of
+    the same calls without the cache sweeps, each on fresh inputs, its outputs checked, each
+    paired with the harness alone run the same way; nothing else is added."""
+    from gpuarena.harness import measure, process
+    from gpuarena.harness.rounds_audit import UNSWEPT, UNSWEPT_HARNESS, UNSWEPT_REQUESTS
+
+    sent: list[dict] = []
+    events: list[str] = []
+    request, refresh, check = process.WorkerProcess.request, measure.refresh_sets, measure.check_outputs
+
+    def spy(self, message, *args, **kwargs):
+        if message.get("op") == "time" and message.get("n"):
+            sent.append(dict(message))
+            events.append("unswept" if message.get("evict") is False else "timed")
+        return request(self, message, *args, **kwargs)
+
+    def noted_refresh(*args, **kwargs):
+        events.append("refresh")
+        return refresh(*args, **kwargs)
+
+    def noted_check(*args, **kwargs):
+        events.append("check")
+        return check(*args, **kwargs)
+
+    monkeypatch.setattr(process.WorkerProcess, "request", spy)
+    monkeypatch.setattr(measure, "refresh_sets", noted_refresh)
+    monkeypatch.setattr(measure, "check_outputs", noted_check)
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "PASSED", record.reason
+    unswept = [m for m in sent if m.get("evict") is False]
+    assert len(unswept) == UNSWEPT_REQUESTS and all(set(m) == {"op", "n", "evict"} for m in unswept)
+    assert sent[-UNSWEPT_REQUESTS:] == unswept  # after every timed request
+    assert all(set(m) == {"op", "n"} for m in sent[:-UNSWEPT_REQUESTS])
+    tail = events[events.index("unswept") - 1:]
+    assert tail == ["refresh", "unswept", "check"] * UNSWEPT_REQUESTS  # fresh inputs, outputs checked
+    pairs = [PlannedSampler.seen[i - 1] for i, what in enumerate(PlannedSampler.seen) if what == UNSWEPT]
+    assert pairs == [UNSWEPT_HARNESS] * UNSWEPT_REQUESTS
+    assert len(audit.unswept_per_request) == UNSWEPT_REQUESTS and audit.unswept_us_per_call == 0
+
+
+def test_a_small_claim_under_what_the_counters_saw_back_to_back_is_rejected(audited_on_the_cpu,
+                                                                            unswept_for_every_claim):
+    """The swept requests read nothing unusual; the same calls back to back read far more than
+    the claim: REJECTED on the unswept figure. The harness's own share is taken off it."""
+    from gpuarena.harness.rounds_audit import UNSWEPT, UNSWEPT_HARNESS
+
+    record, audit = audited_on_the_cpu({UNSWEPT: 1e9})
+    assert record.status == "REJECTED" and "run back to back without the cache sweeps" in record.reason
+    assert audit.unswept_us_per_call > 1e4 and audit.observed_us_per_call == 0
+    record, audit = audited_on_the_cpu({UNSWEPT: 1e9, UNSWEPT_HARNESS: 1e9})
+    assert record.status == "PASSED", record.reason
+    assert audit.unswept_us_per_call == 0
+
+
+def test_large_claims_get_no_unswept_requests(audited_on_the_cpu, monkeypatch):
+    from gpuarena.harness import rounds_audit
+
+    monkeypatch.setattr(rounds_audit, "UNSWEPT_UNDER_US", 0.0)
+    record, audit = audited_on_the_cpu({rounds_audit.UNSWEPT: 1e9})
+    assert record.status == "PASSED", record.reason
+    assert rounds_audit.UNSWEPT not in PlannedSampler.seen and audit.unswept_us_per_call is None
+
 
 def test_the_audit_rejects_a_claim_far_under_what_the_counters_saw(audited_on_the_cpu):
     record, audit = audited_on_the_cpu({SOLUTION: 1e9})  # a second of SM time per request

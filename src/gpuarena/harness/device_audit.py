@@ -244,12 +244,13 @@ def inflation(reference_observed_us: float | None, reference_claimed_us: float |
 
 
 def understated(claimed_us: float, observed_us_per_call: float, inflation_us: float = 0.0,
-                noise_us: float = 0.0) -> bool:
+                noise_us: float = 0.0, floor_us: float | None = None) -> bool:
     """True when the claimed median cannot be honest against what the GPU's counters saw, less
     what the counters see of any call beyond its timed time (`inflation`) and NOISE_SIGMAS x
-    the uncertainty of the observed figure (`noise_us`, see `median_error`) and FLOOR_US."""
-    return claimed_us < AUDIT_MARGIN * max(observed_us_per_call - inflation_us - NOISE_SIGMAS * noise_us - FLOOR_US,
-                                           0.0)
+    the uncertainty of the observed figure (`noise_us`, see `median_error`) and `floor_us`
+    (FLOOR_US unless given)."""
+    floor = FLOOR_US if floor_us is None else floor_us
+    return claimed_us < AUDIT_MARGIN * max(observed_us_per_call - inflation_us - NOISE_SIGMAS * noise_us - floor, 0.0)
 
 
 NOISE_SIGMAS = 3.0

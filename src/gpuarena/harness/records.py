@@ -111,6 +111,16 @@ class DeviceAudit(Record):
     solution's requests (rounds_audit.RoundsAudit._pace)."""
     margin: float | None = None
     """Claims under margin x (observed - inflation - 3 x noise) are rejected."""
+    unswept_us_per_call: float | None = None
+    """Small kernels only (claims under rounds_audit.UNSWEPT_UNDER_US): the busiest SM's active
+    time per call over requests of the solution's calls run back to back without the cache
+    sweeps, on fresh inputs, less the harness alone run the same way (median of the requests).
+    Warm caches only make calls faster, so this bounds an honest cold claim from below without
+    the sweeps' noise; claims under margin x (it - 3 x unswept_noise_us - the floor) are rejected."""
+    unswept_noise_us: float = 0.0
+    """The standard error of unswept_us_per_call."""
+    unswept_per_request: list[float] = Field(default_factory=list)
+    """Each unswept request's figure, per call."""
     traffic: str = ""
     """The memory-traffic counter read beside the activity one ('' for none: `traffic_skipped`)."""
     harness_read_mb_per_call: float | None = None

@@ -29,6 +29,19 @@ The same pairs carry the bytes each segment read from device memory: the L2 swee
 times the L2 a call, so requests that read far less than the harness alone did not evict
 (`_check_reads`), however busy their substitute kept the SMs.
 
+Small kernels get a second look. Their claim is judged on a difference of large numbers (a 4 µs
+kernel beside 160 µs of sweeps a call), and the busiest SM's time is not additive: a kernel on
+half the SMs can add nothing to a sample whose busiest SM only swept. So where the claim is
+under UNSWEPT_UNDER_US, the timed rounds are followed by UNSWEPT_REQUESTS requests of the same
+calls back to back without the sweeps (`unswept`), each on fresh inputs, its outputs committed
+and checked like a timed request's, each paired with the harness alone run the same way. What
+the counters see of them is the calls' own work with warm caches, which only makes honest calls
+faster: it bounds the claim of the timed rounds from below, with the noise of a few µs rather
+than of 160. The worker can tell these requests apart (no sweeps), and that gains a solution
+nothing: they are judged against the claim it made in the timed rounds, not against anything it
+says in them, and doing less work in them means wrong outputs (every call may be checked) or a
+genuinely faster kernel, which it could have been timed with.
+
 The reference's timed blocks are sampled as well: work that is not the harness's running
 while the reference is timed (a solution's kernel queued to start later) would slow the
 reference and flatter the solution. They do less harness work than the reference's twin
@@ -56,6 +69,7 @@ T = TypeVar("T")
 SOLUTION, REFERENCE = "the solution's request", "the reference's timed block"
 HARNESS, REFERENCE_HARNESS = "the harness alone", "the harness as the reference calls it"
 REFERENCE_TWIN = "the reference through the worker's code"
+UNSWEPT, UNSWEPT_HARNESS = "the solution's request without the sweeps", "the harness alone without the sweeps"
 """What each sampled segment holds (the names errors give, and a test's stand-in reads)."""
 MIN_REQUESTS = 12
 """The timed rounds go on until this many of the solution's requests were sampled: the harness's
@@ -99,6 +113,14 @@ more than this share of the harness's reads (plus this many times the figure's e
 evict the caches: a solution can replace the L2 sweep with work that keeps an SM as busy for as
 long and reads nothing (warm_caches/sweeps_replaced_by_a_wait), which the busy time alone cannot
 tell from the sweep. Honest requests read the sweep's 3 x L2 a call and their own inputs on top."""
+UNSWEPT_UNDER_US = 50.0
+"""Claims (median µs a call) under this get the unswept requests after the timed rounds: above
+it the sweeps' noise (±4 µs a call in one request, ±0.3-0.5 µs in the median, H200) is a small
+part of the claim and the margin bounds a forgery."""
+UNSWEPT_REQUESTS = 8
+UNSWEPT_FLOOR_US = 0.5
+"""Allowed a call beyond 3 x the unswept figure's error, for the counters' scatter on what is
+left: the harness's own copies in each request, taken off by its pair."""
 REFERENCE_SHARED_FRACTION = 0.05
 REFERENCE_SHARED_NS_PER_CALL = 2_000
 """The reference's timed blocks may be this much busier (median) than its twin's before the
@@ -130,8 +152,11 @@ class RoundsAudit:
         """Bytes read per harness block (where counted)."""
         self.reference_ns: list[float] = []
         """Busy ns per timed reference block."""
-        self.twin_ns: dict[str, list[float]] = {HARNESS: [], REFERENCE_HARNESS: [], REFERENCE_TWIN: []}
+        self.twin_ns: dict[str, list[float]] = {HARNESS: [], REFERENCE_HARNESS: [], REFERENCE_TWIN: [],
+                                                UNSWEPT_HARNESS: []}
         """Busy ns per block of each twin."""
+        self.unswept_ns: list[float] = []
+        """Busy ns per unswept request of the solution less its harness block's (`unswept`)."""
         self.calls = 0
         self.call_ns: dict[str, list[float]] = {SOLUTION: [], HARNESS: []}
         """The median call window (host time, end to end) of each request of the solution and of
@@ -208,6 +233,18 @@ class RoundsAudit:
         self.calls += calls
         return reply, committed
 
+    def wants_unswept(self, claimed_us: float) -> bool:
+        """Whether a claim of `claimed_us` a call gets the unswept requests (see the module)."""
+        return self.on and claimed_us < UNSWEPT_UNDER_US
+
+    def unswept(self, request: Callable[[], T], commit: Callable[[], object]) -> tuple[T, object]:
+        """One request of the solution's calls without the cache sweeps and the commit that ends
+        it, sampled, after the harness alone run the same way."""
+        harness = self._sample(UNSWEPT_HARNESS).busy_ns
+        (reply, committed), window = self._segment(lambda: (request(), commit()), UNSWEPT)
+        self.unswept_ns.append(window.busy_ns - harness)
+        return reply, committed
+
     def reference(self, block: Callable[[], T]) -> T:
         """One timed block of the reference, sampled."""
         if not self.on:
@@ -276,6 +313,7 @@ class RoundsAudit:
                                          f"{audit.harness_us_per_call:.2f}): the cache sweeps or copies before and "
                                          "after its calls did not run")
         self._check_reads(audit, n)
+        self._check_unswept(audit, n)
         if audit.claimed_us is not None and device_audit.understated(audit.claimed_us, audit.observed_us_per_call,
                                                                      audit.inflation_us, audit.noise_us):
             allowance = (f", less {audit.inflation_us:.2f} µs the counters add to the reference's calls"
@@ -287,6 +325,23 @@ class RoundsAudit:
                                          f"{len(self.solution_ns)} timed requests, the harness's share taken "
                                          f"off{allowance})")
         return audit
+
+    def _check_unswept(self, audit: DeviceAudit, n: int) -> None:
+        """The claim against what the counters saw of the calls back to back (small kernels)."""
+        if not self.unswept_ns:
+            return
+        audit.unswept_us_per_call = max(statistics.median(self.unswept_ns), 0.0) / n / 1e3
+        audit.unswept_noise_us = device_audit.median_error(self.unswept_ns) / n / 1e3
+        audit.unswept_per_request = [round(ns / n / 1e3, 3) for ns in self.unswept_ns]
+        if audit.claimed_us is not None and device_audit.understated(
+                audit.claimed_us, audit.unswept_us_per_call, noise_us=audit.unswept_noise_us, floor_us=UNSWEPT_FLOOR_US):
+            raise RunFailure("REJECTED", f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
+                                         f"the GPU's own counters saw of the same calls run back to back without the "
+                                         f"cache sweeps ({audit.unswept_us_per_call:.2f} µs per call in the median of "
+                                         f"{len(self.unswept_ns)} requests on fresh inputs, the harness's share taken "
+                                         f"off, less {device_audit.NOISE_SIGMAS:g} x its error of "
+                                         f"{audit.unswept_noise_us:.2f} µs and {UNSWEPT_FLOOR_US:g} µs): warm caches "
+                                         "only make honest calls faster")
 
     def _check_reads(self, audit: DeviceAudit, n: int) -> None:
         """The harness's cache sweeps read in the solution's requests what they read alone."""
@@ -378,14 +433,16 @@ class RoundsAudit:
                 self._sample(name)
 
     def _sample(self, name: str) -> Window:
-        """One block of a twin (the harness's work of a request, the commit's included), sampled."""
-        twin, n = self._twins[name], len(self.session.sets)
+        """One block of a twin (the harness's work of a request, the commit's included), sampled.
+        UNSWEPT_HARNESS: the harness's twin without the cache sweeps."""
+        unswept = name == UNSWEPT_HARNESS
+        twin, n = self._twins[HARNESS if unswept else name], len(self.session.sets)
         e2e: list[int] = []
         wall = [0]
 
         def block() -> None:
             started = time.perf_counter_ns()
-            e2e.extend(twin.block(n)[1])
+            e2e.extend(twin.block(n, evict=not unswept)[1])
             wall[0] = time.perf_counter_ns() - started
 
         pace = twin.pace_ns
