@@ -381,7 +381,7 @@ def unswept_for_every_claim(monkeypatch):
     monkeypatch.setattr(rounds_audit, "UNSWEPT_UNDER_US", 1e12)
 
 
-def test_small_kernels_are_also_sampled_back_to_back_without_the_sweeps(audited_on_the_cpu, unswept_for_every_claim,
+def test_small_kernels_are_also_sampled_without_the_sweeps(audited_on_the_cpu, unswept_for_every_claim,
                                                                          monkeypatch):
     """After the timed rounds, a claim under UNSWEPT_UNDER_US gets UNSWEPT_REQUESTS requests of
     the same calls without the cache sweeps, each on fresh inputs, its outputs checked, each
@@ -425,12 +425,12 @@ def test_small_kernels_are_also_sampled_back_to_back_without_the_sweeps(audited_
 
 def test_a_small_claim_under_what_the_counters_saw_back_to_back_is_rejected(audited_on_the_cpu,
                                                                             unswept_for_every_claim):
-    """The swept requests read nothing unusual; the same calls back to back read far more than
+    """The swept requests read nothing unusual; the same calls without the sweeps read far more than
     the claim: REJECTED on the unswept figure. The harness's own share is taken off it."""
     from gpuarena.harness.rounds_audit import UNSWEPT, UNSWEPT_HARNESS
 
     record, audit = audited_on_the_cpu({UNSWEPT: 1e9})
-    assert record.status == "REJECTED" and "run back to back without the cache sweeps" in record.reason
+    assert record.status == "REJECTED" and "run one by one without the cache sweeps" in record.reason
     assert audit.unswept_us_per_call > 1e4 and audit.observed_us_per_call == 0
     record, audit = audited_on_the_cpu({UNSWEPT: 1e9, UNSWEPT_HARNESS: 1e9})
     assert record.status == "PASSED", record.reason

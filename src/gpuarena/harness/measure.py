@@ -284,7 +284,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 one_round(round_no)
         budget.check()
         if audit.wants_unswept(statistics.median(sol_dev) / 1e3):
-            for _ in range(UNSWEPT_REQUESTS):  # small kernels: the calls back to back, judged on the claim above
+            for _ in range(UNSWEPT_REQUESTS):  # small kernels: the calls without the sweeps, judged on the claim above
                 round_no += 1
                 refresh(round_no)
                 with audit.chained():

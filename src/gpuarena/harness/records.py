@@ -113,7 +113,7 @@ class DeviceAudit(Record):
     """Claims under margin x (observed - inflation - 3 x noise) are rejected."""
     unswept_us_per_call: float | None = None
     """Small kernels only (claims under rounds_audit.UNSWEPT_UNDER_US): the busiest SM's active
-    time per call over requests of the solution's calls run back to back without the cache
+    time per call over requests of the solution's calls run one by one without the cache
     sweeps, on fresh inputs, less the harness alone run the same way (median of the requests).
     Warm caches only make calls faster, so this bounds an honest cold claim from below without
     the sweeps' noise; claims under margin x (it - 3 x unswept_noise_us - the floor) are rejected."""

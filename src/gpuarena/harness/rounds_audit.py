@@ -33,7 +33,7 @@ Small kernels get a second look. Their claim is judged on a difference of large 
 kernel beside 160 µs of sweeps a call), and the busiest SM's time is not additive: a kernel on
 half the SMs can add nothing to a sample whose busiest SM only swept. So where the claim is
 under UNSWEPT_UNDER_US, the timed rounds are followed by UNSWEPT_REQUESTS requests of the same
-calls back to back without the sweeps (`unswept`), each on fresh inputs, its outputs committed
+calls one by one without the sweeps (`unswept`), each on fresh inputs, its outputs committed
 and checked like a timed request's, each paired with the harness alone run the same way. What
 the counters see of them is the calls' own work with warm caches, which only makes honest calls
 faster: it bounds the claim of the timed rounds from below, with the noise of a few µs rather
@@ -327,7 +327,7 @@ class RoundsAudit:
         return audit
 
     def _check_unswept(self, audit: DeviceAudit, n: int) -> None:
-        """The claim against what the counters saw of the calls back to back (small kernels)."""
+        """The claim against what the counters saw of the calls without the sweeps (small kernels)."""
         if not self.unswept_ns:
             return
         audit.unswept_us_per_call = max(statistics.median(self.unswept_ns), 0.0) / n / 1e3
@@ -336,7 +336,7 @@ class RoundsAudit:
         if audit.claimed_us is not None and device_audit.understated(
                 audit.claimed_us, audit.unswept_us_per_call, noise_us=audit.unswept_noise_us, floor_us=UNSWEPT_FLOOR_US):
             raise RunFailure("REJECTED", f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
-                                         f"the GPU's own counters saw of the same calls run back to back without the "
+                                         f"the GPU's own counters saw of the same calls run one by one without the "
                                          f"cache sweeps ({audit.unswept_us_per_call:.2f} µs per call in the median of "
                                          f"{len(self.unswept_ns)} requests on fresh inputs, the harness's share taken "
                                          f"off, less {device_audit.NOISE_SIGMAS:g} x its error of "
