@@ -32,6 +32,8 @@
 #     suite       gpuarena suite run on every bundled problem (SUITE_FRAMEWORK: pytorch or torch-compile;
 #                 SUITE_BUDGET s a workload; SUITE_BASELINE: a result to score it against; SUITE_ARGS: more,
 #                 e.g. --root dataset/problems --level 2 --gpus 0): $OUT/suite-*.json
+#     recheck     gpuarena dataset recheck RECHECK_ROOT (default dataset/problems) --device cuda; the dataset
+#                 as it leaves it: $OUT/dataset-rechecked.tgz
 #     check       gpuarena check --device cuda (CHECK_ARGS; default: the dataset's levels 2-4) 
 #     harvest     the harvester's GPU tests, then gpuarena harvest of real-size models (HARVEST_RUNS: ';'-separated
 #                 "MODEL OPTIONS"), bf16, kernel times from the profiler: \$OUT/harvest-K.json, top groups in the summary
@@ -283,6 +285,10 @@ for s in "${steps[@]}"; do
       fw=${SUITE_FRAMEWORK:-pytorch}
       step "suite-$fw" "${T_SUITE:-540}" python3 -m gpuarena.cli suite run --device cuda --framework "$fw" \
            --budget "${SUITE_BUDGET:-0.2}" -o "$OUT/suite-$fw.json" ${SUITE_BASELINE:+--baseline "$SUITE_BASELINE"} ${SUITE_ARGS:-} ;;
+    recheck)  # RECHECK_ROOT: the dataset's folder; what it keeps and leaves out comes back in one archive
+      step recheck "${T_RECHECK:-400}" python3 -m gpuarena.cli dataset recheck "${RECHECK_ROOT:-dataset/problems}" --device cuda
+      last recheck 'kept|left out' 60
+      tar czf "$OUT/dataset-rechecked.tgz" "${RECHECK_ROOT:-dataset/problems}" ;;
     check)  # CHECK_ARGS: the problems and filters (default: the dataset's fusions)
       step check "${T_CHECK:-500}" python3 -m gpuarena.cli check --device cuda ${CHECK_ARGS:-dataset/problems --level 2 --level 3 --level 4}
       last check 'passed|failed|problems' 5 ;;

@@ -120,7 +120,8 @@ def test_a_retry_assembles_again_what_the_cpu_s_check_left_out_and_checks_only_t
     """`dataset add --retry-left-out`: after a fix (here: the broken reference mended in its
     harvest), the problems the CPU's check left out are assembled again from the harvests given,
     with their weights summed afresh, and checked; the kept ones are neither checked again nor
-    weighed twice, and one a GPU's recheck left out ("on cuda: ...") stays out."""
+    weighed twice, and one a GPU's recheck left out ("on cuda: ...") stays out unless that device
+    is named (`--retry-left-out-on cuda`)."""
     first = _harvest(tmp_path, "a", seed=0)
     (first / "profile.jsonl").unlink()  # the harvest's own references, as written
     shares = {g["problem"]: g["share"] for g in json.loads((first / "harvest.json").read_text())["groups"]
@@ -152,6 +153,12 @@ def test_a_retry_assembles_again_what_the_cpu_s_check_left_out_and_checks_only_t
     assert {p: load_problem(root / p).spec.weight for p in kept[1:]} == weights
     assert next(e for e in again.entries if e.problem == on_gpu).status == "left-out" and not (root / on_gpu).exists()
     assert again.harvests == made.harvests and again.kept == made.kept
+
+    checked.clear()  # named, the device's left-out problems come back too: checked here, rechecked there
+    third = add([first], root, retry_on=["cuda"], progress=checked.append)
+    back = next(e for e in third.entries if e.problem == on_gpu)
+    assert back.status == "kept" and back.weight == pytest.approx(shares[on_gpu], rel=1e-4) and (root / on_gpu).is_dir()
+    assert [c.split(": ", 1)[1] for c in checked] == [on_gpu] and third.kept == made.kept + 1
 
 
 def test_a_folder_that_is_not_a_dataset_is_refused_and_left_alone(tmp_path):

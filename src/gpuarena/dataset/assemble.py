@@ -28,7 +28,7 @@ import re
 import shutil
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -229,19 +229,25 @@ def _merge(target: Path, source: Path, harvest: dict[str, Any], share: float, ca
     (target / "problem.toml").write_text(dump_problem_toml(spec))
 
 
-def retried(entries: list[Entry]) -> set[str]:
-    """The problems a retry assembles again: those the CPU's check left out at assembly (a GPU's
-    recheck, whose reasons start with "on <device>:", needs that GPU to take them back)."""
-    return {e.problem for e in entries if e.status == "left-out" and not any(r.startswith("on ") for r in e.reasons)}
+def retried(entries: list[Entry], on: Sequence[str] = ()) -> set[str]:
+    """The problems a retry assembles again: those the CPU's check left out at assembly, and those
+    a recheck on one of the devices `on` left out (its reasons start with "on <device>:"): that
+    device has to take them back, so they are checked on it again (`recheck`) before use."""
+    def again(entry: Entry) -> bool:
+        devices = {r.split(":", 1)[0][3:] for r in entry.reasons if r.startswith("on ")}
+        return not devices or devices <= set(on)
+    return {e.problem for e in entries if e.status == "left-out" and again(e)}
 
 
 def add(harvests: list[Path], root: Path, check: bool = True,
-        progress: Any = lambda _text: None, retry: bool = False) -> Dataset:
+        progress: Any = lambda _text: None, retry: bool = False, retry_on: Sequence[str] = ()) -> Dataset:
     """Assemble the harvests' written problems into root/level1 (a dataset folder, new or made by
     this command: its problems are merged with the new ones), check each on the CPU, and write
     root/dataset.json. retry: also assemble again, from the harvests given that made them, the
     problems the CPU's check left out before (`retried`), and check only those and the new ones:
-    after a fix to the writer or the check (a tolerance's `outside` share, say)."""
+    after a fix to the writer or the check (a tolerance's `outside` share, say). retry_on: also
+    those a recheck on these devices left out; they pass the CPU's check here and need
+    `recheck` on that device before the dataset is used."""
     from gpuarena.dataset.checker import CandidateChecker
 
     root = Path(root)
@@ -250,7 +256,8 @@ def add(harvests: list[Path], root: Path, check: bool = True,
     previous = Dataset.model_validate_json((root / "dataset.json").read_text()) if (root / "dataset.json").exists() else None
     entries = {e.problem: e for e in previous.entries} if previous else {}
     commands = list(previous.harvests) if previous else []
-    again = retried(list(entries.values())) if retry else set()
+    retrying = retry or bool(retry_on)
+    again = retried(list(entries.values()), retry_on) if retrying else set()
     for problem in again:  # from scratch: the weights add up again over the harvests that made it
         entries[problem] = Entry(problem=problem, status="kept", weight=0.0, harvests=[])
         shutil.rmtree(root / problem, ignore_errors=True)
@@ -287,7 +294,7 @@ def add(harvests: list[Path], root: Path, check: bool = True,
             entries[problem] = entry
     with CandidateChecker("cpu") as checker:
         for n, entry in enumerate(entries.values()):
-            if entry.status != "kept" or not check or (retry and entry.problem not in touched):
+            if entry.status != "kept" or not check or (retrying and entry.problem not in touched):
                 continue
             progress(f"checking {n + 1}/{len(entries)}: {entry.problem}")
             report = tolerant_check(checker, root / entry.problem)

@@ -157,6 +157,8 @@ def dataset_add_cmd(
     check: Annotated[bool, typer.Option(help="Check every problem on the CPU; leave out those that fail")] = True,
     retry: Annotated[bool, typer.Option("--retry-left-out", help="Assemble again, from the harvests given, the "
                                         "problems the CPU's check left out, and check only those and new ones")] = False,
+    retry_on: Annotated[list[str] | None, typer.Option("--retry-left-out-on", help="Also those a recheck on this "
+                                                   "device left out (repeatable); recheck them there next")] = None,
 ) -> None:
     """Add harvested problems to a dataset: each gets a small CPU workload, the same op on the same
     arguments from several harvests becomes one problem with each one's workload, weights add up;
@@ -165,13 +167,17 @@ def dataset_add_cmd(
 
     try:
         with err.status("assembling") as status:
-            result = add(harvests, output, check=check, progress=lambda text: status.update(text), retry=retry)
+            result = add(harvests, output, check=check, progress=lambda text: status.update(text), retry=retry,
+                         retry_on=retry_on or ())
     except GpuarenaError as exc:
         fail(exc)
         return
     out.print(f"{result.kept} problems in {output} from {len(result.harvests)} harvests; {result.left_out} left out "
               f"({result.left_out_share:.0%} of the candidates) by gpuarena check on the CPU: see {output}/dataset.json",
               highlight=False)
+    for device in retry_on or ():
+        out.print(f"run gpuarena dataset recheck {output} --device {device} before using it: what {device} left out "
+                  "passed the CPU's check here", highlight=False)
 
 
 @dataset_app.command("recheck")
