@@ -178,11 +178,12 @@ def make_inputs(axes, dtype, device, generator):
 """
 
 
-@pytest.mark.parametrize("scale, allowed", [(1.6, True), (16.0, False)])
+@pytest.mark.parametrize("scale, allowed", [(1.4, True), (16.0, False)])
 def test_rounding_amplified_in_a_few_elements_is_allowed_by_a_derived_outside_share(tmp_path, scale, allowed) -> None:
-    """Rounding x + 1 to bfloat16 costs an error of y's size: with y of deviation 1.6 a few
-    elements in 10,000 miss the bound in the reference's own float32 computation. The check
-    says so, with the `outside` share that allows it (4 times the measured one); the dataset's
+    """Rounding x + 1 to bfloat16 costs an error of y's size: with y of deviation 1.4 a few
+    elements in 100,000 miss the bound in the reference's own float32 computation, and 0.4% pass
+    half of it, where an honest kernel's own rounding can take them over. The check says so,
+    with the `outside` share that allows it (twice the share beyond half the bound); the dataset's
     tolerant check writes it into problem.toml and the problem then passes, its degenerate
     checks included. With y ten times wider most elements miss: no share may allow that."""
     import tomllib
@@ -190,7 +191,7 @@ def test_rounding_amplified_in_a_few_elements_is_allowed_by_a_derived_outside_sh
     import torch
 
     from gpuarena.dataset.assemble import tolerant_check
-    from gpuarena.problems.check import OUTSIDE_MARGIN, rounding_share
+    from gpuarena.problems.check import HONEST_SPREAD, OUTSIDE_MARGIN, rounding_share
     from gpuarena.problems.model import OUTSIDE_CAP
 
     folder = tmp_path / "shifted_product"
@@ -216,5 +217,30 @@ def test_rounding_amplified_in_a_few_elements_is_allowed_by_a_derived_outside_sh
                                  torch.Generator().manual_seed(1))
     ref = (problem.reference(**inputs),)
     exact = (problem.reference(**{k: v.float() for k, v in inputs.items()}).to(torch.bfloat16),)
-    share = rounding_share(problem, workload, exact, ref)
-    assert share is not None and OUTSIDE_MARGIN * share <= outside < OUTSIDE_MARGIN * share * 2
+    missed, share = rounding_share(problem, workload, exact, ref), rounding_share(problem, workload, exact, ref,
+                                                                                1 / HONEST_SPREAD)
+    assert missed and share is not None and share > 10 * missed
+    assert OUTSIDE_MARGIN * share <= outside < OUTSIDE_MARGIN * share * 2
+
+
+def test_a_reference_whose_float32_computation_nears_the_bound_gets_an_outside_share(tmp_path) -> None:
+    """With y of deviation 1.0 the float32 computation meets the bound everywhere, so the check
+    passes, but some elements come past half of it, where an honest kernel's own rounding can
+    take them over (torch.compile of the dataset's bfloat16 fusions missed on such elements on an
+    H200). The check reports the share those need, and the dataset's tolerant check writes it."""
+    import tomllib
+
+    from gpuarena.dataset.assemble import tolerant_check
+
+    folder = tmp_path / "shifted_product"
+    folder.mkdir()
+    (folder / "problem.toml").write_text(SHIFTED_TOML)
+    (folder / "reference.py").write_text(SHIFTED_REFERENCE.replace("SCALE", "1.0"))
+    first = check_problem(folder)
+    assert first.ok and 0 < first.outside_needed["bfloat16"] <= 0.005, first
+    assert tolerant_check(check_problem, folder).ok
+    written = tomllib.loads((folder / "problem.toml").read_text())["tolerance"]["bfloat16"]
+    assert written["outside"] == first.outside_needed["bfloat16"]
+    again = check_problem(folder)  # written once: the problem's own outside now covers it
+    assert again.ok and tolerant_check(check_problem, folder).ok
+    assert tomllib.loads((folder / "problem.toml").read_text())["tolerance"]["bfloat16"] == written

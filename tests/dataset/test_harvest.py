@@ -15,6 +15,7 @@ from gpuarena.cli.app import app
 from gpuarena.dataset.harvest import Harvest, group_calls, harvest
 from gpuarena.dataset.models import build
 from gpuarena.dataset.record import record
+from gpuarena.harness.session import as_outputs
 from gpuarena.problems import load_problem
 from gpuarena.problems.check import check_problem
 
@@ -238,6 +239,28 @@ def test_offsets_are_redrawn_sorted_and_several_results_keep_their_tensors(tmp_p
                                  torch.device("cpu"), torch.Generator().manual_seed(0))
     values, indices = problem.reference(**inputs)
     assert torch.equal(values, inputs["x"][indices]) and indices.dtype == torch.int64
+
+
+def test_a_sort_with_ties_is_written_as_a_stable_sort_so_its_indices_are_one_answer(tmp_path):
+    """A MoE's expert ids sort with ties (8 values over many tokens): an unstable sort's indices
+    are one order among many, and torch.compile's differed from eager's on an H200. The writer
+    asks for the stable order, which every correct kernel can match; dim and descending are
+    keyword-only there."""
+    from gpuarena.dataset import candidate
+
+    ids = torch.randint(0, 8, (64,))
+    for op in (lambda: torch.ops.aten.sort.default(ids), lambda: torch.ops.aten.sort.default(ids, 0, True),
+               lambda: torch.ops.aten.argsort.default(ids, 0, True)):
+        (call,) = record(op).calls
+        folder = candidate.write(tmp_path / f"s{len(list(tmp_path.iterdir()))}", call, "sort", "sort", 1.0, [], [])
+        assert ".stable(x, stable=True" in (folder / "reference.py").read_text()
+        problem = load_problem(folder)
+        inputs = problem.make_inputs(dict(problem.spec.workloads[0].axes), problem.spec.workloads[0].torch_dtype,
+                                     torch.device("cpu"), torch.Generator().manual_seed(0))
+        x, descending = inputs["x"], len(call.args) > 2
+        assert len(torch.unique(x)) < x.numel()  # ties, drawn as recorded
+        stable = torch.sort(x, stable=True, descending=descending).indices
+        assert torch.equal(as_outputs(problem.reference(**inputs))[-1], stable)
 
 
 def test_attention_candidates_return_only_the_attention_output(tmp_path):

@@ -62,6 +62,12 @@ FIRST_RESULT_ONLY = ("aten._scaled_dot_product_",)
 offset, a debug mask) are for its backward, and some are left unwritten, so never deterministic."""
 
 
+STABLE_ORDER = {"aten.sort.default": "torch.ops.aten.sort.stable", "aten.argsort.default": "torch.ops.aten.argsort.stable"}
+"""Sorts written as stable ones: where values tie (a MoE's expert ids, 8 values over 4096 tokens),
+an unstable sort's indices are one order among many, so a correct kernel could not match them;
+ties kept in their input order make the answer unique."""
+
+
 def kept_outputs(call: CallRecord) -> list[TensorInfo]:
     """The results a problem of this call returns."""
     return call.outputs[:1] if call.op.startswith(FIRST_RESULT_ONLY) else call.outputs
@@ -167,6 +173,9 @@ def reference_source(call: CallRecord, title: str) -> str:
     call_args = [(_expression(a, i, names) if not a.keyword else f"{a.name}={_expression(a, i, names)}")
                  for i, a in enumerate(call.args)]
     result = _attention(call, names) if call.op.startswith(FIRST_RESULT_ONLY) else None
+    if result is None and call.op in STABLE_ORDER:  # every argument but the tensor is keyword-only there
+        tail = [f"{a.name}={_expression(a, i, names)}" for i, a in enumerate(call.args) if i > 0]
+        result = f"_tensors({STABLE_ORDER[call.op]}({', '.join([call_args[0], 'stable=True', *tail])}))"
     if result is None:
         result = f"_tensors({call.op.replace('aten.', 'torch.ops.aten.', 1)}({', '.join(call_args)}))"
         if len(kept_outputs(call)) < len(call.outputs):

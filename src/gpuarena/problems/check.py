@@ -61,18 +61,30 @@ def _passes(problem: Problem, workload: Workload, candidate: tuple[torch.Tensor,
 REDUCED = (torch.float16, torch.bfloat16)
 
 
-OUTSIDE_MARGIN = 4
+OUTSIDE_MARGIN = 2
 """A tolerance derived from the reference's own error lets this many times as many elements
-fall outside as its float32 computation does: a fused kernel rounds in other places than the
-float32 one, and its stray elements are as many again and more."""
+fall outside as its float32 computation has beyond half the bound (HONEST_SPREAD): an honest
+kernel misses the bound only where the reference's error or its own passes half of it, and its
+own rounding errs about as often as the reference's."""
+
+
+HONEST_SPREAD = 2
+"""An honest reduced-precision kernel rounds in places of its own: it can stand as far from the
+reference as its own rounding plus the reference's, about twice the distance of the float32
+computation (whose own rounding is negligible). So the elements at risk are those where the
+float32 computation comes within 1/HONEST_SPREAD of the bound's edge. Measured on an H200:
+torch.compile of the dataset's bfloat16 fusions missed the bound on 3 of 500 million to 0.9% of
+elements where the float32 computation met it everywhere (docs/dataset.md)."""
 
 
 def rounding_share(problem: Problem, workload: Workload, exact: tuple[torch.Tensor, ...],
-                   ref: tuple[torch.Tensor, ...]) -> float | None:
+                   ref: tuple[torch.Tensor, ...], within: float = 1.0) -> float | None:
     """The largest share, over the outputs, of elements where `exact` (the reference computed in
-    float32, rounded back) falls outside the elementwise bound; None where more than that fails
-    (NaN or Inf where the reference is finite, the L2 bound, an integer output that differs)."""
-    every = problem.spec.tolerance_for(workload.dtype).model_copy(update={"outside": 1.0})  # count them all
+    float32, rounded back) falls outside the elementwise bound (scaled by `within`); None where
+    more than that fails (NaN or Inf where the reference is finite, the L2 bound, an integer
+    output that differs)."""
+    tol = problem.spec.tolerance_for(workload.dtype)
+    every = tol.model_copy(update={"outside": 1.0, "atol": tol.atol * within, "rtol": tol.rtol * within})  # count them all
     shares = [0.0]
     for name, e, r in zip(problem.spec.outputs, exact, ref):
         comparison = compare(name, e, r, every)
@@ -100,7 +112,9 @@ def _rounding_amplified(problem: Problem, workload: Workload, inputs: dict[str, 
     itself. Where it does not, the problem amplifies rounding (a saturated softmax, say), and an
     honest kernel that rounds differently, as every fused one does, fails. A reference that
     cannot run in float32 is not judged here. Where a small share of elements is all that
-    fails, `needs` gets the `outside` that would let it pass (derived_outside), by dtype."""
+    fails, `needs` gets the `outside` that would let it pass (derived_outside of the share beyond
+    half the bound, HONEST_SPREAD), by dtype; also where the float32 computation passes but comes
+    that near the bound's edge on some elements."""
     if workload.torch_dtype not in REDUCED:
         return []
     wide = {n: v.float() if isinstance(v, torch.Tensor) and v.dtype in REDUCED else v for n, v in inputs.items()}
@@ -111,18 +125,20 @@ def _rounding_amplified(problem: Problem, workload: Workload, inputs: dict[str, 
     if len(exact) != len(ref) or any(not isinstance(e, torch.Tensor) or e.shape != r.shape for e, r in zip(exact, ref)):
         return []
     rounded = tuple(e.to(r.dtype) for e, r in zip(exact, ref))
+    near = rounding_share(problem, workload, rounded, ref, 1 / HONEST_SPREAD) if problem.checker is None else None
+    outside = derived_outside(near) if near is not None else None
+    if outside and needs is not None:  # also where the float32 computation passes: honest kernels may not
+        needs[workload.dtype] = max(needs.get(workload.dtype, 0.0), outside)
     if _passes(problem, workload, rounded, ref, inputs):
         return []
     share = rounding_share(problem, workload, rounded, ref) if problem.checker is None else None
-    outside = derived_outside(share) if share is not None else None
     hint = "draw the inputs at the model's scale or widen the tolerance"
     if share is not None:
-        hint = (f"{share * 100:.3g}% of its elements fall outside the elementwise bound; "
+        hint = (f"{share * 100:.3g}% of its elements fall outside the elementwise bound "
+                + (f"({near * 100:.3g}% beyond half of it); " if near is not None else "; ")
                 + (f"a tolerance with outside = {outside:g} would allow that" if outside is not None
-                   else f"too many for a tolerance to let fall outside ({OUTSIDE_MARGIN} times that is over "
-                        f"the most, {OUTSIDE_CAP:g})"))
-        if outside is not None and needs is not None:
-            needs[workload.dtype] = max(needs.get(workload.dtype, 0.0), outside)
+                   else f"too many for a tolerance to let fall outside ({OUTSIDE_MARGIN} times the share beyond "
+                        f"half the bound is over the most, {OUTSIDE_CAP:g})"))
     return [f"workload {workload.name}: the reference computed in float32 from the same inputs fails against the "
             f"{workload.dtype} reference, so rounding alone fails honest kernels; {hint}"]
 
