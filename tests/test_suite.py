@@ -149,15 +149,19 @@ def test_suite_run_and_compare_from_the_command_line(tmp_path) -> None:
     shown = cli("compare", "base.json", "faster.json", "--json")
     assert shown.returncode == 0, shown.stderr
     assert math.isclose(json.loads(shown.stdout)["score"], 2.0)
+    drawn = cli("compare", "base.json", "faster.json", "--plots", "plots")
+    assert drawn.returncode == 0, drawn.stderr
+    levels = (tmp_path / "plots" / "by-level.svg").read_text()
+    assert levels.startswith("<svg") and "level 1" in levels and "2.00" in levels  # both problems twice as fast
+    assert "level1/softmax" in (tmp_path / "plots" / "slowest.svg").read_text()
     (tmp_path / "bad.json").write_text("{}")
     refused = cli("compare", "base.json", "bad.json")
     assert refused.returncode == 2 and "not a suite result" in " ".join(refused.stderr.split())
 
 
 def test_the_shipped_baselines_cover_the_bundled_problems_and_the_dataset() -> None:
-    """Each default baseline times its problem set (the dataset's: all but what the H200 run
-    could not pass, each with its reason), and `suite run` picks the one that times the most of
-    the chosen problems."""
+    """Each default baseline times its problem set, every problem PASSED, and `suite run` picks
+    the one that times the most of the chosen problems."""
     from gpuarena.suite.cli import SHIPPED_BASELINES, shipped_baseline
     from gpuarena.suite.run import all_problems
 
@@ -167,7 +171,7 @@ def test_the_shipped_baselines_cover_the_bundled_problems_and_the_dataset() -> N
     # the baselines are PyTorch's: they time the problems written in PyTorch (the JAX harvests' are JAX's)
     dataset = {p.id for p in all_problems([ROOT / "dataset" / "problems"]) if implements(p, "pytorch")}
     assert shipped_baseline(bundled) == SHIPPED_BASELINES / "H100-pytorch.json"
-    assert shipped_baseline(dataset) == SHIPPED_BASELINES / "H100-pytorch-dataset.json"
+    assert shipped_baseline(dataset) == SHIPPED_BASELINES / "H200-pytorch-dataset.json"
     assert shipped_baseline({"level9/nothing"}) is None
     jax_dataset = {p.id for p in all_problems([ROOT / "dataset" / "problems"]) if implements(p, "jax")}
     assert jax_dataset and shipped_baseline(jax_dataset) == SHIPPED_BASELINES / "H100-jax-dataset.json"
@@ -178,13 +182,14 @@ def test_the_shipped_baselines_cover_the_bundled_problems_and_the_dataset() -> N
     assert baseline.framework == "pytorch" and "H100" in baseline.device_name
     assert {p.problem for p in baseline.problems} == bundled
     assert all(p.status == "PASSED" and p.time_us > 0 for p in baseline.problems)
+    # the dataset's baseline: every PyTorch problem on the lent H200 (2026-11-28), less the four sorts whose
+    # references became stable sorts after that run (docs/suite.md); the H100's, timed before 7 came back
     timed = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H200-pytorch-dataset.json").read_text())
-    assert dataset <= {p.problem for p in timed.problems}  # timed before the rounding check left 40 out
+    assert {p.problem for p in timed.problems} == {p for p in dataset if not p.startswith("level1/sort-")}
+    assert all(p.status == "PASSED" and p.time_us > 0 for p in timed.problems)
     h100 = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H100-pytorch-dataset.json").read_text())
-    assert {p.problem for p in h100.problems} == dataset and all(p.status == "PASSED" for p in h100.problems)
-    passed = [p for p in timed.problems if p.status == "PASSED" and p.problem in dataset]
-    assert len(passed) >= 0.99 * len(dataset) and all(p.time_us > 0 for p in passed)
-    assert all(p.reason for p in timed.problems if p.status != "PASSED")
+    assert {p.problem for p in h100.problems} <= dataset and len(h100.problems) >= 0.95 * len(dataset)
+    assert all(p.status == "PASSED" for p in h100.problems)
 
 
 def test_a_run_spread_over_several_processes_merges_in_order_and_names_a_dead_one(tmp_path, monkeypatch) -> None:

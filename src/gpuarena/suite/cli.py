@@ -113,8 +113,12 @@ def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")]
 @suite_app.command("compare")
 def compare_cmd(baseline: Annotated[Path, typer.Argument(help="The baseline's suite result")],
                 result: Annotated[Path, typer.Argument(help="The suite result to score against it")],
-                as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON")] = False) -> None:
+                as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON")] = False,
+                plots: Annotated[Optional[Path], typer.Option("--plots", help="Also write its plots (SVG: by level, "
+                                                              "by model, the slowest problems) into this folder")] = None,
+                ) -> None:
     """Score a suite result against a baseline, problem by problem and in all."""
+    from gpuarena.suite.plots import comparison_plots
     from gpuarena.suite.score import compare
 
     try:
@@ -126,6 +130,11 @@ def compare_cmd(baseline: Annotated[Path, typer.Argument(help="The baseline's su
         out.print_json(comparison.model_dump_json())
     else:
         _show(comparison)
+    if plots is not None:
+        plots.mkdir(parents=True, exist_ok=True)
+        for name, svg in comparison_plots(comparison).items():
+            (plots / f"{name}.svg").write_text(svg)
+        err.print(f"plots written to {plots}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

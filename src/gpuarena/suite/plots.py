@@ -1,12 +1,16 @@
 """Suite plots as standalone SVG: one horizontal bar per row for a time ratio against the
 baseline, on a log scale around 1 (the baseline's speed), right of it faster, left slower.
 Drawn here, with no plotting library and nothing loaded from elsewhere (as harness/roofline.py),
-so the web page inlines them and the CLI could write them."""
+so the web page inlines them and `gpuarena suite compare --plots` writes them."""
 
 from __future__ import annotations
 
 import math
 from html import escape
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpuarena.suite.score import Comparison
 
 WIDTH = 640
 LABEL_W, VALUE_W, ROW_H, TOP, BOTTOM = 230, 70, 18, 26, 22
@@ -49,3 +53,18 @@ def ratio_bars(rows: list[tuple[str, float]], title: str) -> str:
         out.append(f'<text x="{plot_x1 + 6}" y="{y + 12}">{ratio:.3g}x</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+SLOWEST = 15
+"""The slowest problems relative to the baseline that a comparison's third plot shows."""
+
+
+def comparison_plots(scored: "Comparison") -> dict[str, str]:
+    """A comparison's plots by name: the score by level, by model (where its problems name
+    models) and the SLOWEST problems slowest relative to the baseline."""
+    plots = {"by-level": ratio_bars([(f"level {k}", v) for k, v in scored.by_level.items()], "score by level")}
+    if scored.by_model:
+        plots["by-model"] = ratio_bars(list(scored.by_model.items()), "score by model")
+    plots["slowest"] = ratio_bars([(r.problem, r.ratio) for r in scored.ratios[:SLOWEST]],
+                                  f"the {min(SLOWEST, len(scored.ratios))} problems slowest relative to the baseline")
+    return plots

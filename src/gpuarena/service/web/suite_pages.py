@@ -15,15 +15,13 @@ from gpuarena.service.config import Settings
 from gpuarena.service.deps import Caller, get_settings
 from gpuarena.service.web.render import page
 from gpuarena.service.web.session import viewer
-from gpuarena.suite.plots import ratio_bars
+from gpuarena.suite.plots import comparison_plots
 from gpuarena.suite.results import load_results
 from gpuarena.suite.score import compare
 
 router = APIRouter(include_in_schema=False)
 WHO = Annotated[Caller | None, Depends(viewer)]
 SETTINGS = Annotated[Settings, Depends(get_settings)]
-SLOWEST = 15
-"""Problems in the slowest-relative-to-the-baseline plot."""
 
 
 @router.get("/suite", response_class=HTMLResponse)
@@ -44,11 +42,5 @@ def suite_page(request: Request, who: WHO, settings: SETTINGS, result: str = "",
             context["error"] = str(exc)
         else:
             context["comparison"] = scored
-            context["plots"] = [Markup(ratio_bars([(f"level {k}", v) for k, v in scored.by_level.items()],
-                                                  "score by level")),
-                                Markup(ratio_bars(list(scored.by_model.items()), "score by model"))
-                                if scored.by_model else None,
-                                Markup(ratio_bars([(r.problem, r.ratio) for r in scored.ratios[:SLOWEST]],
-                                                  f"the {min(SLOWEST, len(scored.ratios))} problems slowest "
-                                                  "relative to the baseline"))]
+            context["plots"] = [Markup(svg) for svg in comparison_plots(scored).values()]
     return page(request, "suite.html", who, **context)
