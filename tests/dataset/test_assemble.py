@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpuarena.cli.app import app
-from gpuarena.dataset.assemble import Dataset, add, dump_problem_toml, model_slug, shrink
+from gpuarena.dataset.assemble import Dataset, add, dump_problem_toml, model_slug, retried, shrink
 from gpuarena.dataset.harvest import harvest
 from gpuarena.dataset.models import build
 from gpuarena.errors import GpuarenaError
@@ -216,3 +216,41 @@ def test_every_shipped_dataset_problem_passes_check_on_the_cpu():
     failures = {p.parent.name: r.errors for p in sorted(DATASET.glob("level*/*/problem.toml"))
                 if not (r := check_problem(p.parent)).ok}
     assert not failures, failures
+
+
+def test_problems_an_honest_framework_failed_in_a_suite_run_are_left_out_with_its_verdict(tmp_path):
+    """`dataset leave-out ROOT --failed-in SUITE.json`: a problem whose framework implementation
+    (torch.compile of its reference, an honest kernel) gave wrong values leaves the dataset with the
+    run's reason, named by device so that `--retry-left-out-on` can take it back; problems that
+    passed, failed for other reasons or are not in the dataset are untouched, and a file that is
+    not a suite result is refused with nothing changed."""
+    from gpuarena.suite.model import ProblemTime, SuiteResult
+
+    root = tmp_path / "dataset"
+    made = add([_harvest(tmp_path, "a", seed=0)], root)
+    kept = sorted(e.problem for e in made.entries if e.status == "kept")
+    wrong, passed, crashed = kept[0], kept[1], kept[2]
+
+    def timed(problem: str, status: str, reason: str = "") -> ProblemTime:
+        return ProblemTime(problem=problem, level=1, weight=1.0, status=status, reason=reason)
+
+    run = SuiteResult(framework="torch-compile", device="cuda", device_name="NVIDIA H200", environment={},
+                      command="gpuarena suite run", problems=[
+                          timed(wrong, "WRONG_VALUES", "workload w: 3 of 9 elements outside"),
+                          timed(passed, "PASSED"), timed(crashed, "ERROR", "out of memory"),
+                          timed("level1/elsewhere", "WRONG_VALUES", "not in this dataset")])
+    (tmp_path / "run.json").write_text(run.model_dump_json())
+    (tmp_path / "bad.json").write_text("{}")
+    cli = CliRunner()
+    refused = cli.invoke(app, ["dataset", "leave-out", str(root), "--failed-in", str(tmp_path / "bad.json")])
+    assert refused.exit_code == 2 and "not a suite result" in " ".join(refused.output.split())
+    assert Dataset.model_validate_json((root / "dataset.json").read_text()).kept == made.kept
+    done = cli.invoke(app, ["dataset", "leave-out", str(root), "--failed-in", str(tmp_path / "run.json")])
+    assert done.exit_code == 0, done.output
+    index = Dataset.model_validate_json((root / "dataset.json").read_text())
+    entry = next(e for e in index.entries if e.problem == wrong)
+    assert entry.status == "left-out" and not (root / wrong).exists()
+    assert entry.reasons == ["on cuda: torch-compile of the reference, an honest implementation, gave wrong values "
+                             "on NVIDIA H200: workload w: 3 of 9 elements outside"]
+    assert index.kept == made.kept - 1 and (root / passed).is_dir() and (root / crashed).is_dir()
+    assert wrong in retried(index.entries, ["cuda"]) and wrong not in retried(index.entries)

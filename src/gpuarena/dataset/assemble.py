@@ -36,6 +36,7 @@ from gpuarena.dataset import candidate, graph
 from gpuarena.dataset.record import CallRecord, ModuleCall
 from gpuarena.errors import GpuarenaError
 from gpuarena.problems.model import ProblemSpec
+from gpuarena.suite.model import SuiteResult
 
 if TYPE_CHECKING:  # types only: the check imports torch
     from gpuarena.problems.check import CheckReport
@@ -347,6 +348,30 @@ def recheck(root: Path, device: str, progress: Any = lambda _text: None) -> tupl
                 entry.status, entry.reasons = "left-out", [f"on {device}: {error}" for error in report.errors]
                 shutil.rmtree(root / entry.problem)
                 newly.append(entry)
+    return _write(root, dataset.harvests, dataset.entries), newly
+
+
+def leave_out_failed(root: Path, result: SuiteResult) -> tuple[Dataset, list[Entry]]:
+    """Leave out the kept problems whose implementation in a suite run gave wrong values: a
+    framework's own implementation of a reference (torch.compile of it, say) is an honest kernel,
+    and a tolerance it fails is one that kernels rounding as it does fail too (docs/dataset.md).
+    The reasons name the run's device first, as a recheck's do, so `dataset add
+    --retry-left-out-on DEVICE` can take them back after a fix. Returns the dataset and the
+    entries this left out."""
+    root = Path(root)
+    if not (root / "dataset.json").is_file():
+        raise GpuarenaError(f"{root}: no dataset.json (give a folder made by gpuarena dataset add)")
+    dataset = Dataset.model_validate_json((root / "dataset.json").read_text())
+    failed = {p.problem: p for p in result.problems if p.status == "WRONG_VALUES"}
+    newly: list[Entry] = []
+    for entry in dataset.entries:
+        run = failed.get(entry.problem)
+        if entry.status == "kept" and run is not None:
+            entry.status = "left-out"
+            entry.reasons = [f"on {result.device}: {result.framework} of the reference, an honest implementation, "
+                             f"gave wrong values on {result.device_name}: {run.reason}"]
+            shutil.rmtree(root / entry.problem)
+            newly.append(entry)
     return _write(root, dataset.harvests, dataset.entries), newly
 
 

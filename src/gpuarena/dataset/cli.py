@@ -201,6 +201,35 @@ def dataset_recheck_cmd(
               f"({result.left_out_share:.0%} of the candidates)", highlight=False)
 
 
+@dataset_app.command("leave-out")
+def dataset_leave_out_cmd(
+    root: Annotated[Path, typer.Argument(help="The dataset's folder (made by gpuarena dataset add)")],
+    failed_in: Annotated[Path, typer.Option("--failed-in", help="A suite result (gpuarena suite run -o) of an "
+                                                                "honest framework, torch-compile say")],
+) -> None:
+    """Leave out the problems whose implementation gave wrong values in a suite run: a tolerance
+    an honest implementation fails is unfair (docs/dataset.md)."""
+    from pydantic import ValidationError
+
+    from gpuarena.dataset.assemble import leave_out_failed
+    from gpuarena.suite.model import SuiteResult
+
+    try:
+        result = SuiteResult.model_validate_json(failed_in.read_text())
+    except (OSError, ValidationError) as exc:
+        fail(GpuarenaError(f"{failed_in}: not a suite result ({str(exc).splitlines()[0]})"))
+        return
+    try:
+        dataset, newly = leave_out_failed(root, result)
+    except GpuarenaError as exc:
+        fail(exc)
+        return
+    for entry in newly:
+        out.print(f"left out {entry.problem}: {entry.reasons[0]}", highlight=False)
+    out.print(f"{dataset.kept} problems kept in {root}; {len(newly)} left out now, {dataset.left_out} in all",
+              highlight=False)
+
+
 def _service_commands() -> None:
     """The commands that go through a service (dataset/sample_cli.py)."""
     from gpuarena.dataset import sample_cli
