@@ -300,8 +300,7 @@ def add(harvests: list[Path], root: Path, check: bool = True,
             progress(f"checking {n + 1}/{len(entries)}: {entry.problem}")
             report = tolerant_check(checker, root / entry.problem)
             if not report.ok:
-                entry.status, entry.reasons = "left-out", report.errors
-                shutil.rmtree(root / entry.problem)
+                _leave_out(root, entry, report.errors)
     return _write(root, commands, list(entries.values()))
 
 
@@ -335,9 +334,7 @@ def recheck(root: Path, device: str, progress: Any = lambda _text: None) -> tupl
     from gpuarena.dataset.checker import CandidateChecker
 
     root = Path(root)
-    if not (root / "dataset.json").is_file():
-        raise GpuarenaError(f"{root}: no dataset.json (give a folder made by gpuarena dataset add)")
-    dataset = Dataset.model_validate_json((root / "dataset.json").read_text())
+    dataset = _existing(root)
     kept = [e for e in dataset.entries if e.status == "kept"]
     newly: list[Entry] = []
     with CandidateChecker(device) as checker:
@@ -345,9 +342,7 @@ def recheck(root: Path, device: str, progress: Any = lambda _text: None) -> tupl
             progress(f"checking {n + 1}/{len(kept)} on {device}: {entry.problem}")
             report = tolerant_check(checker, root / entry.problem)
             if not report.ok:
-                entry.status, entry.reasons = "left-out", [f"on {device}: {error}" for error in report.errors]
-                shutil.rmtree(root / entry.problem)
-                newly.append(entry)
+                newly.append(_leave_out(root, entry, [f"on {device}: {error}" for error in report.errors]))
     return _write(root, dataset.harvests, dataset.entries), newly
 
 
@@ -359,20 +354,29 @@ def leave_out_failed(root: Path, result: SuiteResult) -> tuple[Dataset, list[Ent
     --retry-left-out-on DEVICE` can take them back after a fix. Returns the dataset and the
     entries this left out."""
     root = Path(root)
-    if not (root / "dataset.json").is_file():
-        raise GpuarenaError(f"{root}: no dataset.json (give a folder made by gpuarena dataset add)")
-    dataset = Dataset.model_validate_json((root / "dataset.json").read_text())
+    dataset = _existing(root)
     failed = {p.problem: p for p in result.problems if p.status == "WRONG_VALUES"}
     newly: list[Entry] = []
     for entry in dataset.entries:
         run = failed.get(entry.problem)
         if entry.status == "kept" and run is not None:
-            entry.status = "left-out"
-            entry.reasons = [f"on {result.device}: {result.framework} of the reference, an honest implementation, "
-                             f"gave wrong values on {result.device_name}: {run.reason}"]
-            shutil.rmtree(root / entry.problem)
-            newly.append(entry)
+            newly.append(_leave_out(root, entry, [f"on {result.device}: {result.framework} of the reference, an honest "
+                                                  f"implementation, gave wrong values on {result.device_name}: {run.reason}"]))
     return _write(root, dataset.harvests, dataset.entries), newly
+
+
+def _existing(root: Path) -> Dataset:
+    """The index of the dataset at `root`, or a clear refusal where there is none."""
+    if not (root / "dataset.json").is_file():
+        raise GpuarenaError(f"{root}: no dataset.json (give a folder made by gpuarena dataset add)")
+    return Dataset.model_validate_json((root / "dataset.json").read_text())
+
+
+def _leave_out(root: Path, entry: Entry, reasons: list[str]) -> Entry:
+    """Mark a kept problem left out with its reasons and remove its folder (the index keeps why)."""
+    entry.status, entry.reasons = "left-out", reasons
+    shutil.rmtree(root / entry.problem)
+    return entry
 
 
 def _write(root: Path, commands: list[str], entries: list[Entry]) -> Dataset:
