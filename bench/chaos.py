@@ -334,7 +334,7 @@ def main() -> int:
                     restarts.append((now + rng.uniform(0.5, 3.0), victim))
                 next_kill = now + rng.uniform(0.2, 2 * args.interval - 0.2)
             time.sleep(0.05)
-        for due, proc in restarts:
+        for _due, proc in restarts:
             proc.start()
         elapsed = time.monotonic() - t0
         batch_codes = [b.wait(timeout=60) for b in batches]

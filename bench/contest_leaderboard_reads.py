@@ -35,13 +35,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from sqlalchemy import update  # noqa: E402
-
 from contest_standings_service import fill  # noqa: E402
-from service import PROBLEM, LeanClient, hammer, percentile, seed, start_server  # noqa: E402
+from sqlalchemy import update  # noqa: E402
 
 from gpuarena.service.db import Database  # noqa: E402
 from gpuarena.service.tables import ContestEntry, utcnow  # noqa: E402
+from service import PROBLEM, LeanClient, hammer, percentile, seed, start_server  # noqa: E402
 
 
 def _changes(url: str, every: float, stop, counter) -> None:  # type: ignore[no-untyped-def]

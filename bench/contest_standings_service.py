@@ -33,8 +33,7 @@ from sqlalchemy import insert, update  # noqa: E402
 from gpuarena.service import contest_standings, contests  # noqa: E402
 from gpuarena.service.db import Database  # noqa: E402
 from gpuarena.service.migrate import upgrade  # noqa: E402
-from gpuarena.service.tables import (ContestEntry, ContestRow, Problem, SolutionBlob, Submission,  # noqa: E402
-                                     User, utcnow)
+from gpuarena.service.tables import ContestEntry, ContestRow, Problem, SolutionBlob, Submission, User, utcnow  # noqa: E402
 
 START = dt.datetime(2026, 12, 1)
 
@@ -42,7 +41,7 @@ START = dt.datetime(2026, 12, 1)
 def fill(db: Database, contestants: int, problems: int, rule: dict, seed: int, start: dt.datetime = START,
          hours: float = 60.0) -> None:
     """A contest 'bench' of three days from start, its entries in its first `hours`."""
-    START = start  # noqa: N806
+    START = start
     rng = random.Random(seed)
     slugs = [f"level{p % 4 + 1}/op{p:02d}" for p in range(problems)]
     with db.write() as session:

@@ -26,14 +26,16 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 SCRIPT = Path(__file__).resolve()
 REPO = SCRIPT.parents[1]
 sys.path.insert(0, str(SCRIPT.parent))
-from fidelity_methods import FULL, KERNELS_TAG, MEASURE, METHODS, NVTX_RANGE, OPS, QUICK, Budget, ncu_child  # noqa: E402
+from fidelity_methods import FULL, KERNELS_TAG, MEASURE, METHODS, NVTX_RANGE, OPS, QUICK, ncu_child  # noqa: E402
+
 NCU_METRIC = "gpu__time_duration.sum"
 UNIT_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
 TARGET_MAX, TARGET_MEDIAN = 0.05, 0.02  # |gpuarena/ncu - 1|: every op, median over ops
@@ -288,6 +290,7 @@ def _smi(fields: str) -> dict[str, str]:
 
 def environment(ncu: str | None) -> dict[str, Any]:
     import importlib.metadata as md
+
     import torch
     smi = _smi("name,uuid,driver_version")
     try:
@@ -300,7 +303,7 @@ def environment(ncu: str | None) -> dict[str, Any]:
             "driver": smi.get("driver_version"),
             "torch": torch.__version__, "cuda_runtime": torch.version.cuda, "triton": triton_version,
             "python": sys.version.split()[0], "ncu": ncu, "ncu_version": ncu_version,
-            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "command": shlex.join([sys.executable, *sys.argv]), "state_before": _smi(STATE)}
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 OPS = ("add-64K", "add-16M", "softmax-8192x8192", "layernorm-16384x4096", "matmul-512", "matmul-4096")

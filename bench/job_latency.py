@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chaos import CLI, ROOT, cli, free_port, machine, wait_healthy  # noqa: E402
+from chaos import CLI, ROOT, cli, free_port, machine, wait_healthy
 
 
 def one_run(prewarm: bool, jobs: int, idle_s: float) -> list[float]:

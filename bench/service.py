@@ -47,11 +47,22 @@ from sqlalchemy import create_engine, insert, select, text, update
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from gpuarena.service.auth import hash_token  # noqa: E402
 from gpuarena.service.db import Database, normalise_url  # noqa: E402
 from gpuarena.service.migrate import upgrade  # noqa: E402
-from gpuarena.service.tables import (DeviceKind, Job, LeaderboardEntry, Problem, Result, Runner,  # noqa: E402
-                                     SolutionBlob, Submission, Token, User, utcnow)
-from gpuarena.service.auth import hash_token  # noqa: E402
+from gpuarena.service.tables import (  # noqa: E402
+    DeviceKind,
+    Job,
+    LeaderboardEntry,
+    Problem,
+    Result,
+    Runner,
+    SolutionBlob,
+    Submission,
+    Token,
+    User,
+    utcnow,
+)
 
 PROBLEM = "level1/softmax"
 SOURCE = "import torch\n\n\ndef solve(x):\n    return torch.softmax(x, dim=-1)\n"
@@ -91,8 +102,8 @@ def seed(url: str, stored: int, users: int) -> dict:
     leaderboard entries they imply; written in bulk straight into the database."""
     upgrade(url)
     db = Database(url)
-    from gpuarena.service.catalog import sync_problems
     from gpuarena.problems.loader import bundled_root
+    from gpuarena.service.catalog import sync_problems
 
     sync_problems(db, [bundled_root()])
     rng = random.Random(0)
@@ -201,7 +212,7 @@ class LeanClient:
     def get(self, path: str, params: dict | None = None, headers: dict | None = None) -> Answer:
         return self.request("GET", path + ("?" + urllib.parse.urlencode(params) if params else ""), headers=headers)
 
-    def post(self, path: str, json: dict, headers: dict | None = None) -> Answer:  # noqa: A002
+    def post(self, path: str, json: dict, headers: dict | None = None) -> Answer:
         return self.request("POST", path, body=_json.dumps(json).encode(),
                             headers={"Content-Type": "application/json", **(headers or {})})
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tests.conftest import EXAMPLES, judge
 
 from gpuarena.harness import backend as backend_module
 from gpuarena.harness import supervisor as supervisor_module
@@ -20,7 +21,6 @@ from gpuarena.harness.supervisor import RunOptions, evaluate
 from gpuarena.harness.timing import Timer
 from gpuarena.problems import resolve_problem
 from gpuarena.solutions.loader import load_solution
-from tests.conftest import EXAMPLES, judge
 
 
 def test_the_cpu_and_an_nvidia_build_have_their_backends(monkeypatch) -> None:

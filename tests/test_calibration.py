@@ -3,10 +3,9 @@ solution is built (harness/calibration.py), in real runs with real worker proces
 
 from __future__ import annotations
 
+from conftest import SOLUTIONS, judge
 from gpuarena.harness import calibration, process
 from gpuarena.harness.worker import Worker
-
-from conftest import SOLUTIONS, judge
 
 
 def test_the_worker_s_extra_is_measured_before_the_solution_is_built(monkeypatch):

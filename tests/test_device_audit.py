@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import EXAMPLES, SOLUTIONS, judge
 from gpuarena.harness import device_audit
 from gpuarena.harness.backend import CpuBackend
 from gpuarena.harness.device_audit import DeviceSampler, SamplerError, Window
-
-from conftest import EXAMPLES, SOLUTIONS, judge
 
 STAND_IN = """#!{python}
 import json, sys
@@ -267,7 +266,15 @@ class PlannedSampler:
 
 
 from gpuarena.harness.rounds_audit import (  # noqa: E402
-    FEW_REQUESTS, HARNESS, MIN_REQUESTS, REFERENCE, REFERENCE_HARNESS, REFERENCE_TWIN, SOLUTION, TWIN_BLOCKS)
+    FEW_REQUESTS,
+    HARNESS,
+    MIN_REQUESTS,
+    REFERENCE,
+    REFERENCE_HARNESS,
+    REFERENCE_TWIN,
+    SOLUTION,
+    TWIN_BLOCKS,
+)
 
 
 @pytest.fixture
@@ -519,7 +526,6 @@ def test_a_rough_figure_keeps_the_rounds_going_until_it_can_judge_the_claim(audi
     the observed figure's error is over a quarter of the claim, more requests are sampled (up
     to MAX_REQUESTS); a figure steady to a twentieth of the claim stops at FEW_REQUESTS, one
     steady to a quarter at MIN_REQUESTS."""
-    from gpuarena.harness import rounds_audit
     from gpuarena.harness.rounds_audit import MAX_REQUESTS
 
     record, audit = audited_on_the_cpu({})

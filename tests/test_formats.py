@@ -61,7 +61,7 @@ def test_invalid_toml_names_the_line(problem_copy):
 def test_reference_without_make_inputs_is_named(problem_copy):
     (problem_copy / "reference.py").write_text("def reference(x):\n    return x\n")
     with pytest.raises(FormatError, match="make_inputs"):
-        load_problem(problem_copy).module
+        _ = load_problem(problem_copy).module
 
 
 def test_formula_arithmetic():

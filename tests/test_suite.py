@@ -10,17 +10,17 @@ import sys
 import warnings
 
 import pytest
+from tests.conftest import FIXTURES, ROOT
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.supervisor import RunOptions, evaluate
 from gpuarena.problems import load_problem, resolve_problem
+from gpuarena.problems.select import ProblemFilter, select
 from gpuarena.suite.frameworks import framework_solution
 from gpuarena.suite.model import ProblemTime, SuiteResult
-from gpuarena.problems.select import ProblemFilter, select
-from gpuarena.suite.run import discover
 from gpuarena.suite.plots import ratio_bars
+from gpuarena.suite.run import discover
 from gpuarena.suite.score import compare, model_tags
-from tests.conftest import FIXTURES, ROOT
 
 
 def test_a_framework_s_implementation_passes_return_and_destination_problems() -> None:
@@ -163,9 +163,8 @@ def test_the_shipped_baselines_cover_the_bundled_problems_and_the_dataset() -> N
     """Each default baseline times its problem set, every problem PASSED, and `suite run` picks
     the one that times the most of the chosen problems."""
     from gpuarena.suite.cli import SHIPPED_BASELINES, shipped_baseline
-    from gpuarena.suite.run import all_problems
-
     from gpuarena.suite.frameworks import implements
+    from gpuarena.suite.run import all_problems
 
     bundled = {p.id for p in discover()}
     # the baselines are PyTorch's: they time the problems written in PyTorch (the JAX harvests' are JAX's)

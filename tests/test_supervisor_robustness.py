@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
-import torch
 
 from conftest import FIXTURES
-from gpuarena.harness.supervisor import RunOptions, evaluate
-from gpuarena.problems import load_problem
-from gpuarena.solutions import load_solution
 from gpuarena.harness import protocol
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
+from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.problems import load_problem
 from gpuarena.problems.check import check_problem
-
+from gpuarena.solutions import load_solution
 
 EXACT_OUTPUTS = FIXTURES / "exact_outputs" / "argmax_sign_total"
 """A problem whose outputs are an int64 index, a bool and a 0-dim float (its own folder: the

@@ -16,9 +16,9 @@ import statistics
 import time
 
 import torch
+from probe_result import emit, out_path
 
 from gpuarena.harness import device_audit
-from probe_result import emit, out_path
 
 SEGMENTS = 100
 SPIN_CYCLES = 200_000

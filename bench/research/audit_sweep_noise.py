@@ -19,10 +19,10 @@ import argparse
 import statistics
 
 import torch
+from probe_result import emit
 
 from gpuarena.harness import device_audit
 from gpuarena.harness.nvidia import l2_read_sweep
-from probe_result import emit
 
 CALLS = 30
 BLOCKS = 15

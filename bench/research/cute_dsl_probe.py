@@ -5,7 +5,10 @@ bench/README.md): PYTHONPATH=/tmp/cdsite/nvidia_cutlass_dsl/dsl_packages:/tmp/cd
 On an H200 (2026-11-26): import 2.8 s, no new thread; the first compile adds 2 threads; the
 elementwise add is exact. Not yet run through the harness (examples/add/cute_dsl.py)."""
 
-import os, time, traceback
+import os
+import time
+import traceback
+
 import torch
 
 
@@ -18,6 +21,7 @@ t = time.time()
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack
+
 print("import", round(time.time() - t, 2), getattr(cutlass, "__version__", "?"), "threads", threads(), flush=True)
 
 

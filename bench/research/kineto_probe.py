@@ -15,7 +15,7 @@ from gpuarena.harness.timing import Timer
 x = torch.randn(1 << 24, device="cuda", dtype=torch.bfloat16)
 side = torch.cuda.Stream()
 with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-    for i in range(2):
+    for _ in range(2):
         torch.cuda.synchronize()
         with record_function("gpuarena::timed_call"):
             y = x + x

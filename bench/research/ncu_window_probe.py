@@ -26,12 +26,13 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: fidelity_methods
-from fidelity import child_env, find_ncu, to_ns  # noqa: E402
-from fidelity_methods import _import_gpuarena, make_call  # noqa: E402
+from fidelity import child_env, find_ncu, to_ns
+from fidelity_methods import _import_gpuarena, make_call
 
 SCRIPT = Path(__file__).resolve()
 DURATION = "gpu__time_duration.sum"
@@ -67,8 +68,8 @@ def child(op: str, condition: str, metrics: tuple[str, ...], calls: int) -> dict
     """Per-call sums (mean over a call's kernels for rates) of `metrics`, medians over calls."""
     import torch
     _import_gpuarena()
-    from gpuarena.harness.range_timer import KernelDurations
     from gpuarena.harness.nvidia import l2_read_sweep
+    from gpuarena.harness.range_timer import KernelDurations
     call, data_sweep = make_call(op, 8), l2_read_sweep(torch.device("cuda"))  # L2 alone: the conditions add the rest
     parts = ([code_sweep()] if "code" in condition else []) + ([tlb_sweep()] if "tlb" in condition else [])
     parts += [data_sweep] if condition != "nosweep" else []

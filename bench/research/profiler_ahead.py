@@ -18,9 +18,9 @@ import threading
 import time
 
 import torch
+from probe_result import emit, out_path
 
 from gpuarena.harness import device_audit, range_timer
-from probe_result import emit, out_path
 
 
 def kernel_rate(seconds: float, stop: threading.Event | None = None) -> dict[str, float]:
@@ -74,7 +74,7 @@ def main() -> None:
     def ahead() -> None:
         try:
             box.update(first_window(library, 4096))
-        except Exception as exc:  # noqa: BLE001 (a probe: say what failed)
+        except Exception as exc:  # a probe: say what failed
             box["error"] = repr(exc)
         finally:
             stop.set()
@@ -96,7 +96,7 @@ def main() -> None:
             durations = profiler.measure(lambda: x.add_(1))
             result["main_thread_window"] = {"ms": round((time.perf_counter() - t1) * 1e3, 2),
                                             "durations_ns": [round(d) for d in durations]}
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             result["main_thread_window"] = {"error": repr(exc)}
         profiler.close()
 

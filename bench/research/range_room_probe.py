@@ -6,9 +6,9 @@ error? a second pass?): the count of figures and the library's answer for each r
 import ctypes
 
 import torch
+from probe_result import emit, out_path
 
 from gpuarena.harness import range_timer
-from probe_result import emit, out_path
 
 out = out_path(__doc__)
 library, why = range_timer.build_range_timer()

@@ -20,8 +20,9 @@ import json
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 SECONDS: dict[str, float] = defaultdict(float)
 COUNTS: dict[str, int] = defaultdict(int)

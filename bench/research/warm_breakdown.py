@@ -48,8 +48,16 @@ def timed(owner: object, name: str, label: str | None = None, key=None) -> None:
 
 def install() -> None:
     """Wraps the supervisor's steps (and those inside each timed round) to time them."""
-    from gpuarena.harness import device_audit, environment, process, started, supervisor
-    from gpuarena.harness import measure, rounds_audit, transport
+    from gpuarena.harness import (
+        device_audit,
+        environment,
+        measure,
+        process,
+        rounds_audit,
+        started,
+        supervisor,
+        transport,
+    )
 
     timed(process.WorkerProcess, "request", "request", key=lambda a, k: a[1].get("op"))
     request = process.WorkerProcess.request

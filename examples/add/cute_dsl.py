@@ -33,7 +33,7 @@ def add(a: cute.Tensor, b: cute.Tensor, y: cute.Tensor, n: cutlass.Int32):
     add_kernel(a, b, y, n).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(n: int, dtype: torch.dtype):
     probe = [torch.empty(n, dtype=dtype, device="cuda") for _ in range(3)]
     return cute.compile(add, *(from_dlpack(t) for t in probe), n)

@@ -11,7 +11,6 @@ but the same code: the CPU test runs it).
     gpuarena run level1/softmax examples/softmax/pallas.py --device cuda
 """
 
-import functools
 
 import jax
 import jax.numpy as jnp

@@ -20,7 +20,7 @@ BLOCK = 1024
 THREADS = 256
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernel(rows: int, cols: int, dtype: str):
     @tilelang.jit(out_idx=[-1])
     def softmax(M: int, N: int):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import functools
 import os
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

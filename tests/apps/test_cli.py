@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gpuarena.apps.golden import make_writable
-from gpuarena.harness.containment import sandbox_problem
 from gpuarena.cli.app import app
+from gpuarena.harness.containment import sandbox_problem
 
 from .helpers import tensor_app
 

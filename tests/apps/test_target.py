@@ -7,12 +7,20 @@ from __future__ import annotations
 import base64
 
 import pytest
+from tests.apps.helpers import tensor_app
 
 from gpuarena.apps.golden import make_writable, record
 from gpuarena.apps.job import evaluate_app
 from gpuarena.apps.model import AppError
-from gpuarena.apps.target import (discover_goldens, is_app, pack_golden, port_solution, target_spec, unpack_golden,
-                                  write_port)
+from gpuarena.apps.target import (
+    discover_goldens,
+    is_app,
+    pack_golden,
+    port_solution,
+    target_spec,
+    unpack_golden,
+    write_port,
+)
 from gpuarena.errors import FormatError, GpuarenaError
 from gpuarena.runner.devices import advertise
 from gpuarena.service.schemas import DeviceSlot
@@ -20,7 +28,6 @@ from gpuarena.service.tables import device_type
 from gpuarena.solutions.build import BuildError, build
 from gpuarena.solutions.loader import load_solution
 from gpuarena.solutions.model import Solution, SolutionManifest
-from tests.apps.helpers import tensor_app
 
 
 @pytest.fixture(scope="module")

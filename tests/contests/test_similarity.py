@@ -7,8 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from gpuarena.contests.similarity import (Solution, c_tokens, canonical_python, fingerprint, jaccard,
-                                          python_tokens, similar_pairs, similarity)
+from gpuarena.contests.similarity import (
+    Solution,
+    c_tokens,
+    canonical_python,
+    fingerprint,
+    jaccard,
+    python_tokens,
+    similar_pairs,
+    similarity,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures" / "similarity"

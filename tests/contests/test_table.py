@@ -39,7 +39,7 @@ PROBLEMS = ["p1", "p2", "p3", "p4"]
 def canonical(s: Standings) -> list:
     """Rows with every value's type, breakdowns and figures as sorted items: equal standings
     are equal here, and an int where a float belongs is not."""
-    def typed(v):  # noqa: ANN001, ANN202
+    def typed(v):
         return type(v).__name__, v
     return [s.contest, s.rule, s.tie_rules] + [
         (r.rank, r.contestant, typed(r.total), r.tie_break,

@@ -49,7 +49,7 @@ def _flashinfer_bench_data() -> types.SimpleNamespace:
     try:
         data = importlib.import_module("flashinfer_bench.data")
         modules = {name: importlib.import_module(f"flashinfer_bench.data.{name}") for name in names}
-    except Exception:  # noqa: BLE001  its runtime dependencies are absent
+    except Exception:  # its runtime dependencies are absent
         for key in [k for k in sys.modules if k == "flashinfer_bench" or k.startswith("flashinfer_bench.")]:
             del sys.modules[key]
         root = Path(list(spec.submodule_search_locations)[0])

@@ -15,7 +15,7 @@ from gpuarena.interop.flashinfer_import import import_solution
 from gpuarena.problems import resolve_problem
 from gpuarena.solutions import load_solution
 
-from .conftest import ROOT, RMSNORM
+from .conftest import RMSNORM, ROOT
 
 
 def _environment() -> Environment:

@@ -13,14 +13,9 @@ import torch
 from gpuarena.errors import FormatError
 from gpuarena.interop import flashinfer_trace as fit
 from gpuarena.interop.flashinfer_export import export_definition
-from gpuarena.interop.flashinfer_import import (
-    CPU_SMOKE,
-    SIDECAR,
-    UnsupportedFeature,
-    evaluate_constraint,
-    import_definition,
-    problem_files,
-)
+from gpuarena.interop.flashinfer_import import import_definition
+from gpuarena.interop.flashinfer_problem import CPU_SMOKE, evaluate_constraint, problem_files
+from gpuarena.interop.flashinfer_sidecar import SIDECAR, UnsupportedFeature
 from gpuarena.problems import load_problem
 from gpuarena.problems.check import check_problem
 

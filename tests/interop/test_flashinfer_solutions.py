@@ -11,12 +11,13 @@ from gpuarena.errors import FormatError
 from gpuarena.harness.supervisor import RunOptions, evaluate
 from gpuarena.interop import flashinfer_trace as fit
 from gpuarena.interop.flashinfer_export import pack_solution
-from gpuarena.interop.flashinfer_import import ADAPTER_FILE, UnsupportedFeature, import_solution, solution_files
+from gpuarena.interop.flashinfer_import import import_solution, solution_files
+from gpuarena.interop.flashinfer_sidecar import ADAPTER_FILE, UnsupportedFeature
 from gpuarena.problems import resolve_problem
 from gpuarena.solutions import load_solution
 from gpuarena.solutions.model import Solution as GpuarenaSolution
 
-from .conftest import ROOT, RMSNORM
+from .conftest import RMSNORM, ROOT
 
 SOLUTIONS = RMSNORM / "solutions"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
@@ -101,3 +101,26 @@ def submission_body(problem: str = "axpy_dest", device_kind: str = "cpu", mode: 
     return {"problem": problem, "device_kind": device_kind, "mode": mode,
             "solution": {"name": "sol", "manifest": {"language": "pytorch", "entry_point": "sol.py:solve"},
                          "sources": {"sol.py": source}}}
+
+
+@pytest.fixture
+def env(tmp_path) -> dict:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
+    environment.update(GPUARENA_HOME=str(tmp_path / "home"), GPUARENA_CACHE=str(tmp_path / "cache"),
+                       XDG_CONFIG_HOME=str(tmp_path / "config"), PYTHONPATH=str(ROOT),
+                       GPUARENA_SUBMIT_LIMIT="1000", GPUARENA_MAX_IN_FLIGHT="1000")
+    return environment
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def served(request, env):
+    if request.param == "postgresql":
+        databases = _postgres_database()
+        env["GPUARENA_DATABASE_URL"] = next(databases)
+    from tests.service.processes import Server
+
+    server = Server(env)
+    yield server, env
+    server.stop()
+    if request.param == "postgresql":
+        databases.close()

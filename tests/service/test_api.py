@@ -8,10 +8,10 @@ import json
 import threading
 
 from sqlalchemy import func, select, update
+from tests.service.conftest import submission_body
 
 from gpuarena.harness.records import Evaluation, Status
 from gpuarena.service.tables import Job, LeaderboardEntry, Problem, Result, SolutionBlob, Submission, Token
-from tests.service.conftest import submission_body
 
 
 def _counts(api) -> tuple[int, int, int]:

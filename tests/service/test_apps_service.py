@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from tests.apps.helpers import tensor_app
+from tests.service.conftest import FIXTURE_PROBLEMS, Api, submission_body
 
 from gpuarena.apps.golden import make_writable, record
 from gpuarena.apps.job import evaluate_app
@@ -19,8 +21,6 @@ from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
 from gpuarena.service.migrate import upgrade
 from gpuarena.solutions.model import Solution
-from tests.apps.helpers import tensor_app
-from tests.service.conftest import FIXTURE_PROBLEMS, Api, submission_body
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 STACK_KIND = "cpu@numpy-port"

@@ -11,12 +11,12 @@ import threading
 
 import pytest
 from sqlalchemy import func, select, update
+from tests.service.conftest import submission_body
 
 from gpuarena.harness.records import Evaluation, Status
 from gpuarena.service import bounties
 from gpuarena.service.bounty_schemas import EXPORT_FIELDS
 from gpuarena.service.tables import Bounty, BountyEvent, Submission, utcnow
-from tests.service.conftest import submission_body
 
 SPEED = {"title": "axpy 2x on the CPU", "reward_amount": "500", "currency": "USD", "category": "speed",
          "problem": "axpy_dest", "device_kind": "cpu", "target_over": "reference", "target_speedup": 2.0}

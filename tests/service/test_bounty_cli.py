@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 import uvicorn

@@ -17,9 +17,8 @@ import sys
 import httpx
 import pytest
 from sqlalchemy import create_engine, text
-
 from tests.service.conftest import ROOT, _postgres_database
-from tests.service.test_end_to_end import Server, _cli, _wait_for, env  # noqa: F401 (fixture)
+from tests.service.processes import Server, _cli, _wait_for
 
 pytestmark = pytest.mark.slow
 PROBLEM = "level1/softmax"
@@ -29,7 +28,7 @@ target is reached and a 100x one is not, whatever the machine's noise."""
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def board(request, env):  # noqa: F811 (env is the fixture imported above)
+def board(request, env):
     """A server without a runner of its own and one runner process serving the CPU."""
     env["COLUMNS"] = "400"  # errors on one line, not wrapped at 80 columns
     databases = None

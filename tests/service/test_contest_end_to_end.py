@@ -9,8 +9,7 @@ import datetime as dt
 import json
 
 import pytest
-
-from tests.service.test_end_to_end import SOLUTIONS, _cli, env, served  # noqa: F401  (fixtures)
+from tests.service.processes import SOLUTIONS, _cli
 
 pytestmark = pytest.mark.slow
 

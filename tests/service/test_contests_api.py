@@ -8,10 +8,10 @@ from __future__ import annotations
 import datetime as dt
 
 from sqlalchemy import func, select
+from tests.service.conftest import GOOD, submission_body
 
 from gpuarena.harness.records import Evaluation, Status, WorkloadResult
 from gpuarena.service.tables import ContestEntry, ContestRow, Submission
-from tests.service.conftest import GOOD, submission_body
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 

@@ -9,88 +9,19 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
+from tests.service.conftest import ROOT
+from tests.service.processes import SOLUTIONS, Server, _cli, _wait_for
 
-from tests.service.conftest import FIXTURE_PROBLEMS, ROOT, _postgres_database
-
-SOLUTIONS = ROOT / "tests" / "fixtures" / "solutions"
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _cli(*args: str, env: dict, check: bool = True, timeout: float = 300, input: str | None = None,
-         ) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "gpuarena.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, input=input)
-    if check:
-        assert done.returncode == 0, f"gpuarena {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
-    return done
-
-
-class Server:
-    def __init__(self, env: dict, *extra: str):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(Path(env["GPUARENA_HOME"]).parent / f"serve-{self.port}.log", "w+")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "gpuarena.cli", "serve", "--port", str(self.port), "--cpu-only",
-             "--problems", str(FIXTURE_PROBLEMS), *extra], env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.output()
-            try:
-                if httpx.get(self.url + "/api/health").status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.3)
-        raise AssertionError("server did not start:\n" + self.output())
-
-    def output(self) -> str:
-        self.log.seek(0)
-        return self.log.read()
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self.log.close()
-
-
-@pytest.fixture
-def env(tmp_path) -> dict:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
-    environment.update(GPUARENA_HOME=str(tmp_path / "home"), GPUARENA_CACHE=str(tmp_path / "cache"),
-                       XDG_CONFIG_HOME=str(tmp_path / "config"), PYTHONPATH=str(ROOT),
-                       GPUARENA_SUBMIT_LIMIT="1000", GPUARENA_MAX_IN_FLIGHT="1000")
-    return environment
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def served(request, env):
-    if request.param == "postgresql":
-        databases = _postgres_database()
-        env["GPUARENA_DATABASE_URL"] = next(databases)
-    server = Server(env)
-    yield server, env
-    server.stop()
-    if request.param == "postgresql":
-        databases.close()
 
 
 def test_serve_submit_result_leaderboard(served) -> None:
@@ -144,13 +75,6 @@ def solve(a, x, b, y):
         time.sleep(8)
     torch.addcmul(b, a, x, out=y)
 """
-
-
-def _wait_for(predicate, timeout: float = 120, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def test_a_stopped_runner_gives_its_job_back(env, tmp_path) -> None:

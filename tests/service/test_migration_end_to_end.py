@@ -13,9 +13,10 @@ import sys
 
 import httpx
 import pytest
+from tests.service.conftest import ROOT
+from tests.service.processes import Server, _cli, _wait_for
 
 from gpuarena.apps.golden import make_writable
-from tests.service.test_end_to_end import ROOT, Server, _cli, _wait_for, env  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.slow
 APPS = ROOT / "examples" / "apps"

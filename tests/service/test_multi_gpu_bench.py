@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from tests.service.conftest import ROOT
 
 pytestmark = pytest.mark.slow

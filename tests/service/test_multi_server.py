@@ -14,10 +14,10 @@ import time
 
 import httpx
 import pytest
+from tests.service.conftest import _postgres_database, submission_body
+from tests.service.processes import SOLUTIONS, Server, _cli, _wait_for
 
 from gpuarena.client import Client
-from tests.service.conftest import _postgres_database, submission_body
-from tests.service.test_end_to_end import SOLUTIONS, Server, _cli, _wait_for, env  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slow
 

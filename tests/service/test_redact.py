@@ -37,7 +37,7 @@ def _traceback_of(source: str, where: Path) -> str:
     where.write_text(source)
     try:
         exec(compile(where.read_text(), str(where), "exec"), {"torch": torch})
-    except Exception:  # noqa: BLE001 - any error: its traceback is the example
+    except Exception:  # any error: its traceback is the example
         return traceback.format_exc()
     raise AssertionError("the example was meant to fail")
 

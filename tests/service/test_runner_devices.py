@@ -6,10 +6,10 @@ import subprocess
 import sys
 
 import pytest
+from tests.service.conftest import ROOT
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.runner.devices import health_check, parse_devices, pinning
-from tests.service.conftest import ROOT
 
 
 def test_device_lists() -> None:

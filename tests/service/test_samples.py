@@ -14,6 +14,9 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.dataset.test_sample import copy_sample, softmax_sample
+from tests.service.conftest import Api, submission_body
+from tests.web.conftest import csrf_of
 from typer.testing import CliRunner
 
 from gpuarena.cli.app import app
@@ -23,9 +26,6 @@ from gpuarena.dataset.sample_pack import SAMPLES_SLUG, sample_solution
 from gpuarena.errors import GpuarenaError
 from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution
-from tests.dataset.test_sample import copy_sample, softmax_sample
-from tests.service.conftest import Api, submission_body
-from tests.web.conftest import csrf_of
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 WRONG_KERNEL = "import torch\n\n\ndef solve(x):\n    return x * 0.5\n"

@@ -13,10 +13,10 @@ import sys
 
 import httpx
 import pytest
+from tests.service.processes import Server, _cli, _wait_for
+from tests.service.test_samples import broken, duplicate, honest
 
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG
-from tests.service.test_end_to_end import Server, _cli, _wait_for, env  # noqa: F401  (fixtures)
-from tests.service.test_samples import broken, duplicate, honest
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def test_samples_submitted_checked_reviewed_ranked_and_pulled(env, tmp_path) -> None:  # noqa: F811
+def test_samples_submitted_checked_reviewed_ranked_and_pulled(env, tmp_path) -> None:
     server = Server(env, "--no-runner")
     runner = None
     try:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import threading
 
 from sqlalchemy import func, select, update
+from tests.service.conftest import submission_body
 
 from gpuarena.harness.records import Evaluation, Status
 from gpuarena.service.migrate import current
 from gpuarena.service.tables import Job, Result, Submission
-from tests.service.conftest import submission_body
 
 
 def _evaluation(score: float) -> dict:

@@ -11,14 +11,13 @@ import threading
 import time
 
 import pytest
-
 from tests.service.conftest import submission_body
 
 
 class _Receiver(http.server.BaseHTTPRequestHandler):
     calls: list[tuple[dict, bytes]] = []
 
-    def do_POST(self) -> None:  # noqa: N802  (http.server's name)
+    def do_POST(self) -> None:  # http.server's name
         body = self.rfile.read(int(self.headers["Content-Length"]))
         _Receiver.calls.append((dict(self.headers), body))
         self.send_response(200)

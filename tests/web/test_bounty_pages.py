@@ -12,7 +12,6 @@ import re
 
 import httpx
 import pytest
-
 from tests.web.conftest import ARTIFACTS, csrf_of
 from tests.web.test_browser import _sign_in, _watch_errors
 

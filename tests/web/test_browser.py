@@ -9,12 +9,11 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from tests.web.conftest import ARTIFACTS, csrf_of
 
 from gpuarena.service.auth import issue_token
 from gpuarena.service.db import Database
 from gpuarena.service.tables import User
-
-from tests.web.conftest import ARTIFACTS, csrf_of
 
 pytestmark = pytest.mark.slow
 PROBLEM = "level1/softmax"

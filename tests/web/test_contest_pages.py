@@ -11,7 +11,6 @@ import time
 
 import httpx
 import pytest
-
 from tests.web.conftest import csrf_of
 from tests.web.test_browser import SOFTMAX, _shot, _sign_in, _watch_errors
 

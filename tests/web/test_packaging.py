@@ -8,10 +8,9 @@ import sys
 import zipfile
 
 import pytest
+from tests.web.conftest import ROOT
 
 from gpuarena.service.web.render import STATIC, TEMPLATES
-
-from tests.web.conftest import ROOT
 
 VENDORED = ["htmx/htmx.min.js", "htmx/LICENSE", "chartjs/chart.umd.min.js", "chartjs/LICENSE.md",
             "highlightjs/highlight.min.js", "highlightjs/github.min.css", "highlightjs/LICENSE"]

@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
+from tests.service.conftest import _postgres_database
+from tests.web.conftest import ROOT, csrf_of
 
 from gpuarena.harness.records import Evaluation
 from gpuarena.service.app import create_app
@@ -23,9 +25,6 @@ from gpuarena.service.migrate import upgrade
 from gpuarena.service.tables import DeviceKind, Problem, SolutionBlob, Submission, Token, User, utcnow
 from gpuarena.service.web.render import markdown
 from gpuarena.service.web.security import SECRET_FILE, SESSION_COOKIE
-
-from tests.service.conftest import _postgres_database
-from tests.web.conftest import ROOT, csrf_of
 
 FIXTURE_PROBLEMS = ROOT / "tests" / "fixtures" / "problems"
 HOSTILE = "<script>window.__pwned=1</script>"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from tests.web.test_browser import SOFTMAX, _sign_in, _watch_errors
 from tests.web.test_contest_pages import _wait_done
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import math
 
-from gpuarena.suite.model import ProblemTime, SuiteResult
 from tests.web.test_browser import _watch_errors
+
+from gpuarena.suite.model import ProblemTime, SuiteResult
 
 
 def _result(framework: str, times: dict[str, float]) -> SuiteResult:

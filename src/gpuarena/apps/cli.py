@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -24,7 +24,7 @@ def _device(device: str) -> None:
 @app_group.command("record")
 def record_cmd(app_dir: Annotated[Path, typer.Argument(help="The reference app's folder (with app.toml)")],
                device: DeviceOpt = "cpu",
-               output: Annotated[Optional[Path], typer.Option("-o", "--output",
+               output: Annotated[Path | None, typer.Option("-o", "--output",
                                                               help="The golden folder (new; default APP/../NAME.golden)")] = None,
                ) -> None:
     """Run the reference app and store its outputs and performance as a golden record."""
@@ -50,7 +50,7 @@ def record_cmd(app_dir: Annotated[Path, typer.Argument(help="The reference app's
 def check_cmd(app_dir: Annotated[Path, typer.Argument(help="The port's folder (with app.toml)")],
               golden: Annotated[Path, typer.Option("--golden", help="The golden folder made by `gpuarena app record`")],
               device: DeviceOpt = "cpu",
-              output: Annotated[Optional[Path], typer.Option("-o", "--output",
+              output: Annotated[Path | None, typer.Option("-o", "--output",
                                                              help="Write report.json and report.html here")] = None,
               as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
               wall_time: Annotated[bool, typer.Option(

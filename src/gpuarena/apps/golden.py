@@ -167,7 +167,7 @@ def load_golden(golden_dir: Path) -> tuple[Golden, AppSpec]:
 
 def make_writable(golden_dir: Path) -> None:
     """Undo the read-only bits so a golden folder can be deleted (tests, re-recording)."""
-    for root, dirs, files in os.walk(golden_dir):
+    for root, _dirs, files in os.walk(golden_dir):
         for name in files:
             os.chmod(os.path.join(root, name), stat.S_IRUSR | stat.S_IWUSR)
 

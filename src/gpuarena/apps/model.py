@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -71,7 +71,7 @@ class Metric(BaseModel):
     """The bound: an upper bound for max_abs and rel_l2, a lower bound for cosine."""
 
 
-Comparison = Annotated[Union[Exact, Tolerance, Tokens, Metric], Field(discriminator="kind")]
+Comparison = Annotated[Exact | Tolerance | Tokens | Metric, Field(discriminator="kind")]
 
 _ALLOWED: dict[str, set[str]] = {
     "tensor": {"exact", "tolerance", "tokens", "metric"},

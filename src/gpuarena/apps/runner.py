@@ -32,8 +32,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from gpuarena.apps.model import AppSpec, Performance
-from gpuarena.apps.sandboxed import (STDOUT_SCAN_BYTES, TAIL_BYTES, THREAD_CAPS, RunResult, Sandbox,
-                                     run_sandboxed)
+from gpuarena.apps.sandboxed import STDOUT_SCAN_BYTES, TAIL_BYTES, THREAD_CAPS, RunResult, Sandbox, run_sandboxed
 from gpuarena.harness import containment
 
 OUTPUT_DIR = "_gpuarena_output"

@@ -30,7 +30,7 @@ more -> +50, low 1.0 -> +0.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 

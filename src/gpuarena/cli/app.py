@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -19,13 +19,13 @@ from gpuarena import __version__
 from gpuarena.apps import cli as apps_cli
 from gpuarena.cli import bounty_cli, early, many, service_cli
 from gpuarena.cli.console import err, fail, out
-from gpuarena.cli.problem_filters import Level, Match, Model, Source, Tag
 from gpuarena.cli.devices import check_device as _check_device
 from gpuarena.cli.devices import default_device
+from gpuarena.cli.problem_filters import Level, Match, Model, Source, Tag
 from gpuarena.dataset import cli as dataset_cli
-from gpuarena.suite import cli as suite_cli
 from gpuarena.errors import GpuarenaError
 from gpuarena.interop import cli as interop_cli
+from gpuarena.suite import cli as suite_cli
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
                   help="gpuarena: trustworthy verdicts and honest timing for GPU kernels.")
@@ -38,14 +38,14 @@ app.add_typer(new_app, name="new")
 def run(
     problem: Annotated[str, typer.Argument(help="Problem folder or bundled id, e.g. level1/softmax")],
     solution: Annotated[Path, typer.Argument(help="solve() in a .py file, a folder with solution.toml, or a pack")],
-    device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
+    device: Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
     mode: Annotated[str, typer.Option(help="test (correctness), benchmark (and timing), ranked (secret seed), profile (Nsight Compute on one workload)")] = "benchmark",
-    timeout: Annotated[Optional[float], typer.Option(help="Limit for the whole run, in seconds [default: the problem's for the mode]")] = None,
-    workload: Annotated[Optional[list[str]], typer.Option(help="Only this workload (repeatable)")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Limit for the whole run, in seconds [default: the problem's for the mode]")] = None,
+    workload: Annotated[list[str] | None, typer.Option(help="Only this workload (repeatable)")] = None,
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record as JSON on stdout")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show where the run's time went, per phase")] = False,
-    ncu: Annotated[Optional[bool], typer.Option("--ncu/--no-ncu", help="Read ncu's Duration for both sides after timing (CUDA; about 4 s more on an H100) [default: in ranked mode]")] = None,
+    ncu: Annotated[bool | None, typer.Option("--ncu/--no-ncu", help="Read ncu's Duration for both sides after timing (CUDA; about 4 s more on an H100) [default: in ranked mode]")] = None,
     profile_out: Annotated[Path, typer.Option(help="Profile mode: where the .ncu-rep reports and roofline.svg go")] = Path("gpuarena-profile"),
 ) -> None:
     """Judge SOLUTION on PROBLEM: correctness on fresh inputs, then timing against the reference
@@ -158,7 +158,7 @@ def check(
 
 @app.command("list")
 def list_problems(
-    root: Annotated[Optional[Path], typer.Option(help="Folder of problems (default: the bundled ones)")] = None,
+    root: Annotated[Path | None, typer.Option(help="Folder of problems (default: the bundled ones)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     match: Match = None, level: Level = None, tag: Tag = None, model: Model = None, source: Source = None,
 ) -> None:
@@ -197,10 +197,11 @@ def list_problems(
 @app.command()
 def pack(
     solution: Annotated[Path, typer.Argument(help="A .py file or a solution folder")],
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write (default: stdout)")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Where to write (default: stdout)")] = None,
 ) -> None:
     """Write the solution as one JSON file: manifest, sources and content hash."""
-    from gpuarena.solutions.loader import load_solution, pack as pack_solution
+    from gpuarena.solutions.loader import load_solution
+    from gpuarena.solutions.loader import pack as pack_solution
 
     try:
         loaded = load_solution(solution)
@@ -232,7 +233,7 @@ def new_problem(
 @new_app.command("solution")
 def new_solution(
     problem: Annotated[str, typer.Argument(help="Problem folder or bundled id")],
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="File to write (default: solution.py)")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="File to write (default: solution.py)")] = None,
     language: Annotated[str, typer.Option(help="pytorch, triton or jax")] = "pytorch",
 ) -> None:
     """A solution file for PROBLEM with the right solve() signature; it passes as written."""
@@ -248,7 +249,7 @@ def new_solution(
 
 @app.command()
 def schema(
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Folder to write the schemas to")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Folder to write the schemas to")] = None,
 ) -> None:
     """JSON Schemas of problem.toml, solution.toml and the Evaluation record."""
     from gpuarena.schemas import all_schemas
@@ -266,8 +267,8 @@ def schema(
 @app.command()
 def redteam(
     corpus: Annotated[Path, typer.Option(help="Folder of red-team cases")] = Path("tests/redteam"),
-    device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
-    family: Annotated[Optional[str], typer.Option(help="Only cases whose family contains this text")] = None,
+    device: Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
+    family: Annotated[str | None, typer.Option(help="Only cases whose family contains this text")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the outcomes as JSON")] = False,
 ) -> None:
     """Run the red-team corpus: every exploit must get its expected verdict, every honest case must pass."""

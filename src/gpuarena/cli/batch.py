@@ -14,9 +14,10 @@ import json
 import secrets
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -175,17 +176,17 @@ def write_results(rows: list[Row], prefix: Path, meta: dict[str, Any]) -> tuple[
 
 
 def batch(
-    problem: Annotated[Optional[list[str]], typer.Option("--problem", help="Problem id on the server (repeatable)")] = None,
-    solution: Annotated[Optional[list[Path]], typer.Option("--solution", help="A solution file, folder or pack (repeatable)")] = None,
-    device: Annotated[Optional[list[str]], typer.Option("--device", help="Device kind, e.g. cpu or H100 (repeatable)")] = None,
-    file: Annotated[Optional[Path], typer.Option("--file", help="A TOML or JSON file with problems, solutions, devices, mode, repeat")] = None,
-    mode: Annotated[Optional[str], typer.Option(help="test, benchmark or ranked [default: test]")] = None,
-    repeat: Annotated[Optional[int], typer.Option(help="Submit every combination this many times [default: 1]")] = None,
-    out_prefix: Annotated[Optional[Path], typer.Option("--out", help="Write PREFIX.csv and PREFIX.json [default: batch-<id>]")] = None,
+    problem: Annotated[list[str] | None, typer.Option("--problem", help="Problem id on the server (repeatable)")] = None,
+    solution: Annotated[list[Path] | None, typer.Option("--solution", help="A solution file, folder or pack (repeatable)")] = None,
+    device: Annotated[list[str] | None, typer.Option("--device", help="Device kind, e.g. cpu or H100 (repeatable)")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="A TOML or JSON file with problems, solutions, devices, mode, repeat")] = None,
+    mode: Annotated[str | None, typer.Option(help="test, benchmark or ranked [default: test]")] = None,
+    repeat: Annotated[int | None, typer.Option(help="Submit every combination this many times [default: 1]")] = None,
+    out_prefix: Annotated[Path | None, typer.Option("--out", help="Write PREFIX.csv and PREFIX.json [default: batch-<id>]")] = None,
     timeout: Annotated[float, typer.Option(help="Give up following after this many seconds")] = 3600.0,
-    server: Annotated[Optional[str], typer.Option("--server", envvar="GPUARENA_SERVER",
+    server: Annotated[str | None, typer.Option("--server", envvar="GPUARENA_SERVER",
                                                   help="Server URL, or several API servers separated by commas")] = None,
-    token: Annotated[Optional[str], typer.Option("--token", envvar="GPUARENA_TOKEN", help="API token")] = None,
+    token: Annotated[str | None, typer.Option("--token", envvar="GPUARENA_TOKEN", help="API token")] = None,
 ) -> None:
     """Submit every problem x solution x device kind, follow them with a progress bar, and write
     the results as a table (CSV and JSON); exit 0 only when every submission ended with a verdict."""

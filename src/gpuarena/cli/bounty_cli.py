@@ -8,7 +8,7 @@ import json
 import sys
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -101,20 +101,20 @@ def _when(text: str | None) -> str:
 
 @bounty_app.command("create")
 def create(
-    title: Annotated[Optional[str], typer.Option(help="What the bounty is for")] = None,
-    reward: Annotated[Optional[list[str]], typer.Option(help="The reward, a decimal amount such as 500 or 12.50 "
+    title: Annotated[str | None, typer.Option(help="What the bounty is for")] = None,
+    reward: Annotated[list[str] | None, typer.Option(help="The reward, a decimal amount such as 500 or 12.50 "
                                                              "(repeat: one per --speedup)")] = None,
     currency: Annotated[str, typer.Option(help="USD, EUR, USDC, ...")] = "USD",
-    category: Annotated[Optional[str], typer.Option(help="speed, feature, bug or hardware")] = None,
+    category: Annotated[str | None, typer.Option(help="speed, feature, bug or hardware")] = None,
     description: Annotated[str, typer.Option(help="Markdown, shown on the bounty's page")] = "",
-    problem: Annotated[Optional[str], typer.Option(help="Speed bounties: the problem, e.g. level1/softmax")] = None,
-    device_kind: Annotated[Optional[str], typer.Option(help="Speed bounties: the device kind, e.g. H100")] = None,
-    over: Annotated[Optional[str], typer.Option(help="Speed bounties: reference (default) or leaderboard (its best now)")] = None,
-    speedup: Annotated[Optional[list[float]], typer.Option(help="Speed bounties: the speed-up to reach, e.g. 2 "
+    problem: Annotated[str | None, typer.Option(help="Speed bounties: the problem, e.g. level1/softmax")] = None,
+    device_kind: Annotated[str | None, typer.Option(help="Speed bounties: the device kind, e.g. H100")] = None,
+    over: Annotated[str | None, typer.Option(help="Speed bounties: reference (default) or leaderboard (its best now)")] = None,
+    speedup: Annotated[list[float] | None, typer.Option(help="Speed bounties: the speed-up to reach, e.g. 2 "
                                                                 "(repeat for tiers: one bounty each)")] = None,
     claim_days: Annotated[int, typer.Option(help="Days a claim holds unless renewed")] = 7,
-    deadline: Annotated[Optional[str], typer.Option(help="Expires unverified after this UTC time, e.g. 2027-01-31T00:00")] = None,
-    file: Annotated[Optional[Path], typer.Option("--file", help="A TOML file: one bounty's fields as top-level keys, "
+    deadline: Annotated[str | None, typer.Option(help="Expires unverified after this UTC time, e.g. 2027-01-31T00:00")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="A TOML file: one bounty's fields as top-level keys, "
                                                                 "or [[bounty]] tables (docs/bounties.md)")] = None,
     server: ServerOpt = None,
     token: TokenOpt = None,
@@ -140,8 +140,8 @@ def create(
 
 @bounty_app.command("list")
 def list_bounties(
-    state: Annotated[Optional[str], typer.Option(help="open, claimed, submitted, verified, paid, expired or withdrawn")] = None,
-    category: Annotated[Optional[str], typer.Option(help="speed, feature, bug or hardware")] = None,
+    state: Annotated[str | None, typer.Option(help="open, claimed, submitted, verified, paid, expired or withdrawn")] = None,
+    category: Annotated[str | None, typer.Option(help="speed, feature, bug or hardware")] = None,
     server: ServerOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV (the board's export columns)")] = False,

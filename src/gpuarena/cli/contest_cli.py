@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -150,12 +150,12 @@ def review(slug: Annotated[str, typer.Argument(help="The contest's slug")],
            submission_id: Annotated[int, typer.Argument(help="The entry's submission id")],
            accept: Annotated[bool, typer.Option("--accept/--reject", help="Accept or reject")],
            comment: Annotated[str, typer.Option(help="Shown to the contestant")] = "",
-           merged: Annotated[Optional[bool], typer.Option("--merged/--not-merged", help="ccf-kernel: merged upstream")] = None,
-           bonus: Annotated[Optional[list[str]], typer.Option("--bonus", help=BONUS_HELP)] = None,
-           samples: Annotated[Optional[int], typer.Option(help="ccf-dataset: accepted samples")] = None,
-           samples_score: Annotated[Optional[float], typer.Option(help="ccf-dataset: their total score")] = None,
-           judge_score: Annotated[Optional[float], typer.Option(help="ccf-migration: the judge's score")] = None,
-           completeness: Annotated[Optional[float], typer.Option(help="ccf-migration: share done, 0-1")] = None,
+           merged: Annotated[bool | None, typer.Option("--merged/--not-merged", help="ccf-kernel: merged upstream")] = None,
+           bonus: Annotated[list[str] | None, typer.Option("--bonus", help=BONUS_HELP)] = None,
+           samples: Annotated[int | None, typer.Option(help="ccf-dataset: accepted samples")] = None,
+           samples_score: Annotated[float | None, typer.Option(help="ccf-dataset: their total score")] = None,
+           judge_score: Annotated[float | None, typer.Option(help="ccf-migration: the judge's score")] = None,
+           completeness: Annotated[float | None, typer.Option(help="ccf-migration: share done, 0-1")] = None,
            server: ServerOpt = None, token: TokenOpt = None) -> None:
     """Organizers: accept or reject an entry, with what the rule reads from a review."""
     body = {"decision": "accepted" if accept else "rejected", "comment": comment, "merged_upstream": merged,

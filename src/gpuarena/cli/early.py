@@ -24,7 +24,7 @@ def worker_ahead(device: str | None):  # type: ignore[no-untyped-def]
     prepare_on = (target if ":" in target else f"{target}:0") if gpu and target.startswith("cuda") else None
     try:
         return StartedWorker(gpu=gpu, prepare_on=prepare_on)
-    except Exception:  # noqa: BLE001  the run's own start says what is wrong
+    except Exception:  # the run's own start says what is wrong
         return None
 
 

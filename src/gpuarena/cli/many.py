@@ -19,7 +19,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -78,21 +78,21 @@ def _device(device: str | None) -> str:
         check_device(device)
     except GpuarenaError as exc:
         err.print(f"error: {exc}", markup=False, highlight=False)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from exc
     return device
 
 
 def run_many(
     problem: Annotated[str, typer.Argument(help="Problem folder or bundled id, e.g. level1/softmax")],
     solutions: Annotated[list[Path], typer.Argument(help="Solutions: .py files, folders with solution.toml, or packs")],
-    device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
+    device: Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
     mode: Annotated[str, typer.Option(help="test, benchmark or ranked")] = "benchmark",
-    workload: Annotated[Optional[list[str]], typer.Option(help="Only this workload (repeatable)")] = None,
-    timeout: Annotated[Optional[float], typer.Option(help="Limit per run, in seconds [default: the problem's]")] = None,
+    workload: Annotated[list[str] | None, typer.Option(help="Only this workload (repeatable)")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Limit per run, in seconds [default: the problem's]")] = None,
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
-    ncu: Annotated[Optional[bool], typer.Option("--ncu/--no-ncu", help="Read ncu's Duration [default: in ranked mode]")] = None,
+    ncu: Annotated[bool | None, typer.Option("--ncu/--no-ncu", help="Read ncu's Duration [default: in ranked mode]")] = None,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON object a line on stdout (with the records)")] = False,
-    ahead: Annotated[Optional[int], typer.Option(help="Workers started ahead [default: 2 on a GPU, 1 on the CPU]")] = None,
+    ahead: Annotated[int | None, typer.Option(help="Workers started ahead [default: 2 on a GPU, 1 on the CPU]")] = None,
 ) -> None:
     """Judge many SOLUTIONS on PROBLEM in one process: the start is paid once, each next worker is
     started ahead (each solution still runs in a worker of its own)."""
@@ -118,8 +118,8 @@ def run_many(
 
 
 def run_stdin(
-    device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
-    ahead: Annotated[Optional[int], typer.Option(help="Workers started ahead [default: 2 on a GPU, 1 on the CPU]")] = None,
+    device: Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
+    ahead: Annotated[int | None, typer.Option(help="Workers started ahead [default: 2 on a GPU, 1 on the CPU]")] = None,
 ) -> None:
     """Judge requests read from stdin, one JSON object a line (problem, solution, and optionally
     id, mode, workloads, timeout, budget, ncu); one JSON answer a line on stdout, in order."""

@@ -3,15 +3,15 @@ that takes many: --match, --level, --tag, --model, --source."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-Match = Annotated[Optional[list[str]], typer.Option(
+Match = Annotated[list[str] | None, typer.Option(
     "--match", "--problems", help="Only problems whose id matches this shell pattern, e.g. 'level1/*' (repeatable)")]
-Level = Annotated[Optional[list[int]], typer.Option("--level", help="Only this level (repeatable)")]
-Tag = Annotated[Optional[list[str]], typer.Option("--tag", help="Only problems with this tag (repeatable)")]
-Model = Annotated[Optional[list[str]], typer.Option(
+Level = Annotated[list[int] | None, typer.Option("--level", help="Only this level (repeatable)")]
+Tag = Annotated[list[str] | None, typer.Option("--tag", help="Only problems with this tag (repeatable)")]
+Model = Annotated[list[str] | None, typer.Option(
     "--model", help="Only problems whose provenance names a model containing this, any case (repeatable)")]
-Source = Annotated[Optional[list[str]], typer.Option(
+Source = Annotated[list[str] | None, typer.Option(
     "--source", help="Only problems whose reference is written in this framework: pytorch, jax, ... (repeatable)")]

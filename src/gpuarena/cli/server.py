@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,9 +15,9 @@ from gpuarena.errors import GpuarenaError
 if TYPE_CHECKING:
     from gpuarena.client import Client
 
-ServerOpt = Annotated[Optional[str], typer.Option("--server", envvar="GPUARENA_SERVER",
+ServerOpt = Annotated[str | None, typer.Option("--server", envvar="GPUARENA_SERVER",
                                                   help="Server URL [default: from `gpuarena login`]")]
-TokenOpt = Annotated[Optional[str], typer.Option("--token", envvar="GPUARENA_TOKEN",
+TokenOpt = Annotated[str | None, typer.Option("--token", envvar="GPUARENA_TOKEN",
                                                  help="API token [default: from `gpuarena login`]")]
 
 

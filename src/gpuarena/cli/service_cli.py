@@ -7,7 +7,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -20,9 +20,9 @@ db_app = typer.Typer(no_args_is_help=True, help="The service's database: migrati
 users_app = typer.Typer(no_args_is_help=True, help="Accounts, made directly in the configured database.")
 tokens_app = typer.Typer(no_args_is_help=True, help="API tokens, managed directly in the configured database.")
 
-HomeOpt = Annotated[Optional[Path], typer.Option("--home", envvar="GPUARENA_HOME",
+HomeOpt = Annotated[Path | None, typer.Option("--home", envvar="GPUARENA_HOME",
                                                  help="Folder for the embedded database and caches [default: GPUARENA_HOME, else the nearest .gpuarena/ with a database from here up, else ~/.gpuarena]")]
-DatabaseOpt = Annotated[Optional[str], typer.Option("--database", envvar="GPUARENA_DATABASE_URL",
+DatabaseOpt = Annotated[str | None, typer.Option("--database", envvar="GPUARENA_DATABASE_URL",
                                                     help="sqlite:///file.db or postgresql://user@host/db [default: SQLite in --home]")]
 def _settings(home: Path | None, database: str | None, **more: object):  # type: ignore[no-untyped-def]
     from gpuarena.service.config import Settings
@@ -56,7 +56,7 @@ def serve(
     home: HomeOpt = None,
     database: DatabaseOpt = None,
     no_runner: Annotated[bool, typer.Option("--no-runner", help="Do not start the embedded runner")] = False,
-    problems: Annotated[Optional[list[Path]], typer.Option("--problems", help="Another folder of problems to serve (repeatable)")] = None,
+    problems: Annotated[list[Path] | None, typer.Option("--problems", help="Another folder of problems to serve (repeatable)")] = None,
     cpu_only: Annotated[bool, typer.Option("--cpu-only", help="The embedded runner uses the CPU only, not the GPUs")] = False,
 ) -> None:
     """Run the server: JSON API (docs at /docs), the database (SQLite by default), and a runner for this machine's devices."""
@@ -76,13 +76,13 @@ def serve(
 def runner(
     server: ServerOpt = None,
     token: TokenOpt = None,
-    name: Annotated[Optional[str], typer.Option(help="This runner's name [default: the host name]")] = None,
-    device: Annotated[Optional[list[str]], typer.Option(help="Serve only this device: cpu or cuda:N (repeatable)")] = None,
-    devices: Annotated[Optional[str], typer.Option(
+    name: Annotated[str | None, typer.Option(help="This runner's name [default: the host name]")] = None,
+    device: Annotated[list[str] | None, typer.Option(help="Serve only this device: cpu or cuda:N (repeatable)")] = None,
+    devices: Annotated[str | None, typer.Option(
         "--devices", envvar="GPUARENA_RUNNER_DEVICES",
         help="The device slots, one worker each, instead of detecting them: e.g. cuda:0,cuda:1 or cuda:0=H100; "
              "cpu:N adds workers on the CPU (to try a multi-device host without a GPU)")] = None,
-    devices_file: Annotated[Optional[Path], typer.Option(
+    devices_file: Annotated[Path | None, typer.Option(
         "--devices-file", envvar="GPUARENA_RUNNER_DEVICES_FILE",
         help="Like --devices, read from a file and read again at each health check: a device no longer "
              "listed has disappeared and is drained")] = None,
@@ -167,7 +167,7 @@ def db_upgrade(home: HomeOpt = None, database: DatabaseOpt = None) -> None:
 def users_add(
     name: Annotated[str, typer.Argument(help="The account name")],
     role: Annotated[str, typer.Option(help="admin, organiser, participant or runner")] = "participant",
-    device_kind: Annotated[Optional[list[str]], typer.Option(help="Runner accounts: device kinds its token may serve (repeatable)")] = None,
+    device_kind: Annotated[list[str] | None, typer.Option(help="Runner accounts: device kinds its token may serve (repeatable)")] = None,
     home: HomeOpt = None,
     database: DatabaseOpt = None,
 ) -> None:
@@ -226,7 +226,7 @@ def tokens_list(name: Annotated[str, typer.Argument(help="Account name")], home:
 @tokens_app.command("create")
 def tokens_create(name: Annotated[str, typer.Argument(help="Account name")],
                   label: Annotated[str, typer.Option(help="A name for the token")] = "",
-                  expires_in_days: Annotated[Optional[float], typer.Option(help="Expire after this many days")] = None,
+                  expires_in_days: Annotated[float | None, typer.Option(help="Expire after this many days")] = None,
                   home: HomeOpt = None, database: DatabaseOpt = None) -> None:
     """A new token for an account; printed once, as the last line."""
     import datetime as dt
@@ -260,7 +260,7 @@ def tokens_revoke(token_id: Annotated[int, typer.Argument(help="Token id (from `
 
 
 def login(server: Annotated[str, typer.Option(envvar="GPUARENA_SERVER", help="Server URL")],
-          token: Annotated[Optional[str], typer.Option(envvar="GPUARENA_TOKEN",
+          token: Annotated[str | None, typer.Option(envvar="GPUARENA_TOKEN",
                                                        help="API token [default: asked for, or read from a pipe]")] = None,
           ) -> None:
     """Check a token against a server and save both for later commands (~/.config/gpuarena)."""
@@ -291,7 +291,7 @@ def submit(
     token: TokenOpt = None,
     mode: Annotated[str, typer.Option(help="test, benchmark, ranked (ranked enters the leaderboard) or profile (Nsight Compute, GPU kinds; shown on the submission's page)")] = "ranked",
     json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record and submission_id as JSON")] = False,
-    contest: Annotated[Optional[str], typer.Option("--contest", help="Enter the run into this contest (its slug)")] = None,
+    contest: Annotated[str | None, typer.Option("--contest", help="Enter the run into this contest (its slug)")] = None,
 ) -> None:
     """Submit a solution to a server, follow it live, and show the verdict; exit 0 only when PASSED."""
     from gpuarena.cli.render import render
@@ -385,7 +385,7 @@ def invites_create(
     token: TokenOpt = None,
     role: Annotated[str, typer.Option(help="participant, or organiser (admins only)")] = "participant",
     uses: Annotated[int, typer.Option(help="How many people may sign up with it")] = 1,
-    days: Annotated[Optional[float], typer.Option(help="Expire after this many days (0: never)")] = 7.0,
+    days: Annotated[float | None, typer.Option(help="Expire after this many days (0: never)")] = 7.0,
     note: Annotated[str, typer.Option(help="A note for the invites list")] = "",
 ) -> None:
     """Make an invite link; whoever opens it picks a name and gets an account (printed once, last line)."""

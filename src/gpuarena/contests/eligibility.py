@@ -7,12 +7,13 @@ entry once, and the rules read what these give them once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from gpuarena.contests.model import PASSED, RANKED, Contest, Entry
 from gpuarena.contests.resubmission import counting_entry, screen_group
+
 
 def board_key(problem: str, device_kind: str) -> str:
     """How the speed-ranked rules name a problem on a device kind (a row's breakdown keys)."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -114,7 +115,7 @@ def judged(checker: Callable[..., Any], names: list[str], outputs: tuple[torch.T
     try:
         with torch.no_grad():
             problem = checker(dict(inputs), tuple(o.clone() for o in outputs), tuple(expected))
-    except Exception as exc:  # noqa: BLE001  the checker's own failure on this output is the verdict
+    except Exception as exc:  # the checker's own failure on this output is the verdict
         return Comparison(False, "WRONG_VALUES", f"the problem's checker failed on the outputs: "
                           f"{type(exc).__name__}: {str(exc)[:300]}")
     if problem is None or problem == "" or problem is True:

@@ -31,9 +31,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
-import signal
 import sysconfig
 import threading
 import time

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+
 import torch
 
 CU_MEM_ALLOCATION_TYPE_PINNED = 1

@@ -6,7 +6,8 @@ harness's own sweep and sync are outside the call's window and are not counted."
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 

@@ -24,10 +24,11 @@ import select
 import statistics
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 from gpuarena.harness import cupti_build
 from gpuarena.harness.proctree import HARNESS_PROCESSES
@@ -96,7 +97,7 @@ class Window:
     read_bytes: float | None = None
     """Bytes read from device memory (the traffic counter), None where the chip gave none."""
 
-    def __sub__(self, earlier: "Window") -> "Window":
+    def __sub__(self, earlier: Window) -> Window:
         read = None if self.read_bytes is None or earlier.read_bytes is None else self.read_bytes - earlier.read_bytes
         return Window(busy_ns=self.busy_ns - earlier.busy_ns, span_ns=self.span_ns - earlier.span_ns,
                       samples=self.samples - earlier.samples, overflow=self.overflow, read_bytes=read)
@@ -170,7 +171,7 @@ class DeviceSampler:
         self._send("stop")
 
     @contextmanager
-    def sampling(self) -> Iterator["DeviceSampler"]:
+    def sampling(self) -> Iterator[DeviceSampler]:
         """Sampling on for the block; stopped on the way out, whatever happened inside (an
         error of the block's wins over one of the sampler's)."""
         self.start()

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import platform
 import shutil
-import os
 import socket
 import subprocess
 import sys

@@ -87,7 +87,7 @@ class Evaluator:
             try:
                 self._waiting.append(StartedWorker(gpu=self.gpu, prepare_on=self.prepare_on,
                                                    gpu_lock=self.warm.gpu if self.warm is not None else None))
-            except Exception:  # noqa: BLE001  a run starts its own and reports why it could not
+            except Exception:  # a run starts its own and reports why it could not
                 return
 
 

@@ -18,7 +18,8 @@ import base64
 import ctypes
 import struct
 import threading
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # a run compiles the kernel before it has imported torch (started.py); the worker has it
     import torch
@@ -95,7 +96,7 @@ def image(device: torch.device | str) -> bytes | None:
         if index not in _IMAGES:
             try:
                 _IMAGES[index] = _link(index)
-            except Exception:  # noqa: BLE001  the worker compiles the PTX itself, as before
+            except Exception:  # the worker compiles the PTX itself, as before
                 return None
         return _IMAGES[index]
 

@@ -27,20 +27,21 @@ import hashlib
 import json
 import shutil
 import statistics
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import torch
 
+from gpuarena import HARNESS_VERSION
+from gpuarena.cache import cache_dir
 from gpuarena.harness import range_timer
 from gpuarena.harness.measure import check_outputs, raise_on_failure, reference_call, refresh_sets
 from gpuarena.harness.process import RunFailure, WorkerProcess
 from gpuarena.harness.range_timer import RangeTimerError
-from gpuarena import HARNESS_VERSION
 from gpuarena.harness.records import Status, WorkloadResult
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.problems.pack import pack_problem
-from gpuarena.cache import cache_dir
 
 if TYPE_CHECKING:  # types only: the supervisor imports this module
     from gpuarena.harness.supervisor import Supervisor

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import torch
 

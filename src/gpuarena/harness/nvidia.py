@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from gpuarena.harness import environment, icache_sweep
 from gpuarena.harness.backend_base import Backend, ColdCaches, InputBudget

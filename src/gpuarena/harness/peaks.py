@@ -30,18 +30,22 @@ def _time_ms(fn, repeats: int = 10) -> float:
     return best
 
 
-def measure(device: torch.device) -> dict[str, float]:
-    """Copy bandwidth (bytes read + written) and matmul rates on random data."""
-    n = 1 << 28  # 1 GiB of float32
+def _bandwidth_gbs(device: torch.device) -> float:
+    """The better of a copy (bytes read + written) and a read sweep, over 1 GiB of float32:
+    kernels that mostly read can beat a copy's rate, and the floor must never reject a real
+    kernel. Its buffers are freed on return, before the matmuls."""
+    n = 1 << 28
     src = torch.rand(n, device=device)
     dst = torch.empty_like(src)
     copy_ms = _time_ms(lambda: dst.copy_(src))
     sink = torch.empty((), device=device)
     read_ms = _time_ms(lambda: torch.sum(src, dim=0, out=sink))
-    # the better of a copy (bytes read + written) and a read sweep: kernels that mostly read
-    # can beat a copy's rate, and the floor must never reject a real kernel
-    bandwidth = max(2 * n * 4 / (copy_ms * 1e-3), n * 4 / (read_ms * 1e-3)) / 1e9
-    del src, dst
+    return max(2 * n * 4 / (copy_ms * 1e-3), n * 4 / (read_ms * 1e-3)) / 1e9
+
+
+def measure(device: torch.device) -> dict[str, float]:
+    """Copy bandwidth (bytes read + written) and matmul rates on random data."""
+    bandwidth = _bandwidth_gbs(device)
     peaks = {"bandwidth_gbs": round(bandwidth, 1)}
     for dtype, key in ((torch.bfloat16, "tflops_bf16"), (torch.float32, "tflops_fp32")):
         size = 8192 if dtype != torch.float32 else 4096

@@ -7,8 +7,8 @@ each phase with `Phases` and the record carries the sums (`Evaluation.phases`)."
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 START_UP, BUILD, CORRECTNESS, TIMING, DEVICE_AUDIT, KERNEL_DURATION, TEARDOWN = (
     "start-up", "build", "correctness", "timing", "device audit", "ncu duration", "teardown")

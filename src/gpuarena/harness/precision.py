@@ -17,7 +17,8 @@ wide. It runs in the supervisor: trusted code on the supervisor's private inputs
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -71,7 +72,7 @@ def float64_reference(reference: Callable[..., Any], inputs: dict[str, Any]) -> 
     try:
         with torch.no_grad(), _Widen():
             outs = reference(**wide)
-    except Exception as exc:  # noqa: BLE001  a reference may not support float64 here
+    except Exception as exc:  # a reference may not support float64 here
         return f"the reference does not run in float64 here ({type(exc).__name__}: {str(exc)[:200]})"
     return tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
 

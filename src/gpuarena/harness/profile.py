@@ -22,8 +22,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -32,8 +33,8 @@ from gpuarena.harness import ncu_report, peaks, roofline
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.ncu_report import NcuError, ProfileRecord, ProfileSide
 from gpuarena.harness.process import WorkerProcess
-from gpuarena.harness.records import Evaluation, Status
 from gpuarena.harness.profile_child import OUTPUTS
+from gpuarena.harness.records import Evaluation, Status
 from gpuarena.harness.sandbox import default_memory_limit, protect_supervisor, worker_identity
 from gpuarena.harness.session import as_outputs, derive_seed
 from gpuarena.harness.started import _switch

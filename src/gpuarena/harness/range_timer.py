@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ctypes
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from gpuarena.harness import cupti_build
 

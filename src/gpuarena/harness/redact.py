@@ -18,8 +18,8 @@ import re
 import socket
 import sys
 import sysconfig
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 PATH = re.compile(r"(?<![\w.~<>-])/[^\s'\"()<>:,;|=`]+")
 """A path-like token: from a slash that starts a word up to the next space, quote or separator.

@@ -67,7 +67,7 @@ def svg(points: list[Point], bandwidth_bytes_s: float, roofs: dict[str, float], 
         out.append(f'<text x="{x(10.0**x1) - 4:.1f}" y="{y(roof) - 4:.1f}" text-anchor="end">{escape(name)} '
                    f'{roof / 1e12:.1f} TFLOP/s</text>')
     out.append(f'<text x="{LEFT + 6}" y="{TOP + 14}">{bandwidth_bytes_s / 1e9:.0f} GB/s</text>')
-    for i, p in enumerate(points):
+    for p in points:
         colour = COLOURS.get(p.side, "#333")
         out.append(f'<circle cx="{x(p.intensity):.1f}" cy="{y(p.flops):.1f}" r="5" fill="{colour}" opacity="0.85">'
                    f'<title>{escape(p.side)}: {escape(p.label)} ({p.intensity:.3g} FLOP/B, '

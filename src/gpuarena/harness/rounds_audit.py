@@ -52,8 +52,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from gpuarena.harness import device_audit
 from gpuarena.harness.device_audit import SamplerError, Window

@@ -18,7 +18,6 @@ from gpuarena.harness.backend import compiles_triton, worker_setup
 from gpuarena.harness.process import WorkerProcess
 from gpuarena.harness.sandbox import default_memory_limit, protect_supervisor, worker_identity
 
-
 PREPARE_LIMIT_S = 120.0
 """How long a worker started ahead may take to import and make its CUDA context."""
 
@@ -89,7 +88,7 @@ class StartedWorker:
             finally:
                 if gpu_lock is not None:
                     gpu_lock.release()
-        except Exception:  # noqa: BLE001  the run sends `prepare` itself and reports what it gets
+        except Exception:  # the run sends `prepare` itself and reports what it gets
             return
         if reply.get("ok"):
             self.prepared_on = device

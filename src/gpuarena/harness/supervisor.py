@@ -13,19 +13,20 @@ import random
 import secrets
 import threading
 import time
-from contextlib import nullcontext
-from typing import Any, Callable, ContextManager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 import torch
 
 from gpuarena.harness import build_cache, device_audit, kernel_duration, precision
+from gpuarena.harness.ahead import DeviceAhead
+from gpuarena.harness.backend import Backend, backend_for
+from gpuarena.harness.calibration import ProcessExtra, calibrate
+from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.options import PUBLIC_SEED, RunOptions
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
-from gpuarena.harness.ahead import DeviceAhead
-from gpuarena.harness.calibration import ProcessExtra, calibrate
-from gpuarena.harness.backend import Backend, backend_for
-from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import Environment, Evaluation, Status, WorkloadResult
 from gpuarena.harness.redact import redact
@@ -151,7 +152,7 @@ class Supervisor:
         record = Evaluation(status=Status.PASSED, problem=self.problem.id, solution_hash=self.solution.hash,
                             solution_name=self.solution.name, language=self.solution.manifest.language,
                             device=str(self.device), mode=self.options.mode,
-                            started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+                            started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
         self.phases = Phases()
         with self.phases(START_UP):
             ready = self._start_up(record)
@@ -204,7 +205,7 @@ class Supervisor:
             and torch.device(ready.prepared_on) == self.device
         return ready
 
-    def gpu_alone(self) -> ContextManager[None]:
+    def gpu_alone(self) -> AbstractContextManager[None]:
         """While timing: no worker of ours starts or leaves the GPU (harness/warm.py)."""
         return self.warm.quiet() if self.warm is not None and self.backend.accelerator else nullcontext()
 
@@ -228,7 +229,7 @@ class Supervisor:
             record.status, record.reason = Status(failure.status), failure.reason
             if failure.detail:
                 record.log += failure.detail
-        except Exception as exc:  # noqa: BLE001  the supervisor always gives a verdict
+        except Exception as exc:  # the supervisor always gives a verdict
             # what reaches the supervisor from the worker is the attack surface: a reply it could
             # not judge is not a pass, and the record says exactly what broke
             import traceback

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from gpuarena.harness.backend import backend_named
 from gpuarena.harness.block import BlockSamples

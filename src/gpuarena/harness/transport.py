@@ -20,11 +20,11 @@ import os
 import pickle
 import shutil
 import tempfile
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import torch
-import torch.multiprocessing  # noqa: F401  (registers the CUDA IPC reductions)
-from multiprocessing.reduction import ForkingPickler
+import torch.multiprocessing  # registers the CUDA IPC reductions
 
 
 class SharedArena:

@@ -22,11 +22,11 @@ _thread: threading.Thread | None = None
 def _compute() -> None:
     try:
         from triton.runtime.cache import triton_key
-    except Exception:  # noqa: BLE001  no Triton, or one that keeps it elsewhere: nothing to warm
+    except Exception:  # no Triton, or one that keeps it elsewhere: nothing to warm
         return
     try:
         triton_key()
-    except Exception:  # noqa: BLE001  left for the solution's own launch to meet
+    except Exception:  # left for the solution's own launch to meet
         pass
 
 

@@ -16,8 +16,9 @@ of the supervisor's, and a worker still serves one solution only.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # types only
     from gpuarena.harness.device_audit import DeviceSampler

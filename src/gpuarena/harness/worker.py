@@ -16,9 +16,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 # Harness modules are imported (and their timers captured) before any solution code runs.
 import torch

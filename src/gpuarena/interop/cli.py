@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,7 +25,7 @@ def import_flashinfer(
     workloads: Annotated[Path, typer.Option("--workloads", "-w", help="Its workloads (.jsonl, one Trace a line)")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The problem folder to write")],
     convention: Annotated[str, typer.Option(help="How solve() gets its outputs: destination (FlashInfer's default) or return")] = "destination",
-    level: Annotated[Optional[int], typer.Option(help="Problem level 1-4 [default: 2 for a definition tagged fused, else 1]")] = None,
+    level: Annotated[int | None, typer.Option(help="Problem level 1-4 [default: 2 for a definition tagged fused, else 1]")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace the folder if it exists")] = False,
     verify: Annotated[bool, typer.Option(help="Run the reference once on the CPU to check output shapes and dtypes")] = True,
 ) -> None:
@@ -46,7 +46,7 @@ def import_flashinfer(
 def import_flashinfer_solution(
     solution: Annotated[Path, typer.Argument(help="A FlashInfer-Trace Solution (.json)")],
     problem: Annotated[str, typer.Option("--problem", help="The problem it solves (folder or bundled id)")],
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="The solution folder to write [default: ./NAME]")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="The solution folder to write [default: ./NAME]")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace the folder if it exists")] = False,
 ) -> None:
     """A gpuarena solution folder (solution.toml and sources) from a FlashInfer-Trace solution."""
@@ -85,7 +85,7 @@ def _report(outcomes: list, output: Path, what: str) -> None:
 def import_kernelbench(
     paths: Annotated[list[Path], typer.Argument(help="KernelBench problem files (Model, get_inputs, get_init_inputs), or folders of them")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write: OUTPUT/levelN/NAME for each problem")],
-    level: Annotated[Optional[int], typer.Option(help="Problem level 1-4 [default: from a levelN folder above each file, else 1]")] = None,
+    level: Annotated[int | None, typer.Option(help="Problem level 1-4 [default: from a levelN folder above each file, else 1]")] = None,
     dtype: Annotated[list[str], typer.Option("--dtype", help="Workload dtype, repeatable: float32, float16, bfloat16")] = ["float32"],  # noqa: B006
     force: Annotated[bool, typer.Option("--force", help="Replace problem folders that exist")] = False,
     keep_failing: Annotated[bool, typer.Option("--keep-failing", help="Write problems that fail `gpuarena check` too (still reported)")] = False,
@@ -109,8 +109,8 @@ def import_gpumode(
     paths: Annotated[list[Path], typer.Argument(help="GPU MODE problem folders (task.yml, reference.py, task.py), or folders of them")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write: OUTPUT/levelN/NAME for each problem")],
     level: Annotated[int, typer.Option(help="Problem level 1-4")] = 1,
-    atol: Annotated[Optional[float], typer.Option(help="Judge by closeness to ref_kernel's output with this atol, in place of the task's check_implementation")] = None,
-    rtol: Annotated[Optional[float], typer.Option(help="... and this rtol")] = None,
+    atol: Annotated[float | None, typer.Option(help="Judge by closeness to ref_kernel's output with this atol, in place of the task's check_implementation")] = None,
+    rtol: Annotated[float | None, typer.Option(help="... and this rtol")] = None,
     exact: Annotated[bool, typer.Option("--exact", help="Judge by exact equality to ref_kernel's output, in place of the task's check_implementation")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace problem folders that exist")] = False,
     keep_failing: Annotated[bool, typer.Option("--keep-failing", help="Write problems that fail `gpuarena check` too (still reported)")] = False,
@@ -131,9 +131,9 @@ def import_gpumode(
 def export_traces(
     records: Annotated[list[Path], typer.Argument(help="Evaluation records (`gpuarena run --json` output)")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The traces file to write (.jsonl)")],
-    problem: Annotated[Optional[str], typer.Option(help="The problem the records judge [default: each record's own]")] = None,
-    solution_name: Annotated[Optional[str], typer.Option(help="The solution's name in the traces [default: the record's]")] = None,
-    definition: Annotated[Optional[str], typer.Option(help="The definition's name [default: the imported definition's, else the problem's name]")] = None,
+    problem: Annotated[str | None, typer.Option(help="The problem the records judge [default: each record's own]")] = None,
+    solution_name: Annotated[str | None, typer.Option(help="The solution's name in the traces [default: the record's]")] = None,
+    definition: Annotated[str | None, typer.Option(help="The definition's name [default: the imported definition's, else the problem's name]")] = None,
     statistic: Annotated[str, typer.Option(help="mean (FlashInfer-Trace's latency) or median")] = "mean",
     append: Annotated[bool, typer.Option("--append", help="Add to the file instead of replacing it")] = False,
 ) -> None:
@@ -189,12 +189,12 @@ def export_flashinfer(
 @export_app.command("solution")
 def export_solution(
     solution: Annotated[Path, typer.Argument(help="A .py file, a solution folder or a pack")],
-    problem: Annotated[Optional[str], typer.Option(help="The problem it solves (its convention decides destination_passing_style)")] = None,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write (default: stdout)")] = None,
-    name: Annotated[Optional[str], typer.Option(help="The solution's name [default: kept from an import, else the file's]")] = None,
-    author: Annotated[Optional[str], typer.Option(help="Its author [default: kept from an import, else anonymous]")] = None,
-    definition: Annotated[Optional[str], typer.Option(help="The definition's name [default: the problem's]")] = None,
-    description: Annotated[Optional[str], typer.Option(help="A line on its technique")] = None,
+    problem: Annotated[str | None, typer.Option(help="The problem it solves (its convention decides destination_passing_style)")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Where to write (default: stdout)")] = None,
+    name: Annotated[str | None, typer.Option(help="The solution's name [default: kept from an import, else the file's]")] = None,
+    author: Annotated[str | None, typer.Option(help="Its author [default: kept from an import, else anonymous]")] = None,
+    definition: Annotated[str | None, typer.Option(help="The definition's name [default: the problem's]")] = None,
+    description: Annotated[str | None, typer.Option(help="A line on its technique")] = None,
 ) -> None:
     """A FlashInfer-Trace Solution (one JSON file, sources inline) from a gpuarena solution."""
     from gpuarena.interop.flashinfer_export import pack_solution

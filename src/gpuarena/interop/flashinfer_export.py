@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +36,7 @@ import pydantic
 
 from gpuarena.errors import FormatError, GpuarenaError
 from gpuarena.harness.records import Evaluation, WorkloadResult
-from gpuarena.interop.flashinfer_import import (
+from gpuarena.interop.flashinfer_sidecar import (
     ADAPTER_FILE,
     ADAPTER_HEADER,
     UnsupportedFeature,
@@ -61,7 +61,8 @@ from gpuarena.interop.flashinfer_trace import (
 )
 from gpuarena.problems.loader import PROBLEM_FILE, REFERENCE_FILE, Problem
 from gpuarena.solutions.loader import load_solution
-from gpuarena.solutions.model import COMPILED_LANGUAGES, Solution as GpuarenaSolution
+from gpuarena.solutions.model import COMPILED_LANGUAGES
+from gpuarena.solutions.model import Solution as GpuarenaSolution
 
 STATUS = {
     "PASSED": "PASSED",
@@ -205,7 +206,7 @@ def _evaluation(record: Evaluation, result: WorkloadResult | None, status: str, 
         lines.append("gpuarena: TRITON_INTERPRET=1 (Triton ran in the interpreter on the CPU)")
     log = "\n".join(lines) + ("\n" + record.log if record.log else "")
     return TraceEvaluation(status=mapped, environment=_environment(record),  # type: ignore[arg-type]
-                           timestamp=record.started_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                           timestamp=record.started_at or datetime.now(UTC).isoformat(timespec="seconds"),
                            log=log, correctness=correctness, performance=performance)
 
 

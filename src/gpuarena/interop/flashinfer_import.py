@@ -26,34 +26,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuarena.errors import FormatError, GpuarenaError
-from gpuarena.interop.flashinfer_problem import (  # the problem's files; re-exported
-    CPU_MAX_ELEMENTS,
-    CPU_SMOKE,
+from gpuarena.interop.flashinfer_problem import (  # the problem's files
     _elements,
     _identifier,
     _toml_list,
     _toml_str,
-    evaluate_constraint,
     problem_files,
-    problem_name,
 )
-from gpuarena.interop.flashinfer_sidecar import (  # the sidecars and names; re-exported
+from gpuarena.interop.flashinfer_sidecar import (  # the sidecars and names
     ADAPTER_FILE,
     ADAPTER_HEADER,
-    LANGUAGES,
-    PROBLEM_FORMAT,
-    REFERENCE_END,
-    REFERENCE_HEADER,
     SIDECAR,
-    SOLUTION_FORMAT,
     ProblemSidecar,
     SolutionSidecar,
     UnsupportedFeature,
-    flashinfer_language,
     gpuarena_language,
     read_problem_sidecar,
-    read_solution_sidecar,
-    reference_block,
 )
 from gpuarena.interop.flashinfer_trace import Definition, Solution, read_definition, read_solution, read_workloads
 from gpuarena.problems.loader import REFERENCE_FILE, Problem, load_problem, load_spec
@@ -89,7 +77,7 @@ def _verify(problem: Problem, definition: Definition) -> None:
             outs = as_outputs(problem.reference(**inputs))
     except GpuarenaError:
         raise
-    except Exception as exc:  # noqa: BLE001  the reference's own failure, shown as it is
+    except Exception as exc:  # the reference's own failure, shown as it is
         raise FormatError(where, "reference", f"running it on workload {workload.name} failed: "
                           f"{type(exc).__name__}: {exc}", "fix the definition's reference") from None
     if len(outs) != len(definition.outputs):
@@ -204,7 +192,7 @@ def _adapter(solution: Solution, problem: Problem, sidecar: ProblemSidecar | Non
                                  "`gpuarena import flashinfer` or use a value-returning solution")
     definition = sidecar.definition
     bindings: dict[str, tuple[int, int]] = {}
-    for position, (name, spec) in enumerate(definition.inputs.items()):
+    for position, spec in enumerate(definition.inputs.values()):
         for dim, axis in enumerate(spec.shape or []):
             if axis in definition.var_axes:
                 bindings.setdefault(axis, (position, dim))

@@ -26,8 +26,9 @@ import ast
 import hashlib
 import json
 import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Iterable, Literal, Mapping, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator

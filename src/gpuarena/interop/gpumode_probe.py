@@ -20,7 +20,7 @@ _FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 def _runtime() -> dict[str, Any]:
     namespace: dict[str, Any] = {}
-    exec(compile(RUNTIME, "gpumode_runtime", "exec"), namespace)  # noqa: S102  gpuarena's own code
+    exec(compile(RUNTIME, "gpumode_runtime", "exec"), namespace)  # gpuarena's own code
     return namespace
 
 

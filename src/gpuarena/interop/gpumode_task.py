@@ -174,9 +174,9 @@ def load_namespace(sources: dict[str, str], folder: Path, name: str) -> dict[str
             module = types.ModuleType(key)
             module.__file__ = str(folder / f"{key}.py")
             sys.modules[key] = module
-            exec(compile(sources[f"{key}.py"], str(folder / f"{key}.py"), "exec"), module.__dict__)  # noqa: S102
+            exec(compile(sources[f"{key}.py"], str(folder / f"{key}.py"), "exec"), module.__dict__)
         namespace: dict[str, Any] = {"__name__": name, "__file__": str(folder / "reference.py")}
-        exec(compile(sources["reference.py"], str(folder / "reference.py"), "exec"), namespace)  # noqa: S102
+        exec(compile(sources["reference.py"], str(folder / "reference.py"), "exec"), namespace)
     finally:
         for key, module in saved.items():
             if module is None:
@@ -221,7 +221,7 @@ def read_task(folder: Path) -> Task:
         raise GpuModeError(folder / "reference.py", "defines custom_kernel: it is a submission, not a reference")
     try:
         namespace = load_namespace(sources, folder, "gpumode_reference")
-    except Exception as exc:  # noqa: BLE001  the task's own error, reported with its name
+    except Exception as exc:  # the task's own error, reported with its name
         raise GpuModeError(folder / "reference.py", f"running it failed: {type(exc).__name__}: {exc}") from None
     for required in ("generate_input", "ref_kernel", "check_implementation"):
         if not callable(namespace.get(required)):

@@ -278,7 +278,7 @@ def _import_file(path: Path, out_root: Path, level: int | None, dtypes: tuple[st
         full: _Probe | None = _probe(file, file.sizes, "meta")
     except KernelBenchError:
         raise
-    except Exception as exc:  # noqa: BLE001  an op without meta support (or a broken model): a CPU run decides
+    except Exception as exc:  # an op without meta support (or a broken model): a CPU run decides
         full, meta_error = None, f"{type(exc).__name__}: {exc}"
     notes: list[str] = []
     small: dict[str, int] | None = None
@@ -298,7 +298,7 @@ def _import_file(path: Path, out_root: Path, level: int | None, dtypes: tuple[st
             cpu = _probe(file, cpu_sizes, "cpu")
         except KernelBenchError:
             raise
-        except Exception as exc:  # noqa: BLE001  the model itself fails: the user's file
+        except Exception as exc:  # the model itself fails: the user's file
             at = "" if whole_on_cpu else f" at the CPU workload's sizes {cpu_sizes}"
             raise KernelBenchError(path, f"Model(*get_init_inputs())(*get_inputs()){at} raised "
                                    f"{type(exc).__name__}: {exc}") from None

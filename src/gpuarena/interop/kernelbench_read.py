@@ -65,7 +65,7 @@ def _run_file(source: str, path: Path, sizes: dict[str, int] | None = None) -> d
     if sizes:
         tree = with_sizes(tree, sizes)
     namespace: dict[str, Any] = {"__name__": "kernelbench_problem", "__file__": str(path)}
-    exec(compile(tree, str(path), "exec"), namespace)  # noqa: S102  the user's own problem file
+    exec(compile(tree, str(path), "exec"), namespace)  # the user's own problem file
     return namespace
 
 
@@ -109,7 +109,7 @@ def read_file(path: Path) -> _File:
                                "run it with `gpuarena run PROBLEM FILE` against the imported problem")
     try:
         namespace = _run_file(source, path)
-    except Exception as exc:  # noqa: BLE001  the file's own error, reported with its name
+    except Exception as exc:  # the file's own error, reported with its name
         raise KernelBenchError(path, f"running it failed: {type(exc).__name__}: {exc}") from None
     model = namespace.get("Model")
     if not (isinstance(model, type) and issubclass(model, torch.nn.Module)):
@@ -135,7 +135,7 @@ def _init_args(namespace: dict[str, Any], path: Path) -> tuple[Any, ...]:
         torch.manual_seed(SEED)
         try:
             args = namespace["get_init_inputs"]()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise KernelBenchError(path, f"get_init_inputs() raised {type(exc).__name__}: {exc}") from None
     if not isinstance(args, (list, tuple)):
         raise KernelBenchError(path, f"get_init_inputs() returned a {type(args).__name__}, not a list")
@@ -181,7 +181,7 @@ def _probe(file: _File, sizes: dict[str, int], device: str) -> _Probe:
         torch.manual_seed(SEED)
         try:
             inputs = list(namespace["get_inputs"]())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise KernelBenchError(file.path, f"get_inputs() raised {type(exc).__name__}: {exc}") from None
         model = namespace["Model"](*args)
         outs = _flatten_outputs(model(*inputs), file.path)
@@ -199,7 +199,7 @@ def _elements(file: _File, sizes: dict[str, int]) -> int | None:
     """Elements at these sizes (on meta), or None where they do not make a valid model."""
     try:
         return _probe(file, sizes, "meta").elements
-    except Exception:  # noqa: BLE001  a shape the file does not allow, or an op without meta support
+    except Exception:  # a shape the file does not allow, or an op without meta support
         return None
 
 
@@ -211,7 +211,7 @@ def _input_elements(file: _File) -> int:
         with torch.random.fork_rng(devices=[]), torch.device("meta"):
             values = file.namespace["get_inputs"]()
         return sum(v.numel() for v in values if isinstance(v, torch.Tensor))
-    except Exception:  # noqa: BLE001
+    except Exception:
         return 1 << 62
 
 

@@ -20,11 +20,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from gpuarena import __version__
+from gpuarena.cache import cache_dir
 from gpuarena.client import ApiError, Client
 from gpuarena.dataset.sample import SampleReport
 from gpuarena.harness import phases
@@ -32,7 +33,6 @@ from gpuarena.harness.records import Evaluation
 from gpuarena.runner.devices import health_check, is_gpu, pinning
 from gpuarena.runner.execute import SAMPLE_REPORT, ExecuteRequest
 from gpuarena.service.schemas import ClaimedJob, DeviceSlot
-from gpuarena.cache import cache_dir
 
 log = logging.getLogger("gpuarena.runner")
 CLAIM_WAIT_S = 5.0

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import logging
-
-import pydantic
 from typing import Any
 
+import pydantic
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError

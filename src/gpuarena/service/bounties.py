@@ -18,8 +18,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
-from typing import Iterable
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session

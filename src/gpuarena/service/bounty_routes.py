@@ -4,15 +4,23 @@ renew, release, submit, verify, pay and withdraw, and the board as CSV or JSON."
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Callable, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from gpuarena.service import bounties
-from gpuarena.service.bounty_schemas import (BountyDetail, BountyOut, BountyRequest, Category, NoteRequest, State,
-                                             board_csv)
+from gpuarena.service.bounty_schemas import (
+    BountyDetail,
+    BountyOut,
+    BountyRequest,
+    Category,
+    NoteRequest,
+    State,
+    board_csv,
+)
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, caller, get_db
 from gpuarena.service.tables import Bounty

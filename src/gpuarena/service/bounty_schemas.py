@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-from typing import Any, Iterable, Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from pydantic import Field
 

@@ -7,8 +7,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-
-
 HOME_FOLDER = ".gpuarena"
 
 

@@ -26,8 +26,19 @@ from gpuarena.service.contest_entries import entry_rows, rule_entries
 from gpuarena.service.contest_schemas import ContestInfo, ContestSpec, EntryOut, ReviewRequest, Team
 from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden, NotFound
-from gpuarena.service.tables import (ContestEntry, ContestOrganizer, ContestRow, DeviceKind, Problem, SampleRow,
-                                     SolutionBlob, Submission, TeamMember, User, utcnow)
+from gpuarena.service.tables import (
+    ContestEntry,
+    ContestOrganizer,
+    ContestRow,
+    DeviceKind,
+    Problem,
+    SampleRow,
+    SolutionBlob,
+    Submission,
+    TeamMember,
+    User,
+    utcnow,
+)
 
 Phase = Literal["upcoming", "running", "frozen", "ended"]
 def naive(value: dt.datetime) -> dt.datetime:

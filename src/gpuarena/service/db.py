@@ -10,9 +10,9 @@ takes row locks (SELECT ... FOR UPDATE SKIP LOCKED).
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url

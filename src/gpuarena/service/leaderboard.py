@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import datetime as dt
+from dataclasses import dataclass
 
 from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.orm import Session

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-
 from sqlalchemy.exc import ArgumentError, OperationalError
 
 from gpuarena.errors import GpuarenaError

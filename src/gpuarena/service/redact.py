@@ -19,8 +19,9 @@ What is left still reads well: `File "<site-packages>/torch/nn/functional.py", l
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from gpuarena.harness import redact as host_redact
 from gpuarena.harness.records import Evaluation

@@ -21,12 +21,42 @@ from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, admin, caller, get_db, get_settings, optional_caller
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
-from gpuarena.service.schemas import (DeviceKindInfo, Health, InviteInfo, InviteRequest, JoinRequest, Leaderboard, Me,
-                                      NewInvite, NewToken, NewUser, NewWebhook, ProblemDetail, ProblemSummary,
-                                      RunnerInfo, SubmissionDetail, SubmissionOut, SubmissionRequest, TokenInfo,
-                                      TokenRequest, WebhookInfo, WebhookRequest)
-from gpuarena.service.tables import (DeviceKind, Invite, Job, Problem, Runner, SolutionBlob, Submission, Token, User,
-                                     Webhook, utcnow)
+from gpuarena.service.schemas import (
+    DeviceKindInfo,
+    Health,
+    InviteInfo,
+    InviteRequest,
+    JoinRequest,
+    Leaderboard,
+    Me,
+    NewInvite,
+    NewToken,
+    NewUser,
+    NewWebhook,
+    ProblemDetail,
+    ProblemSummary,
+    RunnerInfo,
+    SubmissionDetail,
+    SubmissionOut,
+    SubmissionRequest,
+    TokenInfo,
+    TokenRequest,
+    WebhookInfo,
+    WebhookRequest,
+)
+from gpuarena.service.tables import (
+    DeviceKind,
+    Invite,
+    Job,
+    Problem,
+    Runner,
+    SolutionBlob,
+    Submission,
+    Token,
+    User,
+    Webhook,
+    utcnow,
+)
 from gpuarena.solutions.loader import solution_from_upload
 
 router = APIRouter(prefix="/api")

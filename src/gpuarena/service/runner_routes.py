@@ -17,8 +17,17 @@ from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
 from gpuarena.service.deps import Caller, get_db, get_settings, runner_account
 from gpuarena.service.errors import Forbidden
-from gpuarena.service.schemas import (ClaimedJob, ClaimRequest, HeartbeatReply, HeartbeatRequest, Release,
-                                      ResultPost, ResultReply, RunnerHello, RunnerId)
+from gpuarena.service.schemas import (
+    ClaimedJob,
+    ClaimRequest,
+    HeartbeatReply,
+    HeartbeatRequest,
+    Release,
+    ResultPost,
+    ResultReply,
+    RunnerHello,
+    RunnerId,
+)
 from gpuarena.service.tables import DeviceKind, Job, Problem, Runner, SolutionBlob, utcnow
 from gpuarena.solutions.model import Solution, SolutionManifest
 

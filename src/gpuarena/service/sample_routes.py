@@ -9,10 +9,10 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
+from gpuarena.dataset.pull import DatasetSample
 from gpuarena.service import samples
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, caller, get_db, optional_caller
-from gpuarena.dataset.pull import DatasetSample
 from gpuarena.service.sample_schemas import SampleDetail, SampleOut, SampleReviewRequest, SampleStatus
 
 router = APIRouter(prefix="/api/samples", tags=["samples"])

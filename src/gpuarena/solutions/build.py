@@ -6,8 +6,9 @@ import hashlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from gpuarena.cache import cache_dir
 from gpuarena.solutions import runtimes

@@ -18,7 +18,8 @@ import importlib.metadata
 import importlib.util
 import inspect
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch

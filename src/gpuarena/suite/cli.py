@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -61,14 +61,14 @@ def shipped_baseline(problems: set[str]) -> Path | None:
 def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")] = "cpu",
             framework: Annotated[str, typer.Option("--framework", help="pytorch (eager), torch-compile or jax (each on the problems whose reference is written in that framework)")] = "pytorch",
             match: Match = None, level: Level = None, tag: Tag = None, model: Model = None, source: Source = None,
-            root: Annotated[Optional[list[Path]], typer.Option("--root", help="Problems under this folder instead of "
+            root: Annotated[list[Path] | None, typer.Option("--root", help="Problems under this folder instead of "
                                                                                "the bundled ones (repeatable)")] = None,
             budget: Annotated[float, typer.Option(help="Timing budget per workload, seconds")] = 1.0,
             gpus: Annotated[int, typer.Option("--gpus", help="Spread the problems over this many GPUs of this host, "
                                                              "one process each (0: every visible GPU)")] = 1,
             output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the result (JSON)")] = Path(
                 "suite.json"),
-            baseline: Annotated[Optional[Path], typer.Option(
+            baseline: Annotated[Path | None, typer.Option(
                 "--baseline", help="Score the result against this suite result (on cuda, default: the shipped "
                                    "baseline that times the most of the problems this framework times)")] = None) -> None:
     """Time a framework's implementation of each problem and write the suite result."""
@@ -114,7 +114,7 @@ def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")]
 def compare_cmd(baseline: Annotated[Path, typer.Argument(help="The baseline's suite result")],
                 result: Annotated[Path, typer.Argument(help="The suite result to score against it")],
                 as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON")] = False,
-                plots: Annotated[Optional[Path], typer.Option("--plots", help="Also write its plots (SVG: by level, "
+                plots: Annotated[Path | None, typer.Option("--plots", help="Also write its plots (SVG: by level, "
                                                               "by model, the slowest problems) into this folder")] = None,
                 ) -> None:
     """Score a suite result against a baseline, problem by problem and in all."""

@@ -59,7 +59,7 @@ SLOWEST = 15
 """The slowest problems relative to the baseline that a comparison's third plot shows."""
 
 
-def comparison_plots(scored: "Comparison") -> dict[str, str]:
+def comparison_plots(scored: Comparison) -> dict[str, str]:
     """A comparison's plots by name: the score by level, by model (where its problems name
     models) and the SLOWEST problems slowest relative to the baseline."""
     plots = {"by-level": ratio_bars([(f"level {k}", v) for k, v in scored.by_level.items()], "score by level")}

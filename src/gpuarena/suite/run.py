@@ -6,7 +6,7 @@ from __future__ import annotations
 import platform
 import shlex
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from gpuarena import __version__
 from gpuarena.harness.records import Evaluation

@@ -15,8 +15,9 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.problems.loader import Problem, load_problem

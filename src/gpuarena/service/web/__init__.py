@@ -11,11 +11,25 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
 from gpuarena.service.config import Settings
-from gpuarena.service.web import (actions, bounty_pages, contest_pages, downloads, invite_pages, routes,
-                                  sample_pages, suite_pages)
+from gpuarena.service.web import (
+    actions,
+    bounty_pages,
+    contest_pages,
+    downloads,
+    invite_pages,
+    routes,
+    sample_pages,
+    suite_pages,
+)
 from gpuarena.service.web.render import STATIC, page
-from gpuarena.service.web.security import (SESSION_COOKIE, SESSION_DAYS, CsrfError, SecurityHeaders, https_only,
-                                           secret_key)
+from gpuarena.service.web.security import (
+    SESSION_COOKIE,
+    SESSION_DAYS,
+    CsrfError,
+    SecurityHeaders,
+    https_only,
+    secret_key,
+)
 from gpuarena.service.web.session import NotAllowed, SignInRequired, viewer
 from gpuarena.service.web.views import PageNotFound
 
@@ -28,7 +42,7 @@ def error_page(request: Request, status: int, title: str, message: str,
     if "session" in request.scope and getattr(request.app.state, "db", None) is not None:
         try:
             who = viewer(request, request.app.state.db)
-        except Exception:  # noqa: BLE001  an error page must render whatever broke
+        except Exception:  # an error page must render whatever broke
             who = None
     response = page(request, "error.html", who, status_code=status, title=title, message=message)
     response.headers.update(headers or {})

@@ -13,7 +13,7 @@ from gpuarena.service import invites
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
 from gpuarena.service.web.render import page
-from gpuarena.service.web.session import signed_in, sign_in, viewer
+from gpuarena.service.web.session import sign_in, signed_in, viewer
 
 router = APIRouter(include_in_schema=False)
 DB = Annotated[Database, Depends(get_db)]

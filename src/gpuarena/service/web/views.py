@@ -23,10 +23,21 @@ from gpuarena.service.deps import Caller
 from gpuarena.service.routes import RUNNER_ONLINE, device_kinds, health, token_info
 from gpuarena.service.schemas import DeviceKindInfo, Health, SubmissionDetail, SubmissionOut, TokenInfo
 from gpuarena.service.submissions import detail as submission_detail
-from gpuarena.service.submissions import private_visible
-from gpuarena.service.submissions import to_out
-from gpuarena.service.tables import (DeviceKind, Job, LeaderboardEntry, Problem, Result, Runner, SolutionBlob,
-                                     Submission, Token, User, device_type, utcnow)
+from gpuarena.service.submissions import private_visible, to_out
+from gpuarena.service.tables import (
+    DeviceKind,
+    Job,
+    LeaderboardEntry,
+    Problem,
+    Result,
+    Runner,
+    SolutionBlob,
+    Submission,
+    Token,
+    User,
+    device_type,
+    utcnow,
+)
 
 
 class PageNotFound(Exception):

@@ -4,9 +4,8 @@ Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-24 01:00:00
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0005'
 down_revision = '0004'
