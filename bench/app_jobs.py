@@ -44,24 +44,46 @@ def main() -> int:
         packed = pack_golden("migration/mlp", golden_dir)
         for port in args.ports:
             out = Path(root) / f"{port}.json"
-            request = ExecuteRequest(problem=packed, solution=port_solution(APPS / port), device=args.device,
-                                     mode="ranked", cache=str(Path(root) / "cache"), out=str(out))
+            request = ExecuteRequest(
+                problem=packed,
+                solution=port_solution(APPS / port),
+                device=args.device,
+                mode="ranked",
+                cache=str(Path(root) / "cache"),
+                out=str(out),
+            )
             env = {**os.environ, "GPUARENA_JOB_DEVICE": args.device}
             started = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "gpuarena.runner.execute"], input=request.model_dump_json(),
-                                  text=True, capture_output=True, env=env, timeout=900)
+            done = subprocess.run(
+                [sys.executable, "-m", "gpuarena.runner.execute"],
+                input=request.model_dump_json(),
+                text=True,
+                capture_output=True,
+                env=env,
+                timeout=900,
+            )
             wall = round(time.perf_counter() - started, 2)
             if done.returncode != 0 or not out.is_file():
-                results["jobs"].append({"port": port, "exit": done.returncode, "wall_s": wall,
-                                        "stderr": done.stderr[-3000:]})
+                results["jobs"].append(
+                    {"port": port, "exit": done.returncode, "wall_s": wall, "stderr": done.stderr[-3000:]}
+                )
                 continue
             record_ = json.loads(out.read_text())
             report = record_["migration"]
-            results["jobs"].append({
-                "port": port, "status": record_["status"], "score": record_["score"], "reason": record_["reason"],
-                "wall_s": wall, "sandboxed": report["sandboxed"], "containment": report["containment"],
-                "outputs": {o["file"]: o["summary"] for o in report["outputs"]},
-                "performance": report["performance"], "device_name": report["environment"].get("device_name")})
+            results["jobs"].append(
+                {
+                    "port": port,
+                    "status": record_["status"],
+                    "score": record_["score"],
+                    "reason": record_["reason"],
+                    "wall_s": wall,
+                    "sandboxed": report["sandboxed"],
+                    "containment": report["containment"],
+                    "outputs": {o["file"]: o["summary"] for o in report["outputs"]},
+                    "performance": report["performance"],
+                    "device_name": report["environment"].get("device_name"),
+                }
+            )
         make_writable(golden_dir)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     for job in results["jobs"]:

@@ -130,8 +130,13 @@ def machine() -> dict:
         cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return {"hostname": socket.gethostname(), "cpus": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
-            "platform": platform.platform()}
+    return {
+        "hostname": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def verify(url: str, users: list[str], keys_expected: int, servers: list[str]) -> dict:
@@ -146,13 +151,36 @@ def verify(url: str, users: list[str], keys_expected: int, servers: list[str]) -
     from sqlalchemy.orm import Session
 
     with Session(engine) as session:
-        subs = list(session.execute(select(Submission.id, Submission.client_key, Submission.status, Submission.mode,
-                                           Submission.user_id, Submission.problem_id, Submission.device_kind,
-                                           Submission.created_at, Submission.finished_at)
-                                    .join(User, User.id == Submission.user_id).where(User.name.in_(users))))
+        subs = list(
+            session.execute(
+                select(
+                    Submission.id,
+                    Submission.client_key,
+                    Submission.status,
+                    Submission.mode,
+                    Submission.user_id,
+                    Submission.problem_id,
+                    Submission.device_kind,
+                    Submission.created_at,
+                    Submission.finished_at,
+                )
+                .join(User, User.id == Submission.user_id)
+                .where(User.name.in_(users))
+            )
+        )
         keys = {s.client_key for s in subs}
-        results = list(session.execute(select(Result.job_id, Result.submission_id, Result.status, Result.score,
-                                              Result.evaluation, Result.runner_id)))
+        results = list(
+            session.execute(
+                select(
+                    Result.job_id,
+                    Result.submission_id,
+                    Result.status,
+                    Result.score,
+                    Result.evaluation,
+                    Result.runner_id,
+                )
+            )
+        )
         per_job: dict[int, int] = {}
         per_sub: dict[int, list] = {}
         for r in results:
@@ -170,7 +198,12 @@ def verify(url: str, users: list[str], keys_expected: int, servers: list[str]) -
         best: dict[tuple[int, str], dict[str, float]] = {}
         for r in results:
             s = mode_of.get(r.submission_id)
-            if s is None or s.mode != "ranked" or r.evaluation.get("status") != "PASSED" or r.evaluation.get("score") is None:
+            if (
+                s is None
+                or s.mode != "ranked"
+                or r.evaluation.get("status") != "PASSED"
+                or r.evaluation.get("score") is None
+            ):
                 continue
             board = best.setdefault((s.problem_id, s.device_kind), {})
             user = names[s.user_id]
@@ -181,14 +214,18 @@ def verify(url: str, users: list[str], keys_expected: int, servers: list[str]) -
             result_scores = [x.score for x in per_sub.get(e.submission_id, [])]
             if result_scores != [e.score]:
                 stored[(e.problem_id, e.device_kind)]["!" + names[e.user_id]] = -1.0  # entry not backed by its result
-        mismatches = [f"{k}: stored {stored.get(k)} recomputed {best.get(k)}" for k in set(best) | set(stored)
-                      if stored.get(k) != best.get(k)]
+        mismatches = [
+            f"{k}: stored {stored.get(k)} recomputed {best.get(k)}"
+            for k in set(best) | set(stored)
+            if stored.get(k) != best.get(k)
+        ]
         slugs = dict(session.execute(select(Problem.id, Problem.slug)).all())
         for (problem_id, kind), board in best.items():
             answers = []
             for server in servers:
-                reply = httpx.get(server + "/api/leaderboard", params={"problem": slugs[problem_id], "device_kind": kind},
-                                  timeout=30).json()
+                reply = httpx.get(
+                    server + "/api/leaderboard", params={"problem": slugs[problem_id], "device_kind": kind}, timeout=30
+                ).json()
                 answers.append({row["user"]: row["score"] for row in reply["rows"]})
             if any(answer != board for answer in answers):
                 mismatches.append(f"API {slugs[problem_id]}/{kind}: {answers} vs {board}")
@@ -210,16 +247,25 @@ def verify(url: str, users: list[str], keys_expected: int, servers: list[str]) -
         total_results = session.scalar(select(func.count()).select_from(Result))
     engine.dispose()
     return {
-        "submissions": len(subs), "results": total_results,
-        "lost": len(no_result) + missing_keys, "lost_submission_ids": no_result[:50], "missing_submissions": missing_keys,
+        "submissions": len(subs),
+        "results": total_results,
+        "lost": len(no_result) + missing_keys,
+        "lost_submission_ids": no_result[:50],
+        "missing_submissions": missing_keys,
         "duplicated": duplicated_results + duplicated_submissions,
-        "duplicated_results": duplicated_results, "duplicated_submissions": duplicated_submissions,
-        "status_mismatches": len(status_mismatch), "leaderboards": len(best),
-        "leaderboard_mismatches": mismatches, "statuses": statuses,
-        "attempts": {str(k): v for k, v in sorted(attempts.items())}, "results_by_runner": by_runner,
-        "latency_s": {"p50": round(statistics.median(latencies), 2) if latencies else None,
-                      "p95": round(latencies[int(0.95 * (len(latencies) - 1))], 2) if latencies else None,
-                      "max": round(latencies[-1], 2) if latencies else None},
+        "duplicated_results": duplicated_results,
+        "duplicated_submissions": duplicated_submissions,
+        "status_mismatches": len(status_mismatch),
+        "leaderboards": len(best),
+        "leaderboard_mismatches": mismatches,
+        "statuses": statuses,
+        "attempts": {str(k): v for k, v in sorted(attempts.items())},
+        "results_by_runner": by_runner,
+        "latency_s": {
+            "p50": round(statistics.median(latencies), 2) if latencies else None,
+            "p95": round(latencies[int(0.95 * (len(latencies) - 1))], 2) if latencies else None,
+            "max": round(latencies[-1], 2) if latencies else None,
+        },
     }
 
 
@@ -232,10 +278,14 @@ def main() -> int:
     parser.add_argument("--runners", type=int, default=4)
     parser.add_argument("--users", type=int, default=4)
     parser.add_argument("--lease", type=float, default=15.0, help="lease seconds (GPUARENA_LEASE_S)")
-    parser.add_argument("--max-attempts", type=int, default=50,
-                        help="claims per job before it ends as ERROR (GPUARENA_MAX_ATTEMPTS; the service's default, 3, "
-                             "stops a job that keeps killing its runners: here the test kills them, so a job could "
-                             "run out of attempts through no fault of its own; the report gives the attempts seen)")
+    parser.add_argument(
+        "--max-attempts",
+        type=int,
+        default=50,
+        help="claims per job before it ends as ERROR (GPUARENA_MAX_ATTEMPTS; the service's default, 3, "
+        "stops a job that keeps killing its runners: here the test kills them, so a job could "
+        "run out of attempts through no fault of its own; the report gives the attempts seen)",
+    )
     parser.add_argument("--server-share", type=float, default=0.35, help="share of kills aimed at API servers")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=1800.0)
@@ -249,8 +299,11 @@ def main() -> int:
 
     from gpuarena.service.db import normalise_url
 
-    base = subprocess.run(["bash", str(ROOT / "scripts" / "postgres.sh")], capture_output=True, text=True,
-                          check=True).stdout.strip().splitlines()[-1]
+    base = (
+        subprocess.run(["bash", str(ROOT / "scripts" / "postgres.sh")], capture_output=True, text=True, check=True)
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     dbname = "gpuarena_chaos_" + secrets.token_hex(4)
     admin = create_engine(normalise_url(base), isolation_level="AUTOCOMMIT")
     with admin.connect() as c:
@@ -260,9 +313,17 @@ def main() -> int:
     logs = work / "logs"
     logs.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
-    env.update(GPUARENA_HOME=str(work / "home"), GPUARENA_CACHE=str(work / "cache"), GPUARENA_DATABASE_URL=url,
-               GPUARENA_LEASE_S=str(args.lease), GPUARENA_SUBMIT_LIMIT="0", GPUARENA_MAX_IN_FLIGHT="0", GPUARENA_MAX_ATTEMPTS=str(args.max_attempts), XDG_CONFIG_HOME=str(work / "config"),
-               PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
+    env.update(
+        GPUARENA_HOME=str(work / "home"),
+        GPUARENA_CACHE=str(work / "cache"),
+        GPUARENA_DATABASE_URL=url,
+        GPUARENA_LEASE_S=str(args.lease),
+        GPUARENA_SUBMIT_LIMIT="0",
+        GPUARENA_MAX_IN_FLIGHT="0",
+        GPUARENA_MAX_ATTEMPTS=str(args.max_attempts),
+        XDG_CONFIG_HOME=str(work / "config"),
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
     procs: list[Proc] = []
     batches: list[subprocess.Popen] = []
     report: dict = {}
@@ -272,8 +333,12 @@ def main() -> int:
         tokens = {u: cli(env, "users", "add", u).split()[-1] for u in users}
         fleet = cli(env, "users", "add", "chaos-fleet", "--role", "runner", "--device-kind", "cpu").split()[-1]
         ports = [free_port() for _ in range(args.servers)]
-        servers = [Proc(f"server-{i}", [*CLI, "serve", "--no-runner", "--port", str(p), "--problems", str(PROBLEMS)],
-                        env, logs) for i, p in enumerate(ports)]
+        servers = [
+            Proc(
+                f"server-{i}", [*CLI, "serve", "--no-runner", "--port", str(p), "--problems", str(PROBLEMS)], env, logs
+            )
+            for i, p in enumerate(ports)
+        ]
         urls = [f"http://127.0.0.1:{p}" for p in ports]
         for s in servers:
             s.start()
@@ -283,9 +348,29 @@ def main() -> int:
         for i in range(args.runners):
             order = urls[:]
             rng.shuffle(order)
-            runners.append(Proc(f"runner-{i}", [*CLI, "runner", "--name", f"chaos-runner-{i}", "--server", ",".join(order),
-                                                "--token", fleet, "--devices", "cpu", "--budget", "0.05",
-                                                "--health-interval", "0"], env, logs))
+            runners.append(
+                Proc(
+                    f"runner-{i}",
+                    [
+                        *CLI,
+                        "runner",
+                        "--name",
+                        f"chaos-runner-{i}",
+                        "--server",
+                        ",".join(order),
+                        "--token",
+                        fleet,
+                        "--devices",
+                        "cpu",
+                        "--budget",
+                        "0.05",
+                        "--health-interval",
+                        "0",
+                    ],
+                    env,
+                    logs,
+                )
+            )
         for r in runners:
             r.start()
         procs = servers + runners
@@ -303,14 +388,39 @@ def main() -> int:
             # every user mostly passes (two kernels of different speed); one in ten is wrong
             names = [("wrong.py" if k % 10 == 9 else ("good.py" if (k + i) % 2 else "plain.py")) for k in range(n)]
             spec = work / f"batch-{i}.json"
-            spec.write_text(json.dumps({"problems": ["axpy_dest"], "solutions": [f"solutions/{x}" for x in names],
-                                        "devices": ["cpu"], "mode": "ranked"}))
-            order = urls[i % len(urls):] + urls[:i % len(urls)]
+            spec.write_text(
+                json.dumps(
+                    {
+                        "problems": ["axpy_dest"],
+                        "solutions": [f"solutions/{x}" for x in names],
+                        "devices": ["cpu"],
+                        "mode": "ranked",
+                    }
+                )
+            )
+            order = urls[i % len(urls) :] + urls[: i % len(urls)]
             with open(logs / f"batch-{i}.log", "w") as log:
-                batches.append(subprocess.Popen(
-                    [*CLI, "batch", "--file", str(spec), "--server", ",".join(order), "--token", tokens[user],
-                     "--out", str(work / f"results-{i}"), "--timeout", str(args.timeout)],
-                    env=env, stdout=log, stderr=subprocess.STDOUT))
+                batches.append(
+                    subprocess.Popen(
+                        [
+                            *CLI,
+                            "batch",
+                            "--file",
+                            str(spec),
+                            "--server",
+                            ",".join(order),
+                            "--token",
+                            tokens[user],
+                            "--out",
+                            str(work / f"results-{i}"),
+                            "--timeout",
+                            str(args.timeout),
+                        ],
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
 
         kills: list[dict] = []
         restarts: list[tuple[float, Proc]] = []
@@ -347,26 +457,44 @@ def main() -> int:
             if path.is_file():
                 batch_rows += json.loads(path.read_text())["rows"]
         report = {
-            "date": started_at.isoformat(timespec="seconds"), "seed": seed,
+            "date": started_at.isoformat(timespec="seconds"),
+            "seed": seed,
             "command": " ".join(["python", "bench/chaos.py", *sys.argv[1:]]),
-            "jobs": args.jobs, "kills": len(kills), "kills_target": args.kills,
-            "lost": outcome["lost"], "duplicated": outcome["duplicated"],
+            "jobs": args.jobs,
+            "kills": len(kills),
+            "kills_target": args.kills,
+            "lost": outcome["lost"],
+            "duplicated": outcome["duplicated"],
             "leaderboards_consistent": not outcome["leaderboard_mismatches"],
             "jobs_over_3_attempts": sum(v for k, v in outcome["attempts"].items() if int(k) > 3),
-            "kills_by_victim": {name: sum(k["victim"] == name for k in kills) for name in sorted({p.name for p in procs})},
+            "kills_by_victim": {
+                name: sum(k["victim"] == name for k in kills) for name in sorted({p.name for p in procs})
+            },
             "server_kills": sum(k["victim"].startswith("server") for k in kills),
             "runner_kills": sum(k["victim"].startswith("runner") for k in kills),
-            "timings": {"total_s": round(elapsed, 1), "jobs_per_min": round(args.jobs / elapsed * 60, 1),
-                        "chaos_s": kills[-1]["t"] if kills else 0.0,
-                        "after_last_kill_s": round(t0 + elapsed - last_kill, 1) if last_kill else None,
-                        "latency_s": outcome.pop("latency_s")},
+            "timings": {
+                "total_s": round(elapsed, 1),
+                "jobs_per_min": round(args.jobs / elapsed * 60, 1),
+                "chaos_s": kills[-1]["t"] if kills else 0.0,
+                "after_last_kill_s": round(t0 + elapsed - last_kill, 1) if last_kill else None,
+                "latency_s": outcome.pop("latency_s"),
+            },
             "batch_exit_codes": batch_codes,
-            "batch_rows_with_verdict": sum(r["status"] not in ("UNSUBMITTED", "QUEUED", "RUNNING", "ERROR", "REFUSED")
-                                           for r in batch_rows),
-            "setup": {"servers": args.servers, "runners": args.runners, "users": args.users, "lease_s": args.lease,
-                      "max_attempts": args.max_attempts, "database": "postgresql", "workload": "axpy_dest ranked, budget 0.05 s, CPU"},
+            "batch_rows_with_verdict": sum(
+                r["status"] not in ("UNSUBMITTED", "QUEUED", "RUNNING", "ERROR", "REFUSED") for r in batch_rows
+            ),
+            "setup": {
+                "servers": args.servers,
+                "runners": args.runners,
+                "users": args.users,
+                "lease_s": args.lease,
+                "max_attempts": args.max_attempts,
+                "database": "postgresql",
+                "workload": "axpy_dest ranked, budget 0.05 s, CPU",
+            },
             "machine": machine(),
-            "details": outcome, "kill_log": kills,
+            "details": outcome,
+            "kill_log": kills,
         }
     finally:
         for b in batches:
@@ -381,8 +509,12 @@ def main() -> int:
     out = args.out or ROOT / "bench" / "results" / f"chaos-{dt.date.today().isoformat()}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
-    print(json.dumps({k: report[k] for k in ("jobs", "kills", "lost", "duplicated", "leaderboards_consistent")}
-                     | {"total_s": report["timings"]["total_s"]}))
+    print(
+        json.dumps(
+            {k: report[k] for k in ("jobs", "kills", "lost", "duplicated", "leaderboards_consistent")}
+            | {"total_s": report["timings"]["total_s"]}
+        )
+    )
     print(f"written to {out}; logs in {logs}")
     ok = report["lost"] == 0 and report["duplicated"] == 0 and report["leaderboards_consistent"]
     return 0 if ok else 1

@@ -50,8 +50,11 @@ def _changes(url: str, every: float, stop, counter) -> None:  # type: ignore[no-
     while not stop.is_set():
         i += 1
         with db.write() as session:
-            session.execute(update(ContestEntry).where(ContestEntry.submission_id == i)
-                            .values(review=("accepted", "rejected")[i % 2], score_low=0.5, updated_at=utcnow()))
+            session.execute(
+                update(ContestEntry)
+                .where(ContestEntry.submission_id == i)
+                .values(review=("accepted", "rejected")[i % 2], score_low=0.5, updated_at=utcnow())
+            )
         counter.value += 1
         stop.wait(every)
     db.dispose()
@@ -84,6 +87,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="gpuarena-bench-contest-"))
     url = f"sqlite:///{workdir / 'bench.db'}"
     from gpuarena.service.migrate import upgrade
+
     upgrade(url)
     t0 = time.perf_counter()
     db = Database(url)
@@ -93,13 +97,17 @@ def main() -> None:
     seed(url, args.stored, args.users)
     print(f"filled in {time.perf_counter() - t0:.0f} s", flush=True)
     process, base = start_server(url, workdir)
-    record: dict = {"command": "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(__file__, ROOT),
-                                                                             *sys.argv[1:]]),
-                    "date": dt.date.today().isoformat(),
-                    "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
-                    "database": "sqlite", "stored_submissions": args.stored, "contestants": args.contestants,
-                    "problems": args.problems, "change_every_s": args.change_every,
-                    "target": "leaderboard read p99 <= 50 ms at 100k submissions (bench/results/service.md)"}
+    record: dict = {
+        "command": "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(__file__, ROOT), *sys.argv[1:]]),
+        "date": dt.date.today().isoformat(),
+        "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
+        "database": "sqlite",
+        "stored_submissions": args.stored,
+        "contestants": args.contestants,
+        "problems": args.problems,
+        "change_every_s": args.change_every,
+        "target": "leaderboard read p99 <= 50 ms at 100k submissions (bench/results/service.md)",
+    }
     try:
         with LeanClient(base) as http:
             began = time.perf_counter()
@@ -132,8 +140,14 @@ def main() -> None:
             during["standings_read_max_ms"] = round(1000 * max(standings, default=float("nan")), 1)
             during["changes_landed"] = counter.value
             print(f"{clients} client(s), during the contest: {during}", flush=True)
-            phases.append({"clients": clients, "quiet": quiet, "during_contest": during,
-                           "p99_within_target_during_contest": during["p99_ms"] <= 50})
+            phases.append(
+                {
+                    "clients": clients,
+                    "quiet": quiet,
+                    "during_contest": during,
+                    "p99_within_target_during_contest": during["p99_ms"] <= 50,
+                }
+            )
         record["phases"] = phases
         record["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     finally:

@@ -30,36 +30,74 @@ SOFTMAX = REPO / "examples" / "softmax"
 def cases(device: str) -> list[dict]:
     """(name, command arguments, target seconds) for the device kind."""
     if device == "cpu":
-        return [{"name": "cpu test mode, small softmax", "target_s": 2.0,
-                 "args": ["run", "level1/softmax", str(SOFTMAX / "pytorch.py"), "--device", "cpu", "--mode", "test"]}]
+        return [
+            {
+                "name": "cpu test mode, small softmax",
+                "target_s": 2.0,
+                "args": ["run", "level1/softmax", str(SOFTMAX / "pytorch.py"), "--device", "cpu", "--mode", "test"],
+            }
+        ]
     triton = str(SOFTMAX / "triton.py")
     return [
-        {"name": "cuda benchmark mode, one workload (square-8192)", "target_s": 5.0,
-         "args": ["run", "level1/softmax", triton, "--device", device, "--workload", "square-8192"]},
-        {"name": "cuda test mode, one workload (square-8192)", "target_s": 3.0,
-         "args": ["run", "level1/softmax", triton, "--device", device, "--mode", "test", "--workload", "square-8192"]},
-        {"name": "cuda benchmark mode, all 9 workloads, ncu-duration phase on", "target_s": 15.0,
-         "args": ["run", "level1/softmax", triton, "--device", device, "--ncu"]},
-        {"name": "cuda benchmark mode, one workload, ncu-duration phase on (as in ranked mode)", "target_s": 5.0,
-         "args": ["run", "level1/softmax", triton, "--device", device, "--workload", "square-8192", "--ncu"]},
-        {"name": "cuda benchmark mode, one workload, the CUDA example (a torch extension: its build kept)",
-         "target_s": 5.0,
-         "args": ["run", "level1/softmax", str(SOFTMAX / "cuda"), "--device", device, "--workload", "square-8192"]},
+        {
+            "name": "cuda benchmark mode, one workload (square-8192)",
+            "target_s": 5.0,
+            "args": ["run", "level1/softmax", triton, "--device", device, "--workload", "square-8192"],
+        },
+        {
+            "name": "cuda test mode, one workload (square-8192)",
+            "target_s": 3.0,
+            "args": [
+                "run",
+                "level1/softmax",
+                triton,
+                "--device",
+                device,
+                "--mode",
+                "test",
+                "--workload",
+                "square-8192",
+            ],
+        },
+        {
+            "name": "cuda benchmark mode, all 9 workloads, ncu-duration phase on",
+            "target_s": 15.0,
+            "args": ["run", "level1/softmax", triton, "--device", device, "--ncu"],
+        },
+        {
+            "name": "cuda benchmark mode, one workload, ncu-duration phase on (as in ranked mode)",
+            "target_s": 5.0,
+            "args": ["run", "level1/softmax", triton, "--device", device, "--workload", "square-8192", "--ncu"],
+        },
+        {
+            "name": "cuda benchmark mode, one workload, the CUDA example (a torch extension: its build kept)",
+            "target_s": 5.0,
+            "args": ["run", "level1/softmax", str(SOFTMAX / "cuda"), "--device", device, "--workload", "square-8192"],
+        },
     ]
 
 
 def one_run(args: list[str]) -> dict:
     """One `gpuarena run ... --json` process: wall seconds, verdict, duration and phases."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "gpuarena", *args, "--json"], cwd=REPO, capture_output=True,
-                          text=True, env={**os.environ, "COLUMNS": "160"})
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuarena", *args, "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "160"},
+    )
     wall = time.perf_counter() - started
     try:
         record = json.loads(done.stdout)
     except json.JSONDecodeError:
         return {"wall_s": wall, "error": f"exit {done.returncode}: {done.stderr[-800:]}"}
-    return {"wall_s": round(wall, 3), "status": record.get("status"), "duration_s": record.get("duration_s"),
-            "phases": record.get("phases", {})}
+    return {
+        "wall_s": round(wall, 3),
+        "status": record.get("status"),
+        "duration_s": record.get("duration_s"),
+        "phases": record.get("phases", {}),
+    }
 
 
 def measure(case: dict, repeat: int) -> dict:
@@ -72,11 +110,19 @@ def measure(case: dict, repeat: int) -> dict:
         values = [r["phases"][name] for r in runs if name in r.get("phases", {})]
         phases[name] = round(statistics.median(values), 3)
     durations = [r["duration_s"] for r in runs if r.get("duration_s") is not None]
-    return {**case, "command": "gpuarena " + " ".join(case["args"]), "first_run": first, "runs": runs, "median_wall_s": median,
-            "median_duration_s": statistics.median(durations) if durations else None,
-            "median_phases": phases, "outside_record_s": round(median - statistics.median(durations), 3)
-            if median is not None and durations else None,
-            "met": median is not None and median <= case["target_s"]}
+    return {
+        **case,
+        "command": "gpuarena " + " ".join(case["args"]),
+        "first_run": first,
+        "runs": runs,
+        "median_wall_s": median,
+        "median_duration_s": statistics.median(durations) if durations else None,
+        "median_phases": phases,
+        "outside_record_s": round(median - statistics.median(durations), 3)
+        if median is not None and durations
+        else None,
+        "met": median is not None and median <= case["target_s"],
+    }
 
 
 def main() -> int:
@@ -86,14 +132,21 @@ def main() -> int:
     parser.add_argument("--out", default="eval-latency.json")
     args = parser.parse_args()
     results = [measure(case, args.repeat) for case in cases(args.device)]
-    result = {"device": args.device, "date": time.strftime("%Y-%m-%d"), "repeat": args.repeat, "cases": results,
-              "not_measured": ["warm path: 1.5 s a small job, 40 single-workload verdicts a minute (bench/warm_path.py)"]}
+    result = {
+        "device": args.device,
+        "date": time.strftime("%Y-%m-%d"),
+        "repeat": args.repeat,
+        "cases": results,
+        "not_measured": ["warm path: 1.5 s a small job, 40 single-workload verdicts a minute (bench/warm_path.py)"],
+    }
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     for r in results:
         phases = ", ".join(f"{k} {v:.2f}" for k, v in r["median_phases"].items())
-        print(f"{'met ' if r['met'] else 'MISS'} {r['name']}: median {r['median_wall_s']} s wall (target "
-              f"{r['target_s']} s); in the record {r['median_duration_s']} s: {phases}; outside it "
-              f"(the CLI's own start) {r['outside_record_s']} s; the first run {r['first_run'].get('wall_s')} s")
+        print(
+            f"{'met ' if r['met'] else 'MISS'} {r['name']}: median {r['median_wall_s']} s wall (target "
+            f"{r['target_s']} s); in the record {r['median_duration_s']} s: {phases}; outside it "
+            f"(the CLI's own start) {r['outside_record_s']} s; the first run {r['first_run'].get('wall_s')} s"
+        )
     return 0
 
 

@@ -71,8 +71,14 @@ def parse_ncu_csv(text: str, metric: str = NCU_METRIC) -> list[KernelRow]:
         if header is None or len(rec) < len(header) or rec[header["Metric Name"]] != metric:
             continue
         pid = rec[header["Process ID"]] if "Process ID" in header else ""
-        rows.append(KernelRow(pid, int(rec[header["ID"]].replace(",", "")), rec[header["Kernel Name"]],
-                              to_ns(rec[header["Metric Value"]], rec[header["Metric Unit"]])))
+        rows.append(
+            KernelRow(
+                pid,
+                int(rec[header["ID"]].replace(",", "")),
+                rec[header["Kernel Name"]],
+                to_ns(rec[header["Metric Value"]], rec[header["Metric Unit"]]),
+            )
+        )
     return sorted(rows, key=lambda r: (r.pid, r.id))
 
 
@@ -96,8 +102,8 @@ def group_calls(rows: list[KernelRow], n_calls: int, per_call: int | None = None
         per_call = len(rows) // n_calls
     if per_call <= 0 or len(rows) < n_calls * per_call:
         raise ValueError(f"{len(rows)} ncu kernel rows, expected {n_calls} x {per_call}")
-    rows = rows[len(rows) - n_calls * per_call:]
-    groups = [rows[i * per_call:(i + 1) * per_call] for i in range(n_calls)]
+    rows = rows[len(rows) - n_calls * per_call :]
+    groups = [rows[i * per_call : (i + 1) * per_call] for i in range(n_calls)]
     first = [r.name for r in groups[0]]
     for i, g in enumerate(groups[1:], 1):
         if [r.name for r in g] != first:
@@ -128,9 +134,14 @@ def _verdict(table: list[dict[str, Any]], method: str) -> dict[str, Any]:
         spreads_ok.append(m["spread"] is not None and m["spread"] <= target)
     complete = bool(table) and len(devs) == len(table)
     max_dev, med_dev = (max(devs), statistics.median(devs)) if devs else (None, None)
-    verdict = {"ncu_available": bool(devs), "max_abs_dev": max_dev, "median_abs_dev": med_dev,
-               "max_ok": complete and max_dev <= TARGET_MAX, "median_ok": complete and med_dev <= TARGET_MEDIAN,
-               "spread_ok": bool(table) and all(spreads_ok)}
+    verdict = {
+        "ncu_available": bool(devs),
+        "max_abs_dev": max_dev,
+        "median_abs_dev": med_dev,
+        "max_ok": complete and max_dev <= TARGET_MAX,
+        "median_ok": complete and med_dev <= TARGET_MEDIAN,
+        "spread_ok": bool(table) and all(spreads_ok),
+    }
     verdict["all_ok"] = verdict["max_ok"] and verdict["median_ok"] and verdict["spread_ok"]
     return verdict
 
@@ -138,6 +149,7 @@ def _verdict(table: list[dict[str, Any]], method: str) -> dict[str, Any]:
 def summarize(runs: list[dict[str, Any]], ops: Iterable[str]) -> dict[str, Any]:
     """Per op: ncu and each method's median over repetitions, ratio to ncu and spread; then
     the verdicts against the targets (gpuarena's top level, hw's under "hw")."""
+
     def reps(op: str, method: str, key: str = "us") -> list[float]:
         return [r[key] for r in runs if r["op"] == op and r["method"] == method and r.get(key) is not None]
 
@@ -149,8 +161,12 @@ def summarize(runs: list[dict[str, Any]], ops: Iterable[str]) -> dict[str, Any]:
         for m in METHODS:
             v = reps(op, m)
             us = statistics.median(v) if v else None
-            row["methods"][m] = {"us": us, "reps": v, "spread": spread(v),
-                                 "ratio": us / ncu_us if us is not None and ncu_us else None}
+            row["methods"][m] = {
+                "us": us,
+                "reps": v,
+                "spread": spread(v),
+                "ratio": us / ncu_us if us is not None and ncu_us else None,
+            }
         e2e = reps(op, "gpuarena", "e2e_us")
         row["gpuarena_e2e_us"] = statistics.median(e2e) if e2e else None
         g = row["methods"]["gpuarena"]
@@ -172,9 +188,27 @@ def _fmt(x: float | None, kind: str) -> str:
 
 def render_markdown(result: dict[str, Any]) -> str:
     """The table (µs: median over repetitions; ×ncu: ratio; spread: max/min - 1) and verdict."""
-    head = ["op", "ncu µs", "ncu spread", "gpuarena µs", "×ncu", "spread", "gpuarena e2e µs",
-            "triton µs", "×ncu", "spread", "events µs", "×ncu", "spread",
-            "held µs", "×ncu", "spread", "hw µs", "×ncu", "spread"]
+    head = [
+        "op",
+        "ncu µs",
+        "ncu spread",
+        "gpuarena µs",
+        "×ncu",
+        "spread",
+        "gpuarena e2e µs",
+        "triton µs",
+        "×ncu",
+        "spread",
+        "events µs",
+        "×ncu",
+        "spread",
+        "held µs",
+        "×ncu",
+        "spread",
+        "hw µs",
+        "×ncu",
+        "spread",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for row in result["ops"]:
         cells = [row["op"], _fmt(row["ncu_us"], "us"), _fmt(row["ncu_spread"], "pct")]
@@ -193,13 +227,19 @@ def render_markdown(result: dict[str, Any]) -> str:
             continue
         lines.append(f"- **{method}** ({what}):")
         if s["ncu_available"]:
-            lines.append(f"  - max |{method}/ncu − 1| over ops: {_fmt(s['max_abs_dev'], 'pct')} "
-                         f"(target ≤ {TARGET_MAX:.0%}): {_pass(s['max_ok'])}")
-            lines.append(f"  - median |{method}/ncu − 1| over ops: {_fmt(s['median_abs_dev'], 'pct')} "
-                         f"(target ≤ {TARGET_MEDIAN:.0%}): {_pass(s['median_ok'])}")
+            lines.append(
+                f"  - max |{method}/ncu − 1| over ops: {_fmt(s['max_abs_dev'], 'pct')} "
+                f"(target ≤ {TARGET_MAX:.0%}): {_pass(s['max_ok'])}"
+            )
+            lines.append(
+                f"  - median |{method}/ncu − 1| over ops: {_fmt(s['median_abs_dev'], 'pct')} "
+                f"(target ≤ {TARGET_MEDIAN:.0%}): {_pass(s['median_ok'])}"
+            )
         per_op = ", ".join(f"{r['op']} {_fmt(r['methods'][method]['spread'], 'pct')}" for r in result["ops"])
-        lines.append(f"  - spread over repetitions (≤ {SPREAD_SMALL:.0%} under {SMALL_US:g} µs, "
-                     f"≤ {SPREAD_BIG:.0%} above): {per_op}: {_pass(s['spread_ok'])}")
+        lines.append(
+            f"  - spread over repetitions (≤ {SPREAD_SMALL:.0%} under {SMALL_US:g} µs, "
+            f"≤ {SPREAD_BIG:.0%} above): {per_op}: {_pass(s['spread_ok'])}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -241,8 +281,18 @@ def find_ncu() -> str | None:
 def ncu_command(ncu: str, op: str, n_calls: int, nvtx: bool) -> list[str]:
     # FIDELITY_NCU_CACHE_CONTROL=none shows how much of ncu's figure is its cache flush
     cache = os.environ.get("FIDELITY_NCU_CACHE_CONTROL", "all")
-    cmd = [ncu, "--metrics", NCU_METRIC, "--clock-control", "none", "--cache-control", cache, "--csv",
-           "--target-processes", "all"]
+    cmd = [
+        ncu,
+        "--metrics",
+        NCU_METRIC,
+        "--clock-control",
+        "none",
+        "--cache-control",
+        cache,
+        "--csv",
+        "--target-processes",
+        "all",
+    ]
     cmd += ["--nvtx", "--nvtx-include", f"{NVTX_RANGE}/"] if nvtx else []
     cmd += [sys.executable, str(SCRIPT), "--ncu-child", op, "--calls", str(n_calls)]
     return cmd + ([] if nvtx else ["--count-kernels"])
@@ -270,9 +320,13 @@ def run_ncu(ncu: str, op: str, n_calls: int, timeout: float = 300) -> dict[str, 
         calls_ns, k = group_calls(rows, n_calls, per_call)
     except (subprocess.TimeoutExpired, ValueError) as e:
         return record | {"error": str(e)}
-    names = [r.name for r in rows[-n_calls * k:][:k]]
-    return record | {"us": statistics.median(calls_ns) / 1e3, "kernels_per_call": k, "kernels": names,
-                     "calls_ns": calls_ns}
+    names = [r.name for r in rows[-n_calls * k :][:k]]
+    return record | {
+        "us": statistics.median(calls_ns) / 1e3,
+        "kernels_per_call": k,
+        "kernels": names,
+        "calls_ns": calls_ns,
+    }
 
 
 STATE = "clocks.sm,clocks.mem,temperature.gpu,power.draw"  # the drift that repetitions expose
@@ -281,8 +335,9 @@ STATE = "clocks.sm,clocks.mem,temperature.gpu,power.draw"  # the drift that repe
 def _smi(fields: str) -> dict[str, str]:
     """nvidia-smi's values for the first GPU, by field name; empty without nvidia-smi."""
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+        ).stdout
         return dict(zip(fields.split(","), (f.strip() for f in out.splitlines()[0].split(","))))
     except (OSError, IndexError, subprocess.TimeoutExpired):
         return {}
@@ -292,6 +347,7 @@ def environment(ncu: str | None) -> dict[str, Any]:
     import importlib.metadata as md
 
     import torch
+
     smi = _smi("name,uuid,driver_version")
     try:
         triton_version: str | None = md.version("triton")
@@ -299,16 +355,25 @@ def environment(ncu: str | None) -> dict[str, Any]:
         triton_version = None
     ncu_version = ncu and subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip()
     ncu_version = ncu_version.splitlines()[-1] if ncu_version else None  # "Version 2025.x.y.z (build ...)"
-    return {"device": smi.get("name") or torch.cuda.get_device_name(0), "uuid": smi.get("uuid"),
-            "driver": smi.get("driver_version"),
-            "torch": torch.__version__, "cuda_runtime": torch.version.cuda, "triton": triton_version,
-            "python": sys.version.split()[0], "ncu": ncu, "ncu_version": ncu_version,
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "command": shlex.join([sys.executable, *sys.argv]), "state_before": _smi(STATE)}
+    return {
+        "device": smi.get("name") or torch.cuda.get_device_name(0),
+        "uuid": smi.get("uuid"),
+        "driver": smi.get("driver_version"),
+        "torch": torch.__version__,
+        "cuda_runtime": torch.version.cuda,
+        "triton": triton_version,
+        "python": sys.version.split()[0],
+        "ncu": ncu,
+        "ncu_version": ncu_version,
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "command": shlex.join([sys.executable, *sys.argv]),
+        "state_before": _smi(STATE),
+    }
 
 
 def parent(args: argparse.Namespace) -> int:
     import torch
+
     if not torch.cuda.is_available():
         print("fidelity: no CUDA device here; run this on the GPU machine.", file=sys.stderr)
         return 2
@@ -338,13 +403,21 @@ def parent(args: argparse.Namespace) -> int:
         table = render_markdown(result)
         total = reps * len(ops)
         partial = "" if done == total else f" PARTIAL: {done} of {total} op-repetitions measured."
-        (out / f"{stem}.json").write_text(json.dumps({"environment": env, "settings": settings, "runs": runs,
-                                                      "done": done, "total": total, **result}, indent=1) + "\n")
-        header = (f"# Timing fidelity on {env['device']}\n\n{env['date']}; driver {env['driver']}, torch {env['torch']}, "
-                  f"triton {env['triton']}, ncu {env['ncu_version'] or 'missing'}; {reps} repetitions; "
-                  f"gpuarena timer {', '.join(timers) or '?'}; {env['wall_s']} s.{partial}\n\n`{env['command']}`\n\n")
-        errors = "".join(f"- error, {r['op']} {r['method']} rep {r['rep'] + 1}: {r['error'][:300]}\n"
-                         for r in runs if "error" in r)
+        (out / f"{stem}.json").write_text(
+            json.dumps(
+                {"environment": env, "settings": settings, "runs": runs, "done": done, "total": total, **result},
+                indent=1,
+            )
+            + "\n"
+        )
+        header = (
+            f"# Timing fidelity on {env['device']}\n\n{env['date']}; driver {env['driver']}, torch {env['torch']}, "
+            f"triton {env['triton']}, ncu {env['ncu_version'] or 'missing'}; {reps} repetitions; "
+            f"gpuarena timer {', '.join(timers) or '?'}; {env['wall_s']} s.{partial}\n\n`{env['command']}`\n\n"
+        )
+        errors = "".join(
+            f"- error, {r['op']} {r['method']} rep {r['rep'] + 1}: {r['error'][:300]}\n" for r in runs if "error" in r
+        )
         (out / f"{stem}.md").write_text(header + table + errors)
         return table
 

@@ -23,6 +23,7 @@ KERNELS_TAG = "FIDELITY_KERNELS_PER_CALL="
 @dataclass(frozen=True)
 class Budget:
     """How much each method measures; --quick shrinks it for a smoke run."""
+
     max_samples: int = 400
     block: int = 50
     triton_rep: int = 200
@@ -31,7 +32,6 @@ class Budget:
 
 
 FULL, QUICK = Budget(), Budget(max_samples=100, triton_rep=50, event_calls=50, ncu_calls=5)
-
 
 
 def _import_gpuarena() -> None:
@@ -46,8 +46,10 @@ def _harness_sweep() -> Callable[[], None]:
     """The harness's own eviction (Timer.evict_caches: instruction caches, then an L2 read
     sweep), so every method starts each call from the same cache state as gpuarena's."""
     import torch
+
     _import_gpuarena()
     from gpuarena.harness.timing import Timer
+
     return Timer(torch.device("cuda")).evict_caches
 
 
@@ -55,6 +57,7 @@ def make_call(op: str, n_sets: int) -> Callable[[int], Any]:
     """call(i) runs `op` on input set i % n_sets: random bf16 inputs (never zeros)."""
     import torch
     import torch.nn.functional as F
+
     torch.manual_seed(0)
 
     def rn(*shape: int) -> Any:
@@ -83,9 +86,11 @@ def measure_gpuarena(op: str, b: Budget) -> dict[str, Any]:
     """The harness itself: Timer.run_block over 8 rotated input sets until the median's 95%
     interval is within ±1% (stats.converged, at least 50 samples) or max_samples."""
     import torch
+
     _import_gpuarena()
     from gpuarena.harness.stats import bootstrap_median, converged
     from gpuarena.harness.timing import Timer
+
     call, timer = make_call(op, 8), Timer(torch.device("cuda"))
     timer.run_block(call, 5)  # warm-up: sweep buffer, cuBLAS handle, allocator; discarded
     dev: list[int] = []
@@ -97,14 +102,22 @@ def measure_gpuarena(op: str, b: Budget) -> dict[str, Any]:
         if converged(dev, min_samples=50):
             break
     m = bootstrap_median(dev)
-    return {"us": m.median / 1e3, "low_us": m.low / 1e3, "high_us": m.high / 1e3,
-            "e2e_us": statistics.median(e2e) / 1e3, "n": len(dev), "timer_method": timer.method,
-            "device_ns": dev, "e2e_ns": e2e}
+    return {
+        "us": m.median / 1e3,
+        "low_us": m.low / 1e3,
+        "high_us": m.high / 1e3,
+        "e2e_us": statistics.median(e2e) / 1e3,
+        "n": len(dev),
+        "timer_method": timer.method,
+        "device_ns": dev,
+        "e2e_ns": e2e,
+    }
 
 
 def measure_triton(op: str, b: Budget) -> dict[str, Any]:
     """triton's own benchmark: L2 flushed by writing a buffer, events around each call."""
     import triton.testing
+
     call = make_call(op, 1)
     ms = triton.testing.do_bench(lambda: call(0), warmup=25, rep=b.triton_rep, return_mode="median")
     return {"us": ms * 1e3, "triton_version": triton.__version__}
@@ -114,6 +127,7 @@ def measure_events(op: str, b: Budget) -> dict[str, Any]:
     """Per call: zero 256 MB (the write flush), event, call, event. No sync per call, so the
     flush hides the host's launch latency as in do_bench; the write-back is still billed."""
     import torch
+
     call, buf = make_call(op, 8), torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     for i in range(10):
         buf.zero_()
@@ -141,6 +155,7 @@ def measure_held(op: str, b: Budget) -> dict[str, Any]:
     drain), which is what ncu's serialised gpu__time_duration sees, and not the host's launch
     latency that plain events bill."""
     import torch
+
     call, sweep = make_call(op, 8), _harness_sweep()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -151,8 +166,9 @@ def measure_held(op: str, b: Budget) -> dict[str, Any]:
 
     def held(hold_us: float, work: Callable[[int], Any]) -> float:
         cycles = int(hold_us * cycles_per_us)
-        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                 for _ in range(b.event_calls)]
+        pairs = [
+            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(b.event_calls)
+        ]
         for i, (s, e) in enumerate([(None, None)] * 10 + pairs):  # 10 warm-up calls, untimed
             sweep()
             torch.cuda._sleep(cycles)
@@ -176,9 +192,11 @@ def measure_hw(op: str, b: Budget) -> dict[str, Any]:
     eviction, gives the sum of its kernels' gpu__time_duration (ncu's counter, read in-process
     through CUPTI's Range Profiler, each kernel launched alone)."""
     import torch
+
     _import_gpuarena()
     from gpuarena.harness import kernel_duration
     from gpuarena.harness.timing import Timer
+
     library, why = kernel_duration.library()
     if library is None:
         raise RuntimeError(why)
@@ -188,21 +206,28 @@ def measure_hw(op: str, b: Budget) -> dict[str, Any]:
     timer.open_kernel_profiler(library)  # held for every block, as a run's phase holds it
     try:
         while len(per_call) < b.event_calls:
-            per_call += timer.run_block(call, min(b.block, b.event_calls - len(per_call)),
-                                        kernel_library=library).device_ns
+            per_call += timer.run_block(
+                call, min(b.block, b.event_calls - len(per_call)), kernel_library=library
+            ).device_ns
     finally:
         timer.close_kernel_profiler()
     return {"us": statistics.median(per_call) / 1e3, "n": len(per_call), "timer_eviction": timer.eviction}
 
 
-MEASURE = {"gpuarena": measure_gpuarena, "triton": measure_triton, "events": measure_events, "held": measure_held,
-           "hw": measure_hw}
+MEASURE = {
+    "gpuarena": measure_gpuarena,
+    "triton": measure_triton,
+    "events": measure_events,
+    "held": measure_held,
+    "hw": measure_hw,
+}
 
 
 def ncu_child(op: str, n_calls: int, count_kernels: bool) -> None:
     """What ncu profiles: inputs and warm-up outside any NVTX range, then n_calls calls each in
     range NVTX_RANGE, launching nothing after them (the fallback takes the last rows)."""
     import torch
+
     call = make_call(op, 1)
     for _ in range(3):
         call(0)
@@ -213,13 +238,12 @@ def ncu_child(op: str, n_calls: int, count_kernels: bool) -> None:
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             call(0)
             torch.cuda.synchronize()
-        names = [e.name() for e in prof.profiler.kineto_results.events()
-                 if e.device_type() != torch.autograd.DeviceType.CPU]
+        names = [
+            e.name() for e in prof.profiler.kineto_results.events() if e.device_type() != torch.autograd.DeviceType.CPU
+        ]
         print(f"{KERNELS_TAG}{sum(not n.startswith(('Memcpy', 'Memset')) for n in names)}", flush=True)
     for _ in range(n_calls):
         torch.cuda.nvtx.range_push(NVTX_RANGE)
         call(0)
         torch.cuda.nvtx.range_pop()
         torch.cuda.synchronize()
-
-

@@ -18,8 +18,10 @@ def main() -> None:
     counts: dict[str, int] = {}
     for g in groups:
         counts[g["status"]] = counts.get(g["status"], 0) + 1
-    print(f"{report['model']} {report['phase']} {report['sizes']} on {report['device']}: {len(groups)} groups "
-          f"({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); command: {report['command']}")
+    print(
+        f"{report['model']} {report['phase']} {report['sizes']} on {report['device']}: {len(groups)} groups "
+        f"({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); command: {report['command']}"
+    )
     print(f"{'share':>7} {'ms/fwd':>8} {'calls':>5}  {'status':<11} op and shapes")
     for kind in ("op", "module"):
         if kind == "module":
@@ -28,15 +30,18 @@ def main() -> None:
             shapes = ""
             if kind == "op":
                 _, signature = json.loads(g["signature"])
-                shapes = " ".join(f"{name}={'x'.join(map(str, value[0]))}:{value[1]}" for name, value in
-                                  ((a[0], a[1]) for a in signature) if isinstance(value, list) and len(value) == 3
-                                  and isinstance(value[0], list))
+                shapes = " ".join(
+                    f"{name}={'x'.join(map(str, value[0]))}:{value[1]}"
+                    for name, value in ((a[0], a[1]) for a in signature)
+                    if isinstance(value, list) and len(value) == 3 and isinstance(value[0], list)
+                )
             elif g["status"] == "written":
                 shapes = f"level {g['level']}"
             elif g["reasons"]:
                 shapes = g["reasons"][0][:90]
             per_forward_ms = 1e3 * g["seconds"] / report["repeats"]
             print(f"{g['share']:7.1%} {per_forward_ms:8.3f} {g['calls']:5d}  {g['status']:<11} {g['op']} {shapes}")
+
 
 if __name__ == "__main__":
     main()

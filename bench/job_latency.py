@@ -31,20 +31,51 @@ def one_run(prewarm: bool, jobs: int, idle_s: float) -> list[float]:
 
     work = Path(tempfile.mkdtemp(prefix="gpuarena-job-latency-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
-    env.update(GPUARENA_HOME=str(work / "home"), XDG_CONFIG_HOME=str(work / "config"), GPUARENA_SUBMIT_LIMIT="0", GPUARENA_MAX_IN_FLIGHT="0",
-               PYTHONPATH=str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", ""))
+    env.update(
+        GPUARENA_HOME=str(work / "home"),
+        XDG_CONFIG_HOME=str(work / "config"),
+        GPUARENA_SUBMIT_LIMIT="0",
+        GPUARENA_MAX_IN_FLIGHT="0",
+        PYTHONPATH=str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", ""),
+    )
     url = f"http://127.0.0.1:{(port := free_port())}"
-    server = subprocess.Popen([*CLI, "serve", "--no-runner", "--port", str(port), "--problems",
-                               str(ROOT / "tests" / "fixtures" / "problems")], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            *CLI,
+            "serve",
+            "--no-runner",
+            "--port",
+            str(port),
+            "--problems",
+            str(ROOT / "tests" / "fixtures" / "problems"),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     runner = None
     try:
         wait_healthy(url, timeout=120, process=server)
         user = cli(env, "users", "add", "bench").split()[-1]
         host = cli(env, "users", "add", "bench-host", "--role", "runner").split()[-1]
-        runner = subprocess.Popen([*CLI, "runner", "--devices", "cpu:0", "--server", url, "--token", host,
-                                   "--health-interval", "0", "--prewarm" if prewarm else "--no-prewarm"], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        runner = subprocess.Popen(
+            [
+                *CLI,
+                "runner",
+                "--devices",
+                "cpu:0",
+                "--server",
+                url,
+                "--token",
+                host,
+                "--health-interval",
+                "0",
+                "--prewarm" if prewarm else "--no-prewarm",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {user}"}, timeout=30)
         while not any(k["name"] == "cpu" for k in http.get("/api/device-kinds").json()):
             time.sleep(0.2)
@@ -53,8 +84,11 @@ def one_run(prewarm: bool, jobs: int, idle_s: float) -> list[float]:
         for _ in range(jobs):
             time.sleep(idle_s)
             t0 = time.monotonic()
-            made = http.post("/api/submissions/upload", files={"file": ("dest_good.py", source)},
-                             data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test"})
+            made = http.post(
+                "/api/submissions/upload",
+                files={"file": ("dest_good.py", source)},
+                data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test"},
+            )
             made.raise_for_status()
             sid = made.json()["id"]
             while not (state := http.get(f"/api/submissions/{sid}").json())["done"]:
@@ -84,8 +118,12 @@ def main() -> int:
             runs[name].append(one_run(prewarm, args.jobs, args.idle))
             print(name, runs[name][-1], flush=True)
     medians = {name: statistics.median(x for run in r for x in run[1:]) for name, r in runs.items()}
-    record = {"command": " ".join(["python", "bench/job_latency.py", *sys.argv[1:]]), "runs": runs,
-              "median_s_after_first": medians, "machine": machine()}
+    record = {
+        "command": " ".join(["python", "bench/job_latency.py", *sys.argv[1:]]),
+        "runs": runs,
+        "median_s_after_first": medians,
+        "machine": machine(),
+    }
     print(json.dumps(medians))
     if args.out:
         args.out.write_text(json.dumps(record, indent=1) + "\n")

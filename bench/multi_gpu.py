@@ -57,31 +57,58 @@ from chaos import CLI, ROOT, cli, free_port, machine, wait_healthy
 
 def gpu_names() -> list[str]:
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name,uuid", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,name,uuid", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
         return [line.strip() for line in out.splitlines() if line.strip()]
     except (OSError, subprocess.SubprocessError):
         return []
 
 
-def start_runner(env: dict, name: str, devices: list[str], server: str, token: str, budget: float,
-                 log: Path) -> subprocess.Popen:
+def start_runner(
+    env: dict, name: str, devices: list[str], server: str, token: str, budget: float, log: Path
+) -> subprocess.Popen:
     with open(log, "a") as f:
-        return subprocess.Popen([*CLI, "runner", "--name", name, "--devices", ",".join(devices), "--server", server,
-                                 "--token", token, "--budget", str(budget), "--health-interval", "0"],
-                                env=env, stdout=f, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [
+                *CLI,
+                "runner",
+                "--name",
+                name,
+                "--devices",
+                ",".join(devices),
+                "--server",
+                server,
+                "--token",
+                token,
+                "--budget",
+                str(budget),
+                "--health-interval",
+                "0",
+            ],
+            env=env,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+        )
 
 
-def wait_runner(server: str, token: str, name: str, devices: list[str], kind: str, process: subprocess.Popen,
-                timeout: float = 300) -> None:
+def wait_runner(
+    server: str, token: str, name: str, devices: list[str], kind: str, process: subprocess.Popen, timeout: float = 300
+) -> None:
     import httpx
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit(f"runner {name} exited with {process.returncode} (see its log)")
-        found = [r for r in httpx.get(server + "/api/runners", headers={"Authorization": f"Bearer {token}"},
-                                      timeout=10).json() if r["name"] == name and r["online"]]
+        found = [
+            r
+            for r in httpx.get(server + "/api/runners", headers={"Authorization": f"Bearer {token}"}, timeout=10).json()
+            if r["name"] == name and r["online"]
+        ]
         if found:
             slots = {d["device"]: d for d in found[0]["devices"]}
             sick = [f"{d}: {slots[d]['reason']}" for d in devices if d in slots and not slots[d]["healthy"]]
@@ -102,11 +129,34 @@ def stop(process: subprocess.Popen) -> int:
         return process.wait()
 
 
-def run_batch(env: dict, server: str, token: str, problem: str, solution: Path, kind: str, mode: str, jobs: int,
-              prefix: Path) -> dict:
-    done = subprocess.run([*CLI, "batch", "--problem", problem, "--solution", str(solution), "--device", kind,
-                           "--mode", mode, "--repeat", str(jobs), "--server", server, "--token", token,
-                           "--out", str(prefix)], env=env, capture_output=True, text=True)
+def run_batch(
+    env: dict, server: str, token: str, problem: str, solution: Path, kind: str, mode: str, jobs: int, prefix: Path
+) -> dict:
+    done = subprocess.run(
+        [
+            *CLI,
+            "batch",
+            "--problem",
+            problem,
+            "--solution",
+            str(solution),
+            "--device",
+            kind,
+            "--mode",
+            mode,
+            "--repeat",
+            str(jobs),
+            "--server",
+            server,
+            "--token",
+            token,
+            "--out",
+            str(prefix),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if not prefix.with_name(prefix.name + ".json").is_file():
         raise SystemExit(f"gpuarena batch wrote no results ({done.returncode}):\n{done.stdout}\n{done.stderr}")
     return json.loads(prefix.with_name(prefix.name + ".json").read_text())
@@ -118,9 +168,14 @@ def phase_record(devices: list[str], table: dict) -> dict:
     for row in rows:
         per_slot[row["runner_device"] or "-"] = per_slot.get(row["runner_device"] or "-", 0) + 1
     elapsed = table["elapsed_s"]
-    return {"devices": devices, "jobs": len(rows), "wall_s": elapsed,
-            "jobs_per_min": round(len(rows) / elapsed * 60, 2) if elapsed else None,
-            "jobs_per_device": per_slot, "verdicts": table["summary"]}
+    return {
+        "devices": devices,
+        "jobs": len(rows),
+        "wall_s": elapsed,
+        "jobs_per_min": round(len(rows) / elapsed * 60, 2) if elapsed else None,
+        "jobs_per_device": per_slot,
+        "verdicts": table["summary"],
+    }
 
 
 PHASES = {"both": (1, 2), "1": (1,), "2": (2,)}
@@ -130,12 +185,18 @@ def finish(record: dict) -> dict:
     """The ratio of the 2-device phase's throughput to the 1-device phase's, once both ran."""
     by_count = {len(p["devices"]): p for p in record["phases"]}
     one, two = by_count.get(1), by_count.get(2)
-    ratio = (round(two["jobs_per_min"] / one["jobs_per_min"], 3)
-             if one and two and one["jobs_per_min"] and two["jobs_per_min"] else None)
+    ratio = (
+        round(two["jobs_per_min"] / one["jobs_per_min"], 3)
+        if one and two and one["jobs_per_min"] and two["jobs_per_min"]
+        else None
+    )
     return record | {
-        "throughput_ratio": ratio, "ideal_ratio": 2.0, "scaling_efficiency": round(ratio / 2, 3) if ratio else None,
+        "throughput_ratio": ratio,
+        "ideal_ratio": 2.0,
+        "scaling_efficiency": round(ratio / 2, 3) if ratio else None,
         "all_passed": all(p["verdicts"] == {"PASSED": p["jobs"]} for p in record["phases"]),
-        "both_devices_used": two is not None and len([d for d in two["jobs_per_device"] if d in record["devices"]]) == 2,
+        "both_devices_used": two is not None
+        and len([d for d in two["jobs_per_device"] if d in record["devices"]]) == 2,
     }
 
 
@@ -144,12 +205,19 @@ def combine(paths: list[Path]) -> dict:
     two device-tool calls on one machine when both phases do not fit one call's time limit."""
     records = [json.loads(p.read_text()) for p in paths]
     base = records[0]
-    if any(r["kind"] != base["kind"] or r["devices"] != base["devices"] or r["problem"] != base["problem"]
-           or r["mode"] != base["mode"] or r["jobs_per_phase"] != base["jobs_per_phase"] for r in records):
+    if any(
+        r["kind"] != base["kind"]
+        or r["devices"] != base["devices"]
+        or r["problem"] != base["problem"]
+        or r["mode"] != base["mode"]
+        or r["jobs_per_phase"] != base["jobs_per_phase"]
+        for r in records
+    ):
         raise SystemExit("--combine: the records differ in kind, devices, problem, mode or jobs")
     phases = [p for r in records for p in r["phases"]]
-    return finish(base | {"phases": phases, "command": [r["command"] for r in records],
-                          "date": [r["date"] for r in records]})
+    return finish(
+        base | {"phases": phases, "command": [r["command"] for r in records], "date": [r["date"] for r in records]}
+    )
 
 
 def main() -> int:
@@ -158,16 +226,32 @@ def main() -> int:
     parser.add_argument("--fake-cpu", action="store_true", help="two fake devices on the CPU (no GPU needed)")
     parser.add_argument("--gpus", default="cuda:0,cuda:1", help="the two GPUs, as the runner names them")
     parser.add_argument("--problem", default=None, help="[default: level1/softmax; --fake-cpu: axpy_dest]")
-    parser.add_argument("--solution", type=Path, default=None,
-                        help="[default: examples/softmax/pytorch.py; --fake-cpu: tests/fixtures/solutions/dest_good.py]")
+    parser.add_argument(
+        "--solution",
+        type=Path,
+        default=None,
+        help="[default: examples/softmax/pytorch.py; --fake-cpu: tests/fixtures/solutions/dest_good.py]",
+    )
     parser.add_argument("--mode", default="benchmark")
     parser.add_argument("--budget", type=float, default=None, help="timing budget per workload [0.5; --fake-cpu 0.05]")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--phase", choices=sorted(PHASES), default="both",
-                        help="run only the 1-device or the 2-device phase (its record can be --combine'd later)")
-    parser.add_argument("--problems", type=Path, default=None, help="problem folder for the server (gpuarena serve --problems)")
-    parser.add_argument("--combine", type=Path, nargs=2, metavar="RECORD", default=None,
-                        help="merge the records of a --phase 1 and a --phase 2 run into --out; runs nothing")
+    parser.add_argument(
+        "--phase",
+        choices=sorted(PHASES),
+        default="both",
+        help="run only the 1-device or the 2-device phase (its record can be --combine'd later)",
+    )
+    parser.add_argument(
+        "--problems", type=Path, default=None, help="problem folder for the server (gpuarena serve --problems)"
+    )
+    parser.add_argument(
+        "--combine",
+        type=Path,
+        nargs=2,
+        metavar="RECORD",
+        default=None,
+        help="merge the records of a --phase 1 and a --phase 2 run into --out; runs nothing",
+    )
     parser.add_argument("--logs", type=Path, default=None, help="copy the server's and runners' logs here at the end")
     parser.add_argument("--no-warmup", action="store_true", help="skip the warm-up job on each device (quicker tests)")
     args = parser.parse_args()
@@ -189,8 +273,9 @@ def main() -> int:
 
         slots = parse_devices(args.gpus, "--gpus")
         if len(slots) != 2 or len({s.kind for s in slots}) != 1 or not all(s.device.startswith("cuda") for s in slots):
-            raise SystemExit(f"--gpus {args.gpus}: need two GPUs of one kind, found "
-                             f"{[(s.device, s.kind) for s in slots]}")
+            raise SystemExit(
+                f"--gpus {args.gpus}: need two GPUs of one kind, found {[(s.device, s.kind) for s in slots]}"
+            )
         devices, kind = [s.device for s in slots], slots[0].kind
         problem, solution = args.problem or "level1/softmax", args.solution or ROOT / "examples/softmax/pytorch.py"
         budget, extra = args.budget or 0.5, ["--problems", str(args.problems.resolve())] if args.problems else []
@@ -198,13 +283,19 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="gpuarena-multi-gpu-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
-    env.update(GPUARENA_HOME=str(work / "home"), GPUARENA_SUBMIT_LIMIT="0", GPUARENA_MAX_IN_FLIGHT="0", XDG_CONFIG_HOME=str(work / "config"),
-               PYTHONPATH=str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", ""))
+    env.update(
+        GPUARENA_HOME=str(work / "home"),
+        GPUARENA_SUBMIT_LIMIT="0",
+        GPUARENA_MAX_IN_FLIGHT="0",
+        XDG_CONFIG_HOME=str(work / "config"),
+        PYTHONPATH=str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", ""),
+    )
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with open(work / "server.log", "w") as log:
-        server = subprocess.Popen([*CLI, "serve", "--no-runner", "--port", str(port), *extra], env=env, stdout=log,
-                                  stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            [*CLI, "serve", "--no-runner", "--port", str(port), *extra], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
     started = dt.datetime.now(dt.UTC)
     try:
         wait_healthy(url, timeout=300, process=server)
@@ -212,7 +303,7 @@ def main() -> int:
         fleet = cli(env, "users", "add", "bench-host", "--role", "runner").split()[-1]
 
         # warm-up: one job on each device alone
-        for device in ([] if args.no_warmup else devices[:max(PHASES[args.phase])]):
+        for device in [] if args.no_warmup else devices[: max(PHASES[args.phase])]:
             name = f"warmup-{device.replace(':', '')}"
             runner = start_runner(env, name, [device], url, fleet, budget, work / f"{name}.log")
             wait_runner(url, user, name, [device], kind, runner)
@@ -227,9 +318,16 @@ def main() -> int:
         record = {
             "date": started.isoformat(timespec="seconds"),
             "command": " ".join(["python", "bench/multi_gpu.py", *sys.argv[1:]]),
-            "fake_cpu": args.fake_cpu, "kind": kind, "problem": problem, "solution": str(solution.relative_to(ROOT))
-            if solution.is_relative_to(ROOT) else str(solution), "mode": args.mode, "budget_s": budget,
-            "jobs_per_phase": args.jobs, "warmup": not args.no_warmup, "devices": devices, "phases": [],
+            "fake_cpu": args.fake_cpu,
+            "kind": kind,
+            "problem": problem,
+            "solution": str(solution.relative_to(ROOT)) if solution.is_relative_to(ROOT) else str(solution),
+            "mode": args.mode,
+            "budget_s": budget,
+            "jobs_per_phase": args.jobs,
+            "warmup": not args.no_warmup,
+            "devices": devices,
+            "phases": [],
             "machine": machine() | {"gpus": gpu_names()},
         }
         for count in PHASES[args.phase]:
@@ -238,8 +336,9 @@ def main() -> int:
             wait_runner(url, user, name, devices[:count], kind, runner)
             table = run_batch(env, url, user, problem, solution, kind, args.mode, args.jobs, work / name)
             code = stop(runner)
-            record = finish(record | {"phases": [*record["phases"], phase_record(devices[:count], table)
-                                                 | {"runner_exit": code}]})
+            record = finish(
+                record | {"phases": [*record["phases"], phase_record(devices[:count], table) | {"runner_exit": code}]}
+            )
             # written after each phase: a phase that outlives a time limit keeps the ones before it
             out.write_text(json.dumps(record, indent=1) + "\n")
             print(json.dumps(record["phases"][-1]), flush=True)
@@ -249,8 +348,11 @@ def main() -> int:
             args.logs.mkdir(parents=True, exist_ok=True)
             for log in work.glob("*.log"):
                 shutil.copy(log, args.logs / log.name)
-    print(json.dumps({k: record[k] for k in ("kind", "jobs_per_phase", "throughput_ratio", "all_passed",
-                                             "both_devices_used")}))
+    print(
+        json.dumps(
+            {k: record[k] for k in ("kind", "jobs_per_phase", "throughput_ratio", "all_passed", "both_devices_used")}
+        )
+    )
     print(f"written to {out}; logs in {work}")
     return 0 if record["all_passed"] else 1
 

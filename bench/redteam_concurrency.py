@@ -28,13 +28,23 @@ def _judge(path: str, device: str) -> dict:
     os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="gpuarena-concurrency-")
     from gpuarena.redteam import load_cases, run_case
 
-    (case,) = [c for c in load_cases(Path(path).parents[1] if "honest" in Path(path).parts else Path(path).parents[2])
-               if str(c.path) == path]
+    (case,) = [
+        c
+        for c in load_cases(Path(path).parents[1] if "honest" in Path(path).parts else Path(path).parents[2])
+        if str(c.path) == path
+    ]
     started = time.monotonic()
     outcome = run_case(case, device)
-    return {"case": case.name, "family": case.family, "expect": case.expect, "got": outcome.got, "ok": outcome.ok,
-            "reason": outcome.reason[:300], "score": outcome.details.get("score"),
-            "seconds": round(time.monotonic() - started, 1)}
+    return {
+        "case": case.name,
+        "family": case.family,
+        "expect": case.expect,
+        "got": outcome.got,
+        "ok": outcome.ok,
+        "reason": outcome.reason[:300],
+        "score": outcome.details.get("score"),
+        "seconds": round(time.monotonic() - started, 1),
+    }
 
 
 def main() -> int:
@@ -47,8 +57,11 @@ def main() -> int:
     args = parser.parse_args()
     from gpuarena.redteam import load_cases
 
-    cases = [c for c in load_cases(Path(args.corpus).resolve()) if args.device in c.devices
-             and (c.honest or c.name in FORGED)]
+    cases = [
+        c
+        for c in load_cases(Path(args.corpus).resolve())
+        if args.device in c.devices and (c.honest or c.name in FORGED)
+    ]
     results = []
     started = time.monotonic()
     for repetition in range(args.repeat):
@@ -58,12 +71,24 @@ def main() -> int:
                 row = {**future.result(), "repetition": repetition + 1}
                 results.append(row)
                 mark = "ok " if row["ok"] else "BAD"
-                print(f"[{len(results):3d}/{len(cases) * args.repeat}] {mark} {row['seconds']:5.1f}s {row['case']}: "
-                      f"expected {'|'.join(row['expect'])}, got {row['got']} {row['reason'][:120]}", flush=True)
+                print(
+                    f"[{len(results):3d}/{len(cases) * args.repeat}] {mark} {row['seconds']:5.1f}s {row['case']}: "
+                    f"expected {'|'.join(row['expect'])}, got {row['got']} {row['reason'][:120]}",
+                    flush=True,
+                )
     bad = [r for r in results if not r["ok"]]
-    summary = {"device": args.device, "parallel": args.parallel, "repeat": args.repeat, "cases": len(cases),
-               "judged": len(results), "unexpected": len(bad), "seconds": round(time.monotonic() - started, 1),
-               "cores": os.cpu_count(), "machine": platform.node() and "this machine", "python": sys.version.split()[0]}
+    summary = {
+        "device": args.device,
+        "parallel": args.parallel,
+        "repeat": args.repeat,
+        "cases": len(cases),
+        "judged": len(results),
+        "unexpected": len(bad),
+        "seconds": round(time.monotonic() - started, 1),
+        "cores": os.cpu_count(),
+        "machine": platform.node() and "this machine",
+        "python": sys.version.split()[0],
+    }
     print(json.dumps(summary))
     if args.json_path:
         Path(args.json_path).write_text(json.dumps({"summary": summary, "results": results}, indent=1))

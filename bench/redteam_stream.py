@@ -34,10 +34,14 @@ def main() -> int:
     from gpuarena.redteam import load_cases, run_case
 
     kind = "cuda" if args.device.startswith("cuda") else "cpu"
-    cases = [c for c in load_cases(Path(args.corpus)) if kind in c.devices
-             and (not args.family or args.family in c.family)
-             and (not args.gpu_only or "cpu" not in c.devices)
-             and (not args.cases or c.name in args.cases.split(","))]
+    cases = [
+        c
+        for c in load_cases(Path(args.corpus))
+        if kind in c.devices
+        and (not args.family or args.family in c.family)
+        and (not args.gpu_only or "cpu" not in c.devices)
+        and (not args.cases or c.name in args.cases.split(","))
+    ]
     k, n = (int(v) for v in args.shard.split("/"))
     cases = cases[k::n]
     print(f"{len(cases)} cases on {args.device} (shard {k}/{n})", flush=True)
@@ -50,22 +54,44 @@ def main() -> int:
         except Exception as exc:  # a harness crash is a finding too
             got, reason, ok, audits = "CRASH", f"{type(exc).__name__}: {exc}", False, None
         took = time.monotonic() - t0
-        rows.append({"family": case.family, "case": case.name, "expected": case.expect, "got": got,
-                     "ok": ok, "seconds": round(took, 1), "reason": reason, "device_audits": audits or []})
-        print(f"[{i + 1:3d}/{len(cases)}] {'ok ' if ok else 'BAD'} {took:5.1f}s {case.family}: {case.name}: "
-              f"expected {'|'.join(case.expect)}, got {got}: {reason[:200]}", flush=True)
+        rows.append(
+            {
+                "family": case.family,
+                "case": case.name,
+                "expected": case.expect,
+                "got": got,
+                "ok": ok,
+                "seconds": round(took, 1),
+                "reason": reason,
+                "device_audits": audits or [],
+            }
+        )
+        print(
+            f"[{i + 1:3d}/{len(cases)}] {'ok ' if ok else 'BAD'} {took:5.1f}s {case.family}: {case.name}: "
+            f"expected {'|'.join(case.expect)}, got {got}: {reason[:200]}",
+            flush=True,
+        )
         for a in audits or []:
-            print(f"      audit: claimed {a.get('claimed_us')} observed {a.get('observed_us_per_call')} "
-                  f"noise {a.get('noise_us')} inflation {a.get('inflation_us', 0.0)} "
-                  f"per request {a.get('observed_us_per_request')}", flush=True)
+            print(
+                f"      audit: claimed {a.get('claimed_us')} observed {a.get('observed_us_per_call')} "
+                f"noise {a.get('noise_us')} inflation {a.get('inflation_us', 0.0)} "
+                f"per request {a.get('observed_us_per_request')}",
+                flush=True,
+            )
         if args.json_path:
             Path(args.json_path).write_text(json.dumps(rows, indent=1))
     bad = [r for r in rows if not r["ok"]]
-    print(f"{len(rows) - len(bad)} of {len(rows)} cases as expected on {args.device} "
-          f"({time.monotonic() - started:.0f} s)", flush=True)
+    print(
+        f"{len(rows) - len(bad)} of {len(rows)} cases as expected on {args.device} "
+        f"({time.monotonic() - started:.0f} s)",
+        flush=True,
+    )
     for r in bad:
-        print(f"  UNEXPECTED {r['family']}: {r['case']}: expected {'|'.join(r['expected'])}, got {r['got']}: "
-              f"{r['reason'][:400]}", flush=True)
+        print(
+            f"  UNEXPECTED {r['family']}: {r['case']}: expected {'|'.join(r['expected'])}, got {r['got']}: "
+            f"{r['reason'][:400]}",
+            flush=True,
+        )
     return 1 if bad else 0
 
 

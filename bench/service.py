@@ -66,8 +66,16 @@ from gpuarena.service.tables import (  # noqa: E402
 
 PROBLEM = "level1/softmax"
 SOURCE = "import torch\n\n\ndef solve(x):\n    return torch.softmax(x, dim=-1)\n"
-EVALUATION = {"status": "PASSED", "reason": "", "problem": PROBLEM, "solution_hash": "b" * 64, "device": "cpu",
-              "mode": "ranked", "workloads": [], "log": "x" * 2000}
+EVALUATION = {
+    "status": "PASSED",
+    "reason": "",
+    "problem": PROBLEM,
+    "solution_hash": "b" * 64,
+    "device": "cpu",
+    "mode": "ranked",
+    "workloads": [],
+    "log": "x" * 2000,
+}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -86,9 +94,18 @@ def free_port() -> int:
 def fresh_database(kind: str, workdir: Path) -> str:
     if kind == "sqlite":
         return f"sqlite:///{workdir / 'bench.db'}"
-    env = {**os.environ, "GPUARENA_PG_FSYNC": "on", "GPUARENA_PG_DATA": str(Path(tempfile.gettempdir()) / "gpuarena-bench-pg")}
-    server = subprocess.run(["bash", str(ROOT / "scripts/postgres.sh"), "55433"], env=env, capture_output=True,
-                            text=True, check=True).stdout.strip().splitlines()[-1]
+    env = {
+        **os.environ,
+        "GPUARENA_PG_FSYNC": "on",
+        "GPUARENA_PG_DATA": str(Path(tempfile.gettempdir()) / "gpuarena-bench-pg"),
+    }
+    server = (
+        subprocess.run(
+            ["bash", str(ROOT / "scripts/postgres.sh"), "55433"], env=env, capture_output=True, text=True, check=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     admin = create_engine(normalise_url(server), isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text("DROP DATABASE IF EXISTS gpuarena_bench WITH (FORCE)"))
@@ -111,17 +128,31 @@ def seed(url: str, stored: int, users: int) -> dict:
     with db.write() as session:
         problem_id = session.scalar(select(Problem.id).where(Problem.slug == PROBLEM, Problem.current))
         session.add(DeviceKind(name="cpu"))
-        session.execute(insert(User), [{"name": f"user{i}", "role": "participant"} for i in range(users)]
-                        + [{"name": "runner", "role": "runner"}])
+        session.execute(
+            insert(User),
+            [{"name": f"user{i}", "role": "participant"} for i in range(users)]
+            + [{"name": "runner", "role": "runner"}],
+        )
         ids = dict(session.execute(select(User.name, User.id)).all())
         for name, uid in ids.items():
             tokens[name] = f"gpa_bench_{name}"
             session.add(Token(user_id=uid, name="bench", prefix=tokens[name][:12], hash=hash_token(tokens[name])))
-        session.add(SolutionBlob(hash="b" * 64, name="seed", language="pytorch",
-                                 manifest={"language": "pytorch", "entry_point": "s.py:solve"},
-                                 sources={"s.py": SOURCE}, size=len(SOURCE)))
-        runner = Runner(user_id=ids["runner"], name="bench-runner", device_kinds=["cpu"],
-                        devices=[{"device": "cpu", "kind": "cpu", "name": "bench", "healthy": True}])
+        session.add(
+            SolutionBlob(
+                hash="b" * 64,
+                name="seed",
+                language="pytorch",
+                manifest={"language": "pytorch", "entry_point": "s.py:solve"},
+                sources={"s.py": SOURCE},
+                size=len(SOURCE),
+            )
+        )
+        runner = Runner(
+            user_id=ids["runner"],
+            name="bench-runner",
+            device_kinds=["cpu"],
+            devices=[{"device": "cpu", "kind": "cpu", "name": "bench", "healthy": True}],
+        )
         session.add(runner)
         session.flush()
         runner_id = runner.id
@@ -132,33 +163,82 @@ def seed(url: str, stored: int, users: int) -> dict:
         uid = ids[f"user{rng.randrange(users)}"]
         score = rng.lognormvariate(0, 0.5)
         at = now - dt.timedelta(seconds=stored - i)
-        batch.append(dict(user_id=uid, problem_id=problem_id, solution_hash="b" * 64, device_kind="cpu", mode="ranked",
-                          status="PASSED", reason="", score=score, created_at=at, finished_at=at))
+        batch.append(
+            dict(
+                user_id=uid,
+                problem_id=problem_id,
+                solution_hash="b" * 64,
+                device_kind="cpu",
+                mode="ranked",
+                status="PASSED",
+                reason="",
+                score=score,
+                created_at=at,
+                finished_at=at,
+            )
+        )
         if len(batch) == 5000 or i == stored - 1:
             # each stored submission comes with its finished job and its result, as in a real database
             with db.write() as session:
                 first_id = (session.scalar(select(Submission.id).order_by(Submission.id.desc()).limit(1)) or 0) + 1
                 session.execute(insert(Submission), batch)
-                session.execute(insert(Job), [
-                    dict(id=first_id + k, submission_id=first_id + k, device_kind="cpu", state="done", attempts=1,
-                         runner_id=runner_id, queued_at=row["created_at"], claimed_at=row["created_at"],
-                         finished_at=row["finished_at"]) for k, row in enumerate(batch)])
-                session.execute(insert(Result), [
-                    dict(job_id=first_id + k, submission_id=first_id + k, runner_id=runner_id, status="PASSED",
-                         score=row["score"], evaluation=EVALUATION | {"score": row["score"]}, created_at=row["finished_at"])
-                    for k, row in enumerate(batch)])
+                session.execute(
+                    insert(Job),
+                    [
+                        dict(
+                            id=first_id + k,
+                            submission_id=first_id + k,
+                            device_kind="cpu",
+                            state="done",
+                            attempts=1,
+                            runner_id=runner_id,
+                            queued_at=row["created_at"],
+                            claimed_at=row["created_at"],
+                            finished_at=row["finished_at"],
+                        )
+                        for k, row in enumerate(batch)
+                    ],
+                )
+                session.execute(
+                    insert(Result),
+                    [
+                        dict(
+                            job_id=first_id + k,
+                            submission_id=first_id + k,
+                            runner_id=runner_id,
+                            status="PASSED",
+                            score=row["score"],
+                            evaluation=EVALUATION | {"score": row["score"]},
+                            created_at=row["finished_at"],
+                        )
+                        for k, row in enumerate(batch)
+                    ],
+                )
             for offset, row in enumerate(batch):
                 if row["user_id"] not in best or row["score"] > best[row["user_id"]][0]:
                     best[row["user_id"]] = (row["score"], first_id + offset, row["finished_at"])
             batch = []
     with db.write() as session:
-        session.execute(insert(LeaderboardEntry), [
-            dict(problem_id=problem_id, device_kind="cpu", user_id=uid, submission_id=sid, score=score, achieved_at=at)
-            for uid, (score, sid, at) in best.items()])
+        session.execute(
+            insert(LeaderboardEntry),
+            [
+                dict(
+                    problem_id=problem_id,
+                    device_kind="cpu",
+                    user_id=uid,
+                    submission_id=sid,
+                    score=score,
+                    achieved_at=at,
+                )
+                for uid, (score, sid, at) in best.items()
+            ],
+        )
     if db.is_postgres:  # the ids were given explicitly: move the sequences past them, then refresh statistics
         with db.write() as session:
             for table in ("submissions", "jobs", "results"):
-                session.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))"))
+                session.execute(
+                    text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+                )
         with db.write_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
             connection.execute(text("VACUUM ANALYZE"))
     else:
@@ -172,8 +252,24 @@ def start_server(url: str, home: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "GPUARENA_SUBMIT_LIMIT": "0", "GPUARENA_MAX_IN_FLIGHT": "0", "PYTHONPATH": str(ROOT / "src")}
     log = open(home / f"serve-{port}.log", "w")
-    process = subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "serve", "--port", str(port), "--no-runner",
-                                "--home", str(home), "--database", url], env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpuarena.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--no-runner",
+            "--home",
+            str(home),
+            "--database",
+            url,
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:
@@ -213,8 +309,12 @@ class LeanClient:
         return self.request("GET", path + ("?" + urllib.parse.urlencode(params) if params else ""), headers=headers)
 
     def post(self, path: str, json: dict, headers: dict | None = None) -> Answer:
-        return self.request("POST", path, body=_json.dumps(json).encode(),
-                            headers={"Content-Type": "application/json", **(headers or {})})
+        return self.request(
+            "POST",
+            path,
+            body=_json.dumps(json).encode(),
+            headers={"Content-Type": "application/json", **(headers or {})},
+        )
 
     def __enter__(self) -> LeanClient:
         return self
@@ -250,8 +350,10 @@ def hammer(base: str, clients: int, seconds: float, request, server_pid: int) ->
     per request (robust to other work on the machine)."""
     context = multiprocessing.get_context("fork")
     start, results = context.Barrier(clients + 1), context.Queue()
-    workers = [context.Process(target=_client, args=(base, w, seconds, request, start, results), daemon=True)
-               for w in range(clients)]
+    workers = [
+        context.Process(target=_client, args=(base, w, seconds, request, start, results), daemon=True)
+        for w in range(clients)
+    ]
     for worker in workers:
         worker.start()
     start.wait(timeout=60)
@@ -267,11 +369,17 @@ def hammer(base: str, clients: int, seconds: float, request, server_pid: int) ->
     cpu = cpu_seconds(server_pid) - cpu_before
     for worker in workers:
         worker.join(timeout=30)
-    return {"clients": clients, "seconds": round(took, 1), "requests": len(latencies), "failed": failed,
-            "per_second": round(len(latencies) / took, 1),
-            "p50_ms": round(1000 * percentile(latencies, 50), 2), "p99_ms": round(1000 * percentile(latencies, 99), 2),
-            "server_cpu_ms_per_request": round(1000 * cpu / max(1, len(latencies) + failed), 2),
-            "load_average_1min_after": round(os.getloadavg()[0], 2)}
+    return {
+        "clients": clients,
+        "seconds": round(took, 1),
+        "requests": len(latencies),
+        "failed": failed,
+        "per_second": round(len(latencies) / took, 1),
+        "p50_ms": round(1000 * percentile(latencies, 50), 2),
+        "p99_ms": round(1000 * percentile(latencies, 99), 2),
+        "server_cpu_ms_per_request": round(1000 * cpu / max(1, len(latencies) + failed), 2),
+        "load_average_1min_after": round(os.getloadavg()[0], 2),
+    }
 
 
 def queued_to_claimed(base: str, seeded: dict, url: str, jobs: int) -> dict:
@@ -284,8 +392,9 @@ def queued_to_claimed(base: str, seeded: dict, url: str, jobs: int) -> dict:
         with httpx.Client(base_url=base, headers=runner_headers, timeout=60) as http:
             while len(claimed) < jobs:
                 ready.set()
-                answer = http.post("/api/runner/claim", json={"runner_id": seeded["runner_id"], "device_kinds": ["cpu"],
-                                                              "wait_s": 10})
+                answer = http.post(
+                    "/api/runner/claim", json={"runner_id": seeded["runner_id"], "device_kinds": ["cpu"], "wait_s": 10}
+                )
                 if answer.status_code == 200:
                     claimed.append(answer.json()["job_id"])
 
@@ -294,9 +403,16 @@ def queued_to_claimed(base: str, seeded: dict, url: str, jobs: int) -> dict:
         session.execute(update(Job).where(Job.state == "queued").values(state="failed", last_error="bench: dropped"))
     thread = threading.Thread(target=idle_runner, daemon=True)
     thread.start()
-    body = {"problem": PROBLEM, "device_kind": "cpu", "mode": "test",
-            "solution": {"name": "s", "manifest": {"language": "pytorch", "entry_point": "s.py:solve"},
-                         "sources": {"s.py": SOURCE}}}
+    body = {
+        "problem": PROBLEM,
+        "device_kind": "cpu",
+        "mode": "test",
+        "solution": {
+            "name": "s",
+            "manifest": {"language": "pytorch", "entry_point": "s.py:solve"},
+            "sources": {"s.py": SOURCE},
+        },
+    }
     with httpx.Client(base_url=base, headers=user_headers, timeout=60) as http:
         for i in range(jobs):
             ready.wait()
@@ -310,11 +426,17 @@ def queued_to_claimed(base: str, seeded: dict, url: str, jobs: int) -> dict:
                 time.sleep(0.005)
     thread.join(timeout=30)
     with db.read() as session:
-        gaps = [(c - q).total_seconds() for q, c in session.execute(
-            select(Job.queued_at, Job.claimed_at).where(Job.id.in_(claimed)))]
+        gaps = [
+            (c - q).total_seconds()
+            for q, c in session.execute(select(Job.queued_at, Job.claimed_at).where(Job.id.in_(claimed)))
+        ]
     db.dispose()
-    return {"jobs": len(gaps), "p50_ms": round(1000 * percentile(gaps, 50), 1),
-            "p99_ms": round(1000 * percentile(gaps, 99), 1), "max_ms": round(1000 * max(gaps), 1)}
+    return {
+        "jobs": len(gaps),
+        "p50_ms": round(1000 * percentile(gaps, 50), 1),
+        "p99_ms": round(1000 * percentile(gaps, 99), 1),
+        "max_ms": round(1000 * max(gaps), 1),
+    }
 
 
 def bench(kind: str, args: argparse.Namespace) -> dict:
@@ -326,9 +448,17 @@ def bench(kind: str, args: argparse.Namespace) -> dict:
     process, base = start_server(url, workdir)
     try:
         tokens = [seeded["tokens"][f"user{i}"] for i in range(args.clients)]
-        body = {"problem": PROBLEM, "device_kind": "cpu", "mode": "ranked",
-                "solution": {"name": "s", "manifest": {"language": "pytorch", "entry_point": "s.py:solve"},
-                             "sources": {"s.py": SOURCE}}}
+        body = {
+            "problem": PROBLEM,
+            "device_kind": "cpu",
+            "mode": "ranked",
+            "solution": {
+                "name": "s",
+                "manifest": {"language": "pytorch", "entry_point": "s.py:solve"},
+                "sources": {"s.py": SOURCE},
+            },
+        }
+
         def read(http, w, i):  # type: ignore[no-untyped-def]
             return http.get("/api/leaderboard", params={"problem": PROBLEM, "device_kind": "cpu"})
 
@@ -337,22 +467,39 @@ def bench(kind: str, args: argparse.Namespace) -> dict:
         print(f"[{kind}] leaderboard reads, 1 client {board_one}", flush=True)
         board = hammer(base, args.clients, args.seconds, read, process.pid)
         print(f"[{kind}] leaderboard reads, {args.clients} clients {board}", flush=True)
-        submits = hammer(base, args.clients, args.seconds, lambda http, w, i: http.post(
-            "/api/submissions", json={**body, "solution": {**body["solution"], "sources": {
-                "s.py": SOURCE + f"# {w}-{i}\n"}}}, headers={"Authorization": f"Bearer {tokens[w]}"}), process.pid)
+        submits = hammer(
+            base,
+            args.clients,
+            args.seconds,
+            lambda http, w, i: http.post(
+                "/api/submissions",
+                json={**body, "solution": {**body["solution"], "sources": {"s.py": SOURCE + f"# {w}-{i}\n"}}},
+                headers={"Authorization": f"Bearer {tokens[w]}"},
+            ),
+            process.pid,
+        )
         print(f"[{kind}] submissions, {args.clients} clients {submits}", flush=True)
         claims = queued_to_claimed(base, seeded, url, args.jobs)
         print(f"[{kind}] queued-to-claimed {claims}", flush=True)
     finally:
         process.terminate()
         process.wait(timeout=30)
-    return {"database": kind, "stored_submissions": args.stored, "users": args.users, "clients": args.clients,
-            "leaderboard_reads_1_client": board_one, "leaderboard_reads": board, "submissions": submits,
-            "queued_to_claimed": claims,
-            "targets_met": {"leaderboard_read_p99_le_50ms": board["p99_ms"] <= 50,
-                            "leaderboard_read_p99_le_50ms_1_client": board_one["p99_ms"] <= 50,
-                            "submissions_per_second_ge_100": submits["per_second"] >= 100,
-                            "queued_to_claimed_p99_le_1s": claims["p99_ms"] <= 1000}}
+    return {
+        "database": kind,
+        "stored_submissions": args.stored,
+        "users": args.users,
+        "clients": args.clients,
+        "leaderboard_reads_1_client": board_one,
+        "leaderboard_reads": board,
+        "submissions": submits,
+        "queued_to_claimed": claims,
+        "targets_met": {
+            "leaderboard_read_p99_le_50ms": board["p99_ms"] <= 50,
+            "leaderboard_read_p99_le_50ms_1_client": board_one["p99_ms"] <= 50,
+            "submissions_per_second_ge_100": submits["per_second"] >= 100,
+            "queued_to_claimed_p99_le_1s": claims["p99_ms"] <= 1000,
+        },
+    }
 
 
 def cpu_model() -> str:
@@ -376,34 +523,51 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--note", default="", help="What else ran on the machine meanwhile, for the record")
     args = parser.parse_args()
-    machine = {"cpus": os.cpu_count(), "cpu": cpu_model(), "platform": platform.platform(),
-               "python": platform.python_version(),
-               "started_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-               "load_average_at_start": [round(x, 2) for x in os.getloadavg()], "note": args.note}
-    results = {"machine": machine, "command": shlex.join(["python3", "bench/service.py", *sys.argv[1:]]),
-               "targets": {"leaderboard_read_p99_ms": 50, "submissions_per_second": 100, "queued_to_claimed_p99_ms": 1000},
-               "runs": [bench(kind, args) for kind in args.databases.split(",")]}
+    machine = {
+        "cpus": os.cpu_count(),
+        "cpu": cpu_model(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "started_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "note": args.note,
+    }
+    results = {
+        "machine": machine,
+        "command": shlex.join(["python3", "bench/service.py", *sys.argv[1:]]),
+        "targets": {"leaderboard_read_p99_ms": 50, "submissions_per_second": 100, "queued_to_claimed_p99_ms": 1000},
+        "runs": [bench(kind, args) for kind in args.databases.split(",")],
+    }
     machine["finished_utc"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "service.json").write_text(json.dumps(results, indent=2) + "\n")
-    lines = [f"# Service benchmark ({machine['started_utc']})", "",
-             f"Command: `{results['command']}`", "",
-             f"Machine: {machine['cpus']} cores ({machine['cpu']}), {machine['platform']}, Python {machine['python']}; "
-             f"load average at start {machine['load_average_at_start']}. One `gpuarena serve --no-runner` process "
-             f"(one uvicorn worker); the load generator (Python processes, http.client, keep-alive) runs on the same cores. "
-             + (machine["note"] + " " if machine["note"] else "") + "", "",
-             "Targets: leaderboard read p99 <= 50 ms at 100k submissions; >= 100 submissions/s accepted; "
-             "queued-to-claimed p99 <= 1 s.", "",
-             "| database | stored | clients | leaderboard reads/s | read p50 | read p99 | read p99, 1 client | "
-             "server CPU/read | submissions/s | submit p99 | server CPU/submit | queued→claimed p50 | p99 | "
-             "load average |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"# Service benchmark ({machine['started_utc']})",
+        "",
+        f"Command: `{results['command']}`",
+        "",
+        f"Machine: {machine['cpus']} cores ({machine['cpu']}), {machine['platform']}, Python {machine['python']}; "
+        f"load average at start {machine['load_average_at_start']}. One `gpuarena serve --no-runner` process "
+        f"(one uvicorn worker); the load generator (Python processes, http.client, keep-alive) runs on the same cores. "
+        + (machine["note"] + " " if machine["note"] else "")
+        + "",
+        "",
+        "Targets: leaderboard read p99 <= 50 ms at 100k submissions; >= 100 submissions/s accepted; "
+        "queued-to-claimed p99 <= 1 s.",
+        "",
+        "| database | stored | clients | leaderboard reads/s | read p50 | read p99 | read p99, 1 client | "
+        "server CPU/read | submissions/s | submit p99 | server CPU/submit | queued→claimed p50 | p99 | "
+        "load average |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in results["runs"]:
         one, b, s, q = r["leaderboard_reads_1_client"], r["leaderboard_reads"], r["submissions"], r["queued_to_claimed"]
-        lines.append(f"| {r['database']} | {r['stored_submissions']:,} | {r['clients']} | {b['per_second']} | "
-                     f"{b['p50_ms']} ms | {b['p99_ms']} ms | {one['p99_ms']} ms | {b['server_cpu_ms_per_request']} ms | "
-                     f"{s['per_second']} | {s['p99_ms']} ms | {s['server_cpu_ms_per_request']} ms | "
-                     f"{q['p50_ms']} ms | {q['p99_ms']} ms | {b['load_average_1min_after']} |")
+        lines.append(
+            f"| {r['database']} | {r['stored_submissions']:,} | {r['clients']} | {b['per_second']} | "
+            f"{b['p50_ms']} ms | {b['p99_ms']} ms | {one['p99_ms']} ms | {b['server_cpu_ms_per_request']} ms | "
+            f"{s['per_second']} | {s['p99_ms']} ms | {s['server_cpu_ms_per_request']} ms | "
+            f"{q['p50_ms']} ms | {q['p99_ms']} ms | {b['load_average_1min_after']} |"
+        )
     (args.out / "service.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

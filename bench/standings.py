@@ -69,15 +69,22 @@ def synthetic_entries(contestants: int, problems: int, seed: int) -> list[Entry]
             score = skill * rng.lognormvariate(0, 0.4) if passed else None
             half = 0.02 * score if score else None
             fields = dict(
-                contestant=f"c{c:05d}", problem=f"level{p % 4 + 1}/op{p:02d}", level=p % 4 + 1, device_kind="H100",
-                status="PASSED" if passed else "WRONG_VALUES", mode="ranked", score=score,
-                score_low=score - half if score else None, score_high=score + half if score else None,
+                contestant=f"c{c:05d}",
+                problem=f"level{p % 4 + 1}/op{p:02d}",
+                level=p % 4 + 1,
+                device_kind="H100",
+                status="PASSED" if passed else "WRONG_VALUES",
+                mode="ranked",
+                score=score,
+                score_low=score - half if score else None,
+                score_high=score + half if score else None,
                 max_abs_error=rng.uniform(1e-5, 1e-3) if passed else None,
                 submitted_at=START + dt.timedelta(hours=rng.uniform(0, HOURS * 0.8)),
                 accepted_by_organizer=rng.choice((True, True, False, None)) if passed else None,
                 merged_upstream=passed and rng.random() < 0.2,
                 bonus=rng.sample(BONUS_ITEMS, rng.choice((0, 0, 0, 1, 2))) if passed else [],
-                samples_accepted=rng.randrange(0, 20), samples_score=round(rng.uniform(0, 40), 2),
+                samples_accepted=rng.randrange(0, 20),
+                samples_score=round(rng.uniform(0, 40), 2),
                 judge_score=rng.choice((60.0, rng.uniform(61, 150))) if rng.random() < 0.9 else None,
                 completeness=round(rng.random(), 2),
             )
@@ -86,19 +93,33 @@ def synthetic_entries(contestants: int, problems: int, seed: int) -> list[Entry]
                 later = first.submitted_at + dt.timedelta(hours=rng.uniform(0.1, HOURS * 0.2))
                 gain = rng.choice((1.2, 1.005)) if passed else 1.0
                 new = score * gain if score else None
-                add(**{**fields, "submitted_at": later, "score": new,
-                       "score_low": new * 0.99 if new else None, "score_high": new * 1.01 if new else None})
+                add(
+                    **{
+                        **fields,
+                        "submitted_at": later,
+                        "score": new,
+                        "score_low": new * 0.99 if new else None,
+                        "score_high": new * 1.01 if new else None,
+                    }
+                )
             if rng.random() < 0.02:
-                outside = rng.choice(({"submitted_at": START - dt.timedelta(hours=1)}, {"device_kind": "A100"},
-                                      {"mode": "test"}))
+                outside = rng.choice(
+                    ({"submitted_at": START - dt.timedelta(hours=1)}, {"device_kind": "A100"}, {"mode": "test"})
+                )
                 add(**{**fields, **outside})
     return entries
 
 
 def contest_for(name: str, problems: int) -> Contest:
-    return Contest(slug="bench", title="Benchmark contest", start=START, end=START + dt.timedelta(hours=HOURS),
-                   problems=[f"level{p % 4 + 1}/op{p:02d}" for p in range(problems)], device_kinds=["H100"],
-                   rule=RULE_CONFIGS[name])
+    return Contest(
+        slug="bench",
+        title="Benchmark contest",
+        start=START,
+        end=START + dt.timedelta(hours=HOURS),
+        problems=[f"level{p % 4 + 1}/op{p:02d}" for p in range(problems)],
+        device_kinds=["H100"],
+        rule=RULE_CONFIGS[name],
+    )
 
 
 def best_of(repeat: int, call) -> tuple[float, float, object]:
@@ -125,8 +146,11 @@ def main() -> None:
     t0 = time.perf_counter()
     entries = synthetic_entries(args.contestants, args.problems, args.seed)
     build_s = time.perf_counter() - t0
-    print(f"{len(entries):,} entries ({args.contestants:,} contestants x {args.problems} problems) "
-          f"built in {build_s:.1f} s", flush=True)
+    print(
+        f"{len(entries):,} entries ({args.contestants:,} contestants x {args.problems} problems) "
+        f"built in {build_s:.1f} s",
+        flush=True,
+    )
 
     t0 = time.perf_counter()
     table = EntryTable.from_entries(entries)
@@ -141,20 +165,37 @@ def main() -> None:
         entry_s, _, by_entries = best_of(args.repeat, lambda: RULES[config.rule.name](config, entries))
         if by_entries != standings:
             raise SystemExit(f"{name}: the columns and the entries give different standings")
-        results[name] = {"seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "rows": len(standings.rows),
-                         "within_target": seconds < TARGET_S, "entry_path_seconds": round(entry_s, 3)}
-        print(f"{name:16s} {seconds:6.3f} s  (cpu {cpu:.3f} s, {len(standings.rows):,} rows; "
-              f"from the Entry list {entry_s:.3f} s)", flush=True)
+        results[name] = {
+            "seconds": round(seconds, 3),
+            "cpu_seconds": round(cpu, 3),
+            "rows": len(standings.rows),
+            "within_target": seconds < TARGET_S,
+            "entry_path_seconds": round(entry_s, 3),
+        }
+        print(
+            f"{name:16s} {seconds:6.3f} s  (cpu {cpu:.3f} s, {len(standings.rows):,} rows; "
+            f"from the Entry list {entry_s:.3f} s)",
+            flush=True,
+        )
 
     record = {
         "command": "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(__file__, REPO), *sys.argv[1:]]),
         "date": dt.date.today().isoformat(),
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-                    "load_average_before": [round(x, 2) for x in load_before],
-                    "load_average_after": [round(x, 2) for x in os.getloadavg()]},
-        "contestants": args.contestants, "problems": args.problems, "seed": args.seed, "repeat": args.repeat,
-        "entries": len(entries), "build_entries_s": round(build_s, 2), "build_columns_s": round(table_s, 2),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        },
+        "contestants": args.contestants,
+        "problems": args.problems,
+        "seed": args.seed,
+        "repeat": args.repeat,
+        "entries": len(entries),
+        "build_entries_s": round(build_s, 2),
+        "build_columns_s": round(table_s, 2),
         "target_s": TARGET_S,
         "rules": results,
     }

@@ -41,9 +41,22 @@ def main() -> int:
             path = Path(folder) / f"candidate_{i:03d}.py"
             path.write_text(f"# candidate {i}: a distinct solution (its own content hash)\n" + source)
             paths.append(str(path))
-        command = [sys.executable, "-m", "gpuarena", "run-many", "level1/softmax", *paths, "--device", args.device,
-                   "--mode", args.mode, "--workload", args.workload, "--jsonl",
-                   *(["--ahead", str(args.ahead)] if args.ahead else [])]
+        command = [
+            sys.executable,
+            "-m",
+            "gpuarena",
+            "run-many",
+            "level1/softmax",
+            *paths,
+            "--device",
+            args.device,
+            "--mode",
+            args.mode,
+            "--workload",
+            args.workload,
+            "--jsonl",
+            *(["--ahead", str(args.ahead)] if args.ahead else []),
+        ]
         started = time.perf_counter()
         done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env={**os.environ, "COLUMNS": "160"})
         wall = time.perf_counter() - started
@@ -53,16 +66,24 @@ def main() -> int:
     durations = [a["record"]["duration_s"] for a in answers if "record" in a]
     later = seconds[1:] or seconds
     result = {
-        "command": "python3 bench/warm_path.py " + " ".join(sys.argv[1:]), "device": args.device, "n": args.n,
-        "mode": args.mode, "workload": args.workload, "date": time.strftime("%Y-%m-%d"),
-        "wall_s": round(wall, 2), "verdicts_per_minute": round(60 * len(answers) / wall, 1),
+        "command": "python3 bench/warm_path.py " + " ".join(sys.argv[1:]),
+        "device": args.device,
+        "n": args.n,
+        "mode": args.mode,
+        "workload": args.workload,
+        "date": time.strftime("%Y-%m-%d"),
+        "wall_s": round(wall, 2),
+        "verdicts_per_minute": round(60 * len(answers) / wall, 1),
         "first_job_s": seconds[0] if seconds else None,
         "median_job_s_after_the_first": statistics.median(later) if later else None,
         "max_job_s_after_the_first": max(later) if later else None,
         "median_record_duration_s": statistics.median(durations) if durations else None,
-        "statuses": {s: statuses.count(s) for s in set(statuses)}, "exit": done.returncode,
-        "median_phases": {k: round(statistics.median(a["record"]["phases"].get(k, 0) for a in answers if "record" in a), 3)
-                          for k in (answers[0]["record"]["phases"] if answers and "record" in answers[0] else {})},
+        "statuses": {s: statuses.count(s) for s in set(statuses)},
+        "exit": done.returncode,
+        "median_phases": {
+            k: round(statistics.median(a["record"]["phases"].get(k, 0) for a in answers if "record" in a), 3)
+            for k in (answers[0]["record"]["phases"] if answers and "record" in answers[0] else {})
+        },
         "stderr_tail": done.stderr[-1500:] if done.returncode not in (0, 1) else "",
     }
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

@@ -28,8 +28,12 @@ def test_the_cpu_and_an_nvidia_build_have_their_backends(monkeypatch) -> None:
     monkeypatch.setattr(torch.version, "cuda", "13.0")
     monkeypatch.setattr(torch.version, "hip", None, raising=False)
     nvidia = backend_for(torch.device("cuda"))
-    assert (nvidia.name, nvidia.timer, nvidia.device_audit, nvidia.accelerator) == \
-        ("nvidia", "cupti-device-time", True, True)
+    assert (nvidia.name, nvidia.timer, nvidia.device_audit, nvidia.accelerator) == (
+        "nvidia",
+        "cupti-device-time",
+        True,
+        True,
+    )
 
 
 def test_a_rocm_build_is_refused_with_the_gap_named(monkeypatch) -> None:
@@ -37,8 +41,11 @@ def test_a_rocm_build_is_refused_with_the_gap_named(monkeypatch) -> None:
     with pytest.raises(UnsupportedDevice, match=r"built for ROCm \(HIP 6.2.41133\).*no ROCm backend yet"):
         backend_for(torch.device("cuda"))
     with pytest.raises(UnsupportedDevice, match="ROCm"):  # at the harness's door, before any worker starts
-        evaluate(resolve_problem("level1/softmax"), load_solution(EXAMPLES / "softmax" / "pytorch.py"),
-                 RunOptions(device="cuda"))
+        evaluate(
+            resolve_problem("level1/softmax"),
+            load_solution(EXAMPLES / "softmax" / "pytorch.py"),
+            RunOptions(device="cuda"),
+        )
 
 
 def test_a_build_without_cuda_that_answers_to_cuda_is_refused(monkeypatch) -> None:
@@ -50,9 +57,11 @@ def test_a_build_without_cuda_that_answers_to_cuda_is_refused(monkeypatch) -> No
 
 # -- the backend is the interface the run goes through -----------------------------------------
 
-GENERIC = sorted(p for p in Path(backend_module.__file__).parent.glob("*.py")
-                 if p.name not in {m.strip() for k in NVIDIA_PIECES for m in k.split(",")}
-                 | {"backend.py", "backend_base.py"})
+GENERIC = sorted(
+    p
+    for p in Path(backend_module.__file__).parent.glob("*.py")
+    if p.name not in {m.strip() for k in NVIDIA_PIECES for m in k.split(",")} | {"backend.py", "backend_base.py"}
+)
 
 
 def _device_specific(tree: ast.AST) -> list[str]:
@@ -60,14 +69,23 @@ def _device_specific(tree: ast.AST) -> list[str]:
     found = []
     for node in ast.walk(tree):
         text = ast.unparse(node)
-        if isinstance(node, ast.Attribute) and text.startswith("torch.cuda") or "libcuda" in text and isinstance(
-                node, ast.Constant):
+        if (
+            isinstance(node, ast.Attribute)
+            and text.startswith("torch.cuda")
+            or "libcuda" in text
+            and isinstance(node, ast.Constant)
+        ):
             found.append(f"line {node.lineno}: {text}")
-        elif isinstance(node, ast.Compare) and any(isinstance(side, ast.Attribute) and side.attr == "type"
-                                                   for side in (node.left, *node.comparators)):
+        elif isinstance(node, ast.Compare) and any(
+            isinstance(side, ast.Attribute) and side.attr == "type" for side in (node.left, *node.comparators)
+        ):
             found.append(f"line {node.lineno}: {text}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "startswith" \
-                and any(isinstance(a, ast.Constant) and str(a.value).startswith("cuda") for a in node.args):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "startswith"
+            and any(isinstance(a, ast.Constant) and str(a.value).startswith("cuda") for a in node.args)
+        ):
             found.append(f"line {node.lineno}: {text}")
     return found
 
@@ -75,15 +93,20 @@ def _device_specific(tree: ast.AST) -> list[str]:
 def test_nothing_nvidia_specific_is_assumed_outside_the_backend() -> None:
     """The supervisor, the worker, the session, the timer and the rest ask the run's backend;
     only the NVIDIA backend's own modules (backend.NVIDIA_PIECES) touch CUDA."""
-    assert {"supervisor.py", "worker.py", "session.py", "timing.py", "measure.py", "started.py"} <= \
-        {p.name for p in GENERIC}
+    assert {"supervisor.py", "worker.py", "session.py", "timing.py", "measure.py", "started.py"} <= {
+        p.name for p in GENERIC
+    }
     offending = {p.name: where for p in GENERIC if (where := _device_specific(ast.parse(p.read_text())))}
     assert offending == {}
     # and the scan does find what it looks for
-    assert _device_specific(ast.parse("if device.type == 'cuda' or name.startswith('cuda'):\n"
-                                      "    torch.cuda.synchronize(device)")) == \
-        ["line 1: device.type == 'cuda'", "line 1: name.startswith('cuda')", "line 2: torch.cuda.synchronize",
-         "line 2: torch.cuda"]
+    assert _device_specific(
+        ast.parse("if device.type == 'cuda' or name.startswith('cuda'):\n    torch.cuda.synchronize(device)")
+    ) == [
+        "line 1: device.type == 'cuda'",
+        "line 1: name.startswith('cuda')",
+        "line 2: torch.cuda.synchronize",
+        "line 2: torch.cuda",
+    ]
 
 
 class RecordingCaches(ColdCaches):
@@ -149,22 +172,31 @@ def test_the_timer_takes_every_device_step_from_its_backend() -> None:
         def time_block(self, timer, call, n, prepare, after) -> BlockSamples:
             return BlockSamples(device_ns=[7] * n, e2e_ns=[9] * n, method="the device's own")
 
-    assert Timer(torch.device("cpu"), backend=OwnMethod()).run_block(lambda i: None, 2) == \
-        BlockSamples(device_ns=[7, 7], e2e_ns=[9, 9], method="the device's own")
+    assert Timer(torch.device("cpu"), backend=OwnMethod()).run_block(lambda i: None, 2) == BlockSamples(
+        device_ns=[7, 7], e2e_ns=[9, 9], method="the device's own"
+    )
 
 
 def test_the_supervisor_goes_through_the_backend(monkeypatch) -> None:
     """A whole run judged with a stand-in backend: the run's device steps are its."""
     backend = RecordingBackend()
     monkeypatch.setattr(supervisor_module, "backend_for", lambda device: backend)
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
-                   workloads=["small-64x1000"])
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark", workloads=["small-64x1000"])
     assert record.status.value == "PASSED", record.reason
     assert record.environment.device_name == "a stand-in device"
     assert record.environment.timer_eviction == "a stand-in sweep"
     steps = set(backend.log)
-    assert {"activate", "describe", "timing_method", "cold_caches", "input_budget", "evict", "settle", "sync",
-            "finish"} <= steps
+    assert {
+        "activate",
+        "describe",
+        "timing_method",
+        "cold_caches",
+        "input_budget",
+        "evict",
+        "settle",
+        "sync",
+        "finish",
+    } <= steps
     assert backend.log.index("activate") < backend.log.index("describe") < backend.log.index("cold_caches")
     assert backend.log[-1] == "finish"
 

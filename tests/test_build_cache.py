@@ -14,7 +14,7 @@ from gpuarena.harness import build_cache
 
 # writes a mark into its compile cache at import; a run that finds one left by an earlier run
 # answers with zeros (WRONG_VALUES), so the verdict says whether anything was left for it
-LEAVES_A_MARK = '''
+LEAVES_A_MARK = """
 import os, pathlib, torch
 CACHE = pathlib.Path(os.environ["TRITON_CACHE_DIR"])
 MARK = CACHE / "left-behind"
@@ -24,7 +24,7 @@ MARK.write_text("{tag}")
 
 def solve(x):
     return torch.zeros_like(x) if FOUND else torch.softmax(x, dim=-1)
-'''
+"""
 
 FOLDER = ".cache"
 

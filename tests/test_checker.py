@@ -17,7 +17,9 @@ from gpuarena.problems import load_problem
 from gpuarena.problems.check import check_problem
 from gpuarena.solutions import load_solution
 
-ARGSORT = FIXTURES / "checker" / "argsort_ties"  # a folder of its own: the service tests list every problem under fixtures/problems
+ARGSORT = (
+    FIXTURES / "checker" / "argsort_ties"
+)  # a folder of its own: the service tests list every problem under fixtures/problems
 
 OTHER_ORDER = """import torch
 
@@ -49,8 +51,11 @@ def solve(x):
 def _run(solution_source: str, tmp_path: Path, problem: Path = ARGSORT, mode: str = "benchmark"):
     path = tmp_path / "solution.py"
     path.write_text(solution_source)
-    return evaluate(load_problem(problem), load_solution(path),
-                    RunOptions(device="cpu", mode=mode, workloads=["n4096"], budget_s=0.3))
+    return evaluate(
+        load_problem(problem),
+        load_solution(path),
+        RunOptions(device="cpu", mode=mode, workloads=["n4096"], budget_s=0.3),
+    )
 
 
 def test_a_right_answer_in_another_order_passes(tmp_path) -> None:
@@ -59,10 +64,13 @@ def test_a_right_answer_in_another_order_passes(tmp_path) -> None:
     assert record.workloads[0].speedup is not None  # timed, its checked calls judged the same way
 
 
-@pytest.mark.parametrize("source, words", [
-    (MOSTLY_UNSORTED, "not in ascending order"),
-    (NOT_A_PERMUTATION, "not a permutation"),
-])
+@pytest.mark.parametrize(
+    "source, words",
+    [
+        (MOSTLY_UNSORTED, "not in ascending order"),
+        (NOT_A_PERMUTATION, "not a permutation"),
+    ],
+)
 def test_a_wrong_answer_fails_with_the_checker_s_words(tmp_path, source, words) -> None:
     record = _run(source, tmp_path, mode="test")
     assert record.status == "WRONG_VALUES" and words in record.reason, record.reason
@@ -72,9 +80,14 @@ def test_a_checker_that_breaks_on_an_output_rejects_it_and_the_run_ends_with_a_v
     problem = tmp_path / "argsort_fragile"
     shutil.copytree(ARGSORT, problem)
     reference = problem / "reference.py"
-    reference.write_text(reference.read_text().replace(
-        '    x = inputs["x"]\n', '    x = inputs["x"]\n    if outputs[0][0] != expected[0][0]:\n'
-        '        raise IndexError("the checker met an output it did not expect")\n', 1))
+    reference.write_text(
+        reference.read_text().replace(
+            '    x = inputs["x"]\n',
+            '    x = inputs["x"]\n    if outputs[0][0] != expected[0][0]:\n'
+            '        raise IndexError("the checker met an output it did not expect")\n',
+            1,
+        )
+    )
     record = _run(OTHER_ORDER, tmp_path, problem=problem, mode="test")
     assert record.status == "WRONG_VALUES", record.reason
     assert "checker failed on the outputs: IndexError" in record.reason
@@ -85,7 +98,7 @@ def _variant(tmp_path: Path, name: str, checker_body: str) -> Path:
     shutil.copytree(ARGSORT, problem)
     reference = problem / "reference.py"
     source = reference.read_text()
-    reference.write_text(source[:source.index("def check(")] + checker_body)
+    reference.write_text(source[: source.index("def check(")] + checker_body)
     return problem
 
 
@@ -213,12 +226,15 @@ def test_rounding_amplified_in_a_few_elements_is_allowed_by_a_derived_outside_sh
     # the share is the reference's own error, measured: the derived one covers it with the margin
     problem = load_problem(folder)
     workload = problem.spec.workloads[0]
-    inputs = problem.make_inputs(dict(workload.axes), workload.torch_dtype, torch.device("cpu"),
-                                 torch.Generator().manual_seed(1))
+    inputs = problem.make_inputs(
+        dict(workload.axes), workload.torch_dtype, torch.device("cpu"), torch.Generator().manual_seed(1)
+    )
     ref = (problem.reference(**inputs),)
     exact = (problem.reference(**{k: v.float() for k, v in inputs.items()}).to(torch.bfloat16),)
-    missed, share = rounding_share(problem, workload, exact, ref), rounding_share(problem, workload, exact, ref,
-                                                                                1 / HONEST_SPREAD)
+    missed, share = (
+        rounding_share(problem, workload, exact, ref),
+        rounding_share(problem, workload, exact, ref, 1 / HONEST_SPREAD),
+    )
     assert missed and share is not None and share > 10 * missed
     assert OUTSIDE_MARGIN * share <= outside < OUTSIDE_MARGIN * share * 2
 

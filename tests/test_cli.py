@@ -16,8 +16,14 @@ FAST = ["--device", "cpu", "--workload", "small-64x1000", "--budget", "0.3"]
 
 
 def gpuarena(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuarena", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "COLUMNS": "160", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "gpuarena", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "160", **(env or {})},
+    )
 
 
 def test_run_passing_solution_prints_table_verdict_and_score():
@@ -36,12 +42,24 @@ def test_run_failing_solution_exits_nonzero_with_reason():
 
 
 def test_run_json_prints_the_evaluation_record():
-    result = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST,
-                      "--mode", "test", "--json")
+    result = gpuarena(
+        "run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--mode", "test", "--json"
+    )
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
-    for key in ("status", "reason", "problem", "solution_hash", "device", "mode", "workloads", "score",
-                "environment", "log", "harness_version"):
+    for key in (
+        "status",
+        "reason",
+        "problem",
+        "solution_hash",
+        "device",
+        "mode",
+        "workloads",
+        "score",
+        "environment",
+        "log",
+        "harness_version",
+    ):
         assert key in record
     assert record["status"] == "PASSED" and record["mode"] == "test"
     workload = record["workloads"][0]
@@ -63,15 +81,21 @@ def test_run_benchmark_json_has_timing_fields():
     assert record["workloads"][0]["speedup"] > 0 and record["score"] > 0
 
 
-@pytest.mark.parametrize("args, words", [
-    (["run", "level9/nothing", "x.py"], "no bundled problem"),
-    (["run", "level1/softmax", "missing.py"], "not found"),
-    (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--device", "tpu"], "not a device"),
-    (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--mode", "fast"], "--mode must be"),
-    (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--workload", "huge"], "not in level1/softmax"),
-    # what a message quotes is printed as it is: rich's markup would eat the [brackets]
-    (["run", "level9/x[bold]y[/]", "x.py"], "level9/x[bold]y[/]"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["run", "level9/nothing", "x.py"], "no bundled problem"),
+        (["run", "level1/softmax", "missing.py"], "not found"),
+        (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--device", "tpu"], "not a device"),
+        (["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--mode", "fast"], "--mode must be"),
+        (
+            ["run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--workload", "huge"],
+            "not in level1/softmax",
+        ),
+        # what a message quotes is printed as it is: rich's markup would eat the [brackets]
+        (["run", "level9/x[bold]y[/]", "x.py"], "level9/x[bold]y[/]"),
+    ],
+)
 def test_bad_arguments_get_a_clear_error(args, words):
     result = gpuarena(*args, env={"CUDA_VISIBLE_DEVICES": ""})
     assert result.returncode == 2
@@ -82,8 +106,14 @@ def test_list_shows_bundled_problems():
     result = gpuarena("list", "--json")
     rows = json.loads(result.stdout)
     ids = {row["id"] for row in rows}
-    assert {"level1/softmax", "level1/matmul", "level2/rmsnorm", "level2/fused_add_rmsnorm",
-            "level3/swiglu_mlp", "level4/attention_decode"} <= ids
+    assert {
+        "level1/softmax",
+        "level1/matmul",
+        "level2/rmsnorm",
+        "level2/fused_add_rmsnorm",
+        "level3/swiglu_mlp",
+        "level4/attention_decode",
+    } <= ids
     assert len(rows) >= 16 and {row["level"] for row in rows} == {1, 2, 3, 4}
     table = gpuarena("list")
     assert "level1/softmax" in table.stdout
@@ -125,9 +155,12 @@ def test_check_rejects_outputs_too_small_to_check(tmp_path):
     folder = tmp_path / "tiny"
     gpuarena("new", "problem", str(folder))
     reference = folder / "reference.py"
-    reference.write_text(reference.read_text().replace(
-        "return (x.float() * scale.float() + bias.float()).to(x.dtype)",
-        "return ((x.float() * scale.float() + bias.float()) * 1e-9).to(x.dtype)"))
+    reference.write_text(
+        reference.read_text().replace(
+            "return (x.float() * scale.float() + bias.float()).to(x.dtype)",
+            "return ((x.float() * scale.float() + bias.float()) * 1e-9).to(x.dtype)",
+        )
+    )
     result = gpuarena("check", str(folder))
     assert result.returncode == 1
     assert "smaller than atol" in result.stdout
@@ -137,7 +170,11 @@ def test_check_rejects_a_tolerance_that_lets_zeros_pass(tmp_path):
     folder = tmp_path / "lax"
     gpuarena("new", "problem", str(folder))
     toml = folder / "problem.toml"
-    toml.write_text(toml.read_text().replace("[[workloads]]", "[tolerance.float32]\natol = 1e-4\nrtol = 10.0\nl2 = 2.0\n\n[[workloads]]", 1))
+    toml.write_text(
+        toml.read_text().replace(
+            "[[workloads]]", "[tolerance.float32]\natol = 1e-4\nrtol = 10.0\nl2 = 2.0\n\n[[workloads]]", 1
+        )
+    )
     result = gpuarena("check", str(folder))
     assert result.returncode == 1
     assert "returning zeros passes" in result.stdout
@@ -201,7 +238,9 @@ def test_bad_solutions_are_refused_with_the_reason_not_a_traceback(tmp_path):
     assert "Traceback" not in result.stderr and "pydantic" not in result.stderr
     folder = tmp_path / "sneaky"
     folder.mkdir()
-    (folder / "solution.toml").write_text('language = "pytorch"\nentry_point = "../x.py:solve"\nsources = ["../x.py"]\n')
+    (folder / "solution.toml").write_text(
+        'language = "pytorch"\nentry_point = "../x.py:solve"\nsources = ["../x.py"]\n'
+    )
     (tmp_path / "x.py").write_text("def solve(x):\n    return x\n")
     result = gpuarena("run", "level1/softmax", str(folder), "--device", "cpu")
     assert result.returncode != 0 and "'..' parts" in result.stderr, result.stderr
@@ -229,13 +268,18 @@ def test_a_problem_s_time_limit_is_shown_and_ends_an_infinite_loop(tmp_path):
 
 
 def test_run_verbose_shows_where_the_time_went():
-    result = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--mode", "test",
-                      "--verbose")
+    result = gpuarena(
+        "run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--mode", "test", "--verbose"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     line = next(line for line in result.stdout.splitlines() if line.startswith("phases: "))
     assert "start-up" in line and "build" in line and "correctness" in line and "timing" not in line
-    assert "phases:" not in gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST,
-                                     "--mode", "test").stdout
+    assert (
+        "phases:"
+        not in gpuarena(
+            "run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--mode", "test"
+        ).stdout
+    )
 
 
 def test_run_starts_its_worker_ahead_and_leaves_nothing_behind(tmp_path):
@@ -243,12 +287,21 @@ def test_run_starts_its_worker_ahead_and_leaves_nothing_behind(tmp_path):
     the run takes it, and a run refused before it starts (an unknown workload) stops it: no
     worker folder is left either way."""
     env = {"TMPDIR": str(tmp_path)}
-    refused = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), "--device", "cpu",
-                       "--workload", "no-such-workload", env=env)
+    refused = gpuarena(
+        "run",
+        "level1/softmax",
+        str(EXAMPLES / "softmax" / "pytorch.py"),
+        "--device",
+        "cpu",
+        "--workload",
+        "no-such-workload",
+        env=env,
+    )
     assert refused.returncode != 0 and "no-such-workload" in refused.stdout + refused.stderr
     assert not list(tmp_path.glob("gpuarena-run-*"))
-    ran = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--mode", "test",
-                   "--json", env=env)
+    ran = gpuarena(
+        "run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--mode", "test", "--json", env=env
+    )
     assert ran.returncode == 0, ran.stderr
     assert not list(tmp_path.glob("gpuarena-run-*"))
 
@@ -257,12 +310,14 @@ def test_run_starts_its_worker_ahead_and_leaves_nothing_behind(tmp_path):
 def test_a_run_leaves_without_teardown_but_pays_what_an_exit_owes(code, status, stderr):
     """`gpuarena run` ends with `leave`: the exit status SystemExit would give, atexit hooks run
     and output flushed (a non-daemon thread finished first); only the interpreter's teardown is skipped."""
-    program = ("import atexit, sys, threading, time\n"
-               "from gpuarena.cli import app\n"
-               "atexit.register(lambda: print('hook ran'))\n"
-               "threading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start()\n"
-               "sys.stdout.write('unflushed')\n"
-               f"app.leave({code})\n")
+    program = (
+        "import atexit, sys, threading, time\n"
+        "from gpuarena.cli import app\n"
+        "atexit.register(lambda: print('hook ran'))\n"
+        "threading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start()\n"
+        "sys.stdout.write('unflushed')\n"
+        f"app.leave({code})\n"
+    )
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert result.returncode == status
     assert result.stdout.startswith("unflushed") and "thread done" in result.stdout and "hook ran" in result.stdout

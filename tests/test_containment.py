@@ -16,8 +16,10 @@ from gpuarena.harness.sandbox import default_memory_limit
 
 ROOT = Path(__file__).resolve().parents[1]
 
-needs_bwrap = pytest.mark.skipif(bool(not containment.bwrap_path() or containment.bwrap_problem(containment.bwrap_path())),
-                                 reason="bubblewrap cannot make a sandbox here")
+needs_bwrap = pytest.mark.skipif(
+    bool(not containment.bwrap_path() or containment.bwrap_problem(containment.bwrap_path())),
+    reason="bubblewrap cannot make a sandbox here",
+)
 
 
 def _solution(tmp_path: Path, body: str) -> Path:
@@ -29,8 +31,9 @@ def _solution(tmp_path: Path, body: str) -> Path:
 def _argv(tmp_path: Path, gpu: bool) -> list[str]:
     run = tmp_path / "run"
     (run / "work").mkdir(parents=True)
-    return containment.sandbox_argv("/usr/bin/bwrap", run, run / "work", gpu=gpu, network=True,
-                                    tmpfs_bytes=1 << 28, env=scrubbed_env())
+    return containment.sandbox_argv(
+        "/usr/bin/bwrap", run, run / "work", gpu=gpu, network=True, tmpfs_bytes=1 << 28, env=scrubbed_env()
+    )
 
 
 @needs_bwrap
@@ -56,7 +59,9 @@ def test_a_cpu_run_s_view_has_no_gpu_device_files_and_no_home_or_repository(tmp_
 def test_a_gpu_run_s_view_has_the_gpu_device_files(tmp_path, monkeypatch):
     monkeypatch.setattr(containment, "_gpu_device_files", lambda: ["/dev/nvidia0", "/dev/nvidiactl"])
     argv = _argv(tmp_path, gpu=True)
-    assert ["--dev-bind", "/dev/nvidia0", "/dev/nvidia0"] == argv[argv.index("--dev-bind"):argv.index("--dev-bind") + 3]
+    assert ["--dev-bind", "/dev/nvidia0", "/dev/nvidia0"] == argv[
+        argv.index("--dev-bind") : argv.index("--dev-bind") + 3
+    ]
 
 
 def test_no_home_folder_is_bound_for_a_bin_folder_in_it(monkeypatch):
@@ -68,12 +73,15 @@ def test_no_home_folder_is_bound_for_a_bin_folder_in_it(monkeypatch):
 
 @needs_bwrap
 def test_files_written_to_dev_shm_stay_in_the_sandbox(softmax_small, tmp_path):
-    solution = _solution(tmp_path, '''
+    solution = _solution(
+        tmp_path,
+        """
 def solve(x):
     with open("/dev/shm/gpuarena-test-left-behind", "wb") as f:
         f.write(b"x" * 4096)
     return torch.softmax(x, dim=-1)
-''')
+""",
+    )
     record = softmax_small(solution, mode="test")
     assert record.status == "PASSED", record.reason
     assert not Path("/dev/shm/gpuarena-test-left-behind").exists()
@@ -87,7 +95,9 @@ def test_shared_anonymous_memory_counts_against_the_memory_limit(tmp_path):
     probe.remove()
     if not counts:
         pytest.skip("no cgroup memory controller for the supervisor here")
-    solution = _solution(tmp_path, '''
+    solution = _solution(
+        tmp_path,
+        """
 import mmap
 
 def solve(x):
@@ -95,12 +105,14 @@ def solve(x):
     for at in range(0, 3 << 30, 4096):
         block[at] = 1
     return torch.softmax(x, dim=-1)
-''')
-    record = judge("level1/softmax", solution, mode="test", workloads=["small-64x1000"],
-                   memory_limit_bytes=1 << 30)
+""",
+    )
+    record = judge("level1/softmax", solution, mode="test", workloads=["small-64x1000"], memory_limit_bytes=1 << 30)
     assert record.status == "RUNTIME_ERROR", (record.status, record.reason)
-    assert "memory.limit_in_bytes 1024 MiB" in record.environment.worker_containment or \
-        "memory.max 1024 MiB" in record.environment.worker_containment
+    assert (
+        "memory.limit_in_bytes 1024 MiB" in record.environment.worker_containment
+        or "memory.max 1024 MiB" in record.environment.worker_containment
+    )
 
 
 @needs_bwrap
@@ -109,7 +121,9 @@ def test_without_a_cgroup_the_memory_limit_is_watched_from_outside(tmp_path, mon
     the lent H100), shared anonymous memory still counts: the supervisor sums the sandbox's
     resident memory from outside and kills it over the limit, with a reason that says so."""
     monkeypatch.setenv("GPUARENA_SANDBOX_CGROUP", "0")
-    solution = _solution(tmp_path, '''
+    solution = _solution(
+        tmp_path,
+        """
 import mmap
 
 def solve(x):
@@ -117,9 +131,9 @@ def solve(x):
     for at in range(0, 3 << 30, 4096):
         block[at] = 1
     return torch.softmax(x, dim=-1)
-''')
-    record = judge("level1/softmax", solution, mode="test", workloads=["small-64x1000"],
-                   memory_limit_bytes=1 << 30)
+""",
+    )
+    record = judge("level1/softmax", solution, mode="test", workloads=["small-64x1000"], memory_limit_bytes=1 << 30)
     assert record.status == "RUNTIME_ERROR", (record.status, record.reason)
     assert "went over its memory limit" in record.reason and "limit 1024 MiB" in record.reason
     assert "memory watched from outside (1024 MiB resident)" in record.environment.worker_containment
@@ -166,8 +180,9 @@ def test_a_data_folder_inside_a_readable_folder_is_hidden(tmp_path, monkeypatch)
     run = tmp_path / "run"
     (run / "work").mkdir(parents=True)
     try:
-        argv = containment.sandbox_argv("/usr/bin/bwrap", run, run / "work", gpu=False, network=True,
-                                        tmpfs_bytes=1 << 28, env=env)
+        argv = containment.sandbox_argv(
+            "/usr/bin/bwrap", run, run / "work", gpu=False, network=True, tmpfs_bytes=1 << 28, env=env
+        )
     finally:
         containment._WORKER_SYS_PATH = None
     assert str(checkout) in argv
@@ -184,8 +199,11 @@ def test_the_worker_s_import_path_is_kept_on_disk_until_the_site_folders_change(
     site = tmp_path / "site"
     site.mkdir()
     real_get_path = sysconfig.get_path
-    monkeypatch.setattr(containment.sysconfig, "get_path",
-                        lambda name, *a, **k: str(site) if name == "purelib" else real_get_path(name, *a, **k))
+    monkeypatch.setattr(
+        containment.sysconfig,
+        "get_path",
+        lambda name, *a, **k: str(site) if name == "purelib" else real_get_path(name, *a, **k),
+    )
     asked: list[list[str]] = []
     real_run = containment.subprocess.run
 

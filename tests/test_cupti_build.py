@@ -14,8 +14,12 @@ from gpuarena.harness import cupti_build, device_audit, range_timer
 
 BUILDS = {
     "PM sampler": (device_audit.build_sampler, device_audit.compile_sampler, "cupti_pmsampling.h", ()),
-    "range timer": (range_timer.build_range_timer, range_timer.compile_range_timer, "cupti_range_profiler.h",
-                    ("grt_open", "grt_start", "grt_stop", "grt_read", "grt_error", "grt_close")),
+    "range timer": (
+        range_timer.build_range_timer,
+        range_timer.compile_range_timer,
+        "cupti_range_profiler.h",
+        ("grt_open", "grt_start", "grt_stop", "grt_read", "grt_error", "grt_close"),
+    ),
 }
 OTHER_HEADER = {"cupti_pmsampling.h": "cupti_range_profiler.h", "cupti_range_profiler.h": "cupti_pmsampling.h"}
 

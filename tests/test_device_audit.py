@@ -162,6 +162,7 @@ def test_the_traffic_counter_is_the_first_the_chip_reads_or_none_with_the_reason
 def test_sampling_stops_when_the_work_fails_and_the_work_s_error_wins(tmp_path):
     sampler = DeviceSampler(stand_in(tmp_path, good_marks=1), 0)
     try:
+
         def failing_request():
             raise ValueError("the worker's own failure")
 
@@ -193,7 +194,7 @@ def test_a_sampler_that_died_is_reported_as_gone(tmp_path):
 
 def test_a_sampler_that_cannot_start_says_why(tmp_path):
     broken = tmp_path / "broken"
-    broken.write_text(f"#!{sys.executable}\nprint('{{\"error\": \"cuptiPmSamplingEnable: not supported\"}}')\n")
+    broken.write_text(f'#!{sys.executable}\nprint(\'{{"error": "cuptiPmSamplingEnable: not supported"}}\')\n')
     broken.chmod(0o755)
     with pytest.raises(SamplerError, match="not supported"):
         DeviceSampler(broken, 0)
@@ -203,10 +204,23 @@ def test_the_run_s_summary_says_what_the_audit_checked_or_why_it_did_not():
     from gpuarena.cli.render import _audit_summary
     from gpuarena.harness.records import DeviceAudit, Evaluation, Status, WorkloadResult
 
-    record = Evaluation(status=Status.PASSED, problem="level1/softmax", solution_hash="0" * 12, solution_name="s",
-                        language="triton", device="cuda:0", mode="benchmark", started_at="2026-11-23T00:00:00+00:00")
-    record.workloads = [WorkloadResult(name="a", status=Status.PASSED, device_audit=DeviceAudit(
-        calls=32, observed_us_per_call=1.46, claimed_us=2.05, margin=0.7))]
+    record = Evaluation(
+        status=Status.PASSED,
+        problem="level1/softmax",
+        solution_hash="0" * 12,
+        solution_name="s",
+        language="triton",
+        device="cuda:0",
+        mode="benchmark",
+        started_at="2026-11-23T00:00:00+00:00",
+    )
+    record.workloads = [
+        WorkloadResult(
+            name="a",
+            status=Status.PASSED,
+            device_audit=DeviceAudit(calls=32, observed_us_per_call=1.46, claimed_us=2.05, margin=0.7),
+        )
+    ]
     assert "1 workload(s) checked" in _audit_summary(record) and "1.40" in _audit_summary(record)
     record.workloads[0].device_audit.observed_us_per_call, record.workloads[0].device_audit.inflation_us = 4.05, 2.0
     assert "lowest claimed / observed 1.00" in _audit_summary(record)  # 2.05 / (4.05 - 2.0)
@@ -215,8 +229,11 @@ def test_the_run_s_summary_says_what_the_audit_checked_or_why_it_did_not():
     record.workloads[0].device_audit.read_mb_per_call = None
     record.workloads[0].device_audit.traffic_skipped = "the chip reads none of them"
     assert "reads not checked (the chip reads none of them)" in _audit_summary(record)
-    record.workloads = [WorkloadResult(name="a", status=Status.PASSED,
-                                       device_audit=DeviceAudit(skipped="turned off (GPUARENA_DEVICE_AUDIT=0)"))]
+    record.workloads = [
+        WorkloadResult(
+            name="a", status=Status.PASSED, device_audit=DeviceAudit(skipped="turned off (GPUARENA_DEVICE_AUDIT=0)")
+        )
+    ]
     assert _audit_summary(record) == "device audit: skipped (turned off (GPUARENA_DEVICE_AUDIT=0))"
     record.workloads = [WorkloadResult(name="a", status=Status.PASSED)]  # the CPU: no audit, no line
     assert _audit_summary(record) == ""
@@ -286,10 +303,15 @@ def audited_on_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setattr(CpuBackend, "device_audit", True)  # the stand-in sampler reads "the device"
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
     from gpuarena.harness import rounds_audit
+
     monkeypatch.setattr(rounds_audit, "UNSWEPT_UNDER_US", 0.0)  # the unswept requests: their own tests
 
-    def run(plan: dict[str, float], problem: str = "level1/softmax",
-            solution: Path = EXAMPLES / "softmax" / "pytorch.py", reads: dict[str, float] | None = None):
+    def run(
+        plan: dict[str, float],
+        problem: str = "level1/softmax",
+        solution: Path = EXAMPLES / "softmax" / "pytorch.py",
+        reads: dict[str, float] | None = None,
+    ):
         PlannedSampler.plan, PlannedSampler.seen, PlannedSampler.states, PlannedSampler.chained = plan, [], [], []
         PlannedSampler.reads = reads or {}
         options = {"workloads": ["small-64x1000"]} if problem == "level1/softmax" else {}
@@ -380,6 +402,7 @@ def test_a_round_s_blocks_are_sampled_back_to_back_and_nothing_else_is_chained(a
     assert PlannedSampler.chained == expected
     assert "finish" in order and expected.count(True) >= 2 * FEW_REQUESTS  # the solution's request and one more a round
 
+
 @pytest.fixture
 def unswept_for_every_claim(monkeypatch):
     """The CPU's small softmax claims tens of µs: every claim counts as small here."""
@@ -388,8 +411,7 @@ def unswept_for_every_claim(monkeypatch):
     monkeypatch.setattr(rounds_audit, "UNSWEPT_UNDER_US", 1e12)
 
 
-def test_small_kernels_are_also_sampled_without_the_sweeps(audited_on_the_cpu, unswept_for_every_claim,
-                                                                         monkeypatch):
+def test_small_kernels_are_also_sampled_without_the_sweeps(audited_on_the_cpu, unswept_for_every_claim, monkeypatch):
     """After the timed rounds, a claim under UNSWEPT_UNDER_US gets UNSWEPT_REQUESTS requests of
     the same calls without the cache sweeps, each on fresh inputs, its outputs checked, each
     paired with the harness alone run the same way; nothing else is added."""
@@ -423,15 +445,16 @@ def test_small_kernels_are_also_sampled_without_the_sweeps(audited_on_the_cpu, u
     assert len(unswept) == UNSWEPT_REQUESTS and all(set(m) == {"op", "n", "evict"} for m in unswept)
     assert sent[-UNSWEPT_REQUESTS:] == unswept  # after every timed request
     assert all(set(m) == {"op", "n"} for m in sent[:-UNSWEPT_REQUESTS])
-    tail = events[events.index("unswept") - 1:]
+    tail = events[events.index("unswept") - 1 :]
     assert tail == ["refresh", "unswept", "check"] * UNSWEPT_REQUESTS  # fresh inputs, outputs checked
     pairs = [PlannedSampler.seen[i - 1] for i, what in enumerate(PlannedSampler.seen) if what == UNSWEPT]
     assert pairs == [UNSWEPT_HARNESS] * UNSWEPT_REQUESTS
     assert len(audit.unswept_per_request) == UNSWEPT_REQUESTS and audit.unswept_us_per_call == 0
 
 
-def test_a_small_claim_under_what_the_counters_saw_back_to_back_is_rejected(audited_on_the_cpu,
-                                                                            unswept_for_every_claim):
+def test_a_small_claim_under_what_the_counters_saw_back_to_back_is_rejected(
+    audited_on_the_cpu, unswept_for_every_claim
+):
     """The swept requests read nothing unusual; the same calls without the sweeps read far more than
     the claim: REJECTED on the unswept figure. The harness's own share is taken off it."""
     from gpuarena.harness.rounds_audit import UNSWEPT, UNSWEPT_HARNESS
@@ -508,6 +531,7 @@ def test_the_clocks_drift_falls_out_of_each_pair(audited_on_the_cpu):
     time: each request is judged against the harness block sampled just before it, so a
     drift common to both leaves the figure exact and its error nil. With the harness's blocks
     taken apart, this drift hid a 3x forged claim on an H100 (patched_reply_function)."""
+
     def drifting(extra_ns: float):
         return lambda k: 1e8 * (1 + 0.05 * (k % 5)) + extra_ns
 
@@ -571,8 +595,10 @@ def test_the_harness_s_block_is_spaced_out_as_the_solution_s_calls_are(audited_o
     assert record.status == "PASSED", record.reason
     assert 0 <= audit.harness_pace_us < 1000  # a softmax of 64 x 1000 on the CPU: well under a ms a call
     slow = tmp_path / "host_work.py"
-    slow.write_text("import time, torch\n\ndef solve(x):\n    until = time.perf_counter() + 0.003\n"
-                    "    while time.perf_counter() < until:\n        pass\n    return torch.softmax(x, dim=-1)\n")
+    slow.write_text(
+        "import time, torch\n\ndef solve(x):\n    until = time.perf_counter() + 0.003\n"
+        "    while time.perf_counter() < until:\n        pass\n    return torch.softmax(x, dim=-1)\n"
+    )
     record, audit = audited_on_the_cpu({}, solution=slow)
     assert record.status == "PASSED", record.reason
     assert 2500 < audit.harness_pace_us < 4000
@@ -677,8 +703,11 @@ def test_a_sampler_that_will_not_start_again_in_a_run_rejects_it(tmp_path, monke
     monkeypatch.setattr(device_audit, "build_sampler", lambda: (tmp_path / "planned", ""))
     monkeypatch.setattr(device_audit, "DeviceSampler", StartsOnce)
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "1")
-    supervisor = Supervisor(resolve_problem("level1/softmax"), load_solution(EXAMPLES / "softmax" / "pytorch.py"),
-                            RunOptions(device="cpu", mode="benchmark"))
+    supervisor = Supervisor(
+        resolve_problem("level1/softmax"),
+        load_solution(EXAMPLES / "softmax" / "pytorch.py"),
+        RunOptions(device="cpu", mode="benchmark"),
+    )
     assert supervisor.sampler is not None and not supervisor.sampler_lost
     supervisor.release_sampler()
     assert supervisor.sampler is None and supervisor.sampler_lost and "HARDWARE_BUSY" in supervisor.sampler_missing
@@ -727,8 +756,9 @@ def test_a_sampler_started_ahead_is_the_run_s_own(audited_on_the_cpu, monkeypatc
 
     def run(ahead: DeviceAhead):
         options = RunOptions(device="cpu", mode="benchmark", workloads=["small-64x1000"], budget_s=0.3)
-        return evaluate(resolve_problem("level1/softmax"), load_solution(EXAMPLES / "softmax" / "pytorch.py"),
-                        options, ahead=ahead)
+        return evaluate(
+            resolve_problem("level1/softmax"), load_solution(EXAMPLES / "softmax" / "pytorch.py"), options, ahead=ahead
+        )
 
     made.clear()
     ahead = DeviceAhead(0)
@@ -757,8 +787,10 @@ def test_what_starts_ahead_does_not_import_torch():
     """The point of starting them ahead: torch is not loaded by the modules that do it."""
     import subprocess
 
-    code = ("import sys; import gpuarena.harness.ahead, gpuarena.harness.started, gpuarena.harness.triton_key; "
-            "assert 'torch' not in sys.modules, 'torch was imported'")
+    code = (
+        "import sys; import gpuarena.harness.ahead, gpuarena.harness.started, gpuarena.harness.triton_key; "
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

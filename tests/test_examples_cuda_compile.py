@@ -38,17 +38,21 @@ pytestmark = [
 ]
 
 # Headers that the full (non-GPUARENA_COMPILE_CHECK) build includes transitively.
-TORCH_CUDA_HEADERS = ["c10/cuda/impl/cuda_cmake_macros.h", "ATen/cuda/CUDAContext.h",
-                      "c10/cuda/CUDAException.h", "c10/cuda/CUDAGuard.h"]
-CUDA_LIBRARY_HEADERS = ["cuda_runtime.h", "cublas_v2.h", "cublasLt.h", "cusparse.h",
-                        "cusolverDn.h"]
+TORCH_CUDA_HEADERS = [
+    "c10/cuda/impl/cuda_cmake_macros.h",
+    "ATen/cuda/CUDAContext.h",
+    "c10/cuda/CUDAException.h",
+    "c10/cuda/CUDAGuard.h",
+]
+CUDA_LIBRARY_HEADERS = ["cuda_runtime.h", "cublas_v2.h", "cublasLt.h", "cusparse.h", "cusolverDn.h"]
 
 
 def cuda_home() -> Path | None:
     """The CUDA toolkit that nvcc belongs to (nvcc may be a wrapper script elsewhere)."""
     candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
-    dry = subprocess.run([NVCC, "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull],
-                         capture_output=True, text=True)
+    dry = subprocess.run(
+        [NVCC, "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull], capture_output=True, text=True
+    )
     match = re.search(r"^#\$ TOP=(.+)$", dry.stdout + dry.stderr, re.MULTILINE)
     if match:
         candidates.append(match.group(1).strip())
@@ -71,12 +75,14 @@ def include_dirs() -> list[Path]:
 def full_build_possible(dirs: list[Path]) -> bool:
     def found(name: str) -> bool:
         return any((d / name).is_file() for d in dirs)
+
     return all(found(h) for h in TORCH_CUDA_HEADERS + CUDA_LIBRARY_HEADERS)
 
 
 def cxx_standard() -> str:
     """The -std= that cpp_extension.load uses with this torch."""
     import inspect
+
     return "-std=c++20" if "-std=c++20" in inspect.getsource(cpp_extension) else "-std=c++17"
 
 
@@ -91,10 +97,14 @@ def nvcc_command(source: Path, output: Path) -> tuple[list[str], str]:
         "-DTORCH_API_INCLUDE_EXTENSION_H",
         f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
         *cpp_extension.COMMON_NVCC_FLAGS,  # -D__CUDA_NO_HALF_OPERATORS__ ..., --expt-relaxed-constexpr
-        "--compiler-options", "-fPIC",
-        "-O3", "--use_fast_math",  # solution.toml's extra_cuda_cflags
-        "-gencode", "arch=compute_90,code=sm_90",  # Hopper (H100, H200)
-        "-Xptxas", "-v",  # ptxas reports each kernel it builds for sm_90
+        "--compiler-options",
+        "-fPIC",
+        "-O3",
+        "--use_fast_math",  # solution.toml's extra_cuda_cflags
+        "-gencode",
+        "arch=compute_90,code=sm_90",  # Hopper (H100, H200)
+        "-Xptxas",
+        "-v",  # ptxas reports each kernel it builds for sm_90
     ]
     if mode == "compile-check":
         cmd.append("-DGPUARENA_COMPILE_CHECK")

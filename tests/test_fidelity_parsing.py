@@ -16,34 +16,50 @@ fid = importlib.util.module_from_spec(_spec)
 sys.modules["bench_fidelity"] = fid
 _spec.loader.exec_module(fid)
 
-HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
-          '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+HEADER = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+    '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+)
 GEMM = "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_nn_align8>(T1::Params)"
-REDUCE = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
-          "at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) "
-          "(instance 1)]>, unsigned int, float, 4, 4>>(T3)")
+REDUCE = (
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+    "at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) "
+    "(instance 1)]>, unsigned int, float, 4, 4>>(T3)"
+)
 
 
 def _row(kid: int, name: str, unit: str, value: str, metric: str = "gpu__time_duration.sum") -> str:
     quoted = name.replace('"', '""')
-    return (f'"{kid}","48213","python3.12","127.0.0.1","{quoted}","1","7","(128, 1, 1)","(64, 8, 1)",'
-            f'"0","9.0","Command line profiler metrics","{metric}","{unit}","{value}"')
+    return (
+        f'"{kid}","48213","python3.12","127.0.0.1","{quoted}","1","7","(128, 1, 1)","(64, 8, 1)",'
+        f'"0","9.0","Command line profiler metrics","{metric}","{unit}","{value}"'
+    )
 
 
 # Three calls of two kernels each, as ncu prints them: app output and ==PROF== lines first,
 # quoted fields with commas inside, thousands separators, units scaled per value.
-CALLS = [(GEMM, "usecond", "1,033.28", 1_033_280.0), (REDUCE, "nsecond", "5,408", 5_408.0),
-         (GEMM, "msecond", "1.04", 1_040_000.0), (REDUCE, "nsecond", "5,376", 5_376.0),
-         (GEMM, "usecond", "1,029.60", 1_029_600.0), (REDUCE, "usecond", "5.44", 5_440.0)]
-SAMPLE = "\n".join(
-    ["==PROF== Connected to process 48213 (/opt/torch/.venv/bin/python3.12)",
-     "==WARNING== Note: Running with uncontrolled GPU clocks.",
-     f"{fid.KERNELS_TAG}2"]
-    + [f'==PROF== Profiling "{n[:30]}" - {i}: 0%....50%....100% - 1 pass' for i, (n, *_) in enumerate(CALLS)]
-    + ["==PROF== Disconnected from process 48213", HEADER]
-    + [_row(i, n, u, v) for i, (n, u, v, _) in enumerate(CALLS)]
-    + [_row(0, GEMM, "byte", "1,024", metric="dram__bytes_read.sum")]
-) + "\n"
+CALLS = [
+    (GEMM, "usecond", "1,033.28", 1_033_280.0),
+    (REDUCE, "nsecond", "5,408", 5_408.0),
+    (GEMM, "msecond", "1.04", 1_040_000.0),
+    (REDUCE, "nsecond", "5,376", 5_376.0),
+    (GEMM, "usecond", "1,029.60", 1_029_600.0),
+    (REDUCE, "usecond", "5.44", 5_440.0),
+]
+SAMPLE = (
+    "\n".join(
+        [
+            "==PROF== Connected to process 48213 (/opt/torch/.venv/bin/python3.12)",
+            "==WARNING== Note: Running with uncontrolled GPU clocks.",
+            f"{fid.KERNELS_TAG}2",
+        ]
+        + [f'==PROF== Profiling "{n[:30]}" - {i}: 0%....50%....100% - 1 pass' for i, (n, *_) in enumerate(CALLS)]
+        + ["==PROF== Disconnected from process 48213", HEADER]
+        + [_row(i, n, u, v) for i, (n, u, v, _) in enumerate(CALLS)]
+        + [_row(0, GEMM, "byte", "1,024", metric="dram__bytes_read.sum")]
+    )
+    + "\n"
+)
 
 
 def test_units_and_separators():
@@ -63,9 +79,13 @@ def test_parse_keeps_only_the_metric_rows_in_launch_order():
 
 
 def test_parse_sorts_by_id_and_finds_columns_by_name():
-    reordered = "\n".join(['"Kernel Name","ID","Metric Unit","Metric Name","Metric Value"',
-                           '"b","2","nsecond","gpu__time_duration.sum","20"',
-                           '"a","1","nsecond","gpu__time_duration.sum","10"'])
+    reordered = "\n".join(
+        [
+            '"Kernel Name","ID","Metric Unit","Metric Name","Metric Value"',
+            '"b","2","nsecond","gpu__time_duration.sum","20"',
+            '"a","1","nsecond","gpu__time_duration.sum","10"',
+        ]
+    )
     assert [(r.id, r.name, r.ns) for r in fid.parse_ncu_csv(reordered)] == [(1, "a", 10.0), (2, "b", 20.0)]
 
 
@@ -77,8 +97,11 @@ def test_group_nvtx_rows_into_calls():
 
 def test_group_tail_skips_warmup_and_input_creation():
     rows = fid.parse_ncu_csv(SAMPLE)
-    extra = [fid.KernelRow("48213", -3, "distribution_elementwise_grid_stride_kernel", 9e5),
-             fid.KernelRow("48213", -2, GEMM, 9e5), fid.KernelRow("48213", -1, REDUCE, 9e5)]
+    extra = [
+        fid.KernelRow("48213", -3, "distribution_elementwise_grid_stride_kernel", 9e5),
+        fid.KernelRow("48213", -2, GEMM, 9e5),
+        fid.KernelRow("48213", -1, REDUCE, 9e5),
+    ]
     calls, per_call = fid.group_calls(extra + rows, 2, per_call=fid.parse_kernel_count(SAMPLE))
     assert per_call == 2 and calls == pytest.approx([1_045_376.0, 1_035_040.0])
 
@@ -100,17 +123,22 @@ def test_kernel_count_line():
 
 def _runs() -> list[dict]:
     runs = []
-    for rep, (ncu, ga, tr, ev) in enumerate([(100.0, 101.0, 110.0, 120.0), (100.0, 101.5, 111.0, 119.0),
-                                             (100.5, 101.2, 109.0, 121.0)]):
-        runs += [{"op": "big", "method": "ncu", "us": ncu, "rep": rep},
-                 {"op": "big", "method": "gpuarena", "us": ga, "e2e_us": ga + 20, "rep": rep},
-                 {"op": "big", "method": "triton", "us": tr, "rep": rep},
-                 {"op": "big", "method": "events", "us": ev, "rep": rep}]
+    for rep, (ncu, ga, tr, ev) in enumerate(
+        [(100.0, 101.0, 110.0, 120.0), (100.0, 101.5, 111.0, 119.0), (100.5, 101.2, 109.0, 121.0)]
+    ):
+        runs += [
+            {"op": "big", "method": "ncu", "us": ncu, "rep": rep},
+            {"op": "big", "method": "gpuarena", "us": ga, "e2e_us": ga + 20, "rep": rep},
+            {"op": "big", "method": "triton", "us": tr, "rep": rep},
+            {"op": "big", "method": "events", "us": ev, "rep": rep},
+        ]
     for rep, ga in enumerate([3.10, 3.15, 3.12]):
-        runs += [{"op": "small", "method": "ncu", "us": 3.0, "rep": rep},
-                 {"op": "small", "method": "gpuarena", "us": ga, "e2e_us": 15.0, "rep": rep},
-                 {"op": "small", "method": "triton", "error": "boom", "rep": rep},
-                 {"op": "small", "method": "events", "us": 4.2, "rep": rep}]
+        runs += [
+            {"op": "small", "method": "ncu", "us": 3.0, "rep": rep},
+            {"op": "small", "method": "gpuarena", "us": ga, "e2e_us": 15.0, "rep": rep},
+            {"op": "small", "method": "triton", "error": "boom", "rep": rep},
+            {"op": "small", "method": "events", "us": 4.2, "rep": rep},
+        ]
     return runs
 
 
@@ -158,8 +186,18 @@ def test_markdown_table():
 
 def test_ncu_command_filters_on_the_nvtx_range():
     cmd = fid.ncu_command("/x/ncu", "add-16M", 20, nvtx=True)
-    assert cmd[:10] == ["/x/ncu", "--metrics", "gpu__time_duration.sum", "--clock-control", "none",
-                        "--cache-control", "all", "--csv", "--target-processes", "all"]
+    assert cmd[:10] == [
+        "/x/ncu",
+        "--metrics",
+        "gpu__time_duration.sum",
+        "--clock-control",
+        "none",
+        "--cache-control",
+        "all",
+        "--csv",
+        "--target-processes",
+        "all",
+    ]
     assert cmd[cmd.index("--nvtx-include") + 1] == "fidelity_call/"
     assert cmd[-4:] == ["--ncu-child", "add-16M", "--calls", "20"]
     assert fid.ncu_command("/x/ncu", "add-16M", 20, nvtx=False)[-1] == "--count-kernels"
@@ -170,9 +208,11 @@ def _fake_ncu(tmp_path: Path, nvtx_output: str, tail_output: str) -> str:
     (tmp_path / "nvtx.txt").write_text(nvtx_output)
     (tmp_path / "tail.txt").write_text(tail_output)
     script = tmp_path / "ncu"
-    script.write_text(f"#!{sys.executable}\nimport sys\n"
-                      f"name = 'nvtx.txt' if '--nvtx' in sys.argv else 'tail.txt'\n"
-                      f"print(open({str(tmp_path)!r} + '/' + name).read())\n")
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\n"
+        f"name = 'nvtx.txt' if '--nvtx' in sys.argv else 'tail.txt'\n"
+        f"print(open({str(tmp_path)!r} + '/' + name).read())\n"
+    )
     script.chmod(0o755)
     return str(script)
 
@@ -184,7 +224,9 @@ def test_run_ncu_with_nvtx_filter(tmp_path):
 
 
 def test_run_ncu_falls_back_to_the_tail(tmp_path):
-    tail = SAMPLE.replace(HEADER, HEADER + "\n" + _row(-1, "distribution_elementwise_grid_stride_kernel", "usecond", "9.0"))
+    tail = SAMPLE.replace(
+        HEADER, HEADER + "\n" + _row(-1, "distribution_elementwise_grid_stride_kernel", "usecond", "9.0")
+    )
     run = fid.run_ncu(_fake_ncu(tmp_path, "==PROF== Disconnected from process 1\n", tail), "matmul-4096", 3)
     assert run["filter"] == "tail" and run["calls_ns"] == pytest.approx([1_038_688.0, 1_045_376.0, 1_035_040.0])
     err = fid.run_ncu(_fake_ncu(tmp_path, "==ERROR== ERR_NVGPUCTRPERM\n", tail), "matmul-4096", 3)
@@ -209,12 +251,29 @@ def test_parent_writes_json_and_markdown(tmp_path, monkeypatch):
     fake_us = {"gpuarena": 101.0, "triton": 110.0, "events": 120.0, "held": 102.0, "hw": 100.5}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(fid, "find_ncu", lambda: "/x/ncu")
-    monkeypatch.setattr(fid, "environment", lambda ncu: {
-        "device": "NVIDIA H100 80GB HBM3", "driver": "580.1", "torch": "2.11", "triton": "3.6",
-        "ncu_version": "V", "date": "today", "command": "python3 bench/fidelity.py"})
-    monkeypatch.setattr(fid, "run_methods", lambda op, methods, quick: [
-        {"op": op, "method": m, "us": fake_us[m], "e2e_us": 130.0, "timer_method": "cupti-device-time"}
-        if m != "events" else {"op": op, "method": m, "error": "exit 1: boom"} for m in methods])
+    monkeypatch.setattr(
+        fid,
+        "environment",
+        lambda ncu: {
+            "device": "NVIDIA H100 80GB HBM3",
+            "driver": "580.1",
+            "torch": "2.11",
+            "triton": "3.6",
+            "ncu_version": "V",
+            "date": "today",
+            "command": "python3 bench/fidelity.py",
+        },
+    )
+    monkeypatch.setattr(
+        fid,
+        "run_methods",
+        lambda op, methods, quick: [
+            {"op": op, "method": m, "us": fake_us[m], "e2e_us": 130.0, "timer_method": "cupti-device-time"}
+            if m != "events"
+            else {"op": op, "method": m, "error": "exit 1: boom"}
+            for m in methods
+        ],
+    )
     monkeypatch.setattr(fid, "run_ncu", lambda ncu, op, n: {"op": op, "method": "ncu", "us": 100.0})
     assert fid.main(["--ops", "add-16M,matmul-512", "--reps", "2", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "fidelity-NVIDIA-H100-80GB-HBM3.json").read_text())
@@ -232,10 +291,24 @@ def test_methods_option_limits_what_runs(tmp_path, monkeypatch):
     asked: list[list[str]] = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(fid, "find_ncu", lambda: "/x/ncu")
-    monkeypatch.setattr(fid, "environment", lambda ncu: {
-        "device": "GPU", "driver": "1", "torch": "2", "triton": "3", "ncu_version": "V", "date": "d", "command": "c"})
-    monkeypatch.setattr(fid, "run_methods", lambda op, methods, quick: asked.append(methods) or [
-        {"op": op, "method": m, "us": 2.0} for m in methods])
+    monkeypatch.setattr(
+        fid,
+        "environment",
+        lambda ncu: {
+            "device": "GPU",
+            "driver": "1",
+            "torch": "2",
+            "triton": "3",
+            "ncu_version": "V",
+            "date": "d",
+            "command": "c",
+        },
+    )
+    monkeypatch.setattr(
+        fid,
+        "run_methods",
+        lambda op, methods, quick: asked.append(methods) or [{"op": op, "method": m, "us": 2.0} for m in methods],
+    )
     monkeypatch.setattr(fid, "run_ncu", lambda ncu, op, n: {"op": op, "method": "ncu", "us": 2.0})
     assert fid.main(["--ops", "add-64K", "--reps", "1", "--methods", "held", "--out", str(tmp_path)]) == 0
     assert asked == [["held"]]
@@ -246,8 +319,11 @@ def test_methods_option_limits_what_runs(tmp_path, monkeypatch):
 
 
 def test_the_ncu_duration_figure_gets_its_own_verdict():
-    runs = _runs() + [{"op": op, "method": "hw", "us": us, "rep": rep}
-                      for rep in range(3) for op, us in (("big", 100.4), ("small", 3.01 + 0.01 * rep))]
+    runs = _runs() + [
+        {"op": op, "method": "hw", "us": us, "rep": rep}
+        for rep in range(3)
+        for op, us in (("big", 100.4), ("small", 3.01 + 0.01 * rep))
+    ]
     result = fid.summarize(runs, ["big", "small"])
     hw = result["summary"]["hw"]
     assert hw["max_abs_dev"] == pytest.approx(3.02 / 3.0 - 1) and hw["all_ok"]

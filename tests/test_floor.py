@@ -15,16 +15,26 @@ def test_floor_is_the_larger_of_bytes_and_flops_terms():
 
 def test_run_below_the_floor_is_rejected():
     impossible = {"bandwidth_gbs": 1e-6, "tflops_bf16": 1e-9, "tflops_fp32": 1e-9}
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
-                   workloads=["small-64x1000"], peaks=impossible)
+    record = judge(
+        "level1/softmax",
+        EXAMPLES / "softmax" / "pytorch.py",
+        mode="benchmark",
+        workloads=["small-64x1000"],
+        peaks=impossible,
+    )
     assert record.status == "REJECTED"
     assert "below the physical floor" in record.reason
 
 
 def test_speed_of_light_is_reported_against_peaks():
     generous = {"bandwidth_gbs": 1e6, "tflops_bf16": 1e6, "tflops_fp32": 1e6}
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
-                   workloads=["small-64x1000"], peaks=generous)
+    record = judge(
+        "level1/softmax",
+        EXAMPLES / "softmax" / "pytorch.py",
+        mode="benchmark",
+        workloads=["small-64x1000"],
+        peaks=generous,
+    )
     assert record.status == "PASSED", record.reason
     sol = record.workloads[0].speed_of_light
     assert sol.bytes == 2 * 64 * 1000 * 4 and sol.bandwidth_fraction < 1 and sol.floor_us > 0
@@ -40,8 +50,7 @@ def test_a_cpu_time_below_what_its_cores_could_do_is_rejected(monkeypatch):
     # the honest softmax (about 20 µs) is far above the real ceiling's floor (0.13 µs on 2 cores)
     assert floor_seconds(peaks.cpu_ceiling(2), 2 * 64 * 1000 * 4, 5 * 64 * 1000) < 2e-7
     monkeypatch.setattr(peaks, "CPU_CORE_CEILING", {"bandwidth_gbs": 1e-6, "tflops_bf16": 1e-9, "tflops_fp32": 1e-9})
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
-                   workloads=["small-64x1000"])
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark", workloads=["small-64x1000"])
     assert record.status == "REJECTED" and "CPU core(s) could do at best" in record.reason, record.reason
 
 

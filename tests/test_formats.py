@@ -28,17 +28,26 @@ def test_bundled_problem_loads_by_id():
     assert problem.id == "level1/softmax"
     assert problem.input_names == ["x"]
     assert problem.spec.level == 1
-    assert problem.spec.workloads_for("cpu") and len(problem.spec.workloads_for("cuda")) > len(problem.spec.workloads_for("cpu"))
+    assert problem.spec.workloads_for("cpu") and len(problem.spec.workloads_for("cuda")) > len(
+        problem.spec.workloads_for("cpu")
+    )
 
 
-@pytest.mark.parametrize("edit, field, words", [
-    (lambda t: t.replace('level = 1', 'level = 7'), "level", "use 1, 2, 3 or 4"),
-    (lambda t: t.replace('dtype = "float32"', 'dtype = "float33"', 1), "workloads[0].dtype", "unknown dtype 'float33'"),
-    (lambda t: t.replace('summary = ', 'sumary = '), "summary", "add this field"),
-    (lambda t: 'colour = "red"\n' + t, "colour", "remove it"),
-    (lambda t: t.replace('bytes = "3 * n * dtype_bytes"', 'bytes = "3 * m"'), None, "unknown name 'm'"),
-    (lambda t: t.replace('bytes = "3 * n * dtype_bytes"', 'bytes = "__import__(\'os\')"'), "bytes", "may only use"),
-])
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
+        (lambda t: t.replace("level = 1", "level = 7"), "level", "use 1, 2, 3 or 4"),
+        (
+            lambda t: t.replace('dtype = "float32"', 'dtype = "float33"', 1),
+            "workloads[0].dtype",
+            "unknown dtype 'float33'",
+        ),
+        (lambda t: t.replace("summary = ", "sumary = "), "summary", "add this field"),
+        (lambda t: 'colour = "red"\n' + t, "colour", "remove it"),
+        (lambda t: t.replace('bytes = "3 * n * dtype_bytes"', 'bytes = "3 * m"'), None, "unknown name 'm'"),
+        (lambda t: t.replace('bytes = "3 * n * dtype_bytes"', "bytes = \"__import__('os')\""), "bytes", "may only use"),
+    ],
+)
 def test_schema_errors_name_file_field_and_fix(problem_copy, edit, field, words):
     toml = problem_copy / "problem.toml"
     toml.write_text(edit(toml.read_text()))
@@ -126,4 +135,6 @@ def test_schemas_are_generated_and_shipped():
     assert "speedup" in json.dumps(schemas["evaluation"])
     shipped = Path(gpuarena.schemas.__file__).parent
     for name, body in schemas.items():
-        assert json.loads((shipped / f"{name}.schema.json").read_text()) == body, f"regenerate: gpuarena schema -o {shipped}"
+        assert json.loads((shipped / f"{name}.schema.json").read_text()) == body, (
+            f"regenerate: gpuarena schema -o {shipped}"
+        )

@@ -29,27 +29,37 @@ PER_CALL_US = round(1500 + 250.5 + 9000) / 1e3  # the three stand-in kernels, su
 FAILS_IN_THE_WORKER = STAND_IN.replace("#include <cstring>", "#include <cstring>\n#include <cstdlib>").replace(
     "    opened = max_ranges > 0;",
     '    if (!getenv("PYTEST_CURRENT_TEST")) { error = "cuptiRangeProfilerEnable: '
-    'CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (stand-in)"; return 1; }\n    opened = max_ranges > 0;')
+    'CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (stand-in)"; return 1; }\n    opened = max_ranges > 0;',
+)
 
 
 def holding_the_counters(source: str, folder) -> str:
     """The stand-in as the GPU's counters make the real one behave: one holder at a time (an
     exclusive lock on a file stands for them; a second grt_open gets HARDWARE_BUSY), and each
     opening noted in a file (the real one's first window after opening costs seconds)."""
-    return source.replace("#include <cstring>", "#include <cstring>\n#include <cstdio>\n#include <fcntl.h>\n"
-                          "#include <sys/file.h>\n#include <unistd.h>\nstatic int counters = -1;").replace(
-        "    opened = max_ranges > 0;",
-        '    if (counters >= 0) { error = "grt_open: already open"; return 1; }  // one per process, as the real one\n'
-        f'    counters = open("{folder}/counters", O_CREAT | O_RDWR, 0666);\n'
-        '    if (counters < 0) { error = "stand-in: cannot open its counters file"; return 1; }\n'
-        "    if (flock(counters, LOCK_EX | LOCK_NB) != 0) {\n"
-        "        close(counters);\n"
-        '        counters = -1; error = "cuptiProfilerGetCounterAvailability: CUPTI_ERROR_HARDWARE_BUSY (stand-in)"; return 1;\n'
-        "    }\n"
-        f'    FILE* log = fopen("{folder}/opens", "a"); if (log) {{ fputs("open\\n", log); fclose(log); }}\n'
-        "    opened = max_ranges > 0;").replace(
-        "void grt_close(void) { opened = 0; }",
-        "void grt_close(void) { opened = 0; if (counters >= 0) { flock(counters, LOCK_UN); close(counters); counters = -1; } }")
+    return (
+        source.replace(
+            "#include <cstring>",
+            "#include <cstring>\n#include <cstdio>\n#include <fcntl.h>\n"
+            "#include <sys/file.h>\n#include <unistd.h>\nstatic int counters = -1;",
+        )
+        .replace(
+            "    opened = max_ranges > 0;",
+            '    if (counters >= 0) { error = "grt_open: already open"; return 1; }  // one per process, as the real one\n'
+            f'    counters = open("{folder}/counters", O_CREAT | O_RDWR, 0666);\n'
+            '    if (counters < 0) { error = "stand-in: cannot open its counters file"; return 1; }\n'
+            "    if (flock(counters, LOCK_EX | LOCK_NB) != 0) {\n"
+            "        close(counters);\n"
+            '        counters = -1; error = "cuptiProfilerGetCounterAvailability: CUPTI_ERROR_HARDWARE_BUSY (stand-in)"; return 1;\n'
+            "    }\n"
+            f'    FILE* log = fopen("{folder}/opens", "a"); if (log) {{ fputs("open\\n", log); fclose(log); }}\n'
+            "    opened = max_ranges > 0;",
+        )
+        .replace(
+            "void grt_close(void) { opened = 0; }",
+            "void grt_close(void) { opened = 0; if (counters >= 0) { flock(counters, LOCK_UN); close(counters); counters = -1; } }",
+        )
+    )
 
 
 @pytest.fixture
@@ -70,6 +80,7 @@ def counters_folder(monkeypatch):
 @pytest.fixture
 def profiled_run(monkeypatch, tmp_path, counters_folder):
     """A real softmax run on the CPU with the stand-in library (None: no library, and why)."""
+
     def run(library_source: str | None = STAND_IN, why: str = "", workloads: tuple[str, ...] = ("small-64x1000",)):
         if library_source:
             library_source = holding_the_counters(library_source, counters_folder)
@@ -79,8 +90,9 @@ def profiled_run(monkeypatch, tmp_path, counters_folder):
         monkeypatch.setenv("GPUARENA_KERNEL_DURATION", os.environ.get("GPUARENA_KERNEL_DURATION", "1"))
         # the reference's figure is cached per machine: each test starts without one
         monkeypatch.setenv("GPUARENA_CACHE", os.environ.get("GPUARENA_CACHE", str(tmp_path / "cache")))
-        record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark",
-                       workloads=list(workloads))
+        record = judge(
+            "level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark", workloads=list(workloads)
+        )
         assert record.status == "PASSED", record.reason
         return record
 
@@ -118,8 +130,9 @@ def test_a_profiler_that_fails_in_the_worker_is_no_verdict_on_the_solution(profi
 def test_a_timer_block_with_the_library_gives_each_call_s_kernels_summed(tmp_path):
     library = compile_stand_in(tmp_path)
     seen = []
-    samples = Timer(torch.device("cpu")).run_block(lambda i: i * 10, 3, after=lambda i, r: seen.append(r),
-                                                   kernel_library=library)
+    samples = Timer(torch.device("cpu")).run_block(
+        lambda i: i * 10, 3, after=lambda i, r: seen.append(r), kernel_library=library
+    )
     assert samples.method == KERNEL_DURATION_METHOD
     assert samples.device_ns == [round(PER_CALL_US * 1e3)] * 3 and len(samples.e2e_ns) == 3
     assert seen == [0, 10, 20]  # after() gets each call's own result
@@ -134,8 +147,13 @@ def test_a_timer_block_opens_small_and_grows_when_a_call_launches_more_kernels(t
     library = compile_stand_in(tmp_path)
     calls, prepared, seen = [], [], []
     timer = Timer(torch.device("cpu"))
-    samples = timer.run_block(lambda i: calls.append(i) or i * 10, 3, prepare=prepared.append,
-                              after=lambda i, r: seen.append(r), kernel_library=library)
+    samples = timer.run_block(
+        lambda i: calls.append(i) or i * 10,
+        3,
+        prepare=prepared.append,
+        after=lambda i, r: seen.append(r),
+        kernel_library=library,
+    )
     assert samples.device_ns == [round(PER_CALL_US * 1e3)] * 3
     assert calls == [0, 0, 0, 1, 2] and prepared == [0, 0, 0, 1, 2]  # room 1, then 2, then 4: the first call thrice
     assert seen == [0, 10, 20]  # each call's outputs checked once, from the run that was measured
@@ -154,8 +172,10 @@ def test_the_phase_can_be_switched_off_and_the_record_says_so(profiled_run, monk
     assert record.score
     workload = record.workloads[0]
     assert workload.time.kernel_duration_us is None and workload.time.median_us > 0
-    assert workload.kernel_duration_skipped == kernel_duration.SWITCHED_OFF and "GPUARENA_KERNEL_DURATION=0" in \
-        kernel_duration.SWITCHED_OFF
+    assert (
+        workload.kernel_duration_skipped == kernel_duration.SWITCHED_OFF
+        and "GPUARENA_KERNEL_DURATION=0" in kernel_duration.SWITCHED_OFF
+    )
     assert (counters_folder / "opens").read_text() == ""
 
 
@@ -167,7 +187,10 @@ def test_the_phase_runs_in_ranked_mode_and_elsewhere_only_when_asked(profiled_ru
     monkeypatch.setattr(kernel_duration, "library", lambda: (None, "unused"))  # the stand-in comes in below
     record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark", workloads=["small-64x1000"])
     assert record.status == "PASSED", record.reason
-    assert record.workloads[0].kernel_duration_skipped == kernel_duration.NOT_ASKED and "--ncu" in kernel_duration.NOT_ASKED
+    assert (
+        record.workloads[0].kernel_duration_skipped == kernel_duration.NOT_ASKED
+        and "--ncu" in kernel_duration.NOT_ASKED
+    )
     assert (counters_folder / "opens").read_text() == ""
     asked = profiled_run()  # the fixture asks, as --ncu does
     assert asked.workloads[0].time.kernel_duration_us == pytest.approx(PER_CALL_US)
@@ -207,8 +230,12 @@ def test_the_instruction_cache_sweep_compiles_to_more_code_than_an_sm_caches(tmp
     from gpuarena.harness import icache_sweep
 
     (tmp_path / "sweep.ptx").write_text(icache_sweep.ptx())
-    done = subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / "sweep.ptx"), "-o", str(tmp_path / "sweep.cubin")],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["ptxas", "-arch=sm_90", str(tmp_path / "sweep.ptx"), "-o", str(tmp_path / "sweep.cubin")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     sections = subprocess.run(["readelf", "-S", "-W", str(tmp_path / "sweep.cubin")], capture_output=True, text=True)
     text = next(line for line in sections.stdout.splitlines() if f".text.{icache_sweep.ENTRY}" in line)
@@ -238,8 +265,14 @@ def test_the_cli_shows_the_figure_or_why_it_is_missing(profiled_on_the_cpu):
     from gpuarena.harness.records import Evaluation, Status, WorkloadResult
 
     workload = profiled_on_the_cpu()
-    record = Evaluation(status=Status.PASSED, problem="level1/softmax", solution_hash="0" * 64, device="cpu",
-                        mode="benchmark", workloads=[workload])
+    record = Evaluation(
+        status=Status.PASSED,
+        problem="level1/softmax",
+        solution_hash="0" * 64,
+        device="cpu",
+        mode="benchmark",
+        workloads=[workload],
+    )
     console = Console(record=True, width=200)
     render(record, console)
     text = console.export_text()
@@ -255,10 +288,24 @@ def test_the_submission_page_shows_the_figure_only_where_measured(profiled_on_th
     from gpuarena.service.web.render import ENV
 
     workload = profiled_on_the_cpu()
-    evaluation = Evaluation(status=Status.PASSED, problem="level1/softmax", solution_hash="0" * 64, device="cpu",
-                            mode="benchmark", workloads=[workload])
-    detail = SimpleNamespace(status="PASSED", reason="", done=True, id=1, device_kind="cpu", score=None,
-                             evaluation=evaluation, log_hidden=False)
+    evaluation = Evaluation(
+        status=Status.PASSED,
+        problem="level1/softmax",
+        solution_hash="0" * 64,
+        device="cpu",
+        mode="benchmark",
+        workloads=[workload],
+    )
+    detail = SimpleNamespace(
+        status="PASSED",
+        reason="",
+        done=True,
+        id=1,
+        device_kind="cpu",
+        score=None,
+        evaluation=evaluation,
+        log_hidden=False,
+    )
 
     def html() -> str:
         return ENV.get_template("_live.html").render(s=SimpleNamespace(detail=detail, score_interval=None, compared={}))
@@ -280,8 +327,9 @@ def test_each_side_opens_the_profiler_once_per_run_and_never_both_at_once(profil
     assert (counters_folder / "opens").read_text() == "open\nopen\n"
 
 
-def test_a_second_run_reads_the_reference_s_figure_from_the_cache_and_opens_once(profiled_run, counters_folder,
-                                                                                monkeypatch, tmp_path):
+def test_a_second_run_reads_the_reference_s_figure_from_the_cache_and_opens_once(
+    profiled_run, counters_folder, monkeypatch, tmp_path
+):
     """The reference's figure depends on nothing the solution does: kept per problem version,
     workload, device and software, a later run opens the profiler on the worker's side only
     (each opening costs about 4 s on an H100); the record says the figure came from the cache."""
@@ -334,7 +382,7 @@ def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeyp
     assert starts.read_text() == "start\n"  # one sampler for every workload's audit
 
 
-WRONG_UNDER_THE_PROFILER = '''
+WRONG_UNDER_THE_PROFILER = """
 import torch
 
 
@@ -342,11 +390,12 @@ def solve(x):
     with open("/proc/self/maps") as maps:  # the range timer's library is loaded: the ncu phase
         profiled = "libstand_in" in maps.read()
     return torch.zeros_like(x) if profiled else torch.softmax(x, dim=-1)
-'''
+"""
 
 
 def test_outputs_wrong_only_under_the_profiler_leave_the_figure_out_not_a_verdict(
-        tmp_path, monkeypatch, counters_folder):
+    tmp_path, monkeypatch, counters_folder
+):
     """CUDA graphs are not replayed under the Range Profiler (an honest graph-replay softmax on
     an H100): outputs right in the timed rounds and wrong in the ncu phase cost the figure,
     never the verdict, which the timed rounds gave."""
@@ -367,8 +416,14 @@ def test_a_stream_cost_far_below_ncu_s_figure_for_the_same_calls_is_rejected():
     from gpuarena.harness.records import Timing, WorkloadResult
 
     def result(stream_us: float, ncu_us: float) -> WorkloadResult:
-        timing = Timing(median_us=stream_us, ci95_low_us=stream_us, ci95_high_us=stream_us, samples=30,
-                        method="cupti-device-time", kernel_duration_us=ncu_us)
+        timing = Timing(
+            median_us=stream_us,
+            ci95_low_us=stream_us,
+            ci95_high_us=stream_us,
+            samples=30,
+            method="cupti-device-time",
+            kernel_duration_us=ncu_us,
+        )
         return WorkloadResult(name="w", status="PASSED", time=timing)
 
     # the copy-out attack on an H100: 203 µs timed, 627.7 µs under ncu

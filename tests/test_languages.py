@@ -104,9 +104,13 @@ def test_the_tvm_ffi_cuda_example_compiles(tmp_path, monkeypatch):
     tvm_ffi_cpp = pytest.importorskip("tvm_ffi.cpp")
     monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")
     folder = EXAMPLES / "softmax" / "tvm_ffi"
-    built = tvm_ffi_cpp.build("gpuarena_example_softmax", sources=[str(folder / "softmax.cu")],
-                              extra_cuda_cflags=["-O3", "--use_fast_math"], build_directory=str(tmp_path),
-                              output="softmax.o")
+    built = tvm_ffi_cpp.build(
+        "gpuarena_example_softmax",
+        sources=[str(folder / "softmax.cu")],
+        extra_cuda_cflags=["-O3", "--use_fast_math"],
+        build_directory=str(tmp_path),
+        output="softmax.o",
+    )
     assert Path(built).stat().st_size > 0
 
 

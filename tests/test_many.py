@@ -21,7 +21,7 @@ PYTORCH = EXAMPLES / "softmax" / "pytorch.py"
 
 # leaves what it can in its worker: a module attribute, an environment variable, a file in
 # /tmp and one in its home; the next solution answers with zeros if it finds any of them
-LEAVES = '''
+LEAVES = """
 import os, pathlib, torch
 torch._gpuarena_left_behind = True
 os.environ["GPUARENA_LEFT_BEHIND"] = "1"
@@ -30,8 +30,8 @@ pathlib.Path(os.path.expanduser("~/gpuarena-left-behind")).write_text("x")
 
 def solve(x):
     return torch.softmax(x, dim=-1)
-'''
-LOOKS = '''
+"""
+LOOKS = """
 import os, pathlib, torch
 FOUND = (hasattr(torch, "_gpuarena_left_behind") or "GPUARENA_LEFT_BEHIND" in os.environ
          or pathlib.Path("/tmp/gpuarena-left-behind").exists()
@@ -39,24 +39,42 @@ FOUND = (hasattr(torch, "_gpuarena_left_behind") or "GPUARENA_LEFT_BEHIND" in os
 
 def solve(x):
     return torch.zeros_like(x) if FOUND else torch.softmax(x, dim=-1)
-'''
+"""
 
 
 def gpuarena(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuarena", *args], input=stdin, capture_output=True, text=True,
-                          cwd=REPO, timeout=600, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "gpuarena", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 def test_run_stdin_answers_every_line_in_order_and_bad_ones_with_an_error(tmp_path):
     requests = [
-        {"id": "a", "problem": "level1/softmax", "solution": str(PYTORCH), "mode": "test", "workloads": ["small-64x1000"]},
+        {
+            "id": "a",
+            "problem": "level1/softmax",
+            "solution": str(PYTORCH),
+            "mode": "test",
+            "workloads": ["small-64x1000"],
+        },
         "this is not JSON",
         {"id": "b", "problem": "level1/softmax"},
         {"id": "c", "problem": "level1/softmax", "solution": str(PYTORCH), "workloads": ["no-such-workload"]},
         {"id": "d", "problem": "no/such-problem", "solution": str(PYTORCH)},
         {"id": "e", "problem": "level1/softmax", "solution": str(PYTORCH), "mode": "fast"},
-        {"id": "f", "problem": "level1/softmax", "solution": str(REPO / "tests/fixtures/solutions/returns_nan.py"),
-         "mode": "test", "workloads": ["small-64x1000"]},
+        {
+            "id": "f",
+            "problem": "level1/softmax",
+            "solution": str(REPO / "tests/fixtures/solutions/returns_nan.py"),
+            "mode": "test",
+            "workloads": ["small-64x1000"],
+        },
     ]
     lines = "\n".join(r if isinstance(r, str) else json.dumps(r) for r in requests) + "\n"
     done = gpuarena("run-stdin", "--device", "cpu", stdin=lines)
@@ -76,13 +94,37 @@ def test_run_many_gives_each_solution_a_worker_of_its_own(tmp_path):
     leaves, looks = tmp_path / "leaves.py", tmp_path / "looks.py"
     leaves.write_text(LEAVES)
     looks.write_text(LOOKS)
-    done = gpuarena("run-many", "level1/softmax", str(leaves), str(looks), str(PYTORCH), "--device", "cpu",
-                    "--mode", "test", "--workload", "small-64x1000", "--jsonl")
+    done = gpuarena(
+        "run-many",
+        "level1/softmax",
+        str(leaves),
+        str(looks),
+        str(PYTORCH),
+        "--device",
+        "cpu",
+        "--mode",
+        "test",
+        "--workload",
+        "small-64x1000",
+        "--jsonl",
+    )
     answers = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [a["status"] for a in answers] == ["PASSED", "PASSED", "PASSED"], [a.get("record", {}).get("reason") for a in answers]
+    assert [a["status"] for a in answers] == ["PASSED", "PASSED", "PASSED"], [
+        a.get("record", {}).get("reason") for a in answers
+    ]
     assert done.returncode == 0
-    broken = gpuarena("run-many", "level1/softmax", str(PYTORCH), str(tmp_path / "missing.py"), "--device", "cpu",
-                      "--mode", "test", "--workload", "small-64x1000")
+    broken = gpuarena(
+        "run-many",
+        "level1/softmax",
+        str(PYTORCH),
+        str(tmp_path / "missing.py"),
+        "--device",
+        "cpu",
+        "--mode",
+        "test",
+        "--workload",
+        "small-64x1000",
+    )
     assert broken.returncode == 1 and "PASSED" in broken.stdout and "not found" in broken.stdout
 
 

@@ -63,8 +63,9 @@ def compile_stand_in(folder: Path, source_text: str = STAND_IN) -> Path:
     source = folder / "stand_in.cpp"
     source.write_text(source_text)
     library = folder / "libstand_in.so"
-    done = subprocess.run([COMPILER, "-shared", "-fPIC", str(source), "-o", str(library)], capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [COMPILER, "-shared", "-fPIC", str(source), "-o", str(library)], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     return library
 
@@ -125,9 +126,11 @@ def test_a_failing_call_keeps_its_own_error_and_closes_the_window(stand_in, no_s
 def test_several_metrics_come_back_per_kernel_in_the_order_named(stand_in, no_sync):
     with KernelDurations(0, library=stand_in, metrics=("gpu__time_duration.sum", "gpc__cycles_elapsed.max")) as timer:
         rows = timer.measure_metrics(lambda: None)
-        assert rows == [{"gpu__time_duration.sum": 1500.0, "gpc__cycles_elapsed.max": 3000.0},
-                        {"gpu__time_duration.sum": 250.5, "gpc__cycles_elapsed.max": 501.0},
-                        {"gpu__time_duration.sum": 9000.0, "gpc__cycles_elapsed.max": 18000.0}]
+        assert rows == [
+            {"gpu__time_duration.sum": 1500.0, "gpc__cycles_elapsed.max": 3000.0},
+            {"gpu__time_duration.sum": 250.5, "gpc__cycles_elapsed.max": 501.0},
+            {"gpu__time_duration.sum": 9000.0, "gpc__cycles_elapsed.max": 18000.0},
+        ]
         assert timer.measure(lambda: None) == [1500.0, 250.5, 9000.0]  # the first metric
 
 

@@ -11,10 +11,12 @@ from gpuarena.harness.redact import redact
 
 def test_install_paths_run_folders_home_and_host_name_are_replaced():
     site = next(p for p in sys.path if p.endswith("site-packages"))
-    text = (f'File "{site}/torch/nn/functional.py", line 3\n'
-            f"  in /tmp/gpuarena-run-k2j3h4/work/solution/solve.py\n"
-            f"shared: /dev/shm/gpuarena-ab12cd34/t1; home {os.path.expanduser('~')}/.cache; "
-            f"host {socket.gethostname()}.")
+    text = (
+        f'File "{site}/torch/nn/functional.py", line 3\n'
+        f"  in /tmp/gpuarena-run-k2j3h4/work/solution/solve.py\n"
+        f"shared: /dev/shm/gpuarena-ab12cd34/t1; home {os.path.expanduser('~')}/.cache; "
+        f"host {socket.gethostname()}."
+    )
     shown = redact(text)
     assert site not in shown and "<site-packages>/torch/nn/functional.py" in shown
     assert "gpuarena-run-k2j3h4" not in shown and "<run>/work/solution/solve.py" in shown

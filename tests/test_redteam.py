@@ -75,8 +75,7 @@ def isolated_case(monkeypatch, tmp_path):
     yield
 
 
-KNOWN_GAPS: dict[str, str] = {
-}
+KNOWN_GAPS: dict[str, str] = {}
 """Cases the harness does not yet answer as a sound harness must (issue 6's next steps).
 Strict: a fix makes the case pass, and then the entry must be removed."""
 
@@ -95,12 +94,16 @@ def _param(case: Case):
 @pytest.mark.parametrize("case", [_param(c) for c in CPU_CASES])
 def test_case(case: Case, isolated_case) -> None:
     outcome = run_case(case, "cpu")
-    assert outcome.ok, (f"{_case_id(case)} [{case.family}]: expected {' | '.join(case.expect)}, "
-                        f"got {outcome.got}: {outcome.reason or '(no reason given)'}")
+    assert outcome.ok, (
+        f"{_case_id(case)} [{case.family}]: expected {' | '.join(case.expect)}, "
+        f"got {outcome.got}: {outcome.reason or '(no reason given)'}"
+    )
     score = outcome.details.get("score")
     if outcome.got == "PASSED" and score is not None:
-        assert score < SCORE_CAP, (f"{_case_id(case)} [{case.family}] passed with a score of {score:.3g}: "
-                                   "a solution that must be timed honestly was not")
+        assert score < SCORE_CAP, (
+            f"{_case_id(case)} [{case.family}] passed with a score of {score:.3g}: "
+            "a solution that must be timed honestly was not"
+        )
 
 
 def test_corpus_size_and_coverage() -> None:
@@ -112,7 +115,12 @@ def test_corpus_size_and_coverage() -> None:
     assert FAMILIES <= covered, f"families without a case: {sorted(FAMILIES - covered)}"
     assert covered <= FAMILIES | {"honest"}, f"families not listed here: {sorted(covered - FAMILIES - {'honest'})}"
     assert {c.family for c in CPU_CASES if not c.honest} >= FAMILIES - {
-        "side streams", "persisting L2", "warm caches", "monkeypatching synchronisation", "monkeypatching statistics"}
+        "side streams",
+        "persisting L2",
+        "warm caches",
+        "monkeypatching synchronisation",
+        "monkeypatching statistics",
+    }
 
 
 def test_case_metadata_is_sound() -> None:
@@ -169,8 +177,14 @@ def test_exploits_still_reach_the_harness_code_they_attack() -> None:
         source = case.path.read_text()
         tree = ast.parse(source)
         where = case.path.relative_to(CORPUS)
-        declared = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-                         and any(getattr(t, "id", "") == "HARNESS_FRAMES" for t in n.targets)), None)
+        declared = next(
+            (
+                ast.literal_eval(n.value)
+                for n in tree.body
+                if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "HARNESS_FRAMES" for t in n.targets)
+            ),
+            None,
+        )
         if "f_code" in source:
             assert declared, f"{where}: reads frames by name; list the functions in HARNESS_FRAMES"
         for target in declared or []:
@@ -186,5 +200,6 @@ def test_exploits_still_reach_the_harness_code_they_attack() -> None:
                 chain = ast.unparse(t).split(".")
                 if isinstance(t, ast.Attribute) and chain[0] in aliases and "(" not in ast.unparse(t):
                     owner = _resolve(".".join([aliases[chain[0]], *chain[1:-1]]))
-                    assert owner is not None and hasattr(owner, chain[-1]), \
+                    assert owner is not None and hasattr(owner, chain[-1]), (
                         f"{where}: patches {ast.unparse(t)}, which the harness no longer has"
+                    )

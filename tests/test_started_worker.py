@@ -29,8 +29,9 @@ def solve(a, x, b, y):
 
 
 def _run(solution: Path, worker: StartedWorker | None = None, **options):
-    return evaluate(load_problem(AXPY), load_solution(solution), RunOptions(device="cpu", mode="test", **options),
-                    worker=worker)
+    return evaluate(
+        load_problem(AXPY), load_solution(solution), RunOptions(device="cpu", mode="test", **options), worker=worker
+    )
 
 
 def _solution_pid(log: str) -> int:

@@ -68,7 +68,7 @@ def test_stopping_rule():
 
 def test_weighted_geometric_mean():
     assert weighted_geomean([2.0, 0.5], [1, 1]) == pytest.approx(1.0)
-    assert weighted_geomean([4.0, 1.0], [1, 3]) == pytest.approx(4 ** 0.25)
+    assert weighted_geomean([4.0, 1.0], [1, 3]) == pytest.approx(4**0.25)
     with pytest.raises(ValueError):
         weighted_geomean([0.0], [1])
 
@@ -146,11 +146,24 @@ def test_a_noisy_run_says_so_in_the_record_and_the_table():
     from gpuarena.cli.render import render
     from gpuarena.harness.records import Evaluation
 
-    record = Evaluation(status="PASSED", problem="level1/softmax", solution_hash="0" * 64, device="cpu", mode="benchmark",
-                        workloads=[{"name": "small", "status": "PASSED", "speedup": 1.03, "speedup_ci95": (0.9, 1.2),
-                                    "round_spread": 0.12, "noisy": True},
-                                   {"name": "big", "status": "PASSED", "speedup": 2.0, "speedup_ci95": (1.98, 2.02),
-                                    "round_spread": 0.004}])
+    record = Evaluation(
+        status="PASSED",
+        problem="level1/softmax",
+        solution_hash="0" * 64,
+        device="cpu",
+        mode="benchmark",
+        workloads=[
+            {
+                "name": "small",
+                "status": "PASSED",
+                "speedup": 1.03,
+                "speedup_ci95": (0.9, 1.2),
+                "round_spread": 0.12,
+                "noisy": True,
+            },
+            {"name": "big", "status": "PASSED", "speedup": 2.0, "speedup_ci95": (1.98, 2.02), "round_spread": 0.004},
+        ],
+    )
     out = io.StringIO()
     render(record, Console(file=out, width=200))
     text = out.getvalue()

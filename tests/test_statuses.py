@@ -52,8 +52,10 @@ def test_exit_with_status_zero_is_not_a_pass(softmax_small):
 def test_what_compiled_code_printed_reaches_the_log(softmax_small, tmp_path):
     """What compiled code prints through C stdio is kept, although the worker leaves with _exit."""
     solution = tmp_path / "prints_from_c.py"
-    solution.write_text('import ctypes\nimport torch\n\nctypes.CDLL(None).printf(b"printed-by-c-stdio\\n")\n\n\n'
-                        'def solve(x):\n    return torch.softmax(x, dim=-1)\n')
+    solution.write_text(
+        'import ctypes\nimport torch\n\nctypes.CDLL(None).printf(b"printed-by-c-stdio\\n")\n\n\n'
+        "def solve(x):\n    return torch.softmax(x, dim=-1)\n"
+    )
     record = softmax_small(solution)
     assert record.status == "PASSED", record.reason
     assert "printed-by-c-stdio" in record.log
@@ -71,16 +73,19 @@ def test_timeout_kills_the_worker_and_leaves_nothing_behind(softmax_small):
     assert "sleeps.py" in record.log and "in solve" in record.log, record.log[-2000:]
 
 
-@pytest.mark.parametrize("fixture, status, words", [
-    ("wrong_shape.py", "WRONG_SHAPE", "shape [64, 999], expected [64, 1000]"),
-    ("wrong_dtype.py", "WRONG_DTYPE", "torch.float64"),
-    ("returns_nan.py", "WRONG_VALUES", "NaN"),
-    ("mutates_input.py", "REJECTED", "modified its input x"),
-    ("aliases_input.py", "REJECTED", "aliases input x"),
-    ("tensor_subclass.py", "REJECTED", "not exactly a torch.Tensor"),
-    ("leaves_thread.py", "REJECTED", "thread"),
-    ("prints_fake_result.py", "WRONG_VALUES", "output y"),
-])
+@pytest.mark.parametrize(
+    "fixture, status, words",
+    [
+        ("wrong_shape.py", "WRONG_SHAPE", "shape [64, 999], expected [64, 1000]"),
+        ("wrong_dtype.py", "WRONG_DTYPE", "torch.float64"),
+        ("returns_nan.py", "WRONG_VALUES", "NaN"),
+        ("mutates_input.py", "REJECTED", "modified its input x"),
+        ("aliases_input.py", "REJECTED", "aliases input x"),
+        ("tensor_subclass.py", "REJECTED", "not exactly a torch.Tensor"),
+        ("leaves_thread.py", "REJECTED", "thread"),
+        ("prints_fake_result.py", "WRONG_VALUES", "output y"),
+    ],
+)
 def test_failure_statuses(softmax_small, fixture, status, words):
     record = softmax_small(SOLUTIONS / fixture)
     assert record.status == status, record.reason
@@ -164,9 +169,14 @@ def test_double_forked_orphans_are_rejected_and_reaped(softmax_small):
     assert record.status == "REJECTED", record.reason
     assert "process(es)" in record.reason
     time.sleep(0.2)
-    leftovers = [p for p in psutil.process_iter(["cmdline", "status"])
-                 if p.info["status"] != psutil.STATUS_ZOMBIE and "double_fork" not in " ".join(p.info["cmdline"] or [])
-                 and p.ppid() == psutil.Process().pid and p.pid not in before]
+    leftovers = [
+        p
+        for p in psutil.process_iter(["cmdline", "status"])
+        if p.info["status"] != psutil.STATUS_ZOMBIE
+        and "double_fork" not in " ".join(p.info["cmdline"] or [])
+        and p.ppid() == psutil.Process().pid
+        and p.pid not in before
+    ]
     assert not leftovers
 
 

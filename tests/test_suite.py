@@ -42,7 +42,8 @@ def test_problems_are_picked_by_pattern_level_tag_model_and_source() -> None:
     llama_level2 = select(problems, ProblemFilter.of(levels=[2], models=["llama"]))  # every filter holds
     assert llama_level2 and all(p.spec.level == 2 for p in llama_level2)
     assert select(problems, ProblemFilter.of(frameworks=["PyTorch"])) == [
-        p for p in problems if p.spec.provenance.framework == "pytorch"]
+        p for p in problems if p.spec.provenance.framework == "pytorch"
+    ]
     with pytest.raises(GpuarenaError, match=r"no problem matches the filters \(id nothing/\*; source jax\)"):
         select(problems, ProblemFilter.of(["nothing/*"], frameworks=["jax"]))
 
@@ -63,25 +64,43 @@ def test_the_commands_that_take_many_problems_filter_them_alike(tmp_path) -> Non
     assert ran.exit_code != 0 and "no problem matches the filters (source jax)" in ran.output
 
 
-def result(framework: str, times: dict[str, tuple[float, float, float] | None], weights=None,
-           tags=None) -> SuiteResult:
+def result(framework: str, times: dict[str, tuple[float, float, float] | None], weights=None, tags=None) -> SuiteResult:
     weights, tags = weights or {}, tags or {}
-    problems = [ProblemTime(problem=name, level=int(name[5]), weight=weights.get(name, 1.0), tags=tags.get(name, []),
-                            status="PASSED" if t else "RUNTIME_ERROR",
-                            **({"time_us": t[0], "low_us": t[1], "high_us": t[2]} if t else {}))
-                for name, t in times.items()]
-    return SuiteResult(framework=framework, device="cuda", device_name="GPU", environment={}, command="x",
-                       problems=problems)
+    problems = [
+        ProblemTime(
+            problem=name,
+            level=int(name[5]),
+            weight=weights.get(name, 1.0),
+            tags=tags.get(name, []),
+            status="PASSED" if t else "RUNTIME_ERROR",
+            **({"time_us": t[0], "low_us": t[1], "high_us": t[2]} if t else {}),
+        )
+        for name, t in times.items()
+    ]
+    return SuiteResult(
+        framework=framework, device="cuda", device_name="GPU", environment={}, command="x", problems=problems
+    )
 
 
 def test_the_score_is_the_weighted_geometric_mean_of_the_ratios_by_hand() -> None:
-    base = result("pytorch", {"level1/a": (100, 90, 110), "level1/b": (50, 45, 55), "level2/c": (10, 9, 11),
-                              "level2/d": (7, 7, 7)})
-    other = result("torch-compile", {"level1/a": (50, 45, 55), "level1/b": (100, 90, 110), "level2/c": (5, 4, 6),
-                                     "level2/d": None, "level3/e": (1, 1, 1)}, weights={"level2/c": 2.0})
+    base = result(
+        "pytorch",
+        {"level1/a": (100, 90, 110), "level1/b": (50, 45, 55), "level2/c": (10, 9, 11), "level2/d": (7, 7, 7)},
+    )
+    other = result(
+        "torch-compile",
+        {
+            "level1/a": (50, 45, 55),
+            "level1/b": (100, 90, 110),
+            "level2/c": (5, 4, 6),
+            "level2/d": None,
+            "level3/e": (1, 1, 1),
+        },
+        weights={"level2/c": 2.0},
+    )
     c = compare(base, other)
     # ratios: a 2, b 0.5, c 2 (weight 2): exp((ln2 - ln2 + 2 ln2) / 4) = 2 ** 0.5
-    assert math.isclose(c.score, 2 ** 0.5)
+    assert math.isclose(c.score, 2**0.5)
     assert c.covered == 3 and c.left_out == {"level2/d": "not timed: RUNTIME_ERROR", "level3/e": "not in the baseline"}
     assert [r.problem for r in c.ratios] == ["level1/b", "level1/a", "level2/c"]  # slowest against the baseline first
     a = next(r for r in c.ratios if r.problem == "level1/a")
@@ -115,13 +134,18 @@ def test_the_interval_over_problem_sets_is_the_resampled_score_s_and_repeats() -
 
 
 def test_the_score_by_model_counts_each_problem_for_every_model_it_came_from() -> None:
-    tags = {"level1/a": ["aten.mm.default", "harvested", "llama", "prefill"],
-            "level1/b": ["module:LlamaMLP", "harvested", "llama", "prefill", "qwen3", "decode"],
-            "level2/c": ["harvested", "qwen3", "decode"],
-            "level2/d": ["hand-written", "softmax"]}  # not harvested: no model
+    tags = {
+        "level1/a": ["aten.mm.default", "harvested", "llama", "prefill"],
+        "level1/b": ["module:LlamaMLP", "harvested", "llama", "prefill", "qwen3", "decode"],
+        "level2/c": ["harvested", "qwen3", "decode"],
+        "level2/d": ["hand-written", "softmax"],
+    }  # not harvested: no model
     base = result("pytorch", {name: (100, 90, 110) for name in tags}, tags=tags)
-    other = result("torch-compile", {"level1/a": (50, 45, 55), "level1/b": (200, 180, 220), "level2/c": (12.5, 10, 15),
-                                     "level2/d": (100, 90, 110)}, tags=tags)
+    other = result(
+        "torch-compile",
+        {"level1/a": (50, 45, 55), "level1/b": (200, 180, 220), "level2/c": (12.5, 10, 15), "level2/d": (100, 90, 110)},
+        tags=tags,
+    )
     c = compare(base, other)
     assert model_tags(tags["level1/b"], "module:LlamaMLP") == ["llama", "qwen3"] and model_tags(tags["level2/d"]) == []
     assert set(c.by_model) == {"llama", "qwen3"}
@@ -134,17 +158,40 @@ def test_the_score_by_model_counts_each_problem_for_every_model_it_came_from() -
 
 def test_suite_run_and_compare_from_the_command_line(tmp_path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "gpuarena", "suite", *args], capture_output=True, text=True,
-                              cwd=tmp_path, timeout=600, env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "src")})
+        return subprocess.run(
+            [sys.executable, "-m", "gpuarena", "suite", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=600,
+            env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "src")},
+        )
 
-    done = cli("run", "--device", "cpu", "--problems", "level1/add", "--problems", "level1/softmax", "--budget", "0.2",
-               "-o", "base.json")
+    done = cli(
+        "run",
+        "--device",
+        "cpu",
+        "--problems",
+        "level1/add",
+        "--problems",
+        "level1/softmax",
+        "--budget",
+        "0.2",
+        "-o",
+        "base.json",
+    )
     assert done.returncode == 0, done.stderr
     written = SuiteResult.model_validate_json((tmp_path / "base.json").read_text())
     assert [p.problem for p in written.problems] == ["level1/add", "level1/softmax"]
     assert all(p.status == "PASSED" and p.low_us <= p.time_us <= p.high_us for p in written.problems)
-    faster = written.model_copy(update={"problems": [p.model_copy(update={
-        "time_us": p.time_us / 2, "low_us": p.low_us / 2, "high_us": p.high_us / 2}) for p in written.problems]})
+    faster = written.model_copy(
+        update={
+            "problems": [
+                p.model_copy(update={"time_us": p.time_us / 2, "low_us": p.low_us / 2, "high_us": p.high_us / 2})
+                for p in written.problems
+            ]
+        }
+    )
     (tmp_path / "faster.json").write_text(faster.model_dump_json())
     shown = cli("compare", "base.json", "faster.json", "--json")
     assert shown.returncode == 0, shown.stderr
@@ -198,8 +245,10 @@ def test_a_run_spread_over_several_processes_merges_in_order_and_names_a_dead_on
     from gpuarena.suite.shard import gpu_slots, run_sharded, split
 
     problems = [resolve_problem(name) for name in ("level1/add", "level1/softmax", "level1/gelu")]
-    assert [[p.id for p in share] for share in split(problems, 2)] == [["level1/add", "level1/gelu"],
-                                                                         ["level1/softmax"]]
+    assert [[p.id for p in share] for share in split(problems, 2)] == [
+        ["level1/add", "level1/gelu"],
+        ["level1/softmax"],
+    ]
     seen: list[SuiteResult] = []
     result = run_sharded(problems, "pytorch", "cpu", 0.1, [{}, {}], checkpoint=seen.append)
     assert [p.problem for p in result.problems] == ["level1/add", "level1/softmax", "level1/gelu"]
@@ -232,8 +281,10 @@ def test_gpus_is_refused_off_cuda(tmp_path) -> None:
 
     from gpuarena.cli.app import app
 
-    ran = CliRunner().invoke(app, ["suite", "run", "--device", "cpu", "--gpus", "2", "--problems", "level1/add",
-                                   "-o", str(tmp_path / "s.json")])
+    ran = CliRunner().invoke(
+        app,
+        ["suite", "run", "--device", "cpu", "--gpus", "2", "--problems", "level1/add", "-o", str(tmp_path / "s.json")],
+    )
     assert ran.exit_code != 0 and "--gpus is for --device cuda" in ran.output
     assert not (tmp_path / "s.json").exists()
 
@@ -252,10 +303,15 @@ def test_a_problem_whose_reference_is_jax_is_judged_checked_and_timed_as_jax() -
     assert problem.input_names == ["x", "scale"]
     report = check_problem(problem.path)
     assert report.ok, report.errors
-    torch_solution = Solution(name="rms", manifest=SolutionManifest(language="pytorch", entry_point="s.py:solve"),
-                              sources={"s.py": "import torch\n\ndef solve(x, scale):\n    w = x.float()\n"
-                                                "    return (w * torch.rsqrt(w.pow(2).mean(-1, keepdim=True) + 1e-6)"
-                                                " * scale.float()).to(x.dtype)\n"})
+    torch_solution = Solution(
+        name="rms",
+        manifest=SolutionManifest(language="pytorch", entry_point="s.py:solve"),
+        sources={
+            "s.py": "import torch\n\ndef solve(x, scale):\n    w = x.float()\n"
+            "    return (w * torch.rsqrt(w.pow(2).mean(-1, keepdim=True) + 1e-6)"
+            " * scale.float()).to(x.dtype)\n"
+        },
+    )
     record = evaluate(problem, torch_solution, RunOptions(device="cpu", mode="test"))
     assert record.status == "PASSED", (record.reason, record.log[-2000:])
     wrong = torch_solution.model_copy(update={"sources": {"s.py": "def solve(x, scale):\n    return x * scale\n"}})

@@ -34,16 +34,22 @@ def _frames(rng: random.Random) -> bytes:
     if kind == 3:
         return json.dumps(rng.choice([[], 1, "x", None, 1.5, True])).encode()
     if kind == 4:
-        return json.dumps({"op": "failure", "status": rng.choice(["PASSED", "SKIPPED", "", 7, None, "WHATEVER"]),
-                           "reason": rng.choice(["x", 3, None, ["a"]])}).encode()
+        return json.dumps(
+            {
+                "op": "failure",
+                "status": rng.choice(["PASSED", "SKIPPED", "", 7, None, "WHATEVER"]),
+                "reason": rng.choice(["x", 3, None, ["a"]]),
+            }
+        ).encode()
     if kind == 5:
         return b'{"op": "time", "device_ns": [NaN, Infinity, -Infinity]}'
     if kind == 6:
         return json.dumps({"op": "time", "device_ns": "x" * rng.randrange(10, 10_000)}).encode()
     if kind == 7:
         return b'{"op": ' + b'"' + b"\xff\xfe" * 10 + b'"}'
-    return json.dumps({"op": rng.choice(["time", "call", "build", "failure"]),
-                       "nonce": rng.choice([None, 1, "0" * 16])}).encode()
+    return json.dumps(
+        {"op": rng.choice(["time", "call", "build", "failure"]), "nonce": rng.choice([None, 1, "0" * 16])}
+    ).encode()
 
 
 def test_no_frame_makes_the_parser_raise():
@@ -57,8 +63,13 @@ def test_no_frame_makes_the_parser_raise():
 
 def test_failure_replies_carry_only_a_worker_s_statuses():
     assert worker_failure({"status": "RUNTIME_ERROR", "reason": "boom"}).status == "RUNTIME_ERROR"
-    for forged in ({"status": "PASSED"}, {"status": "SKIPPED"}, {"status": 3}, {"status": "OK"},
-                   {"status": "COMPILE_ERROR", "reason": ["not", "a", "string"]}):
+    for forged in (
+        {"status": "PASSED"},
+        {"status": "SKIPPED"},
+        {"status": 3},
+        {"status": "OK"},
+        {"status": "COMPILE_ERROR", "reason": ["not", "a", "string"]},
+    ):
         failure = worker_failure(forged)
         assert isinstance(failure, RunFailure) and failure.status == "REJECTED", forged
 
@@ -75,44 +86,48 @@ def test_the_log_is_read_within_its_limit_whatever_its_size(tmp_path):
     assert len(text) < 1100
 
 
-HONEST = '''
+HONEST = """
 import torch
 
 def solve(x):
     return torch.argmax(x, dim=-1), x.sum(dim=-1) > 0, x.sum()
-'''
+"""
 
-WRONG_INDEX = '''
+WRONG_INDEX = """
 import torch
 
 def solve(x):
     index = torch.argmax(x, dim=-1)
     index[5] = (index[5] + 1) % x.shape[-1]
     return index, x.sum(dim=-1) > 0, x.sum()
-'''
+"""
 
-WRONG_BOOL = '''
+WRONG_BOOL = """
 import torch
 
 def solve(x):
     positive = x.sum(dim=-1) > 0
     return torch.argmax(x, dim=-1), ~positive, x.sum()
-'''
+"""
 
-WRONG_TOTAL = '''
+WRONG_TOTAL = """
 import torch
 
 def solve(x):
     return torch.argmax(x, dim=-1), x.sum(dim=-1) > 0, x.sum() + 1.0
-'''
+"""
 
 
-@pytest.mark.parametrize("source, status, words", [
-    (HONEST, "PASSED", ""),
-    (WRONG_INDEX, "WRONG_VALUES", "output index: 1 of 64 elements differ (integer output, compared exactly)"),
-    (WRONG_BOOL, "WRONG_VALUES", "output positive: 64 of 64 elements differ"),
-    (WRONG_TOTAL, "WRONG_VALUES", "output total"),
-], ids=["honest", "wrong-int", "wrong-bool", "wrong-0dim"])
+@pytest.mark.parametrize(
+    "source, status, words",
+    [
+        (HONEST, "PASSED", ""),
+        (WRONG_INDEX, "WRONG_VALUES", "output index: 1 of 64 elements differ (integer output, compared exactly)"),
+        (WRONG_BOOL, "WRONG_VALUES", "output positive: 64 of 64 elements differ"),
+        (WRONG_TOTAL, "WRONG_VALUES", "output total"),
+    ],
+    ids=["honest", "wrong-int", "wrong-bool", "wrong-0dim"],
+)
 def test_integer_boolean_and_0_dim_outputs_get_a_verdict(tmp_path, source, status, words):
     solution = tmp_path / "solution.py"
     solution.write_text(source)
@@ -133,7 +148,10 @@ def test_times_that_cannot_be_bounded_on_the_cpu_are_no_pass(monkeypatch, tmp_pa
     monkeypatch.setattr(WorkerProcess, "cpu_ns", lambda self: None)
     honest = tmp_path / "axpy.py"
     honest.write_text("import torch\n\n\ndef solve(a, x, b, y):\n    torch.addcmul(b, a, x, out=y)\n")
-    record = evaluate(load_problem(FIXTURES / "problems" / "axpy_dest"), load_solution(honest),
-                      RunOptions(device="cpu", mode="benchmark", budget_s=0.2, workloads=["n4096"]))
+    record = evaluate(
+        load_problem(FIXTURES / "problems" / "axpy_dest"),
+        load_solution(honest),
+        RunOptions(device="cpu", mode="benchmark", budget_s=0.2, workloads=["n4096"]),
+    )
     assert record.status == "REJECTED", record.reason
     assert "CPU time could not be read from outside" in record.reason

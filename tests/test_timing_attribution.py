@@ -22,12 +22,23 @@ class Event:
     corr: int = 0
     annotation: bool = False
 
-    def name(self): return self.name_
-    def device_type(self): return self.device
-    def start_ns(self): return self.start
-    def duration_ns(self): return self.duration
-    def correlation_id(self): return self.corr
-    def is_user_annotation(self): return self.annotation
+    def name(self):
+        return self.name_
+
+    def device_type(self):
+        return self.device
+
+    def start_ns(self):
+        return self.start
+
+    def duration_ns(self):
+        return self.duration
+
+    def correlation_id(self):
+        return self.corr
+
+    def is_user_annotation(self):
+        return self.annotation
 
 
 def call(start, end):
@@ -65,9 +76,19 @@ def test_harness_work_outside_windows_is_excluded():
 def test_work_launched_outside_the_windows_and_the_harness_is_billed_to_the_call_before():
     # a hook on the harness's copy-out, or a deferred launch, after the call returned: its
     # kernel belongs to the call that just ended, not to nobody
-    events = [call(0, 1000), harness(1001, 1500), launch(1100, 5), kernel(1200, 1300, 5),
-              launch(1600, 6), kernel(1700, 2000, 6), call(3000, 4000), launch(3010, 7), kernel(3100, 3150, 7),
-              launch(4200, 8), kernel(4300, 4500, 8)]
+    events = [
+        call(0, 1000),
+        harness(1001, 1500),
+        launch(1100, 5),
+        kernel(1200, 1300, 5),
+        launch(1600, 6),
+        kernel(1700, 2000, 6),
+        call(3000, 4000),
+        launch(3010, 7),
+        kernel(3100, 3150, 7),
+        launch(4200, 8),
+        kernel(4300, 4500, 8),
+    ]
     assert device_busy_ns(events, 2) == [300, 250]
 
 
@@ -77,14 +98,26 @@ def test_work_launched_before_the_first_call_outside_the_harness_is_billed_to_it
 
 
 def test_work_is_attributed_to_the_call_that_launched_it():
-    events = [call(0, 1000), call(2000, 3000), launch(10, 7), kernel(100, 200, 7),
-              launch(2010, 9), kernel(2100, 2400, 9)]
+    events = [
+        call(0, 1000),
+        call(2000, 3000),
+        launch(10, 7),
+        kernel(100, 200, 7),
+        launch(2010, 9),
+        kernel(2100, 2400, 9),
+    ]
     assert device_busy_ns(events, 2) == [100, 300]
 
 
 def test_gpu_annotations_are_not_work():
-    events = [call(0, 1000), launch(10, 7), kernel(100, 200, 7), launch(20, 8), kernel(600, 700, 8),
-              Event(CALL_RANGE, CUDA, 100, 600, corr=1, annotation=True)]
+    events = [
+        call(0, 1000),
+        launch(10, 7),
+        kernel(100, 200, 7),
+        launch(20, 8),
+        kernel(600, 700, 8),
+        Event(CALL_RANGE, CUDA, 100, 600, corr=1, annotation=True),
+    ]
     assert device_busy_ns(events, 1) == [200]
 
 

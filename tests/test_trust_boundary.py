@@ -38,8 +38,14 @@ def worker_writable_tmp():
 def test_worker_sees_neither_seed_nor_reference_outputs(worker_writable_tmp, monkeypatch):
     tmp_path = worker_writable_tmp
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    record = judge("level1/softmax", SOLUTIONS / "spy.py", mode="ranked", seed=SECRET_SEED,
-                   workloads=["small-64x1000"], budget_s=0.2)
+    record = judge(
+        "level1/softmax",
+        SOLUTIONS / "spy.py",
+        mode="ranked",
+        seed=SECRET_SEED,
+        workloads=["small-64x1000"],
+        budget_s=0.2,
+    )
     assert record.status == "PASSED", record.reason
     calls = [json.loads(line) for line in (tmp_path / "gpuarena-spy-report.jsonl").read_text().splitlines()]
     assert len(calls) > 3  # three correctness trials, then warm-up and timed calls

@@ -51,8 +51,9 @@ def _judged_with_a_prepared_worker(tmp_path, monkeypatch, prepared_on: str = "cp
     started.wait_prepared()
     assert started.prepared_on == "cpu"
     started.prepared_on = prepared_on
-    record = evaluate(load_problem(AXPY), load_solution(solution), RunOptions(device="cpu", mode="test"),
-                      worker=started)
+    record = evaluate(
+        load_problem(AXPY), load_solution(solution), RunOptions(device="cpu", mode="test"), worker=started
+    )
     assert record.status == "PASSED", record.reason
     return sent
 
@@ -129,8 +130,13 @@ def test_jobs_through_a_warm_evaluator_leave_no_worker_behind(tmp_path) -> None:
     for _ in range(2):
         started = StartedWorker(gpu=False, prepare_on="cpu", gpu_lock=warm.gpu)
         workers.append(started)
-        record = evaluate(load_problem(AXPY), load_solution(solution), RunOptions(device="cpu", mode="test"),
-                          worker=started, warm=warm)
+        record = evaluate(
+            load_problem(AXPY),
+            load_solution(solution),
+            RunOptions(device="cpu", mode="test"),
+            worker=started,
+            warm=warm,
+        )
         assert record.status == "PASSED", record.reason
     warm.close()
     assert all(not w.alive() and not Path(w._folder.name).exists() for w in workers)

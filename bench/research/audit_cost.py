@@ -54,8 +54,12 @@ def _windows(sampler, windows: int) -> dict:
             t0 = time.perf_counter()
             sampler.idle()
             idle_s.append(time.perf_counter() - t0)
-    return {"sampling_on_off_s": on_off, "idle_segment_s_median": statistics.median(idle_s),
-            "idle_segment_s_max": max(idle_s), "windows": windows}
+    return {
+        "sampling_on_off_s": on_off,
+        "idle_segment_s_median": statistics.median(idle_s),
+        "idle_segment_s_max": max(idle_s),
+        "windows": windows,
+    }
 
 
 def run_costs(runs: int, examples: list[str], modes: list[str]) -> dict:
@@ -69,19 +73,31 @@ def run_costs(runs: int, examples: list[str], modes: list[str]) -> dict:
             walls, records = [], []
             for _ in range(runs):
                 t0 = time.perf_counter()
-                p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
-                                   env=dict(os.environ, GPUARENA_DEVICE_AUDIT=audit))
+                p = subprocess.run(
+                    cmd, capture_output=True, text=True, cwd=REPO, env=dict(os.environ, GPUARENA_DEVICE_AUDIT=audit)
+                )
                 walls.append(time.perf_counter() - t0)
                 try:
                     record = json.loads(p.stdout)
                 except json.JSONDecodeError:
                     records.append({"error": f"exit {p.returncode}: {p.stderr[-600:]}"})
                     continue
-                records.append({"status": record.get("status"), "reason": record.get("reason"), "workloads": [
-                    {"name": w.get("name"), "status": w.get("status"),
-                     "median_us": (w.get("time") or {}).get("median_us"),
-                     "reference_median_us": (w.get("reference_time") or {}).get("median_us"),
-                     "device_audit": w.get("device_audit")} for w in record.get("workloads", [])]})
+                records.append(
+                    {
+                        "status": record.get("status"),
+                        "reason": record.get("reason"),
+                        "workloads": [
+                            {
+                                "name": w.get("name"),
+                                "status": w.get("status"),
+                                "median_us": (w.get("time") or {}).get("median_us"),
+                                "reference_median_us": (w.get("reference_time") or {}).get("median_us"),
+                                "device_audit": w.get("device_audit"),
+                            }
+                            for w in record.get("workloads", [])
+                        ],
+                    }
+                )
             out[f"{example}_audit_{audit}"] = {"command": " ".join(cmd[1:]), "wall_s": walls, "runs": records}
     return out
 
@@ -99,6 +115,7 @@ def main() -> int:
         result["sampler"] = sampler_costs(args.windows)
     except Exception:  # the sampler's own words; the figures that follow still matter
         import traceback
+
         result["sampler"] = {"error": traceback.format_exc()[-1500:]}
     result["run"] = run_costs(args.runs, args.examples.split(","), args.audit.split(","))
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
@@ -109,6 +126,7 @@ def main() -> int:
 
 def print_runs(runs: dict) -> None:
     """A line per workload: the timed medians and what the audit saw (µs per call)."""
+
     def f(x: float | None) -> str:
         return "-" if x is None else f"{x:.2f}"
 
@@ -121,11 +139,13 @@ def print_runs(runs: dict) -> None:
             print("  ", run["status"], (run.get("reason") or "")[:300])
             for w in run["workloads"]:
                 a = w.get("device_audit") or {}
-                print(f"    {w['name']:<26} {w['status']:<9} claimed {f(w['median_us'])} ref {f(w['reference_median_us'])}"
-                      f" | observed {f(a.get('observed_us_per_call'))} noise {f(a.get('noise_us'))}"
-                      f" harness {f(a.get('harness_us_per_call'))} inflation {f(a.get('inflation_us'))}"
-                      f" ref timed {f(a.get('reference_timed_us_per_call'))} twin {f(a.get('reference_twin_us_per_call'))}"
-                      f" calls {a.get('calls')}")
+                print(
+                    f"    {w['name']:<26} {w['status']:<9} claimed {f(w['median_us'])} ref {f(w['reference_median_us'])}"
+                    f" | observed {f(a.get('observed_us_per_call'))} noise {f(a.get('noise_us'))}"
+                    f" harness {f(a.get('harness_us_per_call'))} inflation {f(a.get('inflation_us'))}"
+                    f" ref timed {f(a.get('reference_timed_us_per_call'))} twin {f(a.get('reference_twin_us_per_call'))}"
+                    f" calls {a.get('calls')}"
+                )
 
 
 if __name__ == "__main__":

@@ -49,11 +49,14 @@ def one_size(binary, image_samples: int) -> dict[str, float]:
             segments_ms.append((time.perf_counter() - t0) * 1e3)
             busy_us.append(window.busy_ns / 1e3)
     sampler.close()
-    return {"image_samples": image_samples, "mark_ms_median": round(statistics.median(marks_ms), 3),
-            "mark_ms_p90": round(sorted(marks_ms)[int(0.9 * len(marks_ms))], 3),
-            "segment_ms_median": round(statistics.median(segments_ms), 3),
-            "busy_us_median": round(statistics.median(busy_us), 2),
-            "busy_us_spread": round(statistics.pstdev(busy_us), 2)}
+    return {
+        "image_samples": image_samples,
+        "mark_ms_median": round(statistics.median(marks_ms), 3),
+        "mark_ms_p90": round(sorted(marks_ms)[int(0.9 * len(marks_ms))], 3),
+        "segment_ms_median": round(statistics.median(segments_ms), 3),
+        "busy_us_median": round(statistics.median(busy_us), 2),
+        "busy_us_spread": round(statistics.pstdev(busy_us), 2),
+    }
 
 
 def main() -> None:
@@ -66,10 +69,14 @@ def main() -> None:
     t0 = time.perf_counter()
     torch.cuda._sleep(SPIN_CYCLES)
     torch.cuda.synchronize()
-    result = {"device": torch.cuda.get_device_name(0), "date": time.strftime("%Y-%m-%d"),
-              "spin_kernel_wall_us": round((time.perf_counter() - t0) * 1e6, 1), "segments": SEGMENTS,
-              "settle_s": device_audit.SETTLE_S,
-              "sizes": [one_size(binary, n) for n in (1000, 250, 100, 1000)]}
+    result = {
+        "device": torch.cuda.get_device_name(0),
+        "date": time.strftime("%Y-%m-%d"),
+        "spin_kernel_wall_us": round((time.perf_counter() - t0) * 1e6, 1),
+        "segments": SEGMENTS,
+        "settle_s": device_audit.SETTLE_S,
+        "sizes": [one_size(binary, n) for n in (1000, 250, 100, 1000)],
+    }
     emit(result, out)
 
 

@@ -29,8 +29,12 @@ BLOCKS = 15
 
 
 def per_call(values: list[float]) -> dict:
-    return {"median_us": statistics.median(values) / 1e3, "min_us": min(values) / 1e3, "max_us": max(values) / 1e3,
-            "cv": statistics.pstdev(values) / statistics.mean(values) if statistics.mean(values) else None}
+    return {
+        "median_us": statistics.median(values) / 1e3,
+        "min_us": min(values) / 1e3,
+        "max_us": max(values) / 1e3,
+        "cv": statistics.pstdev(values) / statistics.mean(values) if statistics.mean(values) else None,
+    }
 
 
 def event_us(work, n: int = 20) -> float:
@@ -71,6 +75,7 @@ def main() -> None:
             for _ in range(CALLS):
                 work()
             torch.cuda.synchronize()
+
         return sampler.segment(run)[1].busy_ns / CALLS
 
     result: dict = {"device": torch.cuda.get_device_name(0), "calls_per_block": CALLS, "blocks": BLOCKS}
@@ -87,10 +92,16 @@ def main() -> None:
             with_call.append(block(lambda: (sweep(), softmax())))
             without.append(block(sweep))
         diffs = [a - b for a, b in zip(with_call, without)]
-        result["paired_sweep_softmax_minus_sweep"] = {"median_us": statistics.median(diffs) / 1e3,
-                                                      "min_us": min(diffs) / 1e3, "max_us": max(diffs) / 1e3}
-    result["event_us"] = {"sweep": event_us(sweep), "ce_copy": event_us(lambda: big_dst.copy_(big_src)),
-                          "softmax": event_us(softmax)}
+        result["paired_sweep_softmax_minus_sweep"] = {
+            "median_us": statistics.median(diffs) / 1e3,
+            "min_us": min(diffs) / 1e3,
+            "max_us": max(diffs) / 1e3,
+        }
+    result["event_us"] = {
+        "sweep": event_us(sweep),
+        "ce_copy": event_us(lambda: big_dst.copy_(big_src)),
+        "softmax": event_us(softmax),
+    }
     # does a copy-engine copy evict L2 like the read sweep? (time a 32 MiB read after each)
     read = lambda: torch.sum(probe, dim=0, out=sink)  # noqa: E731
     result["read_32MiB_after_us"] = {

@@ -42,14 +42,24 @@ def main() -> None:
     probe = 1_000_000
     cycles = int(probe * _median_ms(sweep) / _median_ms(lambda: torch.cuda._sleep(probe)))
     x = torch.randn(128, 4096, device=device)
-    works = {"L2 sweep": sweep, "wait as long": lambda: torch.cuda._sleep(cycles),
-             "softmax 128x4096": lambda: torch.softmax(x, dim=-1), "nothing": lambda: None}
+    works = {
+        "L2 sweep": sweep,
+        "wait as long": lambda: torch.cuda._sleep(cycles),
+        "softmax 128x4096": lambda: torch.softmax(x, dim=-1),
+        "nothing": lambda: None,
+    }
     binary, why = device_audit.build_sampler()
     if binary is None:
         raise SystemExit(f"no sampler: {why}")
     sampler = device_audit.DeviceSampler(binary, 0)
-    result = {"device": torch.cuda.get_device_name(), "traffic": sampler.traffic, "traffic_missing": sampler.traffic_missing,
-              "l2_bytes": torch.cuda.get_device_properties(device).L2_cache_size, "calls": CALLS, "segments": {}}
+    result = {
+        "device": torch.cuda.get_device_name(),
+        "traffic": sampler.traffic,
+        "traffic_missing": sampler.traffic_missing,
+        "l2_bytes": torch.cuda.get_device_properties(device).L2_cache_size,
+        "calls": CALLS,
+        "segments": {},
+    }
     try:
         with sampler.sampling():
             for name, work in works.items():
@@ -63,13 +73,21 @@ def main() -> None:
                         torch.cuda.synchronize()
 
                     window = sampler.segment(block, name)[1]
-                    rows.append({"busy_us_per_call": round(window.busy_ns / CALLS / 1e3, 2),
-                                 "read_mb_per_call": None if window.read_bytes is None
-                                 else round(window.read_bytes / CALLS / 1e6, 2)})
+                    rows.append(
+                        {
+                            "busy_us_per_call": round(window.busy_ns / CALLS / 1e3, 2),
+                            "read_mb_per_call": None
+                            if window.read_bytes is None
+                            else round(window.read_bytes / CALLS / 1e6, 2),
+                        }
+                    )
                 result["segments"][name] = rows
                 reads = [r["read_mb_per_call"] for r in rows if r["read_mb_per_call"] is not None]
-                print(f"{name:18s} busy {statistics.median(r['busy_us_per_call'] for r in rows):9.2f} µs/call  "
-                      f"read {statistics.median(reads) if reads else float('nan'):9.2f} MB/call", flush=True)
+                print(
+                    f"{name:18s} busy {statistics.median(r['busy_us_per_call'] for r in rows):9.2f} µs/call  "
+                    f"read {statistics.median(reads) if reads else float('nan'):9.2f} MB/call",
+                    flush=True,
+                )
     finally:
         sampler.close()
     print(json.dumps({k: v for k, v in result.items() if k != "segments"}))

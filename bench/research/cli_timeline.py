@@ -102,8 +102,9 @@ def one_run(cli_args: list[str]) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         env = dict(os.environ, TIMELINE_OUT=out.name)
         spawned = time.time()
-        proc = subprocess.run([sys.executable, "-c", CHILD, "run", *cli_args, "--json"], env=env,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, "run", *cli_args, "--json"], env=env, capture_output=True, text=True
+        )
         reaped = time.time()
         marks = [("spawned", spawned)] + [tuple(m) for m in json.loads(Path(out.name).read_text() or "[]")]
     marks.append(("reaped", reaped))
@@ -111,9 +112,15 @@ def one_run(cli_args: list[str]) -> dict:
     gaps = {f"{a[0]} -> {b[0]}": round(b[1] - a[1], 3) for a, b in zip(marks, marks[1:])}
     timeline = [(name, round(t - spawned, 3)) for name, t in marks]
     record = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
-    return {"wall_s": round(reaped - spawned, 3), "duration_s": record.get("duration_s"),
-            "status": record.get("status"), "phases": record.get("phases"), "gaps_s": gaps, "timeline_s": timeline,
-            "stderr_tail": proc.stderr[-400:] if proc.returncode not in (0, 1) else ""}
+    return {
+        "wall_s": round(reaped - spawned, 3),
+        "duration_s": record.get("duration_s"),
+        "status": record.get("status"),
+        "phases": record.get("phases"),
+        "gaps_s": gaps,
+        "timeline_s": timeline,
+        "stderr_tail": proc.stderr[-400:] if proc.returncode not in (0, 1) else "",
+    }
 
 
 def main() -> int:
@@ -133,8 +140,10 @@ def main() -> int:
         "median_wall_s": statistics.median(r["wall_s"] for r in later),
         "median_duration_s": statistics.median(r["duration_s"] or 0.0 for r in later),
         "median_gaps_s": {g: statistics.median(r["gaps_s"].get(g, 0.0) for r in later) for g in gaps},
-        "median_timeline_s": {name: statistics.median(dict(r["timeline_s"]).get(name, 0.0) for r in later)
-                              for name, _ in later[0]["timeline_s"]},
+        "median_timeline_s": {
+            name: statistics.median(dict(r["timeline_s"]).get(name, 0.0) for r in later)
+            for name, _ in later[0]["timeline_s"]
+        },
         "runs": runs,
     }
     Path(args.out).write_text(json.dumps(summary, indent=1))

@@ -64,10 +64,12 @@ def parent() -> None:
     uid, gid = base + 1, base
     dev = torch.device("cuda:0")
     results = {}
-    for name, mode, other, protect in [("legacy same user", "legacy", False, False),
-                                       ("legacy other uid", "legacy", True, False),
-                                       ("legacy other uid, supervisor non-dumpable", "legacy", True, True),
-                                       ("vmm fd other uid, supervisor non-dumpable", "vmm", True, True)]:
+    for name, mode, other, protect in [
+        ("legacy same user", "legacy", False, False),
+        ("legacy other uid", "legacy", True, False),
+        ("legacy other uid, supervisor non-dumpable", "legacy", True, True),
+        ("vmm fd other uid, supervisor non-dumpable", "vmm", True, True),
+    ]:
         fds: list[int] = []
         if mode == "vmm":
             m, fd, size = cuda_vmm.allocate(dev, (1024,), torch.float32)
@@ -82,9 +84,12 @@ def parent() -> None:
         ours, theirs = socket.socketpair()
         if protect:
             protect_supervisor(True)
-        proc = subprocess.Popen([sys.executable, __file__, "child", mode, str(uid if other else -1), str(gid),
-                                 str(theirs.fileno())], pass_fds=[theirs.fileno()],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, __file__, "child", mode, str(uid if other else -1), str(gid), str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         theirs.close()
         socket.send_fds(ours, [pickle.dumps(payload).hex().encode() + b"\n"], fds)
         for fd in fds:

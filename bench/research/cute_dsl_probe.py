@@ -40,13 +40,19 @@ def add(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, n: cutlass.Int32):
 
 
 try:
-    a = torch.randn(1 << 20, device="cuda"); b = torch.randn_like(a); c = torch.empty_like(a)
+    a = torch.randn(1 << 20, device="cuda")
+    b = torch.randn_like(a)
+    c = torch.empty_like(a)
     A, B, C = (from_dlpack(x) for x in (a, b, c))
-    t = time.time(); compiled = cute.compile(add, A, B, C, a.numel())
+    t = time.time()
+    compiled = cute.compile(add, A, B, C, a.numel())
     print("compile", round(time.time() - t, 2), "threads", threads(), flush=True)
-    compiled(A, B, C, a.numel()); torch.cuda.synchronize()
+    compiled(A, B, C, a.numel())
+    torch.cuda.synchronize()
     print("max err", (c - (a + b)).abs().max().item(), "threads", threads(), flush=True)
-    t = time.time(); add(A, B, C, a.numel()); torch.cuda.synchronize()
+    t = time.time()
+    add(A, B, C, a.numel())
+    torch.cuda.synchronize()
     print("jit call (cached?)", round(time.time() - t, 3), "threads", threads(), flush=True)
 except Exception:
     print("FAILED", traceback.format_exc()[-3000:], flush=True)

@@ -34,8 +34,13 @@ import time
 from pathlib import Path
 
 BLOCKS = [  # (op, calls, host pause between calls in µs)
-    ("add-16M", 200, 50), ("add-16M", 1000, 50), ("matmul-4096", 100, 50), ("matmul-4096", 20, 50),
-    ("add-64K", 2000, 20), ("add-64K", 2000, 200), ("idle", 1, 20000),
+    ("add-16M", 200, 50),
+    ("add-16M", 1000, 50),
+    ("matmul-4096", 100, 50),
+    ("matmul-4096", 20, 50),
+    ("add-64K", 2000, 20),
+    ("add-64K", 2000, 200),
+    ("idle", 1, 20000),
 ]
 
 
@@ -78,8 +83,11 @@ def child() -> None:
                 end = time.perf_counter() + pause
                 while time.perf_counter() < end:
                     pass
-        spans = sorted((e.start_ns(), e.start_ns() + e.duration_ns()) for e in prof.profiler.kineto_results.events()
-                       if e.device_type() != torch.autograd.DeviceType.CPU and e.duration_ns() > 0)
+        spans = sorted(
+            (e.start_ns(), e.start_ns() + e.duration_ns())
+            for e in prof.profiler.kineto_results.events()
+            if e.device_type() != torch.autograd.DeviceType.CPU and e.duration_ns() > 0
+        )
         busy, last_end = 0, None
         for start, end_ns in spans:  # the union of the intervals
             if last_end is None or start > last_end:
@@ -100,8 +108,9 @@ def observe(gpu_index: int, repeats: int) -> list[dict]:
     if not support.isSupportedDevice:
         raise SystemExit("GPM is not supported on this device")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu_index), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, __file__, "--child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
     assert proc.stdin and proc.stdout
     before, after = nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc()
     rows = []
@@ -125,10 +134,16 @@ def observe(gpu_index: int, repeats: int) -> list[dict]:
                 get.metrics[1].metricId = nv.NVML_GPM_METRIC_SM_UTIL
                 nv.nvmlGpmMetricsGet(get)
                 gpm = get.metrics[0].value / 100 * interval_ms
-                row = {"op": op, "calls": calls, "pause_us": pause_us, "interval_ms": round(interval_ms, 3),
-                       "cupti_busy_ms": round(report["cupti_busy_ms"], 4), "gpm_busy_ms": round(gpm, 4),
-                       "sm_busy_ms": round(get.metrics[1].value / 100 * interval_ms, 4),
-                       "gpm_over_cupti": round(gpm / report["cupti_busy_ms"], 4) if report["cupti_busy_ms"] else None}
+                row = {
+                    "op": op,
+                    "calls": calls,
+                    "pause_us": pause_us,
+                    "interval_ms": round(interval_ms, 3),
+                    "cupti_busy_ms": round(report["cupti_busy_ms"], 4),
+                    "gpm_busy_ms": round(gpm, 4),
+                    "sm_busy_ms": round(get.metrics[1].value / 100 * interval_ms, 4),
+                    "gpm_over_cupti": round(gpm / report["cupti_busy_ms"], 4) if report["cupti_busy_ms"] else None,
+                }
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     finally:

@@ -34,8 +34,13 @@ def first_calls(library, device) -> dict[str, list[tuple[str, float]]]:
     second kernel, a re-opened profiler."""
     a = torch.randn(64, 1000, device=device)
     b = torch.randn(4096, 4096, device=device)
-    steps = {"empty": lambda: None, "softmax": lambda: torch.softmax(a, -1), "softmax again": lambda: torch.softmax(a, -1),
-             "other kernel": lambda: torch.mm(b, b), "other again": lambda: torch.mm(b, b)}
+    steps = {
+        "empty": lambda: None,
+        "softmax": lambda: torch.softmax(a, -1),
+        "softmax again": lambda: torch.softmax(a, -1),
+        "other kernel": lambda: torch.mm(b, b),
+        "other again": lambda: torch.mm(b, b),
+    }
     out: dict[str, list[tuple[str, float]]] = {}
     for opening in ("first open", "re-open"):
         rows: list[tuple[str, float]] = []
@@ -98,11 +103,17 @@ def main() -> int:
                 t0 = time.perf_counter()
                 durations.append(sum(profiler.measure(call)))
                 walls.append(_ms(t0))
-        row = {"evict_ms": evicts, "measure_ms": walls, "duration_ns": durations,
-               "median_duration_us": statistics.median(durations) / 1e3}
+        row = {
+            "evict_ms": evicts,
+            "measure_ms": walls,
+            "duration_ns": durations,
+            "median_duration_us": statistics.median(durations) / 1e3,
+        }
         out[name] = row
-        print(f"{name}: measure {walls} ms, eviction {evicts} ms, duration median "
-              f"{row['median_duration_us']:.2f} µs", flush=True)
+        print(
+            f"{name}: measure {walls} ms, eviction {evicts} ms, duration median {row['median_duration_us']:.2f} µs",
+            flush=True,
+        )
     out["first_calls"] = first_calls(library, device)
     if args.json:
         with open(args.json, "w") as f:

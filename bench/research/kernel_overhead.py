@@ -56,9 +56,14 @@ def kernels(prof) -> list[tuple[int, int]]:
     """The op's kernels (start, end): not copies, not the L2 sweep's reduction."""
     import torch
 
-    return sorted((e.start_ns(), e.start_ns() + e.duration_ns()) for e in prof.profiler.kineto_results.events()
-                  if e.device_type() != torch.autograd.DeviceType.CPU and e.duration_ns() > 0
-                  and not e.name().startswith(("Memcpy", "Memset")) and "reduce_kernel" not in e.name())
+    return sorted(
+        (e.start_ns(), e.start_ns() + e.duration_ns())
+        for e in prof.profiler.kineto_results.events()
+        if e.device_type() != torch.autograd.DeviceType.CPU
+        and e.duration_ns() > 0
+        and not e.name().startswith(("Memcpy", "Memset"))
+        and "reduce_kernel" not in e.name()
+    )
 
 
 def measure(op: str) -> dict:
@@ -96,9 +101,15 @@ def measure(op: str) -> dict:
     periods = [b[0] - a[0] for a, b in zip(ks, ks[1:])]
     gaps = [b[0] - a[1] for a, b in zip(ks, ks[1:])]
     per_call = len(ks) / 100
-    return {"op": op, "cupti_us": statistics.median(single) / 1e3, "cupti_kernels": len(single),
-            "graph_kernels_per_call": per_call, "period_us": statistics.median(periods) / 1e3,
-            "gap_us": statistics.median(gaps) / 1e3, "graph_duration_us": statistics.median(b - a for a, b in ks) / 1e3}
+    return {
+        "op": op,
+        "cupti_us": statistics.median(single) / 1e3,
+        "cupti_kernels": len(single),
+        "graph_kernels_per_call": per_call,
+        "period_us": statistics.median(periods) / 1e3,
+        "gap_us": statistics.median(gaps) / 1e3,
+        "graph_duration_us": statistics.median(b - a for a, b in ks) / 1e3,
+    }
 
 
 def ncu_child(op: str) -> None:
@@ -121,8 +132,25 @@ def ncu(op: str) -> float | None:
     exe = shutil.which("ncu")
     if not exe:
         return None
-    cmd = [exe, "--metrics", NCU_METRIC, "--csv", "--cache-control", "all", "--clock-control", "none",
-           "--target-processes", "all", "--nvtx", "--nvtx-include", "measured/", sys.executable, __file__, "--ncu-child", op]
+    cmd = [
+        exe,
+        "--metrics",
+        NCU_METRIC,
+        "--csv",
+        "--cache-control",
+        "all",
+        "--clock-control",
+        "none",
+        "--target-processes",
+        "all",
+        "--nvtx",
+        "--nvtx-include",
+        "measured/",
+        sys.executable,
+        __file__,
+        "--ncu-child",
+        op,
+    ]
     env = dict(os.environ, LC_ALL="C")
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
     rows = parse_ncu_csv(p.stdout)
@@ -130,7 +158,7 @@ def ncu(op: str) -> float | None:
         print(p.stdout[-2000:], p.stderr[-2000:], file=sys.stderr)
         return None
     per_call = max(1, len(rows) // 5)
-    sums = [sum(r.ns for r in rows[i * per_call:(i + 1) * per_call]) for i in range(len(rows) // per_call)]
+    sums = [sum(r.ns for r in rows[i * per_call : (i + 1) * per_call]) for i in range(len(rows) // per_call)]
     return statistics.median(sums) / 1e3
 
 

@@ -23,7 +23,9 @@ with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 z = x * 3
             torch.cuda.synchronize()
 for e in prof.profiler.kineto_results.events():
-    print(f"{str(e.device_type()):22s} ann={int(e.is_user_annotation())} corr={e.correlation_id():6d} start={e.start_ns()} dur={e.duration_ns():8d} {e.name()[:70]}")
+    print(
+        f"{str(e.device_type()):22s} ann={int(e.is_user_annotation())} corr={e.correlation_id():6d} start={e.start_ns()} dur={e.duration_ns():8d} {e.name()[:70]}"
+    )
 print("busy per call (ns):", device_busy_ns(prof.profiler.kineto_results.events(), 2))
 t = Timer(torch.device("cuda"))
 print("method:", t.method)
@@ -43,11 +45,13 @@ for method in ("cupti-device-time", "cuda-sync-wallclock"):
     print(f"{method}: {(_time.perf_counter() - t0) / 5 * 1e3:.1f} ms per block of 16 calls")
 
 timer = Timer(torch.device("cuda"))
-for name, fn in (("evict+sync", lambda: (timer.evict_caches(), torch.cuda.synchronize())),
-                 ("persisting reset", timer._reset_persisting_l2),
-                 ("sync", torch.cuda.synchronize),
-                 ("cuCtxResetPersistingL2Cache", lambda: timer._libcuda.cuCtxResetPersistingL2Cache()),
-                 ("cuCtxSetLimit(persisting, 0)", lambda: timer._libcuda.cuCtxSetLimit(0x06, ctypes.c_size_t(0)))):
+for name, fn in (
+    ("evict+sync", lambda: (timer.evict_caches(), torch.cuda.synchronize())),
+    ("persisting reset", timer._reset_persisting_l2),
+    ("sync", torch.cuda.synchronize),
+    ("cuCtxResetPersistingL2Cache", lambda: timer._libcuda.cuCtxResetPersistingL2Cache()),
+    ("cuCtxSetLimit(persisting, 0)", lambda: timer._libcuda.cuCtxSetLimit(0x06, ctypes.c_size_t(0))),
+):
     fn()
     t0 = _time.perf_counter()
     for _ in range(20):

@@ -48,8 +48,10 @@ def code_sweep() -> Callable[[], None]:
     (the L2 sweep after it takes them out of L2 too). The recorded run (commit 7216c23) used a
     Triton kernel of the same 8192 FMAs instead, which took minutes to compile."""
     import torch
+
     _import_gpuarena()
     from gpuarena.harness import icache_sweep
+
     sweep, why = icache_sweep.build(torch.device("cuda"))
     if sweep is None:
         raise RuntimeError(why)
@@ -60,6 +62,7 @@ def tlb_sweep() -> Callable[[], None]:
     """One byte read per 64 KB over 16 GB, so the measured call's address translations are no
     longer cached (the data read is a few MB, so it leaves L2 nearly as it was)."""
     import torch
+
     buf = torch.empty(TLB_BYTES, dtype=torch.uint8, device="cuda")
     return lambda: buf[::TLB_STRIDE].sum()
 
@@ -67,9 +70,11 @@ def tlb_sweep() -> Callable[[], None]:
 def child(op: str, condition: str, metrics: tuple[str, ...], calls: int) -> dict[str, Any]:
     """Per-call sums (mean over a call's kernels for rates) of `metrics`, medians over calls."""
     import torch
+
     _import_gpuarena()
     from gpuarena.harness.nvidia import l2_read_sweep
     from gpuarena.harness.range_timer import KernelDurations
+
     call, data_sweep = make_call(op, 8), l2_read_sweep(torch.device("cuda"))  # L2 alone: the conditions add the rest
     parts = ([code_sweep()] if "code" in condition else []) + ([tlb_sweep()] if "tlb" in condition else [])
     parts += [data_sweep] if condition != "nosweep" else []
@@ -117,9 +122,27 @@ def parse_metrics_csv(text: str, metrics: tuple[str, ...]) -> dict[str, list[flo
 
 
 def run_ncu(ncu: str, op: str, metrics: tuple[str, ...], cache: str, calls: int) -> dict[str, Any]:
-    cmd = [ncu, "--metrics", ",".join(metrics), "--clock-control", "none", "--cache-control", cache, "--csv",
-           "--print-units", "base", "--nvtx", "--nvtx-include", "fidelity_call/", sys.executable, str(SCRIPT.with_name("fidelity.py")),
-           "--ncu-child", op, "--calls", str(calls)]
+    cmd = [
+        ncu,
+        "--metrics",
+        ",".join(metrics),
+        "--clock-control",
+        "none",
+        "--cache-control",
+        cache,
+        "--csv",
+        "--print-units",
+        "base",
+        "--nvtx",
+        "--nvtx-include",
+        "fidelity_call/",
+        sys.executable,
+        str(SCRIPT.with_name("fidelity.py")),
+        "--ncu-child",
+        op,
+        "--calls",
+        str(calls),
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, env=child_env(LC_ALL="C"), timeout=300)
     rows = parse_metrics_csv(p.stdout + "\n" + p.stderr, metrics)
     if not rows[DURATION]:
@@ -147,8 +170,16 @@ def main() -> None:
         sets = [{"duration": (DURATION,), "explain": EXPLAIN}[k] for k in args.metric_sets.split(",")]
         for condition in args.conditions.split(","):
             for metrics in sets:
-                cmd = [sys.executable, str(SCRIPT), "--calls", str(args.calls), "--child", op, condition,
-                       ",".join(metrics)]
+                cmd = [
+                    sys.executable,
+                    str(SCRIPT),
+                    "--calls",
+                    str(args.calls),
+                    "--child",
+                    op,
+                    condition,
+                    ",".join(metrics),
+                ]
                 p = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), timeout=300)
                 line = next((x for x in p.stdout.splitlines() if x.startswith("{")), None)
                 got = json.loads(line) if line else {"error": p.stderr[-1500:]}
@@ -162,10 +193,19 @@ def main() -> None:
     print(f"\n| op | how | metrics | duration ns | SM cycles | SM clock MHz | DRAM bytes read |\n|{'---|' * 7}")
     for r in results:
         clock = r.get("smsp__cycles_elapsed.avg.per_second")
-        cells = [r["op"], r["how"], r["metrics"], r.get(DURATION), r.get("gpc__cycles_elapsed.max"),
-                 clock and clock / 1e6, r.get("dram__bytes_read.sum"), r.get("error", "")[:80]]
-        print("| " + " | ".join("" if c is None else f"{c:.1f}" if isinstance(c, float) else str(c)
-                                for c in cells) + " |")
+        cells = [
+            r["op"],
+            r["how"],
+            r["metrics"],
+            r.get(DURATION),
+            r.get("gpc__cycles_elapsed.max"),
+            clock and clock / 1e6,
+            r.get("dram__bytes_read.sum"),
+            r.get("error", "")[:80],
+        ]
+        print(
+            "| " + " | ".join("" if c is None else f"{c:.1f}" if isinstance(c, float) else str(c) for c in cells) + " |"
+        )
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "ncu-window-probe.json").write_text(json.dumps(results, indent=1))

@@ -25,8 +25,15 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BLOCKS = [("add-16M", 200, 50), ("matmul-4096", 20, 50), ("matmul-4096", 60, 50), ("add-64K", 500, 20),
-          ("softmax-64x1000", 500, 20), ("tiny-x10", 100, 20), ("idle", 1, 20000)]
+BLOCKS = [
+    ("add-16M", 200, 50),
+    ("matmul-4096", 20, 50),
+    ("matmul-4096", 60, 50),
+    ("add-64K", 500, 20),
+    ("softmax-64x1000", 500, 20),
+    ("tiny-x10", 100, 20),
+    ("idle", 1, 20000),
+]
 METRICS = ["gr__cycles_elapsed.max", "gr__cycles_active.avg", "sm__cycles_active.max", "sm__cycles_active.avg"]
 """Elapsed cycles first; each of the others gives a busy time. gr__cycles_active counts the
 front end's work too (about 2 µs more per kernel than CUPTI on an H100); sm__cycles_active.max,
@@ -44,8 +51,7 @@ def build(cuda: Path, work: Path) -> Path:
     start = text.index("    const size_t NUM_OF_ITERATIONS")
     end = text.index("    // 5. Stop the PM sampling")
     source.write_text("#include <iostream>\n#include <string>\n" + text[:start] + WAIT + text[end:])
-    subprocess.run(["make", f"CUDA_INSTALL_PATH={cuda}", "-j8"], cwd=source.parent, check=True,
-                   capture_output=True)
+    subprocess.run(["make", f"CUDA_INSTALL_PATH={cuda}", "-j8"], cwd=source.parent, check=True, capture_output=True)
     return source.parent / "pm_sampling"
 
 
@@ -68,8 +74,12 @@ def parse(output: str) -> dict:
             if elapsed > 0 and m in values:
                 busy[m] += min(float(values[m]) / elapsed, 1.0) * width
     total = re.search(r"Total num of Samples: (\d+)", output)
-    return {"busy_ms": {m: round(v, 4) for m, v in busy.items()}, "printed_samples": len(samples),
-            "sampled_ms": round(span, 3), "total_samples": int(total.group(1)) if total else None}
+    return {
+        "busy_ms": {m: round(v, 4) for m, v in busy.items()},
+        "printed_samples": len(samples),
+        "sampled_ms": round(span, 3),
+        "total_samples": int(total.group(1)) if total else None,
+    }
 
 
 def main() -> int:
@@ -82,10 +92,18 @@ def main() -> int:
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     sampler = build(args.cuda, args.work)
-    env = dict(os.environ, LD_LIBRARY_PATH=f"{args.cuda}/extras/CUPTI/lib64:{args.cuda}/lib64:"
-               + os.environ.get("LD_LIBRARY_PATH", ""), PYTHONUNBUFFERED="1")
-    child = subprocess.Popen([sys.executable, str(HERE / "gpm_probe.py"), "--child"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True, env=env)
+    env = dict(
+        os.environ,
+        LD_LIBRARY_PATH=f"{args.cuda}/extras/CUPTI/lib64:{args.cuda}/lib64:" + os.environ.get("LD_LIBRARY_PATH", ""),
+        PYTHONUNBUFFERED="1",
+    )
+    child = subprocess.Popen(
+        [sys.executable, str(HERE / "gpm_probe.py"), "--child"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert child.stdin and child.stdout
     rows = []
     try:
@@ -99,10 +117,14 @@ def main() -> int:
                 child.stdin.write(f"{op} {calls} {pause_us}\n")
                 child.stdin.flush()
                 assert child.stdout.readline().strip() == "ready"
-                pm = subprocess.Popen([str(sampler), "-d", "0", "-i", str(args.interval), "-s", "5000",
-                                       "-m", ",".join(METRICS)],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, env=env)
+                pm = subprocess.Popen(
+                    [str(sampler), "-d", "0", "-i", str(args.interval), "-s", "5000", "-m", ",".join(METRICS)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    env=env,
+                )
                 assert pm.stdin and pm.stdout
                 lines = []
                 for line in pm.stdout:
@@ -117,16 +139,23 @@ def main() -> int:
                 output, _ = pm.communicate("\n", timeout=120)
                 seen = parse(output)
                 cupti = report["cupti_busy_ms"]
-                row = {"op": op, "calls": calls, "pause_us": pause_us, "cupti_busy_ms": round(cupti, 4), **seen,
-                       "over_cupti": {m: round(v / cupti, 4) for m, v in seen["busy_ms"].items()} if cupti else None}
+                row = {
+                    "op": op,
+                    "calls": calls,
+                    "pause_us": pause_us,
+                    "cupti_busy_ms": round(cupti, 4),
+                    **seen,
+                    "over_cupti": {m: round(v / cupti, 4) for m, v in seen["busy_ms"].items()} if cupti else None,
+                }
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     finally:
         child.stdin.close()
         child.wait(timeout=60)
     if args.out:
-        args.out.write_text(json.dumps({"interval": args.interval, "rows": rows, "sampler_tail": output[-3000:]},
-                                       indent=1) + "\n")
+        args.out.write_text(
+            json.dumps({"interval": args.interval, "rows": rows, "sampler_tail": output[-3000:]}, indent=1) + "\n"
+        )
     return 0
 
 

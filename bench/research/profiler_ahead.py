@@ -42,8 +42,13 @@ def first_window(library, max_ranges: int) -> dict[str, float]:
     opened, c1 = time.perf_counter(), time.thread_time()
     profiler.measure(lambda: None)
     done, c2 = time.perf_counter(), time.thread_time()
-    out = {"max_ranges": max_ranges, "open_ms": round((opened - t0) * 1e3, 1), "open_cpu_ms": round((c1 - c0) * 1e3, 1),
-           "first_window_ms": round((done - opened) * 1e3, 1), "first_window_cpu_ms": round((c2 - c1) * 1e3, 1)}
+    out = {
+        "max_ranges": max_ranges,
+        "open_ms": round((opened - t0) * 1e3, 1),
+        "open_cpu_ms": round((c1 - c0) * 1e3, 1),
+        "first_window_ms": round((done - opened) * 1e3, 1),
+        "first_window_cpu_ms": round((c2 - c1) * 1e3, 1),
+    }
     second = time.perf_counter()
     profiler.measure(lambda: None)
     out["second_window_ms"] = round((time.perf_counter() - second) * 1e3, 2)
@@ -94,8 +99,10 @@ def main() -> None:
         t1 = time.perf_counter()
         try:
             durations = profiler.measure(lambda: x.add_(1))
-            result["main_thread_window"] = {"ms": round((time.perf_counter() - t1) * 1e3, 2),
-                                            "durations_ns": [round(d) for d in durations]}
+            result["main_thread_window"] = {
+                "ms": round((time.perf_counter() - t1) * 1e3, 2),
+                "durations_ns": [round(d) for d in durations],
+            }
         except Exception as exc:
             result["main_thread_window"] = {"error": repr(exc)}
         profiler.close()

@@ -33,8 +33,11 @@ def first_window(library) -> dict[str, float]:
     values = (ctypes.c_double * 64)()
     count = ctypes.c_int(0)
     for k in (1, 2):
-        for step, fn in (("start", lambda: lib.grt_start()), ("stop", lambda: lib.grt_stop()),
-                         ("read", lambda: lib.grt_read(values, 64, ctypes.byref(count)))):
+        for step, fn in (
+            ("start", lambda: lib.grt_start()),
+            ("stop", lambda: lib.grt_stop()),
+            ("read", lambda: lib.grt_read(values, 64, ctypes.byref(count))),
+        ):
             t0 = time.perf_counter()
             rc = fn()
             out[f"window {k} {step}"] = _ms(t0)
@@ -105,8 +108,11 @@ def main() -> int:
         inside: list[float] = []
         profiler.measure(lambda: inside.append(two_streams_ms()))
         kernels_seen = activity_kernels()
-    out["two spin kernels on two streams, ms"] = {"profiler closed": closed, "open, idle": idle,
-                                                  "inside a window": inside[0]}
+    out["two spin kernels on two streams, ms"] = {
+        "profiler closed": closed,
+        "open, idle": idle,
+        "inside a window": inside[0],
+    }
     out["activity kernels seen while open"] = kernels_seen
     out["activity kernels seen while closed"] = activity_kernels()
     print(out, flush=True)

@@ -3,6 +3,7 @@ error? a second pass?): the count of figures and the library's answer for each r
 
     python3 bench/research/range_room_probe.py [--out result.json]
 """
+
 import ctypes
 
 import torch
@@ -28,7 +29,18 @@ for room in (16, 128):
         torch.cuda.synchronize()
         stop = lib.grt_stop()
         read = lib.grt_read(values, 8 * room, ctypes.byref(count))
-        rows.append({"room": room, "kernels": kernels, "start": start, "stop": stop, "read": read, "count": count.value,
-                     "error": lib.grt_error().decode(), "first_ns": values[0], "sum_ns": sum(values[:count.value])})
+        rows.append(
+            {
+                "room": room,
+                "kernels": kernels,
+                "start": start,
+                "stop": stop,
+                "read": read,
+                "count": count.value,
+                "error": lib.grt_error().decode(),
+                "first_ns": values[0],
+                "sum_ns": sum(values[: count.value]),
+            }
+        )
     profiler.close()
 emit(rows, out)

@@ -37,11 +37,14 @@ def counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             SECONDS[name] += time.perf_counter() - started
             COUNTS[name] += 1
+
     return wrapper
 
 
 def wrap(owner: Any, attribute: str, name: str | None = None) -> None:
-    setattr(owner, attribute, counted(name or f"{getattr(owner, '__name__', owner)}.{attribute}", getattr(owner, attribute)))
+    setattr(
+        owner, attribute, counted(name or f"{getattr(owner, '__name__', owner)}.{attribute}", getattr(owner, attribute))
+    )
 
 
 def instrument() -> None:
@@ -49,8 +52,16 @@ def instrument() -> None:
 
     from gpuarena.harness import device_audit, measure, process, rounds_audit, stats, supervisor, timing, twin
 
-    for attribute in ("refresh_sets", "check_outputs", "converged", "compare", "commit_checked", "summarize",
-                      "measure_workload", "bootstrap_rounds"):
+    for attribute in (
+        "refresh_sets",
+        "check_outputs",
+        "converged",
+        "compare",
+        "commit_checked",
+        "summarize",
+        "measure_workload",
+        "bootstrap_rounds",
+    ):
         if hasattr(measure, attribute):
             wrap(measure, attribute, f"measure.{attribute}")
     wrap(stats, "bootstrap_median", "stats.bootstrap_median")
@@ -83,22 +94,41 @@ def main() -> None:
     from gpuarena.solutions import load_solution
 
     loaded_problem, loaded_solution = resolve_problem(problem), load_solution(Path(solution))
-    options = RunOptions(device=device, mode="benchmark", timeout_s=600, workloads=workloads,
-                         kernel_duration=True if "--ncu" in rest else None)
+    options = RunOptions(
+        device=device,
+        mode="benchmark",
+        timeout_s=600,
+        workloads=workloads,
+        kernel_duration=True if "--ncu" in rest else None,
+    )
     evaluate(loaded_problem, loaded_solution, options)  # builds and caches, as a contestant's second run finds them
     instrument()
     started = time.perf_counter()
     record = evaluate(loaded_problem, loaded_solution, options)
     wall = time.perf_counter() - started
-    pieces = sorted(({"piece": k, "count": COUNTS[k], "seconds": round(v, 3),
-                      "ms_each": round(1e3 * v / max(COUNTS[k], 1), 2)} for k, v in SECONDS.items()),
-                    key=lambda p: -p["seconds"])
-    result = {"command": " ".join(sys.argv), "wall_s": round(wall, 3), "status": record.status.value,
-              "duration_s": record.duration_s, "phases": record.phases,
-              "workloads": [{"name": w.name, "samples": w.time.samples if w.time else None,
-                             "audit_requests": len(w.device_audit.observed_us_per_request or [])
-                             if w.device_audit else None} for w in record.workloads],
-              "pieces": pieces}
+    pieces = sorted(
+        (
+            {"piece": k, "count": COUNTS[k], "seconds": round(v, 3), "ms_each": round(1e3 * v / max(COUNTS[k], 1), 2)}
+            for k, v in SECONDS.items()
+        ),
+        key=lambda p: -p["seconds"],
+    )
+    result = {
+        "command": " ".join(sys.argv),
+        "wall_s": round(wall, 3),
+        "status": record.status.value,
+        "duration_s": record.duration_s,
+        "phases": record.phases,
+        "workloads": [
+            {
+                "name": w.name,
+                "samples": w.time.samples if w.time else None,
+                "audit_requests": len(w.device_audit.observed_us_per_request or []) if w.device_audit else None,
+            }
+            for w in record.workloads
+        ],
+        "pieces": pieces,
+    }
     for p in pieces:
         print(f"{p['seconds']:8.3f} s {p['count']:6d} x {p['ms_each']:8.2f} ms  {p['piece']}")
     print(json.dumps({k: v for k, v in result.items() if k != "pieces"}))

@@ -105,15 +105,22 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         spawned = time.time()
-        proc = subprocess.run([sys.executable, "-c", CHILD, "run", *args.cli_args, "--json"],
-                              env=dict(os.environ, STACKS_OUT=out.name), capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, "run", *args.cli_args, "--json"],
+            env=dict(os.environ, STACKS_OUT=out.name),
+            capture_output=True,
+            text=True,
+        )
         wall = time.time() - spawned
         stacks = json.loads(Path(out.name).read_text() or "{}")
     record = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
     summary = {
         "command": "python3 bench/research/run_stacks.py " + " ".join(sys.argv[1:]),
-        "date": time.strftime("%Y-%m-%d"), "wall_s": round(wall, 3), "status": record.get("status"),
-        "duration_s": record.get("duration_s"), "phases": record.get("phases"),
+        "date": time.strftime("%Y-%m-%d"),
+        "wall_s": round(wall, 3),
+        "status": record.get("status"),
+        "duration_s": record.get("duration_s"),
+        "phases": record.get("phases"),
         "cumulative": {k: top(v, args.top) for k, v in stacks.get("cumulative", {}).items()},
         "innermost": {k: top(v, args.top // 2) for k, v in stacks.get("innermost", {}).items()},
         "main_timeline": windows(stacks.get("timeline", [])),

@@ -21,8 +21,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = {"forged": ROOT / "tests/redteam/exploits/fake_results/patched_reply_function.py",
-         "honest": ROOT / "examples/softmax/triton.py"}
+CASES = {
+    "forged": ROOT / "tests/redteam/exploits/fake_results/patched_reply_function.py",
+    "honest": ROOT / "examples/softmax/triton.py",
+}
 SMALL_SET_BYTES = 1 << 20
 SMALL_SETS = 64
 
@@ -43,8 +45,11 @@ def main() -> None:
     shipped = supervisor.count_sets
 
     def many_small(budget, set_bytes: int) -> int:  # type: ignore[no-untyped-def]
-        return min(SMALL_SETS, budget.bytes // max(set_bytes, 1)) if set_bytes <= SMALL_SET_BYTES \
+        return (
+            min(SMALL_SETS, budget.bytes // max(set_bytes, 1))
+            if set_bytes <= SMALL_SET_BYTES
             else shipped(budget, set_bytes)
+        )
 
     if args.device == "cpu":
         CASES["honest"] = ROOT / "examples/softmax/pytorch.py"
@@ -59,15 +64,23 @@ def main() -> None:
                 record = evaluate(problem, load_solution(path), options)
                 w = record.workloads[0]
                 audit = w.device_audit
-                run = {"i": i, "way": way, "case": case, "status": record.status.value,
-                       "wall_s": round(time.perf_counter() - started, 2),
-                       "calls_per_request": w.time.samples // max(len(audit.observed_us_per_request or []), 1)
-                       if w.time and audit else None,
-                       "requests": len(audit.observed_us_per_request or []) if audit else None,
-                       "claimed_us": audit.claimed_us if audit else None,
-                       "observed_us": round(audit.observed_us_per_call, 3) if audit and audit.observed_us_per_call else None,
-                       "noise_us": round(audit.noise_us, 3) if audit and audit.noise_us else None,
-                       "reason": record.reason[:200]}
+                run = {
+                    "i": i,
+                    "way": way,
+                    "case": case,
+                    "status": record.status.value,
+                    "wall_s": round(time.perf_counter() - started, 2),
+                    "calls_per_request": w.time.samples // max(len(audit.observed_us_per_request or []), 1)
+                    if w.time and audit
+                    else None,
+                    "requests": len(audit.observed_us_per_request or []) if audit else None,
+                    "claimed_us": audit.claimed_us if audit else None,
+                    "observed_us": round(audit.observed_us_per_call, 3)
+                    if audit and audit.observed_us_per_call
+                    else None,
+                    "noise_us": round(audit.noise_us, 3) if audit and audit.noise_us else None,
+                    "reason": record.reason[:200],
+                }
                 runs.append(run)
                 print(json.dumps(run), flush=True)
     supervisor.count_sets = shipped
@@ -76,13 +89,19 @@ def main() -> None:
         for case in CASES:
             mine = [r for r in runs if r["way"] == way and r["case"] == case]
             summary[f"{case}, {way}"] = {
-                "rejected": sum(r["status"] == "REJECTED" for r in mine), "runs": len(mine),
+                "rejected": sum(r["status"] == "REJECTED" for r in mine),
+                "runs": len(mine),
                 "median_observed_us": statistics.median(r["observed_us"] or 0 for r in mine),
                 "median_requests": statistics.median(r["requests"] or 0 for r in mine),
-                "median_wall_s": statistics.median(r["wall_s"] for r in mine)}
-    result = {"command": "python3 bench/research/small_sets_ab.py " + " ".join(f"--{k} {v}" for k, v in vars(args).items()
-                                                                            if v is not None and k != "out"),
-              "date": time.strftime("%Y-%m-%d"), "summary": summary, "runs": runs}
+                "median_wall_s": statistics.median(r["wall_s"] for r in mine),
+            }
+    result = {
+        "command": "python3 bench/research/small_sets_ab.py "
+        + " ".join(f"--{k} {v}" for k, v in vars(args).items() if v is not None and k != "out"),
+        "date": time.strftime("%Y-%m-%d"),
+        "summary": summary,
+        "runs": runs,
+    }
     print(json.dumps(summary, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))

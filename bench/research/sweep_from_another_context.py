@@ -40,8 +40,11 @@ def _ops(torch):
     a, b = (torch.randn(512, 512, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     x, y = (torch.randn(1 << 16, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     big = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    return {"matmul-512": lambda i: a @ b, "add-64K": lambda i: x + y,
-            "softmax-4096x4096": lambda i: torch.softmax(big, dim=-1)}
+    return {
+        "matmul-512": lambda i: a @ b,
+        "add-64K": lambda i: x + y,
+        "softmax-4096x4096": lambda i: torch.softmax(big, dim=-1),
+    }
 
 
 def main() -> None:
@@ -62,8 +65,13 @@ def main() -> None:
         ours.send("sweep")
         assert ours.recv() == "swept"
 
-    result: dict[str, object] = {"device": torch.cuda.get_device_name(0), "date": time.strftime("%Y-%m-%d"),
-                                 "eviction": eviction, "calls": CALLS, "medians_us": {}}
+    result: dict[str, object] = {
+        "device": torch.cuda.get_device_name(0),
+        "date": time.strftime("%Y-%m-%d"),
+        "eviction": eviction,
+        "calls": CALLS,
+        "medians_us": {},
+    }
     medians: dict[str, dict[str, list[float]]] = {}
     for name, call in _ops(torch).items():
         rows = medians.setdefault(name, {"own": [], "none": [], "remote": []})

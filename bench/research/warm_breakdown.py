@@ -85,8 +85,18 @@ def install() -> None:
     for name in ("start", "stop", "idle"):
         timed(device_audit.DeviceSampler, name, f"sampler.{name}")
     # inside the timed rounds: what each round costs besides the calls themselves
-    for name in ("refresh_sets", "check_outputs", "commit_checked", "commit_copies", "converged",
-                 "bootstrap_rounds", "summarize", "_speed_of_light", "compare", "judged"):
+    for name in (
+        "refresh_sets",
+        "check_outputs",
+        "commit_checked",
+        "commit_copies",
+        "converged",
+        "bootstrap_rounds",
+        "summarize",
+        "_speed_of_light",
+        "compare",
+        "judged",
+    ):
         timed(measure, name, f"measure.{name}")
     for name in ("solution", "reference", "_sample", "_segment"):
         timed(rounds_audit.RoundsAudit, name, f"audit.{name}")
@@ -133,8 +143,15 @@ def main() -> int:
             begun = time.perf_counter()
             record = evaluator.judge(problem, load_solution(path), options)
             wall = time.perf_counter() - begun
-            jobs.append({"wall_s": round(wall, 3), "status": record.status.value, "phases": record.phases,
-                         "steps": {k: round(v, 4) for k, v in JOB.items()}, "calls": dict(CALLS)})
+            jobs.append(
+                {
+                    "wall_s": round(wall, 3),
+                    "status": record.status.value,
+                    "phases": record.phases,
+                    "steps": {k: round(v, 4) for k, v in JOB.items()},
+                    "calls": dict(CALLS),
+                }
+            )
             print(json.dumps(jobs[-1]), flush=True)
     later = jobs[1:] or jobs
     steps = sorted({k for j in later for k in j["steps"]})
@@ -144,13 +161,17 @@ def main() -> int:
         "median_wall_s": statistics.median(j["wall_s"] for j in later),
         "median_steps_s": {k: round(statistics.median(j["steps"].get(k, 0.0) for j in later), 4) for k in steps},
         "median_calls": {k: statistics.median(j["calls"].get(k, 0) for j in later) for k in steps},
-        "median_phases_s": {k: round(statistics.median(j["phases"].get(k, 0.0) for j in later), 4)
-                            for k in later[0]["phases"]},
+        "median_phases_s": {
+            k: round(statistics.median(j["phases"].get(k, 0.0) for j in later), 4) for k in later[0]["phases"]
+        },
         "jobs": jobs,
     }
     Path(args.out).write_text(json.dumps(summary, indent=1))
-    print(json.dumps({k: summary[k] for k in ("median_wall_s", "median_steps_s", "median_calls", "median_phases_s")},
-                     indent=1))
+    print(
+        json.dumps(
+            {k: summary[k] for k in ("median_wall_s", "median_steps_s", "median_calls", "median_phases_s")}, indent=1
+        )
+    )
     return 0
 
 

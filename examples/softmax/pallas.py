@@ -11,7 +11,6 @@ but the same code: the CPU test runs it).
     gpuarena run level1/softmax examples/softmax/pallas.py --device cuda
 """
 
-
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
@@ -49,7 +48,11 @@ def _row_kernel(x_ref, y_ref):
 
 @jax.jit
 def solve(x):
-    one_row = pl.pallas_call(_row_kernel, out_shape=jax.ShapeDtypeStruct(x.shape[1:], x.dtype), grid=(),
-                             compiler_params=plgpu.CompilerParams(num_warps=8),
-                             interpret=jax.default_backend() == "cpu")
+    one_row = pl.pallas_call(
+        _row_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape[1:], x.dtype),
+        grid=(),
+        compiler_params=plgpu.CompilerParams(num_warps=8),
+        interpret=jax.default_backend() == "cpu",
+    )
     return jax.vmap(one_row)(x)

@@ -38,8 +38,9 @@ def _kernel(rows: int, cols: int, dtype: str):
                 T.fill(s, 0.0)
                 for k in T.serial(chunks):
                     for i, j in T.Parallel(1, BLOCK):
-                        tile[i, j] = T.if_then_else(k * BLOCK + j < N, T.cast(X[row, k * BLOCK + j], "float32"),
-                                                    -T.infinity("float32"))
+                        tile[i, j] = T.if_then_else(
+                            k * BLOCK + j < N, T.cast(X[row, k * BLOCK + j], "float32"), -T.infinity("float32")
+                        )
                     T.reduce_max(tile, chunk_max, dim=1, clear=True)
                     for i in T.Parallel(1):
                         chunk_max[i] = T.max(chunk_max[i], m[i])
@@ -53,7 +54,8 @@ def _kernel(rows: int, cols: int, dtype: str):
                     for i, j in T.Parallel(1, BLOCK):
                         if k * BLOCK + j < N:
                             Y[row, k * BLOCK + j] = T.cast(
-                                T.exp(T.cast(X[row, k * BLOCK + j], "float32") - m[i]) / s[i], dtype)
+                                T.exp(T.cast(X[row, k * BLOCK + j], "float32") - m[i]) / s[i], dtype
+                            )
 
         return main
 

@@ -26,8 +26,13 @@ ONLINE_BLOCK = 4096  # column block of the two-pass kernel for longer rows
 
 @triton.jit
 def softmax_single_pass(
-    x_ptr, y_ptr, cols,
-    stride_xr, stride_xc, stride_yr, stride_yc,
+    x_ptr,
+    y_ptr,
+    cols,
+    stride_xr,
+    stride_xc,
+    stride_yr,
+    stride_yc,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)  # int64: rows * cols can exceed 2**31
@@ -46,8 +51,13 @@ def softmax_single_pass(
 
 @triton.jit
 def softmax_online(
-    x_ptr, y_ptr, cols,
-    stride_xr, stride_xc, stride_yr, stride_yc,
+    x_ptr,
+    y_ptr,
+    cols,
+    stride_xr,
+    stride_xc,
+    stride_yr,
+    stride_yc,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -86,8 +96,9 @@ def _num_warps(block: int) -> int:
     return 16
 
 
-def softmax(x: torch.Tensor, max_single_pass_block: int = MAX_SINGLE_PASS_BLOCK,
-            online_block: int = ONLINE_BLOCK) -> torch.Tensor:
+def softmax(
+    x: torch.Tensor, max_single_pass_block: int = MAX_SINGLE_PASS_BLOCK, online_block: int = ONLINE_BLOCK
+) -> torch.Tensor:
     """Softmax over the last dim of a 2-D tensor; the block sizes are knobs for tests."""
     assert x.dim() == 2, "expected a 2-D tensor [rows, cols]"
     rows, cols = x.shape

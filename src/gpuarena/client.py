@@ -46,8 +46,10 @@ class Client:
         servers = [s.strip().rstrip("/") for s in server.split(",") if s.strip()]
         bad = [s for s in servers if not s.startswith(("http://", "https://"))]
         if not servers or bad:
-            raise GpuarenaError(f"server {server!r}: give a URL such as http://localhost:8000 "
-                                "(several API servers: separate their URLs with commas)")
+            raise GpuarenaError(
+                f"server {server!r}: give a URL such as http://localhost:8000 "
+                "(several API servers: separate their URLs with commas)"
+            )
         self.servers = servers
         self._current = 0
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -100,13 +102,27 @@ class Client:
     def me(self) -> dict[str, Any]:
         return self.get("/api/me")
 
-    def submit(self, problem: str, solution: Solution, device_kind: str, mode: str,
-               client_key: str | None = None, contest: str | None = None) -> dict[str, Any]:
+    def submit(
+        self,
+        problem: str,
+        solution: Solution,
+        device_kind: str,
+        mode: str,
+        client_key: str | None = None,
+        contest: str | None = None,
+    ) -> dict[str, Any]:
         """Queue a solution; with client_key, a retry of the same key returns the same submission;
         with contest, the run is entered into that contest."""
-        body = {"problem": problem, "device_kind": device_kind, "mode": mode,
-                "solution": {"name": solution.name, "manifest": solution.manifest.model_dump(mode="json"),
-                             "sources": solution.sources}}
+        body = {
+            "problem": problem,
+            "device_kind": device_kind,
+            "mode": mode,
+            "solution": {
+                "name": solution.name,
+                "manifest": solution.manifest.model_dump(mode="json"),
+                "sources": solution.sources,
+            },
+        }
         if client_key is not None:
             body["client_key"] = client_key
         if contest is not None:
@@ -117,7 +133,7 @@ class Client:
         """Several submissions at once (without their Evaluation records)."""
         found: list[dict[str, Any]] = []
         for start in range(0, len(ids), 200):
-            chunk = ids[start:start + 200]
+            chunk = ids[start : start + 200]
             found += self.get("/api/submissions", ids=",".join(map(str, chunk)), limit=len(chunk))
         return found
 
@@ -133,12 +149,15 @@ class Client:
     def watch(self, submission_id: int) -> Iterator[dict[str, Any]]:
         """The submission each time its status changes, until it is done (server-sent events)."""
         try:
-            with self.http.stream("GET", f"{self.server}/api/submissions/{submission_id}/events",
-                                  timeout=httpx.Timeout(30.0, read=60.0)) as response:
+            with self.http.stream(
+                "GET", f"{self.server}/api/submissions/{submission_id}/events", timeout=httpx.Timeout(30.0, read=60.0)
+            ) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise ApiError(f"watching submission {submission_id}: {response.status_code}: {response.text}",
-                                   response.status_code)
+                    raise ApiError(
+                        f"watching submission {submission_id}: {response.status_code}: {response.text}",
+                        response.status_code,
+                    )
                 for event, data in parse_events(response.iter_lines()):
                     if event == "status":
                         yield data
@@ -161,8 +180,11 @@ class Client:
         return self.get("/api/runners")
 
     def claim(self, runner_id: int, device_kinds: list[str], wait_s: float, device: str = "") -> ClaimedJob | None:
-        response = self.post("/api/runner/claim", {"runner_id": runner_id, "device_kinds": device_kinds,
-                                                   "wait_s": wait_s, "device": device}, timeout=wait_s + 30)
+        response = self.post(
+            "/api/runner/claim",
+            {"runner_id": runner_id, "device_kinds": device_kinds, "wait_s": wait_s, "device": device},
+            timeout=wait_s + 30,
+        )
         return None if response.status_code == 204 else ClaimedJob.model_validate(response.json())
 
     def heartbeat(self, runner_id: int, leases: dict[int, str], devices: list[DeviceSlot] | None = None) -> list[int]:
@@ -171,8 +193,14 @@ class Client:
             body["devices"] = [d.model_dump() for d in devices]
         return self.post("/api/runner/heartbeat", body).json()["lost"]
 
-    def post_result(self, job_id: int, lease_token: str, evaluation: Evaluation,
-                    runner_id: int | None = None, sample: SampleReport | None = None) -> dict[str, Any]:
+    def post_result(
+        self,
+        job_id: int,
+        lease_token: str,
+        evaluation: Evaluation,
+        runner_id: int | None = None,
+        sample: SampleReport | None = None,
+    ) -> dict[str, Any]:
         body = {"lease_token": lease_token, "evaluation": evaluation.model_dump(mode="json"), "runner_id": runner_id}
         if sample is not None:
             body["sample"] = sample.model_dump(mode="json")

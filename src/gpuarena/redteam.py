@@ -83,14 +83,26 @@ def read_metadata(path: Path) -> dict[str, Any]:
 
 def load_cases(corpus: Path) -> list[Case]:
     cases = []
-    for path in sorted(p for p in corpus.rglob("*.py") if p.parent.name != "__pycache__" and not p.name.startswith("_")):
+    for path in sorted(
+        p for p in corpus.rglob("*.py") if p.parent.name != "__pycache__" and not p.name.startswith("_")
+    ):
         meta = {**DEFAULTS, **read_metadata(path)}
         if "FAMILY" not in meta or "EXPECT" not in meta:
             raise ValueError(f"{path}: a red-team case needs FAMILY and EXPECT at module level")
         expect = [meta["EXPECT"]] if isinstance(meta["EXPECT"], str) else list(meta["EXPECT"])
-        cases.append(Case(path=path, family=meta["FAMILY"], expect=expect, problem=meta["PROBLEM"],
-                          devices=list(meta["DEVICES"]), mode=meta["MODE"], workloads=meta["WORKLOADS"],
-                          timeout=float(meta["TIMEOUT"]), honest=expect == ["PASSED"]))
+        cases.append(
+            Case(
+                path=path,
+                family=meta["FAMILY"],
+                expect=expect,
+                problem=meta["PROBLEM"],
+                devices=list(meta["DEVICES"]),
+                mode=meta["MODE"],
+                workloads=meta["WORKLOADS"],
+                timeout=float(meta["TIMEOUT"]),
+                honest=expect == ["PASSED"],
+            )
+        )
     return cases
 
 
@@ -142,8 +154,7 @@ class Scheduling:
         self.group_nice = _autogroup_nice()
 
     def restore(self) -> None:
-        steps = [lambda: os.sched_setaffinity(0, self.affinity),
-                 lambda: os.setpriority(os.PRIO_PROCESS, 0, self.nice)]
+        steps = [lambda: os.sched_setaffinity(0, self.affinity), lambda: os.setpriority(os.PRIO_PROCESS, 0, self.nice)]
         if self.group_nice is not None:
             steps.append(lambda: Path("/proc/self/autogroup").write_text(str(self.group_nice)))
         for step in steps:
@@ -193,7 +204,16 @@ def _run_case(case: Case, device: str, budget_s: float) -> Outcome:
     options = RunOptions(device=device, mode=case.mode, timeout_s=case.timeout, budget_s=budget_s, workloads=workloads)
     record = evaluate(problem, load_solution(case.path), options)
     got = record.status.value
-    return Outcome(case=case, got=got, reason=record.reason, ok=got in case.expect,
-                   details={"score": record.score, "workloads": [w.name for w in record.workloads],
-                            "device_audits": [w.device_audit.model_dump(exclude_defaults=True)
-                                              for w in record.workloads if w.device_audit]})
+    return Outcome(
+        case=case,
+        got=got,
+        reason=record.reason,
+        ok=got in case.expect,
+        details={
+            "score": record.score,
+            "workloads": [w.name for w in record.workloads],
+            "device_audits": [
+                w.device_audit.model_dump(exclude_defaults=True) for w in record.workloads if w.device_audit
+            ],
+        },
+    )

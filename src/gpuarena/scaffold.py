@@ -7,7 +7,7 @@ from pathlib import Path
 from gpuarena.errors import GpuarenaError
 from gpuarena.problems.loader import Problem
 
-PROBLEM_TOML = '''name = "{name}"
+PROBLEM_TOML = """name = "{name}"
 level = {level}
 summary = "y = x * scale + bias, with a per-column scale and bias (replace with your operator)."
 tags = ["elementwise"]
@@ -39,7 +39,7 @@ name = "large-bf16"
 axes = {{ rows = 16384, cols = 4096 }}
 dtype = "bfloat16"
 devices = ["cuda"]
-'''
+"""
 
 REFERENCE_PY = '''"""Reference for {name}: the trusted definition of the operator."""
 
@@ -62,12 +62,12 @@ def make_inputs(axes: dict, dtype: torch.dtype, device: torch.device, generator:
     return {{"x": draw(rows, cols), "scale": draw(cols), "bias": draw(cols)}}
 '''
 
-README_MD = '''# {name}
+README_MD = """# {name}
 
 `y = x * scale + bias`: a starting point made by `gpuarena new problem`. Replace the
 operator in `reference.py`, the shapes in `problem.toml`, and this description; then run
 `gpuarena check {folder}`.
-'''
+"""
 
 SOLUTION_PY = {
     "pytorch": '''"""A first solution for {problem}: it calls the reference's own math. Make it faster."""
@@ -117,8 +117,10 @@ def write_problem(folder: Path, level: int) -> Path:
 
 def write_solution(problem: Problem, path: Path, language: str) -> Path:
     if language not in SOLUTION_PY:
-        raise GpuarenaError(f"--language must be one of {', '.join(SOLUTION_PY)}; CUDA and TVM-FFI solutions are "
-                            "folders (docs/formats.md)")
+        raise GpuarenaError(
+            f"--language must be one of {', '.join(SOLUTION_PY)}; CUDA and TVM-FFI solutions are "
+            "folders (docs/formats.md)"
+        )
     if path.exists():
         raise GpuarenaError(f"{path} exists; choose another file with -o")
     destination = problem.spec.convention == "destination" and language != "jax"  # JAX returns, always
@@ -129,8 +131,9 @@ def write_solution(problem: Problem, path: Path, language: str) -> Path:
         lines = ["raise NotImplementedError('write the outputs into the given tensors')"]
     else:
         lines = _reference_body(problem.reference_source)
-    text = SOLUTION_PY[language].format(problem=problem.id, params=", ".join(params),
-                                        body="\n".join("    " + line if line else "" for line in lines))
+    text = SOLUTION_PY[language].format(
+        problem=problem.id, params=", ".join(params), body="\n".join("    " + line if line else "" for line in lines)
+    )
     helpers = _module_helpers(problem) if language != "jax" else ""
     if helpers:
         text = text.replace("\n\ndef solve(", f"\n\n{helpers}\n\n\ndef solve(", 1)
@@ -148,7 +151,7 @@ def _reference_body(source: str) -> list[str]:
     body = function.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1:
         body = body[1:]
-    lines = source.splitlines()[body[0].lineno - 1: function.end_lineno]
+    lines = source.splitlines()[body[0].lineno - 1 : function.end_lineno]
     return textwrap.dedent("\n".join(lines)).splitlines()
 
 

@@ -9,8 +9,19 @@ import platform
 
 BASE_PACKAGES = ("torch", "numpy")
 """Always listed ("not installed" where absent)."""
-STACK_PACKAGES = ("jax", "jaxlib", "transformers", "triton", "apache-tvm-ffi", "tilelang", "nvidia-cutlass-dsl",
-                  "vllm", "sglang", "paddlepaddle", "tensorflow")
+STACK_PACKAGES = (
+    "jax",
+    "jaxlib",
+    "transformers",
+    "triton",
+    "apache-tvm-ffi",
+    "tilelang",
+    "nvidia-cutlass-dsl",
+    "vllm",
+    "sglang",
+    "paddlepaddle",
+    "tensorflow",
+)
 """Other frameworks, listed with their versions where installed: a port's stack is one of them."""
 
 

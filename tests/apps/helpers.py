@@ -13,8 +13,15 @@ compare = { kind = "tolerance", atol = 1e-6, rtol = 0.0 }
 """
 
 
-def make_app(folder: Path, code: str, toml_extra: str = "", outputs: str = TENSOR_OUT, name: str = "t",
-             run: str = 'entry = "app.py:main"', top: str = "repeats = 1\ntime_limit_s = 30") -> Path:
+def make_app(
+    folder: Path,
+    code: str,
+    toml_extra: str = "",
+    outputs: str = TENSOR_OUT,
+    name: str = "t",
+    run: str = 'entry = "app.py:main"',
+    top: str = "repeats = 1\ntime_limit_s = 30",
+) -> Path:
     """Write folder/app.py (code, dedented) and folder/app.toml; returns folder."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "app.py").write_text(textwrap.dedent(code))
@@ -22,11 +29,14 @@ def make_app(folder: Path, code: str, toml_extra: str = "", outputs: str = TENSO
     return folder
 
 
-def tensor_app(folder: Path, values: str = "[1.0, 2.0, 3.0]", figure: str | None = None, name: str = "t",
-               extra_code: str = "") -> Path:
+def tensor_app(
+    folder: Path, values: str = "[1.0, 2.0, 3.0]", figure: str | None = None, name: str = "t", extra_code: str = ""
+) -> Path:
     """An app writing y.npy = values and, with figure, perf.json {"tokens_per_s": figure}."""
     perf = f"(out / 'perf.json').write_text(json.dumps({{'tokens_per_s': {figure}}}))" if figure else ""
-    toml = '[performance]\nname = "tokens_per_s"\njson_file = "perf.json"\njson_key = "tokens_per_s"\n' if figure else ""
+    toml = (
+        '[performance]\nname = "tokens_per_s"\njson_file = "perf.json"\njson_key = "tokens_per_s"\n' if figure else ""
+    )
     code = f"""
         import json, os
         from pathlib import Path

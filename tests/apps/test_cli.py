@@ -115,7 +115,16 @@ def test_html_escapes(tmp_path):
     from gpuarena.apps.report import MigrationReport, render_html
     from gpuarena.apps.score import score
 
-    report = MigrationReport(app="<b>x</b>", golden_app="g", device="cpu", golden_device="cpu", golden_environment={},
-                             environment={}, ran=False, reason="<script>alert(1)</script>", score=score(False, []))
+    report = MigrationReport(
+        app="<b>x</b>",
+        golden_app="g",
+        device="cpu",
+        golden_device="cpu",
+        golden_environment={},
+        environment={},
+        ran=False,
+        reason="<script>alert(1)</script>",
+        score=score(False, []),
+    )
     html = render_html(report)
     assert "<script>alert" not in html and "&lt;script&gt;" in html

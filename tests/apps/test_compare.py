@@ -39,7 +39,9 @@ def pair(tmp_path: Path, name: str, got, expected) -> tuple[Path, Path]:
 def test_tensor_tolerance_matched_and_not(tmp_path):
     b = np.arange(12, dtype=np.float32).reshape(3, 4)
     a = b + 1e-7
-    assert compare_output(out("y.npy", "tensor", kind="tolerance", atol=1e-5, rtol=0), *pair(tmp_path, "y.npy", a, b)).matched
+    assert compare_output(
+        out("y.npy", "tensor", kind="tolerance", atol=1e-5, rtol=0), *pair(tmp_path, "y.npy", a, b)
+    ).matched
     a = b.copy()
     a[1, 2] += 0.5
     a[2, 3] -= 2.0
@@ -74,18 +76,23 @@ def test_tensor_npz(tmp_path):
     assert not result.matched and result.closeness == pytest.approx(5 / 6)
 
 
-@pytest.mark.parametrize("name, threshold, got, matched, closeness", [
-    ("max_abs", 0.1, [1.05, 2.0], True, 1.0),
-    ("max_abs", 0.1, [1.5, 2.0], False, 0.2),
-    ("rel_l2", 0.01, [3.0, 4.0], True, 1.0),
-    ("rel_l2", 0.1, [3.0, 4.0 + 2.5], False, 0.2),
-    ("cosine", 0.99, [3.0, 4.0], True, 1.0),
-    ("cosine", 0.99, [-4.0, 3.0], False, 0.0),
-])
+@pytest.mark.parametrize(
+    "name, threshold, got, matched, closeness",
+    [
+        ("max_abs", 0.1, [1.05, 2.0], True, 1.0),
+        ("max_abs", 0.1, [1.5, 2.0], False, 0.2),
+        ("rel_l2", 0.01, [3.0, 4.0], True, 1.0),
+        ("rel_l2", 0.1, [3.0, 4.0 + 2.5], False, 0.2),
+        ("cosine", 0.99, [3.0, 4.0], True, 1.0),
+        ("cosine", 0.99, [-4.0, 3.0], False, 0.0),
+    ],
+)
 def test_metrics(tmp_path, name, threshold, got, matched, closeness):
     expected = [3.0, 4.0] if name != "max_abs" else [1.0, 2.0]
-    result = compare_output(out("y.npy", "tensor", kind="metric", name=name, threshold=threshold),
-                            *pair(tmp_path, "y.npy", np.array(got), np.array(expected)))
+    result = compare_output(
+        out("y.npy", "tensor", kind="metric", name=name, threshold=threshold),
+        *pair(tmp_path, "y.npy", np.array(got), np.array(expected)),
+    )
     assert result.matched is matched
     assert result.closeness == pytest.approx(closeness)
     assert name in result.summary
@@ -100,7 +107,9 @@ def test_tokens_json_and_tensor(tmp_path):
     assert not result.matched and result.closeness == pytest.approx(0.5)
     assert [d.where for d in result.worst] == ["position 1", "position 3"]
     assert result.worst[1].got == "(missing)"
-    result = compare_output(out("t.npy", "tensor", kind="tokens"), *pair(tmp_path, "t.npy", np.array([5, 6]), np.array([5, 6])))
+    result = compare_output(
+        out("t.npy", "tensor", kind="tokens"), *pair(tmp_path, "t.npy", np.array([5, 6]), np.array([5, 6]))
+    )
     assert result.matched
 
 
@@ -110,8 +119,10 @@ def test_text_exact_and_tokens(tmp_path):
     result = compare_output(spec, *pair(tmp_path, "a.txt", "one\nTWO\nthree\n", "one\ntwo\nthree\nfour\n"))
     assert not result.matched and result.closeness == pytest.approx(2 / 4)
     assert [d.where for d in result.worst] == ["line 2", "line 4"]
-    result = compare_output(out("a.txt", "text", kind="tokens", threshold=0.5),
-                            *pair(tmp_path, "a.txt", "the cat sat down", "the cat ran down"))
+    result = compare_output(
+        out("a.txt", "text", kind="tokens", threshold=0.5),
+        *pair(tmp_path, "a.txt", "the cat sat down", "the cat ran down"),
+    )
     assert result.matched and result.closeness == 1.0 and "3 of 4 positions" in result.summary
 
 
@@ -122,8 +133,10 @@ def test_json_exact_and_tolerance(tmp_path):
     assert not result.matched
     assert [d.where for d in result.worst] == ["$.b.c[1]", "$.b.d", "$.e"]
     assert result.closeness == pytest.approx(2 / 5)
-    result = compare_output(out("r.json", "json", kind="tolerance", atol=0.01, rtol=0),
-                            *pair(tmp_path, "r.json", {"a": 1, "b": {"c": [1.0, 2.001], "d": "x"}}, expected))
+    result = compare_output(
+        out("r.json", "json", kind="tolerance", atol=0.01, rtol=0),
+        *pair(tmp_path, "r.json", {"a": 1, "b": {"c": [1.0, 2.001], "d": "x"}}, expected),
+    )
     assert result.matched
 
 

@@ -27,7 +27,9 @@ def run(folder: Path, tmp_path: Path, **kw):
 
 
 def test_environment_and_entry_args(tmp_path):
-    folder = make_app(tmp_path / "app", """
+    folder = make_app(
+        tmp_path / "app",
+        """
         import os, sys
         from pathlib import Path
         import numpy as np
@@ -38,8 +40,11 @@ def test_environment_and_entry_args(tmp_path):
             value = int(os.environ["GPUARENA_APP_SEED"]) * int(scale)
             np.save(out / "y.npy", np.array([value]))
             print("device", os.environ["GPUARENA_APP_DEVICE"], "latency_ms =", 2.5)
-        """, toml_extra='[performance]\nname = "latency_ms"\nregex = "latency_ms = ([0-9.]+)"\n',
-        run='entry = "app.py:main"\nargs = ["3"]', top="seed = 7\nrepeats = 2")
+        """,
+        toml_extra='[performance]\nname = "latency_ms"\nregex = "latency_ms = ([0-9.]+)"\n',
+        run='entry = "app.py:main"\nargs = ["3"]',
+        top="seed = 7\nrepeats = 2",
+    )
     result = run(folder, tmp_path, device="cpu")
     assert result.ran, result
     assert np.load(Path(result.output_dir) / "y.npy").tolist() == [21]
@@ -48,19 +53,28 @@ def test_environment_and_entry_args(tmp_path):
 
 
 def test_command_setup_and_failure(tmp_path):
-    folder = make_app(tmp_path / "app", "import sys\nsys.exit(3)\n", run='command = ["python", "app.py"]',
-                      top='repeats = 1\nsetup = [["python", "-c", "open(\'built\', \'w\').write(\'x\')"]]')
+    folder = make_app(
+        tmp_path / "app",
+        "import sys\nsys.exit(3)\n",
+        run='command = ["python", "app.py"]',
+        top="repeats = 1\nsetup = [[\"python\", \"-c\", \"open('built', 'w').write('x')\"]]",
+    )
     result = run(folder, tmp_path)
     assert not result.ran and result.reason == "run 1 of 1 exited with status 3"
     assert result.setup[0].exit_code == 0
 
 
 def test_timeout_kills_the_group(tmp_path):
-    folder = make_app(tmp_path / "app", """
+    folder = make_app(
+        tmp_path / "app",
+        """
         import subprocess, sys, time
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         time.sleep(60)
-        """, run='command = ["python", "app.py"]', top="repeats = 3\ntime_limit_s = 1")
+        """,
+        run='command = ["python", "app.py"]',
+        top="repeats = 3\ntime_limit_s = 1",
+    )
     start = time.monotonic()
     result = run(folder, tmp_path)
     assert time.monotonic() - start < 15
@@ -72,8 +86,11 @@ def test_writing_into_its_source_folder_fails(tmp_path, monkeypatch):
     # without the sandbox (which would not show the folder at all) the hash check catches it
     monkeypatch.setenv("GPUARENA_SANDBOX", "0")
     source = tmp_path / "app"
-    tensor_app(source, extra_code=f"Path({str(source)!r}, 'app.py').write_text('# changed')\n"
-                                  f"            Path({str(source)!r}, 'new.txt').write_text('x')")
+    tensor_app(
+        source,
+        extra_code=f"Path({str(source)!r}, 'app.py').write_text('# changed')\n"
+        f"            Path({str(source)!r}, 'new.txt').write_text('x')",
+    )
     result = run(source, tmp_path)
     assert not result.ran
     assert result.changed == ["app/app.py (changed)", "app/new.txt (added)"]
@@ -122,12 +139,14 @@ def test_sandbox_keeps_the_golden_and_source_folders_unwritable(tmp_path):
     golden.mkdir()
     (golden / "keep.txt").write_text("golden")
     source = tmp_path / "app"
-    code = ATTEMPT % "; ".join([
-        f"tries['golden'] = attempt('golden', lambda: Path({str(golden)!r}, 'keep.txt').write_text('changed'))",
-        f"tries['golden_new'] = attempt('golden', lambda: Path({str(golden)!r}, 'new.txt').write_text('x'))",
-        f"tries['source'] = attempt('source', lambda: Path({str(source)!r}, 'app.py').write_text('# changed'))",
-        "tries['work'] = attempt('work', lambda: Path('made_here.txt').write_text('x'))",
-    ])
+    code = ATTEMPT % "; ".join(
+        [
+            f"tries['golden'] = attempt('golden', lambda: Path({str(golden)!r}, 'keep.txt').write_text('changed'))",
+            f"tries['golden_new'] = attempt('golden', lambda: Path({str(golden)!r}, 'new.txt').write_text('x'))",
+            f"tries['source'] = attempt('source', lambda: Path({str(source)!r}, 'app.py').write_text('# changed'))",
+            "tries['work'] = attempt('work', lambda: Path('made_here.txt').write_text('x'))",
+        ]
+    )
     make_app(source, code)
     before = (source / "app.py").read_text()
     result = run(source, tmp_path, protected={"golden": golden})
@@ -146,8 +165,10 @@ def test_sandbox_hides_the_supervisors_files(tmp_path):
     secret.mkdir(mode=0o700)
     (secret / "token").write_text("TOPSECRET")
     os.chmod(secret / "token", 0o600)
-    code = ATTEMPT % (f"tries['secret'] = attempt('read', lambda: print(Path({str(secret / 'token')!r}).read_text()))"
-                      "; tries['net'] = sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:])")
+    code = ATTEMPT % (
+        f"tries['secret'] = attempt('read', lambda: print(Path({str(secret / 'token')!r}).read_text()))"
+        "; tries['net'] = sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:])"
+    )
     source = make_app(tmp_path / "app", code)
     result = run(source, tmp_path)
     assert result.ran, result.reason
@@ -197,20 +218,25 @@ def test_sandbox_kills_what_the_app_left_running(tmp_path, how):
 def test_a_symbolic_link_in_the_output_folder_is_not_read(tmp_path):
     secret = tmp_path / "secret.json"
     secret.write_text('{"tokens_per_s": 1}')
-    folder = make_app(tmp_path / "app", f"""
+    folder = make_app(
+        tmp_path / "app",
+        f"""
         import os
         from pathlib import Path
 
         def main():
             out = Path(os.environ["GPUARENA_APP_OUTPUT"])
             (out / "y.npy").symlink_to({str(secret)!r})
-        """)
+        """,
+    )
     result = run(folder, tmp_path)
     assert not result.ran and "y.npy (symbolic link)" in result.reason and "not a plain file" in result.reason
 
 
 def test_unreadable_figure_is_reported(tmp_path):
-    folder = make_app(tmp_path / "app", """
+    folder = make_app(
+        tmp_path / "app",
+        """
         import os
         from pathlib import Path
         import numpy as np
@@ -218,7 +244,9 @@ def test_unreadable_figure_is_reported(tmp_path):
         def main():
             np.save(Path(os.environ["GPUARENA_APP_OUTPUT"]) / "y.npy", np.ones(1))
             print("no figure here")
-        """, toml_extra='[performance]\nname = "tokens_per_s"\nregex = "tps=(\\\\S+)"\n')
+        """,
+        toml_extra='[performance]\nname = "tokens_per_s"\nregex = "tps=(\\\\S+)"\n',
+    )
     result = run(folder, tmp_path)
     assert result.ran and result.figures == []
     assert "found nothing in stdout" in result.runs[0].figure_error

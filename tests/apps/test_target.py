@@ -52,7 +52,9 @@ def test_a_packed_golden_comes_back_verified_and_read_only(golden_root, tmp_path
     packed = pack_golden("migration/t", golden_root / "migration" / "t")
     assert set(packed.files) == {"app.toml", "golden.json", "outputs/y.npy"}
     folder = unpack_golden(packed, tmp_path)
-    assert (folder / "outputs" / "y.npy").read_bytes() == (golden_root / "migration" / "t" / "outputs" / "y.npy").read_bytes()
+    assert (folder / "outputs" / "y.npy").read_bytes() == (
+        golden_root / "migration" / "t" / "outputs" / "y.npy"
+    ).read_bytes()
     assert not (folder / "outputs" / "y.npy").stat().st_mode & 0o222
     assert unpack_golden(packed, tmp_path) == folder  # again: the same folder, nothing rewritten
 
@@ -99,21 +101,34 @@ def test_an_app_is_never_built_as_a_kernel(tmp_path) -> None:
 
 def test_an_app_job_checks_the_port_and_scores_it(golden_root, tmp_path) -> None:
     packed = pack_golden("migration/t", golden_root / "migration" / "t")
-    good = evaluate_app(packed, port_solution(tensor_app(tmp_path / "good", figure="100.0")), "cpu", "ranked",
-                        tmp_path / "cache")
+    good = evaluate_app(
+        packed, port_solution(tensor_app(tmp_path / "good", figure="100.0")), "cpu", "ranked", tmp_path / "cache"
+    )
     assert good.status == "PASSED" and good.migration["ran"] and 100 <= good.score <= 150, good.reason
     assert good.score == good.migration["score"]["total"] and good.reason.startswith(f"{good.score:g} points")
-    wrong = evaluate_app(packed, port_solution(tensor_app(tmp_path / "wrong", values="[1.0, 2.0, 4.0]")), "cpu",
-                         "ranked", tmp_path / "cache")
+    wrong = evaluate_app(
+        packed,
+        port_solution(tensor_app(tmp_path / "wrong", values="[1.0, 2.0, 4.0]")),
+        "cpu",
+        "ranked",
+        tmp_path / "cache",
+    )
     assert wrong.status == "PASSED" and 60 <= wrong.score < 100 and "0 of 1 outputs matched" in wrong.reason
-    crash = evaluate_app(packed, port_solution(tensor_app(tmp_path / "crash", extra_code="raise SystemExit(3)")),
-                         "cpu", "ranked", tmp_path / "cache")
+    crash = evaluate_app(
+        packed,
+        port_solution(tensor_app(tmp_path / "crash", extra_code="raise SystemExit(3)")),
+        "cpu",
+        "ranked",
+        tmp_path / "cache",
+    )
     assert crash.status == "RUNTIME_ERROR" and crash.score == 0 and "did not run" in crash.reason
 
 
 def test_a_runner_names_its_stack_in_its_device_kinds() -> None:
-    slots = [DeviceSlot(device="cpu", kind="cpu", name="CPU"), DeviceSlot(device="cuda:0", kind="H100",
-                                                                          name="NVIDIA H100 80GB HBM3")]
+    slots = [
+        DeviceSlot(device="cpu", kind="cpu", name="CPU"),
+        DeviceSlot(device="cuda:0", kind="H100", name="NVIDIA H100 80GB HBM3"),
+    ]
     plain = advertise(slots)
     assert [s.kind for s in plain] == ["cpu", "H100"] and plain[1].vendor == "NVIDIA"
     assert plain[0].vendor and plain[0].software["python"] and "torch" in plain[0].software
@@ -134,15 +149,21 @@ def test_a_port_cannot_copy_the_golden_outputs_it_is_checked_against(golden_root
     packed = pack_golden("migration/t", golden_root / "migration" / "t")
     cache = tmp_path / "cache"
     stolen = unpack_golden(packed, cache) / "outputs" / "y.npy"
-    copier = tensor_app(tmp_path / "copier", values="[0.0, 0.0, 0.0]", extra_code=(
-        f"import shutil; shutil.copyfile({str(stolen)!r}, out / 'y.npy') if Path({str(stolen)!r}).exists() else None"))
+    copier = tensor_app(
+        tmp_path / "copier",
+        values="[0.0, 0.0, 0.0]",
+        extra_code=(
+            f"import shutil; shutil.copyfile({str(stolen)!r}, out / 'y.npy') if Path({str(stolen)!r}).exists() else None"
+        ),
+    )
     record_ = evaluate_app(packed, port_solution(copier), "cpu", "ranked", cache)
     assert record_.migration["sandboxed"], record_.migration["containment"]
     assert record_.status == "PASSED" and not record_.migration["outputs"][0]["matched"], record_.reason
 
 
-def test_a_ranked_check_without_the_sandbox_is_the_runner_s_failure_not_a_verdict(golden_root, tmp_path,
-                                                                                  monkeypatch) -> None:
+def test_a_ranked_check_without_the_sandbox_is_the_runner_s_failure_not_a_verdict(
+    golden_root, tmp_path, monkeypatch
+) -> None:
     from gpuarena.apps.job import SandboxMissing
 
     monkeypatch.setenv("GPUARENA_SANDBOX", "0")
@@ -153,20 +174,21 @@ def test_a_ranked_check_without_the_sandbox_is_the_runner_s_failure_not_a_verdic
     assert evaluate_app(packed, port, "cpu", "test", tmp_path / "cache").status == "PASSED"
 
 
-def test_a_port_that_asks_for_more_time_than_the_runner_gives_is_refused_before_it_runs(golden_root,
-                                                                                       tmp_path) -> None:
+def test_a_port_that_asks_for_more_time_than_the_runner_gives_is_refused_before_it_runs(golden_root, tmp_path) -> None:
     packed = pack_golden("migration/t", golden_root / "migration" / "t")
     greedy = tensor_app(tmp_path / "greedy", extra_code="(out / 'ran').write_text('yes')")
     toml = greedy / "app.toml"
-    toml.write_text(toml.read_text().replace("time_limit_s = 30", "time_limit_s = 500").replace("repeats = 1",
-                                                                                               "repeats = 5"))
+    toml.write_text(
+        toml.read_text().replace("time_limit_s = 30", "time_limit_s = 500").replace("repeats = 1", "repeats = 5")
+    )
     refused = evaluate_app(packed, port_solution(greedy), "cpu", "test", tmp_path / "cache", timeout_s=600)
     assert refused.status == "COMPILE_ERROR" and "asks for up to 2500 s" in refused.reason
     assert refused.migration is None and refused.score is None
 
 
-def test_a_ranked_check_times_the_port_from_outside_so_a_boasting_port_gets_no_speed_points(golden_root,
-                                                                                           tmp_path) -> None:
+def test_a_ranked_check_times_the_port_from_outside_so_a_boasting_port_gets_no_speed_points(
+    golden_root, tmp_path
+) -> None:
     """The port claims 10^9 tokens/s and is in fact slower (it sleeps): its own figure would earn
     the 50 speed-up points; a ranked check compares the wall times gpuarena measured instead."""
     packed = pack_golden("migration/t", golden_root / "migration" / "t")
@@ -192,8 +214,11 @@ def test_a_port_runs_with_the_reference_s_seed_whatever_its_own_app_toml_says(tm
         """
     from tests.apps.helpers import make_app
 
-    record(make_app(tmp_path / "reference", code, top="repeats = 1\ntime_limit_s = 30\nseed = 7"), tmp_path / "golden",
-           "cpu")
+    record(
+        make_app(tmp_path / "reference", code, top="repeats = 1\ntime_limit_s = 30\nseed = 7"),
+        tmp_path / "golden",
+        "cpu",
+    )
     port = make_app(tmp_path / "port", code, top="repeats = 1\ntime_limit_s = 30\nseed = 8")
     packed = pack_golden("migration/seeded", tmp_path / "golden")
     checked = evaluate_app(packed, port_solution(port), "cpu", "test", tmp_path / "cache")

@@ -78,11 +78,17 @@ def test_worked_example():
     ]
     rows = {r.contestant: r for r in result.rows}
     assert rows["ann"].breakdown == {"k3": 100.0, "k1": 5.0}
-    assert rows["ann"].figures == {"bonus items": 1, "accepted problems": 2,
-                                   "last counted submission": at(6).isoformat()}
+    assert rows["ann"].figures == {
+        "bonus items": 1,
+        "accepted problems": 2,
+        "last counted submission": at(6).isoformat(),
+    }
     assert rows["eli"].figures["last counted submission"] == at(5).isoformat()
-    assert rows["dan"].figures == {"bonus items": 0, "accepted problems": 1,
-                                   "last counted submission": at(1).isoformat()}
+    assert rows["dan"].figures == {
+        "bonus items": 0,
+        "accepted problems": 1,
+        "last counted submission": at(1).isoformat(),
+    }
     assert rows["kim"].figures == {"bonus items": 0, "accepted problems": 0}
     assert result.tie_rules == ["more bonus items", "more accepted problems", "earlier last counted submission"]
 
@@ -96,18 +102,20 @@ def test_screening_is_off_by_default_and_can_be_turned_on():
 
 
 def test_custom_points():
-    config = contest({"name": "ccf-kernel", "level_points": {1: 1, 2: 2, 3: 3, 4: 4}, "merged_points": 0},
-                     PROBLEMS)
+    config = contest({"name": "ccf-kernel", "level_points": {1: 1, 2: 2, 3: 3, 4: 4}, "merged_points": 0}, PROBLEMS)
     result = ccf_kernel.standings(config, [accepted("a", "k4", 1, merged_upstream=True), accepted("a", "k2", 1)])
     assert table(result) == [(1, "a", 6.0, None)]
 
 
-@pytest.mark.parametrize("rule, message", [
-    ({"name": "ccf-kernel", "level_points": {1: 5, 2: 10, 3: 50}}, "levels 1, 2, 3 and 4; got \\[1, 2, 3\\]"),
-    ({"name": "ccf-kernel", "level_points": {1: 5, 2: 10, 3: 50, 4: -1}}, "must not be negative"),
-    ({"name": "ccf-kernel", "merged_points": -5}, "greater than or equal to 0"),
-    ({"name": "ccf-kernel", "bonus_points": 5}, "Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    "rule, message",
+    [
+        ({"name": "ccf-kernel", "level_points": {1: 5, 2: 10, 3: 50}}, "levels 1, 2, 3 and 4; got \\[1, 2, 3\\]"),
+        ({"name": "ccf-kernel", "level_points": {1: 5, 2: 10, 3: 50, 4: -1}}, "must not be negative"),
+        ({"name": "ccf-kernel", "merged_points": -5}, "greater than or equal to 0"),
+        ({"name": "ccf-kernel", "bonus_points": 5}, "Extra inputs are not permitted"),
+    ],
+)
 def test_bad_ccf_kernel_config(rule, message):
     with pytest.raises(ValidationError, match=message):
         contest(rule, PROBLEMS)

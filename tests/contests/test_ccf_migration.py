@@ -47,8 +47,7 @@ def test_worked_example():
     ]
     rows = {r.contestant: r for r in result.rows}
     assert rows["ann"].breakdown == {"m2": 130.0}
-    assert rows["bob"].figures == {"best submission": entries[3].submission_id, "speed-up": 3.0,
-                                   "completeness": 0.5}
+    assert rows["bob"].figures == {"best submission": entries[3].submission_id, "speed-up": 3.0, "completeness": 0.5}
     assert rows["gus"].breakdown == {}
     assert result.tie_rules == ["larger speed-up", "larger completeness"]
 

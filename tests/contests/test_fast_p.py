@@ -15,14 +15,22 @@ PROBLEMS = ["p1", "p2", "p3", "p4"]
 def test_worked_example():
     entries = [
         # amy: 3.0, 1.5, 0.8 -> fast_0 3/4, fast_1 2/4, fast_2 1/4.
-        entry("amy", "p1", 3.0), entry("amy", "p2", 1.5), entry("amy", "p3", 0.8),
+        entry("amy", "p1", 3.0),
+        entry("amy", "p2", 1.5),
+        entry("amy", "p3", 0.8),
         # bo: 1.2, 1.1, 0.9 -> 3/4, 2/4, 0: below amy on fast_2.
-        entry("bo", "p1", 1.2), entry("bo", "p2", 1.1), entry("bo", "p3", 0.9),
+        entry("bo", "p1", 1.2),
+        entry("bo", "p2", 1.1),
+        entry("bo", "p3", 0.9),
         # cal: 2.5, 0.5, 0.7 -> 3/4, 1/4, 1/4: below bo on fast_1.
-        entry("cal", "p1", 2.5), entry("cal", "p2", 0.5), entry("cal", "p3", 0.7),
+        entry("cal", "p1", 2.5),
+        entry("cal", "p2", 0.5),
+        entry("cal", "p3", 0.7),
         # dee and eve: 5.0, 5.0 -> 2/4, 2/4, 2/4: a shared place.
-        entry("dee", "p1", 5.0), entry("dee", "p2", 5.0),
-        entry("eve", "p1", 5.0), entry("eve", "p2", 5.0),
+        entry("dee", "p1", 5.0),
+        entry("dee", "p2", 5.0),
+        entry("eve", "p1", 5.0),
+        entry("eve", "p2", 5.0),
         # fay: exactly 1.0 is not above p = 1 -> 1/4, 0, 0.
         entry("fay", "p4", 1.0),
         # gus: failed only.
@@ -53,9 +61,12 @@ def test_worked_example():
 def test_first_p_decides_then_the_next():
     # With p = [1.5, 0]: x has one problem above 1.5 and two solved; y one above 1.5 and one
     # solved; z none above 1.5 but four solved.
-    entries = [entry("x", "p1", 2.0), entry("x", "p2", 1.0),
-               entry("y", "p1", 1.6),
-               *(entry("z", p, 1.2) for p in PROBLEMS)]
+    entries = [
+        entry("x", "p1", 2.0),
+        entry("x", "p2", 1.0),
+        entry("y", "p1", 1.6),
+        *(entry("z", p, 1.2) for p in PROBLEMS),
+    ]
     result = fast_p.standings(contest({"name": "fast_p", "p": [1.5, 0]}, PROBLEMS), entries)
     assert table(result) == [
         (1, "x", 0.25, None),
@@ -77,12 +88,15 @@ def test_flagged_resubmission_does_not_count():
     assert table(result) == [(1, "b", 0.0, None)]
 
 
-@pytest.mark.parametrize("rule, message", [
-    ({"name": "fast_p", "p": []}, "at least 1 item"),
-    ({"name": "fast_p", "p": [0, 1, 1]}, "p values must be unique; repeated: 1"),
-    ({"name": "fast_p", "p": [-1]}, "must not be negative"),
-    ({"name": "fast_p", "points": [1]}, "Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    "rule, message",
+    [
+        ({"name": "fast_p", "p": []}, "at least 1 item"),
+        ({"name": "fast_p", "p": [0, 1, 1]}, "p values must be unique; repeated: 1"),
+        ({"name": "fast_p", "p": [-1]}, "must not be negative"),
+        ({"name": "fast_p", "points": [1]}, "Extra inputs are not permitted"),
+    ],
+)
 def test_bad_fast_p_config(rule, message):
     with pytest.raises(ValidationError, match=message):
         contest(rule, PROBLEMS)

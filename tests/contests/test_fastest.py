@@ -93,8 +93,9 @@ def test_default_points_table():
 
 
 def test_geomean_worked_example():
-    config = contest({"name": "fastest", "aggregation": "geomean", "floor": 0.5}, ["p1", "p2"],
-                     device_kinds=["H100", "A100"])
+    config = contest(
+        {"name": "fastest", "aggregation": "geomean", "floor": 0.5}, ["p1", "p2"], device_kinds=["H100", "A100"]
+    )
     entries = [
         # ann: 4.0 and 2.0 on the H100, 0.25 on the A100 (below the floor: counts 0.5), p2 on
         # the A100 unsolved (0.5): (4 * 2 * 0.5 * 0.5) ** (1/4) = 2 ** (1/4), 3 solved.
@@ -117,7 +118,7 @@ def test_geomean_worked_example():
         (2, "ann", "more problems solved"),
         (3, "cy", None),
     ]
-    assert [r.total for r in result.rows] == pytest.approx([2 ** 0.25, 2 ** 0.25, 0.5])
+    assert [r.total for r in result.rows] == pytest.approx([2**0.25, 2**0.25, 0.5])
     ann = result.rows[1]
     assert ann.breakdown == {"p1@H100": 4.0, "p2@H100": 2.0, "p1@A100": 0.5}
     assert ann.figures == {"solved": 3}
@@ -130,14 +131,17 @@ def test_geomean_uses_the_best_entry():
     assert math.isclose(fastest.standings(config, entries).rows[0].total, 8.0)
 
 
-@pytest.mark.parametrize("rule, message", [
-    ({"name": "fastest", "points": [10, 12, 6]}, "must not increase"),
-    ({"name": "fastest", "points": [10, -1]}, "must not be negative"),
-    ({"name": "fastest", "points": []}, "at least 1 item"),
-    ({"name": "fastest", "aggregation": "median"}, "'points' or 'geomean'"),
-    ({"name": "fastest", "floor": 0}, "greater than 0"),
-    ({"name": "fastest", "p": [1.0]}, "Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    "rule, message",
+    [
+        ({"name": "fastest", "points": [10, 12, 6]}, "must not increase"),
+        ({"name": "fastest", "points": [10, -1]}, "must not be negative"),
+        ({"name": "fastest", "points": []}, "at least 1 item"),
+        ({"name": "fastest", "aggregation": "median"}, "'points' or 'geomean'"),
+        ({"name": "fastest", "floor": 0}, "greater than 0"),
+        ({"name": "fastest", "p": [1.0]}, "Extra inputs are not permitted"),
+    ],
+)
 def test_bad_fastest_config(rule, message):
     with pytest.raises(ValidationError, match=message):
         contest(rule, PROBLEMS)

@@ -33,9 +33,11 @@ def test_equal_within_the_interval_is_flagged():
     flag = flag_resubmissions([first, again])[again.submission_id]
     assert flag.flagged and flag.codes == ["not-above-best"]
     assert flag.previous_best == first.submission_id
-    assert flag.reason == (f"speed-up 2.05x (interval 1.95-2.15) does not clear your best so far, 2x "
-                           f"(submission {first.submission_id}): a resubmission counts when the low end of "
-                           f"its interval is above your best")
+    assert flag.reason == (
+        f"speed-up 2.05x (interval 1.95-2.15) does not clear your best so far, 2x "
+        f"(submission {first.submission_id}): a resubmission counts when the low end of "
+        f"its interval is above your best"
+    )
 
 
 def test_low_end_equal_to_the_best_is_flagged():
@@ -57,8 +59,11 @@ def test_worse_precision_is_flagged():
 
 def test_flagged_entries_never_become_the_best():
     # 2.1 (low 1.9) does not clear 2.0; 2.2 (low 2.05) clears 2.0, the best that counts, though not 2.1.
-    entries = [entry("a", "p1", 2.0, hours=1), entry("a", "p1", 2.1, hours=2, score_low=1.9),
-               entry("a", "p1", 2.2, hours=3, score_low=2.05)]
+    entries = [
+        entry("a", "p1", 2.0, hours=1),
+        entry("a", "p1", 2.1, hours=2, score_low=1.9),
+        entry("a", "p1", 2.2, hours=3, score_low=2.05),
+    ]
     assert flagged(entries) == [False, True, False]
 
 
@@ -73,14 +78,22 @@ def test_submission_order_not_input_order():
 
 
 def test_groups_are_contestant_problem_and_device_kind():
-    entries = [entry("a", "p1", 2.0), entry("b", "p1", 2.0), entry("a", "p2", 2.0),
-               entry("a", "p1", 2.0, device_kind="A100")]
+    entries = [
+        entry("a", "p1", 2.0),
+        entry("b", "p1", 2.0),
+        entry("a", "p2", 2.0),
+        entry("a", "p1", 2.0, device_kind="A100"),
+    ]
     assert flagged(entries) == [False] * 4
 
 
 def test_failures_are_never_flagged_and_set_no_best():
-    entries = [entry("a", "p1", None, hours=1), entry("a", "p1", 2.0, hours=2, status="WRONG_VALUES"),
-               entry("a", "p1", 1.0, hours=3), entry("a", "p1", None, hours=4)]
+    entries = [
+        entry("a", "p1", None, hours=1),
+        entry("a", "p1", 2.0, hours=2, status="WRONG_VALUES"),
+        entry("a", "p1", 1.0, hours=3),
+        entry("a", "p1", None, hours=4),
+    ]
     assert flagged(entries) == [False, False, False, False]
     assert flagged_ids(entries) == set()
 
@@ -88,17 +101,24 @@ def test_failures_are_never_flagged_and_set_no_best():
 def test_only_entries_in_scope_set_a_best():
     # A 5.0 before the contest, and one in test mode, set no best: the 2.0 in the contest counts.
     config = contest({"name": "fastest"}, ["p1"])
-    entries = [entry("a", "p1", 5.0, hours=-1), entry("a", "p1", 6.0, hours=1, mode="test"),
-               entry("a", "p1", 2.0, hours=2)]
+    entries = [
+        entry("a", "p1", 5.0, hours=-1),
+        entry("a", "p1", 6.0, hours=1, mode="test"),
+        entry("a", "p1", 2.0, hours=2),
+    ]
     assert list(counted(config, entries, screen_by_default=True)) == [entries[2]]
 
 
 def test_scope():
     config = contest({"name": "fastest"}, ["p1"])
     inside = [entry("a", "p1", 1.0, hours=0), entry("a", "p1", 1.0, hours=47.99)]
-    outside = [entry("a", "p1", 1.0, hours=-0.01), entry("a", "p1", 1.0, hours=48),
-               entry("a", "p1", 1.0, mode="benchmark"), entry("a", "p1", 1.0, device_kind="A100"),
-               entry("a", "p2", 1.0)]
+    outside = [
+        entry("a", "p1", 1.0, hours=-0.01),
+        entry("a", "p1", 1.0, hours=48),
+        entry("a", "p1", 1.0, mode="benchmark"),
+        entry("a", "p1", 1.0, device_kind="A100"),
+        entry("a", "p2", 1.0),
+    ]
     assert [in_scope(config, e) for e in inside + outside] == [True] * 2 + [False] * 5
     assert scoped(config, inside + outside) == inside
 
@@ -125,15 +145,22 @@ def test_before_freeze():
 def test_best_counted_agrees_with_counted(screen):
     """The one-pass index of the speed-ranked rules picks the same entries as counting first."""
     rng = random.Random(7)
-    config = contest({"name": "fastest"}, ["p1", "p2"], device_kinds=["H100", "A100"],
-                     resubmission={"screen": screen})
+    config = contest({"name": "fastest"}, ["p1", "p2"], device_kinds=["H100", "A100"], resubmission={"screen": screen})
     entries = []
     for _ in range(3000):
         score = rng.choice([None, round(rng.uniform(0.5, 3), 1)])
         low = round(score - rng.choice([0, 0.1, 0.3]), 2) if score else None
-        entries.append(entry(rng.choice("abcdefgh"), rng.choice(["p1", "p2", "p9"]), score,
-                             hours=round(rng.uniform(-2, 50), 1), device_kind=rng.choice(["H100", "A100", "L4"]),
-                             mode=rng.choice(["ranked"] * 5 + ["test"]), score_low=low if low and low > 0 else None))
+        entries.append(
+            entry(
+                rng.choice("abcdefgh"),
+                rng.choice(["p1", "p2", "p9"]),
+                score,
+                hours=round(rng.uniform(-2, 50), 1),
+                device_kind=rng.choice(["H100", "A100", "L4"]),
+                mode=rng.choice(["ranked"] * 5 + ["test"]),
+                score_low=low if low and low > 0 else None,
+            )
+        )
     expected: dict[str, dict[str, object]] = {}
     for e in counted(config, entries, screen_by_default=True):
         mine = expected.setdefault(e.contestant, {})
@@ -144,5 +171,6 @@ def test_best_counted_agrees_with_counted(screen):
     assert bests.entries == expected
     assert bests.scores == {c: {k: e.score for k, e in m.items()} for c, m in expected.items()}
     boards = {key: dict(zip(board.contestants, board.scores)) for key, board in bests.boards.items()}
-    assert boards == {k: {c: m[k].score for c, m in expected.items() if k in m}
-                      for k in {k for m in expected.values() for k in m}}
+    assert boards == {
+        k: {c: m[k].score for c, m in expected.items() if k in m} for k in {k for m in expected.values() for k in m}
+    }

@@ -65,8 +65,19 @@ def solve(x):
 def test_cuda_inside_a_python_string_is_compared_as_code():
     cuda = (FIXTURES / "softmax_independent.cu").read_text()
     renamed = cuda
-    for old, new in {"warpMax": "wmax", "warpSum": "wsum", "warpSoftmax": "k", "val": "v", "delta": "o",
-                     "nRows": "R", "nCols": "C", "best": "mx", "acc": "z", "src": "p", "dst": "q"}.items():
+    for old, new in {
+        "warpMax": "wmax",
+        "warpSum": "wsum",
+        "warpSoftmax": "k",
+        "val": "v",
+        "delta": "o",
+        "nRows": "R",
+        "nCols": "C",
+        "best": "mx",
+        "acc": "z",
+        "src": "p",
+        "dst": "q",
+    }.items():
         renamed = re.sub(rf"\b{old}\b", new, renamed)
     original = {"solution.py": WRAPPER.format(src="cuda_src", cuda=cuda, module="ext", name="softmax_ext")}
     copy = {"solution.py": WRAPPER.format(src="SOURCE", cuda=renamed.replace("\n", "\n\n"), module="m", name="x")}
@@ -79,13 +90,24 @@ def test_normalisation():
     assert python_tokens("total = a_b + 1  # comment\n") == python_tokens("s=x+2\n")
     assert python_tokens("f(a, b,)\n") == python_tokens("f(\n    a,\n    b\n)\n")
     assert python_tokens("import triton.language as tl\ntl.load(x)\n")[-7:] == ["V", ".", "load", "(", "V", ")", ";"]
-    assert python_tokens("def f(x: int) -> int:\n    '''Doc.'''\n    return x\n") == \
-        python_tokens("def g(y):\n    return y\n")
+    assert python_tokens("def f(x: int) -> int:\n    '''Doc.'''\n    return x\n") == python_tokens(
+        "def g(y):\n    return y\n"
+    )
     assert canonical_python("if x: y = 1\n") == "if x:\n    y = 1"
-    assert c_tokens("int n = 4; // four\n/* block */ x->size = 2.5f;") == \
-        c_tokens("int m=7;\nyy->size=1e3;")
-    assert c_tokens("__global__ void k() { threadIdx.x; }") == \
-        ["__global__", "void", "V", "(", ")", "{", "threadIdx", ".", "x", ";", "}"]
+    assert c_tokens("int n = 4; // four\n/* block */ x->size = 2.5f;") == c_tokens("int m=7;\nyy->size=1e3;")
+    assert c_tokens("__global__ void k() { threadIdx.x; }") == [
+        "__global__",
+        "void",
+        "V",
+        "(",
+        ")",
+        "{",
+        "threadIdx",
+        ".",
+        "x",
+        ";",
+        "}",
+    ]
     assert python_tokens("def f(:\n") == c_tokens("def f(:\n")  # not Python: the C-like tokenizer
 
 

@@ -27,11 +27,14 @@ LARGE = ["square-8192", "llama3-vocab-1024"]
 # once or twice a run
 
 
-@pytest.mark.parametrize("language, path", [
-    ("pytorch", EXAMPLES / "softmax" / "pytorch.py"),
-    ("triton", EXAMPLES / "softmax" / "triton.py"),
-    ("cuda", EXAMPLES / "softmax" / "cuda"),
-])
+@pytest.mark.parametrize(
+    "language, path",
+    [
+        ("pytorch", EXAMPLES / "softmax" / "pytorch.py"),
+        ("triton", EXAMPLES / "softmax" / "triton.py"),
+        ("cuda", EXAMPLES / "softmax" / "cuda"),
+    ],
+)
 def test_softmax_examples_pass_with_timing(language, path):
     record = judge("level1/softmax", path, device="cuda", mode="benchmark", budget_s=1.0, timeout_s=900)
     keep(f"softmax-{language}", record)
@@ -74,10 +77,24 @@ def test_side_stream_work_is_fully_counted():
 
 
 def test_side_stream_solution_through_the_harness():
-    honest = judge("level1/softmax", SOLUTIONS / "same_as_reference.py", device="cuda", mode="benchmark",
-                   workloads=LARGE, budget_s=1.0, kernel_duration=False)
-    sided = judge("level1/softmax", SOLUTIONS / "side_stream.py", device="cuda", mode="benchmark",
-                  workloads=LARGE, budget_s=1.0, kernel_duration=False)
+    honest = judge(
+        "level1/softmax",
+        SOLUTIONS / "same_as_reference.py",
+        device="cuda",
+        mode="benchmark",
+        workloads=LARGE,
+        budget_s=1.0,
+        kernel_duration=False,
+    )
+    sided = judge(
+        "level1/softmax",
+        SOLUTIONS / "side_stream.py",
+        device="cuda",
+        mode="benchmark",
+        workloads=LARGE,
+        budget_s=1.0,
+        kernel_duration=False,
+    )
     keep("side-stream", sided)
     assert honest.status == "PASSED" and sided.status == "PASSED", sided.reason
     for a, b in zip(honest.workloads, sided.workloads):
@@ -85,8 +102,15 @@ def test_side_stream_solution_through_the_harness():
 
 
 def test_reference_against_itself_gives_speedup_one():
-    record = judge("level1/softmax", SOLUTIONS / "same_as_reference.py", device="cuda", mode="benchmark",
-                   workloads=LARGE + ["small-64x1000"], budget_s=1.5, kernel_duration=False)
+    record = judge(
+        "level1/softmax",
+        SOLUTIONS / "same_as_reference.py",
+        device="cuda",
+        mode="benchmark",
+        workloads=LARGE + ["small-64x1000"],
+        budget_s=1.5,
+        kernel_duration=False,
+    )
     keep("a-a-interleaving", record)
     assert record.status == "PASSED", record.reason
     for w in record.workloads:
@@ -205,8 +229,16 @@ def test_a_worker_prepared_ahead_serves_its_run_without_preparing_again(monkeypa
 def test_records_carry_ncu_s_figure_beside_the_stream_cost():
     """One kernel per call: launched alone (ncu's Duration) it takes its launch and drain
     too, so the figure is above the stream cost, by about a microsecond on an H100."""
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "triton.py", device="cuda", mode="benchmark",
-                   workloads=["small-64x1000"], budget_s=0.3, worker_isolation=False, kernel_duration=True)
+    record = judge(
+        "level1/softmax",
+        EXAMPLES / "softmax" / "triton.py",
+        device="cuda",
+        mode="benchmark",
+        workloads=["small-64x1000"],
+        budget_s=0.3,
+        worker_isolation=False,
+        kernel_duration=True,
+    )
     keep("kernel-duration", record)
     assert record.status == "PASSED", record.reason
     w = record.workloads[0]
@@ -220,8 +252,15 @@ def test_records_carry_ncu_s_figure_beside_the_stream_cost():
 def test_a_worker_of_its_own_user_gets_the_figure_or_the_driver_s_refusal_named():
     """Where the driver keeps GPU counters to admin users, a worker of its own user cannot read
     them: the record says so and how to allow it, and the run is judged as usual."""
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "triton.py", device="cuda", mode="ranked",
-                   workloads=["small-64x1000"], budget_s=0.3, worker_isolation=True)  # ranked: read unasked
+    record = judge(
+        "level1/softmax",
+        EXAMPLES / "softmax" / "triton.py",
+        device="cuda",
+        mode="ranked",
+        workloads=["small-64x1000"],
+        budget_s=0.3,
+        worker_isolation=True,
+    )  # ranked: read unasked
     assert record.status == "PASSED", record.reason
     w = record.workloads[0]
     assert w.time.kernel_duration_us is not None or "NVreg_RestrictProfilingToAdminUsers" in w.kernel_duration_skipped
@@ -241,27 +280,38 @@ def test_persisting_l2_is_reset_between_calls():
     assert value.value == 0
 
 
-@pytest.mark.parametrize("fixture, status", [
-    ("mutates_input.py", "REJECTED"),
-    ("aliases_input.py", "REJECTED"),
-    ("wrong_shape.py", "WRONG_SHAPE"),
-    ("segfault.py", "RUNTIME_ERROR"),
-])
+@pytest.mark.parametrize(
+    "fixture, status",
+    [
+        ("mutates_input.py", "REJECTED"),
+        ("aliases_input.py", "REJECTED"),
+        ("wrong_shape.py", "WRONG_SHAPE"),
+        ("segfault.py", "RUNTIME_ERROR"),
+    ],
+)
 def test_guards_hold_over_cuda_ipc(fixture, status):
     record = judge("level1/softmax", SOLUTIONS / fixture, device="cuda", workloads=["small-64x1000"])
     assert record.status == status, record.reason
 
 
 def test_destination_passing_on_gpu():
-    record = judge("axpy_dest", SOLUTIONS / "dest_good.py", device="cuda", mode="benchmark", budget_s=0.5,
-                   kernel_duration=False)
+    record = judge(
+        "axpy_dest", SOLUTIONS / "dest_good.py", device="cuda", mode="benchmark", budget_s=0.5, kernel_duration=False
+    )
     assert record.status == "PASSED", record.reason
     assert judge("axpy_dest", SOLUTIONS / "dest_skips_write.py", device="cuda").status == "WRONG_VALUES"
 
 
 def test_ranked_mode_on_gpu_records_environment():
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "triton.py", device="cuda", mode="ranked",
-                   workloads=["square-8192"], budget_s=0.5, kernel_duration=False)
+    record = judge(
+        "level1/softmax",
+        EXAMPLES / "softmax" / "triton.py",
+        device="cuda",
+        mode="ranked",
+        workloads=["square-8192"],
+        budget_s=0.5,
+        kernel_duration=False,
+    )
     assert record.status == "PASSED", record.reason
     env = record.environment
     assert env.device_uuid and env.compute_capability and env.driver_version and env.clocks_after
@@ -272,20 +322,33 @@ def test_ranked_mode_on_gpu_records_environment():
 def test_worker_of_its_own_user_maps_cuda_buffers():
     """Isolated CUDA workers get their buffers as cuMemCreate file descriptors (CUDA IPC does
     not cross users); the guards still see what the worker does to them."""
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "triton.py", device="cuda", mode="benchmark",
-                   workloads=["small-64x1000", "square-8192"], budget_s=0.3, worker_isolation=True,
-                   kernel_duration=True)
+    record = judge(
+        "level1/softmax",
+        EXAMPLES / "softmax" / "triton.py",
+        device="cuda",
+        mode="benchmark",
+        workloads=["small-64x1000", "square-8192"],
+        budget_s=0.3,
+        worker_isolation=True,
+        kernel_duration=True,
+    )
     assert record.status == "PASSED", record.reason + record.log[-3000:]
     assert "worker rights: uid" in record.log
     for w in record.workloads:  # the ncu phase came back to each workload's buffers (select)
         assert w.time.kernel_duration_us is not None or "NVreg" in w.kernel_duration_skipped, w.kernel_duration_skipped
-    mutated = judge("level1/softmax", SOLUTIONS / "mutates_input.py", device="cuda", workloads=["small-64x1000"],
-                    worker_isolation=True)
+    mutated = judge(
+        "level1/softmax",
+        SOLUTIONS / "mutates_input.py",
+        device="cuda",
+        workloads=["small-64x1000"],
+        worker_isolation=True,
+    )
     assert mutated.status == "REJECTED", mutated.reason + mutated.log[-2000:]
 
 
-@pytest.mark.parametrize("language, path", [("triton", EXAMPLES / "softmax" / "triton.py"),
-                                            ("cuda", EXAMPLES / "softmax" / "cuda")])
+@pytest.mark.parametrize(
+    "language, path", [("triton", EXAMPLES / "softmax" / "triton.py"), ("cuda", EXAMPLES / "softmax" / "cuda")]
+)
 def test_profile_mode_on_the_softmax_examples(language, path, tmp_path):
     """ncu, run as the sandboxed worker's user, profiles the solution's call and the
     reference's: kernels with their figures, both reports kept, the outputs checked."""
@@ -295,8 +358,14 @@ def test_profile_mode_on_the_softmax_examples(language, path, tmp_path):
 
     if find_ncu() is None:
         pytest.skip("no Nsight Compute here")
-    record = run_profile(resolve_problem("level1/softmax"), load_solution(path), "cuda", tmp_path,
-                         workload="small-128x4096", timeout_s=400)
+    record = run_profile(
+        resolve_problem("level1/softmax"),
+        load_solution(path),
+        "cuda",
+        tmp_path,
+        workload="small-128x4096",
+        timeout_s=400,
+    )
     keep(f"profile-{language}", record)
     if "ERR_NVGPUCTRPERM" in record.reason or "NVreg_RestrictProfilingToAdminUsers" in record.reason:
         pytest.skip(record.reason)

@@ -22,8 +22,15 @@ pytestmark = [
 
 
 def test_kernel_timer_bills_each_call_its_own_kernels():
-    workload = build("llama:dim=1024,layers=2,heads=8,vocab=4096,ffn=2816", "prefill", batch=4, seq=512,
-                     context=0, device="cuda", dtype=torch.bfloat16)
+    workload = build(
+        "llama:dim=1024,layers=2,heads=8,vocab=4096,ffn=2816",
+        "prefill",
+        batch=4,
+        seq=512,
+        context=0,
+        device="cuda",
+        dtype=torch.bfloat16,
+    )
     calls = record(workload.forward, repeats=2, timer=KernelTimer()).calls
     assert [c.index for c in calls] == list(range(len(calls)))
     views = [c for c in calls if c.metadata_only]
@@ -32,8 +39,13 @@ def test_kernel_timer_bills_each_call_its_own_kernels():
     assert mms and all(c.seconds > 0 for c in mms)
     # the LM head (2048 x 1024 x 4096) is the largest mm: its kernel must take longer than a
     # 2048 x 1024 x 1024 one, which a launch-bound timer would not show
-    flops = {c.index: 2 * c.outputs[0].shape[0] * c.outputs[0].shape[1]
-             * next(a.tensor.shape[1] for a in c.args if a.name == "self") for c in mms}
+    flops = {
+        c.index: 2
+        * c.outputs[0].shape[0]
+        * c.outputs[0].shape[1]
+        * next(a.tensor.shape[1] for a in c.args if a.name == "self")
+        for c in mms
+    }
     biggest, smallest = max(mms, key=lambda c: flops[c.index]), min(mms, key=lambda c: flops[c.index])
     assert biggest.seconds > smallest.seconds
     # no kernel runs at the H200's 989 TFLOP/s dense bf16 peak or faster: a time that short was missed
@@ -43,10 +55,26 @@ def test_kernel_timer_bills_each_call_its_own_kernels():
 def test_harvest_of_a_transformers_model_on_the_gpu(tmp_path):
     pytest.importorskip("transformers")
     out = tmp_path / "harvest"
-    result = CliRunner().invoke(app, ["harvest", "hf:LlamaForCausalLM:hidden_size=512,intermediate_size=1408,"
-                                      "num_attention_heads=8,num_key_value_heads=8,num_hidden_layers=2,vocab_size=8192",
-                                      "--device", "cuda", "--dtype", "bfloat16", "--batch", "2", "--seq", "256",
-                                      "--min-share", "0.02", "-o", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "harvest",
+            "hf:LlamaForCausalLM:hidden_size=512,intermediate_size=1408,"
+            "num_attention_heads=8,num_key_value_heads=8,num_hidden_layers=2,vocab_size=8192",
+            "--device",
+            "cuda",
+            "--dtype",
+            "bfloat16",
+            "--batch",
+            "2",
+            "--seq",
+            "256",
+            "--min-share",
+            "0.02",
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((out / "harvest.json").read_text())
     assert report["device"] == "cuda" and "--dtype bfloat16" in report["command"]

@@ -19,12 +19,15 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("language, path, package", [
-    ("jax", EXAMPLES / "softmax" / "jax.py", "jax"),
-    ("pallas", EXAMPLES / "softmax" / "pallas.py", "jax.experimental.pallas"),
-    ("tvm-ffi", EXAMPLES / "softmax" / "tvm_ffi", "tvm_ffi"),
-    ("tilelang", EXAMPLES / "softmax" / "tilelang.py", "tilelang"),
-])
+@pytest.mark.parametrize(
+    "language, path, package",
+    [
+        ("jax", EXAMPLES / "softmax" / "jax.py", "jax"),
+        ("pallas", EXAMPLES / "softmax" / "pallas.py", "jax.experimental.pallas"),
+        ("tvm-ffi", EXAMPLES / "softmax" / "tvm_ffi", "tvm_ffi"),
+        ("tilelang", EXAMPLES / "softmax" / "tilelang.py", "tilelang"),
+    ],
+)
 def test_softmax_in_another_language_passes_with_timing(language, path, package):
     pytest.importorskip(package)
     record = judge("level1/softmax", path, device="cuda", mode="benchmark", budget_s=1.0, timeout_s=900)
@@ -36,15 +39,27 @@ def test_softmax_in_another_language_passes_with_timing(language, path, package)
         assert w.speedup > 0 and w.speed_of_light.bandwidth_fraction < 1.1, (w.name, w.speed_of_light)
 
 
-@pytest.mark.parametrize("language, path, package", [
-    ("jax", EXAMPLES / "softmax" / "jax.py", "jax"),
-    ("tvm-ffi", EXAMPLES / "softmax" / "tvm_ffi", "tvm_ffi"),
-])
+@pytest.mark.parametrize(
+    "language, path, package",
+    [
+        ("jax", EXAMPLES / "softmax" / "jax.py", "jax"),
+        ("tvm-ffi", EXAMPLES / "softmax" / "tvm_ffi", "tvm_ffi"),
+    ],
+)
 def test_ncu_s_figure_for_another_language(language, path, package):
     """The ncu phase reads the language's kernels too, and its figure agrees with the stream cost."""
     pytest.importorskip(package)
-    record = judge("level1/softmax", path, device="cuda", mode="benchmark", budget_s=0.5, timeout_s=900,
-                   workloads=["square-8192"], worker_isolation=False, kernel_duration=True)
+    record = judge(
+        "level1/softmax",
+        path,
+        device="cuda",
+        mode="benchmark",
+        budget_s=0.5,
+        timeout_s=900,
+        workloads=["square-8192"],
+        worker_isolation=False,
+        kernel_duration=True,
+    )
     keep(f"softmax-{language}-ncu", record)
     assert record.status == "PASSED", record.reason + record.log[-3000:]
     w = record.workloads[0]
@@ -56,8 +71,9 @@ def test_cute_dsl_add_passes_with_timing():
     """CuTe DSL's first compile starts threads: the worker starts its runtime ahead, so the
     solution's own compile (in the warm-up calls) starts none of its own."""
     pytest.importorskip("cutlass")
-    record = judge("level1/add", EXAMPLES / "add" / "cute_dsl.py", device="cuda", mode="benchmark", budget_s=1.0,
-                   timeout_s=900)
+    record = judge(
+        "level1/add", EXAMPLES / "add" / "cute_dsl.py", device="cuda", mode="benchmark", budget_s=1.0, timeout_s=900
+    )
     keep("add-cute-dsl", record)
     assert record.status == "PASSED", record.reason + record.log[-3000:]
     assert record.language == "cute-dsl" and record.environment.solution_runtime

@@ -60,10 +60,14 @@ def _flashinfer_bench_data() -> types.SimpleNamespace:
         modules = {name: importlib.import_module(f"flashinfer_bench.data.{name}") for name in names}
         data = None
     return types.SimpleNamespace(
-        Definition=modules["definition"].Definition, Workload=modules["workload"].Workload,
-        Solution=modules["solution"].Solution, Trace=modules["trace"].Trace,
-        load_json_file=modules["json_utils"].load_json_file, load_jsonl_file=modules["json_utils"].load_jsonl_file,
-        whole_package=data is not None)
+        Definition=modules["definition"].Definition,
+        Workload=modules["workload"].Workload,
+        Solution=modules["solution"].Solution,
+        Trace=modules["trace"].Trace,
+        load_json_file=modules["json_utils"].load_json_file,
+        load_jsonl_file=modules["json_utils"].load_jsonl_file,
+        whole_package=data is not None,
+    )
 
 
 @pytest.fixture(scope="session")

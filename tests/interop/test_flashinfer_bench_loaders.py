@@ -16,9 +16,15 @@ def test_our_fixtures_are_valid_for_flashinfer_bench(fib):
     for fixture in (RMSNORM, SOFTMAX):
         ours = fit.read_definition(fixture / "definition.json")
         theirs = fib.load_json_file(fib.Definition, fixture / "definition.json")
-        assert (theirs.name, list(theirs.inputs), theirs.var_axes, theirs.const_axes) == \
-            (ours.name, list(ours.inputs), ours.var_axes, ours.const_axes)
-        assert len(fib.load_jsonl_file(fib.Trace, fixture / "workloads.jsonl")) == len(fit.read_workloads(fixture / "workloads.jsonl"))
+        assert (theirs.name, list(theirs.inputs), theirs.var_axes, theirs.const_axes) == (
+            ours.name,
+            list(ours.inputs),
+            ours.var_axes,
+            ours.const_axes,
+        )
+        assert len(fib.load_jsonl_file(fib.Trace, fixture / "workloads.jsonl")) == len(
+            fit.read_workloads(fixture / "workloads.jsonl")
+        )
     for path in sorted((RMSNORM / "solutions").glob("*.json")):
         assert fib.load_json_file(fib.Solution, path).name == fit.read_solution(path).name
 
@@ -36,15 +42,18 @@ def test_exported_definitions_and_workloads_load_in_flashinfer_bench(fib, rmsnor
         # FlashInfer-Bench's own shape inference agrees with the gpuarena workloads
         for trace, workload in zip(loaded, problem.spec.workloads):
             shapes = theirs.get_input_shapes(trace.workload.axes)
-            assert [list(s) if s is not None else None for s in shapes] == \
-                [[workload.axes[a] for a in spec.shape] if spec.shape is not None else None
-                 for spec in definition.inputs.values()]
+            assert [list(s) if s is not None else None for s in shapes] == [
+                [workload.axes[a] for a in spec.shape] if spec.shape is not None else None
+                for spec in definition.inputs.values()
+            ]
 
 
 def test_packed_solutions_load_in_flashinfer_bench(fib, rmsnorm_problem, tmp_path):
     folder = import_solution(RMSNORM / "solutions" / "triton_dps.json", rmsnorm_problem, tmp_path / "s")
-    for packed in (pack_solution(folder, problem=rmsnorm_problem),
-                   pack_solution(ROOT / "examples" / "softmax" / "pytorch.py", problem=resolve_problem("level1/softmax"))):
+    for packed in (
+        pack_solution(folder, problem=rmsnorm_problem),
+        pack_solution(ROOT / "examples" / "softmax" / "pytorch.py", problem=resolve_problem("level1/softmax")),
+    ):
         (tmp_path / "s.json").write_text(fit.to_json(packed))
         theirs = fib.load_json_file(fib.Solution, tmp_path / "s.json")
         assert theirs.spec.entry_point == packed.spec.entry_point
@@ -53,16 +62,30 @@ def test_packed_solutions_load_in_flashinfer_bench(fib, rmsnorm_problem, tmp_pat
 
 
 def test_exported_traces_load_in_flashinfer_bench(fib, rmsnorm_problem, tmp_path):
-    environment = Environment(device="cpu", device_name="AMD EPYC", torch_version="2.8.0", python_version="3.11",
-                              cpu_model="AMD EPYC", hostname="h")
+    environment = Environment(
+        device="cpu",
+        device_name="AMD EPYC",
+        torch_version="2.8.0",
+        python_version="3.11",
+        cpu_model="AMD EPYC",
+        hostname="h",
+    )
     workloads = rmsnorm_problem.spec.workloads
     results = [
         WorkloadResult(name=workloads[0].name, status="PASSED", max_abs_error=1e-7, max_rel_error=1e-6),
         WorkloadResult(name=workloads[1].name, status="WRONG_VALUES", reason="NaN"),
         WorkloadResult(name=workloads[2].name, status="REJECTED", reason="modified an input"),
     ]
-    record = Evaluation(status="WRONG_VALUES", problem=rmsnorm_problem.id, solution_hash="0" * 64, device="cpu",
-                        mode="test", workloads=results, environment=environment, started_at="2026-01-01T00:00:00+00:00")
+    record = Evaluation(
+        status="WRONG_VALUES",
+        problem=rmsnorm_problem.id,
+        solution_hash="0" * 64,
+        device="cpu",
+        mode="test",
+        workloads=results,
+        environment=environment,
+        started_at="2026-01-01T00:00:00+00:00",
+    )
     traces = traces_from_evaluation(record, rmsnorm_problem, solution_name="s")
     fit.write_jsonl(traces, tmp_path / "t.jsonl")
     loaded = fib.load_jsonl_file(fib.Trace, tmp_path / "t.jsonl")

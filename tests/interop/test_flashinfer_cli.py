@@ -17,20 +17,28 @@ from .conftest import INVALID, RMSNORM, ROOT
 
 
 def gpuarena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuarena", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "gpuarena", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 @pytest.mark.slow
 def test_import_run_and_export_from_the_command_line(tmp_path):
     problem, honest, wrong = tmp_path / "rmsnorm", tmp_path / "honest", tmp_path / "wrong"
-    done = gpuarena("import", "flashinfer", RMSNORM / "definition.json", "--workloads", RMSNORM / "workloads.jsonl",
-                    "-o", problem)
+    done = gpuarena(
+        "import", "flashinfer", RMSNORM / "definition.json", "--workloads", RMSNORM / "workloads.jsonl", "-o", problem
+    )
     assert done.returncode == 0, done.stderr
     assert f"gpuarena check {problem}" in done.stderr  # (check itself: test_flashinfer_import.py)
     for name, folder in (("python_returning", honest), ("python_wrong", wrong)):
-        done = gpuarena("import", "flashinfer-solution", RMSNORM / "solutions" / f"{name}.json", "--problem", problem,
-                        "-o", folder)
+        done = gpuarena(
+            "import", "flashinfer-solution", RMSNORM / "solutions" / f"{name}.json", "--problem", problem, "-o", folder
+        )
         assert done.returncode == 0, done.stderr
 
     passed = gpuarena("run", problem, honest, "--device", "cpu", "--mode", "test", "--json")
@@ -44,8 +52,18 @@ def test_import_run_and_export_from_the_command_line(tmp_path):
     traces = tmp_path / "traces.jsonl"
     done = gpuarena("export", "traces", tmp_path / "passed.json", "-o", traces)
     assert done.returncode == 2 and "--problem" in done.stderr  # the record names the folder "rmsnorm" only
-    done = gpuarena("export", "traces", tmp_path / "passed.json", tmp_path / "failed.json", "-o", traces,
-                    "--problem", problem, "--solution-name", "rmsnorm_torch_steps")
+    done = gpuarena(
+        "export",
+        "traces",
+        tmp_path / "passed.json",
+        tmp_path / "failed.json",
+        "-o",
+        traces,
+        "--problem",
+        problem,
+        "--solution-name",
+        "rmsnorm_torch_steps",
+    )
     assert done.returncode == 0, done.stderr
     assert "wrote 4 trace(s)" in done.stderr  # three passed workloads; the wrong run stopped at its first
     read = fit.read_traces(traces)
@@ -55,24 +73,42 @@ def test_import_run_and_export_from_the_command_line(tmp_path):
     dataset = tmp_path / "dataset"
     done = gpuarena("export", "flashinfer", problem, "-o", dataset)
     assert done.returncode == 0, done.stderr
-    assert fit.read_definition(dataset / "definitions" / "rmsnorm" / "rmsnorm_h256.json") == \
-        fit.read_definition(RMSNORM / "definition.json")
-    assert fit.read_workloads(dataset / "workloads" / "rmsnorm" / "rmsnorm_h256.jsonl") == \
-        fit.read_workloads(RMSNORM / "workloads.jsonl")
+    assert fit.read_definition(dataset / "definitions" / "rmsnorm" / "rmsnorm_h256.json") == fit.read_definition(
+        RMSNORM / "definition.json"
+    )
+    assert fit.read_workloads(dataset / "workloads" / "rmsnorm" / "rmsnorm_h256.jsonl") == fit.read_workloads(
+        RMSNORM / "workloads.jsonl"
+    )
 
     done = gpuarena("export", "solution", honest, "--problem", problem)
     assert done.returncode == 0, done.stderr
-    assert fit.parse_solution(json.loads(done.stdout)) == fit.read_solution(RMSNORM / "solutions" / "python_returning.json")
+    assert fit.parse_solution(json.loads(done.stdout)) == fit.read_solution(
+        RMSNORM / "solutions" / "python_returning.json"
+    )
 
 
 def test_import_errors_are_one_clear_line(tmp_path):
-    done = gpuarena("import", "flashinfer", RMSNORM / "definition.json", "--workloads",
-                    INVALID / "workloads_safetensors.jsonl", "-o", tmp_path / "p")
+    done = gpuarena(
+        "import",
+        "flashinfer",
+        RMSNORM / "definition.json",
+        "--workloads",
+        INVALID / "workloads_safetensors.jsonl",
+        "-o",
+        tmp_path / "p",
+    )
     message = " ".join(done.stderr.split())  # the console wraps long lines
     assert done.returncode == 2
     assert "cannot carry inputs loaded from safetensors files yet" in message
     assert "blob/rmsnorm/b1.safetensors (key 'hidden_states')" in message
     assert "Traceback" not in message
-    done = gpuarena("import", "flashinfer", INVALID / "definition_bad_dtype.json", "--workloads",
-                    RMSNORM / "workloads.jsonl", "-o", tmp_path / "p")
+    done = gpuarena(
+        "import",
+        "flashinfer",
+        INVALID / "definition_bad_dtype.json",
+        "--workloads",
+        RMSNORM / "workloads.jsonl",
+        "-o",
+        tmp_path / "p",
+    )
     assert done.returncode == 2 and "field 'inputs.weight.dtype'" in " ".join(done.stderr.split())

@@ -19,20 +19,38 @@ from .conftest import RMSNORM, ROOT
 
 
 def _environment() -> Environment:
-    return Environment(device="cuda:0", device_name="NVIDIA H100 80GB HBM3", torch_version="2.8.0",
-                       triton_version="3.4.0", cuda_runtime="12.8", python_version="3.11.7",
-                       cpu_model="x", hostname="h")
+    return Environment(
+        device="cuda:0",
+        device_name="NVIDIA H100 80GB HBM3",
+        torch_version="2.8.0",
+        triton_version="3.4.0",
+        cuda_runtime="12.8",
+        python_version="3.11.7",
+        cpu_model="x",
+        hostname="h",
+    )
 
 
 def _timing(median: float, mean: float) -> Timing:
-    return Timing(median_us=median, mean_us=mean, ci95_low_us=median, ci95_high_us=median, samples=10,
-                  method="cupti-device-time")
+    return Timing(
+        median_us=median, mean_us=mean, ci95_low_us=median, ci95_high_us=median, samples=10, method="cupti-device-time"
+    )
 
 
 def _record(problem, results, status="PASSED", mode="benchmark", **fields) -> Evaluation:
-    return Evaluation(status=status, problem=problem.id, solution_hash="ab" * 32, solution_name="mine",
-                      device="cuda:0", mode=mode, workloads=results, environment=_environment(),
-                      started_at="2026-01-02T03:04:05+00:00", log="built ok\n", **fields)
+    return Evaluation(
+        status=status,
+        problem=problem.id,
+        solution_hash="ab" * 32,
+        solution_name="mine",
+        device="cuda:0",
+        mode=mode,
+        workloads=results,
+        environment=_environment(),
+        started_at="2026-01-02T03:04:05+00:00",
+        log="built ok\n",
+        **fields,
+    )
 
 
 def _result(problem, index, status="PASSED", **fields) -> WorkloadResult:
@@ -43,8 +61,9 @@ def _result(problem, index, status="PASSED", **fields) -> WorkloadResult:
 def test_every_status_maps_to_a_flashinfer_status(rmsnorm_problem):
     for status, mapped in STATUS.items():
         fields = dict(max_abs_error=0.5, max_rel_error=0.25) if status in ("PASSED", "WRONG_VALUES") else {}
-        record = _record(rmsnorm_problem, [_result(rmsnorm_problem, 0, status, reason="why", **fields)],
-                         status=status, mode="test")
+        record = _record(
+            rmsnorm_problem, [_result(rmsnorm_problem, 0, status, reason="why", **fields)], status=status, mode="test"
+        )
         (trace,) = traces_from_evaluation(record, rmsnorm_problem)
         assert trace.evaluation.status == mapped
         assert trace.evaluation.log.startswith(f"gpuarena {status}: why")
@@ -52,9 +71,15 @@ def test_every_status_maps_to_a_flashinfer_status(rmsnorm_problem):
 
 
 def test_skipped_workloads_have_no_trace(rmsnorm_problem):
-    record = _record(rmsnorm_problem, [_result(rmsnorm_problem, 0, "RUNTIME_ERROR", reason="boom"),
-                                       _result(rmsnorm_problem, 1, "SKIPPED"), _result(rmsnorm_problem, 2, "SKIPPED")],
-                     status="RUNTIME_ERROR")
+    record = _record(
+        rmsnorm_problem,
+        [
+            _result(rmsnorm_problem, 0, "RUNTIME_ERROR", reason="boom"),
+            _result(rmsnorm_problem, 1, "SKIPPED"),
+            _result(rmsnorm_problem, 2, "SKIPPED"),
+        ],
+        status="RUNTIME_ERROR",
+    )
     traces = traces_from_evaluation(record, rmsnorm_problem)
     assert [t.workload.uuid for t in traces] == [rmsnorm_problem.spec.workloads[0].name]
 
@@ -67,8 +92,16 @@ def test_a_run_that_failed_before_any_workload_has_a_trace_per_workload(rmsnorm_
 
 
 def test_timed_results_give_performance_from_means_or_medians(rmsnorm_problem):
-    result = _result(rmsnorm_problem, 1, max_abs_error=1e-6, max_rel_error=2e-6, l2_rel_error=3e-7,
-                     time=_timing(10.0, 12.0), reference_time=_timing(30.0, 36.0), speedup=3.0)
+    result = _result(
+        rmsnorm_problem,
+        1,
+        max_abs_error=1e-6,
+        max_rel_error=2e-6,
+        l2_rel_error=3e-7,
+        time=_timing(10.0, 12.0),
+        reference_time=_timing(30.0, 36.0),
+        speedup=3.0,
+    )
     record = _record(rmsnorm_problem, [result])
     (trace,) = traces_from_evaluation(record, rmsnorm_problem)
     performance = trace.evaluation.performance
@@ -95,8 +128,9 @@ def test_an_untimed_pass_says_so(rmsnorm_problem):
 
 
 def test_an_unmeasured_error_is_nan_and_survives_the_file(rmsnorm_problem, tmp_path):
-    record = _record(rmsnorm_problem, [_result(rmsnorm_problem, 0, "WRONG_VALUES", reason="NaN in output")],
-                     status="WRONG_VALUES")
+    record = _record(
+        rmsnorm_problem, [_result(rmsnorm_problem, 0, "WRONG_VALUES", reason="NaN in output")], status="WRONG_VALUES"
+    )
     path = tmp_path / "t.jsonl"
     fit.write_jsonl(traces_from_evaluation(record, rmsnorm_problem), path)
     (back,) = fit.read_traces(path)
@@ -115,8 +149,11 @@ def real_records(rmsnorm_problem, tmp_path_factory):
     return {
         "timed": evaluate(rmsnorm_problem, load_solution(honest), RunOptions(mode="benchmark", **options)),
         "wrong": evaluate(rmsnorm_problem, load_solution(wrong), RunOptions(mode="test", **options)),
-        "native": evaluate(softmax, load_solution(ROOT / "examples" / "softmax" / "pytorch.py"),
-                           RunOptions(mode="test", workloads=["small-64x1000"], **options)),
+        "native": evaluate(
+            softmax,
+            load_solution(ROOT / "examples" / "softmax" / "pytorch.py"),
+            RunOptions(mode="test", workloads=["small-64x1000"], **options),
+        ),
     }
 
 

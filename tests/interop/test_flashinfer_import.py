@@ -40,8 +40,13 @@ def _write(tmp_path: Path, definition: dict, workloads: list[dict]) -> tuple[Pat
 
 
 def _files(definition: dict, workloads: list[dict], **options):
-    return problem_files(fit.parse_definition(definition), [fit.Trace.model_validate(w) for w in workloads],
-                         definition_path="definition.json", workloads_path="workloads.jsonl", **options)
+    return problem_files(
+        fit.parse_definition(definition),
+        [fit.Trace.model_validate(w) for w in workloads],
+        definition_path="definition.json",
+        workloads_path="workloads.jsonl",
+        **options,
+    )
 
 
 def test_the_imported_problem_passes_gpuarena_check(rmsnorm_problem, softmax_problem):
@@ -64,11 +69,15 @@ def test_the_problem_says_what_the_definition_says(rmsnorm_problem):
 
 def test_make_inputs_draws_declared_shapes_and_passes_the_scalar(rmsnorm_problem):
     generator = torch.Generator().manual_seed(3)
-    inputs = rmsnorm_problem.make_inputs({"batch_size": 5, "hidden_size": 256}, torch.float32, torch.device("cpu"), generator)
+    inputs = rmsnorm_problem.make_inputs(
+        {"batch_size": 5, "hidden_size": 256}, torch.float32, torch.device("cpu"), generator
+    )
     assert inputs["hidden_states"].shape == (5, 256) and inputs["weight"].shape == (256,)
     assert inputs["eps"] == 1e-6
     with pytest.raises(ValueError, match="constant"):
-        rmsnorm_problem.make_inputs({"batch_size": 5, "hidden_size": 128}, torch.float32, torch.device("cpu"), generator)
+        rmsnorm_problem.make_inputs(
+            {"batch_size": 5, "hidden_size": 128}, torch.float32, torch.device("cpu"), generator
+        )
     with pytest.raises(ValueError, match="fixed by its FlashInfer-Trace definition"):
         rmsnorm_problem.make_inputs({"batch_size": 5}, torch.bfloat16, torch.device("cpu"), generator)
 
@@ -119,7 +128,9 @@ def test_a_reference_that_disagrees_with_the_declared_shapes_is_caught(tmp_path)
     definition = _definition()
     definition["outputs"]["output"]["shape"] = ["batch_size"]
     d, w = _write(tmp_path, definition, _workloads())
-    with pytest.raises(FormatError, match=r"output output of run\(\) .* is \[1, 256\] float32; the definition says \[1\]"):
+    with pytest.raises(
+        FormatError, match=r"output output of run\(\) .* is \[1, 256\] float32; the definition says \[1\]"
+    ):
         import_definition(d, w, tmp_path / "p")
 
 
@@ -136,6 +147,7 @@ def test_when_no_workload_fits_the_cpu_a_smoke_workload_is_added_and_never_expor
 
 
 # -- what the format cannot carry: refused, by name ----------------------------------------------
+
 
 def _gap(definition: dict, workloads: list[dict]) -> UnsupportedFeature:
     with pytest.raises(UnsupportedFeature) as caught:
@@ -199,21 +211,38 @@ def test_uuids_that_cannot_be_workload_names_are_a_named_gap():
 
 
 def test_a_reference_defining_the_glue_names_is_a_named_gap():
-    definition = _definition(reference="def make_inputs():\n    pass\n\ndef run(hidden_states, weight, eps):\n    return hidden_states\n")
+    definition = _definition(
+        reference="def make_inputs():\n    pass\n\ndef run(hidden_states, weight, eps):\n    return hidden_states\n"
+    )
     assert "reference() or make_inputs()" in _gap(definition, _workloads()).feature
 
 
 # -- plain errors in the documents ------------------------------------------------------------
 
-@pytest.mark.parametrize("change, field, words", [
-    (lambda w: w[0]["workload"]["axes"].pop("batch_size"), "workload.axes", "no size for variable axis batch_size"),
-    (lambda w: w[0]["workload"]["axes"].update(hidden_size=256), "workload.axes", "constant axis hidden_size"),
-    (lambda w: w[1]["workload"]["inputs"].pop("weight"), "workload.inputs", "the definition's are hidden_states, weight, eps"),
-    (lambda w: w[1]["workload"].update(uuid=w[0]["workload"]["uuid"]), "workload.uuid", "used by an earlier workload"),
-    (lambda w: w[2].update(definition="rmsnorm_h4096"), "definition", "not 'rmsnorm_h256'"),
-    (lambda w: w[0]["workload"]["inputs"].update(weight={"type": "scalar", "value": 1.0}), "workload.inputs.weight",
-     "the definition declares a tensor"),
-])
+
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        (lambda w: w[0]["workload"]["axes"].pop("batch_size"), "workload.axes", "no size for variable axis batch_size"),
+        (lambda w: w[0]["workload"]["axes"].update(hidden_size=256), "workload.axes", "constant axis hidden_size"),
+        (
+            lambda w: w[1]["workload"]["inputs"].pop("weight"),
+            "workload.inputs",
+            "the definition's are hidden_states, weight, eps",
+        ),
+        (
+            lambda w: w[1]["workload"].update(uuid=w[0]["workload"]["uuid"]),
+            "workload.uuid",
+            "used by an earlier workload",
+        ),
+        (lambda w: w[2].update(definition="rmsnorm_h4096"), "definition", "not 'rmsnorm_h256'"),
+        (
+            lambda w: w[0]["workload"]["inputs"].update(weight={"type": "scalar", "value": 1.0}),
+            "workload.inputs.weight",
+            "the definition declares a tensor",
+        ),
+    ],
+)
 def test_workloads_that_do_not_fit_the_definition_name_line_and_field(change, field, words):
     workloads = _workloads()
     change(workloads)

@@ -56,11 +56,21 @@ def test_a_triton_solution_of_two_files_passes_under_the_interpreter(rmsnorm_pro
 
 def test_a_destination_passing_solution_gets_its_outputs_on_a_return_problem(softmax_problem, tmp_path):
     solution = {
-        "name": "softmax_dps", "definition": "softmax_rows", "author": "gpuarena-tests",
-        "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "softmax.py::run",
-                 "destination_passing_style": True},
-        "sources": [{"path": "softmax.py", "content":
-                     "import torch\n\n\ndef run(logits, probs):\n    torch.softmax(logits, dim=-1, out=probs)\n"}],
+        "name": "softmax_dps",
+        "definition": "softmax_rows",
+        "author": "gpuarena-tests",
+        "spec": {
+            "language": "python",
+            "target_hardware": ["cpu"],
+            "entry_point": "softmax.py::run",
+            "destination_passing_style": True,
+        },
+        "sources": [
+            {
+                "path": "softmax.py",
+                "content": "import torch\n\n\ndef run(logits, probs):\n    torch.softmax(logits, dim=-1, out=probs)\n",
+            }
+        ],
     }
     path = tmp_path / "softmax_dps.json"
     path.write_text(json.dumps(solution))
@@ -85,31 +95,47 @@ def test_a_cpp_solution_bound_through_tvm_ffi_passes(rmsnorm_problem, tmp_path):
     assert record.status == "PASSED", record.reason + record.log[-2000:]
 
 
-@pytest.mark.parametrize("spec, language", [
-    ({"language": "cuda", "binding": "tvm-ffi", "entry_point": "k.cu::run"}, "tvm-ffi"),
-    ({"language": "cuda", "entry_point": "k.cu::run"}, "tvm-ffi"),
-    ({"language": "cpp", "entry_point": "k.cu::run"}, "tvm-ffi"),
-    ({"language": "cuda", "binding": "torch", "entry_point": "k.cu::run"}, "cuda"),
-    ({"language": "tilelang", "entry_point": "k.py::run"}, "tilelang"),
-])
+@pytest.mark.parametrize(
+    "spec, language",
+    [
+        ({"language": "cuda", "binding": "tvm-ffi", "entry_point": "k.cu::run"}, "tvm-ffi"),
+        ({"language": "cuda", "entry_point": "k.cu::run"}, "tvm-ffi"),
+        ({"language": "cpp", "entry_point": "k.cu::run"}, "tvm-ffi"),
+        ({"language": "cuda", "binding": "torch", "entry_point": "k.cu::run"}, "cuda"),
+        ({"language": "tilelang", "entry_point": "k.py::run"}, "tilelang"),
+    ],
+)
 def test_each_language_takes_its_builder(rmsnorm_problem, spec, language):
     """C++ and CUDA by their binding; TileLang as gpuarena's tilelang language."""
     file = spec["entry_point"].split("::")[0]
-    solution = fit.Solution.model_validate({
-        "name": "s", "definition": "rmsnorm_h256", "author": "a",
-        "spec": {"target_hardware": ["NVIDIA_H100"], **spec},
-        "sources": [{"path": file, "content": "// kernel" if file.endswith(".cu") else "def run(): pass\n"}]})
+    solution = fit.Solution.model_validate(
+        {
+            "name": "s",
+            "definition": "rmsnorm_h256",
+            "author": "a",
+            "spec": {"target_hardware": ["NVIDIA_H100"], **spec},
+            "sources": [{"path": file, "content": "// kernel" if file.endswith(".cu") else "def run(): pass\n"}],
+        }
+    )
     assert f'language = "{language}"' in solution_files(solution, rmsnorm_problem)["solution.toml"]
 
 
-@pytest.mark.parametrize("spec, feature", [
-    ({"language": "cpp", "binding": "torch", "entry_point": "k.cu::run"}, "cpp solutions bound with torch"),
-])
+@pytest.mark.parametrize(
+    "spec, feature",
+    [
+        ({"language": "cpp", "binding": "torch", "entry_point": "k.cu::run"}, "cpp solutions bound with torch"),
+    ],
+)
 def test_languages_gpuarena_cannot_build_are_named_gaps(rmsnorm_problem, spec, feature):
-    solution = fit.Solution.model_validate({
-        "name": "s", "definition": "rmsnorm_h256", "author": "a",
-        "spec": {"target_hardware": ["NVIDIA_H100"], **spec},
-        "sources": [{"path": "k.cu", "content": "// kernel"}]})
+    solution = fit.Solution.model_validate(
+        {
+            "name": "s",
+            "definition": "rmsnorm_h256",
+            "author": "a",
+            "spec": {"target_hardware": ["NVIDIA_H100"], **spec},
+            "sources": [{"path": "k.cu", "content": "// kernel"}],
+        }
+    )
     with pytest.raises(UnsupportedFeature) as caught:
         solution_files(solution, rmsnorm_problem)
     assert caught.value.feature == feature
@@ -164,7 +190,9 @@ def test_build_flags_are_a_named_gap_when_packing(tmp_path):
     folder = tmp_path / "s"
     folder.mkdir()
     (folder / "main.py").write_text("def solve(x):\n    return x.clone()\n")
-    (folder / "solution.toml").write_text('language = "pytorch"\nentry_point = "main.py:solve"\n[build]\nextra_cflags = ["-O3"]\n')
+    (folder / "solution.toml").write_text(
+        'language = "pytorch"\nentry_point = "main.py:solve"\n[build]\nextra_cflags = ["-O3"]\n'
+    )
     with pytest.raises(UnsupportedFeature, match="a FlashInfer-Trace Solution cannot carry compiler flags"):
         pack_solution(folder, problem=resolve_problem("level1/softmax"))
     with pytest.raises(UnsupportedFeature, match="compiler flags"):
@@ -178,7 +206,11 @@ def test_the_tvm_ffi_example_packs_as_cuda_bound_with_tvm_ffi_and_comes_back(tmp
     (folder / "solution.toml").write_text('language = "tvm-ffi"\nentry_point = "solve"\nsources = ["softmax.cu"]\n')
     problem = resolve_problem("level1/softmax")
     packed = pack_solution(folder, problem=problem)
-    assert (packed.spec.language, packed.spec.binding, packed.spec.entry_point) == ("cuda", "tvm-ffi", "softmax.cu::solve")
+    assert (packed.spec.language, packed.spec.binding, packed.spec.entry_point) == (
+        "cuda",
+        "tvm-ffi",
+        "softmax.cu::solve",
+    )
     path = tmp_path / "packed.json"
     path.write_text(fit.to_json(packed))
     assert load_solution(import_solution(path, problem, tmp_path / "back")).hash == load_solution(folder).hash

@@ -34,7 +34,9 @@ def test_workloads_are_workload_only_traces():
 
 def test_a_bare_workload_line_is_read_for_a_named_definition(tmp_path):
     path = tmp_path / "w.jsonl"
-    path.write_text(json.dumps({"uuid": "u1", "axes": {"rows": 2, "cols": 3}, "inputs": {"logits": {"type": "random"}}}) + "\n")
+    path.write_text(
+        json.dumps({"uuid": "u1", "axes": {"rows": 2, "cols": 3}, "inputs": {"logits": {"type": "random"}}}) + "\n"
+    )
     assert fit.read_workloads(path, definition="softmax_rows")[0].definition == "softmax_rows"
     with pytest.raises(FormatError, match="line 1.*names no definition"):
         fit.read_workloads(path)
@@ -48,8 +50,9 @@ def test_solutions_parse_with_their_spec():
     assert python.spec.destination_passing_style is False
 
 
-@pytest.mark.parametrize("path", [RMSNORM / "definition.json", SOFTMAX / "definition.json",
-                                  RMSNORM / "solutions" / "triton_dps.json"])
+@pytest.mark.parametrize(
+    "path", [RMSNORM / "definition.json", SOFTMAX / "definition.json", RMSNORM / "solutions" / "triton_dps.json"]
+)
 def test_writing_and_reading_back_gives_the_same_document(path):
     model = fit.read_definition(path) if "definition" in path.name else fit.read_solution(path)
     again = type(model).model_validate_json(fit.to_json(model))
@@ -66,12 +69,15 @@ def test_a_scalar_shape_is_written_as_null():
     assert json.loads(text)["inputs"]["eps"]["shape"] is None
 
 
-@pytest.mark.parametrize("name, field, words", [
-    ("definition_undefined_axis.json", None, "output 'output' has axis 'hidden'"),
-    ("definition_bad_dtype.json", "inputs.weight.dtype", "Input should be"),
-    ("solution_bad_entry_point.json", "spec.entry_point", "must be '<file path>::<function name>'"),
-    ("solution_misspelt_field.json", "spec.destination_passing_styel", "Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    "name, field, words",
+    [
+        ("definition_undefined_axis.json", None, "output 'output' has axis 'hidden'"),
+        ("definition_bad_dtype.json", "inputs.weight.dtype", "Input should be"),
+        ("solution_bad_entry_point.json", "spec.entry_point", "must be '<file path>::<function name>'"),
+        ("solution_misspelt_field.json", "spec.destination_passing_styel", "Extra inputs are not permitted"),
+    ],
+)
 def test_invalid_documents_name_the_file_and_the_field(name, field, words):
     path = INVALID / name
     with pytest.raises(FormatError) as caught:
@@ -132,10 +138,13 @@ def test_solution_rules_of_the_schema():
 
 
 def _evaluation(**fields):
-    base = {"status": "PASSED", "environment": {"hardware": "NVIDIA H100", "libs": {"torch": "2.8"}},
-            "timestamp": "2025-01-01T00:00:00Z",
-            "correctness": {"max_relative_error": 1e-6, "max_absolute_error": 1e-7},
-            "performance": {"latency_ms": 0.5, "reference_latency_ms": 1.0, "speedup_factor": 2.0}}
+    base = {
+        "status": "PASSED",
+        "environment": {"hardware": "NVIDIA H100", "libs": {"torch": "2.8"}},
+        "timestamp": "2025-01-01T00:00:00Z",
+        "correctness": {"max_relative_error": 1e-6, "max_absolute_error": 1e-7},
+        "performance": {"latency_ms": 0.5, "reference_latency_ms": 1.0, "speedup_factor": 2.0},
+    }
     base.update(fields)
     return base
 
@@ -152,9 +161,13 @@ def test_evaluation_fields_follow_the_status():
 
 
 def test_nan_errors_are_written_as_strings_and_read_back():
-    evaluation = fit.TraceEvaluation.model_validate(_evaluation(
-        status="INCORRECT_NUMERICAL", performance=None,
-        correctness={"max_relative_error": float("nan"), "max_absolute_error": 2.0}))
+    evaluation = fit.TraceEvaluation.model_validate(
+        _evaluation(
+            status="INCORRECT_NUMERICAL",
+            performance=None,
+            correctness={"max_relative_error": float("nan"), "max_absolute_error": 2.0},
+        )
+    )
     text = evaluation.model_dump_json()
     assert '"max_relative_error":"NaN"' in text
     assert math.isnan(fit.TraceEvaluation.model_validate_json(text).correctness.max_relative_error)

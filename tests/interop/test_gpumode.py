@@ -45,21 +45,35 @@ def imported(tmp_path_factory):
 
 
 def gpuarena(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuarena", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "gpuarena", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 def test_import_writes_checked_problems_and_carries_over_a_checker_of_its_own(imported):
     root, outcomes = imported
     assert {name: o.status for name, o in outcomes.items()} == {
-        "vectoradd_py": "imported", "rowstats_py": "imported", "histogram_py": "imported", "sortcheck_py": "imported",
-        "argsort_py": "imported"}, {name: o.messages for name, o in outcomes.items()}
+        "vectoradd_py": "imported",
+        "rowstats_py": "imported",
+        "histogram_py": "imported",
+        "sortcheck_py": "imported",
+        "argsort_py": "imported",
+    }, {name: o.messages for name, o in outcomes.items()}
     for name in ("vectoradd_py", "rowstats_py", "histogram_py", "sortcheck_py", "argsort_py"):
         folder = outcomes[name].folder
         assert folder == root / "level1" / name
         assert check_problem(folder).ok
-        assert sorted(p.name for p in (folder / "gpumode").iterdir()) == ["reference.py", "task.py", "task.yml",
-                                                                           "utils.py"]
+        assert sorted(p.name for p in (folder / "gpumode").iterdir()) == [
+            "reference.py",
+            "task.py",
+            "task.yml",
+            "utils.py",
+        ]
         assert (folder / "gpumode" / "reference.py").read_text() == (GM / name / "reference.py").read_text()
     for name in ("sortcheck_py", "argsort_py"):  # their check_implementation is their own logic
         problem = load_problem(outcomes[name].folder)
@@ -129,14 +143,34 @@ def test_import_and_run_submissions_from_the_command_line(tmp_path):
         ("histogram_py", "histogram_off_by_one", "WRONG_VALUES"),
     ]
     for problem, submission, status in cases:
-        run = gpuarena("run", out / "level1" / problem, SUBMISSIONS / f"{submission}.py", "--device", "cpu",
-                       "--mode", "test", "--json")
+        run = gpuarena(
+            "run",
+            out / "level1" / problem,
+            SUBMISSIONS / f"{submission}.py",
+            "--device",
+            "cpu",
+            "--mode",
+            "test",
+            "--json",
+        )
         record = json.loads(run.stdout)
         assert record["status"] == status, (submission, record.get("reason"), run.stderr[-2000:])
         assert run.returncode == (0 if status == "PASSED" else 1)
-    assert "integer output, compared exactly" in json.loads(
-        gpuarena("run", out / "level1" / "histogram_py", SUBMISSIONS / "histogram_off_by_one.py", "--device", "cpu",
-                 "--mode", "test", "--json").stdout)["reason"]
+    assert (
+        "integer output, compared exactly"
+        in json.loads(
+            gpuarena(
+                "run",
+                out / "level1" / "histogram_py",
+                SUBMISSIONS / "histogram_off_by_one.py",
+                "--device",
+                "cpu",
+                "--mode",
+                "test",
+                "--json",
+            ).stdout
+        )["reason"]
+    )
 
 
 def test_bad_folders_give_errors_that_name_the_file(tmp_path):
@@ -170,16 +204,21 @@ def test_existing_folders_are_kept_unless_forced(tmp_path):
 
 def test_checking_rules_read_from_the_source():
     where = Path("reference.py")
-    assert (checking_rule("check_implementation = make_match_reference(ref_kernel)", where).rtol,
-            checking_rule("check_implementation = make_match_reference(ref_kernel)", where).atol) == GPUMODE_DEFAULT
+    assert (
+        checking_rule("check_implementation = make_match_reference(ref_kernel)", where).rtol,
+        checking_rule("check_implementation = make_match_reference(ref_kernel)", where).atol,
+    ) == GPUMODE_DEFAULT
     rule = checking_rule("check_implementation = make_match_reference(ref_kernel, rtol=2e-2, atol=1e-3)", where)
     assert (rule.atol, rule.rtol, rule.exact) == (1e-3, 2e-2, False)
-    exact = checking_rule("def check_implementation(data, output):\n"
-                          "    return verbose_allequal(output, ref_kernel(data))\n", where)
+    exact = checking_rule(
+        "def check_implementation(data, output):\n    return verbose_allequal(output, ref_kernel(data))\n", where
+    )
     assert exact.exact
-    several = checking_rule("def check_implementation(data, output):\n    e = ref_kernel(data)\n"
-                            "    return verbose_allclose(output[0], e[0], rtol=1e-2) + verbose_allclose(output[1], e[1])\n",
-                            where)
+    several = checking_rule(
+        "def check_implementation(data, output):\n    e = ref_kernel(data)\n"
+        "    return verbose_allclose(output[0], e[0], rtol=1e-2) + verbose_allclose(output[1], e[1])\n",
+        where,
+    )
     assert several.checker and "different tolerances" in several.how  # run as the problem's checker
 
 
@@ -215,7 +254,10 @@ def test_an_inline_cuda_submission_runs_unmodified(tmp_path):
 
     outcome = import_folder(GM / "vectoradd_py", tmp_path, check_device="cuda")
     assert outcome.status == "imported", outcome.messages
-    record = evaluate(load_problem(outcome.folder), load_solution(SUBMISSIONS / "vectoradd_cuda.py"),
-                      RunOptions(device="cuda", mode="benchmark", budget_s=0.5))
+    record = evaluate(
+        load_problem(outcome.folder),
+        load_solution(SUBMISSIONS / "vectoradd_cuda.py"),
+        RunOptions(device="cuda", mode="benchmark", budget_s=0.5),
+    )
     assert record.status == "PASSED", (record.reason, record.log[-3000:])
     assert all(w.speedup for w in record.workloads)

@@ -51,8 +51,14 @@ def imported(tmp_path_factory):
 
 
 def gpuarena(*args: object, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuarena", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "gpuarena", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 def test_import_writes_checked_problems_and_refuses_degenerate_ones(imported):
@@ -68,7 +74,10 @@ def test_import_writes_checked_problems_and_refuses_degenerate_ones(imported):
     }
     # the level comes from the folder above the file; the name from the file's
     assert sorted(p.relative_to(root).as_posix() for p in root.glob("level*/*")) == [
-        "level1/1_matmul_rectangular", "level2/21_gemm_scale_tanh", "level2/7_conv2d_relu_biasadd"]
+        "level1/1_matmul_rectangular",
+        "level2/21_gemm_scale_tanh",
+        "level2/7_conv2d_relu_biasadd",
+    ]
     for folder in root.glob("level*/*"):
         report = check_problem(folder)
         assert report.ok, report.errors
@@ -78,8 +87,10 @@ def test_import_writes_checked_problems_and_refuses_degenerate_ones(imported):
     assert outcomes["33_Gemm_Max_SubtractMean.py"].folder is None
     # files that are not problems: the file and the reason, and nothing written for them
     assert "defines no class Model(nn.Module)" in outcomes["no_model.py"].messages[0]
-    assert "get_inputs() raised RuntimeError: this problem's inputs cannot be made" in \
-        outcomes["get_inputs_raises.py"].messages[0]
+    assert (
+        "get_inputs() raised RuntimeError: this problem's inputs cannot be made"
+        in outcomes["get_inputs_raises.py"].messages[0]
+    )
     assert str(KB / "invalid" / "no_model.py") in outcomes["no_model.py"].messages[0]
     assert not list(root.glob("level*/no_model")) and not list(root.glob(".*"))  # no staging folders left
 
@@ -96,7 +107,10 @@ def test_workloads_are_the_files_sizes_plus_a_small_cpu_one(imported):
     assert matmul.input_names == ["A", "B", INIT_INPUT]  # forward's parameter names
     gen = torch.Generator().manual_seed(3)
     inputs = matmul.make_inputs(dict(small.axes), torch.float32, torch.device("cpu"), gen)
-    assert inputs["A"].shape == (small.axes["M"], small.axes["K"]) and inputs["B"].shape == (small.axes["K"], small.axes["N"])
+    assert inputs["A"].shape == (small.axes["M"], small.axes["K"]) and inputs["B"].shape == (
+        small.axes["K"],
+        small.axes["N"],
+    )
     assert inputs["A"].numel() + inputs["B"].numel() + small.axes["M"] * small.axes["N"] <= CPU_MAX_ELEMENTS
     # the conv problem is small enough at its own sizes: one workload, on both kinds
     conv = load_problem(root / "level2" / "7_conv2d_relu_biasadd")
@@ -127,13 +141,15 @@ def test_reference_is_the_model_built_as_kernelbench_builds_it(imported):
 
 
 def test_sizes_are_halved_where_the_shapes_allow(tmp_path):
-    source = ("import torch\nimport torch.nn as nn\n"
-              "class Model(nn.Module):\n"
-              "    def __init__(self, c):\n        super().__init__()\n        self.norm = nn.GroupNorm(groups, c)\n"
-              "    def forward(self, x):\n        return self.norm(x)\n"
-              "batch = 64\nchannels = 96\ngroups = 32\nlength = 4096\nhidden = channels * 2\n"
-              "def get_inputs():\n    return [torch.randn(batch, channels, length)]\n"
-              "def get_init_inputs():\n    return [channels]\n")
+    source = (
+        "import torch\nimport torch.nn as nn\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, c):\n        super().__init__()\n        self.norm = nn.GroupNorm(groups, c)\n"
+        "    def forward(self, x):\n        return self.norm(x)\n"
+        "batch = 64\nchannels = 96\ngroups = 32\nlength = 4096\nhidden = channels * 2\n"
+        "def get_inputs():\n    return [torch.randn(batch, channels, length)]\n"
+        "def get_init_inputs():\n    return [channels]\n"
+    )
     path = tmp_path / "norm.py"
     path.write_text(source)
     file = read_file(path)
@@ -196,7 +212,9 @@ def test_import_and_run_model_new_files_from_the_command_line(tmp_path):
         ("level2/7_conv2d_relu_biasadd", "conv_other_order", "WRONG_VALUES"),
     ]
     for problem, solution, status in cases:
-        run = gpuarena("run", out / problem, SOLUTIONS / f"{solution}.py", "--device", "cpu", "--mode", "test", "--json")
+        run = gpuarena(
+            "run", out / problem, SOLUTIONS / f"{solution}.py", "--device", "cpu", "--mode", "test", "--json"
+        )
         record = json.loads(run.stdout)
         assert record["status"] == status, (solution, record.get("reason"), run.stderr[-2000:])
         assert run.returncode == (0 if status == "PASSED" else 1)
@@ -208,8 +226,11 @@ def test_a_load_inline_cpp_model_new_runs_unmodified(tmp_path):
     build, about a minute on two cores)."""
     outcome = import_file(GEMM, tmp_path)
     assert outcome.status == "imported", outcome.messages
-    record = evaluate(load_problem(outcome.folder), load_solution(SOLUTIONS / "gemm_tanh_cpp.py"),
-                      RunOptions(device="cpu", mode="test"))
+    record = evaluate(
+        load_problem(outcome.folder),
+        load_solution(SOLUTIONS / "gemm_tanh_cpp.py"),
+        RunOptions(device="cpu", mode="test"),
+    )
     assert record.status == "PASSED", (record.reason, record.log[-3000:])
 
 
@@ -217,8 +238,11 @@ def test_a_load_inline_cpp_model_new_runs_unmodified(tmp_path):
 def test_a_load_inline_cuda_model_new_runs_unmodified(tmp_path):
     outcome = import_file(GEMM, tmp_path, check_device="cuda")
     assert outcome.status == "imported", outcome.messages
-    record = evaluate(load_problem(outcome.folder), load_solution(SOLUTIONS / "gemm_tanh_cuda.py"),
-                      RunOptions(device="cuda", mode="benchmark", budget_s=0.5))
+    record = evaluate(
+        load_problem(outcome.folder),
+        load_solution(SOLUTIONS / "gemm_tanh_cuda.py"),
+        RunOptions(device="cuda", mode="benchmark", budget_s=0.5),
+    )
     assert record.status == "PASSED", (record.reason, record.log[-3000:])
     assert all(w.speedup for w in record.workloads)
 
@@ -226,6 +250,8 @@ def test_a_load_inline_cuda_model_new_runs_unmodified(tmp_path):
 def test_size_constants_are_literal_top_level_integers_assigned_once():
     import ast
 
-    tree = ast.parse("a = 4\nb: int = 8\nc = a * 2\nd = 1.5\ne = True\nf = 3\nf = 4\ng = h = 2\nk = -1\n"
-                     "def get_inputs():\n    inner = 5\n")
+    tree = ast.parse(
+        "a = 4\nb: int = 8\nc = a * 2\nd = 1.5\ne = True\nf = 3\nf = 4\ng = h = 2\nk = -1\n"
+        "def get_inputs():\n    inner = 5\n"
+    )
     assert size_constants(tree) == {"a": 4, "b": 8}

@@ -54,8 +54,15 @@ def database_url(request, tmp_path) -> Iterator[str]:
 
 @pytest.fixture
 def settings(database_url, tmp_path) -> Settings:
-    return Settings(home=tmp_path / "home", database_url=database_url, problem_roots=[FIXTURE_PROBLEMS],
-                    bundled_problems=False, submit_limit_per_minute=1000, max_in_flight=1000, lease_s=60)
+    return Settings(
+        home=tmp_path / "home",
+        database_url=database_url,
+        problem_roots=[FIXTURE_PROBLEMS],
+        bundled_problems=False,
+        submit_limit_per_minute=1000,
+        max_in_flight=1000,
+        lease_s=60,
+    )
 
 
 @pytest.fixture
@@ -96,19 +103,32 @@ def api(settings, db) -> Api:
 GOOD = "import torch\n\n\ndef solve(a, x, b, y):\n    torch.addcmul(b, a, x, out=y)\n"
 
 
-def submission_body(problem: str = "axpy_dest", device_kind: str = "cpu", mode: str = "ranked",
-                    source: str = GOOD) -> dict:
-    return {"problem": problem, "device_kind": device_kind, "mode": mode,
-            "solution": {"name": "sol", "manifest": {"language": "pytorch", "entry_point": "sol.py:solve"},
-                         "sources": {"sol.py": source}}}
+def submission_body(
+    problem: str = "axpy_dest", device_kind: str = "cpu", mode: str = "ranked", source: str = GOOD
+) -> dict:
+    return {
+        "problem": problem,
+        "device_kind": device_kind,
+        "mode": mode,
+        "solution": {
+            "name": "sol",
+            "manifest": {"language": "pytorch", "entry_point": "sol.py:solve"},
+            "sources": {"sol.py": source},
+        },
+    }
 
 
 @pytest.fixture
 def env(tmp_path) -> dict:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
-    environment.update(GPUARENA_HOME=str(tmp_path / "home"), GPUARENA_CACHE=str(tmp_path / "cache"),
-                       XDG_CONFIG_HOME=str(tmp_path / "config"), PYTHONPATH=str(ROOT),
-                       GPUARENA_SUBMIT_LIMIT="1000", GPUARENA_MAX_IN_FLIGHT="1000")
+    environment.update(
+        GPUARENA_HOME=str(tmp_path / "home"),
+        GPUARENA_CACHE=str(tmp_path / "cache"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        PYTHONPATH=str(ROOT),
+        GPUARENA_SUBMIT_LIMIT="1000",
+        GPUARENA_MAX_IN_FLIGHT="1000",
+    )
     return environment
 
 

@@ -22,10 +22,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _cli(*args: str, env: dict, check: bool = True, timeout: float = 300, input: str | None = None,
-         ) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "gpuarena.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, input=input)
+def _cli(
+    *args: str,
+    env: dict,
+    check: bool = True,
+    timeout: float = 300,
+    input: str | None = None,
+) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuarena.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=input,
+    )
     if check:
         assert done.returncode == 0, f"gpuarena {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
@@ -37,8 +48,22 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(Path(env["GPUARENA_HOME"]).parent / f"serve-{self.port}.log", "w+")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gpuarena.cli", "serve", "--port", str(self.port), "--cpu-only",
-             "--problems", str(FIXTURE_PROBLEMS), *extra], env=env, stdout=self.log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "gpuarena.cli",
+                "serve",
+                "--port",
+                str(self.port),
+                "--cpu-only",
+                "--problems",
+                str(FIXTURE_PROBLEMS),
+                *extra,
+            ],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.output()

@@ -20,8 +20,9 @@ def _counts(api) -> tuple[int, int, int]:
 
 
 def _evaluation(status: str = "PASSED", score: float | None = 1.5) -> dict:
-    return Evaluation(status=Status(status), problem="axpy_dest", solution_hash="0" * 64, device="cpu",
-                      mode="ranked", score=score).model_dump(mode="json")
+    return Evaluation(
+        status=Status(status), problem="axpy_dest", solution_hash="0" * 64, device="cpu", mode="ranked", score=score
+    ).model_dump(mode="json")
 
 
 def test_health_and_problems_need_no_token(api) -> None:
@@ -64,7 +65,9 @@ def test_only_admins_create_users(api) -> None:
     assert api.http.post("/api/users", json={"name": "x"}, headers=participant).status_code == 403
     made = api.http.post("/api/users", json={"name": "newbie"}, headers=admin)
     assert made.status_code == 201
-    assert api.http.get("/api/me", headers={"Authorization": f"Bearer {made.json()['token']}"}).json()["name"] == "newbie"
+    assert (
+        api.http.get("/api/me", headers={"Authorization": f"Bearer {made.json()['token']}"}).json()["name"] == "newbie"
+    )
     assert api.http.post("/api/users", json={"name": "newbie"}, headers=admin).status_code == 400
     assert api.http.post("/api/users", json={"name": "bad name!"}, headers=admin).status_code == 400
 
@@ -80,21 +83,85 @@ def test_bad_submissions_get_a_clear_4xx_and_write_nothing(api) -> None:
         (dict(json={k: v for k, v in submission_body().items() if k != "solution"}), 422, "solution"),
         (dict(json=submission_body(problem="level9/nope")), 404, "unknown problem"),
         (dict(json=submission_body(device_kind="B300")), 400, "unknown device kind"),
-        (dict(json={**submission_body(), "solution": {"name": "s", "manifest": {"language": "pytorch",
-                    "entry_point": "missing.py:solve"}, "sources": {"sol.py": "x"}}}), 422, "entry_point"),
-        (dict(json={**submission_body(), "solution": {**submission_body()["solution"], "hash": "ab" * 32}}), 400, "hash"),
-        (dict(json={**submission_body(), "solution": {"name": "s", "manifest": {"language": "cuda",
-                    "entry_point": "f"}, "sources": {"k.cu": "x"}}}), 400, "GPU"),
+        (
+            dict(
+                json={
+                    **submission_body(),
+                    "solution": {
+                        "name": "s",
+                        "manifest": {"language": "pytorch", "entry_point": "missing.py:solve"},
+                        "sources": {"sol.py": "x"},
+                    },
+                }
+            ),
+            422,
+            "entry_point",
+        ),
+        (
+            dict(json={**submission_body(), "solution": {**submission_body()["solution"], "hash": "ab" * 32}}),
+            400,
+            "hash",
+        ),
+        (
+            dict(
+                json={
+                    **submission_body(),
+                    "solution": {
+                        "name": "s",
+                        "manifest": {"language": "cuda", "entry_point": "f"},
+                        "sources": {"k.cu": "x"},
+                    },
+                }
+            ),
+            400,
+            "GPU",
+        ),
         (dict(json=submission_body(source="x" * 3_000_000)), 413, "larger"),
         # refused at the door, like the web form does, never queued to fail on a runner
         (dict(json=submission_body(source="")), 422, "sol.py is empty"),
         (dict(json=submission_body(source="  \n")), 422, "sol.py is empty"),
-        (dict(json={**submission_body(), "solution": {"name": "s", "manifest": {"language": "pytorch",
-                    "entry_point": "../../evil.py:solve"}, "sources": {"../../evil.py": "x"}}}), 422, "'..' parts"),
-        (dict(json={**submission_body(), "solution": {"name": "s", "manifest": {"language": "pytorch",
-                    "entry_point": "/tmp/evil.py:solve"}, "sources": {"/tmp/evil.py": "x"}}}), 422, "relative"),
-        (dict(json={**submission_body(), "solution": {"name": "s", "manifest": {"language": "pytorch",
-                    "entry_point": "solve"}, "sources": {"a.py": "x"}}}), 422, "'file.py:function'"),
+        (
+            dict(
+                json={
+                    **submission_body(),
+                    "solution": {
+                        "name": "s",
+                        "manifest": {"language": "pytorch", "entry_point": "../../evil.py:solve"},
+                        "sources": {"../../evil.py": "x"},
+                    },
+                }
+            ),
+            422,
+            "'..' parts",
+        ),
+        (
+            dict(
+                json={
+                    **submission_body(),
+                    "solution": {
+                        "name": "s",
+                        "manifest": {"language": "pytorch", "entry_point": "/tmp/evil.py:solve"},
+                        "sources": {"/tmp/evil.py": "x"},
+                    },
+                }
+            ),
+            422,
+            "relative",
+        ),
+        (
+            dict(
+                json={
+                    **submission_body(),
+                    "solution": {
+                        "name": "s",
+                        "manifest": {"language": "pytorch", "entry_point": "solve"},
+                        "sources": {"a.py": "x"},
+                    },
+                }
+            ),
+            422,
+            "'file.py:function'",
+        ),
         (dict(content=b'{"problem": "\xff"}', headers={**headers, "Content-Type": "application/json"}), 400, "UTF-8"),
         (dict(content=b"[" * 100_000, headers={**headers, "Content-Type": "application/json"}), 400, "nested"),
     ]
@@ -111,15 +178,27 @@ def test_upload_a_file(api) -> None:
     api.runner()
     headers = api.user("alice")
     source = submission_body()["solution"]["sources"]["sol.py"]
-    made = api.http.post("/api/submissions/upload", headers=headers, files={"file": ("axpy.py", source.encode())},
-                         data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test"})
+    made = api.http.post(
+        "/api/submissions/upload",
+        headers=headers,
+        files={"file": ("axpy.py", source.encode())},
+        data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test"},
+    )
     assert made.status_code == 201, made.text
     assert made.json()["status"] == "QUEUED" and made.json()["mode"] == "test"
-    bad = api.http.post("/api/submissions/upload", headers=headers, files={"file": ("x.py", b"\xff\xfe")},
-                        data={"problem": "axpy_dest", "device_kind": "cpu"})
+    bad = api.http.post(
+        "/api/submissions/upload",
+        headers=headers,
+        files={"file": ("x.py", b"\xff\xfe")},
+        data={"problem": "axpy_dest", "device_kind": "cpu"},
+    )
     assert bad.status_code == 400 and "UTF-8" in bad.json()["error"]
-    empty = api.http.post("/api/submissions/upload", headers=headers, files={"file": ("x.py", b"")},
-                          data={"problem": "axpy_dest", "device_kind": "cpu"})
+    empty = api.http.post(
+        "/api/submissions/upload",
+        headers=headers,
+        files={"file": ("x.py", b"")},
+        data={"problem": "axpy_dest", "device_kind": "cpu"},
+    )
     assert empty.status_code in (400, 422) and "x.py is empty" in empty.json()["error"], empty.text
 
 
@@ -159,19 +238,25 @@ def test_runner_endpoints_need_a_runner_token(api) -> None:
     answer = api.http.post("/api/runner/hello", json={"name": "x", "devices": []}, headers=participant)
     assert answer.status_code == 403
     scoped = api.user("gpu-runner", "runner", device_kinds=["H100"])
-    answer = api.http.post("/api/runner/hello", json={"name": "x", "devices": [{"device": "cpu", "kind": "cpu"}]},
-                           headers=scoped)
+    answer = api.http.post(
+        "/api/runner/hello", json={"name": "x", "devices": [{"device": "cpu", "kind": "cpu"}]}, headers=scoped
+    )
     assert answer.status_code == 403 and "H100" in answer.json()["error"]
 
 
 def test_claim_result_exactly_once_and_leaderboard(api) -> None:
     runner_headers, runner_id = api.runner()
     alice, bob = api.user("alice"), api.user("bob")
-    ids = [api.http.post("/api/submissions", json=submission_body(mode=mode), headers=who).json()["id"]
-           for who, mode in ((alice, "ranked"), (alice, "ranked"), (bob, "ranked"), (bob, "benchmark"))]
+    ids = [
+        api.http.post("/api/submissions", json=submission_body(mode=mode), headers=who).json()["id"]
+        for who, mode in ((alice, "ranked"), (alice, "ranked"), (bob, "ranked"), (bob, "benchmark"))
+    ]
     claimed = []
-    while (answer := api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
-                                   headers=runner_headers)).status_code == 200:
+    while (
+        answer := api.http.post(
+            "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=runner_headers
+        )
+    ).status_code == 200:
         claimed.append(answer.json())
     # each once; fair between users (alice, bob, alice, bob), oldest first within a turn
     assert [c["submission_id"] for c in claimed] == [ids[0], ids[2], ids[1], ids[3]]
@@ -197,9 +282,11 @@ def test_claim_result_exactly_once_and_leaderboard(api) -> None:
     answer = api.http.post(f"/api/runner/jobs/{claimed[0]['job_id']}/result", json=forged, headers=runner_headers)
     assert answer.status_code == 409
     other_runner_headers, _ = api.runner("r2")
-    answer = api.http.post(f"/api/runner/jobs/{claimed[0]['job_id']}/result",
-                           json={"lease_token": claimed[0]["lease_token"], "evaluation": _evaluation(score=50.0)},
-                           headers=other_runner_headers)
+    answer = api.http.post(
+        f"/api/runner/jobs/{claimed[0]['job_id']}/result",
+        json={"lease_token": claimed[0]["lease_token"], "evaluation": _evaluation(score=50.0)},
+        headers=other_runner_headers,
+    )
     assert answer.status_code == 403
     with api.db.read() as session:
         assert session.scalar(select(func.count()).select_from(Result)) == 4
@@ -213,10 +300,14 @@ def test_claim_result_exactly_once_and_leaderboard(api) -> None:
 def test_a_failing_result_does_not_enter_the_leaderboard(api) -> None:
     runner_headers, runner_id = api.runner()
     api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice"))
-    job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
-                        headers=runner_headers).json()
-    api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=runner_headers,
-                  json={"lease_token": job["lease_token"], "evaluation": _evaluation("WRONG_VALUES", None)})
+    job = api.http.post(
+        "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=runner_headers
+    ).json()
+    api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=runner_headers,
+        json={"lease_token": job["lease_token"], "evaluation": _evaluation("WRONG_VALUES", None)},
+    )
     with api.db.read() as session:
         assert session.scalar(select(func.count()).select_from(LeaderboardEntry)) == 0
 
@@ -228,16 +319,25 @@ def test_expired_lease_requeues_then_gives_up(api) -> None:
     sid = api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice")).json()["id"]
     claim = {"runner_id": runner_id, "device_kinds": ["cpu"], "wait_s": 3}
     first = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()
-    beat = api.http.post("/api/runner/heartbeat", headers=runner_headers,
-                         json={"runner_id": runner_id, "leases": {str(first["job_id"]): first["lease_token"]}})
+    beat = api.http.post(
+        "/api/runner/heartbeat",
+        headers=runner_headers,
+        json={"runner_id": runner_id, "leases": {str(first["job_id"]): first["lease_token"]}},
+    )
     assert beat.json() == {"lost": []}
     second = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()  # after expiry
     assert second["job_id"] == first["job_id"] and second["lease_token"] != first["lease_token"]
-    late = api.http.post(f"/api/runner/jobs/{first['job_id']}/result", headers=runner_headers,
-                         json={"lease_token": first["lease_token"], "evaluation": _evaluation()})
+    late = api.http.post(
+        f"/api/runner/jobs/{first['job_id']}/result",
+        headers=runner_headers,
+        json={"lease_token": first["lease_token"], "evaluation": _evaluation()},
+    )
     assert late.status_code == 409
-    beat = api.http.post("/api/runner/heartbeat", headers=runner_headers,
-                         json={"runner_id": runner_id, "leases": {str(first["job_id"]): first["lease_token"]}})
+    beat = api.http.post(
+        "/api/runner/heartbeat",
+        headers=runner_headers,
+        json={"runner_id": runner_id, "leases": {str(first["job_id"]): first["lease_token"]}},
+    )
     assert beat.json() == {"lost": [first["job_id"]]}
     third = api.http.post("/api/runner/claim", json={**claim, "wait_s": 1}, headers=runner_headers)
     assert third.status_code == 204  # out of attempts: failed, not re-queued
@@ -251,13 +351,19 @@ def test_release_on_shutdown_does_not_count_as_an_attempt(api) -> None:
     claim = {"runner_id": runner_id, "device_kinds": ["cpu"]}
     for _ in range(5):
         job = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()
-        answer = api.http.post(f"/api/runner/jobs/{job['job_id']}/release", headers=runner_headers,
-                               json={"lease_token": job["lease_token"]})
+        answer = api.http.post(
+            f"/api/runner/jobs/{job['job_id']}/release",
+            headers=runner_headers,
+            json={"lease_token": job["lease_token"]},
+        )
         assert answer.status_code == 200
     assert api.http.get(f"/api/submissions/{sid}").json()["status"] == "QUEUED"
     job = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()
-    api.http.post(f"/api/runner/jobs/{job['job_id']}/release", headers=runner_headers,
-                  json={"lease_token": job["lease_token"], "error": "harness crashed"})
+    api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/release",
+        headers=runner_headers,
+        json={"lease_token": job["lease_token"], "error": "harness crashed"},
+    )
     with api.db.read() as session:
         job_row = session.scalar(select(Job))
         assert (job_row.attempts, job_row.state, job_row.last_error) == (1, "queued", "harness crashed")
@@ -266,10 +372,14 @@ def test_release_on_shutdown_does_not_count_as_an_attempt(api) -> None:
 def test_events_stream_ends_with_done(api) -> None:
     runner_headers, runner_id = api.runner()
     sid = api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice")).json()["id"]
-    job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
-                        headers=runner_headers).json()
-    api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=runner_headers,
-                  json={"lease_token": job["lease_token"], "evaluation": _evaluation()})
+    job = api.http.post(
+        "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=runner_headers
+    ).json()
+    api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=runner_headers,
+        json={"lease_token": job["lease_token"], "evaluation": _evaluation()},
+    )
     from gpuarena.client import parse_events
 
     with api.http.stream("GET", f"/api/submissions/{sid}/events") as response:
@@ -306,12 +416,25 @@ def test_values_the_database_refuses_get_a_4xx_and_write_nothing(api) -> None:
         ("GET", "/api/leaderboard?problem=axpy%00&device_kind=cpu", {}),
         ("GET", "/api/problems/axpy%00", {}),
         ("POST", "/api/submissions", {"json": submission_body(problem="axpy\x00")}),
-        ("POST", "/api/submissions", {"content": json.dumps(submission_body(source="x = '\ud800'\n")),  # escaped
-                                      "headers": {**headers, "Content-Type": "application/json"}}),
+        (
+            "POST",
+            "/api/submissions",
+            {
+                "content": json.dumps(submission_body(source="x = '\ud800'\n")),  # escaped
+                "headers": {**headers, "Content-Type": "application/json"},
+            },
+        ),
         ("POST", "/api/tokens", {"json": {"expires_in_days": 1e12}}),
-        ("POST", "/api/runner/claim", {"json": {"runner_id": huge, "device_kinds": ["cpu"]}, "headers": runner_headers}),
-        ("POST", "/api/runner/heartbeat", {"json": {"runner_id": runner_id, "leases": {str(huge): "x"}},
-                                           "headers": runner_headers}),
+        (
+            "POST",
+            "/api/runner/claim",
+            {"json": {"runner_id": huge, "device_kinds": ["cpu"]}, "headers": runner_headers},
+        ),
+        (
+            "POST",
+            "/api/runner/heartbeat",
+            {"json": {"runner_id": runner_id, "leases": {str(huge): "x"}}, "headers": runner_headers},
+        ),
     ]:
         kwargs.setdefault("headers", headers)
         answer = api.http.request(method, path, **kwargs)
@@ -324,11 +447,17 @@ def test_api_errors_are_json_with_an_error_message(api) -> None:
     headers = api.user("alice")
     answer = api.http.get("/api/no-such-thing")
     assert answer.status_code == 404 and "no such API endpoint" in answer.json()["error"]
-    answer = api.http.post("/api/submissions/upload", content=b"garbage", headers={
-        **headers, "Content-Type": "multipart/form-data; boundary=zz"})
+    answer = api.http.post(
+        "/api/submissions/upload",
+        content=b"garbage",
+        headers={**headers, "Content-Type": "multipart/form-data; boundary=zz"},
+    )
     assert answer.status_code == 400 and answer.json()["error"]
-    answer = api.http.post("/api/submissions", content=b"[" * 100_000 + b"]" * 100_000,
-                           headers={**headers, "Content-Type": "application/json"})
+    answer = api.http.post(
+        "/api/submissions",
+        content=b"[" * 100_000 + b"]" * 100_000,
+        headers={**headers, "Content-Type": "application/json"},
+    )
     assert 400 <= answer.status_code < 500 and answer.json()["error"]
 
 
@@ -341,20 +470,26 @@ def test_the_answer_to_a_submission_is_what_was_stored(api) -> None:
     assert made.json()["user"] == "alice" and made.json()["problem"] == "axpy_dest" and not made.json()["done"]
 
 
-LOG = ('  File "/tmp/gpuarena-run-x1y2z3w4/work/solution/sol.py", line 3, in solve\n'
-       '    KEY = "sk-secret-in-the-code"\n'
-       '  File "/opt/conda/lib/python3.11/site-packages/torch/_tensor.py", line 41\n'
-       'ValueError: boom on judge-7\n')
+LOG = (
+    '  File "/tmp/gpuarena-run-x1y2z3w4/work/solution/sol.py", line 3, in solve\n'
+    '    KEY = "sk-secret-in-the-code"\n'
+    '  File "/opt/conda/lib/python3.11/site-packages/torch/_tensor.py", line 41\n'
+    "ValueError: boom on judge-7\n"
+)
 
 
 def _finished(api, sid: int, record: dict, runner=None) -> None:
     """Claim the job and post `record` for it, as a runner does."""
     runner_headers, runner_id = runner or api.runner()
-    job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
-                        headers=runner_headers).json()
+    job = api.http.post(
+        "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=runner_headers
+    ).json()
     assert job["submission_id"] == sid
-    posted = api.http.post(f"/api/runner/jobs/{job['job_id']}/result",
-                           json={"lease_token": job["lease_token"], "evaluation": record}, headers=runner_headers)
+    posted = api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        json={"lease_token": job["lease_token"], "evaluation": record},
+        headers=runner_headers,
+    )
     assert posted.status_code == 200, posted.text
 
 
@@ -364,13 +499,26 @@ def test_a_submission_s_log_is_its_author_s_and_organisers_only(api) -> None:
     from gpuarena.client import parse_events
 
     runner = api.runner()
-    alice, bob, boss, olga = (api.user("alice"), api.user("bob"), api.user("boss", "admin"),
-                              api.user("olga", "organiser"))
+    alice, bob, boss, olga = (
+        api.user("alice"),
+        api.user("bob"),
+        api.user("boss", "admin"),
+        api.user("olga", "organiser"),
+    )
     sid = api.http.post("/api/submissions", json=submission_body(mode="benchmark"), headers=alice).json()["id"]
     record = _evaluation(status="RUNTIME_ERROR", score=None)
-    record.update(reason="ValueError: boom", log=LOG,
-                  environment={"device": "cpu", "device_name": "cpu", "hostname": "judge-7", "torch_version": "x",
-                               "python_version": "3.11", "cpu_model": "x"})
+    record.update(
+        reason="ValueError: boom",
+        log=LOG,
+        environment={
+            "device": "cpu",
+            "device_name": "cpu",
+            "hostname": "judge-7",
+            "torch_version": "x",
+            "python_version": "3.11",
+            "cpu_model": "x",
+        },
+    )
     _finished(api, sid, record, runner)
 
     for who in (None, bob):
@@ -409,17 +557,26 @@ def test_a_runner_s_error_becomes_a_reason_without_its_paths(api) -> None:
     """A job process that crashed is released with its last lines; when the job gives up they
     become the submission's public reason: without the runner's paths and name."""
     runner_headers, runner_id = api.runner()
-    api.http.post("/api/runner/hello", headers=runner_headers,
-                  json={"name": "r1", "hostname": "gpu-box-3", "devices": [{"device": "cpu", "kind": "cpu"}]})
+    api.http.post(
+        "/api/runner/hello",
+        headers=runner_headers,
+        json={"name": "r1", "hostname": "gpu-box-3", "devices": [{"device": "cpu", "kind": "cpu"}]},
+    )
     sid = api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice")).json()["id"]
     with api.db.write() as session:
         session.execute(update(Job).values(max_attempts=1))
-    job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
-                        headers=runner_headers).json()
-    error = ('the harness exited with 1: File "/home/ops/venv/lib/python3.11/site-packages/gpuarena/x.py", '
-             "line 9\nOSError: /srv/gpuarena-cache on gpu-box-3 is full")
-    released = api.http.post(f"/api/runner/jobs/{job['job_id']}/release",
-                             json={"lease_token": job["lease_token"], "error": error}, headers=runner_headers)
+    job = api.http.post(
+        "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=runner_headers
+    ).json()
+    error = (
+        'the harness exited with 1: File "/home/ops/venv/lib/python3.11/site-packages/gpuarena/x.py", '
+        "line 9\nOSError: /srv/gpuarena-cache on gpu-box-3 is full"
+    )
+    released = api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/release",
+        json={"lease_token": job["lease_token"], "error": error},
+        headers=runner_headers,
+    )
     assert released.status_code == 200, released.text
     shown = api.http.get(f"/api/submissions/{sid}").json()
     assert shown["status"] == "ERROR" and "gave up after 1 attempts" in shown["reason"]
@@ -437,8 +594,12 @@ def test_a_ranked_job_queued_without_a_seed_gets_one_at_its_claim(api) -> None:
     ids = [api.http.post("/api/submissions", json=submission_body(), headers=alice).json()["id"] for _ in range(2)]
     with api.db.write() as session:
         session.execute(update(Job).values(seed=None))
-    claimed = [api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
-                             headers=runner_headers).json() for _ in ids]
+    claimed = [
+        api.http.post(
+            "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=runner_headers
+        ).json()
+        for _ in ids
+    ]
     with api.db.read() as session:
         stored = {job.submission_id: job.seed for job in session.scalars(select(Job))}
     assert [c["seed"] for c in claimed] == [stored[i] for i in ids]
@@ -449,9 +610,11 @@ def test_a_runner_s_hostname_is_shown_to_admins_and_its_own_account_only(api) ->
     """Which machines judge a contest is an address to aim at: other users see runners
     (name, kinds, jobs) but not their hostnames."""
     runner_headers = api.user("gpu-box-account", "runner")
-    runner_id = api.http.post("/api/runner/hello", json={"name": "box", "hostname": "gpu-box-7.internal",
-                                                         "devices": [{"device": "cpu", "kind": "cpu"}]},
-                              headers=runner_headers).json()["runner_id"]
+    runner_id = api.http.post(
+        "/api/runner/hello",
+        json={"name": "box", "hostname": "gpu-box-7.internal", "devices": [{"device": "cpu", "kind": "cpu"}]},
+        headers=runner_headers,
+    ).json()["runner_id"]
     hostname = api.http.get("/api/runners", headers=runner_headers).json()[0]["hostname"]
     assert hostname == "gpu-box-7.internal"  # the runner's own account sees it
     admin = api.user("root-admin", "admin")
@@ -466,17 +629,24 @@ def test_one_runner_finishing_one_job_at_a_time_alternates_between_users(api) ->
     runs second, not last (found on a fresh clone: his job waited behind all of alice's)."""
     runner_headers, runner_id = api.runner()
     alice, bob = api.user("alice"), api.user("bob")
-    ids = [api.http.post("/api/submissions", json=submission_body(mode="test"), headers=who).json()["id"]
-           for who in (alice, alice, alice, bob)]
+    ids = [
+        api.http.post("/api/submissions", json=submission_body(mode="test"), headers=who).json()["id"]
+        for who in (alice, alice, alice, bob)
+    ]
     assert api.http.get(f"/api/submissions/{ids[3]}").json()["queue_position"] == 2  # alice's first, then bob's
     order = []
-    while (answer := api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
-                                   headers=runner_headers)).status_code == 200:
+    while (
+        answer := api.http.post(
+            "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=runner_headers
+        )
+    ).status_code == 200:
         job = answer.json()
         order.append(job["submission_id"])
         if len(order) == 1:  # bob's is next while alice's first runs
             assert api.http.get(f"/api/submissions/{ids[3]}").json()["queue_position"] == 1
         body = {"lease_token": job["lease_token"], "evaluation": _evaluation()}
-        assert api.http.post(f"/api/runner/jobs/{job['job_id']}/result", json=body,
-                             headers=runner_headers).status_code == 200
+        assert (
+            api.http.post(f"/api/runner/jobs/{job['job_id']}/result", json=body, headers=runner_headers).status_code
+            == 200
+        )
     assert order == [ids[0], ids[3], ids[1], ids[2]]

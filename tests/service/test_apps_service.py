@@ -36,9 +36,15 @@ def golden_root(tmp_path_factory):
 
 @pytest.fixture
 def api(database_url, tmp_path, golden_root):
-    settings = Settings(home=tmp_path / "home", database_url=database_url,
-                        problem_roots=[FIXTURE_PROBLEMS, golden_root], bundled_problems=False,
-                        submit_limit_per_minute=1000, max_in_flight=1000, lease_s=60)
+    settings = Settings(
+        home=tmp_path / "home",
+        database_url=database_url,
+        problem_roots=[FIXTURE_PROBLEMS, golden_root],
+        bundled_problems=False,
+        submit_limit_per_minute=1000,
+        max_in_flight=1000,
+        lease_s=60,
+    )
     upgrade(settings.database_url)
     database = Database(settings.database_url)
     sync_problems(database, settings.all_problem_roots())
@@ -48,15 +54,32 @@ def api(database_url, tmp_path, golden_root):
 
 def port_body(folder, problem: str = "migration/t", device_kind: str = STACK_KIND, **extra) -> dict:
     solution = port_solution(folder)
-    return {"problem": problem, "device_kind": device_kind, "mode": "ranked",
-            "solution": solution.model_dump(mode="json"), **extra}
+    return {
+        "problem": problem,
+        "device_kind": device_kind,
+        "mode": "ranked",
+        "solution": solution.model_dump(mode="json"),
+        **extra,
+    }
 
 
 def hello(api: Api, name: str, kind: str) -> tuple[dict, int]:
     headers = api.user(name + "-account", "runner")
-    reply = api.http.post("/api/runner/hello", headers=headers, json={
-        "name": name, "devices": [{"device": "cpu", "kind": kind, "stack": kind.partition("@")[2],
-                                   "software": {"python": "3.11", "numpy": "2"}}]})
+    reply = api.http.post(
+        "/api/runner/hello",
+        headers=headers,
+        json={
+            "name": name,
+            "devices": [
+                {
+                    "device": "cpu",
+                    "kind": kind,
+                    "stack": kind.partition("@")[2],
+                    "software": {"python": "3.11", "numpy": "2"},
+                }
+            ],
+        },
+    )
     assert reply.status_code == 200, reply.text
     return headers, reply.json()["runner_id"]
 
@@ -98,15 +121,26 @@ def test_a_port_runs_only_on_its_stack_and_its_check_scores_the_contest(api, tmp
     box_headers, box = hello(api, "box", STACK_KIND)
     plain_headers, plain = hello(api, "plain", "cpu")
     olga, alice, bob = api.user("olga", "organiser"), api.user("alice"), api.user("bob")
-    made = api.http.post("/api/contests", headers=olga, json={
-        "slug": "port-it", "title": "Port it", "start": (NOW - dt.timedelta(hours=1)).isoformat(),
-        "end": (NOW + dt.timedelta(hours=1)).isoformat(), "problems": ["migration/t"], "device_kinds": [STACK_KIND],
-        "rule": {"name": "ccf-migration"}})
+    made = api.http.post(
+        "/api/contests",
+        headers=olga,
+        json={
+            "slug": "port-it",
+            "title": "Port it",
+            "start": (NOW - dt.timedelta(hours=1)).isoformat(),
+            "end": (NOW + dt.timedelta(hours=1)).isoformat(),
+            "problems": ["migration/t"],
+            "device_kinds": [STACK_KIND],
+            "rule": {"name": "ccf-migration"},
+        },
+    )
     assert made.status_code == 201, made.text
     submitted = {}
     for who, name, values in ((alice, "alice", "[1.0, 2.0, 3.0]"), (bob, "bob", "[1.0, 2.0, 3.5]")):
-        body = port_body(tensor_app(tmp_path / name, values=values, figure="100.0",
-                                    extra_code=f"print('{name} port says hello')"), contest="port-it")
+        body = port_body(
+            tensor_app(tmp_path / name, values=values, figure="100.0", extra_code=f"print('{name} port says hello')"),
+            contest="port-it",
+        )
         answer = api.http.post("/api/submissions", json=body, headers=who)
         assert answer.status_code == 201, answer.text
         submitted[name] = answer.json()["id"]
@@ -116,11 +150,18 @@ def test_a_port_runs_only_on_its_stack_and_its_check_scores_the_contest(api, tmp
         job = claim(api, box_headers, box, STACK_KIND)
         assert job.status_code == 200, job.text
         job = job.json()
-        record_ = evaluate_app(PackedProblem.model_validate(job["problem"]), Solution.model_validate(job["solution"]),
-                               "cpu", job["mode"], tmp_path / "cache")
-        posted = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=box_headers,
-                               json={"lease_token": job["lease_token"], "runner_id": box,
-                                     "evaluation": record_.model_dump(mode="json")})
+        record_ = evaluate_app(
+            PackedProblem.model_validate(job["problem"]),
+            Solution.model_validate(job["solution"]),
+            "cpu",
+            job["mode"],
+            tmp_path / "cache",
+        )
+        posted = api.http.post(
+            f"/api/runner/jobs/{job['job_id']}/result",
+            headers=box_headers,
+            json={"lease_token": job["lease_token"], "runner_id": box, "evaluation": record_.model_dump(mode="json")},
+        )
         assert posted.status_code == 200, posted.text
 
     shown = {name: api.http.get(f"/api/submissions/{sid}", headers=olga).json() for name, sid in submitted.items()}
@@ -131,12 +172,15 @@ def test_a_port_runs_only_on_its_stack_and_its_check_scores_the_contest(api, tmp
     assert entries[submitted["alice"]]["judge_score"] == shown["alice"]["score"]
     assert entries[submitted["alice"]]["completeness"] == 1.0 and entries[submitted["bob"]]["completeness"] == 0.0
     standings = api.http.get("/api/contests/port-it/standings", headers=olga).json()["standings"]["rows"]
-    assert [(r["contestant"], r["total"]) for r in standings] == [("alice", shown["alice"]["score"]),
-                                                                  ("bob", shown["bob"]["score"])]
+    assert [(r["contestant"], r["total"]) for r in standings] == [
+        ("alice", shown["alice"]["score"]),
+        ("bob", shown["bob"]["score"]),
+    ]
     seen_by_bob = api.http.get(f"/api/submissions/{submitted['alice']}", headers=bob).json()["evaluation"]
     assert seen_by_bob["log"] == "" and seen_by_bob["migration"]["score"]["total"] == shown["alice"]["score"]
-    assert seen_by_bob["migration"]["runs"] and all(r["stdout_tail"] == r["stderr_tail"] == ""
-                                                    for r in seen_by_bob["migration"]["runs"])
+    assert seen_by_bob["migration"]["runs"] and all(
+        r["stdout_tail"] == r["stderr_tail"] == "" for r in seen_by_bob["migration"]["runs"]
+    )
     assert "alice port says hello" in shown["alice"]["evaluation"]["migration"]["runs"][0]["stdout_tail"]
     assert "alice port says hello" in shown["alice"]["evaluation"]["log"]
     page = api.http.get(f"/submissions/{submitted['bob']}", headers=olga)

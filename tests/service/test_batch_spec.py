@@ -11,12 +11,19 @@ from gpuarena.errors import GpuarenaError
 def test_batch_file_toml_and_json(tmp_path) -> None:
     (tmp_path / "sub").mkdir()
     spec_file = tmp_path / "sub" / "batch.toml"
-    spec_file.write_text('problems = ["axpy_dest", "level1/softmax"]\nsolutions = ["a.py", "../b.py"]\n'
-                         'devices = ["cpu", "H100"]\nmode = "ranked"\nrepeat = 2\n')
+    spec_file.write_text(
+        'problems = ["axpy_dest", "level1/softmax"]\nsolutions = ["a.py", "../b.py"]\n'
+        'devices = ["cpu", "H100"]\nmode = "ranked"\nrepeat = 2\n'
+    )
     data = load_spec(spec_file)
     assert data["solutions"] == [tmp_path / "sub" / "a.py", tmp_path / "sub" / ".." / "b.py"]  # relative to the file
-    spec = BatchSpec(problems=data["problems"], solutions=data["solutions"], devices=data["devices"],
-                     mode=data["mode"], repeat=data["repeat"])
+    spec = BatchSpec(
+        problems=data["problems"],
+        solutions=data["solutions"],
+        devices=data["devices"],
+        mode=data["mode"],
+        repeat=data["repeat"],
+    )
     items = spec.items()
     assert len(items) == 2 * 2 * 2 * 2 and items[0] == ("axpy_dest", tmp_path / "sub" / "a.py", "cpu")
     assert items[:8] == items[8:]  # repeats follow each other

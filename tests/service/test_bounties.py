@@ -18,8 +18,16 @@ from gpuarena.service import bounties
 from gpuarena.service.bounty_schemas import EXPORT_FIELDS
 from gpuarena.service.tables import Bounty, BountyEvent, Submission, utcnow
 
-SPEED = {"title": "axpy 2x on the CPU", "reward_amount": "500", "currency": "USD", "category": "speed",
-         "problem": "axpy_dest", "device_kind": "cpu", "target_over": "reference", "target_speedup": 2.0}
+SPEED = {
+    "title": "axpy 2x on the CPU",
+    "reward_amount": "500",
+    "currency": "USD",
+    "category": "speed",
+    "problem": "axpy_dest",
+    "device_kind": "cpu",
+    "target_over": "reference",
+    "target_speedup": 2.0,
+}
 
 
 class Board:
@@ -36,16 +44,18 @@ class Board:
         return made.json()
 
     def act(self, bounty_id: int, action: str, who: dict, note: str | None = None, status: int = 200) -> dict:
-        answer = self.http.post(f"/api/bounties/{bounty_id}/{action}", headers=who,
-                                json=None if note is None else {"note": note})
+        answer = self.http.post(
+            f"/api/bounties/{bounty_id}/{action}", headers=who, json=None if note is None else {"note": note}
+        )
         assert answer.status_code == status, answer.text
         return answer.json()
 
     def get(self, bounty_id: int) -> dict:
         return self.http.get(f"/api/bounties/{bounty_id}").json()
 
-    def run(self, who: dict, status: str = "PASSED", score: float | None = 2.5, mode: str = "ranked",
-            kind: str = "cpu") -> int:
+    def run(
+        self, who: dict, status: str = "PASSED", score: float | None = 2.5, mode: str = "ranked", kind: str = "cpu"
+    ) -> int:
         """Queue a submission, then finish it as a runner would, with this status and score."""
         made = self.http.post("/api/submissions", json=submission_body(mode=mode, device_kind=kind), headers=who)
         assert made.status_code == 201, made.text
@@ -54,13 +64,23 @@ class Board:
         return sid
 
     def finish(self, sid: int, status: str = "PASSED", score: float | None = 2.5, kind: str = "cpu") -> None:
-        job = self.http.post("/api/runner/claim", json={"runner_id": self.runner_id, "device_kinds": [kind]},
-                             headers=self.runner_headers).json()
+        job = self.http.post(
+            "/api/runner/claim", json={"runner_id": self.runner_id, "device_kinds": [kind]}, headers=self.runner_headers
+        ).json()
         assert job["submission_id"] == sid
-        record = Evaluation(status=Status(status), problem="axpy_dest", solution_hash="0" * 64, device="cpu",
-                            mode=job["mode"], score=score).model_dump(mode="json")
-        posted = self.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=self.runner_headers,
-                                json={"lease_token": job["lease_token"], "evaluation": record})
+        record = Evaluation(
+            status=Status(status),
+            problem="axpy_dest",
+            solution_hash="0" * 64,
+            device="cpu",
+            mode=job["mode"],
+            score=score,
+        ).model_dump(mode="json")
+        posted = self.http.post(
+            f"/api/runner/jobs/{job['job_id']}/result",
+            headers=self.runner_headers,
+            json={"lease_token": job["lease_token"], "evaluation": record},
+        )
         assert posted.status_code == 200, posted.text
 
     def set(self, bounty_id: int, **values) -> None:
@@ -71,8 +91,11 @@ class Board:
     def snapshot(self) -> tuple:
         """Everything a refused request must leave as it was."""
         with self.api.db.read() as session:
-            rows = session.execute(select(Bounty.id, Bounty.state, Bounty.claimer_id, Bounty.claim_expires_at,
-                                          Bounty.submission_id).order_by(Bounty.id)).all()
+            rows = session.execute(
+                select(
+                    Bounty.id, Bounty.state, Bounty.claimer_id, Bounty.claim_expires_at, Bounty.submission_id
+                ).order_by(Bounty.id)
+            ).all()
             return tuple(rows), session.scalar(select(func.count()).select_from(BountyEvent))
 
 
@@ -103,9 +126,13 @@ def test_a_speed_bounty_goes_open_claimed_submitted_verified_paid(board) -> None
     assert (verified["claimer"], verified["claim_expires_at"]) == ("alice", None)  # the winner; no lock to run out
     paid = board.act(made["id"], "pay", board.org, note="wire 2026-12-01")
     assert paid["state"] == "paid"
-    assert _history(paid) == [("created", "org", "", "open"), ("claimed", "alice", "open", "claimed"),
-                              ("submitted", "alice", "claimed", "submitted"),
-                              ("verified", None, "submitted", "verified"), ("paid", "org", "verified", "paid")]
+    assert _history(paid) == [
+        ("created", "org", "", "open"),
+        ("claimed", "alice", "open", "claimed"),
+        ("submitted", "alice", "claimed", "submitted"),
+        ("verified", None, "submitted", "verified"),
+        ("paid", "org", "verified", "paid"),
+    ]
     assert f"#{made_run['id']}" in paid["history"][3]["note"] and paid["history"][4]["note"] == "wire 2026-12-01"
     times = [dt.datetime.fromisoformat(e["at"]) for e in paid["history"]]
     assert times == sorted(times) and before - dt.timedelta(minutes=1) < times[0] <= utcnow()
@@ -147,8 +174,9 @@ def test_a_target_over_the_leaderboard_multiplies_its_best_score(board) -> None:
 
 def test_bad_input_gets_a_clear_error_and_changes_nothing(board, api) -> None:
     bounty = board.create()["id"]
-    feature = board.create(category="feature", problem=None, device_kind=None, target_over=None,
-                           target_speedup=None)["id"]
+    feature = board.create(category="feature", problem=None, device_kind=None, target_over=None, target_speedup=None)[
+        "id"
+    ]
     board.act(bounty, "claim", board.alice)
     runner_account = api.user("box", "runner")
     before = board.snapshot()
@@ -247,8 +275,9 @@ def test_a_lock_waits_for_a_ranked_run_queued_in_time(board) -> None:
     board.act(bounty, "claim", board.alice)
     sid = board.http.post("/api/submissions", json=submission_body(), headers=board.alice).json()["id"]
     with board.api.db.write() as session:
-        session.execute(update(Submission).where(Submission.id == sid).values(
-            created_at=utcnow() - dt.timedelta(hours=2)))
+        session.execute(
+            update(Submission).where(Submission.id == sid).values(created_at=utcnow() - dt.timedelta(hours=2))
+        )
     board.set(bounty, claim_expires_at=utcnow() - dt.timedelta(hours=1))
     assert board.get(bounty)["state"] == "submitted"  # still held: its run is in flight
     board.finish(sid, score=3.0)
@@ -265,8 +294,14 @@ def test_a_lock_waits_for_a_ranked_run_queued_in_time(board) -> None:
 
 def test_a_passed_deadline_expires_the_bounty(board) -> None:
     bounty = board.create(deadline=(utcnow() + dt.timedelta(days=1)).isoformat())["id"]
-    feature = board.create(category="feature", problem=None, device_kind=None, target_over=None,
-                           target_speedup=None, deadline=(utcnow() + dt.timedelta(days=1)).isoformat())["id"]
+    feature = board.create(
+        category="feature",
+        problem=None,
+        device_kind=None,
+        target_over=None,
+        target_speedup=None,
+        deadline=(utcnow() + dt.timedelta(days=1)).isoformat(),
+    )["id"]
     board.act(bounty, "claim", board.alice)
     board.act(feature, "claim", board.bob)
     board.act(feature, "submit", board.bob, note="https://example.org/pull/7")
@@ -283,8 +318,16 @@ def test_a_passed_deadline_expires_the_bounty(board) -> None:
 
 
 def test_organisers_verify_feature_bounties_release_and_withdraw(board) -> None:
-    feature = board.create(title="a Metal backend", category="hardware", problem=None, device_kind=None,
-                           target_over=None, target_speedup=None, reward_amount="1200.00", currency="eur")
+    feature = board.create(
+        title="a Metal backend",
+        category="hardware",
+        problem=None,
+        device_kind=None,
+        target_over=None,
+        target_speedup=None,
+        reward_amount="1200.00",
+        currency="eur",
+    )
     assert (feature["currency"], feature["reward_amount"], feature["target"]) == ("EUR", "1200.00", "")
     board.act(feature["id"], "claim", board.alice)
     answer = board.http.post(f"/api/bounties/{feature['id']}/submit", json={"note": "  "}, headers=board.alice)
@@ -293,8 +336,11 @@ def test_organisers_verify_feature_bounties_release_and_withdraw(board) -> None:
     board.act(feature["id"], "verify", board.alice, status=403)
     board.act(feature["id"], "verify", board.org, note="merged")
     paid = board.act(feature["id"], "pay", board.org)
-    assert _history(paid)[-3:] == [("submitted", "alice", "claimed", "submitted"),
-                                   ("verified", "org", "submitted", "verified"), ("paid", "org", "verified", "paid")]
+    assert _history(paid)[-3:] == [
+        ("submitted", "alice", "claimed", "submitted"),
+        ("verified", "org", "submitted", "verified"),
+        ("paid", "org", "verified", "paid"),
+    ]
     assert paid["history"][-1]["note"] == "1200.00 EUR to alice"
     board.act(feature["id"], "withdraw", board.org, status=400)  # paid is final
 
@@ -312,8 +358,15 @@ def test_organisers_verify_feature_bounties_release_and_withdraw(board) -> None:
 
 def test_board_filters_and_exports(board) -> None:
     speed = board.create(reward_amount="12.50")["id"]
-    bug = board.create(title="fix, \"quoted\"", category="bug", problem=None, device_kind=None, target_over=None,
-                       target_speedup=None, reward_amount="1e3")["id"]
+    bug = board.create(
+        title='fix, "quoted"',
+        category="bug",
+        problem=None,
+        device_kind=None,
+        target_over=None,
+        target_speedup=None,
+        reward_amount="1e3",
+    )["id"]
     board.act(speed, "claim", board.alice)
     pick = lambda **q: [b["id"] for b in board.http.get("/api/bounties", params=q).json()]  # noqa: E731
     assert pick() == [bug, speed]  # newest first
@@ -326,10 +379,13 @@ def test_board_filters_and_exports(board) -> None:
     rows = list(csv.DictReader(io.StringIO(exported.text)))
     assert list(rows[0]) == EXPORT_FIELDS
     assert [(r["id"], r["title"], r["reward_amount"], r["state"], r["claimer"]) for r in rows] == [
-        (str(bug), 'fix, "quoted"', "1000", "open", ""), (str(speed), "axpy 2x on the CPU", "12.50", "claimed", "alice")]
+        (str(bug), 'fix, "quoted"', "1000", "open", ""),
+        (str(speed), "axpy 2x on the CPU", "12.50", "claimed", "alice"),
+    ]
     assert rows[1]["required_score"] == "2.0" and rows[1]["problem"] == "axpy_dest"
-    only_bugs = list(csv.DictReader(io.StringIO(board.http.get("/api/bounties/export.csv",
-                                                               params={"category": "bug"}).text)))
+    only_bugs = list(
+        csv.DictReader(io.StringIO(board.http.get("/api/bounties/export.csv", params={"category": "bug"}).text))
+    )
     assert [r["id"] for r in only_bugs] == [str(bug)]
     records = board.http.get("/api/bounties/export.json", params={"state": "claimed"}).json()
     assert [r["id"] for r in records] == [speed] and records[0]["reward_amount"] == "12.50"

@@ -39,11 +39,31 @@ def board(request, env):
     runner = None
     try:
         box = _cli("users", "add", "box", "--role", "runner", env=env).stdout.split()[-1]
-        runner = subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "runner", "--name", "box", "--device", "cpu",
-                                   "--server", server.url, "--token", box], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-        _wait_for(lambda: any(k["name"] == "cpu" and k["runners_online"]
-                              for k in httpx.get(server.url + "/api/device-kinds").json()), what="the runner")
+        runner = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gpuarena.cli",
+                "runner",
+                "--name",
+                "box",
+                "--device",
+                "cpu",
+                "--server",
+                server.url,
+                "--token",
+                box,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_for(
+            lambda: any(
+                k["name"] == "cpu" and k["runners_online"] for k in httpx.get(server.url + "/api/device-kinds").json()
+            ),
+            what="the runner",
+        )
         yield server, env
     finally:
         if runner is not None:
@@ -68,8 +88,10 @@ def _set_expiry(env: dict, bounty_id: int, when: dt.datetime) -> None:
 
 def test_a_bounty_is_claimed_verified_by_a_ranked_run_and_paid_and_a_lock_lapses(board) -> None:
     server, env = board
-    org, alice, bob = (_cli("users", "add", name, "--role", role, env=env).stdout.split()[-1]
-                       for name, role in (("org", "organiser"), ("alice", "participant"), ("bob", "participant")))
+    org, alice, bob = (
+        _cli("users", "add", name, "--role", role, env=env).stdout.split()[-1]
+        for name, role in (("org", "organiser"), ("alice", "participant"), ("bob", "participant"))
+    )
     at = ["--server", server.url]
 
     def bounty(*args: str, token: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -83,42 +105,112 @@ def test_a_bounty_is_claimed_verified_by_a_ranked_run_and_paid_and_a_lock_lapses
 
     speed = ["--category", "speed", "--problem", PROBLEM, "--device-kind", "cpu"]
     # bad input: a clear error, exit 2, and nothing on the board
-    gpu = bounty("create", "--title", "on an H100", "--reward", "10", *speed[:4], "--device-kind", "H100",
-                 "--speedup", "2", token=org, check=False)
+    gpu = bounty(
+        "create",
+        "--title",
+        "on an H100",
+        "--reward",
+        "10",
+        *speed[:4],
+        "--device-kind",
+        "H100",
+        "--speedup",
+        "2",
+        token=org,
+        check=False,
+    )
     assert gpu.returncode == 2 and "no runner has brought a device of kind 'H100'" in gpu.stderr, gpu.stderr
-    unknown = post("", org, {"title": "x", "reward_amount": "10", "category": "speed", "problem": "level9/nope",
-                             "device_kind": "cpu", "target_speedup": 2})
+    unknown = post(
+        "",
+        org,
+        {
+            "title": "x",
+            "reward_amount": "10",
+            "category": "speed",
+            "problem": "level9/nope",
+            "device_kind": "cpu",
+            "target_speedup": 2,
+        },
+    )
     assert unknown.status_code == 400 and "unknown problem 'level9/nope'" in unknown.json()["error"]
     assert httpx.get(f"{server.url}/api/bounties").json() == []
 
     # tiers: one bounty each; and a third whose lock will lapse
-    made = json.loads(bounty("create", "--title", "softmax", "--reward", "50", "--reward", "5000", *speed,
-                             "--speedup", "0.1", "--speedup", "100", "--json", token=org).stdout)
+    made = json.loads(
+        bounty(
+            "create",
+            "--title",
+            "softmax",
+            "--reward",
+            "50",
+            "--reward",
+            "5000",
+            *speed,
+            "--speedup",
+            "0.1",
+            "--speedup",
+            "100",
+            "--json",
+            token=org,
+        ).stdout
+    )
     assert [(b["title"], b["reward_amount"], b["required_score"]) for b in made] == [
-        ("softmax (0.1x)", "50", 0.1), ("softmax (100x)", "5000", 100.0)]
+        ("softmax (0.1x)", "50", 0.1),
+        ("softmax (100x)", "5000", 100.0),
+    ]
     reached, beyond = (b["id"] for b in made)
-    lapsing = post("", org, {"title": "lapses", "reward_amount": "1", "category": "speed", "problem": PROBLEM,
-                             "device_kind": "cpu", "target_speedup": 2, "claim_days": 1}).json()["id"]
+    lapsing = post(
+        "",
+        org,
+        {
+            "title": "lapses",
+            "reward_amount": "1",
+            "category": "speed",
+            "problem": PROBLEM,
+            "device_kind": "cpu",
+            "target_speedup": 2,
+            "claim_days": 1,
+        },
+    ).json()["id"]
 
     assert "claimed by alice" in bounty("claim", str(reached), token=alice).stdout
     assert post(f"/{beyond}/claim", alice).status_code == 200
     taken = post(f"/{reached}/claim", bob)
     assert taken.status_code == 400 and "already claimed by alice" in taken.json()["error"]
 
-    record = json.loads(_cli("submit", PROBLEM, str(EXAMPLE), "--device", "cpu", "--mode", "ranked", *at,
-                             "--token", alice, "--json", env=env).stdout)
+    record = json.loads(
+        _cli(
+            "submit",
+            PROBLEM,
+            str(EXAMPLE),
+            "--device",
+            "cpu",
+            "--mode",
+            "ranked",
+            *at,
+            "--token",
+            alice,
+            "--json",
+            env=env,
+        ).stdout
+    )
     assert record["status"] == "PASSED" and 0.1 <= record["score"] < 100, record.get("reason")
     verified = show(reached)
     assert (verified["state"], verified["submission_id"]) == ("verified", record["submission_id"])
     assert [(e["action"], e["actor"], e["to_state"]) for e in verified["history"]] == [
-        ("created", "org", "open"), ("claimed", "alice", "claimed"), ("submitted", "alice", "submitted"),
-        ("verified", None, "verified")]
+        ("created", "org", "open"),
+        ("claimed", "alice", "claimed"),
+        ("submitted", "alice", "submitted"),
+        ("verified", None, "verified"),
+    ]
     short = show(beyond)
     assert short["state"] == "submitted" and short["history"][-1]["action"] == "attempt"
     assert f"ranked run #{record['submission_id']} scored" in short["history"][-1]["note"]
 
-    assert f"bounty {reached} (paid, by alice): 50 USD" in bounty("pay", str(reached), "--note", "invoice 17",
-                                                                   token=org).stdout
+    assert (
+        f"bounty {reached} (paid, by alice): 50 USD"
+        in bounty("pay", str(reached), "--note", "invoice 17", token=org).stdout
+    )
     last = show(reached)["history"][-1]
     assert (last["action"], last["actor"], last["note"]) == ("paid", "org", "invoice 17")
     early = post(f"/{beyond}/pay", org)
@@ -136,6 +228,9 @@ def test_a_bounty_is_claimed_verified_by_a_ranked_run_and_paid_and_a_lock_lapses
 
     board_csv = httpx.get(f"{server.url}/api/bounties/export.csv").text
     assert {(r["id"], r["state"]) for r in csv.DictReader(io.StringIO(board_csv))} == {
-        (str(reached), "paid"), (str(beyond), "submitted"), (str(lapsing), "claimed")}
+        (str(reached), "paid"),
+        (str(beyond), "submitted"),
+        (str(lapsing), "claimed"),
+    }
     page = httpx.get(f"{server.url}/bounties/{reached}").text
     assert "invoice 17" in page and f"/submissions/{record['submission_id']}" in page

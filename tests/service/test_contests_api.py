@@ -17,20 +17,44 @@ NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
 def contest_body(slug: str = "spring", rule: dict | None = None, **fields) -> dict:
-    body = {"slug": slug, "title": "Spring kernels", "description": "# Spring\nFastest **axpy** wins.",
-            "start": (NOW - dt.timedelta(hours=1)).isoformat(), "end": (NOW + dt.timedelta(hours=2)).isoformat(),
-            "problems": ["axpy_dest"], "device_kinds": ["cpu"], "rule": rule or {"name": "fastest"}}
+    body = {
+        "slug": slug,
+        "title": "Spring kernels",
+        "description": "# Spring\nFastest **axpy** wins.",
+        "start": (NOW - dt.timedelta(hours=1)).isoformat(),
+        "end": (NOW + dt.timedelta(hours=2)).isoformat(),
+        "problems": ["axpy_dest"],
+        "device_kinds": ["cpu"],
+        "rule": rule or {"name": "fastest"},
+    }
     body.update(fields)
     return body
 
 
-def evaluation(score: float | None, low: float | None = None, high: float | None = None,
-               error: float = 1e-6, status: str = "PASSED") -> dict:
-    workload = WorkloadResult(name="w", status=Status(status), speedup=score, max_abs_error=error,
-                              max_rel_error=error, speedup_ci95=(low or score * 0.98, high or score * 1.02)
-                              if score else None)
-    return Evaluation(status=Status(status), problem="axpy_dest", solution_hash="0" * 64, device="cpu", mode="ranked",
-                      score=score, workloads=[workload]).model_dump(mode="json")
+def evaluation(
+    score: float | None,
+    low: float | None = None,
+    high: float | None = None,
+    error: float = 1e-6,
+    status: str = "PASSED",
+) -> dict:
+    workload = WorkloadResult(
+        name="w",
+        status=Status(status),
+        speedup=score,
+        max_abs_error=error,
+        max_rel_error=error,
+        speedup_ci95=(low or score * 0.98, high or score * 1.02) if score else None,
+    )
+    return Evaluation(
+        status=Status(status),
+        problem="axpy_dest",
+        solution_hash="0" * 64,
+        device="cpu",
+        mode="ranked",
+        score=score,
+        workloads=[workload],
+    ).model_dump(mode="json")
 
 
 class Contest:
@@ -53,13 +77,19 @@ class Contest:
 
     def judge(self, results: dict[int, dict]) -> None:
         """Claim every queued job and post the given evaluation for its submission."""
-        while (answer := self.api.http.post("/api/runner/claim", json={"runner_id": self.runner_id,
-                                                                       "device_kinds": ["cpu"]},
-                                            headers=self.runner_headers)).status_code == 200:
+        while (
+            answer := self.api.http.post(
+                "/api/runner/claim",
+                json={"runner_id": self.runner_id, "device_kinds": ["cpu"]},
+                headers=self.runner_headers,
+            )
+        ).status_code == 200:
             job = answer.json()
-            posted = self.api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=self.runner_headers,
-                                        json={"lease_token": job["lease_token"],
-                                              "evaluation": results[job["submission_id"]]})
+            posted = self.api.http.post(
+                f"/api/runner/jobs/{job['job_id']}/result",
+                headers=self.runner_headers,
+                json={"lease_token": job["lease_token"], "evaluation": results[job["submission_id"]]},
+            )
             assert posted.status_code == 200, posted.text
 
     def standings(self, slug: str = "spring", who: dict | None = None, **params) -> dict:
@@ -82,8 +112,14 @@ def test_bad_contests_get_a_clear_error_and_write_nothing(api) -> None:
         (c.olga, contest_body(rule={"name": "fastest", "points": [1, 5]}), 422, "must not increase"),
         (c.olga, contest_body(rule={"name": "borda"}), 422, "rule"),
         (c.olga, contest_body(organizers=["nobody"]), 400, "no user named 'nobody'"),
-        (c.olga, contest_body(entries="team", teams=[{"name": "a", "members": ["alice"]},
-                                                     {"name": "b", "members": ["alice"]}]), 422, "one team only"),
+        (
+            c.olga,
+            contest_body(
+                entries="team", teams=[{"name": "a", "members": ["alice"]}, {"name": "b", "members": ["alice"]}]
+            ),
+            422,
+            "one team only",
+        ),
         (alice, contest_body(), 403, "needs an organiser or admin"),
     ]
     for who, body, code, message in cases:
@@ -102,10 +138,8 @@ def test_entries_are_checked_when_submitted_and_a_refused_one_leaves_nothing(api
     c = Contest(api)
     alice = api.user("alice")
     c.create(daily_submission_limit=2)
-    c.create(slug="later", start=(NOW + dt.timedelta(days=1)).isoformat(),
-             end=(NOW + dt.timedelta(days=2)).isoformat())
-    c.create(slug="over", start=(NOW - dt.timedelta(days=2)).isoformat(),
-             end=(NOW - dt.timedelta(days=1)).isoformat())
+    c.create(slug="later", start=(NOW + dt.timedelta(days=1)).isoformat(), end=(NOW + dt.timedelta(days=2)).isoformat())
+    c.create(slug="over", start=(NOW - dt.timedelta(days=2)).isoformat(), end=(NOW - dt.timedelta(days=1)).isoformat())
     c.create(slug="teams", entries="team", teams=[{"name": "red", "members": ["olga"]}])
     refusals = [
         (dict(slug="later"), 400, "has not started"),
@@ -128,8 +162,12 @@ def test_entries_are_checked_when_submitted_and_a_refused_one_leaves_nothing(api
     entries = api.http.get("/api/contests/teams/entries", headers=c.olga).json()
     assert [(e["contestant"], e["user"]) for e in entries] == [("red", "olga")]
     # organizers add teams later; a user stays on one team; others cannot
-    assert api.http.put("/api/contests/teams/teams", json={"name": "blue", "members": ["alice"]},
-                        headers=alice).status_code == 403
+    assert (
+        api.http.put(
+            "/api/contests/teams/teams", json={"name": "blue", "members": ["alice"]}, headers=alice
+        ).status_code
+        == 403
+    )
     twice = api.http.put("/api/contests/teams/teams", json={"name": "blue", "members": ["olga"]}, headers=c.olga)
     assert twice.status_code == 400 and "olga is on red" in twice.json()["error"]
     added = api.http.put("/api/contests/teams/teams", json={"name": "blue", "members": ["alice"]}, headers=c.olga)
@@ -145,8 +183,14 @@ def test_fastest_standings_as_computed_by_hand_with_ties_flags_and_csv(api) -> N
     c.create()
     ids = {name: c.submit(who).json()["id"] for name, who in (("alice", alice), ("bob", bob), ("carol", carol))}
     resubmit = c.submit(alice).json()["id"]  # within the first's interval: flagged, does not count
-    c.judge({ids["alice"]: evaluation(2.0), ids["bob"]: evaluation(3.0), ids["carol"]: evaluation(2.0),
-             resubmit: evaluation(2.02, low=1.95, high=2.1)})
+    c.judge(
+        {
+            ids["alice"]: evaluation(2.0),
+            ids["bob"]: evaluation(3.0),
+            ids["carol"]: evaluation(2.0),
+            resubmit: evaluation(2.02, low=1.95, high=2.1),
+        }
+    )
     table = c.standings()
     # by hand: bob 3.0 first (10 points); alice and carol both 2.0, alice earlier: 8, carol 6
     assert rows(table) == [(1, "bob", 10.0, None), (2, "alice", 8.0, None), (3, "carol", 6.0, None)]
@@ -184,35 +228,42 @@ def test_ccf_kernel_review_bonus_and_permissions(api) -> None:
     a, b = c.submit(alice).json()["id"], c.submit(bob).json()["id"]
     failed = c.submit(bob).json()["id"]
     c.judge({a: evaluation(1.1), b: evaluation(1.3), failed: evaluation(None, status="WRONG_VALUES")})
-    queue = api.http.get("/api/contests/spring/entries", params={"review": "pending", "passed": True},
-                         headers=c.olga).json()
+    queue = api.http.get(
+        "/api/contests/spring/entries", params={"review": "pending", "passed": True}, headers=c.olga
+    ).json()
     assert sorted(e["submission_id"] for e in queue) == [a, b]
     for who in (bob, other_organiser):  # a contestant, an organiser of no part in this contest
-        refused = api.http.post(f"/api/contests/spring/entries/{a}/review", json={"decision": "accepted"},
-                                headers=who)
+        refused = api.http.post(f"/api/contests/spring/entries/{a}/review", json={"decision": "accepted"}, headers=who)
         assert refused.status_code == 403 and "only the organizers of spring" in refused.json()["error"]
-    cannot = api.http.post(f"/api/contests/spring/entries/{failed}/review", json={"decision": "accepted"},
-                           headers=c.olga)
+    cannot = api.http.post(
+        f"/api/contests/spring/entries/{failed}/review", json={"decision": "accepted"}, headers=c.olga
+    )
     assert cannot.status_code == 400 and "only a run that passed" in cannot.json()["error"]
-    bad_bonus = api.http.post(f"/api/contests/spring/entries/{a}/review",
-                              json={"decision": "accepted", "bonus": ["charm"]}, headers=c.olga)
+    bad_bonus = api.http.post(
+        f"/api/contests/spring/entries/{a}/review", json={"decision": "accepted", "bonus": ["charm"]}, headers=c.olga
+    )
     assert bad_bonus.status_code == 422
     assert c.standings()["standings"]["rows"][0]["total"] == 0  # nothing accepted yet
-    for sid, body in ((a, {"decision": "accepted", "comment": "clean", "bonus": ["write_up"]}),
-                      (b, {"decision": "accepted", "comment": "ok"})):
+    for sid, body in (
+        (a, {"decision": "accepted", "comment": "clean", "bonus": ["write_up"]}),
+        (b, {"decision": "accepted", "comment": "ok"}),
+    ):
         answer = api.http.post(f"/api/contests/spring/entries/{sid}/review", json=body, headers=c.olga)
         assert answer.status_code == 200, answer.text
     # by hand: level 1 problem: 5 points each; alice's bonus item breaks the tie
     assert rows(c.standings()) == [(1, "alice", 5.0, None), (2, "bob", 5.0, "more bonus items")]
-    merged = api.http.post(f"/api/contests/spring/entries/{b}/review",
-                           json={"decision": "accepted", "comment": "merged upstream", "merged_upstream": True},
-                           headers=c.olga)
+    merged = api.http.post(
+        f"/api/contests/spring/entries/{b}/review",
+        json={"decision": "accepted", "comment": "merged upstream", "merged_upstream": True},
+        headers=c.olga,
+    )
     assert merged.json()["merged_upstream"] and merged.json()["reviewer"] == "olga"
     assert rows(c.standings()) == [(1, "bob", 55.0, None), (2, "alice", 5.0, None)]
     seen = api.http.get("/api/contests/spring/entries", headers=alice).json()
     assert [(e["review"], e["review_comment"]) for e in seen] == [("accepted", "clean")]
-    rejected = api.http.post(f"/api/contests/spring/entries/{a}/review",
-                             json={"decision": "rejected", "comment": "copied"}, headers=c.olga)
+    rejected = api.http.post(
+        f"/api/contests/spring/entries/{a}/review", json={"decision": "rejected", "comment": "copied"}, headers=c.olga
+    )
     assert rejected.json()["review"] == "rejected"
     assert api.http.get("/api/contests/spring/entries", headers=alice).json()[0]["review_comment"] == "copied"
     assert rows(c.standings())[1] == (2, "alice", 0.0, None)
@@ -221,8 +272,9 @@ def test_ccf_kernel_review_bonus_and_permissions(api) -> None:
 def test_frozen_standings_hide_late_entries_but_not_from_organizers(api) -> None:
     c = Contest(api)
     alice = api.user("alice")
-    c.create(start=(NOW - dt.timedelta(hours=3)).isoformat(), end=(NOW + dt.timedelta(hours=1)).isoformat(),
-             freeze_hours=2)
+    c.create(
+        start=(NOW - dt.timedelta(hours=3)).isoformat(), end=(NOW + dt.timedelta(hours=1)).isoformat(), freeze_hours=2
+    )
     a = c.submit(alice).json()["id"]
     c.judge({a: evaluation(2.0)})
     public = c.standings()
@@ -271,8 +323,11 @@ def test_kept_standings_follow_results_reviews_and_slow_commits(api) -> None:
     # carol's verdict rewritten by a transaction stamped half a minute before the newest change
     with api.db.write() as session:
         session.execute(update(Submission).where(Submission.id == late).values(status="PASSED", score=4.0))
-        session.execute(update(ContestEntry).where(ContestEntry.submission_id == late).values(
-            review="accepted", merged_upstream=True, updated_at=utcnow() - dt.timedelta(seconds=30)))
+        session.execute(
+            update(ContestEntry)
+            .where(ContestEntry.submission_id == late)
+            .values(review="accepted", merged_upstream=True, updated_at=utcnow() - dt.timedelta(seconds=30))
+        )
     assert rows(c.standings())[0] == (1, "carol", 55.0, None)
     assert len(contest_standings._kept) >= 1
 
@@ -295,7 +350,8 @@ def test_the_standings_json_is_the_standings_record_kept_until_a_change(api, mon
         assert first.pop("computed_at") and first == record.model_dump(mode="json", exclude={"computed_at"})
         assert len(first["standings"]["rows"]) == 3
         assert contest_standings.standings_json(session, row, None) is contest_standings.standings_json(
-            session, row, None)
+            session, row, None
+        )
 
 
 def test_api_standings_are_computed_beside_the_server_process(api, monkeypatch) -> None:

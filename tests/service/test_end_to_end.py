@@ -40,20 +40,43 @@ def test_serve_submit_result_leaderboard(served) -> None:
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert "verdict:" in wrong.stdout and "PASSED" not in wrong.stdout.split("verdict:")[1].splitlines()[0]
 
-    board = json.loads(_cli("leaderboard", "axpy_dest", "--device", "cpu", "--server", server.url, "--json",
-                            env=env).stdout)
-    assert [(r["rank"], r["user"], r["submission_id"]) for r in board["rows"]] == [(1, "alice", record["submission_id"])]
+    board = json.loads(
+        _cli("leaderboard", "axpy_dest", "--device", "cpu", "--server", server.url, "--json", env=env).stdout
+    )
+    assert [(r["rank"], r["user"], r["submission_id"]) for r in board["rows"]] == [
+        (1, "alice", record["submission_id"])
+    ]
     assert board["rows"][0]["score"] == pytest.approx(record["score"])
-    by_folder = json.loads(_cli("leaderboard", str(ROOT / "tests" / "fixtures" / "problems" / "axpy_dest"), "--device",
-                                "cpu", "--server", server.url, "--json", env=env).stdout)
+    by_folder = json.loads(
+        _cli(
+            "leaderboard",
+            str(ROOT / "tests" / "fixtures" / "problems" / "axpy_dest"),
+            "--device",
+            "cpu",
+            "--server",
+            server.url,
+            "--json",
+            env=env,
+        ).stdout
+    )
     assert by_folder["rows"] == board["rows"]  # a local problem folder names the server's problem
 
     # `gpuarena login` saves the server and token for later commands; a token piped in is read
     # without a warning, and http://host:port/ is the same server as http://host:port
     piped = _cli("login", "--server", server.url + "/", env=env, input=token + "\n")
     assert "signed in to" in piped.stdout and "Warning" not in piped.stderr, piped.stderr
-    test_mode = _cli("submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"), "--device", "cpu", "--mode", "test",
-                     "--server", server.url + "/", env=env)  # the saved token is found for the slashed address
+    test_mode = _cli(
+        "submit",
+        "axpy_dest",
+        str(SOLUTIONS / "dest_good.py"),
+        "--device",
+        "cpu",
+        "--mode",
+        "test",
+        "--server",
+        server.url + "/",
+        env=env,
+    )  # the saved token is found for the slashed address
     assert "verdict: PASSED" in test_mode.stdout
     boss = _cli("users", "add", "boss", "--role", "admin", env=env).stdout.strip().splitlines()[-1]
     link = _cli("invites", "create", "--server", server.url, "--token", boss, "--uses", "1", env=env).stdout.strip()
@@ -85,16 +108,23 @@ def test_a_stopped_runner_gives_its_job_back(env, tmp_path) -> None:
         runner_env = {**env, "GPUARENA_SERVER": server.url, "GPUARENA_TOKEN": runner_token}
 
         def start_runner(name: str) -> subprocess.Popen:
-            return subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "runner", "--name", name, "--device", "cpu"],
-                                    env=runner_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            return subprocess.Popen(
+                [sys.executable, "-m", "gpuarena.cli", "runner", "--name", name, "--device", "cpu"],
+                env=runner_env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
 
         first = start_runner("first")
         http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {alice}"})
         _wait_for(lambda: any(k["name"] == "cpu" for k in http.get("/api/device-kinds").json()), what="the runner")
         source = tmp_path / "slow_once.py"
         source.write_text(SLOW_ONCE)
-        made = http.post("/api/submissions/upload", files={"file": ("slow_once.py", source.read_bytes())},
-                         data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test"})
+        made = http.post(
+            "/api/submissions/upload",
+            files={"file": ("slow_once.py", source.read_bytes())},
+            data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test"},
+        )
         assert made.status_code == 201, made.text
         sid = made.json()["id"]
         _wait_for(lambda: http.get(f"/api/submissions/{sid}").json()["status"] == "RUNNING", what="RUNNING")
@@ -135,16 +165,37 @@ def test_runner_starts_the_next_job_process_ahead(env) -> None:
     try:
         alice = _cli("users", "add", "alice", env=env).stdout.split()[-1]
         runner_token = _cli("users", "add", "box", "--role", "runner", env=env).stdout.split()[-1]
-        runner = subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "runner", "--name", "box", "--devices", "cpu:0",
-                                   "--server", server.url, "--token", runner_token, "--health-interval", "0"],
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        runner = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gpuarena.cli",
+                "runner",
+                "--name",
+                "box",
+                "--devices",
+                "cpu:0",
+                "--server",
+                server.url,
+                "--token",
+                runner_token,
+                "--health-interval",
+                "0",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {alice}"})
         _wait_for(lambda: any(k["name"] == "cpu" for k in http.get("/api/device-kinds").json()), what="the runner")
         source = (SOLUTIONS / "dest_good.py").read_bytes()
 
         def run_one() -> None:
-            made = http.post("/api/submissions/upload", files={"file": ("dest_good.py", source)},
-                             data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test"})
+            made = http.post(
+                "/api/submissions/upload",
+                files={"file": ("dest_good.py", source)},
+                data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test"},
+            )
             assert made.status_code == 201, made.text
             sid = made.json()["id"]
             _wait_for(lambda: http.get(f"/api/submissions/{sid}").json()["done"], what="the result")
@@ -154,8 +205,10 @@ def test_runner_starts_the_next_job_process_ahead(env) -> None:
         _wait_for(lambda: len(_job_processes(runner.pid)) == 1, what="a job process started ahead")
         (ahead,) = _job_processes(runner.pid)
         run_one()
-        _wait_for(lambda: len(_job_processes(runner.pid)) == 1 and ahead not in _job_processes(runner.pid),
-                  what="the process started ahead to run the job and a new one to wait")
+        _wait_for(
+            lambda: len(_job_processes(runner.pid)) == 1 and ahead not in _job_processes(runner.pid),
+            what="the process started ahead to run the job and a new one to wait",
+        )
         (waiting,) = _job_processes(runner.pid)
         runner.send_signal(signal.SIGTERM)
         assert runner.wait(timeout=60) == 0
@@ -198,8 +251,13 @@ def test_ranked_jobs_get_their_own_seeds(served, tmp_path) -> None:
     common = ["--device", "cpu", "--server", server.url, "--token", token, "--json"]
     source = tmp_path / "fingerprints.py"
     source.write_text(FINGERPRINTS)
-    records = {mode: [json.loads(_cli("submit", "axpy_dest", str(source), *common, "--mode", mode, env=env).stdout)
-                      for _ in range(2)] for mode in ("ranked", "benchmark")}
+    records = {
+        mode: [
+            json.loads(_cli("submit", "axpy_dest", str(source), *common, "--mode", mode, env=env).stdout)
+            for _ in range(2)
+        ]
+        for mode in ("ranked", "benchmark")
+    }
     assert all(r["status"] == "PASSED" for runs in records.values() for r in runs), records
 
     url = env.get("GPUARENA_DATABASE_URL", f"sqlite:///{env['GPUARENA_HOME']}/gpuarena.db")
@@ -216,8 +274,9 @@ def test_ranked_jobs_get_their_own_seeds(served, tmp_path) -> None:
     public = [_fingerprints(r) for r in records["benchmark"]]
     assert public[0] & public[1], "benchmark runs no longer share the public seed's inputs"
     for record in records["ranked"]:  # the seed is nowhere in what the author is shown
-        shown = httpx.get(f"{server.url}/api/submissions/{record['submission_id']}",
-                          headers={"Authorization": f"Bearer {token}"}).text
+        shown = httpx.get(
+            f"{server.url}/api/submissions/{record['submission_id']}", headers={"Authorization": f"Bearer {token}"}
+        ).text
         assert str(seeds[record["submission_id"]]) not in shown
 
 
@@ -295,11 +354,19 @@ def deployed(request) -> Iterator[tuple[Server, dict, list[str]]]:
     base = ROOT / ".gpuarena" / f"e2e-snoop-{os.getpid()}-{secrets.token_hex(4)}"
     home, config, cache = base / "home", base / "config", base / "cache"
     environment = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_") and k != "PYTHONPATH"}
-    environment.update(GPUARENA_HOME=str(home), GPUARENA_CACHE=str(cache), XDG_CONFIG_HOME=str(config),
-                       GPUARENA_SUBMIT_LIMIT="1000", GPUARENA_MAX_IN_FLIGHT="1000")
+    environment.update(
+        GPUARENA_HOME=str(home),
+        GPUARENA_CACHE=str(cache),
+        XDG_CONFIG_HOME=str(config),
+        GPUARENA_SUBMIT_LIMIT="1000",
+        GPUARENA_MAX_IN_FLIGHT="1000",
+    )
     if request.param == "checkout-on-pythonpath":
         environment["PYTHONPATH"] = str(ROOT)
-    decoys = [Path(tempfile.mkdtemp(prefix="gpuarena-run-")), Path(tempfile.mkdtemp(prefix="gpuarena-", dir="/dev/shm"))]
+    decoys = [
+        Path(tempfile.mkdtemp(prefix="gpuarena-run-")),
+        Path(tempfile.mkdtemp(prefix="gpuarena-", dir="/dev/shm")),
+    ]
     for decoy in decoys:  # another job's run folder and shared inputs, as they are while it runs
         (decoy / "inputs.bin").write_bytes(b"another job's inputs")
     server = None
@@ -311,8 +378,13 @@ def deployed(request) -> Iterator[tuple[Server, dict, list[str]]]:
         server = Server(environment)
         _cli("login", "--server", server.url, "--token", admin, env=environment)
         assert (config / "gpuarena" / "credentials.json").is_file()
-        secret_places = [str(home), str(config), str(Path.home() / ".gpuarena"),
-                         str(Path.home() / ".config" / "gpuarena"), *map(str, decoys)]
+        secret_places = [
+            str(home),
+            str(config),
+            str(Path.home() / ".gpuarena"),
+            str(Path.home() / ".config" / "gpuarena"),
+            *map(str, decoys),
+        ]
         yield server, environment, secret_places
     finally:
         if server is not None:
@@ -353,8 +425,13 @@ def test_an_infinite_loop_is_cancelled_and_the_next_user_goes_on(served, tmp_pat
     loop = tmp_path / "loop.py"
     loop.write_text(LOOPS_FOREVER)
     common = ["--device", "cpu", "--mode", "test", "--server", server.url]
-    ann = subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "submit", "axpy_dest", str(loop), *common,
-                            "--token", tokens["ann"]], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ann = subprocess.Popen(
+        [sys.executable, "-m", "gpuarena.cli", "submit", "axpy_dest", str(loop), *common, "--token", tokens["ann"]],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     api = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {tokens['bob']}"})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -365,9 +442,23 @@ def test_an_infinite_loop_is_cancelled_and_the_next_user_goes_on(served, tmp_pat
     else:
         raise AssertionError(f"ann's job never started: {mine}")
     looping = mine[0]["id"]
-    bob = subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "submit", "axpy_dest", str(SOLUTIONS / "dest_good.py"),
-                            *common, "--token", tokens["bob"]], env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    bob = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpuarena.cli",
+            "submit",
+            "axpy_dest",
+            str(SOLUTIONS / "dest_good.py"),
+            *common,
+            "--token",
+            tokens["bob"],
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     while not (waiting := api.get("/api/submissions", params={"user": "bob"}).json()):
         time.sleep(0.2)
     assert api.get(f"/api/submissions/{waiting[0]['id']}").json()["queue_position"] == 1

@@ -20,7 +20,9 @@ def _claim(api, headers, runner_id) -> dict | None:
 def test_one_user_s_many_jobs_do_not_starve_another_s_one(api) -> None:
     runner_headers, runner_id = api.runner()
     ann, bob = api.user("ann"), api.user("bob")
-    ann_ids = [api.http.post("/api/submissions", json=_body(i, mode="test"), headers=ann).json()["id"] for i in range(5)]
+    ann_ids = [
+        api.http.post("/api/submissions", json=_body(i, mode="test"), headers=ann).json()["id"] for i in range(5)
+    ]
     bob_id = api.http.post("/api/submissions", json=_body(99, mode="test"), headers=bob).json()["id"]
     positions = [api.http.get(f"/api/submissions/{i}").json()["queue_position"] for i in ann_ids + [bob_id]]
     assert positions == [1, 3, 4, 5, 6, 2]  # bob's one job goes second, not sixth
@@ -57,13 +59,26 @@ def test_cancel_a_queued_and_a_running_submission(api) -> None:
 
     stopped = api.http.post(f"/api/submissions/{running}/cancel", headers=admin)
     assert stopped.status_code == 200 and stopped.json()["reason"] == "cancelled by root"
-    beat = api.http.post("/api/runner/heartbeat", headers=runner_headers,
-                         json={"runner_id": runner_id, "leases": {str(job["job_id"]): job["lease_token"]}})
+    beat = api.http.post(
+        "/api/runner/heartbeat",
+        headers=runner_headers,
+        json={"runner_id": runner_id, "leases": {str(job["job_id"]): job["lease_token"]}},
+    )
     assert beat.status_code == 200 and job["job_id"] in beat.json()["lost"]  # the runner stops it
-    late = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=runner_headers,
-                         json={"lease_token": job["lease_token"], "evaluation": {
-                             "status": "PASSED", "problem": "axpy_dest", "solution_hash": "0" * 64, "device": "cpu",
-                             "mode": "test"}})
+    late = api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=runner_headers,
+        json={
+            "lease_token": job["lease_token"],
+            "evaluation": {
+                "status": "PASSED",
+                "problem": "axpy_dest",
+                "solution_hash": "0" * 64,
+                "device": "cpu",
+                "mode": "test",
+            },
+        },
+    )
     assert late.status_code == 409, late.text
     assert api.http.get(f"/api/submissions/{running}").json()["status"] == "CANCELLED"
     twice = api.http.post(f"/api/submissions/{running}/cancel", headers=ann)

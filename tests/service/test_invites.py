@@ -33,8 +33,14 @@ def test_invites_through_the_api(api) -> None:
 def test_the_last_use_of_an_invite_goes_to_one_person(api) -> None:
     code = api.http.post("/api/invites", json={"uses": 1}, headers=api.user("root", "admin")).json()["code"]
     codes: list[int] = []
-    threads = [threading.Thread(target=lambda i=i: codes.append(
-        api.http.post("/api/join", json={"code": code, "name": f"racer{i}"}).status_code)) for i in range(4)]
+    threads = [
+        threading.Thread(
+            target=lambda i=i: codes.append(
+                api.http.post("/api/join", json={"code": code, "name": f"racer{i}"}).status_code
+            )
+        )
+        for i in range(4)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -16,8 +16,21 @@ pytestmark = pytest.mark.slow
 
 def test_multi_gpu_bench_runs_on_two_fake_devices(tmp_path) -> None:
     out = tmp_path / "multi-gpu.json"
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "multi_gpu.py"), "--fake-cpu", "--jobs", "2",
-                           "--no-warmup", "--out", str(out)], capture_output=True, text=True, timeout=400)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "multi_gpu.py"),
+            "--fake-cpu",
+            "--jobs",
+            "2",
+            "--no-warmup",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     record = json.loads(out.read_text())
     one, two = record["phases"]
@@ -31,12 +44,25 @@ def test_multi_gpu_bench_runs_on_two_fake_devices(tmp_path) -> None:
 
 
 def _phase_record(devices: list[str], wall_s: float, jobs: int = 40, **over) -> dict:
-    phase = {"devices": devices, "jobs": jobs, "wall_s": wall_s, "jobs_per_min": round(jobs / wall_s * 60, 2),
-             "jobs_per_device": {d: jobs // len(devices) for d in devices}, "verdicts": {"PASSED": jobs},
-             "runner_exit": 0}
-    return {"date": "2026-11-22T00:00:00+00:00", "command": f"phase {len(devices)}", "kind": "H200",
-            "devices": ["cuda:0", "cuda:1"], "problem": "axpy_dest", "mode": "benchmark", "jobs_per_phase": jobs,
-            "phases": [phase]} | over
+    phase = {
+        "devices": devices,
+        "jobs": jobs,
+        "wall_s": wall_s,
+        "jobs_per_min": round(jobs / wall_s * 60, 2),
+        "jobs_per_device": {d: jobs // len(devices) for d in devices},
+        "verdicts": {"PASSED": jobs},
+        "runner_exit": 0,
+    }
+    return {
+        "date": "2026-11-22T00:00:00+00:00",
+        "command": f"phase {len(devices)}",
+        "kind": "H200",
+        "devices": ["cuda:0", "cuda:1"],
+        "problem": "axpy_dest",
+        "mode": "benchmark",
+        "jobs_per_phase": jobs,
+        "phases": [phase],
+    } | over
 
 
 def test_combine_merges_phase_records_run_in_separate_calls(tmp_path) -> None:

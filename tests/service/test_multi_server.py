@@ -23,8 +23,12 @@ pytestmark = pytest.mark.slow
 
 
 def _runner(env: dict, name: str, server: str, token: str, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "runner", "--name", name, "--server", server,
-                             "--token", token, *extra], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "gpuarena.cli", "runner", "--name", name, "--server", server, "--token", token, *extra],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _stop(process: subprocess.Popen) -> int:
@@ -51,13 +55,32 @@ def test_two_api_servers_over_one_postgres(env, tmp_path) -> None:
         runners.append(_runner(env, "host-2", b.url, box, "--devices", "cpu"))
         on_a = httpx.Client(base_url=a.url, headers={"Authorization": f"Bearer {alice}"})
         on_b = httpx.Client(base_url=b.url, headers={"Authorization": f"Bearer {alice}"})
-        _wait_for(lambda: {r["name"] for r in on_a.get("/api/runners").json() if r["online"]} == {"host-1", "host-2"},
-                  what="both runners, seen through A")
+        _wait_for(
+            lambda: {r["name"] for r in on_a.get("/api/runners").json() if r["online"]} == {"host-1", "host-2"},
+            what="both runners, seen through A",
+        )
 
         # a batch through both servers: 2 solutions x 2 repeats, spread over every worker
-        done = _cli("batch", "--problem", "axpy_dest", "--solution", str(SOLUTIONS / "dest_good.py"),
-                    "--solution", str(SOLUTIONS / "dest_skips_write.py"), "--device", "cpu", "--repeat", "2",
-                    "--server", f"{a.url},{b.url}", "--token", alice, "--out", str(tmp_path / "results"), env=env)
+        done = _cli(
+            "batch",
+            "--problem",
+            "axpy_dest",
+            "--solution",
+            str(SOLUTIONS / "dest_good.py"),
+            "--solution",
+            str(SOLUTIONS / "dest_skips_write.py"),
+            "--device",
+            "cpu",
+            "--repeat",
+            "2",
+            "--server",
+            f"{a.url},{b.url}",
+            "--token",
+            alice,
+            "--out",
+            str(tmp_path / "results"),
+            env=env,
+        )
         assert "4 submissions" in done.stdout
         with open(tmp_path / "results.csv") as f:
             rows = list(csv.DictReader(f))

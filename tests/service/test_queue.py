@@ -30,8 +30,13 @@ def _fill(db, jobs: int = JOBS) -> list[int]:
         problem = session.scalar(select(Problem))
         session.add(SolutionBlob(hash="a" * 64, name="s", language="pytorch", manifest={}, sources={}, size=0))
         for i in range(jobs):
-            s = Submission(user_id=user.id, problem_id=problem.id, solution_hash="a" * 64,
-                           device_kind="cpu" if i % 3 else "H100", mode="ranked")
+            s = Submission(
+                user_id=user.id,
+                problem_id=problem.id,
+                solution_hash="a" * 64,
+                device_kind="cpu" if i % 3 else "H100",
+                mode="ranked",
+            )
             session.add(s)
             session.flush()
             queue.enqueue(session, s)
@@ -40,8 +45,9 @@ def _fill(db, jobs: int = JOBS) -> list[int]:
 
 
 def _evaluation(score: float) -> Evaluation:
-    return Evaluation(status=Status.PASSED, problem="axpy_dest", solution_hash="a" * 64, device="cpu",
-                      mode="ranked", score=score)
+    return Evaluation(
+        status=Status.PASSED, problem="axpy_dest", solution_hash="a" * 64, device="cpu", mode="ranked", score=score
+    )
 
 
 def test_threads_claim_each_job_exactly_once(db) -> None:
@@ -83,8 +89,12 @@ print(json.dumps(got))
 def test_processes_claim_each_job_exactly_once_and_by_kind(db, database_url) -> None:
     runner_ids = _fill(db)
     kinds = ["cpu", "cpu", "cpu", "H100"]
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, database_url, str(rid), kind],
-                              stdout=subprocess.PIPE, text=True) for rid, kind in zip(runner_ids, kinds)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, database_url, str(rid), kind], stdout=subprocess.PIPE, text=True
+        )
+        for rid, kind in zip(runner_ids, kinds)
+    ]
     results = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
     every = [job for got in results for job in got]

@@ -58,14 +58,21 @@ def test_a_traceback_made_here_loses_the_install_and_run_paths() -> None:
 
 def test_a_remote_runner_s_log_loses_its_layout_and_host_name() -> None:
     shown = redact(REMOTE_LOG, ["gpu-node-17.cluster.example"])
-    for leak in ("/opt/conda", "/home/judge", "/root/", "gpuarena-run-q8w2e7rt", "gpuarena-9kd2lq0s",
-                 "gpu-node-17", "/usr/lib/python3.11"):
+    for leak in (
+        "/opt/conda",
+        "/home/judge",
+        "/root/",
+        "gpuarena-run-q8w2e7rt",
+        "gpuarena-9kd2lq0s",
+        "gpu-node-17",
+        "/usr/lib/python3.11",
+    ):
         assert leak not in shown, leak
     assert 'File "<run>/work/solution/sol.py", line 12, in solve' in shown
     assert 'File "<site-packages>/torch/nn/functional.py", line 5096, in pad' in shown
     assert "~/.triton/cache/4b1e/kernel.ptx" in shown and "~/.cache/torch_extensions/py311_cu121" in shown
     assert "<run>/t3 on <host> (<host>)" in shown and "<python>/lib/json/decoder.py" in shown
-    assert "y.copy_(torch.nn.functional.pad(x, (1,), mode=\"bogus\"))" in shown  # the code line itself stays
+    assert 'y.copy_(torch.nn.functional.pad(x, (1,), mode="bogus"))' in shown  # the code line itself stays
     assert redact(shown, ["gpu-node-17.cluster.example"]) == shown  # a second pass changes nothing
 
 
@@ -73,22 +80,27 @@ def test_the_service_s_data_folder_database_and_host_name_go(tmp_path) -> None:
     home = tmp_path / "srv-home"
     remember_service(home, f"sqlite:///{tmp_path / 'db' / 'gpuarena.db'}")
     remember_service(home, "postgresql+psycopg://arena:hunter2-pw@db.internal:5432/arena")
-    text = (f"open {home}/admin-token; db at {tmp_path}/db/gpuarena.db; "
-            "url postgresql+psycopg://arena:hunter2-pw@db.internal:5432/arena; "
-            f"judged on {socket.gethostname()}.")
+    text = (
+        f"open {home}/admin-token; db at {tmp_path}/db/gpuarena.db; "
+        "url postgresql+psycopg://arena:hunter2-pw@db.internal:5432/arena; "
+        f"judged on {socket.gethostname()}."
+    )
     shown = redact(text)
     assert str(home) not in shown and str(tmp_path) not in shown and "hunter2" not in shown
     assert "<data>/admin-token" in shown and "<data>/gpuarena.db" in shown and "url <database>;" in shown
     assert f"judged on {socket.gethostname()}." not in shown and "judged on <host>." in shown
 
 
-@pytest.mark.parametrize("text", [
-    "output y: 3 of 64000 elements outside atol=1e-05; worst at [3, 4]",
-    "RUNTIME_ERROR: solve() raised ValueError: shapes 1/2 and 3/4 differ (see torch/nn/functional.py)",
-    "<site-packages>/torch/x.py and <run>/sol.py and ~/.cache",
-    "worker in cgroup /sys/fs/cgroup/root.slice/gpuarena.scope; 12/34 calls checked",
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "output y: 3 of 64000 elements outside atol=1e-05; worst at [3, 4]",
+        "RUNTIME_ERROR: solve() raised ValueError: shapes 1/2 and 3/4 differ (see torch/nn/functional.py)",
+        "<site-packages>/torch/x.py and <run>/sol.py and ~/.cache",
+        "worker in cgroup /sys/fs/cgroup/root.slice/gpuarena.scope; 12/34 calls checked",
+        "",
+    ],
+)
 def test_text_without_host_details_is_left_alone(text: str) -> None:
     assert redact(text) == text
 
@@ -104,12 +116,24 @@ def test_hostile_text_is_redacted_in_linear_time() -> None:
 
 def test_a_record_is_redacted_everywhere_but_its_hostname_field() -> None:
     record = Evaluation(
-        status="RUNTIME_ERROR", reason="solve() raised in /tmp/gpuarena-run-ab12cd34/work/sol.py", problem="axpy_dest",
-        solution_hash="0" * 64, device="cpu", mode="ranked", log=REMOTE_LOG,
+        status="RUNTIME_ERROR",
+        reason="solve() raised in /tmp/gpuarena-run-ab12cd34/work/sol.py",
+        problem="axpy_dest",
+        solution_hash="0" * 64,
+        device="cpu",
+        mode="ranked",
+        log=REMOTE_LOG,
         workloads=[{"name": "n4096", "status": "RUNTIME_ERROR", "reason": "at /home/judge/x.py on gpu-node-17"}],
-        environment={"device": "cpu", "device_name": "cpu", "hostname": "gpu-node-17.cluster.example",
-                     "torch_version": "2", "python_version": "3.11", "cpu_model": "x",
-                     "worker_containment": "bubblewrap; cgroup /home/judge/cg"})
+        environment={
+            "device": "cpu",
+            "device_name": "cpu",
+            "hostname": "gpu-node-17.cluster.example",
+            "torch_version": "2",
+            "python_version": "3.11",
+            "cpu_model": "x",
+            "worker_containment": "bubblewrap; cgroup /home/judge/cg",
+        },
+    )
     shown = redact_evaluation(record)
     text = shown.model_dump_json()
     assert "gpu-node-17" not in text.replace('"hostname":"gpu-node-17.cluster.example"', "")

@@ -14,11 +14,18 @@ from gpuarena.runner.devices import health_check, parse_devices, pinning
 
 def test_device_lists() -> None:
     slots = parse_devices("cpu:0, cpu:1=fake-gpu\n# a comment\ncuda:5=H100")
-    assert [(s.device, s.kind, s.healthy) for s in slots] == [("cpu:0", "cpu", True), ("cpu:1", "fake-gpu", True),
-                                                               ("cuda:5", "H100", True)]
+    assert [(s.device, s.kind, s.healthy) for s in slots] == [
+        ("cpu:0", "cpu", True),
+        ("cpu:1", "fake-gpu", True),
+        ("cuda:5", "H100", True),
+    ]
     assert pinning(slots[2]) == ("cuda", {"CUDA_VISIBLE_DEVICES": "5"})
     assert pinning(slots[1]) == ("cpu", {})
-    for bad, words in (("gpu0", "not a device"), ("cpu,cpu", "listed twice"), ("cuda:63", "give its kind as cuda:63=KIND")):
+    for bad, words in (
+        ("gpu0", "not a device"),
+        ("cpu,cpu", "listed twice"),
+        ("cuda:63", "give its kind as cuda:63=KIND"),
+    ):
         with pytest.raises(GpuarenaError, match=words):
             parse_devices(bad)
 
@@ -30,7 +37,21 @@ def test_health_check_verdicts() -> None:
 
 
 def test_runner_refuses_a_bad_device_list(tmp_path) -> None:
-    done = subprocess.run([sys.executable, "-m", "gpuarena.cli", "runner", "--server", "http://127.0.0.1:9",
-                           "--token", "gpa_x", "--devices", "tpu:0"], capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuarena.cli",
+            "runner",
+            "--server",
+            "http://127.0.0.1:9",
+            "--token",
+            "gpa_x",
+            "--devices",
+            "tpu:0",
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
+    )
     assert done.returncode == 2 and "'tpu:0' is not a device" in done.stderr

@@ -56,8 +56,13 @@ def broken(tmp_path: Path, contributor: str) -> Path:
 
 def sample_body(folder: Path, contest: str | None = None, **extra) -> dict:
     solution = sample_solution(folder)
-    body = {"problem": SAMPLES_SLUG, "device_kind": "cpu", "mode": "ranked",
-            "solution": solution.model_dump(mode="json"), **extra}
+    body = {
+        "problem": SAMPLES_SLUG,
+        "device_kind": "cpu",
+        "mode": "ranked",
+        "solution": solution.model_dump(mode="json"),
+        **extra,
+    }
     if contest:
         body["contest"] = contest
     return body
@@ -73,35 +78,59 @@ def run_checks(api: Api, runner: tuple[dict, int], count: int) -> None:
     """Claim `count` jobs as the runner would and run each sample's check as its job process does."""
     headers, runner_id = runner
     for _ in range(count):
-        job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
-                            headers=headers)
+        job = api.http.post(
+            "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=headers
+        )
         assert job.status_code == 200, job.text
         job = job.json()
-        evaluation, report = check_sample_job(PackedProblem.model_validate(job["problem"]),
-                                              Solution.model_validate(job["solution"]), "cpu", job["mode"], 0.1)
-        posted = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers, json={
-            "lease_token": job["lease_token"], "runner_id": runner_id, "evaluation": evaluation.model_dump(mode="json"),
-            "sample": report.model_dump(mode="json")})
+        evaluation, report = check_sample_job(
+            PackedProblem.model_validate(job["problem"]),
+            Solution.model_validate(job["solution"]),
+            "cpu",
+            job["mode"],
+            0.1,
+        )
+        posted = api.http.post(
+            f"/api/runner/jobs/{job['job_id']}/result",
+            headers=headers,
+            json={
+                "lease_token": job["lease_token"],
+                "runner_id": runner_id,
+                "evaluation": evaluation.model_dump(mode="json"),
+                "sample": report.model_dump(mode="json"),
+            },
+        )
         assert posted.status_code == 200, posted.text
 
 
-def make_contest(api: Api, who: dict, slug: str = "data", problems: list[str] | None = None,
-                 rule: str = "ccf-dataset") -> None:
-    made = api.http.post("/api/contests", headers=who, json={
-        "slug": slug, "title": "Samples", "start": (NOW - dt.timedelta(hours=1)).isoformat(),
-        "end": (NOW + dt.timedelta(hours=1)).isoformat(), "problems": problems or [SAMPLES_SLUG],
-        "device_kinds": ["cpu"], "rule": {"name": rule}})
+def make_contest(
+    api: Api, who: dict, slug: str = "data", problems: list[str] | None = None, rule: str = "ccf-dataset"
+) -> None:
+    made = api.http.post(
+        "/api/contests",
+        headers=who,
+        json={
+            "slug": slug,
+            "title": "Samples",
+            "start": (NOW - dt.timedelta(hours=1)).isoformat(),
+            "end": (NOW + dt.timedelta(hours=1)).isoformat(),
+            "problems": problems or [SAMPLES_SLUG],
+            "device_kinds": ["cpu"],
+            "rule": {"name": rule},
+        },
+    )
     assert made.status_code == 201, made.text
 
 
 def test_samples_are_checked_reviewed_counted_and_join_the_dataset(api, tmp_path) -> None:
     runner = api.runner()
-    olga, alice, bob, carol = (api.user("olga", "organiser"), api.user("alice"), api.user("bob"),
-                               api.user("carol"))
+    olga, alice, bob, carol = (api.user("olga", "organiser"), api.user("alice"), api.user("bob"), api.user("carol"))
     make_contest(api, olga)
-    ids = {"honest": submit(api, alice, honest(tmp_path, "honest", "alice"), contest="data"),
-           "duplicate": submit(api, bob, duplicate(tmp_path, "bob"), contest="data"),
-           "broken": submit(api, bob, broken(tmp_path, "bob"), contest="data")}
+    ids = {
+        "honest": submit(api, alice, honest(tmp_path, "honest", "alice"), contest="data"),
+        "duplicate": submit(api, bob, duplicate(tmp_path, "bob"), contest="data"),
+        "broken": submit(api, bob, broken(tmp_path, "bob"), contest="data"),
+    }
     queued = api.http.get("/api/samples").json()
     assert {s["id"]: s["status"] for s in queued} == {i: "queued" for i in ids.values()}
     too_early = api.http.post(f"/api/samples/{ids['honest']}/review", headers=olga, json={"decision": "accepted"})
@@ -112,7 +141,9 @@ def test_samples_are_checked_reviewed_counted_and_join_the_dataset(api, tmp_path
     assert shown["honest"]["status"] == "ok" and shown["honest"]["problem"] == "rms_scale"
     assert shown["honest"]["score"] == shown["honest"]["report"]["optimised"]["score"] > 0
     assert shown["duplicate"]["status"] == "duplicate"
-    assert [(d["problem"], d["whole"]) for d in shown["duplicate"]["report"]["duplicates"]] == [("level1/softmax", True)]
+    assert [(d["problem"], d["whole"]) for d in shown["duplicate"]["report"]["duplicates"]] == [
+        ("level1/softmax", True)
+    ]
     assert shown["broken"]["status"] == "broken" and shown["broken"]["report"]["first"]["status"] == "WRONG_VALUES"
     assert any(e.startswith("first: first.py is WRONG_VALUES") for e in shown["broken"]["report"]["errors"])
     assert "gpuarena-sample-" not in str(shown)  # the runner's temporary folder is not in the report
@@ -124,23 +155,38 @@ def test_samples_are_checked_reviewed_counted_and_join_the_dataset(api, tmp_path
     # who may review: the contest's organizers, and only a sample whose check was ok is accepted
     refused = api.http.post(f"/api/samples/{ids['broken']}/review", headers=olga, json={"decision": "accepted"})
     assert refused.status_code == 400, refused.text
-    assert "sample" in refused.json()["error"] and "only a sample whose check was ok can be accepted" in refused.json()["error"]
+    assert (
+        "sample" in refused.json()["error"]
+        and "only a sample whose check was ok can be accepted" in refused.json()["error"]
+    )
     not_theirs = api.http.post(f"/api/samples/{ids['honest']}/review", headers=bob, json={"decision": "accepted"})
     assert not_theirs.status_code == 403 and "only the organizers of data (olga)" in not_theirs.json()["error"]
-    by_hand = api.http.post(f"/api/contests/data/entries/{ids['honest']}/review", headers=olga,
-                            json={"decision": "accepted", "samples_accepted": 5})
+    by_hand = api.http.post(
+        f"/api/contests/data/entries/{ids['honest']}/review",
+        headers=olga,
+        json={"decision": "accepted", "samples_accepted": 5},
+    )
     assert by_hand.status_code == 400 and "is a dataset sample: review it as one" in by_hand.json()["error"]
-    accepted = api.http.post(f"/api/samples/{ids['honest']}/review", headers=olga,
-                             json={"decision": "accepted", "comment": "a clear report, thanks"})
+    accepted = api.http.post(
+        f"/api/samples/{ids['honest']}/review",
+        headers=olga,
+        json={"decision": "accepted", "comment": "a clear report, thanks"},
+    )
     assert accepted.status_code == 200 and accepted.json()["review"] == "accepted", accepted.text
     for name in ("duplicate", "broken"):
-        rejected = api.http.post(f"/api/samples/{ids[name]}/review", headers=olga,
-                                 json={"decision": "rejected", "comment": f"{name}: see the check"})
+        rejected = api.http.post(
+            f"/api/samples/{ids[name]}/review",
+            headers=olga,
+            json={"decision": "rejected", "comment": f"{name}: see the check"},
+        )
         assert rejected.status_code == 200, rejected.text
 
     # the contributors see their samples' status and the comment
     seen = {s["id"]: s for s in api.http.get("/api/samples", params={"user": "bob"}).json()}
-    assert seen[ids["duplicate"]]["review"] == "rejected" and seen[ids["duplicate"]]["review_comment"] == "duplicate: see the check"
+    assert (
+        seen[ids["duplicate"]]["review"] == "rejected"
+        and seen[ids["duplicate"]]["review_comment"] == "duplicate: see the check"
+    )
     mine = api.http.get(f"/api/samples/{ids['honest']}", headers=alice).json()
     assert (mine["review"], mine["reviewer"], mine["review_comment"]) == ("accepted", "olga", "a clear report, thanks")
 
@@ -197,20 +243,23 @@ def test_bad_samples_are_refused_at_the_door_and_nothing_is_kept(api, tmp_path) 
         assert words in answer.json()["error"], answer.text
 
     solution = sample_solution(good).model_dump(mode="json")
-    no_manifest = {**solution, "sources": {**{k: v for k, v in solution["sources"].items() if k != "sample.toml"},
-                                           "notes.md": "x"}}
+    no_manifest = {
+        **solution,
+        "sources": {**{k: v for k, v in solution["sources"].items() if k != "sample.toml"}, "notes.md": "x"},
+    }
     refused({**sample_body(good), "solution": no_manifest}, 422, "needs its sample.toml among the sources")
     bad_toml = {**solution, "sources": {**solution["sources"], "sample.toml": "[sample\n"}}
     refused({**sample_body(good), "solution": bad_toml}, 400, "not valid TOML")
     no_prompt = {**solution, "sources": {k: v for k, v in solution["sources"].items() if k != "prompt.md"}}
     refused({**sample_body(good), "solution": no_prompt}, 400, "is not a complete sample: prompt:")
-    refused(sample_body(honest(tmp_path, "bob's", "bob")), 400,
-            "sample.toml says contributor = 'bob', but you are 'alice'")
+    refused(
+        sample_body(honest(tmp_path, "bob's", "bob")), 400, "sample.toml says contributor = 'bob', but you are 'alice'"
+    )
     refused(submission_body(problem=SAMPLES_SLUG), 400, "takes dataset samples: submit a sample's folder")
     refused({**sample_body(good), "problem": "axpy_dest"}, 400, "a dataset sample goes to the problem 'samples'")
     refused(sample_body(good, mode="test"), 400, "a sample's check has one mode")
     refused(sample_body(good, contest="kernels"), 400, "kernels takes no dataset samples")
-    refused(sample_body(good, contest="data-no-samples"), 400, "lists \"samples\" among its problems")
+    refused(sample_body(good, contest="data-no-samples"), 400, 'lists "samples" among its problems')
     too_big = {**solution, "sources": {**solution["sources"], "report.md": "word " * 600_000}}  # 3 MB
     refused({**sample_body(good), "solution": too_big}, 413, "larger than")
     assert api.http.get("/api/samples").json() == [] and api.http.get("/api/submissions").json() == []
@@ -228,8 +277,9 @@ def test_bad_samples_are_refused_at_the_door_and_nothing_is_kept(api, tmp_path) 
         sample_solution(good / "problem")
     with pytest.raises(GpuarenaError, match="not a folder"):
         sample_solution(tmp_path / "missing")
-    result = CliRunner().invoke(app, ["sample", "submit", str(good / "problem"), "--server", "http://127.0.0.1:9",
-                                      "--token", "x"])
+    result = CliRunner().invoke(
+        app, ["sample", "submit", str(good / "problem"), "--server", "http://127.0.0.1:9", "--token", "x"]
+    )
     assert result.exit_code == 2 and "no sample.toml" in result.output
 
     assert api.http.post("/api/samples/999/review", headers=olga, json={"decision": "accepted"}).status_code == 404
@@ -250,16 +300,24 @@ def test_the_samples_page_lists_samples_and_organizers_review_there(api, tmp_pat
 
     browser = api.http  # the same app, signed in with a session cookie as a browser would be
     form = browser.get("/signin")
-    assert browser.post("/signin", data={"token": olga_token, "csrf_token": csrf_of(form.text), "next": "/"},
-                        follow_redirects=False).status_code == 303
+    assert (
+        browser.post(
+            "/signin", data={"token": olga_token, "csrf_token": csrf_of(form.text), "next": "/"}, follow_redirects=False
+        ).status_code
+        == 303
+    )
     page = browser.get("/samples")
     assert f'action="/samples/{ok_id}/review"' in page.text
     csrf = csrf_of(page.text)
-    done = browser.post(f"/samples/{ok_id}/review", data={"decision": "accepted", "comment": "welcome",
-                                                         "csrf_token": csrf}, follow_redirects=False)
+    done = browser.post(
+        f"/samples/{ok_id}/review",
+        data={"decision": "accepted", "comment": "welcome", "csrf_token": csrf},
+        follow_redirects=False,
+    )
     assert done.status_code == 303
-    bad = browser.post(f"/samples/{broken_id}/review", data={"decision": "accepted", "csrf_token": csrf},
-                       follow_redirects=True)
+    bad = browser.post(
+        f"/samples/{broken_id}/review", data={"decision": "accepted", "csrf_token": csrf}, follow_redirects=True
+    )
     assert re.search(r"only a sample whose check was ok can be accepted", bad.text)
     shown = {s["id"]: s for s in api.http.get("/api/samples").json()}
     assert (shown[ok_id]["review"], shown[ok_id]["review_comment"]) == ("accepted", "welcome")

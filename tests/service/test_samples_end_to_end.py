@@ -30,22 +30,49 @@ def test_samples_submitted_checked_reviewed_ranked_and_pulled(env, tmp_path) -> 
     server = Server(env, "--no-runner")
     runner = None
     try:
-        tokens = {name: _cli("users", "add", name, "--role", role, env=env).stdout.split()[-1]
-                  for name, role in (("olga", "organiser"), ("alice", "participant"), ("bob", "participant"),
-                                     ("box", "runner"))}
-        runner = subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "runner", "--name", "box", "--device", "cpu",
-                                   "--budget", "0.1", "--health-interval", "0", "--server", server.url,
-                                   "--token", tokens["box"]], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        tokens = {
+            name: _cli("users", "add", name, "--role", role, env=env).stdout.split()[-1]
+            for name, role in (
+                ("olga", "organiser"),
+                ("alice", "participant"),
+                ("bob", "participant"),
+                ("box", "runner"),
+            )
+        }
+        runner = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gpuarena.cli",
+                "runner",
+                "--name",
+                "box",
+                "--device",
+                "cpu",
+                "--budget",
+                "0.1",
+                "--health-interval",
+                "0",
+                "--server",
+                server.url,
+                "--token",
+                tokens["box"],
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
         def as_(name: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
             return _cli(*args, "--server", server.url, "--token", tokens[name], env=env, check=check)
 
         now = dt.datetime.now(dt.UTC).replace(microsecond=0)
         contest = tmp_path / "contest.toml"
-        contest.write_text(f'slug = "data"\ntitle = "Samples"\nstart = {(now - dt.timedelta(hours=1)).isoformat()}\n'
-                           f'end = {(now + dt.timedelta(hours=1)).isoformat()}\nproblems = ["{SAMPLES_SLUG}"]\n'
-                           'device_kinds = ["cpu"]\n\n[rule]\nname = "ccf-dataset"\n')
+        contest.write_text(
+            f'slug = "data"\ntitle = "Samples"\nstart = {(now - dt.timedelta(hours=1)).isoformat()}\n'
+            f'end = {(now + dt.timedelta(hours=1)).isoformat()}\nproblems = ["{SAMPLES_SLUG}"]\n'
+            'device_kinds = ["cpu"]\n\n[rule]\nname = "ccf-dataset"\n'
+        )
         http = httpx.Client(base_url=server.url)
         _wait_for(lambda: any(k["name"] == "cpu" for k in http.get("/api/device-kinds").json()), what="the runner")
         as_("olga", "contest", "create", str(contest))

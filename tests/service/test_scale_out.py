@@ -15,8 +15,9 @@ from gpuarena.service.tables import Job, Result, Submission
 
 
 def _evaluation(score: float) -> dict:
-    return Evaluation(status=Status.PASSED, problem="axpy_dest", solution_hash="0" * 64, device="cpu",
-                      mode="ranked", score=score).model_dump(mode="json")
+    return Evaluation(
+        status=Status.PASSED, problem="axpy_dest", solution_hash="0" * 64, device="cpu", mode="ranked", score=score
+    ).model_dump(mode="json")
 
 
 def _hello(api, headers: dict, name: str, devices: list[dict]) -> int:
@@ -26,8 +27,9 @@ def _hello(api, headers: dict, name: str, devices: list[dict]) -> int:
 
 
 def _claim(api, headers: dict, runner_id: int, kinds: list[str], device: str = "") -> dict | None:
-    answer = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": kinds, "device": device},
-                           headers=headers)
+    answer = api.http.post(
+        "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": kinds, "device": device}, headers=headers
+    )
     assert answer.status_code in (200, 204), answer.text
     return answer.json() if answer.status_code == 200 else None
 
@@ -49,8 +51,11 @@ def test_scoped_token_cannot_claim_or_report_other_kinds(api) -> None:
     answer = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=scoped)
     assert answer.status_code == 403
     assert "scoped to device kinds H100" in answer.json()["error"] and "not serve cpu" in answer.json()["error"]
-    beat = api.http.post("/api/runner/heartbeat", headers=scoped, json={
-        "runner_id": runner_id, "devices": [{"device": "cpu", "kind": "cpu"}]})
+    beat = api.http.post(
+        "/api/runner/heartbeat",
+        headers=scoped,
+        json={"runner_id": runner_id, "devices": [{"device": "cpu", "kind": "cpu"}]},
+    )
     assert beat.status_code == 403
     assert _claim(api, scoped, runner_id, ["H100"]) is None  # in scope: allowed, nothing queued for H100
     with api.db.read() as session:
@@ -64,25 +69,40 @@ def test_a_result_is_bound_to_the_runner_and_lease_that_claimed_it(api) -> None:
     api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice"))
     job = _claim(api, headers, first, ["cpu"], device="cpu")
     # the other runner, even with the right lease token, may not post it
-    answer = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
-                           json={"lease_token": job["lease_token"], "evaluation": _evaluation(3.0), "runner_id": second})
+    answer = api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=headers,
+        json={"lease_token": job["lease_token"], "evaluation": _evaluation(3.0), "runner_id": second},
+    )
     assert answer.status_code == 409 and f"leased to runner {first}" in answer.json()["error"]
     # the lease expires and the second runner takes the job over
     _expire_all(api)
     taken = _claim(api, headers, second, ["cpu"], device="cpu")
     assert taken["job_id"] == job["job_id"] and taken["lease_token"] != job["lease_token"]
-    stale = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
-                          json={"lease_token": job["lease_token"], "evaluation": _evaluation(9.0), "runner_id": first})
+    stale = api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=headers,
+        json={"lease_token": job["lease_token"], "evaluation": _evaluation(9.0), "runner_id": first},
+    )
     assert stale.status_code == 409 and f"leased to runner {second}, not runner {first}" in stale.json()["error"]
-    stale = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
-                          json={"lease_token": job["lease_token"], "evaluation": _evaluation(9.0)})
+    stale = api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=headers,
+        json={"lease_token": job["lease_token"], "evaluation": _evaluation(9.0)},
+    )
     assert stale.status_code == 409 and "no longer valid" in stale.json()["error"]
-    fresh = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
-                          json={"lease_token": taken["lease_token"], "evaluation": _evaluation(2.0), "runner_id": second})
+    fresh = api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=headers,
+        json={"lease_token": taken["lease_token"], "evaluation": _evaluation(2.0), "runner_id": second},
+    )
     assert fresh.json() == {"accepted": True, "duplicate": False}
     # the stale lease's result after the job is done: still refused, nothing overwritten
-    late = api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
-                         json={"lease_token": job["lease_token"], "evaluation": _evaluation(9.0)})
+    late = api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=headers,
+        json={"lease_token": job["lease_token"], "evaluation": _evaluation(9.0)},
+    )
     assert late.status_code == 409 and "no longer valid" in late.json()["error"]
     with api.db.read() as session:
         results = list(session.scalars(select(Result)))
@@ -122,20 +142,30 @@ def test_same_client_key_makes_one_submission(api) -> None:
 
 def test_drained_device_is_reported_and_claims_nothing(api) -> None:
     headers = api.user("gpu-host", "runner")
-    devices = [{"device": "cuda:0", "kind": "H100"}, {"device": "cuda:1", "kind": "H100"},
-               {"device": "cpu", "kind": "cpu"}]
+    devices = [
+        {"device": "cuda:0", "kind": "H100"},
+        {"device": "cuda:1", "kind": "H100"},
+        {"device": "cpu", "kind": "cpu"},
+    ]
     runner_id = _hello(api, headers, "gpu-host", devices)
     api.http.post("/api/submissions", json=submission_body(device_kind="cpu"), headers=api.user("alice"))
     job = _claim(api, headers, runner_id, ["cpu"], device="cpu")
     devices[1].update(healthy=False, reason="cuda:1: the health check (a tiny CUDA op) failed: CUDA error")
     devices[2].update(healthy=False, reason="cpu disappeared")
-    beat = api.http.post("/api/runner/heartbeat", headers=headers, json={
-        "runner_id": runner_id, "leases": {str(job["job_id"]): job["lease_token"]}, "devices": devices})
+    beat = api.http.post(
+        "/api/runner/heartbeat",
+        headers=headers,
+        json={"runner_id": runner_id, "leases": {str(job["job_id"]): job["lease_token"]}, "devices": devices},
+    )
     assert beat.json() == {"lost": []}
     assert api.http.get("/api/runners").status_code == 401
     (info,) = api.http.get("/api/runners", headers=headers).json()
     assert (info["name"], info["online"], info["device_kinds"], info["running"]) == (
-        "gpu-host", True, ["H100"], [job["job_id"]])
+        "gpu-host",
+        True,
+        ["H100"],
+        [job["job_id"]],
+    )
     health = {d["device"]: (d["healthy"], d["reason"]) for d in info["devices"]}
     assert health["cuda:0"] == (True, "") and health["cuda:1"][0] is False and "CUDA error" in health["cuda:1"][1]
     assert health["cpu"] == (False, "cpu disappeared")

@@ -8,8 +8,15 @@ from gpuarena.service.server import QuietPolling
 
 
 def _access(path: str, status: int) -> logging.LogRecord:
-    return logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
-                             ("127.0.0.1:5000", "POST", path, "1.1", status), None)
+    return logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        __file__,
+        1,
+        '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5000", "POST", path, "1.1", status),
+        None,
+    )
 
 
 def test_idle_polling_is_left_out_and_everything_else_stays() -> None:

@@ -61,13 +61,22 @@ def test_a_finished_submission_is_posted_signed_to_its_author_s_webhook(api, rec
 
     mine = api.http.post("/api/submissions", json=submission_body(mode="test"), headers=alice).json()["id"]
     api.http.post("/api/submissions", json=submission_body(mode="test"), headers=bob)  # bob has no webhook
-    job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
-                        headers=runner_headers).json()
+    job = api.http.post(
+        "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=runner_headers
+    ).json()
     assert job["submission_id"] == mine
-    evaluation = {"status": "PASSED", "problem": "axpy_dest", "solution_hash": "0" * 64, "device": "cpu",
-                  "mode": "test"}
-    api.http.post(f"/api/runner/jobs/{job['job_id']}/result", headers=runner_headers,
-                  json={"lease_token": job["lease_token"], "evaluation": evaluation})
+    evaluation = {
+        "status": "PASSED",
+        "problem": "axpy_dest",
+        "solution_hash": "0" * 64,
+        "device": "cpu",
+        "mode": "test",
+    }
+    api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=runner_headers,
+        json={"lease_token": job["lease_token"], "evaluation": evaluation},
+    )
     _wait_for(_Receiver.calls, 1)
     headers, body = _Receiver.calls[0]
     expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
@@ -99,11 +108,15 @@ def test_a_submission_that_ends_as_error_is_posted_too(api, receiver_url) -> Non
     assert api.http.post("/api/webhooks", json={"url": receiver_url}, headers=alice).status_code == 201
     mine = api.http.post("/api/submissions", json=submission_body(mode="test"), headers=alice).json()["id"]
     for attempt in range(3):
-        job = api.http.post("/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]},
-                            headers=runner_headers).json()
+        job = api.http.post(
+            "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=runner_headers
+        ).json()
         assert job["submission_id"] == mine
-        api.http.post(f"/api/runner/jobs/{job['job_id']}/release", headers=runner_headers,
-                      json={"lease_token": job["lease_token"], "error": f"the harness crashed ({attempt})"})
+        api.http.post(
+            f"/api/runner/jobs/{job['job_id']}/release",
+            headers=runner_headers,
+            json={"lease_token": job["lease_token"], "error": f"the harness crashed ({attempt})"},
+        )
         if attempt < 2:
             time.sleep(0.3)
             assert _Receiver.calls == []  # back in the queue: nothing finished yet

@@ -20,8 +20,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def csrf_of(html: str) -> str:
@@ -46,8 +53,9 @@ class Served:
     log: Path
 
     def cli(self, *args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "gpuarena.cli", *args], env=self.env, capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "gpuarena.cli", *args], env=self.env, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, f"gpuarena {' '.join(args)}: {done.stdout}\n{done.stderr}"
         return done.stdout
 
@@ -61,13 +69,23 @@ def server(tmp_path_factory) -> Iterator[Served]:
     """One server for all web tests (starting one costs seconds: torch imports, problem sync)."""
     tmp = tmp_path_factory.mktemp("web")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUARENA_")}
-    env.update(GPUARENA_HOME=str(tmp / "home"), GPUARENA_CACHE=str(tmp / "cache"), XDG_CONFIG_HOME=str(tmp / "config"),
-               PYTHONPATH=str(ROOT), GPUARENA_SUBMIT_LIMIT="1000", GPUARENA_MAX_IN_FLIGHT="1000")
+    env.update(
+        GPUARENA_HOME=str(tmp / "home"),
+        GPUARENA_CACHE=str(tmp / "cache"),
+        XDG_CONFIG_HOME=str(tmp / "config"),
+        PYTHONPATH=str(ROOT),
+        GPUARENA_SUBMIT_LIMIT="1000",
+        GPUARENA_MAX_IN_FLIGHT="1000",
+    )
     port = _free_port()
     log = tmp / "serve.log"
     with open(log, "w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "gpuarena.cli", "serve", "--port", str(port), "--cpu-only"],
-                                   env=env, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gpuarena.cli", "serve", "--port", str(port), "--cpu-only"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     served = Served(url=f"http://127.0.0.1:{port}", env=env, home=tmp / "home", process=process, log=log)
     deadline = time.monotonic() + 120
     try:

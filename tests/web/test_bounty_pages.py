@@ -24,8 +24,15 @@ def _shot(page, name: str) -> None:
 
 
 def _post_bounty(server, token: str, **fields) -> int:
-    body = {"title": "softmax 2x", "reward_amount": "300", "category": "speed", "problem": PROBLEM,
-            "device_kind": "cpu", "target_speedup": 2, **fields}
+    body = {
+        "title": "softmax 2x",
+        "reward_amount": "300",
+        "category": "speed",
+        "problem": PROBLEM,
+        "device_kind": "cpu",
+        "target_speedup": 2,
+        **fields,
+    }
     made = httpx.post(f"{server.url}/api/bounties", json=body, headers={"Authorization": f"Bearer {token}"})
     assert made.status_code == 201, made.text
     return made.json()["id"]
@@ -49,8 +56,9 @@ def test_an_organiser_posts_bounties_and_the_board_filters_them(server, browser)
     page = _sign_in(context, server, organiser, "/bounties")
     assert page.locator("header nav a[href='/bounties']").count() == 1
     before = len(httpx.get(f"{server.url}/api/bounties").json())
-    forged = context.request.post(f"{server.url}/bounties/new", form={"title": "forged", "reward_amount": "1",
-                                                                      "category": "bug"})
+    forged = context.request.post(
+        f"{server.url}/bounties/new", form={"title": "forged", "reward_amount": "1", "category": "bug"}
+    )
     assert forged.status == 403 and "security token" in forged.text()  # the session cookie alone is not enough
     page.click("a[href='/bounties/new']")
     page.fill("input[name=title]", "Softmax at 2x on the CPU")
@@ -139,8 +147,9 @@ def test_claim_renew_release_with_the_buttons_and_read_the_history(server, brows
     errors += _watch_errors(other)
     ben_page = _sign_in(other, server, ben, f"/bounties/{bounty_id}")
     assert ben_page.locator("#claim").count() == 0 and ben_page.locator("#release").count() == 0
-    refused = other.request.post(f"{server.url}/bounties/{bounty_id}/claim",
-                                 form={"csrf_token": csrf_of(ben_page.content())})
+    refused = other.request.post(
+        f"{server.url}/bounties/{bounty_id}/claim", form={"csrf_token": csrf_of(ben_page.content())}
+    )
     assert refused.status == 400 and "already claimed by bounty-ann" in refused.text()
     other.close()
 

@@ -36,8 +36,12 @@ def _watch_errors(context) -> list[str]:
     """Console errors and uncaught exceptions of every page in the context (a CSP violation,
     a missing asset or a broken script shows up here)."""
     errors: list[str] = []
-    context.on("console", lambda message: errors.append(f"{message.text} ({message.location.get('url')})")
-               if message.type == "error" else None)
+    context.on(
+        "console",
+        lambda message: (
+            errors.append(f"{message.text} ({message.location.get('url')})") if message.type == "error" else None
+        ),
+    )
     context.on("weberror", lambda error: errors.append(str(error.error)))
     return errors
 
@@ -90,7 +94,9 @@ def test_sign_in_submit_watch_live_result_and_leaderboard(server, browser) -> No
     rows = page.locator("table.workloads tbody tr")
     assert rows.count() == 2
     assert {rows.nth(i).locator("td").first.inner_text().split("\n")[0] for i in range(2)} == {
-        "small-64x1000", "small-128x4096"}
+        "small-64x1000",
+        "small-128x4096",
+    }
     assert page.locator("table.workloads .status.ok").count() == 2
     assert re.search(r"\d ± [\d.e-]+ (µs|ms)", page.locator("table.workloads").inner_text())
     page.wait_for_selector(".chart canvas")  # the speedup chart, drawn after the live swap

@@ -22,15 +22,25 @@ def contest_toml(slug: str, start: dt.datetime, end: dt.datetime) -> str:
     def utc(t: dt.datetime) -> str:
         return t.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
-    return (f'slug = "{slug}"\ntitle = "Browser cup"\ndescription = "Fastest **softmax**."\n'
-            f"start = {utc(start)}\nend = {utc(end)}\n"
-            f'problems = ["{PROBLEM}"]\ndevice_kinds = ["cpu"]\n\n[rule]\nname = "ccf-kernel"\n')
+    return (
+        f'slug = "{slug}"\ntitle = "Browser cup"\ndescription = "Fastest **softmax**."\n'
+        f"start = {utc(start)}\nend = {utc(end)}\n"
+        f'problems = ["{PROBLEM}"]\ndevice_kinds = ["cpu"]\n\n[rule]\nname = "ccf-kernel"\n'
+    )
 
 
 def _enter(server, token: str, slug: str) -> int:
-    body = {"problem": PROBLEM, "device_kind": "cpu", "mode": "ranked", "contest": slug,
-            "solution": {"name": "sm", "manifest": {"language": "pytorch", "entry_point": "sm.py:solve"},
-                         "sources": {"sm.py": SOFTMAX}}}
+    body = {
+        "problem": PROBLEM,
+        "device_kind": "cpu",
+        "mode": "ranked",
+        "contest": slug,
+        "solution": {
+            "name": "sm",
+            "manifest": {"language": "pytorch", "entry_point": "sm.py:solve"},
+            "sources": {"sm.py": SOFTMAX},
+        },
+    }
     made = httpx.post(f"{server.url}/api/submissions", json=body, headers={"Authorization": f"Bearer {token}"})
     assert made.status_code == 201, made.text
     return made.json()["id"]
@@ -53,8 +63,9 @@ def test_contest_create_enter_review_standings_and_similar(server, browser) -> N
     page.click("form[action='/contests/new'] button[type=submit]")
     assert "must end after it starts" in page.locator("p.error").inner_text()
     assert "browser-cup" in page.input_value("textarea[name=spec]")  # what was typed is kept
-    page.fill("textarea[name=spec]", contest_toml("browser-cup", now - dt.timedelta(minutes=5),
-                                                  now + dt.timedelta(hours=2)))
+    page.fill(
+        "textarea[name=spec]", contest_toml("browser-cup", now - dt.timedelta(minutes=5), now + dt.timedelta(hours=2))
+    )
     page.click("form[action='/contests/new'] button[type=submit]")
     page.wait_for_url(f"{server.url}/contests/browser-cup")
     assert page.locator("#phase").inner_text() == "running"

@@ -12,8 +12,15 @@ from tests.web.conftest import ROOT
 
 from gpuarena.service.web.render import STATIC, TEMPLATES
 
-VENDORED = ["htmx/htmx.min.js", "htmx/LICENSE", "chartjs/chart.umd.min.js", "chartjs/LICENSE.md",
-            "highlightjs/highlight.min.js", "highlightjs/github.min.css", "highlightjs/LICENSE"]
+VENDORED = [
+    "htmx/htmx.min.js",
+    "htmx/LICENSE",
+    "chartjs/chart.umd.min.js",
+    "chartjs/LICENSE.md",
+    "highlightjs/highlight.min.js",
+    "highlightjs/github.min.css",
+    "highlightjs/LICENSE",
+]
 
 
 def test_pages_reference_no_other_host() -> None:
@@ -28,8 +35,12 @@ def test_pages_reference_no_other_host() -> None:
 
 @pytest.mark.slow
 def test_the_wheel_contains_templates_and_static_files(tmp_path) -> None:
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
-                           capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     wheel = next(tmp_path.glob("gpuarena-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())

@@ -37,8 +37,13 @@ class Site:
     client per account (each keeps its own session cookie)."""
 
     def __init__(self, tmp: Path, database_url: str):
-        self.settings = Settings(home=tmp / "home", database_url=database_url,
-                                 problem_roots=[FIXTURE_PROBLEMS], bundled_problems=False, submit_limit_per_minute=1000)
+        self.settings = Settings(
+            home=tmp / "home",
+            database_url=database_url,
+            problem_roots=[FIXTURE_PROBLEMS],
+            bundled_problems=False,
+            submit_limit_per_minute=1000,
+        )
         upgrade(self.settings.database_url)
         self.db = Database(self.settings.database_url)
         sync_problems(self.db, self.settings.all_problem_roots())
@@ -59,8 +64,9 @@ class Site:
     def signed_in(self, token: str) -> TestClient:
         client = self.client()
         form = client.get("/signin")
-        reply = client.post("/signin", data={"token": token, "csrf_token": csrf_of(form.text), "next": "/"},
-                            follow_redirects=False)
+        reply = client.post(
+            "/signin", data={"token": token, "csrf_token": csrf_of(form.text), "next": "/"}, follow_redirects=False
+        )
         assert reply.status_code == 303, reply.text
         return client
 
@@ -81,9 +87,18 @@ def site(request, tmp_path) -> Iterator[Site]:
 
 def _submit(client: TestClient, code: str = CODE, mode: str = "test") -> int:
     page = client.get("/problems/axpy_dest")
-    reply = client.post("/submit", data={"problem": "axpy_dest", "device_kind": "cpu", "mode": mode, "code": code,
-                                         "filename": "sol.py", "csrf_token": csrf_of(page.text)},
-                        follow_redirects=False)
+    reply = client.post(
+        "/submit",
+        data={
+            "problem": "axpy_dest",
+            "device_kind": "cpu",
+            "mode": mode,
+            "code": code,
+            "filename": "sol.py",
+            "csrf_token": csrf_of(page.text),
+        },
+        follow_redirects=False,
+    )
     assert reply.status_code == 303, reply.text
     return int(reply.headers["location"].rsplit("/", 1)[1])
 
@@ -93,15 +108,28 @@ def _finish(site: Site, submission_id: int, log: str, reason: str) -> None:
     _, runner_token = site.account("box", "runner")
     api = site.client()
     headers = {"Authorization": f"Bearer {runner_token}"}
-    runner = api.post("/api/runner/hello", headers=headers, json={"name": "box", "devices": [{"device": "cpu", "kind": "cpu"}]})
-    job = api.post("/api/runner/claim", headers=headers,
-                   json={"runner_id": runner.json()["runner_id"], "device_kinds": ["cpu"]}).json()
+    runner = api.post(
+        "/api/runner/hello", headers=headers, json={"name": "box", "devices": [{"device": "cpu", "kind": "cpu"}]}
+    )
+    job = api.post(
+        "/api/runner/claim", headers=headers, json={"runner_id": runner.json()["runner_id"], "device_kinds": ["cpu"]}
+    ).json()
     assert job["submission_id"] == submission_id
-    evaluation = Evaluation(status="WRONG_VALUES", reason=reason, problem="axpy_dest", solution_hash="0" * 64,
-                            device="cpu", mode="test", log=log,
-                            workloads=[{"name": "n4096", "status": "WRONG_VALUES", "reason": reason}])
-    posted = api.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
-                      json={"lease_token": job["lease_token"], "evaluation": evaluation.model_dump(mode="json")})
+    evaluation = Evaluation(
+        status="WRONG_VALUES",
+        reason=reason,
+        problem="axpy_dest",
+        solution_hash="0" * 64,
+        device="cpu",
+        mode="test",
+        log=log,
+        workloads=[{"name": "n4096", "status": "WRONG_VALUES", "reason": reason}],
+    )
+    posted = api.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=headers,
+        json={"lease_token": job["lease_token"], "evaluation": evaluation.model_dump(mode="json")},
+    )
     assert posted.status_code == 200, posted.text
 
 
@@ -114,8 +142,11 @@ def test_user_text_is_escaped_everywhere(site) -> None:
     assert created.status_code == 201
     anonymous = site.client()
     pages = {
-        f"/submissions/{sid}": author, f"/submissions/{sid}/live": author, "/tokens": author,
-        "/users/" + HOSTILE.replace("/", "%2F"): anonymous, "/": author,
+        f"/submissions/{sid}": author,
+        f"/submissions/{sid}/live": author,
+        "/tokens": author,
+        "/users/" + HOSTILE.replace("/", "%2F"): anonymous,
+        "/": author,
     }
     for path, client in pages.items():
         html = client.get(path).text
@@ -127,8 +158,12 @@ def test_user_text_is_escaped_everywhere(site) -> None:
 
 
 def test_markdown_drops_raw_html_and_script_links() -> None:
-    html = str(markdown(f"# Title\n\n{HOSTILE}\n\n[click](javascript:alert(1)) <img src=x onerror=alert(1)>\n\n"
-                        "| a | b |\n| - | - |\n| 1 | 2 |\n"))
+    html = str(
+        markdown(
+            f"# Title\n\n{HOSTILE}\n\n[click](javascript:alert(1)) <img src=x onerror=alert(1)>\n\n"
+            "| a | b |\n| - | - |\n| 1 | 2 |\n"
+        )
+    )
     assert "<h1>Title</h1>" in html and "<table>" in html
     assert "<script" not in html and "<img" not in html and 'href="javascript' not in html
     assert ESCAPED in html
@@ -153,27 +188,36 @@ def test_code_visibility_follows_author_staff_and_the_public_flag(site) -> None:
     # bob is not the owner: he may not open the solutions, and the page shows him no settings form
     page = bob.get("/problems/axpy_dest").text
     assert 'action="/problem-settings"' not in page
-    refused = bob.post("/problem-settings", data={"problem": "axpy_dest", "solutions_public": "on",
-                                                  "csrf_token": csrf_of(page)})
+    refused = bob.post(
+        "/problem-settings", data={"problem": "axpy_dest", "solutions_public": "on", "csrf_token": csrf_of(page)}
+    )
     assert refused.status_code == 403 and not sees(anonymous)
 
     # an admin makes bob the owner; then bob opens the solutions to everyone
     page = root.get("/problems/axpy_dest").text
-    made_owner = root.post("/problem-settings", data={"problem": "axpy_dest", "owner": "bob",
-                                                      "csrf_token": csrf_of(page)}, follow_redirects=False)
+    made_owner = root.post(
+        "/problem-settings",
+        data={"problem": "axpy_dest", "owner": "bob", "csrf_token": csrf_of(page)},
+        follow_redirects=False,
+    )
     assert made_owner.status_code == 303
     with site.db.read() as session:
         assert session.scalar(select(Problem.owner_id).where(Problem.slug == "axpy_dest")) == bob_id
     page = bob.get("/problems/axpy_dest").text
     assert 'action="/problem-settings"' in page
-    opened = bob.post("/problem-settings", data={"problem": "axpy_dest", "solutions_public": "on",
-                                                 "csrf_token": csrf_of(page)}, follow_redirects=False)
+    opened = bob.post(
+        "/problem-settings",
+        data={"problem": "axpy_dest", "solutions_public": "on", "csrf_token": csrf_of(page)},
+        follow_redirects=False,
+    )
     assert opened.status_code == 303
     assert sees(anonymous) and sees(bob)
     assert anonymous.get("/api/problems/axpy_dest").json()["solutions_public"] is True
 
-    unknown = root.post("/problem-settings", data={"problem": "axpy_dest", "owner": "nobody",
-                                                   "csrf_token": csrf_of(root.get("/problems/axpy_dest").text)})
+    unknown = root.post(
+        "/problem-settings",
+        data={"problem": "axpy_dest", "owner": "nobody", "csrf_token": csrf_of(root.get("/problems/axpy_dest").text)},
+    )
     assert unknown.status_code == 400 and "owner: no user named" in unknown.text
 
 
@@ -189,14 +233,16 @@ def test_logs_follow_the_code_visibility_and_show_no_host_paths(site) -> None:
     anonymous = site.client()
     sid = _submit(alice)
     run = "/tmp/gpuarena-run-k2j3h4l5"
-    log = (f'Traceback:\n  File "{run}/work/solution/sol.py", line 9, in solve\n'
-           '    TOKEN = "log-secret-42"\nprinted from /home/judge/.cache on judge-host-9\n')
+    log = (
+        f'Traceback:\n  File "{run}/work/solution/sol.py", line 9, in solve\n'
+        '    TOKEN = "log-secret-42"\nprinted from /home/judge/.cache on judge-host-9\n'
+    )
     _finish(site, sid, log=log, reason="output y: 3 elements wrong")
 
     for client in (alice, olga, root):
         for path in (f"/submissions/{sid}", f"/submissions/{sid}/live"):
             html = client.get(path).text
-            assert "log-secret-42" in html and '&#34;&lt;run&gt;/work/solution/sol.py&#34;, line 9' in html, path
+            assert "log-secret-42" in html and "&#34;&lt;run&gt;/work/solution/sol.py&#34;, line 9" in html, path
             assert run not in html and "/home/judge" not in html and "~/.cache" in html
     for client in (bob, anonymous):
         for path in (f"/submissions/{sid}", f"/submissions/{sid}/live"):
@@ -214,9 +260,14 @@ def test_every_form_needs_the_session_csrf_token(site) -> None:
     alice = site.signed_in(token)
     other = site.client()
     other_token = csrf_of(other.get("/signin").text)  # a valid token, but of another session
-    forms = [("/submit", {"problem": "axpy_dest", "device_kind": "cpu", "code": CODE}),
-             ("/tokens", {"name": "x"}), ("/tokens/1/revoke", {}), ("/signout", {}),
-             ("/problem-settings", {"problem": "axpy_dest", "solutions_public": "on"}), ("/signin", {"token": token})]
+    forms = [
+        ("/submit", {"problem": "axpy_dest", "device_kind": "cpu", "code": CODE}),
+        ("/tokens", {"name": "x"}),
+        ("/tokens/1/revoke", {}),
+        ("/signout", {}),
+        ("/problem-settings", {"problem": "axpy_dest", "solutions_public": "on"}),
+        ("/signin", {"token": token}),
+    ]
     for path, data in forms:
         for extra in ({}, {"csrf_token": other_token}, {"csrf_token": ""}):
             reply = alice.post(path, data={**data, **extra}, follow_redirects=False)
@@ -269,12 +320,18 @@ def test_revoking_the_session_token_signs_out_and_sign_in_errors_are_clear(site)
 
 def test_sign_in_follows_only_local_paths(site) -> None:
     _, token = site.account("alice")
-    for target, expected in (("/problems/axpy_dest", "/problems/axpy_dest"), ("//evil.example", "/"),
-                             ("https://evil.example", "/"), ("/\\evil.example", "/")):
+    for target, expected in (
+        ("/problems/axpy_dest", "/problems/axpy_dest"),
+        ("//evil.example", "/"),
+        ("https://evil.example", "/"),
+        ("/\\evil.example", "/"),
+    ):
         client = site.client()
-        reply = client.post("/signin", data={"token": token, "next": target,
-                                             "csrf_token": csrf_of(client.get("/signin").text)},
-                            follow_redirects=False)
+        reply = client.post(
+            "/signin",
+            data={"token": token, "next": target, "csrf_token": csrf_of(client.get("/signin").text)},
+            follow_redirects=False,
+        )
         assert reply.headers["location"] == expected
 
 
@@ -282,21 +339,45 @@ def test_submit_form_errors_name_the_field(site) -> None:
     _, token = site.account("alice")
     alice = site.signed_in(token)
     csrf = csrf_of(alice.get("/problems/axpy_dest").text)
-    cases = [({"code": ""}, "solution: choose a file"), ({"device_kind": "TPU"}, "unknown device kind"),
-             ({"mode": "fast"}, "mode &#39;fast&#39;"), ({"filename": "my-sol.txt"}, "my-sol.txt")]
+    cases = [
+        ({"code": ""}, "solution: choose a file"),
+        ({"device_kind": "TPU"}, "unknown device kind"),
+        ({"mode": "fast"}, "mode &#39;fast&#39;"),
+        ({"filename": "my-sol.txt"}, "my-sol.txt"),
+    ]
     for change, message in cases:
-        data = {"problem": "axpy_dest", "device_kind": "cpu", "mode": "test", "code": CODE, "filename": "sol.py",
-                "csrf_token": csrf, **change}
+        data = {
+            "problem": "axpy_dest",
+            "device_kind": "cpu",
+            "mode": "test",
+            "code": CODE,
+            "filename": "sol.py",
+            "csrf_token": csrf,
+            **change,
+        }
         reply = alice.post("/submit", data=data)
         assert reply.status_code == 400 and message in reply.text, (change, reply.text[-600:])
         if change.get("code") is None:
             assert "window.__pwned" in reply.text  # what was typed comes back, escaped
-    upload = alice.post("/submit", data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test",
-                                         "csrf_token": csrf}, files={"file": ("up.py", CODE.encode())},
-                        follow_redirects=False)
+    upload = alice.post(
+        "/submit",
+        data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test", "csrf_token": csrf},
+        files={"file": ("up.py", CODE.encode())},
+        follow_redirects=False,
+    )
     assert upload.status_code == 303
-    pasted = alice.post("/submit", data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test", "filename": "sol.py",
-                                         "code": CODE.replace("\n", "\r\n"), "csrf_token": csrf}, follow_redirects=False)
+    pasted = alice.post(
+        "/submit",
+        data={
+            "problem": "axpy_dest",
+            "device_kind": "cpu",
+            "mode": "test",
+            "filename": "sol.py",
+            "code": CODE.replace("\n", "\r\n"),
+            "csrf_token": csrf,
+        },
+        follow_redirects=False,
+    )
     with site.db.read() as session:
         sid = int(pasted.headers["location"].rsplit("/", 1)[1])
         blob = session.get(SolutionBlob, session.get(Submission, sid).solution_hash)
@@ -327,13 +408,19 @@ def test_browser_errors_come_back_as_pages_with_one_size_limit(site) -> None:
     alice = site.signed_in(token)
     csrf = csrf_of(alice.get("/problems/axpy_dest").text)
     limit = site.settings.max_request_bytes
-    big = alice.post("/submit", data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test", "csrf_token": csrf},
-                     files={"file": ("big.py", b"#" * (limit + 100_000))})
+    big = alice.post(
+        "/submit",
+        data={"problem": "axpy_dest", "device_kind": "cpu", "mode": "test", "csrf_token": csrf},
+        files={"file": ("big.py", b"#" * (limit + 100_000))},
+    )
     assert big.status_code == 413 and big.headers["content-type"].startswith("text/html"), big.text[:300]
     assert f"{limit:,} bytes" in big.text and "Go back" in big.text
-    api_big = alice.post("/api/submissions/upload", files={"file": ("big.py", b"#" * (limit + 100_000))},
-                         data={"problem": "axpy_dest", "device_kind": "cpu"},
-                         headers={"Authorization": f"Bearer {token}"})
+    api_big = alice.post(
+        "/api/submissions/upload",
+        files={"file": ("big.py", b"#" * (limit + 100_000))},
+        data={"problem": "axpy_dest", "device_kind": "cpu"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
     assert api_big.status_code == 413 and f"{limit:,} bytes" in api_big.json()["error"]
     for path in ("/submissions/abc", "/submissions/99999999999999999999"):
         reply = alice.get(path)
@@ -349,45 +436,68 @@ def test_leaderboard_marks_entries_within_noise_as_tied(site) -> None:
     _, runner_token = site.account("box", "runner")
     api = site.client()
     headers = {"Authorization": f"Bearer {runner_token}"}
-    runner_id = api.post("/api/runner/hello", headers=headers,
-                         json={"name": "box", "devices": [{"device": "cpu", "kind": "cpu"}]}).json()["runner_id"]
+    runner_id = api.post(
+        "/api/runner/hello", headers=headers, json={"name": "box", "devices": [{"device": "cpu", "kind": "cpu"}]}
+    ).json()["runner_id"]
     tokens = {}
     for name, speedup, low, high in (("ann", 2.0, 1.9, 2.1), ("bob", 1.95, 1.85, 2.05), ("cy", 1.2, 1.15, 1.25)):
         _, token = tokens[name] = site.account(name)
         submission_id = _submit(site.signed_in(token), mode="ranked")
-        job = api.post("/api/runner/claim", headers=headers, json={"runner_id": runner_id, "device_kinds": ["cpu"]}).json()
+        job = api.post(
+            "/api/runner/claim", headers=headers, json={"runner_id": runner_id, "device_kinds": ["cpu"]}
+        ).json()
         assert job["submission_id"] == submission_id
-        evaluation = Evaluation(status="PASSED", problem="axpy_dest", solution_hash="0" * 64, device="cpu", mode="ranked",
-                                score=speedup, workloads=[{"name": "n4096", "status": "PASSED", "speedup": speedup,
-                                                           "speedup_ci95": (low, high)}])
-        posted = api.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
-                          json={"lease_token": job["lease_token"], "evaluation": evaluation.model_dump(mode="json")})
+        evaluation = Evaluation(
+            status="PASSED",
+            problem="axpy_dest",
+            solution_hash="0" * 64,
+            device="cpu",
+            mode="ranked",
+            score=speedup,
+            workloads=[{"name": "n4096", "status": "PASSED", "speedup": speedup, "speedup_ci95": (low, high)}],
+        )
+        posted = api.post(
+            f"/api/runner/jobs/{job['job_id']}/result",
+            headers=headers,
+            json={"lease_token": job["lease_token"], "evaluation": evaluation.model_dump(mode="json")},
+        )
         assert posted.status_code == 200, posted.text
     page = site.client().get("/problems/axpy_dest").text
-    board = page[page.index("leaderboard"):]
+    board = page[page.index("leaderboard") :]
     assert board.count("tied with #") == 1 and "≈ tied with #1" in board  # bob with ann; cy is clearly behind
     assert "1.85" in board and "2.05" in board
     import csv as csv_module
     import io
 
-    rows = list(csv_module.DictReader(io.StringIO(site.client().get("/leaderboard.csv?problem=axpy_dest&device_kind=cpu").text)))
+    rows = list(
+        csv_module.DictReader(io.StringIO(site.client().get("/leaderboard.csv?problem=axpy_dest&device_kind=cpu").text))
+    )
     assert [(r["user"], r["tied_with_above"]) for r in rows] == [("ann", "False"), ("bob", "True"), ("cy", "False")]
     # bob's next try is shown beside his best and the leader's, per workload
     bob_client = site.signed_in(tokens["bob"][1])
     again = _submit(bob_client, mode="ranked")
     job = api.post("/api/runner/claim", headers=headers, json={"runner_id": runner_id, "device_kinds": ["cpu"]}).json()
-    evaluation = Evaluation(status="PASSED", problem="axpy_dest", solution_hash="0" * 64, device="cpu", mode="ranked",
-                            score=1.5, workloads=[{"name": "n4096", "status": "PASSED", "speedup": 1.5,
-                                                   "speedup_ci95": (1.4, 1.6)}])
-    api.post(f"/api/runner/jobs/{job['job_id']}/result", headers=headers,
-             json={"lease_token": job["lease_token"], "evaluation": evaluation.model_dump(mode="json")})
+    evaluation = Evaluation(
+        status="PASSED",
+        problem="axpy_dest",
+        solution_hash="0" * 64,
+        device="cpu",
+        mode="ranked",
+        score=1.5,
+        workloads=[{"name": "n4096", "status": "PASSED", "speedup": 1.5, "speedup_ci95": (1.4, 1.6)}],
+    )
+    api.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=headers,
+        json={"lease_token": job["lease_token"], "evaluation": evaluation.model_dump(mode="json")},
+    )
     shown = bob_client.get(f"/submissions/{again}").text
     assert ">your best</th>" in shown and ">leader</th>" in shown
-    row = shown[shown.index("<td>n4096"):]
-    row = row[:row.index("</tr>")]
+    row = shown[shown.index("<td>n4096") :]
+    row = row[: row.index("</tr>")]
     assert ">1.500<" in row and ">1.950<" in row and ">2.000<" in row, row
     home = site.client().get("/").text  # the home page: leaders and recent activity
-    leaders = home[home.index("<h2>Leaders</h2>"):home.index("Recent activity")]
+    leaders = home[home.index("<h2>Leaders</h2>") : home.index("Recent activity")]
     assert "axpy_dest" in leaders and ">ann<" in leaders and ">bob<" not in leaders
     assert "Recent activity" in home and home.count("/submissions/") >= 3
     assert float(rows[1]["score_low"]) == 1.85
@@ -464,7 +574,10 @@ def test_submissions_page_filters_and_downloads(site) -> None:
     assert [(int(r["id"]), r["status"]) for r in rows] == [(first, "WRONG_VALUES")]
     assert json.loads(site.client().get("/results.json?user=bob").text)[0]["id"] == second
     board = site.client().get("/leaderboard.csv?problem=axpy_dest&device_kind=cpu")
-    assert board.status_code == 200 and board.text == "rank,user,score,score_low,score_high,tied_with_above,submission_id,achieved_at\n"
+    assert (
+        board.status_code == 200
+        and board.text == "rank,user,score,score_low,score_high,tied_with_above,submission_id,achieved_at\n"
+    )
     assert site.client().get("/leaderboard.json?problem=nope&device_kind=cpu").status_code == 404
     own = json.loads(alice.get(f"/submissions/{first}/record.json").text)
     assert own["evaluation"]["log"] == "alice's secret log line"
@@ -482,10 +595,12 @@ def test_an_invite_link_makes_an_account_without_shell_access(site) -> None:
     olga = site.signed_in(org_token)
     form = olga.get("/invites")
     assert form.status_code == 200 and "Make one" in form.text and 'value="organiser"' not in form.text
-    made = olga.post("/invites", data={"role": "participant", "uses": "1", "days": "7", "note": "course",
-                                       "csrf_token": csrf_of(form.text)})
+    made = olga.post(
+        "/invites",
+        data={"role": "participant", "uses": "1", "days": "7", "note": "course", "csrf_token": csrf_of(form.text)},
+    )
     link = re_module.search(r'id="new-invite">([^<]+)<', made.text).group(1)
-    path = link[link.index("/join/"):]
+    path = link[link.index("/join/") :]
     visitor = site.client()
     opened = visitor.get(path)
     assert opened.status_code == 200 and "makes you a participant" in opened.text
@@ -497,8 +612,16 @@ def test_an_invite_link_makes_an_account_without_shell_access(site) -> None:
     again = site.client().get(path)
     assert again.status_code == 400 and "used as many times as it allows" in again.text
     assert "not known here" in site.client().get("/join/inv_nope").text
-    second = olga.post("/invites", data={"role": "participant", "uses": "5", "days": "", "note": "",
-                                         "csrf_token": csrf_of(olga.get("/invites").text)})
+    second = olga.post(
+        "/invites",
+        data={
+            "role": "participant",
+            "uses": "5",
+            "days": "",
+            "note": "",
+            "csrf_token": csrf_of(olga.get("/invites").text),
+        },
+    )
     invite_id = re_module.findall(r'action="/invites/(\d+)/revoke"', second.text)[0]
     withdrawn_path = re_module.search(r'id="new-invite">[^<]*(/join/[^<]+)<', second.text).group(1)
     olga.post(f"/invites/{invite_id}/revoke", data={"csrf_token": csrf_of(second.text)})

@@ -29,9 +29,16 @@ def _with_recorded_profile(server, submission_id: int) -> dict:
 
 def test_the_author_sees_the_profile_table_and_roofline_others_do_not(server, browser) -> None:
     token = server.user("prof-author")
-    body = {"problem": "level1/softmax", "device_kind": "cpu", "mode": "test",
-            "solution": {"name": "sm", "manifest": {"language": "pytorch", "entry_point": "sm.py:solve"},
-                         "sources": {"sm.py": SOFTMAX}}}
+    body = {
+        "problem": "level1/softmax",
+        "device_kind": "cpu",
+        "mode": "test",
+        "solution": {
+            "name": "sm",
+            "manifest": {"language": "pytorch", "entry_point": "sm.py:solve"},
+            "sources": {"sm.py": SOFTMAX},
+        },
+    }
     made = httpx.post(f"{server.url}/api/submissions", json=body, headers={"Authorization": f"Bearer {token}"})
     assert made.status_code == 201, made.text
     sid = made.json()["id"]
@@ -60,8 +67,15 @@ def test_the_author_sees_the_profile_table_and_roofline_others_do_not(server, br
 
 def test_profile_mode_is_refused_on_a_cpu_device_kind(server) -> None:
     token = server.user("prof-cpu")
-    body = {"problem": "level1/softmax", "device_kind": "cpu", "mode": "profile",
-            "solution": {"name": "sm", "manifest": {"language": "pytorch", "entry_point": "sm.py:solve"},
-                         "sources": {"sm.py": SOFTMAX}}}
+    body = {
+        "problem": "level1/softmax",
+        "device_kind": "cpu",
+        "mode": "profile",
+        "solution": {
+            "name": "sm",
+            "manifest": {"language": "pytorch", "entry_point": "sm.py:solve"},
+            "sources": {"sm.py": SOFTMAX},
+        },
+    }
     made = httpx.post(f"{server.url}/api/submissions", json=body, headers={"Authorization": f"Bearer {token}"})
     assert made.status_code == 400 and "choose a GPU device kind" in made.text

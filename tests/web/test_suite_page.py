@@ -13,22 +13,42 @@ from gpuarena.suite.model import ProblemTime, SuiteResult
 
 
 def _result(framework: str, times: dict[str, float]) -> SuiteResult:
-    tags = {"level1/mm": ["aten.mm.default", "harvested", "llama", "prefill"],
-            "level2/mlp": ["module:MLP", "harvested", "llama", "prefill", "qwen3", "decode"],
-            "level3/attn": ["module:Attention", "harvested", "qwen3", "decode"]}
-    return SuiteResult(framework=framework, device="cuda", device_name="Test GPU", environment={}, command="test",
-                       problems=[ProblemTime(problem=name, level=int(name[5]), weight=1.0, tags=tags[name],
-                                             status="PASSED", time_us=t, low_us=t * 0.9, high_us=t * 1.1)
-                                 for name, t in times.items()])
+    tags = {
+        "level1/mm": ["aten.mm.default", "harvested", "llama", "prefill"],
+        "level2/mlp": ["module:MLP", "harvested", "llama", "prefill", "qwen3", "decode"],
+        "level3/attn": ["module:Attention", "harvested", "qwen3", "decode"],
+    }
+    return SuiteResult(
+        framework=framework,
+        device="cuda",
+        device_name="Test GPU",
+        environment={},
+        command="test",
+        problems=[
+            ProblemTime(
+                problem=name,
+                level=int(name[5]),
+                weight=1.0,
+                tags=tags[name],
+                status="PASSED",
+                time_us=t,
+                low_us=t * 0.9,
+                high_us=t * 1.1,
+            )
+            for name, t in times.items()
+        ],
+    )
 
 
 def test_the_suite_page_scores_a_result_against_a_baseline_with_plots(server, browser) -> None:
     folder = server.home / "suite"
     folder.mkdir(exist_ok=True)
-    (folder / "eager.json").write_text(_result("pytorch", {"level1/mm": 100, "level2/mlp": 100,
-                                                           "level3/attn": 100}).model_dump_json())
-    (folder / "compiled.json").write_text(_result("torch-compile", {"level1/mm": 50, "level2/mlp": 200,
-                                                                    "level3/attn": 25}).model_dump_json())
+    (folder / "eager.json").write_text(
+        _result("pytorch", {"level1/mm": 100, "level2/mlp": 100, "level3/attn": 100}).model_dump_json()
+    )
+    (folder / "compiled.json").write_text(
+        _result("torch-compile", {"level1/mm": 50, "level2/mlp": 200, "level3/attn": 25}).model_dump_json()
+    )
     (folder / "broken.json").write_text(json.dumps({"format": "something else"}))
     context = browser.new_context()
     errors = _watch_errors(context)

@@ -15,8 +15,14 @@ VOCAB, DIM, HIDDEN, BATCH, CONTEXT, STEPS = 64, 32, 64, 8, 4, 48
 def weights(seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     draw = lambda *shape, scale=1.0: (rng.standard_normal(shape) * scale).astype(np.float32)  # noqa: E731
-    return {"embed": draw(VOCAB, DIM), "w1": draw(DIM, HIDDEN, scale=0.3), "b1": draw(HIDDEN, scale=0.1),
-            "w2": draw(HIDDEN, VOCAB, scale=0.3), "b2": draw(VOCAB, scale=0.1), "x": draw(BATCH, DIM)}
+    return {
+        "embed": draw(VOCAB, DIM),
+        "w1": draw(DIM, HIDDEN, scale=0.3),
+        "b1": draw(HIDDEN, scale=0.1),
+        "w2": draw(HIDDEN, VOCAB, scale=0.3),
+        "b2": draw(VOCAB, scale=0.1),
+        "x": draw(BATCH, DIM),
+    }
 
 
 def mlp(w: dict[str, np.ndarray], h: np.ndarray) -> np.ndarray:

@@ -20,10 +20,18 @@ NEW_TOKENS = 32
 
 
 def model(seed: int) -> LlamaForCausalLM:
-    config = LlamaConfig(vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                         rms_norm_eps=1e-5, tie_word_embeddings=False,
-                         initializer_range=0.25)  # wide weights: varied tokens, not one repeated
+    config = LlamaConfig(
+        vocab_size=256,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        initializer_range=0.25,
+    )  # wide weights: varied tokens, not one repeated
     torch.manual_seed(seed)
     return LlamaForCausalLM(config).eval()
 

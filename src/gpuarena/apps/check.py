@@ -17,16 +17,23 @@ from gpuarena.apps.score import measure_speedup, score
 from gpuarena.harness.stats import bootstrap_median
 
 
-def _performance(run: AppRun, golden_perf: GoldenPerformance | None,
-                 port_perf: Performance | None) -> PortPerformance | None:
+def _performance(
+    run: AppRun, golden_perf: GoldenPerformance | None, port_perf: Performance | None
+) -> PortPerformance | None:
     """The port's figures beside the golden ones; the speed-up only when both name the same figure."""
     if port_perf is None and golden_perf is None:
         return None
     if port_perf is None:
-        return PortPerformance(name=golden_perf.name, higher_is_better=golden_perf.higher_is_better,
-                               golden=golden_perf, samples=[], note="the port's app.toml has no performance section")
-    perf = PortPerformance(name=port_perf.name, higher_is_better=bool(port_perf.higher_is_better),
-                           golden=golden_perf, samples=run.figures)
+        return PortPerformance(
+            name=golden_perf.name,
+            higher_is_better=golden_perf.higher_is_better,
+            golden=golden_perf,
+            samples=[],
+            note="the port's app.toml has no performance section",
+        )
+    perf = PortPerformance(
+        name=port_perf.name, higher_is_better=bool(port_perf.higher_is_better), golden=golden_perf, samples=run.figures
+    )
     if run.figures:
         summary = bootstrap_median(run.figures)
         perf.median, perf.low, perf.high = summary.median, summary.low, summary.high
@@ -64,12 +71,17 @@ def _outside_performance(run: AppRun, golden_wall: list[float]) -> PortPerforman
     golden = None
     if golden_wall:
         g = bootstrap_median(golden_wall)
-        golden = GoldenPerformance(name=WALL_FIGURE, higher_is_better=False, samples=golden_wall, median=g.median,
-                                   low=g.low, high=g.high)
+        golden = GoldenPerformance(
+            name=WALL_FIGURE, higher_is_better=False, samples=golden_wall, median=g.median, low=g.low, high=g.high
+        )
     samples = _warm([r.wall_s for r in run.runs]) if run.ran else []
-    perf = PortPerformance(name=WALL_FIGURE, higher_is_better=False, golden=golden, samples=samples,
-                           note="measured outside the app (each run's wall time but the first); the app's own "
-                                "figure is not used")
+    perf = PortPerformance(
+        name=WALL_FIGURE,
+        higher_is_better=False,
+        golden=golden,
+        samples=samples,
+        note="measured outside the app (each run's wall time but the first); the app's own figure is not used",
+    )
     if samples:
         s = bootstrap_median(samples)
         perf.median, perf.low, perf.high = s.median, s.low, s.high
@@ -94,14 +106,30 @@ def check(app_dir: Path, golden_dir: Path, device: str = "cpu", outside_timing: 
     with tempfile.TemporaryDirectory(prefix="gpuarena-check-") as root:
         run = run_app(app_dir, spec, Path(root), device, protected={"golden": golden_dir})
         produced = Path(run.output_dir)
-        outputs = [compare_output(o, produced / o.file, golden_dir / OUTPUTS_DIR / o.file)
-                   for o in reference.outputs] if run.ran else []
-    performance = (_outside_performance(run, golden.run_wall_s) if outside_timing
-                   else _performance(run, golden.performance, spec.performance))
+        outputs = (
+            [compare_output(o, produced / o.file, golden_dir / OUTPUTS_DIR / o.file) for o in reference.outputs]
+            if run.ran
+            else []
+        )
+    performance = (
+        _outside_performance(run, golden.run_wall_s)
+        if outside_timing
+        else _performance(run, golden.performance, spec.performance)
+    )
     speedup = performance.speedup if performance is not None else None
-    return MigrationReport(app=spec.name, golden_app=golden.app, device=device, golden_device=golden.device,
-                           golden_environment=golden.environment,
-                           environment={**environment(device), "app_containment": run.containment}, ran=run.ran,
-                           reason=run.reason, sandboxed=run.sandboxed, containment=run.containment, runs=run.runs,
-                           outputs=outputs, performance=performance,
-                           score=score(run.ran, outputs, speedup))
+    return MigrationReport(
+        app=spec.name,
+        golden_app=golden.app,
+        device=device,
+        golden_device=golden.device,
+        golden_environment=golden.environment,
+        environment={**environment(device), "app_containment": run.containment},
+        ran=run.ran,
+        reason=run.reason,
+        sandboxed=run.sandboxed,
+        containment=run.containment,
+        runs=run.runs,
+        outputs=outputs,
+        performance=performance,
+        score=score(run.ran, outputs, speedup),
+    )

@@ -11,9 +11,14 @@ import typer
 from gpuarena.cli.console import err, fail, out
 from gpuarena.errors import GpuarenaError
 
-app_group = typer.Typer(no_args_is_help=True, help="Migration checks: record a reference app's golden outputs, "
-                                                   "check a port against them and score it (docs/migration.md).")
-DeviceOpt = Annotated[str, typer.Option("--device", help="Passed to the app as $GPUARENA_APP_DEVICE (cpu, cuda, cuda:N)")]
+app_group = typer.Typer(
+    no_args_is_help=True,
+    help="Migration checks: record a reference app's golden outputs, "
+    "check a port against them and score it (docs/migration.md).",
+)
+DeviceOpt = Annotated[
+    str, typer.Option("--device", help="Passed to the app as $GPUARENA_APP_DEVICE (cpu, cuda, cuda:N)")
+]
 
 
 def _device(device: str) -> None:
@@ -22,11 +27,13 @@ def _device(device: str) -> None:
 
 
 @app_group.command("record")
-def record_cmd(app_dir: Annotated[Path, typer.Argument(help="The reference app's folder (with app.toml)")],
-               device: DeviceOpt = "cpu",
-               output: Annotated[Path | None, typer.Option("-o", "--output",
-                                                              help="The golden folder (new; default APP/../NAME.golden)")] = None,
-               ) -> None:
+def record_cmd(
+    app_dir: Annotated[Path, typer.Argument(help="The reference app's folder (with app.toml)")],
+    device: DeviceOpt = "cpu",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="The golden folder (new; default APP/../NAME.golden)")
+    ] = None,
+) -> None:
     """Run the reference app and store its outputs and performance as a golden record."""
     from gpuarena.apps.golden import record
     from gpuarena.apps.model import load_app
@@ -41,22 +48,31 @@ def record_cmd(app_dir: Annotated[Path, typer.Argument(help="The reference app's
     out.print(f"recorded {golden.app}: {len(golden.outputs)} output(s) in {golden_dir}")
     if golden.performance is not None:
         p = golden.performance
-        out.print(f"{p.name}: median {p.median:.4g}, 95% interval [{p.low:.4g}, {p.high:.4g}] over {len(p.samples)} runs")
+        out.print(
+            f"{p.name}: median {p.median:.4g}, 95% interval [{p.low:.4g}, {p.high:.4g}] over {len(p.samples)} runs"
+        )
     if not run.sandboxed:
         err.print(f"warning: the app ran without the sandbox: {run.containment}", soft_wrap=True)
 
 
 @app_group.command("check")
-def check_cmd(app_dir: Annotated[Path, typer.Argument(help="The port's folder (with app.toml)")],
-              golden: Annotated[Path, typer.Option("--golden", help="The golden folder made by `gpuarena app record`")],
-              device: DeviceOpt = "cpu",
-              output: Annotated[Path | None, typer.Option("-o", "--output",
-                                                             help="Write report.json and report.html here")] = None,
-              as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
-              wall_time: Annotated[bool, typer.Option(
-                  "--wall-time", help="Compare the runs' wall times measured by gpuarena, not the app's own "
-                                      "figure (what a ranked check on the service does)")] = False,
-              ) -> None:
+def check_cmd(
+    app_dir: Annotated[Path, typer.Argument(help="The port's folder (with app.toml)")],
+    golden: Annotated[Path, typer.Option("--golden", help="The golden folder made by `gpuarena app record`")],
+    device: DeviceOpt = "cpu",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write report.json and report.html here")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    wall_time: Annotated[
+        bool,
+        typer.Option(
+            "--wall-time",
+            help="Compare the runs' wall times measured by gpuarena, not the app's own "
+            "figure (what a ranked check on the service does)",
+        ),
+    ] = False,
+) -> None:
     """Run a port, compare its outputs with the golden ones and score it. Exits 0 when it ran,
     1 when it did not, 2 on a usage error."""
     from gpuarena.apps.check import check

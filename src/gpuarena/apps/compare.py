@@ -63,17 +63,25 @@ class OutputComparison(BaseModel):
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = value if isinstance(value, str) else json.dumps(value) if not isinstance(value, np.generic) else repr(value.item())
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value)
+        if not isinstance(value, np.generic)
+        else repr(value.item())
+    )
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def describe(compare: Exact | Tolerance | Tokens | Metric) -> str:
-    params = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v:g}"
-                       for k, v in compare.model_dump().items() if k != "kind")
+    params = ", ".join(
+        f"{k}={v!r}" if isinstance(v, str) else f"{k}={v:g}" for k, v in compare.model_dump().items() if k != "kind"
+    )
     return f"{compare.kind}({params})" if params else compare.kind
 
 
 # -- loading ---------------------------------------------------------------------------------------
+
 
 def load_tensors(path: Path) -> dict[str, np.ndarray]:
     """name -> array of a .npy ('' as the name), .npz or .pt (a tensor or a dict of tensors)."""
@@ -104,12 +112,15 @@ def _load(path: Path, kind: str) -> Any:
 
 # -- tensors ---------------------------------------------------------------------------------------
 
+
 def _index(name: str, flat: int, shape: tuple[int, ...]) -> str:
     where = str(tuple(int(i) for i in np.unravel_index(flat, shape))) if shape else "()"
     return f"{name}{where}" if name else where
 
 
-def _tensor(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], compare: Any) -> tuple[bool, float, str, list[Difference]]:
+def _tensor(
+    got: dict[str, np.ndarray], expected: dict[str, np.ndarray], compare: Any
+) -> tuple[bool, float, str, list[Difference]]:
     if sorted(got) != sorted(expected):
         return False, 0.0, f"arrays {sorted(got)} instead of {sorted(expected)}", []
     if isinstance(compare, Tokens):
@@ -138,8 +149,10 @@ def _tensor(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], compare
         if isinstance(compare, Metric):
             value = _metric(compare.name, a64, b64, diff)
             ok = value >= compare.threshold if compare.name == "cosine" else value <= compare.threshold
-            summaries.append(f"{label}: {compare.name} = {value:.6g} "
-                             f"({'>=' if compare.name == 'cosine' else '<='} {compare.threshold:g} needed)")
+            summaries.append(
+                f"{label}: {compare.name} = {value:.6g} "
+                f"({'>=' if compare.name == 'cosine' else '<='} {compare.threshold:g} needed)"
+            )
             matched &= bool(ok)
             total += 1
             good += _metric_closeness(compare, value) if not ok else 1.0  # type: ignore[assignment]
@@ -158,8 +171,14 @@ def _tensor(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], compare
             for i in np.argsort(-flat, kind="stable")[:WORST]:
                 if flat[i] == 0:
                     break
-                worst.append(Difference(where=_index(name, int(i), b.shape), got=_short(a.ravel()[i]),
-                                        expected=_short(b.ravel()[i]), abs_diff=float(flat[i])))
+                worst.append(
+                    Difference(
+                        where=_index(name, int(i), b.shape),
+                        got=_short(a.ravel()[i]),
+                        expected=_short(b.ravel()[i]),
+                        abs_diff=float(flat[i]),
+                    )
+                )
     worst.sort(key=lambda d: -(d.abs_diff or 0.0))
     closeness = 1.0 if matched else (good / total if total else 0.0)
     return matched, float(closeness), "; ".join(summaries), worst[:WORST]
@@ -188,6 +207,7 @@ def _metric_closeness(compare: Metric, value: float) -> float:
 
 # -- tokens and text -------------------------------------------------------------------------------
 
+
 def _tokens(got: list[Any], expected: list[Any], compare: Tokens) -> tuple[bool, float, str, list[Difference]]:
     length = max(len(got), len(expected))
     equal = sum(1 for a, b in zip(got, expected) if a == b)
@@ -213,9 +233,15 @@ def _text_exact(got: str, expected: str) -> tuple[bool, float, str, list[Differe
     a, b = got.splitlines(), expected.splitlines()
     length = max(len(a), len(b), 1)
     equal = sum(1 for x, y in zip(a, b) if x == y)
-    worst = [Difference(where=f"line {i + 1}", got=_short(a[i] if i < len(a) else "(missing)"),
-                        expected=_short(b[i] if i < len(b) else "(missing)"))
-             for i in range(max(len(a), len(b))) if i >= len(a) or i >= len(b) or a[i] != b[i]][:WORST]
+    worst = [
+        Difference(
+            where=f"line {i + 1}",
+            got=_short(a[i] if i < len(a) else "(missing)"),
+            expected=_short(b[i] if i < len(b) else "(missing)"),
+        )
+        for i in range(max(len(a), len(b)))
+        if i >= len(a) or i >= len(b) or a[i] != b[i]
+    ][:WORST]
     if not worst:  # same lines, other line endings or final newline
         worst = [Difference(where="line endings", got=_short(repr(got[-20:])), expected=_short(repr(expected[-20:])))]
     closeness = min(equal / length, 0.999)
@@ -223,6 +249,7 @@ def _text_exact(got: str, expected: str) -> tuple[bool, float, str, list[Differe
 
 
 # -- JSON ------------------------------------------------------------------------------------------
+
 
 def _leaves(value: Any, path: str = "$") -> dict[str, Any]:
     if isinstance(value, dict):
@@ -251,8 +278,9 @@ def _json(got: Any, expected: Any, compare: Any) -> tuple[bool, float, str, list
     good = 0
     for path in paths:
         if path not in a or path not in b:
-            diffs.append(Difference(where=path, got=_short(a.get(path, "(missing)")),
-                                    expected=_short(b.get(path, "(missing)"))))
+            diffs.append(
+                Difference(where=path, got=_short(a.get(path, "(missing)")), expected=_short(b.get(path, "(missing)")))
+            )
             continue
         x, y = a[path], b[path]
         if isinstance(compare, Tolerance) and _number(x) and _number(y):
@@ -271,6 +299,7 @@ def _json(got: Any, expected: Any, compare: Any) -> tuple[bool, float, str, list
 
 # -- entry point -----------------------------------------------------------------------------------
 
+
 def compare_output(spec: Output, produced: Path, golden: Path) -> OutputComparison:
     """Compare the produced file with the golden file as the output's spec says."""
     method = describe(spec.compare)
@@ -280,8 +309,13 @@ def compare_output(spec: Output, produced: Path, golden: Path) -> OutputComparis
     try:
         got = _load(produced, spec.kind)
     except Exception as exc:  # any unreadable file is a mismatch, with the reason
-        return OutputComparison(**base, produced=True, matched=False, closeness=0.0,
-                                summary=f"cannot be read as {spec.kind}: {type(exc).__name__}: {exc}")
+        return OutputComparison(
+            **base,
+            produced=True,
+            matched=False,
+            closeness=0.0,
+            summary=f"cannot be read as {spec.kind}: {type(exc).__name__}: {exc}",
+        )
     expected = _load(golden, spec.kind)
     if spec.kind == "tensor":
         matched, closeness, summary, worst = _tensor(got, expected, spec.compare)

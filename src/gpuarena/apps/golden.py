@@ -119,10 +119,14 @@ def record(app_dir: Path, golden_dir: Path, device: str = "cpu") -> tuple[Golden
                 errors = [r.figure_error for r in run.runs if r.figure_error]
                 raise AppError(f"{spec.name}: the performance figure could not be read: {errors[0] if errors else '?'}")
             summary = bootstrap_median(run.figures)
-            performance = GoldenPerformance(name=spec.performance.name,
-                                            higher_is_better=bool(spec.performance.higher_is_better),
-                                            samples=run.figures, median=summary.median, low=summary.low,
-                                            high=summary.high)
+            performance = GoldenPerformance(
+                name=spec.performance.name,
+                higher_is_better=bool(spec.performance.higher_is_better),
+                samples=run.figures,
+                median=summary.median,
+                low=summary.low,
+                high=summary.high,
+            )
         golden_dir.mkdir(parents=True, exist_ok=True)
         hashes: dict[str, str] = {}
         for output in spec.outputs:
@@ -133,9 +137,16 @@ def record(app_dir: Path, golden_dir: Path, device: str = "cpu") -> tuple[Golden
             _read_only(target)
     toml_copy = golden_dir / APP_FILE
     shutil.copyfile(app_dir / APP_FILE, toml_copy)
-    golden = Golden(app=spec.name, app_toml_sha256=file_sha256(toml_copy), command=_shown(spec),
-                    device=device, outputs=hashes, performance=performance, run_wall_s=[r.wall_s for r in run.runs],
-                    environment={**environment(device), "app_containment": run.containment})
+    golden = Golden(
+        app=spec.name,
+        app_toml_sha256=file_sha256(toml_copy),
+        command=_shown(spec),
+        device=device,
+        outputs=hashes,
+        performance=performance,
+        run_wall_s=[r.wall_s for r in run.runs],
+        environment={**environment(device), "app_containment": run.containment},
+    )
     (golden_dir / GOLDEN_FILE).write_text(golden.model_dump_json(indent=2) + "\n", encoding="utf-8")
     for path in (toml_copy, golden_dir / GOLDEN_FILE):
         _read_only(path)
@@ -170,4 +181,3 @@ def make_writable(golden_dir: Path) -> None:
     for root, _dirs, files in os.walk(golden_dir):
         for name in files:
             os.chmod(os.path.join(root, name), stat.S_IRUSR | stat.S_IWUSR)
-

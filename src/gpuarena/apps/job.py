@@ -36,16 +36,19 @@ def _reason(report: MigrationReport) -> str:
     matched = sum(o.matched for o in report.outputs)
     if not report.ran:
         return f"the port did not run: {report.reason}"
-    return (f"{s.total} points = {s.running} ran + {s.matching} match ({matched} of {len(report.outputs)} outputs "
-            f"matched) + {s.speed} speed-up")
+    return (
+        f"{s.total} points = {s.running} ran + {s.matching} match ({matched} of {len(report.outputs)} outputs "
+        f"matched) + {s.speed} speed-up"
+    )
 
 
 def _log(report: MigrationReport) -> str:
     parts = []
     for i, run in enumerate(report.runs):
         if run.stdout_tail or run.stderr_tail:
-            parts.append(f"--- run {i + 1}: {' '.join(run.command)} (exit {run.exit_code})\n"
-                         f"{run.stdout_tail}{run.stderr_tail}")
+            parts.append(
+                f"--- run {i + 1}: {' '.join(run.command)} (exit {run.exit_code})\n{run.stdout_tail}{run.stderr_tail}"
+            )
     return "\n".join(parts)[-LOG_BYTES:]
 
 
@@ -53,8 +56,9 @@ class SandboxMissing(RuntimeError):
     """A ranked check on a runner that cannot sandbox apps: the runner's failure, not the port's."""
 
 
-def evaluate_app(problem: PackedProblem, solution: Solution, device: str, mode: Mode, cache: Path,
-                 timeout_s: float = 600.0) -> Evaluation:
+def evaluate_app(
+    problem: PackedProblem, solution: Solution, device: str, mode: Mode, cache: Path, timeout_s: float = 600.0
+) -> Evaluation:
     """Check the port against the target's golden record; every failure of the port is a verdict.
 
     A ranked check needs the sandbox: without it a port could read the runner's copy of the
@@ -67,8 +71,15 @@ def evaluate_app(problem: PackedProblem, solution: Solution, device: str, mode: 
     if mode == "ranked" and (why := containment.sandbox_problem()):
         raise SandboxMissing(f"a ranked migration check needs the sandbox, and this runner has none: {why}")
     started, t0 = dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), time.monotonic()
-    base = dict(problem=problem.id, solution_hash=solution.hash, solution_name=solution.name,
-                language=solution.manifest.language, device=device, mode=mode, started_at=started)
+    base = dict(
+        problem=problem.id,
+        solution_hash=solution.hash,
+        solution_name=solution.name,
+        language=solution.manifest.language,
+        device=device,
+        mode=mode,
+        started_at=started,
+    )
     try:
         golden = unpack_golden(problem, cache)
         with tempfile.TemporaryDirectory(prefix="gpuarena-port-") as root:
@@ -76,12 +87,20 @@ def evaluate_app(problem: PackedProblem, solution: Solution, device: str, mode: 
             spec = load_app(port)
             asked = spec.time_limit_s * (spec.repeats + len(spec.setup))
             if asked > timeout_s:
-                raise AppError(f"app.toml asks for up to {asked:g} s (time_limit_s {spec.time_limit_s:g} x "
-                               f"{spec.repeats} runs and {len(spec.setup)} setup commands); this runner gives a check "
-                               f"at most {timeout_s:g} s: lower time_limit_s or repeats")
+                raise AppError(
+                    f"app.toml asks for up to {asked:g} s (time_limit_s {spec.time_limit_s:g} x "
+                    f"{spec.repeats} runs and {len(spec.setup)} setup commands); this runner gives a check "
+                    f"at most {timeout_s:g} s: lower time_limit_s or repeats"
+                )
             report = check(port, golden, device, outside_timing=mode == "ranked")
     except GpuarenaError as exc:
         return Evaluation(status=Status.COMPILE_ERROR, reason=str(exc), duration_s=time.monotonic() - t0, **base)
-    return Evaluation(status=_status(report), reason=_reason(report), score=float(report.score.total),
-                      log=_log(report), migration=report.model_dump(mode="json"),
-                      duration_s=time.monotonic() - t0, **base)
+    return Evaluation(
+        status=_status(report),
+        reason=_reason(report),
+        score=float(report.score.total),
+        log=_log(report),
+        migration=report.model_dump(mode="json"),
+        duration_s=time.monotonic() - t0,
+        **base,
+    )

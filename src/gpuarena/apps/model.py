@@ -103,8 +103,10 @@ class Output(BaseModel):
         if self.kind == "tensor" and not self.file.endswith((".npy", ".npz", ".pt")):
             raise ValueError(f"a tensor output must be a .npy, .npz or .pt file, not {self.file!r}")
         if self.compare.kind not in _ALLOWED[self.kind]:
-            raise ValueError(f"compare kind {self.compare.kind!r} does not apply to a {self.kind} output; "
-                             f"use one of {', '.join(sorted(_ALLOWED[self.kind]))}")
+            raise ValueError(
+                f"compare kind {self.compare.kind!r} does not apply to a {self.kind} output; "
+                f"use one of {', '.join(sorted(_ALLOWED[self.kind]))}"
+            )
         return self
 
 
@@ -164,7 +166,7 @@ class Run(BaseModel):
             if self.args:
                 raise ValueError("args go with entry; put a command's arguments in the command list")
         if self.entry is not None and not re.fullmatch(r"[\w./-]+:[A-Za-z_]\w*", self.entry):
-            raise ValueError(f"entry {self.entry!r} must read \"file.py:function\" or \"module:function\"")
+            raise ValueError(f'entry {self.entry!r} must read "file.py:function" or "module:function"')
         if self.entry is not None and self.entry.split(":")[0].endswith(".py"):
             _relative(self.entry.split(":")[0], "entry file")
         return self

@@ -135,8 +135,9 @@ def run_once(command: list[str], cwd: Path, env: dict[str, str], time_limit_s: f
         start = time.perf_counter()
         with out_path.open("wb") as out, err_path.open("wb") as errf:
             try:
-                process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=errf,
-                                           stdin=subprocess.DEVNULL, start_new_session=True)
+                process = subprocess.Popen(
+                    command, cwd=cwd, env=env, stdout=out, stderr=errf, stdin=subprocess.DEVNULL, start_new_session=True
+                )
             except OSError as exc:
                 return RunResult(command=command, exit_code=None, wall_s=0.0, stderr_tail=f"cannot start: {exc}"), ""
             timed_out = False
@@ -153,8 +154,14 @@ def run_once(command: list[str], cwd: Path, env: dict[str, str], time_limit_s: f
                 process.wait()
         wall = time.perf_counter() - start
         stdout = _tail(out_path, STDOUT_SCAN_BYTES)
-        result = RunResult(command=command, exit_code=None if timed_out else process.returncode, timed_out=timed_out,
-                           wall_s=wall, stdout_tail=stdout[-TAIL_BYTES:], stderr_tail=_tail(err_path, TAIL_BYTES))
+        result = RunResult(
+            command=command,
+            exit_code=None if timed_out else process.returncode,
+            timed_out=timed_out,
+            wall_s=wall,
+            stdout_tail=stdout[-TAIL_BYTES:],
+            stderr_tail=_tail(err_path, TAIL_BYTES),
+        )
         return result, stdout
 
 
@@ -188,8 +195,13 @@ def read_figure(performance: Performance, stdout: str, output_dir: Path) -> floa
 
 def app_variables(spec: AppSpec, output_dir: Path, device: str) -> dict[str, str]:
     """The variables gpuarena gives every app."""
-    return dict(GPUARENA_APP_SEED=str(spec.seed), GPUARENA_APP_OUTPUT=str(output_dir), GPUARENA_APP_DEVICE=device,
-                PYTHONHASHSEED=str(spec.seed), PYTHONDONTWRITEBYTECODE="1")
+    return dict(
+        GPUARENA_APP_SEED=str(spec.seed),
+        GPUARENA_APP_OUTPUT=str(output_dir),
+        GPUARENA_APP_DEVICE=device,
+        PYTHONHASHSEED=str(spec.seed),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
 
 
 def app_env(spec: AppSpec, output_dir: Path, device: str) -> dict[str, str]:
@@ -224,8 +236,9 @@ def unsafe_outputs(folder: Path) -> list[str]:
     return sorted(found)
 
 
-def run_app(app_dir: Path, spec: AppSpec, run_root: Path, device: str = "cpu",
-            protected: dict[str, Path | None] | None = None) -> AppRun:
+def run_app(
+    app_dir: Path, spec: AppSpec, run_root: Path, device: str = "cpu", protected: dict[str, Path | None] | None = None
+) -> AppRun:
     """Copy app_dir into run_root/work, run setup once and the app `spec.repeats` times there,
     in the harness's sandbox where it can run (else as plain subprocesses: the result says so).
 
@@ -244,8 +257,10 @@ def run_app(app_dir: Path, spec: AppSpec, run_root: Path, device: str = "cpu",
     box = Sandbox(run_root, work, output_dir, device) if not problem else None
     if box is None:
         env = app_env(spec, output_dir, device)
-        result.containment = (f"none: no sandbox ({problem}); the app ran as a plain subprocess of the supervisor's "
-                              "user with its environment; only the hash checks of the source and golden folders")
+        result.containment = (
+            f"none: no sandbox ({problem}); the app ran as a plain subprocess of the supervisor's "
+            "user with its environment; only the hash checks of the source and golden folders"
+        )
     else:
         env = sandbox_env(spec, output_dir, device)
         result.sandboxed = True
@@ -298,8 +313,9 @@ def run_app(app_dir: Path, spec: AppSpec, run_root: Path, device: str = "cpu",
             return stop(f"{label} exited with status {run.exit_code}")
         unsafe = unsafe_outputs(output_dir)
         if unsafe:
-            return stop(f"{label} left what is not a plain file in its output folder (not read): "
-                        f"{', '.join(unsafe[:5])}")
+            return stop(
+                f"{label} left what is not a plain file in its output folder (not read): {', '.join(unsafe[:5])}"
+            )
         if spec.performance is not None:
             try:
                 run.figure = read_figure(spec.performance, stdout, output_dir)
@@ -307,10 +323,15 @@ def run_app(app_dir: Path, spec: AppSpec, run_root: Path, device: str = "cpu",
                 run.figure_error = str(exc)
     result.changed = changed()
     if result.changed:
-        result.reason = ("it wrote outside its working folder (an app may write only its working folder and "
-                         f"$GPUARENA_APP_OUTPUT): {', '.join(result.changed[:10])}")
+        result.reason = (
+            "it wrote outside its working folder (an app may write only its working folder and "
+            f"$GPUARENA_APP_OUTPUT): {', '.join(result.changed[:10])}"
+        )
         return result
-    result.figures = [r.figure for r in result.runs if r.figure is not None] \
-        if all(r.figure is not None for r in result.runs) else []
+    result.figures = (
+        [r.figure for r in result.runs if r.figure is not None]
+        if all(r.figure is not None for r in result.runs)
+        else []
+    )
     result.ran = True
     return result

@@ -121,13 +121,17 @@ class Sandbox:
         self.count = 0
         self.sandboxed = True
         """False if a run went without bubblewrap after all (WorkerProcess.sandbox_problem)."""
-        self.rights = ("the app ran as the supervisor's user (no worker user of its own: gpuarena is not root, "
-                       "or no spare uid is mapped here)")
+        self.rights = (
+            "the app ran as the supervisor's user (no worker user of its own: gpuarena is not root, "
+            "or no spare uid is mapped here)"
+        )
         if self.user is not None:
             # the same test the sandbox's entry point makes before it drops the worker's rights
             self.rights = f"the app ran as uid {self.user[0]}, " + (
                 "keeping only the read-search capability (the interpreter lies where only root may read)"
-                if needs_read_search(self.user[0], self.user[1]) else "without capabilities")
+                if needs_read_search(self.user[0], self.user[1])
+                else "without capabilities"
+            )
         elif _switch("GPUARENA_WORKER_ISOLATION", True) is False:
             self.rights = "the app ran as the supervisor's user (GPUARENA_WORKER_ISOLATION=0)"
         self.containment = ""
@@ -160,22 +164,35 @@ def run_sandboxed(command: list[str], box: Sandbox, env: dict[str, str], time_li
             fds[name] = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             if box.user is not None:
                 os.fchown(fds[name], box.user[0], box.user[1])
-        spec = {"stdout": str(paths["stdout"]), "stderr": str(paths["stderr"]), "failed": str(paths["failed"]),
-                "cwd": str(box.work), "env": env, "unset": [n for n in THREAD_CAPS if n not in env],
-                "argv": command}
+        spec = {
+            "stdout": str(paths["stdout"]),
+            "stderr": str(paths["stderr"]),
+            "failed": str(paths["failed"]),
+            "cwd": str(box.work),
+            "env": env,
+            "unset": [n for n in THREAD_CAPS if n not in env],
+            "argv": command,
+        }
         launch = [sys.executable, "-c", _LAUNCH, json.dumps(spec)]
         protect_supervisor(True)
         try:
             start = time.perf_counter()
             try:
-                worker = WorkerProcess(box.home, box.folder / f"run-{box.count}.log",
-                                       isolate_network=box.network_off, memory_limit=box.memory, user=box.user,
-                                       gpu=box.gpu, exec_argv=launch,
-                                       writable=[str(box.work), str(box.output_dir), str(box.io)])
+                worker = WorkerProcess(
+                    box.home,
+                    box.folder / f"run-{box.count}.log",
+                    isolate_network=box.network_off,
+                    memory_limit=box.memory,
+                    user=box.user,
+                    gpu=box.gpu,
+                    exec_argv=launch,
+                    writable=[str(box.work), str(box.output_dir), str(box.io)],
+                )
             except OSError as exc:
                 box.containment = f"bubblewrap: the sandbox could not start ({exc})"
-                return RunResult(command=command, exit_code=None, wall_s=0.0,
-                                 stderr_tail=f"cannot start the sandbox: {exc}"), ""
+                return RunResult(
+                    command=command, exit_code=None, wall_s=0.0, stderr_tail=f"cannot start the sandbox: {exc}"
+                ), ""
             try:
                 timed_out = False
                 try:
@@ -194,7 +211,9 @@ def run_sandboxed(command: list[str], box: Sandbox, env: dict[str, str], time_li
                 code = None if timed_out else worker.exit_code
                 log = worker.read_log(TAIL_BYTES)
                 box.containment = f"{worker.containment}; {box.rights}"
-                if worker.sandbox_problem:  # not after containment.sandbox_problem() said '' (the same cached test), but if so
+                if (
+                    worker.sandbox_problem
+                ):  # not after containment.sandbox_problem() said '' (the same cached test), but if so
                     box.sandboxed, box.containment = False, worker.containment
             finally:
                 worker.close()
@@ -210,6 +229,12 @@ def run_sandboxed(command: list[str], box: Sandbox, env: dict[str, str], time_li
         return RunResult(command=command, exit_code=None, wall_s=wall, stderr_tail=failed), ""
     if log.strip():  # the sandbox's own words (a guard that failed before the app started)
         stderr = (stderr + "\n[gpuarena sandbox]\n" + log)[-TAIL_BYTES:]
-    result = RunResult(command=command, exit_code=code, timed_out=timed_out, wall_s=wall,
-                       stdout_tail=stdout[-TAIL_BYTES:], stderr_tail=stderr)
+    result = RunResult(
+        command=command,
+        exit_code=code,
+        timed_out=timed_out,
+        wall_s=wall,
+        stdout_tail=stdout[-TAIL_BYTES:],
+        stderr_tail=stderr,
+    )
     return result, stdout

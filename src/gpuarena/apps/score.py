@@ -106,8 +106,9 @@ def score(ran: bool, outputs: Sequence[OutputComparison], speedup: SpeedUp | Non
     if all_written:
         matching = max(matching, 1)
     matched = sum(o.matched for o in outputs)
-    notes.append(f"{matched} of {len(outputs)} outputs matched, mean value {mean:.4f}: {matching} of "
-                 f"{MATCH_POINTS} points")
+    notes.append(
+        f"{matched} of {len(outputs)} outputs matched, mean value {mean:.4f}: {matching} of {MATCH_POINTS} points"
+    )
     speed = 0
     if not all_matched:
         notes.append("no speed-up points: they need every output to match")
@@ -115,7 +116,15 @@ def score(ran: bool, outputs: Sequence[OutputComparison], speedup: SpeedUp | Non
         notes.append("no speed-up points: no performance figure on one side")
     else:
         speed = speed_points(speedup)
-        notes.append(f"speed-up {speedup.ratio:.3f}x, interval [{speedup.low:.3f}, {speedup.high:.3f}]: {speed} of "
-                     f"{SPEED_POINTS} points" + (" (the interval's low end must be above 1)" if speed == 0 else ""))
-    return Score(total=RUN_POINTS + matching + speed, running=RUN_POINTS, matching=matching, speed=speed,
-                 mean_value=mean, notes=notes)
+        notes.append(
+            f"speed-up {speedup.ratio:.3f}x, interval [{speedup.low:.3f}, {speedup.high:.3f}]: {speed} of "
+            f"{SPEED_POINTS} points" + (" (the interval's low end must be above 1)" if speed == 0 else "")
+        )
+    return Score(
+        total=RUN_POINTS + matching + speed,
+        running=RUN_POINTS,
+        matching=matching,
+        speed=speed,
+        mean_value=mean,
+        notes=notes,
+    )

@@ -53,15 +53,25 @@ def discover_goldens(root: Path) -> list[tuple[str, Path]]:
 def target_spec(slug: str, folder: Path) -> dict[str, Any]:
     """The problem spec the service stores for a golden folder (after verifying it)."""
     golden, reference = load_golden(folder)
-    summary = (f"Port the app {golden.app} to another stack: its {len(reference.outputs)} output(s) are compared "
-               f"with the golden ones recorded on {golden.device} ({golden.environment.get('device_name', '?')}), "
-               "and the port is scored by the ccf-migration rule (60 runs, 61-100 by output match, up to +50 "
-               "for a measured speed-up).")
-    return {"kind": APP_KIND, "name": golden.app, "level": 4, "weight": 1.0, "summary": summary,
-            "tags": ["migration"], "workloads": [], "golden_device": golden.device,
-            "golden_environment": golden.environment,
-            "outputs": [o.model_dump(mode="json") for o in reference.outputs],
-            "performance": golden.performance.model_dump(mode="json") if golden.performance else None}
+    summary = (
+        f"Port the app {golden.app} to another stack: its {len(reference.outputs)} output(s) are compared "
+        f"with the golden ones recorded on {golden.device} ({golden.environment.get('device_name', '?')}), "
+        "and the port is scored by the ccf-migration rule (60 runs, 61-100 by output match, up to +50 "
+        "for a measured speed-up)."
+    )
+    return {
+        "kind": APP_KIND,
+        "name": golden.app,
+        "level": 4,
+        "weight": 1.0,
+        "summary": summary,
+        "tags": ["migration"],
+        "workloads": [],
+        "golden_device": golden.device,
+        "golden_environment": golden.environment,
+        "outputs": [o.model_dump(mode="json") for o in reference.outputs],
+        "performance": golden.performance.model_dump(mode="json") if golden.performance else None,
+    }
 
 
 def pack_golden(slug: str, folder: Path) -> PackedProblem:
@@ -74,8 +84,12 @@ def pack_golden(slug: str, folder: Path) -> PackedProblem:
         text = base64.b64encode(path.read_bytes()).decode("ascii")
         total += len(text)
         if total > MAX_PROBLEM_BYTES:
-            raise FormatError(folder, None, f"holds more than {MAX_PROBLEM_BYTES} bytes (base64)",
-                              "keep golden outputs small: a few tensors and values, not whole checkpoints")
+            raise FormatError(
+                folder,
+                None,
+                f"holds more than {MAX_PROBLEM_BYTES} bytes (base64)",
+                "keep golden outputs small: a few tensors and values, not whole checkpoints",
+            )
         files[path.relative_to(folder).as_posix()] = text
     return PackedProblem(id=slug, files=files, hash=evaluation_hash(files))
 
@@ -110,8 +124,9 @@ def port_solution(folder: Path) -> Solution:
         sources = text_files(folder, MAX_PORT_BYTES, "a port", "its app makes what it needs when it runs")
     except GpuarenaError as exc:
         raise AppError(str(exc)) from None
-    return Solution(name=spec.name, manifest=SolutionManifest(language=APP_LANGUAGE, entry_point=APP_FILE),
-                    sources=sources)
+    return Solution(
+        name=spec.name, manifest=SolutionManifest(language=APP_LANGUAGE, entry_point=APP_FILE), sources=sources
+    )
 
 
 def write_port(solution: Solution, folder: Path) -> Path:

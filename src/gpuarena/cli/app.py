@@ -27,11 +27,15 @@ from gpuarena.errors import GpuarenaError
 from gpuarena.interop import cli as interop_cli
 from gpuarena.suite import cli as suite_cli
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
-                  help="gpuarena: trustworthy verdicts and honest timing for GPU kernels.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help="gpuarena: trustworthy verdicts and honest timing for GPU kernels.",
+)
 new_app = typer.Typer(no_args_is_help=True, help="Scaffold a problem or a solution that passes out of the box.")
 app.add_typer(new_app, name="new")
-
 
 
 @app.command()
@@ -39,14 +43,31 @@ def run(
     problem: Annotated[str, typer.Argument(help="Problem folder or bundled id, e.g. level1/softmax")],
     solution: Annotated[Path, typer.Argument(help="solve() in a .py file, a folder with solution.toml, or a pack")],
     device: Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
-    mode: Annotated[str, typer.Option(help="test (correctness), benchmark (and timing), ranked (secret seed), profile (Nsight Compute on one workload)")] = "benchmark",
-    timeout: Annotated[float | None, typer.Option(help="Limit for the whole run, in seconds [default: the problem's for the mode]")] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="test (correctness), benchmark (and timing), ranked (secret seed), profile (Nsight Compute on one workload)"
+        ),
+    ] = "benchmark",
+    timeout: Annotated[
+        float | None, typer.Option(help="Limit for the whole run, in seconds [default: the problem's for the mode]")
+    ] = None,
     workload: Annotated[list[str] | None, typer.Option(help="Only this workload (repeatable)")] = None,
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record as JSON on stdout")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show where the run's time went, per phase")] = False,
-    ncu: Annotated[bool | None, typer.Option("--ncu/--no-ncu", help="Read ncu's Duration for both sides after timing (CUDA; about 4 s more on an H100) [default: in ranked mode]")] = None,
-    profile_out: Annotated[Path, typer.Option(help="Profile mode: where the .ncu-rep reports and roofline.svg go")] = Path("gpuarena-profile"),
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also show where the run's time went, per phase")
+    ] = False,
+    ncu: Annotated[
+        bool | None,
+        typer.Option(
+            "--ncu/--no-ncu",
+            help="Read ncu's Duration for both sides after timing (CUDA; about 4 s more on an H100) [default: in ranked mode]",
+        ),
+    ] = None,
+    profile_out: Annotated[
+        Path, typer.Option(help="Profile mode: where the .ncu-rep reports and roofline.svg go")
+    ] = Path("gpuarena-profile"),
 ) -> None:
     """Judge SOLUTION on PROBLEM: correctness on fresh inputs, then timing against the reference
     (--mode profile: both sides' kernels under Nsight Compute instead, on one workload)."""
@@ -84,9 +105,20 @@ def _device_ahead(device: str | None, mode: str):  # type: ignore[no-untyped-def
         return None
 
 
-def _run(problem: str, solution: Path, device: str | None, mode: str, timeout: float | None,
-         workload: list[str] | None, budget: float, json_out: bool, verbose: bool, ahead,
-         ncu: bool | None = None, device_ahead=None) -> None:  # type: ignore[no-untyped-def]
+def _run(
+    problem: str,
+    solution: Path,
+    device: str | None,
+    mode: str,
+    timeout: float | None,
+    workload: list[str] | None,
+    budget: float,
+    json_out: bool,
+    verbose: bool,
+    ahead,
+    ncu: bool | None = None,
+    device_ahead=None,
+) -> None:  # type: ignore[no-untyped-def]
     from gpuarena.cli.render import render
     from gpuarena.harness.supervisor import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
@@ -100,17 +132,29 @@ def _run(problem: str, solution: Path, device: str | None, mode: str, timeout: f
         unknown = set(workload or []) - {w.name for w in loaded_problem.spec.workloads}
         if unknown:
             names = ", ".join(w.name for w in loaded_problem.spec.workloads)
-            raise GpuarenaError(f"--workload {', '.join(sorted(unknown))}: not in {loaded_problem.id} (it has: {names})")
+            raise GpuarenaError(
+                f"--workload {', '.join(sorted(unknown))}: not in {loaded_problem.id} (it has: {names})"
+            )
     except GpuarenaError as exc:
         fail(exc)
     limit = timeout or loaded_problem.spec.time_limit_for(mode)
-    err.print(f"{loaded_problem.id}: time limit {limit:.0f} s in {mode} mode"
-              f"{'' if timeout else ' (the problem’s; --timeout sets another)'}", highlight=False)
-    options = RunOptions(device=device, mode=mode, timeout_s=limit, budget_s=budget, workloads=workload or None,
-                         kernel_duration=ncu)
+    err.print(
+        f"{loaded_problem.id}: time limit {limit:.0f} s in {mode} mode"
+        f"{'' if timeout else ' (the problem’s; --timeout sets another)'}",
+        highlight=False,
+    )
+    options = RunOptions(
+        device=device, mode=mode, timeout_s=limit, budget_s=budget, workloads=workload or None, kernel_duration=ncu
+    )
     with err.status("starting") as status:
-        record = evaluate(loaded_problem, loaded_solution, options, progress=lambda text: status.update(text),
-                          worker=ahead, ahead=device_ahead)
+        record = evaluate(
+            loaded_problem,
+            loaded_solution,
+            options,
+            progress=lambda text: status.update(text),
+            worker=ahead,
+            ahead=device_ahead,
+        )
     if json_out:
         sys.stdout.write(record.model_dump_json(indent=2) + "\n")
     else:
@@ -120,9 +164,15 @@ def _run(problem: str, solution: Path, device: str | None, mode: str, timeout: f
 
 @app.command()
 def check(
-    problems: Annotated[list[Path], typer.Argument(help="Problem folders, bundled ids (level1/softmax), or a folder holding many")],
+    problems: Annotated[
+        list[Path], typer.Argument(help="Problem folders, bundled ids (level1/softmax), or a folder holding many")
+    ],
     device: Annotated[str, typer.Option(help="Device to run the reference on")] = "cpu",
-    match: Match = None, level: Level = None, tag: Tag = None, model: Model = None, source: Source = None,
+    match: Match = None,
+    level: Level = None,
+    tag: Tag = None,
+    model: Model = None,
+    source: Source = None,
 ) -> None:
     """Validate problems: schema, reference on every workload, outputs that trivial answers cannot match."""
     from gpuarena.problems.check import check_problem
@@ -146,7 +196,9 @@ def check(
     for folder in folders:
         report = check_problem(folder, device=device)
         if report.ok:
-            out.print(f"[green]ok[/]    {escape(report.name)}  ({escape(report.summary)})", markup=True, highlight=False)
+            out.print(
+                f"[green]ok[/]    {escape(report.name)}  ({escape(report.summary)})", markup=True, highlight=False
+            )
         else:
             failed += 1
             out.print(f"[bold red]FAIL[/]  {escape(report.name)}", markup=True, highlight=False)
@@ -160,7 +212,11 @@ def check(
 def list_problems(
     root: Annotated[Path | None, typer.Option(help="Folder of problems (default: the bundled ones)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
-    match: Match = None, level: Level = None, tag: Tag = None, model: Model = None, source: Source = None,
+    match: Match = None,
+    level: Level = None,
+    tag: Tag = None,
+    model: Model = None,
+    source: Source = None,
 ) -> None:
     """The bundled problems, with level, tags and weight."""
     from gpuarena.problems.loader import discover
@@ -174,8 +230,17 @@ def list_problems(
     except GpuarenaError as exc:
         fail(exc)
     if json_out:
-        rows = [{"id": p.id, "level": p.spec.level, "summary": p.spec.summary, "tags": p.spec.tags,
-                 "weight": p.spec.weight, "workloads": [w.name for w in p.spec.workloads]} for p in found]
+        rows = [
+            {
+                "id": p.id,
+                "level": p.spec.level,
+                "summary": p.spec.summary,
+                "tags": p.spec.tags,
+                "weight": p.spec.weight,
+                "workloads": [w.name for w in p.spec.workloads],
+            }
+            for p in found
+        ]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
     table = Table(header_style="bold")
@@ -188,9 +253,15 @@ def list_problems(
     room = max(10, out.width - id_width - len("level") - len("weight") - len("cpu/all") - 19)  # borders, padding
     for p in found:
         n_cpu = len(p.spec.workloads_for("cpu"))
-        summary = p.spec.summary if wide or len(p.spec.summary) <= room else p.spec.summary[:room - 1] + "…"
-        table.add_row(p.id, str(p.spec.level), f"{p.spec.weight:g}", f"{n_cpu}/{len(p.spec.workloads)}",
-                      *([", ".join(p.spec.tags)] if wide else []), summary)
+        summary = p.spec.summary if wide or len(p.spec.summary) <= room else p.spec.summary[: room - 1] + "…"
+        table.add_row(
+            p.id,
+            str(p.spec.level),
+            f"{p.spec.weight:g}",
+            f"{n_cpu}/{len(p.spec.workloads)}",
+            *([", ".join(p.spec.tags)] if wide else []),
+            summary,
+        )
     out.print(table)
 
 
@@ -286,16 +357,30 @@ def redteam(
             status.update(f"[{i + 1}/{len(cases)}] {case.family}: {case.name}")
             outcomes.append(run_case(case, device))
     if json_out:
-        rows = [{"family": o.case.family, "case": o.case.name, "expected": o.case.expect, "got": o.got,
-                 "ok": o.ok, "reason": o.reason} for o in outcomes]
+        rows = [
+            {
+                "family": o.case.family,
+                "case": o.case.name,
+                "expected": o.case.expect,
+                "got": o.got,
+                "ok": o.ok,
+                "reason": o.reason,
+            }
+            for o in outcomes
+        ]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
         table = Table(header_style="bold")
         for column in ("family", "case", "expected", "got", "reason"):
             table.add_column(column, overflow="fold")
         for o in outcomes:
-            table.add_row(o.case.family, o.case.name, " | ".join(o.case.expect),
-                          Text(o.got, style="green" if o.ok else "bold red"), o.reason[:120])
+            table.add_row(
+                o.case.family,
+                o.case.name,
+                " | ".join(o.case.expect),
+                Text(o.got, style="green" if o.ok else "bold red"),
+                o.reason[:120],
+            )
         out.print(table)
         bad = [o for o in outcomes if not o.ok]
         out.print(f"{len(outcomes) - len(bad)} of {len(outcomes)} cases as expected on {device}")
@@ -345,5 +430,13 @@ def leave(code: object) -> None:
     os._exit(status)
 
 
-for module in (service_cli, interop_cli, many, bounty_cli, apps_cli, dataset_cli, suite_cli):  # the commands of the other modules
+for module in (
+    service_cli,
+    interop_cli,
+    many,
+    bounty_cli,
+    apps_cli,
+    dataset_cli,
+    suite_cli,
+):  # the commands of the other modules
     module.register(app)

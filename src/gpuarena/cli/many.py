@@ -48,8 +48,16 @@ class Judge:
     def __exit__(self, *exc: object) -> None:
         self.evaluator.close()
 
-    def one(self, problem: str, solution: str | Path, mode: str = "benchmark", workloads: list[str] | None = None,
-            timeout: float | None = None, budget: float = 2.0, ncu: bool | None = None) -> dict[str, Any]:
+    def one(
+        self,
+        problem: str,
+        solution: str | Path,
+        mode: str = "benchmark",
+        workloads: list[str] | None = None,
+        timeout: float | None = None,
+        budget: float = 2.0,
+        ncu: bool | None = None,
+    ) -> dict[str, Any]:
         """The answer to one request: status, score, wall seconds and the record; GpuarenaError
         for a request that cannot be judged (unknown problem or workload, unreadable solution)."""
         from gpuarena.harness.supervisor import RunOptions
@@ -64,12 +72,22 @@ class Judge:
         unknown = set(workloads or []) - {w.name for w in loaded.spec.workloads}
         if unknown:
             raise GpuarenaError(f"workload(s) {', '.join(sorted(unknown))} not in {loaded.id}")
-        options = RunOptions(device=self.device, mode=mode, timeout_s=timeout or loaded.spec.time_limit_for(mode),
-                             budget_s=budget, workloads=workloads or None, kernel_duration=ncu)
+        options = RunOptions(
+            device=self.device,
+            mode=mode,
+            timeout_s=timeout or loaded.spec.time_limit_for(mode),
+            budget_s=budget,
+            workloads=workloads or None,
+            kernel_duration=ncu,
+        )
         started = time.monotonic()
         record = self.evaluator.judge(loaded, load_solution(Path(solution)), options)
-        return {"status": record.status.value, "score": record.score, "seconds": round(time.monotonic() - started, 3),
-                "record": record.model_dump(mode="json")}
+        return {
+            "status": record.status.value,
+            "score": record.score,
+            "seconds": round(time.monotonic() - started, 3),
+            "record": record.model_dump(mode="json"),
+        }
 
 
 def _device(device: str | None) -> str:
@@ -90,7 +108,9 @@ def run_many(
     workload: Annotated[list[str] | None, typer.Option(help="Only this workload (repeatable)")] = None,
     timeout: Annotated[float | None, typer.Option(help="Limit per run, in seconds [default: the problem's]")] = None,
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
-    ncu: Annotated[bool | None, typer.Option("--ncu/--no-ncu", help="Read ncu's Duration [default: in ranked mode]")] = None,
+    ncu: Annotated[
+        bool | None, typer.Option("--ncu/--no-ncu", help="Read ncu's Duration [default: in ranked mode]")
+    ] = None,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON object a line on stdout (with the records)")] = False,
     ahead: Annotated[int | None, typer.Option(help="Workers started ahead [default: 2 on a GPU, 1 on the CPU]")] = None,
 ) -> None:
@@ -111,8 +131,9 @@ def run_many(
             else:
                 score = answer.get("score")
                 verdict = answer.get("status") or "error: " + answer["error"]
-                sys.stdout.write(f"{solution}\t{verdict}\t{'' if score is None else f'{score:.4g}'}\t"
-                                 f"{answer.get('seconds', '')}\n")
+                sys.stdout.write(
+                    f"{solution}\t{verdict}\t{'' if score is None else f'{score:.4g}'}\t{answer.get('seconds', '')}\n"
+                )
                 sys.stdout.flush()
     raise typer.Exit(1 if failed else 0)
 
@@ -138,11 +159,21 @@ def run_stdin(
                 if missing:
                     raise GpuarenaError(f"missing or not a string: {', '.join(missing)}")
                 workloads = request.get("workloads")
-                if workloads is not None and not (isinstance(workloads, list) and all(isinstance(w, str) for w in workloads)):
+                if workloads is not None and not (
+                    isinstance(workloads, list) and all(isinstance(w, str) for w in workloads)
+                ):
                     raise GpuarenaError("workloads is a list of workload names")
-                answer.update(judge.one(request["problem"], request["solution"], request.get("mode", "benchmark"),
-                                        workloads, request.get("timeout"), float(request.get("budget", 2.0)),
-                                        request.get("ncu")))
+                answer.update(
+                    judge.one(
+                        request["problem"],
+                        request["solution"],
+                        request.get("mode", "benchmark"),
+                        workloads,
+                        request.get("timeout"),
+                        float(request.get("budget", 2.0)),
+                        request.get("ncu"),
+                    )
+                )
             except json.JSONDecodeError as exc:
                 answer["error"] = f"not JSON: {exc}"
             except (GpuarenaError, TypeError, ValueError) as exc:

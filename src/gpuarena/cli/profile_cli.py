@@ -14,8 +14,15 @@ from gpuarena.cli.console import err, fail, out
 from gpuarena.errors import GpuarenaError
 
 
-def run_profile_command(problem: str, solution: Path, device: str | None, workload: list[str] | None,
-                        timeout: float | None, json_out: bool, profile_out: Path) -> None:
+def run_profile_command(
+    problem: str,
+    solution: Path,
+    device: str | None,
+    workload: list[str] | None,
+    timeout: float | None,
+    json_out: bool,
+    profile_out: Path,
+) -> None:
     from gpuarena.cli.devices import default_device
     from gpuarena.harness.profile import preflight, run_profile
     from gpuarena.problems import resolve_problem
@@ -33,9 +40,16 @@ def run_profile_command(problem: str, solution: Path, device: str | None, worklo
     limit = timeout or loaded_problem.spec.time_limit_for("benchmark")
     with err.status("starting") as status:
         try:
-            record = run_profile(loaded_problem, loaded_solution, device, profile_out,
-                                 workload=workload[0] if workload else None, timeout_s=limit,
-                                 progress=lambda text: status.update(text), ncu=ncu)
+            record = run_profile(
+                loaded_problem,
+                loaded_solution,
+                device,
+                profile_out,
+                workload=workload[0] if workload else None,
+                timeout_s=limit,
+                progress=lambda text: status.update(text),
+                ncu=ncu,
+            )
         except GpuarenaError as exc:
             fail(exc)
     if json_out:
@@ -52,18 +66,30 @@ def _num(value: float | None, fmt: str = "{:.1f}") -> str:
 def render_profile(record) -> None:  # type: ignore[no-untyped-def]
     """Both sides' kernels in one table, the verdict on the profiled call, and the files."""
     colour = "green" if record.status == "PASSED" else "red"
-    out.print(f"[bold]{record.problem}[/] {record.workload} on {record.device}: [{colour}]{record.status}[/] "
-              f"{escape(record.reason)}", highlight=False, markup=True)
+    out.print(
+        f"[bold]{record.problem}[/] {record.workload} on {record.device}: [{colour}]{record.status}[/] "
+        f"{escape(record.reason)}",
+        highlight=False,
+        markup=True,
+    )
     table = Table(title=f"Nsight Compute, per kernel ({record.ncu_version})", show_lines=False)
     for column in ("side", "kernel", "µs", "SM %", "mem %", "occ. %", "regs", "smem B", "top stalls", "FLOP/B"):
         table.add_column(column, overflow="fold")
     for side, profile in (("solution", record.solution_profile), ("reference", record.reference_profile)):
         for k in profile.kernels:
             stalls = ", ".join(f"{s.reason} {s.cycles_per_issue:.1f}" for s in k.stalls)
-            table.add_row(side, k.name[:60], _num(k.duration_us, "{:.2f}"), _num(k.compute_throughput_pct),
-                          _num(k.memory_throughput_pct), _num(k.achieved_occupancy_pct),
-                          _num(k.registers_per_thread, "{:.0f}"), _num(k.shared_memory_per_block_bytes, "{:.0f}"),
-                          stalls or "-", _num(k.arithmetic_intensity, "{:.3g}"))
+            table.add_row(
+                side,
+                k.name[:60],
+                _num(k.duration_us, "{:.2f}"),
+                _num(k.compute_throughput_pct),
+                _num(k.memory_throughput_pct),
+                _num(k.achieved_occupancy_pct),
+                _num(k.registers_per_thread, "{:.0f}"),
+                _num(k.shared_memory_per_block_bytes, "{:.0f}"),
+                stalls or "-",
+                _num(k.arithmetic_intensity, "{:.3g}"),
+            )
     out.print(table)
     sol, ref = record.solution_profile.duration_us, record.reference_profile.duration_us
     if sol and ref:

@@ -15,10 +15,12 @@ from gpuarena.errors import GpuarenaError
 if TYPE_CHECKING:
     from gpuarena.client import Client
 
-ServerOpt = Annotated[str | None, typer.Option("--server", envvar="GPUARENA_SERVER",
-                                                  help="Server URL [default: from `gpuarena login`]")]
-TokenOpt = Annotated[str | None, typer.Option("--token", envvar="GPUARENA_TOKEN",
-                                                 help="API token [default: from `gpuarena login`]")]
+ServerOpt = Annotated[
+    str | None, typer.Option("--server", envvar="GPUARENA_SERVER", help="Server URL [default: from `gpuarena login`]")
+]
+TokenOpt = Annotated[
+    str | None, typer.Option("--token", envvar="GPUARENA_TOKEN", help="API token [default: from `gpuarena login`]")
+]
 
 
 def credentials_path() -> Path:

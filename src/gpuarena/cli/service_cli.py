@@ -20,10 +20,24 @@ db_app = typer.Typer(no_args_is_help=True, help="The service's database: migrati
 users_app = typer.Typer(no_args_is_help=True, help="Accounts, made directly in the configured database.")
 tokens_app = typer.Typer(no_args_is_help=True, help="API tokens, managed directly in the configured database.")
 
-HomeOpt = Annotated[Path | None, typer.Option("--home", envvar="GPUARENA_HOME",
-                                                 help="Folder for the embedded database and caches [default: GPUARENA_HOME, else the nearest .gpuarena/ with a database from here up, else ~/.gpuarena]")]
-DatabaseOpt = Annotated[str | None, typer.Option("--database", envvar="GPUARENA_DATABASE_URL",
-                                                    help="sqlite:///file.db or postgresql://user@host/db [default: SQLite in --home]")]
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--home",
+        envvar="GPUARENA_HOME",
+        help="Folder for the embedded database and caches [default: GPUARENA_HOME, else the nearest .gpuarena/ with a database from here up, else ~/.gpuarena]",
+    ),
+]
+DatabaseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--database",
+        envvar="GPUARENA_DATABASE_URL",
+        help="sqlite:///file.db or postgresql://user@host/db [default: SQLite in --home]",
+    ),
+]
+
+
 def _settings(home: Path | None, database: str | None, **more: object):  # type: ignore[no-untyped-def]
     from gpuarena.service.config import Settings
 
@@ -39,8 +53,11 @@ def _database(home: Path | None, database: str | None):  # type: ignore[no-untyp
     settings = _settings(home, database)
     path = settings.database_url.removeprefix("sqlite:///") if settings.database_url.startswith("sqlite:///") else ""
     if path and not Path(path).exists():
-        err.print(f"no database at {path} yet: making a new one (a server started with another GPUARENA_HOME "
-                  "will not see what is written here; --home or GPUARENA_HOME chooses)", highlight=False)
+        err.print(
+            f"no database at {path} yet: making a new one (a server started with another GPUARENA_HOME "
+            "will not see what is written here; --home or GPUARENA_HOME chooses)",
+            highlight=False,
+        )
     upgrade(settings.database_url)
     return Database(settings.database_url)
 
@@ -56,8 +73,12 @@ def serve(
     home: HomeOpt = None,
     database: DatabaseOpt = None,
     no_runner: Annotated[bool, typer.Option("--no-runner", help="Do not start the embedded runner")] = False,
-    problems: Annotated[list[Path] | None, typer.Option("--problems", help="Another folder of problems to serve (repeatable)")] = None,
-    cpu_only: Annotated[bool, typer.Option("--cpu-only", help="The embedded runner uses the CPU only, not the GPUs")] = False,
+    problems: Annotated[
+        list[Path] | None, typer.Option("--problems", help="Another folder of problems to serve (repeatable)")
+    ] = None,
+    cpu_only: Annotated[
+        bool, typer.Option("--cpu-only", help="The embedded runner uses the CPU only, not the GPUs")
+    ] = False,
 ) -> None:
     """Run the server: JSON API (docs at /docs), the database (SQLite by default), and a runner for this machine's devices."""
     from gpuarena.service.server import serve as run_server
@@ -66,8 +87,10 @@ def serve(
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the runner's heartbeats and polls, every few seconds
     try:
         settings = _settings(home, database, **({"problem_roots": problems} if problems else {}))
-        err.print(f"gpuarena serving on http://{host}:{port} (API docs at /docs), database {settings.database_url}",
-                  highlight=False)
+        err.print(
+            f"gpuarena serving on http://{host}:{port} (API docs at /docs), database {settings.database_url}",
+            highlight=False,
+        )
         run_server(settings, host, port, with_runner=not no_runner, runner_gpus=not cpu_only)
     except GpuarenaError as exc:
         fail(exc)
@@ -78,25 +101,48 @@ def runner(
     token: TokenOpt = None,
     name: Annotated[str | None, typer.Option(help="This runner's name [default: the host name]")] = None,
     device: Annotated[list[str] | None, typer.Option(help="Serve only this device: cpu or cuda:N (repeatable)")] = None,
-    devices: Annotated[str | None, typer.Option(
-        "--devices", envvar="GPUARENA_RUNNER_DEVICES",
-        help="The device slots, one worker each, instead of detecting them: e.g. cuda:0,cuda:1 or cuda:0=H100; "
-             "cpu:N adds workers on the CPU (to try a multi-device host without a GPU)")] = None,
-    devices_file: Annotated[Path | None, typer.Option(
-        "--devices-file", envvar="GPUARENA_RUNNER_DEVICES_FILE",
-        help="Like --devices, read from a file and read again at each health check: a device no longer "
-             "listed has disappeared and is drained")] = None,
-    health_interval: Annotated[float, typer.Option(
-        envvar="GPUARENA_HEALTH_INTERVAL", help="Seconds between health checks of idle devices (0: only at start "
-                                                "and after a harness failure)")] = 60.0,
+    devices: Annotated[
+        str | None,
+        typer.Option(
+            "--devices",
+            envvar="GPUARENA_RUNNER_DEVICES",
+            help="The device slots, one worker each, instead of detecting them: e.g. cuda:0,cuda:1 or cuda:0=H100; "
+            "cpu:N adds workers on the CPU (to try a multi-device host without a GPU)",
+        ),
+    ] = None,
+    devices_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--devices-file",
+            envvar="GPUARENA_RUNNER_DEVICES_FILE",
+            help="Like --devices, read from a file and read again at each health check: a device no longer "
+            "listed has disappeared and is drained",
+        ),
+    ] = None,
+    health_interval: Annotated[
+        float,
+        typer.Option(
+            envvar="GPUARENA_HEALTH_INTERVAL",
+            help="Seconds between health checks of idle devices (0: only at start and after a harness failure)",
+        ),
+    ] = 60.0,
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
-    prewarm: Annotated[bool, typer.Option(
-        envvar="GPUARENA_RUNNER_PREWARM", help="Start each device's next job process ahead (imports done, nothing "
-                                               "on the device), so jobs do not wait for Python and torch to load")] = True,
-    stack: Annotated[str, typer.Option(
-        envvar="GPUARENA_RUNNER_STACK",
-        help="The software stack this runner offers (e.g. maca, vllm, torch-2.13-cpu): its device kinds become "
-             "KIND@STACK, so jobs (migration checks above all) asking for that stack run here and only here")] = "",
+    prewarm: Annotated[
+        bool,
+        typer.Option(
+            envvar="GPUARENA_RUNNER_PREWARM",
+            help="Start each device's next job process ahead (imports done, nothing "
+            "on the device), so jobs do not wait for Python and torch to load",
+        ),
+    ] = True,
+    stack: Annotated[
+        str,
+        typer.Option(
+            envvar="GPUARENA_RUNNER_STACK",
+            help="The software stack this runner offers (e.g. maca, vllm, torch-2.13-cpu): its device kinds become "
+            "KIND@STACK, so jobs (migration checks above all) asking for that stack run here and only here",
+        ),
+    ] = "",
 ) -> None:
     """Serve jobs from a server on this machine's devices: one worker per device, until Ctrl-C or SIGTERM.
 
@@ -133,18 +179,29 @@ def runner(
         if device:
             unknown = set(device) - {s.device for s in slots}
             if unknown:
-                raise GpuarenaError(f"--device {', '.join(sorted(unknown))}: not here (found: {', '.join(s.device for s in slots)})")
+                raise GpuarenaError(
+                    f"--device {', '.join(sorted(unknown))}: not here (found: {', '.join(s.device for s in slots)})"
+                )
             slots = [s for s in slots if s.device in device]
         if not slots:
             raise GpuarenaError("no devices to serve (check --devices / --devices-file)")
         slots = advertise(slots, stack)
-        config = RunnerConfig(slots=slots, budget_s=budget, list_devices=list_devices,
-                              health_interval_s=health_interval, prewarm=prewarm, **({"name": name} if name else {}))
+        config = RunnerConfig(
+            slots=slots,
+            budget_s=budget,
+            list_devices=list_devices,
+            health_interval_s=health_interval,
+            prewarm=prewarm,
+            **({"name": name} if name else {}),
+        )
         agent = Runner(client, config)
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: agent.stop())
-        err.print(f"runner {config.name}: {', '.join(f'{s.device} ({s.kind})' for s in slots)} -> "
-                  f"{', '.join(client.servers)}", highlight=False)
+        err.print(
+            f"runner {config.name}: {', '.join(f'{s.device} ({s.kind})' for s in slots)} -> "
+            f"{', '.join(client.servers)}",
+            highlight=False,
+        )
         agent.run()
     except GpuarenaError as exc:
         fail(exc)
@@ -167,7 +224,9 @@ def db_upgrade(home: HomeOpt = None, database: DatabaseOpt = None) -> None:
 def users_add(
     name: Annotated[str, typer.Argument(help="The account name")],
     role: Annotated[str, typer.Option(help="admin, organiser, participant or runner")] = "participant",
-    device_kind: Annotated[list[str] | None, typer.Option(help="Runner accounts: device kinds its token may serve (repeatable)")] = None,
+    device_kind: Annotated[
+        list[str] | None, typer.Option(help="Runner accounts: device kinds its token may serve (repeatable)")
+    ] = None,
     home: HomeOpt = None,
     database: DatabaseOpt = None,
 ) -> None:
@@ -201,8 +260,9 @@ def users_list(home: HomeOpt = None, database: DatabaseOpt = None) -> None:
 
 
 @tokens_app.command("list")
-def tokens_list(name: Annotated[str, typer.Argument(help="Account name")], home: HomeOpt = None,
-                database: DatabaseOpt = None) -> None:
+def tokens_list(
+    name: Annotated[str, typer.Argument(help="Account name")], home: HomeOpt = None, database: DatabaseOpt = None
+) -> None:
     """An account's tokens (their first characters, never the whole token)."""
     from sqlalchemy import select
 
@@ -215,19 +275,32 @@ def tokens_list(name: Annotated[str, typer.Argument(help="Account name")], home:
         with db.read() as session:
             user = user_by_name(session, name)
             for t in session.scalars(select(Token).where(Token.user_id == user.id).order_by(Token.id)):
-                state = "revoked" if t.revoked_at else ("expires " + f"{t.expires_at:%Y-%m-%d}" if t.expires_at else "active")
-                table.add_row(str(t.id), t.name, t.prefix + "…", f"{t.created_at:%Y-%m-%d %H:%M}",
-                              f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "-", state)
+                state = (
+                    "revoked"
+                    if t.revoked_at
+                    else ("expires " + f"{t.expires_at:%Y-%m-%d}" if t.expires_at else "active")
+                )
+                table.add_row(
+                    str(t.id),
+                    t.name,
+                    t.prefix + "…",
+                    f"{t.created_at:%Y-%m-%d %H:%M}",
+                    f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "-",
+                    state,
+                )
     except GpuarenaError as exc:
         fail(exc)
     out.print(table)
 
 
 @tokens_app.command("create")
-def tokens_create(name: Annotated[str, typer.Argument(help="Account name")],
-                  label: Annotated[str, typer.Option(help="A name for the token")] = "",
-                  expires_in_days: Annotated[float | None, typer.Option(help="Expire after this many days")] = None,
-                  home: HomeOpt = None, database: DatabaseOpt = None) -> None:
+def tokens_create(
+    name: Annotated[str, typer.Argument(help="Account name")],
+    label: Annotated[str, typer.Option(help="A name for the token")] = "",
+    expires_in_days: Annotated[float | None, typer.Option(help="Expire after this many days")] = None,
+    home: HomeOpt = None,
+    database: DatabaseOpt = None,
+) -> None:
     """A new token for an account; printed once, as the last line."""
     import datetime as dt
 
@@ -237,7 +310,9 @@ def tokens_create(name: Annotated[str, typer.Argument(help="Account name")],
         db = _database(home, database)
         with db.write() as session:
             user = user_by_name(session, name)
-            _, plain = issue_token(session, user, label, dt.timedelta(days=expires_in_days) if expires_in_days else None)
+            _, plain = issue_token(
+                session, user, label, dt.timedelta(days=expires_in_days) if expires_in_days else None
+            )
     except GpuarenaError as exc:
         fail(exc)
     err.print(f"new token for {name!r} in {_where(db)} (shown once):", highlight=False)
@@ -245,8 +320,11 @@ def tokens_create(name: Annotated[str, typer.Argument(help="Account name")],
 
 
 @tokens_app.command("revoke")
-def tokens_revoke(token_id: Annotated[int, typer.Argument(help="Token id (from `gpuarena tokens list`)")],
-                  home: HomeOpt = None, database: DatabaseOpt = None) -> None:
+def tokens_revoke(
+    token_id: Annotated[int, typer.Argument(help="Token id (from `gpuarena tokens list`)")],
+    home: HomeOpt = None,
+    database: DatabaseOpt = None,
+) -> None:
     """Revoke a token: requests with it are refused from now on."""
     from gpuarena.service.auth import revoke_token
 
@@ -259,10 +337,12 @@ def tokens_revoke(token_id: Annotated[int, typer.Argument(help="Token id (from `
         fail(exc)
 
 
-def login(server: Annotated[str, typer.Option(envvar="GPUARENA_SERVER", help="Server URL")],
-          token: Annotated[str | None, typer.Option(envvar="GPUARENA_TOKEN",
-                                                       help="API token [default: asked for, or read from a pipe]")] = None,
-          ) -> None:
+def login(
+    server: Annotated[str, typer.Option(envvar="GPUARENA_SERVER", help="Server URL")],
+    token: Annotated[
+        str | None, typer.Option(envvar="GPUARENA_TOKEN", help="API token [default: asked for, or read from a pipe]")
+    ] = None,
+) -> None:
     """Check a token against a server and save both for later commands (~/.config/gpuarena)."""
     import getpass
 
@@ -289,8 +369,15 @@ def submit(
     device: Annotated[str, typer.Option("--device", help="Device kind, e.g. cpu or H100")],
     server: ServerOpt = None,
     token: TokenOpt = None,
-    mode: Annotated[str, typer.Option(help="test, benchmark, ranked (ranked enters the leaderboard) or profile (Nsight Compute, GPU kinds; shown on the submission's page)")] = "ranked",
-    json_out: Annotated[bool, typer.Option("--json", help="Print the Evaluation record and submission_id as JSON")] = False,
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="test, benchmark, ranked (ranked enters the leaderboard) or profile (Nsight Compute, GPU kinds; shown on the submission's page)"
+        ),
+    ] = "ranked",
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the Evaluation record and submission_id as JSON")
+    ] = False,
     contest: Annotated[str | None, typer.Option("--contest", help="Enter the run into this contest (its slug)")] = None,
 ) -> None:
     """Submit a solution to a server, follow it live, and show the verdict; exit 0 only when PASSED."""
@@ -306,8 +393,10 @@ def submit(
         client = server_client(server, token)
         created = client.submit(problem_id(problem), loaded, device, mode, contest=contest)
         submission_id = created["id"]
-        err.print(f"submission {submission_id} queued on {client.server} (stop it with `gpuarena cancel "
-                  f"{submission_id}`)", highlight=False)
+        err.print(
+            f"submission {submission_id} queued on {client.server} (stop it with `gpuarena cancel {submission_id}`)",
+            highlight=False,
+        )
         with err.status(f"submission {submission_id}: QUEUED") as status:
             final, said = created, ""
             for update in client.watch(submission_id):
@@ -324,9 +413,16 @@ def submit(
         fail(exc)
     evaluation = final.get("evaluation")
     if json_out:
-        sys.stdout.write(json.dumps({"submission_id": submission_id, **(evaluation or {"status": final["status"],
-                                                                                      "reason": final["reason"]})},
-                                    indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "submission_id": submission_id,
+                    **(evaluation or {"status": final["status"], "reason": final["reason"]}),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     elif evaluation:
         render(Evaluation.model_validate(evaluation), out)
     else:
@@ -352,11 +448,23 @@ def leaderboard(
     if json_out:
         sys.stdout.write(json.dumps(board, indent=2) + "\n")
         return
-    table = Table("rank", "user", "score", "submission", "when", header_style="bold",
-                  title=f"{board['problem']} v{board['problem_version']} on {board['device_kind']}")
+    table = Table(
+        "rank",
+        "user",
+        "score",
+        "submission",
+        "when",
+        header_style="bold",
+        title=f"{board['problem']} v{board['problem_version']} on {board['device_kind']}",
+    )
     for row in board["rows"]:
-        table.add_row(str(row["rank"]), row["user"], f"{row['score']:.3f}", str(row["submission_id"]),
-                      row["achieved_at"][:16].replace("T", " "))
+        table.add_row(
+            str(row["rank"]),
+            row["user"],
+            f"{row['score']:.3f}",
+            str(row["submission_id"]),
+            row["achieved_at"][:16].replace("T", " "),
+        )
     out.print(table)
     if not board["rows"]:
         out.print("no ranked, passing submissions yet")
@@ -375,8 +483,9 @@ def cancel(
     out.print(f"submission {submission_id}: {done['status']} ({done['reason']})", highlight=False)
 
 
-invites_app = typer.Typer(help="Sign-up links for people without shell access (organisers, admins).",
-                          no_args_is_help=True)
+invites_app = typer.Typer(
+    help="Sign-up links for people without shell access (organisers, admins).", no_args_is_help=True
+)
 
 
 @invites_app.command("create")
@@ -393,8 +502,11 @@ def invites_create(
         made = server_client(server, token).invite(role, uses, days or None, note)
     except GpuarenaError as exc:
         fail(exc)
-    err.print(f"invite {made['info']['id']}: {made['info']['role']}, {made['info']['uses_left']} use(s); the link "
-              "(shown once):", highlight=False)
+    err.print(
+        f"invite {made['info']['id']}: {made['info']['role']}, {made['info']['uses_left']} use(s); the link "
+        "(shown once):",
+        highlight=False,
+    )
     sys.stdout.write(made["link"] + "\n")
 
 

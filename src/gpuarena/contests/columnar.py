@@ -43,12 +43,15 @@ def scope(contest: Contest, t: EntryTable) -> Scoped:
     problem = _index(t.names["problem"], contest.problems)[t.problem]
     device = _index(t.names["device_kind"], contest.device_kinds)[t.device_kind]
     at = t.submitted_at
-    mask = (t.ranked & (problem >= 0) & (device >= 0) & (at >= micros(contest.start)) & (at < micros(contest.end)))
+    mask = t.ranked & (problem >= 0) & (device >= 0) & (at >= micros(contest.start)) & (at < micros(contest.end))
     rows = np.flatnonzero(mask)
     kinds = len(contest.device_kinds)
-    return Scoped(rows=rows, board=problem[rows] * kinds + device[rows],
-                  boards=[board_key(p, d) for p in contest.problems for d in contest.device_kinds],
-                  contestants=np.unique(t.contestant[rows]))
+    return Scoped(
+        rows=rows,
+        board=problem[rows] * kinds + device[rows],
+        boards=[board_key(p, d) for p in contest.problems for d in contest.device_kinds],
+        contestants=np.unique(t.contestant[rows]),
+    )
 
 
 def _flags(t: EntryTable, e: np.ndarray, best: np.ndarray, policy: ResubmissionPolicy) -> np.ndarray:
@@ -56,8 +59,11 @@ def _flags(t: EntryTable, e: np.ndarray, best: np.ndarray, policy: ResubmissionP
     NaN compares false, as a missing error figure never flags."""
     low = np.where(np.isnan(t.score_low[e]), t.score[e], t.score_low[e])
     factor = policy.error_factor
-    return ((low <= t.score[best]) | (t.max_abs_error[e] > t.max_abs_error[best] * factor)
-            | (t.max_rel_error[e] > t.max_rel_error[best] * factor))
+    return (
+        (low <= t.score[best])
+        | (t.max_abs_error[e] > t.max_abs_error[best] * factor)
+        | (t.max_rel_error[e] > t.max_rel_error[best] * factor)
+    )
 
 
 def runs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -22,8 +22,12 @@ def board_key(problem: str, device_kind: str) -> str:
 
 def in_scope(contest: Contest, entry: Entry) -> bool:
     """The window is half-open: start <= submitted_at < end."""
-    return (entry.mode == RANKED and contest.start <= entry.submitted_at < contest.end
-            and entry.problem in contest.problems and entry.device_kind in contest.device_kinds)
+    return (
+        entry.mode == RANKED
+        and contest.start <= entry.submitted_at < contest.end
+        and entry.problem in contest.problems
+        and entry.device_kind in contest.device_kinds
+    )
 
 
 def iter_scoped(contest: Contest, entries: Iterable[Entry]) -> Iterator[Entry]:
@@ -96,7 +100,8 @@ def best_counted(contest: Contest, entries: Iterable[Entry], *, screen_by_defaul
     (a few percent of the boards in a contest)."""
     start, end = contest.start, contest.end
     slots: dict[str, dict[str, tuple[str, dict[str, int], list[str], array[float]]]] = {
-        p: {d: (board_key(p, d), {}, [], array("d")) for d in contest.device_kinds} for p in contest.problems}
+        p: {d: (board_key(p, d), {}, [], array("d")) for d in contest.device_kinds} for p in contest.problems
+    }
     by_contestant: dict[str, tuple[dict[str, Entry], dict[str, float]]] = {}
     groups: dict[tuple[str, str], list[Entry]] = {}
     # The hot loop, measured (bench/standings.py): fields read from the instance dict (where
@@ -136,17 +141,21 @@ def best_counted(contest: Contest, entries: Iterable[Entry], *, screen_by_defaul
     screen, policy = screens(contest, screen_by_default), contest.resubmission
     slot_of = {slot[0]: slot for by_device in slots.values() for slot in by_device.values()}
     for (contestant, key), group in groups.items():
-        best = (counting_entry(group, policy) if screen else
-                min(group, key=lambda e: (-e.score, e.submitted_at, e.submission_id)))
+        best = (
+            counting_entry(group, policy)
+            if screen
+            else min(group, key=lambda e: (-e.score, e.submitted_at, e.submission_id))
+        )
         mine = by_contestant[contestant]
         mine[0][key] = best
         mine[1][key] = best.score
         _, position, _, scores = slot_of[key]
         scores[position[contestant]] = best.score
-    return Bests(entries={c: mine[0] for c, mine in by_contestant.items()},
-                 scores={c: mine[1] for c, mine in by_contestant.items()},
-                 boards={key: Board(contestants, scores) for key, _, contestants, scores in slot_of.values()
-                         if contestants})
+    return Bests(
+        entries={c: mine[0] for c, mine in by_contestant.items()},
+        scores={c: mine[1] for c, mine in by_contestant.items()},
+        boards={key: Board(contestants, scores) for key, _, contestants, scores in slot_of.values() if contestants},
+    )
 
 
 def before_freeze(contest: Contest, entries: Iterable[Entry]) -> list[Entry]:

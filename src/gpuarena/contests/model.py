@@ -204,8 +204,9 @@ class CcfMigrationRule(Strict):
     name: Literal["ccf-migration"]
 
 
-Rule = Annotated[FastestRule | FastPRule | CcfKernelRule | CcfDatasetRule | CcfMigrationRule,
-                 Field(discriminator="name")]
+Rule = Annotated[
+    FastestRule | FastPRule | CcfKernelRule | CcfDatasetRule | CcfMigrationRule, Field(discriminator="name")
+]
 RULE_NAMES: tuple[str, ...] = ("fastest", "fast_p", "ccf-kernel", "ccf-dataset", "ccf-migration")
 
 
@@ -261,8 +262,10 @@ class Contest(Strict):
     @model_validator(mode="after")
     def _window(self) -> Contest:
         if self.end <= self.start:
-            raise ValueError(f"the contest must end after it starts: end {self.end.isoformat()} is not after "
-                             f"start {self.start.isoformat()}")
+            raise ValueError(
+                f"the contest must end after it starts: end {self.end.isoformat()} is not after "
+                f"start {self.start.isoformat()}"
+            )
         hours = (self.end - self.start).total_seconds() / 3600
         if self.freeze_hours > hours:
             raise ValueError(f"freeze_hours ({self.freeze_hours:g}) is longer than the contest ({hours:g} hours)")

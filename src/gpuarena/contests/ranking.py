@@ -43,7 +43,17 @@ def rank(contest: Contest, candidates: Iterable[Candidate], tie_rules: Sequence[
                 tie_break = tie_rules[decided]
         # Built here from the rules' own figures: validating 10,000 rows would copy every
         # 50-problem breakdown once more (bench/standings.py).
-        rows.append(Row.trusted(dict(rank=rank_now, contestant=c.contestant, total=float(c.total),
-                                     breakdown=c.breakdown, figures=c.figures, tie_break=tie_break)))
+        rows.append(
+            Row.trusted(
+                dict(
+                    rank=rank_now,
+                    contestant=c.contestant,
+                    total=float(c.total),
+                    breakdown=c.breakdown,
+                    figures=c.figures,
+                    tie_break=tie_break,
+                )
+            )
+        )
         previous = c
     return Standings(contest=contest.slug, rule=contest.rule.name, tie_rules=list(tie_rules), rows=rows)

@@ -53,16 +53,23 @@ def explain(entry: Entry, best: Entry, policy: ResubmissionPolicy) -> str:
     reasons = []
     low = entry.score_low if entry.score_low is not None else entry.score
     if low <= best.score:
-        interval = (f" (interval {entry.score_low:.3g}-{entry.score_high:.3g})"
-                    if entry.score_low is not None and entry.score_high is not None else "")
-        reasons.append(f"speed-up {entry.score:.3g}x{interval} does not clear your best so far, "
-                       f"{best.score:.3g}x (submission {best.submission_id}): a resubmission counts when "
-                       f"the low end of its interval is above your best")
+        interval = (
+            f" (interval {entry.score_low:.3g}-{entry.score_high:.3g})"
+            if entry.score_low is not None and entry.score_high is not None
+            else ""
+        )
+        reasons.append(
+            f"speed-up {entry.score:.3g}x{interval} does not clear your best so far, "
+            f"{best.score:.3g}x (submission {best.submission_id}): a resubmission counts when "
+            f"the low end of its interval is above your best"
+        )
     for name, label in ERROR_FIGURES:
         new, old = getattr(entry, name), getattr(best, name)
         if new is not None and old is not None and new > old * policy.error_factor:
-            reasons.append(f"{label} {new:.3g} is larger than that of your best so far, {old:.3g} "
-                           f"(submission {best.submission_id}): a resubmission may not trade precision for speed")
+            reasons.append(
+                f"{label} {new:.3g} is larger than that of your best so far, {old:.3g} "
+                f"(submission {best.submission_id}): a resubmission may not trade precision for speed"
+            )
     return "; ".join(reasons)
 
 
@@ -118,6 +125,11 @@ def flag_resubmissions(entries: Iterable[Entry], policy: ResubmissionPolicy = Re
     flags = {e.submission_id: Flag(submission_id=e.submission_id, flagged=False) for e in entries}
     for group in _groups(entries):
         for e, best, codes in screen_group(group, policy):
-            flags[e.submission_id] = Flag(submission_id=e.submission_id, flagged=True, codes=codes,
-                                          reason=explain(e, best, policy), previous_best=best.submission_id)
+            flags[e.submission_id] = Flag(
+                submission_id=e.submission_id,
+                flagged=True,
+                codes=codes,
+                reason=explain(e, best, policy),
+                previous_best=best.submission_id,
+            )
     return flags

@@ -36,7 +36,8 @@ W = 6
 IDENTIFIER, NUMBER, STRING = "V", "N", "S"
 _CLOSING = {")", "]", "}"}
 _PY_KEEP = frozenset(keyword.kwlist) | frozenset(dir(builtins))
-_C_KEEP = frozenset("""
+_C_KEEP = frozenset(
+    """
     alignas alignof asm auto bool break case catch char char16_t char32_t class const constexpr const_cast
     continue decltype default delete do double dynamic_cast else enum explicit extern false float for friend
     goto if inline int long mutable namespace new noexcept nullptr operator private protected public register
@@ -46,14 +47,18 @@ _C_KEEP = frozenset("""
     threadIdx blockIdx blockDim gridDim warpSize dim3 half half2 nv_bfloat16 nv_bfloat162
     float2 float4 int2 int4 uint4 size_t int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t
     uintptr_t std min max fmaxf fminf expf exp2f logf sqrtf rsqrtf fabsf tanhf powf INFINITY NAN
-    """.split())
-_C_TOKEN = re.compile(r"""
+    """.split()
+)
+_C_TOKEN = re.compile(
+    r"""
       (?P<comment>//[^\n]*|/\*.*?\*/)
     | (?P<string>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
     | (?P<number>(?:0[xX][0-9a-fA-F']+|\d[\d']*\.?[\d']*(?:[eEpP][+-]?\d+)?|\.\d[\d']*(?:[eE][+-]?\d+)?)[uUlLfF]*)
     | (?P<name>[A-Za-z_]\w*)
     | (?P<op><<<|>>>|<<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||::|[-+*/%&|^]=|[^\s\w])
-    """, re.S | re.X)
+    """,
+    re.S | re.X,
+)
 _C_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[^\n]*", re.M)
 _MEMBER = frozenset({".", "->", "::"})
 
@@ -120,8 +125,13 @@ class _Strip(ast.NodeTransformer):
         if hasattr(node, "returns"):
             node.returns = None
         body = getattr(node, "body", None)
-        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]
         return node
 
@@ -205,7 +215,7 @@ def winnow(hashes: Sequence[int], w: int = W) -> set[int]:
     """The smallest hash of each window of w hashes, as MOSS selects (the set of their values)."""
     if len(hashes) <= w:
         return {min(hashes)} if hashes else set()
-    return {min(hashes[i:i + w]) for i in range(len(hashes) - w + 1)}
+    return {min(hashes[i : i + w]) for i in range(len(hashes) - w + 1)}
 
 
 def fingerprint(files: dict[str, str], k: int = K, w: int = W) -> frozenset[int]:
@@ -213,7 +223,7 @@ def fingerprint(files: dict[str, str], k: int = K, w: int = W) -> frozenset[int]
     found: set[int] = set()
     for name in sorted(files):
         stream = tokens(name, files[name])
-        grams = [stream[i:i + k] for i in range(len(stream) - k + 1)] or ([stream] if stream else [])
+        grams = [stream[i : i + k] for i in range(len(stream) - k + 1)] or ([stream] if stream else [])
         found |= winnow([_hash(g) for g in grams], w)
     return frozenset(found)
 
@@ -243,8 +253,15 @@ def similar_pairs(solutions: Iterable[Solution], threshold: float, k: int = K, w
                 continue
             figure = jaccard(fa, fb)
             if figure >= threshold:
-                pairs.append(SimilarPair(problem=problem, first=a.submission_id, first_contestant=a.contestant,
-                                         second=b.submission_id, second_contestant=b.contestant,
-                                         similarity=figure))
+                pairs.append(
+                    SimilarPair(
+                        problem=problem,
+                        first=a.submission_id,
+                        first_contestant=a.contestant,
+                        second=b.submission_id,
+                        second_contestant=b.contestant,
+                        similarity=figure,
+                    )
+                )
     pairs.sort(key=lambda p: (-p.similarity, p.problem, p.first, p.second))
     return pairs

@@ -27,8 +27,16 @@ BONUS_COUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 """Bonus items in a bonus bit mask, by mask."""
 _ACCEPTED = {True: 1, False: 0, None: -1}
 _NAMED = ("contestant", "problem", "device_kind", "status", "mode")
-_FLOATS = ("score", "score_low", "score_high", "max_abs_error", "max_rel_error", "samples_score", "judge_score",
-           "completeness")
+_FLOATS = (
+    "score",
+    "score_low",
+    "score_high",
+    "max_abs_error",
+    "max_rel_error",
+    "samples_score",
+    "judge_score",
+    "completeness",
+)
 
 
 def micros(value: dt.datetime | str) -> int:
@@ -72,10 +80,32 @@ class EntryTable:
     bonus is a bit mask over BONUS_ITEMS. Rows are in no particular order: every rule breaks
     its ties by fields, never by position."""
 
-    __slots__ = ("names", "codes", "submission_id", "contestant", "problem", "level", "device_kind", "status_passed",
-                 "ranked", "score", "score_low", "score_high", "max_abs_error", "max_rel_error", "submitted_at",
-                 "accepted", "merged_upstream", "bonus", "samples_accepted", "samples_score", "judge_score",
-                 "completeness", "cache", "_position")
+    __slots__ = (
+        "names",
+        "codes",
+        "submission_id",
+        "contestant",
+        "problem",
+        "level",
+        "device_kind",
+        "status_passed",
+        "ranked",
+        "score",
+        "score_low",
+        "score_high",
+        "max_abs_error",
+        "max_rel_error",
+        "submitted_at",
+        "accepted",
+        "merged_upstream",
+        "bonus",
+        "samples_accepted",
+        "samples_score",
+        "judge_score",
+        "completeness",
+        "cache",
+        "_position",
+    )
 
     names: dict[str, list[str]]
     codes: dict[str, dict[str, int]]
@@ -106,8 +136,9 @@ class EntryTable:
         return cls.from_columns({name: list(map(itemgetter(name), fields)) for name in COLUMNS})
 
     @classmethod
-    def from_columns(cls, columns: dict[str, Sequence], *, failed_scores: bool = True,
-                     codes: dict[str, dict[str, int]] | None = None) -> EntryTable:
+    def from_columns(
+        cls, columns: dict[str, Sequence], *, failed_scores: bool = True, codes: dict[str, dict[str, int]] | None = None
+    ) -> EntryTable:
         """A table from one sequence per field (COLUMNS); codes: name codes to extend (upsert)."""
         t = cls.__new__(cls)
         t.codes = codes if codes is not None else {name: {} for name in _NAMED}
@@ -139,9 +170,28 @@ class EntryTable:
         t._position, t.cache = None, {}
         return t
 
-    _ARRAYS = ("submission_id", "contestant", "problem", "level", "device_kind", "status_passed", "ranked", "score",
-               "score_low", "score_high", "max_abs_error", "max_rel_error", "submitted_at", "accepted",
-               "merged_upstream", "bonus", "samples_accepted", "samples_score", "judge_score", "completeness")
+    _ARRAYS = (
+        "submission_id",
+        "contestant",
+        "problem",
+        "level",
+        "device_kind",
+        "status_passed",
+        "ranked",
+        "score",
+        "score_low",
+        "score_high",
+        "max_abs_error",
+        "max_rel_error",
+        "submitted_at",
+        "accepted",
+        "merged_upstream",
+        "bonus",
+        "samples_accepted",
+        "samples_score",
+        "judge_score",
+        "completeness",
+    )
 
     def take(self, rows: np.ndarray) -> EntryTable:
         """The rows chosen by a mask or indices (the frozen view), sharing the names."""

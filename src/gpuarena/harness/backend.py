@@ -57,7 +57,7 @@ NVIDIA_PIECES: dict[str, str] = {
     "cupti_timing.py": "each call's device time from CUPTI activity records of the calls' kernels",
     "range_timer.py, kernel_duration.py": "each kernel's gpu__time_duration from CUPTI's range profiler and ncu",
     "device_audit.py, rounds_audit.py, ahead.py": "the GPU's PM counters sampled from outside the worker "
-                                                 "(CUPTI PM sampling), started ahead of torch's import",
+    "(CUPTI PM sampling), started ahead of torch's import",
     "cupti_build.py": "building those CUPTI programs against the CUDA toolkit",
     "icache_sweep.py": "an instruction-cache sweep kernel compiled with nvcc for the device's architecture",
     "cuda_vmm.py, transport.py": "device buffers shared with the worker (cuMem* with POSIX file descriptors, CUDA IPC)",
@@ -110,10 +110,12 @@ def backend_for(device: torch.device) -> Backend:
             f"this PyTorch is built for ROCm (HIP {torch.version.hip}): gpuarena's GPU backend times kernels with "
             "NVIDIA's CUPTI and audits them with NVIDIA's counters, and has no ROCm backend yet (docs/harness.md, "
             "'Device backends', lists what one needs: rocprofiler-sdk kernel tracing for the timer, its counters for "
-            "the audit). Judge on cpu, or on an NVIDIA GPU")
+            "the audit). Judge on cpu, or on an NVIDIA GPU"
+        )
     if not torch.version.cuda:
         raise UnsupportedDevice(
             "this PyTorch answers to 'cuda' but was not built with CUDA (torch.version.cuda is empty: another "
             "vendor's build, such as MetaX MACA?): gpuarena's GPU backend needs NVIDIA's CUPTI; docs/harness.md, "
-            "'Device backends', lists what another vendor's backend must provide")
+            "'Device backends', lists what another vendor's backend must provide"
+        )
     return backend_named("cuda")

@@ -49,8 +49,9 @@ class ProcessExtra:
         return self.per_request_ns + self.per_call_ns * calls
 
 
-def calibrate(worker: WorkerProcess, device: torch.device, backend: Backend, setup: dict[str, Any],
-              deadline: float) -> ProcessExtra | None:
+def calibrate(
+    worker: WorkerProcess, device: torch.device, backend: Backend, setup: dict[str, Any], deadline: float
+) -> ProcessExtra | None:
     """The worker's extra over the twin, from ROUNDS alternating pairs of blocks of each size in
     SIZES (medians); None where the worker's CPU time cannot be read from outside (the bound
     then rejects: measure.TimeBudget.check). Must run before the worker builds the solution

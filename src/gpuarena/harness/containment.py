@@ -53,6 +53,7 @@ GPU_DEVICE_PREFIXES = ("nvidia", "dri", "kfd")
 DEFAULT_TMPFS_BYTES = 2 << 30
 """Size of the worker's private /dev/shm and /tmp, each, unless its memory limit is lower."""
 
+
 def bwrap_path() -> str | None:
     """bubblewrap's binary, unless turned off (GPUARENA_SANDBOX=0)."""
     if os.environ.get("GPUARENA_SANDBOX", "").strip().lower() in ("0", "off", "false", "no"):
@@ -67,11 +68,16 @@ def bwrap_problem(binary: str) -> str:
     """Why bubblewrap cannot make a sandbox here ('' when it can): tried once per process."""
     if binary not in _BWRAP_WORKS:
         try:
-            probe = subprocess.run(_namespace_args(binary, network=True) + ["--ro-bind", "/", "/", "--proc", "/proc",
-                                                                           "--", "true"],
-                                   capture_output=True, timeout=30)
-            _BWRAP_WORKS[binary] = "" if probe.returncode == 0 else (
-                probe.stderr.decode(errors="replace").strip()[:300] or f"bwrap exited with {probe.returncode}")
+            probe = subprocess.run(
+                _namespace_args(binary, network=True) + ["--ro-bind", "/", "/", "--proc", "/proc", "--", "true"],
+                capture_output=True,
+                timeout=30,
+            )
+            _BWRAP_WORKS[binary] = (
+                ""
+                if probe.returncode == 0
+                else (probe.stderr.decode(errors="replace").strip()[:300] or f"bwrap exited with {probe.returncode}")
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             _BWRAP_WORKS[binary] = str(exc)
     return _BWRAP_WORKS[binary]
@@ -87,8 +93,16 @@ def sandbox_problem() -> str:
 
 
 def _namespace_args(binary: str, network: bool) -> list[str]:
-    args = [binary, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--hostname", "gpuarena-worker", "--unshare-cgroup-try"]
+    args = [
+        binary,
+        "--die-with-parent",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--hostname",
+        "gpuarena-worker",
+        "--unshare-cgroup-try",
+    ]
     if network:
         args.append("--unshare-net")
     if os.geteuid() != 0:
@@ -117,9 +131,19 @@ def _worker_sys_path(env: dict[str, str]) -> list[str]:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass
         try:
-            out = subprocess.run([sys.executable, "-I" if not env.get("PYTHONPATH") else "-s", "-c",
-                                  "import sys, json; print(json.dumps(sys.path))"],
-                                 capture_output=True, text=True, timeout=60, env=env, cwd="/")
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-I" if not env.get("PYTHONPATH") else "-s",
+                    "-c",
+                    "import sys, json; print(json.dumps(sys.path))",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=env,
+                cwd="/",
+            )
             _WORKER_SYS_PATH = [p for p in json.loads(out.stdout) if p]
         except (OSError, ValueError, subprocess.TimeoutExpired):
             _WORKER_SYS_PATH = []
@@ -228,9 +252,17 @@ def shared_folders(env: dict[str, str], dedicated: bool, cache_variables: list[s
     return [os.path.realpath(p) for p in named if os.path.isdir(p)]
 
 
-def sandbox_argv(binary: str, run_folder: Path, workdir: Path, gpu: bool, network: bool,
-                 tmpfs_bytes: int, env: dict[str, str], shared: list[str] = (),
-                 readable: list[str] = ()) -> list[str]:
+def sandbox_argv(
+    binary: str,
+    run_folder: Path,
+    workdir: Path,
+    gpu: bool,
+    network: bool,
+    tmpfs_bytes: int,
+    env: dict[str, str],
+    shared: list[str] = (),
+    readable: list[str] = (),
+) -> list[str]:
     """bubblewrap's command line for a worker (env: the worker's environment; shared: folders
     it may write besides its own; readable: more it may read, such as Nsight Compute's
     installation in profile mode): what it sees, and nothing else."""
@@ -247,8 +279,15 @@ def sandbox_argv(binary: str, run_folder: Path, workdir: Path, gpu: bool, networ
         args += ["--perms", "1777", "--size", str(tmpfs_bytes), "--tmpfs", private]
     # the folders above what is bound, searchable by the worker's user (bubblewrap would make
     # them 0700, and an unprivileged worker could not reach its own interpreter)
-    above = sorted({str(parent) for path in [*readable, *shared, str(run_folder)] for parent in Path(path).parents
-                    if str(parent) != "/"}, key=lambda p: p.count("/"))
+    above = sorted(
+        {
+            str(parent)
+            for path in [*readable, *shared, str(run_folder)]
+            for parent in Path(path).parents
+            if str(parent) != "/"
+        },
+        key=lambda p: p.count("/"),
+    )
     for folder in above:
         args += ["--perms", "0755", "--dir", folder]
     for real in readable:
@@ -275,8 +314,19 @@ def sandbox_argv(binary: str, run_folder: Path, workdir: Path, gpu: bool, networ
     # memory and is gone with it
     for folder in shared:
         args += ["--bind", folder, folder]
-    args += ["--ro-bind", str(run_folder), str(run_folder),
-             "--perms", "0777", "--size", str(tmpfs_bytes), "--tmpfs", str(workdir), "--chdir", str(workdir)]
+    args += [
+        "--ro-bind",
+        str(run_folder),
+        str(run_folder),
+        "--perms",
+        "0777",
+        "--size",
+        str(tmpfs_bytes),
+        "--tmpfs",
+        str(workdir),
+        "--chdir",
+        str(workdir),
+    ]
     return args
 
 

@@ -30,13 +30,22 @@ class _Location(ctypes.Structure):
 
 
 class _AllocFlags(ctypes.Structure):
-    _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
-                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+    _fields_ = [
+        ("compressionType", ctypes.c_ubyte),
+        ("gpuDirectRDMACapable", ctypes.c_ubyte),
+        ("usage", ctypes.c_ushort),
+        ("reserved", ctypes.c_ubyte * 4),
+    ]
 
 
 class _AllocationProp(ctypes.Structure):
-    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", _Location),
-                ("win32HandleMetaData", ctypes.c_void_p), ("allocFlags", _AllocFlags)]
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("requestedHandleTypes", ctypes.c_int),
+        ("location", _Location),
+        ("win32HandleMetaData", ctypes.c_void_p),
+        ("allocFlags", _AllocFlags),
+    ]
 
 
 class _AccessDesc(ctypes.Structure):
@@ -102,8 +111,10 @@ def _ensure_context(device: torch.device) -> int:
 def granularity(device: int) -> int:
     g = ctypes.c_size_t()
     prop = _prop(device)
-    _check(_cuda().cuMemGetAllocationGranularity(ctypes.byref(g), ctypes.byref(prop),
-                                                 CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity")
+    _check(
+        _cuda().cuMemGetAllocationGranularity(ctypes.byref(g), ctypes.byref(prop), CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+        "cuMemGetAllocationGranularity",
+    )
     return g.value
 
 
@@ -111,8 +122,13 @@ class _ArrayInterface:
     """What torch.as_tensor reads to wrap device memory it does not own (as bytes)."""
 
     def __init__(self, ptr: int, nbytes: int):
-        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False),
-                                         "version": 2, "strides": None}
+        self.__cuda_array_interface__ = {
+            "shape": (nbytes,),
+            "typestr": "|u1",
+            "data": (ptr, False),
+            "version": 2,
+            "strides": None,
+        }
 
 
 def _wrap(ptr: int, shape: tuple[int, ...], dtype: torch.dtype, index: int) -> torch.Tensor:
@@ -169,9 +185,12 @@ def allocate(device: torch.device, shape: tuple[int, ...], dtype: torch.dtype) -
     _check(lib.cuMemCreate(ctypes.byref(handle), size, ctypes.byref(prop), 0), "cuMemCreate")
     try:
         fd = ctypes.c_int(-1)
-        _check(lib.cuMemExportToShareableHandle(ctypes.byref(fd), handle.value,
-                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-               "cuMemExportToShareableHandle")
+        _check(
+            lib.cuMemExportToShareableHandle(
+                ctypes.byref(fd), handle.value, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0
+            ),
+            "cuMemExportToShareableHandle",
+        )
     except CudaError:
         lib.cuMemRelease(handle.value)
         raise
@@ -186,8 +205,10 @@ def import_fd(device: torch.device, fd: int, size: int, shape: tuple[int, ...], 
     """Worker side: map an allocation exported by allocate() (fd received over the socket)."""
     index = _ensure_context(device)
     handle = ctypes.c_ulonglong()
-    _check(_cuda().cuMemImportFromShareableHandle(ctypes.byref(handle), ctypes.c_void_p(fd),
-                                                  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-           "cuMemImportFromShareableHandle")
+    _check(
+        _cuda().cuMemImportFromShareableHandle(
+            ctypes.byref(handle), ctypes.c_void_p(fd), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+        ),
+        "cuMemImportFromShareableHandle",
+    )
     return Mapping(handle.value, size, index, tuple(shape), dtype)
-

@@ -37,24 +37,39 @@ def compiler() -> str | None:
     return shutil.which("g++") or shutil.which("c++")
 
 
-def compile_program(source: Path, cuda: Path, output: Path, link: bool = True,
-                    shared: bool = False) -> subprocess.CompletedProcess:
+def compile_program(
+    source: Path, cuda: Path, output: Path, link: bool = True, shared: bool = False
+) -> subprocess.CompletedProcess:
     """Compile `source` against the toolkit at `cuda`: an executable, or a shared library with
     shared=True; link=False stops at the object file (a check that needs CUPTI's headers but no
     driver)."""
     places = [cuda / place for place in CUPTI_PLACES]
     libs = [f"{place}/lib64" for place in places if (place / "lib64").is_dir()]
-    command = [compiler() or "g++", "-O2", "-std=c++17", *(["-fPIC"] if shared else []), str(source),
-               *[f"-I{place}/include" for place in places]]
+    command = [
+        compiler() or "g++",
+        "-O2",
+        "-std=c++17",
+        *(["-fPIC"] if shared else []),
+        str(source),
+        *[f"-I{place}/include" for place in places],
+    ]
     if link:
-        command += [*(["-shared"] if shared else []), *[f"-L{lib}" for lib in libs], f"-L{cuda}/lib64/stubs",
-                    "-lcupti", "-lcuda", *[f"-Wl,-rpath,{lib}" for lib in libs]]
+        command += [
+            *(["-shared"] if shared else []),
+            *[f"-L{lib}" for lib in libs],
+            f"-L{cuda}/lib64/stubs",
+            "-lcupti",
+            "-lcuda",
+            *[f"-Wl,-rpath,{lib}" for lib in libs],
+        ]
     else:
         command.append("-c")
     return subprocess.run([*command, "-o", str(output)], capture_output=True, text=True, timeout=300)
 
 
-def build(source: Path, filename: str, what: str, header: str, needs: str, shared: bool = False) -> tuple[Path | None, str]:
+def build(
+    source: Path, filename: str, what: str, header: str, needs: str, shared: bool = False
+) -> tuple[Path | None, str]:
     """`source` built into the cache as `filename` (once per toolkit and source), or None and
     why not; `what` names it in the reason, `needs` says which toolkit it takes."""
     cuda = cuda_home(header)

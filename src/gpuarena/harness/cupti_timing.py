@@ -19,8 +19,13 @@ if TYPE_CHECKING:
 METHOD = "cupti-device-time"
 
 
-def cupti_block(timer: Timer, call: Callable[[int], Any], n: int, prepare: Callable[[int], None] | None,
-          after: Callable[[int, Any], None] | None) -> BlockSamples:
+def cupti_block(
+    timer: Timer,
+    call: Callable[[int], Any],
+    n: int,
+    prepare: Callable[[int], None] | None,
+    after: Callable[[int, Any], None] | None,
+) -> BlockSamples:
     """Time n calls as Timer.run_block does, each call's device figure from CUPTI's records."""
     from torch.autograd.profiler import record_function
 
@@ -141,8 +146,7 @@ def available() -> bool:
             with kineto_profile(cpu=False) as prof:
                 (x * 2).sum()
                 torch.cuda.synchronize()
-            _CUPTI_OK = any(e.device_type() != torch.autograd.DeviceType.CPU
-                            for e in prof.kineto_results.events())
+            _CUPTI_OK = any(e.device_type() != torch.autograd.DeviceType.CPU for e in prof.kineto_results.events())
         except Exception:
             _CUPTI_OK = False
     return _CUPTI_OK

@@ -69,6 +69,7 @@ IDLE_BUSY_FRACTION = 0.01
 SOURCE = Path(__file__).with_name("pm_sampler.cpp")
 T = TypeVar("T")
 
+
 def cuda_home() -> Path | None:
     return cupti_build.cuda_home("cupti_pmsampling.h")
 
@@ -80,8 +81,9 @@ def compile_sampler(cuda: Path, output: Path, link: bool = True) -> subprocess.C
 
 def build_sampler() -> tuple[Path | None, str]:
     """The sampler binary (built once per CUDA install and source), or None and why not."""
-    return cupti_build.build(SOURCE, "gpuarena-pm-sampler", "PM sampler", "cupti_pmsampling.h",
-                             "CUPTI PM sampling headers")
+    return cupti_build.build(
+        SOURCE, "gpuarena-pm-sampler", "PM sampler", "cupti_pmsampling.h", "CUPTI PM sampling headers"
+    )
 
 
 class SamplerError(RuntimeError):
@@ -99,8 +101,13 @@ class Window:
 
     def __sub__(self, earlier: Window) -> Window:
         read = None if self.read_bytes is None or earlier.read_bytes is None else self.read_bytes - earlier.read_bytes
-        return Window(busy_ns=self.busy_ns - earlier.busy_ns, span_ns=self.span_ns - earlier.span_ns,
-                      samples=self.samples - earlier.samples, overflow=self.overflow, read_bytes=read)
+        return Window(
+            busy_ns=self.busy_ns - earlier.busy_ns,
+            span_ns=self.span_ns - earlier.span_ns,
+            samples=self.samples - earlier.samples,
+            overflow=self.overflow,
+            read_bytes=read,
+        )
 
 
 class DeviceSampler:
@@ -111,10 +118,13 @@ class DeviceSampler:
     def __init__(self, binary: Path, device_index: int):
         metric = os.environ.get("GPUARENA_AUDIT_METRIC", METRIC)
         traffic = os.environ.get("GPUARENA_AUDIT_TRAFFIC", TRAFFIC)
-        self.process = subprocess.Popen([str(binary), str(device_index), str(INTERVAL_CYCLES), str(IMAGE_SAMPLES), metric,
-                                         traffic],
-                                        stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.process = subprocess.Popen(
+            [str(binary), str(device_index), str(INTERVAL_CYCLES), str(IMAGE_SAMPLES), metric, traffic],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         HARNESS_PROCESSES.add(self.process.pid)
         ready = self._read()
         if not ready.get("ready"):
@@ -123,9 +133,15 @@ class DeviceSampler:
         self.chip = str(ready.get("chip", ""))
         self.traffic = str(ready.get("traffic") or "")
         """The traffic counter read ('' for none: then `traffic_missing` says why)."""
-        self.traffic_missing = "" if self.traffic else (
-            f"the chip reads none of {traffic!r} beside {metric}: {ready.get('traffic_error', '')}" if traffic
-            else "turned off (GPUARENA_AUDIT_TRAFFIC='')")
+        self.traffic_missing = (
+            ""
+            if self.traffic
+            else (
+                f"the chip reads none of {traffic!r} beside {metric}: {ready.get('traffic_error', '')}"
+                if traffic
+                else "turned off (GPUARENA_AUDIT_TRAFFIC='')"
+            )
+        )
         self.last: Window | None = None
         """The mark that ended the last segment (None once sampling stopped): where a chained
         segment starts."""
@@ -157,9 +173,13 @@ class DeviceSampler:
     @staticmethod
     def _window(reply: dict) -> Window:
         read = reply.get("read_bytes")
-        return Window(busy_ns=float(reply["busy_ns"]), span_ns=float(reply["span_ns"]), samples=int(reply["samples"]),
-                      overflow=bool(reply["overflow"]),
-                      read_bytes=float(read) if isinstance(read, (int, float)) and read >= 0 else None)
+        return Window(
+            busy_ns=float(reply["busy_ns"]),
+            span_ns=float(reply["span_ns"]),
+            samples=int(reply["samples"]),
+            overflow=bool(reply["overflow"]),
+            read_bytes=float(read) if isinstance(read, (int, float)) and read >= 0 else None,
+        )
 
     def start(self) -> None:
         self.last = None
@@ -227,8 +247,6 @@ class DeviceSampler:
         HARNESS_PROCESSES.discard(self.process.pid)
 
 
-
-
 def shared(idle: Window) -> bool:
     return idle.span_ns > 0 and idle.busy_ns / idle.span_ns > IDLE_BUSY_FRACTION
 
@@ -244,8 +262,13 @@ def inflation(reference_observed_us: float | None, reference_claimed_us: float |
     return max(reference_observed_us - reference_claimed_us, 0.0)
 
 
-def understated(claimed_us: float, observed_us_per_call: float, inflation_us: float = 0.0,
-                noise_us: float = 0.0, floor_us: float | None = None) -> bool:
+def understated(
+    claimed_us: float,
+    observed_us_per_call: float,
+    inflation_us: float = 0.0,
+    noise_us: float = 0.0,
+    floor_us: float | None = None,
+) -> bool:
     """True when the claimed median cannot be honest against what the GPU's counters saw, less
     what the counters see of any call beyond its timed time (`inflation`) and NOISE_SIGMAS x
     the uncertainty of the observed figure (`noise_us`, see `median_error`) and `floor_us`

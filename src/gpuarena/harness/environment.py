@@ -31,8 +31,12 @@ def gpu_state(index: int) -> dict[str, Any] | None:
         return None
     fields = "driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,uuid"
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-i", str(index)],
-                             capture_output=True, text=True, timeout=10).stdout.strip()
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-i", str(index)],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     values = [v.strip() for v in out.split(",")]
@@ -59,9 +63,14 @@ def _common() -> dict[str, Any]:
     """What every run's description holds, whatever its device."""
     import torch
 
-    return dict(torch_version=torch.__version__, triton_version=_triton_version(),
-                python_version=sys.version.split()[0], cpu_model=_cpu_model(), hostname=socket.gethostname(),
-                triton_interpret=os.environ.get("TRITON_INTERPRET", "") not in ("", "0"))
+    return dict(
+        torch_version=torch.__version__,
+        triton_version=_triton_version(),
+        python_version=sys.version.split()[0],
+        cpu_model=_cpu_model(),
+        hostname=socket.gethostname(),
+        triton_interpret=os.environ.get("TRITON_INTERPRET", "") not in ("", "0"),
+    )
 
 
 def capture_cpu() -> Environment:

@@ -47,8 +47,9 @@ class Evaluator:
         self.prepare_on = _indexed(device) if self.gpu else None
         """The device waiting workers make their CUDA context on, as the run names it."""
 
-    def judge(self, problem: Problem, solution: Solution, options: RunOptions,
-              progress: Progress | None = None) -> Evaluation:
+    def judge(
+        self, problem: Problem, solution: Solution, options: RunOptions, progress: Progress | None = None
+    ) -> Evaluation:
         worker = self._take()
         alongside = self.gpu or options.mode == "test"
         if alongside:
@@ -85,8 +86,13 @@ class Evaluator:
     def _fill(self) -> None:
         while len(self._waiting) < self.ahead:
             try:
-                self._waiting.append(StartedWorker(gpu=self.gpu, prepare_on=self.prepare_on,
-                                                   gpu_lock=self.warm.gpu if self.warm is not None else None))
+                self._waiting.append(
+                    StartedWorker(
+                        gpu=self.gpu,
+                        prepare_on=self.prepare_on,
+                        gpu_lock=self.warm.gpu if self.warm is not None else None,
+                    )
+                )
             except Exception:  # a run starts its own and reports why it could not
                 return
 

@@ -39,8 +39,9 @@ def _f32(value: float) -> str:
 def ptx(ops: int = OPS) -> str:
     """The kernel: each thread loads one float, applies `ops` FMAs with distinct immediate
     constants (rounded FMAs cannot be folded, so each stays an instruction) and stores it."""
-    body = "\n".join(f"    fma.rn.f32 %f1, %f1, {_f32(1.0 + (i + 1) * 1e-7)}, {_f32((i + 1) * 1e-3)};"
-                     for i in range(ops))
+    body = "\n".join(
+        f"    fma.rn.f32 %f1, %f1, {_f32(1.0 + (i + 1) * 1e-7)}, {_f32((i + 1) * 1e-3)};" for i in range(ops)
+    )
     return f""".version 6.0
 .target sm_52
 .address_size 64
@@ -70,8 +71,11 @@ class _Driver:
 
     def __init__(self) -> None:
         self.lib = ctypes.CDLL("libcuda.so.1")
-        self.lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
-            ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+        self.lib.cuLaunchKernel.argtypes = (
+            [ctypes.c_void_p]
+            + [ctypes.c_uint] * 7
+            + [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+        )
 
     def check(self, result: int, call: str) -> None:
         if result != 0:
@@ -128,8 +132,16 @@ def _link(index: int) -> bytes:
     driver.check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), "cuDevicePrimaryCtxRetain")
     driver.check(lib.cuCtxPushCurrent_v2(context), "cuCtxPushCurrent")
     lib.cuLinkCreate_v2.argtypes = [ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
-    lib.cuLinkAddData_v2.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
-                                     ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+    lib.cuLinkAddData_v2.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_size_t,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+    ]
     lib.cuLinkComplete.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
     lib.cuLinkDestroy.argtypes = [ctypes.c_void_p]
     state = ctypes.c_void_p()
@@ -137,8 +149,10 @@ def _link(index: int) -> bytes:
         driver.check(lib.cuLinkCreate_v2(0, None, None, ctypes.byref(state)), "cuLinkCreate")
         try:
             source = ptx().encode()
-            driver.check(lib.cuLinkAddData_v2(state, CU_JIT_INPUT_PTX, source, len(source), b"icache_sweep.ptx", 0,
-                                              None, None), "cuLinkAddData")
+            driver.check(
+                lib.cuLinkAddData_v2(state, CU_JIT_INPUT_PTX, source, len(source), b"icache_sweep.ptx", 0, None, None),
+                "cuLinkAddData",
+            )
             out, size = ctypes.c_void_p(), ctypes.c_size_t()
             driver.check(lib.cuLinkComplete(state, ctypes.byref(out), ctypes.byref(size)), "cuLinkComplete")
             return ctypes.string_at(out, size.value)  # copied: the linker's buffer goes with its state
@@ -160,15 +174,18 @@ def build(device: torch.device, compiled: bytes | None = None) -> tuple[Callable
         module, function = ctypes.c_void_p(), ctypes.c_void_p()
         code = ctypes.create_string_buffer(compiled) if compiled else ptx().encode()
         driver.check(driver.lib.cuModuleLoadData(ctypes.byref(module), code), "cuModuleLoadData")
-        driver.check(driver.lib.cuModuleGetFunction(ctypes.byref(function), module, ENTRY.encode()),
-                     "cuModuleGetFunction")
+        driver.check(
+            driver.lib.cuModuleGetFunction(ctypes.byref(function), module, ENTRY.encode()), "cuModuleGetFunction"
+        )
         address = ctypes.c_uint64(buf.data_ptr())
         params = (ctypes.c_void_p * 1)(ctypes.addressof(address))
 
         def sweep() -> None:
             stream = ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
-            driver.check(driver.lib.cuLaunchKernel(function, programs, 1, 1, THREADS, 1, 1, 0, stream, params, None),
-                         "cuLaunchKernel")
+            driver.check(
+                driver.lib.cuLaunchKernel(function, programs, 1, 1, THREADS, 1, 1, 0, stream, params, None),
+                "cuLaunchKernel",
+            )
 
         sweep.keep = (module, buf, address, params)  # type: ignore[attr-defined]  # alive as long as the sweep
         sweep()

@@ -50,12 +50,16 @@ ROUNDS = 4
 """Blocks of each side per workload (one call per input set each, fresh inputs each): the
 counter varies by tens of ns."""
 
-PRIVILEGES = ("the driver lets only admin users read GPU counters, and a worker of its own user is not one: "
-              "allow all users (NVreg_RestrictProfilingToAdminUsers=0) or, on a machine you trust, run workers as "
-              "the supervisor's user (GPUARENA_WORKER_ISOLATION=0)")
+PRIVILEGES = (
+    "the driver lets only admin users read GPU counters, and a worker of its own user is not one: "
+    "allow all users (NVreg_RestrictProfilingToAdminUsers=0) or, on a machine you trust, run workers as "
+    "the supervisor's user (GPUARENA_WORKER_ISOLATION=0)"
+)
 SWITCHED_OFF = "switched off (GPUARENA_KERNEL_DURATION=0 or RunOptions.kernel_duration=False)"
-NOT_ASKED = ("not asked for: read in ranked mode, and in other modes with --ncu (GPUARENA_KERNEL_DURATION=1 or "
-             "RunOptions.kernel_duration=True)")
+NOT_ASKED = (
+    "not asked for: read in ranked mode, and in other modes with --ncu (GPUARENA_KERNEL_DURATION=1 or "
+    "RunOptions.kernel_duration=True)"
+)
 
 
 def switched_off(by_choice: bool) -> str:
@@ -65,8 +69,6 @@ def switched_off(by_choice: bool) -> str:
 
 
 _LIBRARY: tuple[Path | None, str] | None = None
-
-
 
 
 def library() -> tuple[Path | None, str]:
@@ -116,11 +118,15 @@ def measure(supervisor: Supervisor, worker: WorkerProcess, timed: list[tuple[Wor
     try:
         for session, result in timed:
             name = session.workload.name
-            raise_on_failure(worker.request({"op": "select", "workload": name}, supervisor.deadline,
-                                            f"returning to {name}"))
+            raise_on_failure(
+                worker.request({"op": "select", "workload": name}, supervisor.deadline, f"returning to {name}")
+            )
             try:
-                solution[name] = _rounds(session, lambda: _solution_kernels(supervisor, worker, session, path),
-                                         lambda: check_outputs(supervisor, session, f"reading kernel durations on {name}"))
+                solution[name] = _rounds(
+                    session,
+                    lambda: _solution_kernels(supervisor, worker, session, path),
+                    lambda: check_outputs(supervisor, session, f"reading kernel durations on {name}"),
+                )
             except RunFailure as failure:
                 if failure.status == Status.WRONG_VALUES.value:
                     # outputs the timed rounds found right come out wrong under the profiler: CUDA
@@ -135,7 +141,9 @@ def measure(supervisor: Supervisor, worker: WorkerProcess, timed: list[tuple[Wor
         keys = {session.workload.name: reference_cache_key(supervisor, session, path) for session, _ in timed}
         cached = {name: samples for name, samples in ((name, _cached(key)) for name, key in keys.items()) if samples}
         reference.update(cached)
-        missing = [session for session, _ in timed if session.workload.name in solution and session.workload.name not in cached]
+        missing = [
+            session for session, _ in timed if session.workload.name in solution and session.workload.name not in cached
+        ]
         timer = supervisor.timer
         assert timer is not None
         try:
@@ -144,7 +152,8 @@ def measure(supervisor: Supervisor, worker: WorkerProcess, timed: list[tuple[Wor
             for session in missing:
                 call = reference_call(session)
                 reference[session.workload.name] = samples = _rounds(
-                    session, lambda: timer.run_block(call, len(session.sets), kernel_library=path).device_ns, None)
+                    session, lambda: timer.run_block(call, len(session.sets), kernel_library=path).device_ns, None
+                )
                 _store(keys[session.workload.name], samples)
         finally:
             timer.close_kernel_profiler()
@@ -179,9 +188,11 @@ def stream_cost_understated(result: WorkloadResult) -> str:
     bound = CONSISTENCY_FACTOR * timing.median_us + CONSISTENCY_SLACK_US
     if timing.kernel_duration_us <= bound:
         return ""
-    return (f"ncu's Duration of the solution's calls ({timing.kernel_duration_us:.2f} µs) is far above their timed "
-            f"stream cost ({timing.median_us:.2f} µs; at most {CONSISTENCY_FACTOR} × it + {CONSISTENCY_SLACK_US:.0f} "
-            "µs is launch overhead and colder caches): the timed calls did not show all of their work")
+    return (
+        f"ncu's Duration of the solution's calls ({timing.kernel_duration_us:.2f} µs) is far above their timed "
+        f"stream cost ({timing.median_us:.2f} µs; at most {CONSISTENCY_FACTOR} × it + {CONSISTENCY_SLACK_US:.0f} "
+        "µs is launch overhead and colder caches): the timed calls did not show all of their work"
+    )
 
 
 def reference_cache_key(supervisor: Supervisor, session: WorkloadSession, library: Path) -> str:
@@ -190,10 +201,17 @@ def reference_cache_key(supervisor: Supervisor, session: WorkloadSession, librar
     and the harness. Inputs are drawn fresh each run; the figure's spread between draws is tens
     of ns (ROUNDS)."""
     env = supervisor.environment
-    facts = {"problem": pack_problem(supervisor.problem).hash, "workload": session.workload.model_dump(mode="json"),
-             "calls": len(session.sets) * ROUNDS, "device": (env.device_uuid or env.device_name) if env else str(supervisor.device),
-             "driver": env.driver_version if env else None, "cuda": torch.version.cuda, "torch": torch.__version__,
-             "timer": hashlib.sha256(library.read_bytes()).hexdigest(), "harness": HARNESS_VERSION}
+    facts = {
+        "problem": pack_problem(supervisor.problem).hash,
+        "workload": session.workload.model_dump(mode="json"),
+        "calls": len(session.sets) * ROUNDS,
+        "device": (env.device_uuid or env.device_name) if env else str(supervisor.device),
+        "driver": env.driver_version if env else None,
+        "cuda": torch.version.cuda,
+        "torch": torch.__version__,
+        "timer": hashlib.sha256(library.read_bytes()).hexdigest(),
+        "harness": HARNESS_VERSION,
+    }
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -228,11 +246,15 @@ def _rounds(session: WorkloadSession, block: Callable[[], list[int]], check: Cal
     return samples
 
 
-def _solution_kernels(supervisor: Supervisor, worker: WorkerProcess, session: WorkloadSession,
-                      library: Path) -> list[int]:
+def _solution_kernels(
+    supervisor: Supervisor, worker: WorkerProcess, session: WorkloadSession, library: Path
+) -> list[int]:
     n_sets = len(session.sets)
-    reply = worker.request({"op": "time", "n": n_sets, "kernel_library": str(_for_the_worker(library, worker))},
-                           supervisor.deadline, f"reading kernel durations on {session.workload.name}")
+    reply = worker.request(
+        {"op": "time", "n": n_sets, "kernel_library": str(_for_the_worker(library, worker))},
+        supervisor.deadline,
+        f"reading kernel durations on {session.workload.name}",
+    )
     raise_on_failure(reply)
     if "kernel_error" in reply:
         raise Unavailable(str(reply["kernel_error"]))

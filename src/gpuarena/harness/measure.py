@@ -115,8 +115,11 @@ class TimeBudget:
     def add(self, e2e_ns: list[int], wall_ns: int, worker_cpu_ns: int | None) -> None:
         reported = sum(e2e_ns)
         if reported > wall_ns:
-            raise RunFailure("REJECTED", f"the worker reported {reported / 1e3:.0f} µs of calls in a request that took "
-                                         f"{wall_ns / 1e3:.0f} µs on the supervisor's clock (tampered timing)")
+            raise RunFailure(
+                "REJECTED",
+                f"the worker reported {reported / 1e3:.0f} µs of calls in a request that took "
+                f"{wall_ns / 1e3:.0f} µs on the supervisor's clock (tampered timing)",
+            )
         self.reported += reported
         self.calls += len(e2e_ns)
         if worker_cpu_ns is None or self.harness_ns is None:
@@ -147,9 +150,12 @@ class TimeBudget:
         (the worker's CPU time unreadable from outside) is no pass: the times are the worker's
         word alone."""
         if self.cpu and not self.measured:
-            raise RunFailure("REJECTED", "the worker's CPU time could not be read from outside it (no cgroup account, "
-                                         "and its process's clock unreadable), so the times it reported cannot be "
-                                         "bounded on the CPU")
+            raise RunFailure(
+                "REJECTED",
+                "the worker's CPU time could not be read from outside it (no cgroup account, "
+                "and its process's clock unreadable), so the times it reported cannot be "
+                "bounded on the CPU",
+            )
         median = self._median_unexplained()
         if median is not None and median > 0:
             middle = len(self.unexplained) // 2
@@ -162,7 +168,8 @@ class TimeBudget:
                 f"and the harness's own share ({allowance / 1e3:.0f} µs per call, measured on the reference); over "
                 f"{self.calls} timed calls it reported {self.reported / 1e3:.0f} µs and spent "
                 f"{self.worker_cpu / 1e3:.0f} µs of CPU time (judged again on fresh rounds, with the same "
-                "outcome): its times were tampered with")
+                "outcome): its times were tampered with",
+            )
 
 
 @dataclass
@@ -182,12 +189,21 @@ def summarize(device_ns: list[int], e2e_ns: list[int], method: str, rounds: list
         s = bootstrap_median(us)
         median, low, high = s.median, s.low, s.high
     e2e = statistics.median(v / 1e3 for v in e2e_ns) if e2e_ns else None
-    return Timing(median_us=median, ci95_low_us=low, ci95_high_us=high, samples=len(us), method=method,
-                  e2e_median_us=e2e, mean_us=sum(us) / len(us), min_us=min(us))
+    return Timing(
+        median_us=median,
+        ci95_low_us=low,
+        ci95_high_us=high,
+        samples=len(us),
+        method=method,
+        e2e_median_us=e2e,
+        mean_us=sum(us) / len(us),
+        min_us=min(us),
+    )
 
 
-def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: WorkloadSession,
-                     result: WorkloadResult, plan: TimingPlan) -> None:
+def measure_workload(
+    supervisor: Supervisor, worker: WorkerProcess, session: WorkloadSession, result: WorkloadResult, plan: TimingPlan
+) -> None:
     n_sets = len(session.sets)
     timer = supervisor.timer
     assert timer is not None
@@ -202,8 +218,11 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
     # warm-up: compilation, autotuning and allocator growth stay out of the samples
     refresh(0)
     timer.run_block(call_reference, WARMUP_CALLS)
-    reply = worker.request({"op": "time", "n": 0, "warmup": max(WARMUP_CALLS, n_sets)}, supervisor.deadline,
-                           f"warming up on {session.workload.name}")
+    reply = worker.request(
+        {"op": "time", "n": 0, "warmup": max(WARMUP_CALLS, n_sets)},
+        supervisor.deadline,
+        f"warming up on {session.workload.name}",
+    )
     raise_on_failure(reply)
 
     ref_dev: list[int] = []
@@ -230,7 +249,7 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
         nonlocal sol_method
         solution_first = round_no % 2 == 0
         committed: list[tuple[int, list[torch.Tensor]]] = []
-        for who in (("sol", "ref") if solution_first else ("ref", "sol")):
+        for who in ("sol", "ref") if solution_first else ("ref", "sol"):
             if who == "ref":
                 if twin is not None:  # the CPU
                     dev, e2e, harness = audit.reference(lambda: twin.block(n_sets))
@@ -243,9 +262,12 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 ref_e2e.extend(e2e)
             else:
                 reply, committed = audit.solution(
-                    lambda: worker.request({"op": "time", "n": n_sets}, supervisor.deadline,
-                                           f"timing {session.workload.name}"),
-                    lambda: commit_checked(supervisor, session), n_sets)
+                    lambda: worker.request(
+                        {"op": "time", "n": n_sets}, supervisor.deadline, f"timing {session.workload.name}"
+                    ),
+                    lambda: commit_checked(supervisor, session),
+                    n_sets,
+                )
                 raise_on_failure(reply)
                 dev, e2e = _samples(reply, n_sets, host_timed=on_cpu)
                 budget.add(e2e, worker.last_wall_ns, worker.last_cpu_ns)
@@ -255,8 +277,12 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 sol_method = str(reply.get("method", sol_method))
         return committed
 
-    audit = RoundsAudit(supervisor, session, enabled=supervisor.backend.device_audit,
-                        commit=lambda: commit_copies(session, range(min(CHECKED_PER_BLOCK, n_sets))))
+    audit = RoundsAudit(
+        supervisor,
+        session,
+        enabled=supervisor.backend.device_audit,
+        commit=lambda: commit_copies(session, range(min(CHECKED_PER_BLOCK, n_sets))),
+    )
     round_no = 0
     try:
         audit.begin()
@@ -290,9 +316,13 @@ def measure_workload(supervisor: Supervisor, worker: WorkerProcess, session: Wor
                 refresh(round_no)
                 with audit.chained():
                     reply, committed = audit.unswept(
-                        lambda: worker.request({"op": "time", "n": n_sets, "evict": False}, supervisor.deadline,
-                                               f"timing {session.workload.name} without the cache sweeps"),
-                        lambda: commit_checked(supervisor, session))
+                        lambda: worker.request(
+                            {"op": "time", "n": n_sets, "evict": False},
+                            supervisor.deadline,
+                            f"timing {session.workload.name} without the cache sweeps",
+                        ),
+                        lambda: commit_checked(supervisor, session),
+                    )
                 raise_on_failure(reply)
                 check_outputs(supervisor, session, f"timing {session.workload.name}", committed)
         result.time = summarize(sol_dev, sol_e2e, sol_method, sol_rounds)
@@ -344,8 +374,12 @@ def commit_copies(session: WorkloadSession, picks: Iterable[int]) -> list[tuple[
     return copies
 
 
-def check_outputs(supervisor: Supervisor, session: WorkloadSession, doing: str,
-                  committed: list[tuple[int, list[torch.Tensor]]] | None = None) -> None:
+def check_outputs(
+    supervisor: Supervisor,
+    session: WorkloadSession,
+    doing: str,
+    committed: list[tuple[int, list[torch.Tensor]]] | None = None,
+) -> None:
     """After a block of the solution's calls: no input changed, and the committed outputs (of
     calls chosen only after the request, `commit_checked`; committed now if not given) are
     right (every call had to be), within the run's time limit."""
@@ -360,9 +394,13 @@ def check_outputs(supervisor: Supervisor, session: WorkloadSession, doing: str,
     checker = session.problem.checker
     for i, outputs in committed:
         expected = session.reference(session.private[i])
-        verdicts = [judged(checker, session.problem.spec.outputs, outputs, expected, session.private[i])] \
-            if checker is not None else \
-            (compare(name, out, ref, tol) for name, out, ref in zip(session.problem.spec.outputs, outputs, expected))
+        verdicts = (
+            [judged(checker, session.problem.spec.outputs, outputs, expected, session.private[i])]
+            if checker is not None
+            else (
+                compare(name, out, ref, tol) for name, out, ref in zip(session.problem.spec.outputs, outputs, expected)
+            )
+        )
         for verdict in verdicts:
             if not verdict.ok:
                 raise RunFailure(verdict.status, f"a timed call returned wrong values: {verdict.reason}")
@@ -393,11 +431,17 @@ def _samples(reply: dict[str, Any], n: int, host_timed: bool = False) -> tuple[l
     if any(d > e for d, e in zip(dev, e2e)):
         raise RunFailure("REJECTED", "device time exceeds the wall-clock time around the same call")
     if host_timed and dev != e2e:
-        raise RunFailure("REJECTED", "on the CPU a call's device time is its end-to-end time, and the worker "
-                                     "reported them different (tampered timing)")
+        raise RunFailure(
+            "REJECTED",
+            "on the CPU a call's device time is its end-to-end time, and the worker "
+            "reported them different (tampered timing)",
+        )
     if min(dev) <= 0:
-        raise RunFailure("REJECTED", "a timed call did no measurable work on the device (a cached result, "
-                                     "work done elsewhere, or a tampered clock)")
+        raise RunFailure(
+            "REJECTED",
+            "a timed call did no measurable work on the device (a cached result, "
+            "work done elsewhere, or a tampered clock)",
+        )
     return dev, e2e
 
 
@@ -427,16 +471,22 @@ def _speed_of_light(supervisor: Supervisor, session: WorkloadSession, result: Wo
             sol.floor_us = floor * 1e6
             if seconds < peaks.FLOOR_MARGIN * floor:
                 result.speed_of_light = sol
-                raise RunFailure("REJECTED", f"impossible time: {seconds * 1e6:.2f} µs is below the physical floor "
-                                             f"of {floor * 1e6:.2f} µs for this workload on this device")
+                raise RunFailure(
+                    "REJECTED",
+                    f"impossible time: {seconds * 1e6:.2f} µs is below the physical floor "
+                    f"of {floor * 1e6:.2f} µs for this workload on this device",
+                )
     elif seconds and supervisor.backend.host_timed:
         cores = _cores()
         floor = peaks.floor_seconds(peaks.cpu_ceiling(cores), moved, flops)
         if floor is not None and seconds < floor:
             result.speed_of_light = sol
-            raise RunFailure("REJECTED", f"impossible time: {seconds * 1e6:.3f} µs is below what {cores} CPU core(s) "
-                                         f"could do at best for this workload ({floor * 1e6:.3f} µs, at "
-                                         f"{peaks.CPU_CORE_CEILING['bandwidth_gbs']:.0f} GB/s and "
-                                         f"{peaks.CPU_CORE_CEILING['tflops_fp32']:.0f} TFLOP/s a core)")
+            raise RunFailure(
+                "REJECTED",
+                f"impossible time: {seconds * 1e6:.3f} µs is below what {cores} CPU core(s) "
+                f"could do at best for this workload ({floor * 1e6:.3f} µs, at "
+                f"{peaks.CPU_CORE_CEILING['bandwidth_gbs']:.0f} GB/s and "
+                f"{peaks.CPU_CORE_CEILING['tflops_fp32']:.0f} TFLOP/s a core)",
+            )
     if moved or flops:
         result.speed_of_light = sol

@@ -29,8 +29,11 @@ SHARED_DYNAMIC = "launch__shared_mem_per_block_dynamic"
 BLOCK_SIZE = "launch__block_size"
 GRID_SIZE = "launch__grid_size"
 DRAM_BYTES = "dram__bytes.sum"
-FLOP_COUNTERS = {f"smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum": (2 if op == "fma" else 1)
-                 for p in "hfd" for op in ("add", "mul", "fma")}
+FLOP_COUNTERS = {
+    f"smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum": (2 if op == "fma" else 1)
+    for p in "hfd"
+    for op in ("add", "mul", "fma")
+}
 """Thread-level FP16/FP32/FP64 instructions of the FMA pipes, with the FLOPs each is worth.
 Tensor-core work is not among them: a matrix kernel's point sits below its real rate."""
 METRICS = (DRAM_BYTES, *FLOP_COUNTERS)
@@ -101,8 +104,7 @@ def _number(text: str) -> float | None:
 
 
 _TIME_UNITS = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6}
-_BYTE_UNITS = {"byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "kib": 1024.0, "mib": 1024.0**2,
-               "gib": 1024.0**3}
+_BYTE_UNITS = {"byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "kib": 1024.0, "mib": 1024.0**2, "gib": 1024.0**3}
 
 
 def _scaled(value: float | None, unit: str, table: dict[str, float]) -> float | None:
@@ -145,14 +147,19 @@ def _kernel(row: dict[str, str], units: dict[str, str]) -> KernelProfile:
             stalls.append(Stall(reason=found.group(1), cycles_per_issue=number))
     stalls.sort(key=lambda s: -s.cycles_per_issue)
     return KernelProfile(
-        name=row["Kernel Name"], grid=row.get("Grid Size", "") or _text(metric(GRID_SIZE)),
+        name=row["Kernel Name"],
+        grid=row.get("Grid Size", "") or _text(metric(GRID_SIZE)),
         block=row.get("Block Size", "") or _text(metric(BLOCK_SIZE)),
         duration_us=_scaled(metric(DURATION), units.get(DURATION, "nsecond"), _TIME_UNITS),
-        compute_throughput_pct=metric(SM_THROUGHPUT), memory_throughput_pct=metric(MEMORY_THROUGHPUT),
-        achieved_occupancy_pct=metric(OCCUPANCY), registers_per_thread=metric(REGISTERS),
+        compute_throughput_pct=metric(SM_THROUGHPUT),
+        memory_throughput_pct=metric(MEMORY_THROUGHPUT),
+        achieved_occupancy_pct=metric(OCCUPANCY),
+        registers_per_thread=metric(REGISTERS),
         shared_memory_per_block_bytes=None if static is None and dynamic is None else (static or 0) + (dynamic or 0),
         dram_bytes=_scaled(metric(DRAM_BYTES), units.get(DRAM_BYTES, "byte"), _BYTE_UNITS),
-        flops=flops, stalls=stalls[:TOP_STALLS])
+        flops=flops,
+        stalls=stalls[:TOP_STALLS],
+    )
 
 
 def _text(value: float | None) -> str:
@@ -162,8 +169,17 @@ def _text(value: float | None) -> str:
 def profile_command(ncu: str, report_base: str, target: list[str]) -> list[str]:
     """ncu's command line for the call inside RANGE of `target`: ncu's own sections, the FLOP
     counters, a report file (REPORT_BASE.ncu-rep)."""
-    command = [ncu, "--target-processes", "all", "--nvtx", "--nvtx-include", f"{RANGE}/",
-               "--export", report_base, "--force-overwrite"]
+    command = [
+        ncu,
+        "--target-processes",
+        "all",
+        "--nvtx",
+        "--nvtx-include",
+        f"{RANGE}/",
+        "--export",
+        report_base,
+        "--force-overwrite",
+    ]
     for section in SECTIONS:
         command += ["--section", section]
     command += ["--metrics", ",".join(METRICS)]

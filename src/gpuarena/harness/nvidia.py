@@ -62,8 +62,10 @@ class NvidiaCaches(ColdCaches):
             self._icache_sweep, why = icache_sweep.build(device, image or icache_sweep.image(device))
         self.has_icache_sweep = self._icache_sweep is not None
         self.eviction = "L2 read sweep (3 x L2), " + (
-            f"instruction-cache sweep ({icache_sweep.OPS} FMAs of straight-line code)" if self._icache_sweep
-            else f"no instruction-cache sweep ({why})")
+            f"instruction-cache sweep ({icache_sweep.OPS} FMAs of straight-line code)"
+            if self._icache_sweep
+            else f"no instruction-cache sweep ({why})"
+        )
         self._libcuda = _libcuda()
 
     def evict(self) -> None:

@@ -11,7 +11,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 START_UP, BUILD, CORRECTNESS, TIMING, DEVICE_AUDIT, KERNEL_DURATION, TEARDOWN = (
-    "start-up", "build", "correctness", "timing", "device audit", "ncu duration", "teardown")
+    "start-up",
+    "build",
+    "correctness",
+    "timing",
+    "device audit",
+    "ncu duration",
+    "teardown",
+)
 ORDER = (START_UP, BUILD, CORRECTNESS, TIMING, DEVICE_AUDIT, KERNEL_DURATION, TEARDOWN)
 """The phases in the order a run meets them (the record keeps this order)."""
 

@@ -89,7 +89,9 @@ def relative_error(out: torch.Tensor, exact: torch.Tensor) -> float | None:
     return diff / norm if norm > 0 else (0.0 if diff == 0 else float("inf"))
 
 
-def worst_error(outputs: tuple[torch.Tensor, ...] | list[torch.Tensor], exact: tuple[torch.Tensor, ...]) -> float | None:
+def worst_error(
+    outputs: tuple[torch.Tensor, ...] | list[torch.Tensor], exact: tuple[torch.Tensor, ...]
+) -> float | None:
     """The largest relative error over the floating outputs."""
     errors = [e for e in (relative_error(o, x) for o, x in zip(outputs, exact)) if e is not None]
     return max(errors) if errors else None
@@ -100,6 +102,8 @@ def unfaithful(solution_error: float, reference_error: float) -> str:
     bound = FAITHFUL_FACTOR * reference_error + FAITHFUL_FLOOR
     if solution_error <= bound:
         return ""
-    return (f"its error against a float64 computation ({solution_error:.3g}, relative L2) is {solution_error / max(reference_error, 1e-300):.0f}x "
-            f"the reference's own ({reference_error:.3g}); this problem asks for faithful math in this dtype (at most "
-            f"{FAITHFUL_FACTOR:g}x: no TF32, no lower-precision accumulation)")
+    return (
+        f"its error against a float64 computation ({solution_error:.3g}, relative L2) is {solution_error / max(reference_error, 1e-300):.0f}x "
+        f"the reference's own ({reference_error:.3g}); this problem asks for faithful math in this dtype (at most "
+        f"{FAITHFUL_FACTOR:g}x: no TF32, no lower-precision accumulation)"
+    )

@@ -18,10 +18,29 @@ from gpuarena.harness.proctree import HARNESS_PROCESSES, children_of, kill_new_c
 from gpuarena.harness.sandbox import become_subreaper
 
 ENV_KEPT = (
-    "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH",
-    "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CC", "CXX", "MAX_JOBS",
-    "TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME", "TORCH_EXTENSIONS_DIR", "TORCH_CUDA_ARCH_LIST",
-    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "GPUARENA_CACHE",
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "LD_LIBRARY_PATH",
+    "CC",
+    "CXX",
+    "MAX_JOBS",
+    "TRITON_INTERPRET",
+    "TRITON_CACHE_DIR",
+    "TRITON_HOME",
+    "TORCH_EXTENSIONS_DIR",
+    "TORCH_CUDA_ARCH_LIST",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
+    "GPUARENA_CACHE",
     "TORCHINDUCTOR_CACHE_DIR",
 )
 """Everything else (tokens, credentials, the supervisor's settings) stays out of the worker."""
@@ -45,8 +64,11 @@ def worker_failure(reply: dict[str, Any], default: str = "RUNTIME_ERROR") -> Run
     may give, its reason and traceback strings (bounded); anything else is REJECTED."""
     status, reason, detail = reply.get("status", default), reply.get("reason", ""), reply.get("traceback", "")
     if status not in WORKER_FAILURES or not isinstance(reason, str) or not isinstance(detail, str):
-        return RunFailure("REJECTED", f"the worker's failure reply was malformed (status {str(status)[:40]!r}, which a "
-                                      "worker may not give, or fields of the wrong type): a forged reply")
+        return RunFailure(
+            "REJECTED",
+            f"the worker's failure reply was malformed (status {str(status)[:40]!r}, which a "
+            "worker may not give, or fields of the wrong type): a forged reply",
+        )
     return RunFailure(status, reason[:4000], detail[:64000])
 
 
@@ -63,8 +85,11 @@ up. The budget is for the run, not for each wait: work split into many short wai
 an allowance of its own, adds up."""
 
 CACHE_VARIABLES = {
-    "GPUARENA_CACHE": "gpuarena", "TRITON_CACHE_DIR": "triton", "TORCHINDUCTOR_CACHE_DIR": "inductor",
-    "TORCH_EXTENSIONS_DIR": "torch_extensions", "TVM_FFI_CACHE_DIR": "tvm_ffi",
+    "GPUARENA_CACHE": "gpuarena",
+    "TRITON_CACHE_DIR": "triton",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TORCH_EXTENSIONS_DIR": "torch_extensions",
+    "TVM_FFI_CACHE_DIR": "tvm_ffi",
 }
 
 
@@ -74,8 +99,9 @@ in every run, so that a kept torch-extension build (build_cache.py) is found up 
 build files name their own absolute paths."""
 
 
-def scrubbed_env(workdir: Path | None = None, user: tuple[int, int, bool] | None = None,
-                 cache_root: Path | None = None) -> dict[str, str]:
+def scrubbed_env(
+    workdir: Path | None = None, user: tuple[int, int, bool] | None = None, cache_root: Path | None = None
+) -> dict[str, str]:
     """cache_root: where a worker of a per-run user compiles (default: workdir/.cache)."""
     env = {k: os.environ[k] for k in ENV_KEPT if k in os.environ}
     # inductor compiles in-process: a pool of compile workers would be a child process
@@ -125,10 +151,19 @@ class WorkerProcess:
     when the worker is closed; the record says which containment was in force.
     """
 
-    def __init__(self, workdir: Path, log_path: Path, isolate_network: bool = False,
-                 memory_limit: int | None = None, user: tuple[int, int, bool] | None = None, gpu: bool = True,
-                 exec_argv: list[str] | None = None, readable: list[str] = (), writable: list[str] = (),
-                 warm_triton: bool = False):
+    def __init__(
+        self,
+        workdir: Path,
+        log_path: Path,
+        isolate_network: bool = False,
+        memory_limit: int | None = None,
+        user: tuple[int, int, bool] | None = None,
+        gpu: bool = True,
+        exec_argv: list[str] | None = None,
+        readable: list[str] = (),
+        writable: list[str] = (),
+        warm_triton: bool = False,
+    ):
         """user: (uid, gid, dedicated) to run the worker as (see sandbox.worker_identity);
         workdir must then be the worker's (the caller gives it the folder). gpu: whether the
         worker may see the GPUs' device files (a CPU run's worker may not: its time would not
@@ -170,12 +205,14 @@ class WorkerProcess:
         # a program run instead of the worker (ncu) may need loopback, which bubblewrap's network
         # namespace has and the worker's own unshare (without bubblewrap) leaves down
         own_netns = isolate_network and not (exec_argv and not self.sandbox_problem)
-        command = ([sys.executable, "-m", "gpuarena.harness.sandbox", str(child_fd)]
-                   + (["--isolate-network"] if own_netns else [])
-                   + (["--memory-limit", str(memory_limit)] if memory_limit else [])
-                   + (["--user", f"{user[0]}:{user[1]}"] if user else [])
-                   + ([triton_key.FLAG] if warm_triton and not exec_argv else [])
-                   + (["--exec", *exec_argv] if exec_argv else []))
+        command = (
+            [sys.executable, "-m", "gpuarena.harness.sandbox", str(child_fd)]
+            + (["--isolate-network"] if own_netns else [])
+            + (["--memory-limit", str(memory_limit)] if memory_limit else [])
+            + (["--user", f"{user[0]}:{user[1]}"] if user else [])
+            + ([triton_key.FLAG] if warm_triton and not exec_argv else [])
+            + (["--exec", *exec_argv] if exec_argv else [])
+        )
         self.readable, self.writable = list(readable), list(writable)
         self.cache_root = SANDBOX_CACHE_ROOT if not self.sandbox_problem else workdir / ".cache"
         """Where the worker compiles, as the worker sees it (when it runs as a user of its own per run)."""
@@ -184,8 +221,14 @@ class WorkerProcess:
             if self.sandbox_problem:
                 self.proc = subprocess.Popen(
                     command,
-                    pass_fds=[child_fd], stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                    env=env, cwd=workdir, start_new_session=True)
+                    pass_fds=[child_fd],
+                    stdin=subprocess.DEVNULL,
+                    stdout=self._log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=workdir,
+                    start_new_session=True,
+                )
                 self.worker_pid = self.proc.pid
             else:
                 self._start_sandboxed(binary, command, child_fd, workdir, env, isolate_network, memory_limit)
@@ -193,8 +236,16 @@ class WorkerProcess:
             os.close(child_fd)
         _LIVE.add(self.proc.pid)
 
-    def _start_sandboxed(self, binary: str | None, command: list[str], child_fd: int, workdir: Path,
-                         env: dict[str, str], network: bool, memory_limit: int | None) -> None:
+    def _start_sandboxed(
+        self,
+        binary: str | None,
+        command: list[str],
+        child_fd: int,
+        workdir: Path,
+        env: dict[str, str],
+        network: bool,
+        memory_limit: int | None,
+    ) -> None:
         assert binary is not None
         run_folder = self.log_path.parent
         self.cgroup = cgroup.Cgroup.make(f"gpuarena-{os.getpid()}-{secrets.token_hex(4)}", memory_limit)
@@ -204,8 +255,17 @@ class WorkerProcess:
         info_path = run_folder.with_name(run_folder.name + ".sandbox.json")
         info_fd = os.open(info_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         shared = containment.shared_folders(env, bool(self.user and self.user[2]), list(CACHE_VARIABLES))
-        argv = containment.sandbox_argv(binary, run_folder, workdir, gpu=self.gpu, network=network, tmpfs_bytes=tmpfs,
-                                        env=env, shared=shared + self.writable, readable=self.readable)
+        argv = containment.sandbox_argv(
+            binary,
+            run_folder,
+            workdir,
+            gpu=self.gpu,
+            network=network,
+            tmpfs_bytes=tmpfs,
+            env=env,
+            shared=shared + self.writable,
+            readable=self.readable,
+        )
         # the options go through a pipe (--args), not the command line: /proc/1/cmdline inside
         # the sandbox would otherwise show the worker every path bound or hidden from it
         options_read, options_write = os.pipe()
@@ -214,9 +274,15 @@ class WorkerProcess:
         try:
             self.proc = subprocess.Popen(
                 [argv[0], "--args", str(options_read), "--", *command],
-                pass_fds=[child_fd, info_fd, options_read], stdin=subprocess.DEVNULL, stdout=self._log,
-                stderr=subprocess.STDOUT, env=env, cwd=run_folder, start_new_session=True,
-                preexec_fn=self.cgroup.enter if self.cgroup.folders else None)
+                pass_fds=[child_fd, info_fd, options_read],
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=run_folder,
+                start_new_session=True,
+                preexec_fn=self.cgroup.enter if self.cgroup.folders else None,
+            )
         finally:
             os.close(info_fd)
             os.close(options_read)
@@ -237,7 +303,6 @@ class WorkerProcess:
         if self.worker_pid is None:
             raise OSError("the sandboxed worker did not start")
 
-
     @property
     def containment(self) -> str:
         """Which containment the worker runs in, for the record."""
@@ -247,8 +312,10 @@ class WorkerProcess:
         if self.memory_watch is not None:
             limits += f", memory watched from outside ({self.memory_watch.limit_bytes >> 20} MiB resident)"
         network = ", network" if "--unshare-net" in self.sandbox_options else ""
-        return (f"bubblewrap: PID, mount, IPC, UTS{network} namespaces, read-only system view, private /tmp and "
-                f"/dev/shm{', GPU device files' if self.gpu else ', no GPU device files'}; {limits}")
+        return (
+            f"bubblewrap: PID, mount, IPC, UTS{network} namespaces, read-only system view, private /tmp and "
+            f"/dev/shm{', GPU device files' if self.gpu else ', no GPU device files'}; {limits}"
+        )
 
     def cpu_ns(self) -> int | None:
         """CPU time of the worker and everything it started: the cgroup's account where there
@@ -271,8 +338,11 @@ class WorkerProcess:
         extra = [pid for pid, state in processes.items() if pid > 2 and state not in ("Z", "X")]
         what = "importing the solution" if after_import else "solve()"
         if extra:
-            raise RunFailure("REJECTED", f"{what} left {len(extra)} process(es) running in the worker's sandbox "
-                                         f"after {doing} (seen from outside the worker)")
+            raise RunFailure(
+                "REJECTED",
+                f"{what} left {len(extra)} process(es) running in the worker's sandbox "
+                f"after {doing} (seen from outside the worker)",
+            )
         if self.threads is None:
             return
         now = containment.namespace_threads(self.init_pid, 2)
@@ -285,8 +355,11 @@ class WorkerProcess:
             now = containment.namespace_threads(self.init_pid, 2) or set()
             new = now - self.threads
         if new:
-            raise RunFailure("REJECTED", f"{what} left {len(new)} thread(s) running in the worker after {doing} "
-                                         "(counted from outside the worker)")
+            raise RunFailure(
+                "REJECTED",
+                f"{what} left {len(new)} thread(s) running in the worker after {doing} "
+                "(counted from outside the worker)",
+            )
         self.threads = now
 
     def mark_threads(self) -> None:
@@ -294,7 +367,9 @@ class WorkerProcess:
         if self.init_pid is not None:
             self.threads = containment.namespace_threads(self.init_pid, 2)
 
-    def request(self, message: dict[str, Any], deadline: float, doing: str, fds: list[int] | None = None) -> dict[str, Any]:
+    def request(
+        self, message: dict[str, Any], deadline: float, doing: str, fds: list[int] | None = None
+    ) -> dict[str, Any]:
         """Send one request and wait for its reply until the run's deadline.
 
         Every request carries a fresh nonce that the reply must echo: a frame the solution
@@ -313,11 +388,17 @@ class WorkerProcess:
         except (protocol.WorkerGone, BrokenPipeError, ConnectionResetError):
             self._reap()
             if self.memory_watch is not None and self.memory_watch.exceeded_bytes:
-                raise RunFailure("RUNTIME_ERROR", f"the worker went over its memory limit while {doing}: "
-                                 f"{self.memory_watch.exceeded_bytes >> 20} MiB resident, limit "
-                                 f"{self.memory_watch.limit_bytes >> 20} MiB (seen from outside)") from None
-            raise RunFailure("RUNTIME_ERROR", f"the worker {describe_exit(self.exit_code)} while {doing}"
-                             " (a crash, or the solution ended the process)") from None
+                raise RunFailure(
+                    "RUNTIME_ERROR",
+                    f"the worker went over its memory limit while {doing}: "
+                    f"{self.memory_watch.exceeded_bytes >> 20} MiB resident, limit "
+                    f"{self.memory_watch.limit_bytes >> 20} MiB (seen from outside)",
+                ) from None
+            raise RunFailure(
+                "RUNTIME_ERROR",
+                f"the worker {describe_exit(self.exit_code)} while {doing}"
+                " (a crash, or the solution ended the process)",
+            ) from None
         self.last_wall_ns = time.perf_counter_ns() - started
         cpu_after = self.cpu_ns()
         self.last_cpu_ns = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
@@ -325,11 +406,16 @@ class WorkerProcess:
             self._dump_stacks()
             raise RunFailure("TIMEOUT", f"no answer within the time limit while {doing}")
         if reply.get("op") == "garbage":
-            raise RunFailure("REJECTED", f"the worker's reply while {doing} was not a harness message "
-                                         f"({reply.get('why', 'unreadable')})")
+            raise RunFailure(
+                "REJECTED",
+                f"the worker's reply while {doing} was not a harness message ({reply.get('why', 'unreadable')})",
+            )
         if reply.get("nonce") != nonce:
-            raise RunFailure("REJECTED", f"a reply while {doing} did not answer the request (a forged or "
-                                         "out-of-order message on the harness socket)")
+            raise RunFailure(
+                "REJECTED",
+                f"a reply while {doing} did not answer the request (a forged or "
+                "out-of-order message on the harness socket)",
+            )
         if message.get("op") in ("prepare", "runtime") or "kernel_library" in message:
             self.mark_threads()  # the harness's own: the CUDA driver's, the profilers', a language runtime's
         else:
@@ -350,10 +436,13 @@ class WorkerProcess:
         self.idle_wall_ns += now_ns - wall_ns
         allowed = IDLE_CPU_ALLOWANCE_NS + IDLE_CPU_FRACTION * self.idle_wall_ns
         if self.idle_cpu_ns > allowed:
-            raise RunFailure("REJECTED", f"the worker used {self.idle_cpu_ns / 1e6:.1f} ms of CPU time while it waited "
-                                         f"for the harness ({self.idle_wall_ns / 1e6:.0f} ms of waiting so far, up to "
-                                         f"{doing}; allowed {allowed / 1e6:.1f} ms; seen from outside the worker): work "
-                                         "after a call returned is billed to no call")
+            raise RunFailure(
+                "REJECTED",
+                f"the worker used {self.idle_cpu_ns / 1e6:.1f} ms of CPU time while it waited "
+                f"for the harness ({self.idle_wall_ns / 1e6:.0f} ms of waiting so far, up to "
+                f"{doing}; allowed {allowed / 1e6:.1f} ms; seen from outside the worker): work "
+                "after a call returned is billed to no call",
+            )
 
     @property
     def exit_code(self) -> int | None:
@@ -415,8 +504,9 @@ class WorkerProcess:
         # sandbox's init and what its namespace held are handed to us as they die), but for
         # other workers started since (the next run's, started ahead: harness/evaluator.py) and
         # the harness's own processes; in a sandbox, only processes of a deeper PID namespace
-        self.orphans_killed = kill_new_children(self._children_before | _LIVE | HARNESS_PROCESSES,
-                                                sandboxed_only=self.init_pid is not None)
+        self.orphans_killed = kill_new_children(
+            self._children_before | _LIVE | HARNESS_PROCESSES, sandboxed_only=self.init_pid is not None
+        )
         self.conn.close()
         self._log.close()
 

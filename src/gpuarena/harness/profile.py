@@ -45,10 +45,12 @@ from gpuarena.solutions.model import Solution
 PROFILE_SEED = 20261126
 """Inputs of a profile are not secret (nothing ranks on them): drawn from a public seed."""
 IMPORT_TIMEOUT_S = 120
-PRIVILEGES = ("ncu could not read the GPU's performance counters (ERR_NVGPUCTRPERM): the driver lets only admin "
-              "users read them, and the profiled process runs as a worker user of its own. Allow all users "
-              "(NVreg_RestrictProfilingToAdminUsers=0) or, on a machine you trust, run workers as your own user "
-              "(GPUARENA_WORKER_ISOLATION=0)")
+PRIVILEGES = (
+    "ncu could not read the GPU's performance counters (ERR_NVGPUCTRPERM): the driver lets only admin "
+    "users read them, and the profiled process runs as a worker user of its own. Allow all users "
+    "(NVreg_RestrictProfilingToAdminUsers=0) or, on a machine you trust, run workers as your own user "
+    "(GPUARENA_WORKER_ISOLATION=0)"
+)
 
 
 class ProfileUnavailable(GpuarenaError):
@@ -88,8 +90,9 @@ def pick_workload(problem: Problem, name: str | None, device: str = "cuda") -> W
     for w in runnable:
         if w.name == name:
             return w
-    raise GpuarenaError(f"--workload {name}: not a {kind} workload of {problem.id} "
-                        f"(it has: {', '.join(w.name for w in runnable)})")
+    raise GpuarenaError(
+        f"--workload {name}: not a {kind} workload of {problem.id} (it has: {', '.join(w.name for w in runnable)})"
+    )
 
 
 def preflight(device: str) -> str:
@@ -100,14 +103,23 @@ def preflight(device: str) -> str:
         raise ProfileUnavailable("profile mode needs an NVIDIA GPU, and PyTorch sees none here")
     ncu = find_ncu()
     if ncu is None:
-        raise ProfileUnavailable("Nsight Compute (ncu) was not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin "
-                                 "or /opt/nvidia/nsight-compute: install it (it comes with the CUDA toolkit)")
+        raise ProfileUnavailable(
+            "Nsight Compute (ncu) was not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin "
+            "or /opt/nvidia/nsight-compute: install it (it comes with the CUDA toolkit)"
+        )
     return ncu
 
 
-def run_profile(problem: Problem, solution: Solution, device: str, out_dir: Path, workload: str | None = None,
-                timeout_s: float = 600.0, progress: Callable[[str], None] = lambda _: None,
-                ncu: str | None = None) -> ProfileRecord:
+def run_profile(
+    problem: Problem,
+    solution: Solution,
+    device: str,
+    out_dir: Path,
+    workload: str | None = None,
+    timeout_s: float = 600.0,
+    progress: Callable[[str], None] = lambda _: None,
+    ncu: str | None = None,
+) -> ProfileRecord:
     """Profile both sides on one workload; reports and the roofline go to out_dir. `ncu` given:
     that program instead of the one preflight() finds (the tests' stand-in, on the CPU)."""
     ncu = ncu or preflight(device)
@@ -118,14 +130,25 @@ def run_profile(problem: Problem, solution: Solution, device: str, out_dir: Path
     inputs = problem.make_inputs(dict(chosen.axes), chosen.torch_dtype, dev, generator)
     with torch.no_grad():
         expected = as_outputs(problem.reference(**inputs))
-    record: dict[str, Any] = dict(problem=problem.id, solution=solution.name, workload=chosen.name, device=device,
-                                  status="PASSED", ncu_version=_version(ncu))
+    record: dict[str, Any] = dict(
+        problem=problem.id,
+        solution=solution.name,
+        workload=chosen.name,
+        device=device,
+        status="PASSED",
+        ncu_version=_version(ncu),
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     run = Path(tempfile.mkdtemp(prefix="gpuarena-profile-"))
     try:
         torch.save({k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}, run / "inputs.pt")
-        torch.save([torch.full_like(t, float("nan")).cpu() if t.is_floating_point() else torch.zeros_like(t).cpu()
-                    for t in expected], run / "dests.pt")
+        torch.save(
+            [
+                torch.full_like(t, float("nan")).cpu() if t.is_floating_point() else torch.zeros_like(t).cpu()
+                for t in expected
+            ],
+            run / "dests.pt",
+        )
         (run / "solution.json").write_text(solution.model_dump_json())
         shutil.copytree(problem.path, run / "problem")
         for side in ("solution", "reference"):
@@ -151,8 +174,9 @@ class ProfileFailure(Exception):
         self.status, self.reason = status, reason
 
 
-def _side(ncu: str, run: Path, side: str, problem: Problem, device: str, out_dir: Path,
-          timeout_s: float) -> tuple[list[Any], ProfileSide]:
+def _side(
+    ncu: str, run: Path, side: str, problem: Problem, device: str, out_dir: Path, timeout_s: float
+) -> tuple[list[Any], ProfileSide]:
     """One side under ncu in the sandbox: its outputs and its profile."""
     isolate = _switch("GPUARENA_WORKER_ISOLATION", True)
     user = worker_identity() if isolate else None
@@ -164,11 +188,15 @@ def _side(ncu: str, run: Path, side: str, problem: Problem, device: str, out_dir
         os.chmod(run, 0o711)
         for folder in (written, workdir):
             os.chown(folder, user[0], user[1])
-    spec = {"device": device, "inputs": str(run / "inputs.pt"), "dests": str(run / "dests.pt"),
-            "convention": problem.spec.convention if side == "solution" else "return",
-            "out": str(written),
-            "solution": str(run / "solution.json") if side == "solution" else None,
-            "reference": str(run / "problem") if side == "reference" else None}
+    spec = {
+        "device": device,
+        "inputs": str(run / "inputs.pt"),
+        "dests": str(run / "dests.pt"),
+        "convention": problem.spec.convention if side == "solution" else "return",
+        "out": str(written),
+        "solution": str(run / "solution.json") if side == "solution" else None,
+        "reference": str(run / "problem") if side == "reference" else None,
+    }
     spec_path = run / f"{side}-spec.json"
     spec_path.write_text(json.dumps(spec))
     report_base = written / side
@@ -176,9 +204,17 @@ def _side(ncu: str, run: Path, side: str, problem: Problem, device: str, out_dir
     command = ncu_report.profile_command(ncu, str(report_base), target)
     if isolate:
         protect_supervisor(True)
-    worker = WorkerProcess(workdir, run / f"{side}.log", isolate_network=True, memory_limit=default_memory_limit(),
-                           user=user, gpu=True, exec_argv=command, readable=[_installation(ncu)],
-                           writable=[str(written)])
+    worker = WorkerProcess(
+        workdir,
+        run / f"{side}.log",
+        isolate_network=True,
+        memory_limit=default_memory_limit(),
+        user=user,
+        gpu=True,
+        exec_argv=command,
+        readable=[_installation(ncu)],
+        writable=[str(written)],
+    )
     try:
         try:
             code = worker.proc.wait(timeout=timeout_s)
@@ -200,8 +236,10 @@ def _side(ncu: str, run: Path, side: str, problem: Problem, device: str, out_dir
         except NcuError as exc:
             raise ProfileFailure("RUNTIME_ERROR", f"ncu's report of the {side} could not be read: {exc}") from None
         if not kernels:
-            raise ProfileFailure("RUNTIME_ERROR", f"ncu profiled no kernel in the {side}'s call: it launched no "
-                                                  "GPU work inside the profiled range")
+            raise ProfileFailure(
+                "RUNTIME_ERROR",
+                f"ncu profiled no kernel in the {side}'s call: it launched no GPU work inside the profiled range",
+            )
         outputs = torch.load(written / OUTPUTS, weights_only=True) if (written / OUTPUTS).is_file() else None
         if outputs is None:
             raise ProfileFailure("RUNTIME_ERROR", _why(log, side, code))
@@ -221,20 +259,29 @@ def _why(log: str, side: str, code: int | None) -> str:
 
 def _import(ncu: str, report: Path) -> list[ncu_report.KernelProfile]:
     try:
-        done = subprocess.run(ncu_report.import_command(ncu, str(report)), capture_output=True, text=True,
-                              timeout=IMPORT_TIMEOUT_S, env={**os.environ, "LC_ALL": "C"})
+        done = subprocess.run(
+            ncu_report.import_command(ncu, str(report)),
+            capture_output=True,
+            text=True,
+            timeout=IMPORT_TIMEOUT_S,
+            env={**os.environ, "LC_ALL": "C"},
+        )
     except subprocess.TimeoutExpired:
         raise NcuError(f"ncu --import took over {IMPORT_TIMEOUT_S} s") from None
     return ncu_report.parse_raw_csv(done.stdout + "\n" + done.stderr)
 
 
-def _check(problem: Problem, workload: Workload, outputs: list[Any], expected: tuple[torch.Tensor, ...],
-           inputs: dict[str, Any]) -> dict:
+def _check(
+    problem: Problem, workload: Workload, outputs: list[Any], expected: tuple[torch.Tensor, ...], inputs: dict[str, Any]
+) -> dict:
     """Whether the profiled call computed the reference's outputs (the problem's tolerance, or
     its own checker)."""
     if not isinstance(outputs, list) or len(outputs) != len(expected):
-        return {"status": "WRONG_VALUES", "reason": f"the profiled call returned {len(outputs) if isinstance(outputs, list) else outputs!r} "
-                                                    f"outputs, expected {len(expected)}"}
+        return {
+            "status": "WRONG_VALUES",
+            "reason": f"the profiled call returned {len(outputs) if isinstance(outputs, list) else outputs!r} "
+            f"outputs, expected {len(expected)}",
+        }
     if problem.checker is not None and all(isinstance(out, torch.Tensor) for out in outputs):
         cpu = {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
         verdict = judged(problem.checker, problem.spec.outputs, outputs, tuple(r.cpu() for r in expected), cpu)
@@ -257,27 +304,57 @@ def _version(ncu: str) -> str:
     return out.splitlines()[-1] if out else ""
 
 
-def profile_evaluation(problem: Problem, solution: Solution, device: str, workloads: list[str] | None,
-                       timeout_s: float, progress: Callable[[str], None] | None = None) -> Evaluation:
+def profile_evaluation(
+    problem: Problem,
+    solution: Solution,
+    device: str,
+    workloads: list[str] | None,
+    timeout_s: float,
+    progress: Callable[[str], None] | None = None,
+) -> Evaluation:
     """Profile mode as an Evaluation record (what runners and the service keep): the profile in
     it, the reports' file names only (the files stay with the run), never a score."""
     started = time.monotonic()
     at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    base = dict(problem=problem.id, solution_hash=solution.hash, solution_name=solution.name,
-                language=solution.manifest.language, device=device, mode="profile", started_at=at)
+    base = dict(
+        problem=problem.id,
+        solution_hash=solution.hash,
+        solution_name=solution.name,
+        language=solution.manifest.language,
+        device=device,
+        mode="profile",
+        started_at=at,
+    )
     if workloads and len(workloads) > 1:
         return Evaluation(status=Status.RUNTIME_ERROR, reason="profile mode profiles one workload: name one", **base)
     out = Path(tempfile.mkdtemp(prefix="gpuarena-profile-reports-"))
     try:
-        record = run_profile(problem, solution, device, out, workload=workloads[0] if workloads else None,
-                             timeout_s=timeout_s, progress=progress or (lambda _: None))
+        record = run_profile(
+            problem,
+            solution,
+            device,
+            out,
+            workload=workloads[0] if workloads else None,
+            timeout_s=timeout_s,
+            progress=progress or (lambda _: None),
+        )
     except GpuarenaError as exc:
-        return Evaluation(status=Status.RUNTIME_ERROR, reason=str(exc), **base,
-                          duration_s=round(time.monotonic() - started, 2))
+        return Evaluation(
+            status=Status.RUNTIME_ERROR, reason=str(exc), **base, duration_s=round(time.monotonic() - started, 2)
+        )
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    names = {f"{side}_profile": getattr(record, f"{side}_profile").model_copy(
-        update={"report": Path(getattr(record, f"{side}_profile").report).name}) for side in ("solution", "reference")}
+    names = {
+        f"{side}_profile": getattr(record, f"{side}_profile").model_copy(
+            update={"report": Path(getattr(record, f"{side}_profile").report).name}
+        )
+        for side in ("solution", "reference")
+    }
     record = record.model_copy(update={**names, "roofline": ""})
-    return Evaluation(status=Status(record.status), reason=record.reason, profile=record, **base,
-                      duration_s=round(time.monotonic() - started, 2))
+    return Evaluation(
+        status=Status(record.status),
+        reason=record.reason,
+        profile=record,
+        **base,
+        duration_s=round(time.monotonic() - started, 2),
+    )

@@ -44,8 +44,10 @@ def main(argv: list[str]) -> int:
     if device.type == "cuda":
         device = torch.device("cuda", device.index or 0)
         torch.cuda.set_device(device)
-    inputs = {k: v.to(device) if isinstance(v, torch.Tensor) else v
-              for k, v in torch.load(spec["inputs"], weights_only=True).items()}
+    inputs = {
+        k: v.to(device) if isinstance(v, torch.Tensor) else v
+        for k, v in torch.load(spec["inputs"], weights_only=True).items()
+    }
     dests = [t.to(device) for t in torch.load(spec["dests"], weights_only=True)] if spec.get("dests") else []
     destination = spec["convention"] == "destination"
     solve = _callable(spec, device, len(dests) if destination else 0)
@@ -63,8 +65,7 @@ def main(argv: list[str]) -> int:
         torch.cuda.synchronize(device)
         torch.cuda.nvtx.range_pop()
     outputs = dests if destination else (list(result) if isinstance(result, (tuple, list)) else [result])
-    torch.save([o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs],
-               Path(spec["out"]) / OUTPUTS)
+    torch.save([o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs], Path(spec["out"]) / OUTPUTS)
     return 0
 
 

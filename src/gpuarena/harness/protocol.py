@@ -95,7 +95,7 @@ def send_fds(conn: Connection, fds: list[int]) -> None:
     sock = socket.socket(fileno=os.dup(conn.fileno()))
     try:
         for at in range(0, len(fds), FDS_PER_MESSAGE):
-            socket.send_fds(sock, [b"F"], fds[at:at + FDS_PER_MESSAGE])
+            socket.send_fds(sock, [b"F"], fds[at : at + FDS_PER_MESSAGE])
     finally:
         sock.close()
 

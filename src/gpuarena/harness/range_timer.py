@@ -36,8 +36,9 @@ def compile_range_timer(cuda: Path, output: Path, link: bool = True) -> subproce
 
 def build_range_timer() -> tuple[Path | None, str]:
     """The range timer's shared library (built once per CUDA install and source), or None and why not."""
-    return cupti_build.build(SOURCE, LIBRARY, "range timer", HEADER,
-                             f"CUPTI's Range Profiler headers ({HEADER}, CUDA 12.6+)", shared=True)
+    return cupti_build.build(
+        SOURCE, LIBRARY, "range timer", HEADER, f"CUPTI's Range Profiler headers ({HEADER}, CUDA 12.6+)", shared=True
+    )
 
 
 class RangeTimerError(RuntimeError):
@@ -65,8 +66,14 @@ class KernelDurations:
     session. Metrics beyond the duration (clocks, cycles, DRAM bytes) explain a duration; if
     they need more than one pass, CUPTI replays each kernel, restoring its memory in between."""
 
-    def __init__(self, device_index: int, max_ranges: int = 4096, library: Path | None = None,
-                 metrics: tuple[str, ...] = (DURATION,), synchronize: Callable[[], object] | None = None):
+    def __init__(
+        self,
+        device_index: int,
+        max_ranges: int = 4096,
+        library: Path | None = None,
+        metrics: tuple[str, ...] = (DURATION,),
+        synchronize: Callable[[], object] | None = None,
+    ):
         """synchronize: waits for the window's kernels (default: torch.cuda.synchronize of the
         device; the harness passes the binding it captured before any solution code ran)."""
         if not metrics or any(not m or "," in m for m in metrics):
@@ -126,7 +133,7 @@ class KernelDurations:
             # driver 580: 384 launches read as 128 under a room of 128,
             # bench/research/range_room_probe.py), so a full room may have overflowed
             raise TooManyKernels(f"the window filled its room of {self.max_ranges} kernels: there may have been more")
-        return [dict(zip(self.metrics, values[k * width:(k + 1) * width])) for k in range(count.value)]
+        return [dict(zip(self.metrics, values[k * width : (k + 1) * width])) for k in range(count.value)]
 
     def _wait(self) -> None:
         if self._synchronize is not None:

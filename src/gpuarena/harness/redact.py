@@ -29,6 +29,7 @@ RUN_FOLDER = re.compile(r"/gpuarena-(?:run-)?\w{4,}")
 TEMP_ROOTS = ("/tmp/", "/dev/shm/", "/var/tmp/", "/private/tmp/")
 PYTHON_LIB = re.compile(r"/lib(?:64)?/python3(?:\.\d+)?(?=/|$)")
 
+
 @functools.lru_cache(maxsize=1)
 def _this_host() -> tuple[tuple[str, str], ...]:
     """This machine's install and home paths (path, placeholder), longest first."""
@@ -53,8 +54,8 @@ def _path(token: str) -> str:
     """One path with the machine-specific part at its front replaced; the rest (the file
     within a package, the solution's own file) kept, because that is what a person needs."""
     run = RUN_FOLDER.search(token)
-    if run and any(root in token[:run.start() + 1] for root in TEMP_ROOTS):
-        return "<run>" + token[run.end():]
+    if run and any(root in token[: run.start() + 1] for root in TEMP_ROOTS):
+        return "<run>" + token[run.end() :]
     for marker in ("/site-packages", "/dist-packages"):
         at = token.rfind(marker)
         end = at + len(marker)
@@ -62,13 +63,13 @@ def _path(token: str) -> str:
             return "<site-packages>" + token[end:]
     lib = PYTHON_LIB.search(token)
     if lib:
-        return "<python>/lib" + token[lib.end():]
+        return "<python>/lib" + token[lib.end() :]
     for home in ("/home/", "/Users/"):
         if token.startswith(home):
-            rest = token[len(home):]
-            return "~" + (rest[rest.index("/"):] if "/" in rest else "")
+            rest = token[len(home) :]
+            return "~" + (rest[rest.index("/") :] if "/" in rest else "")
     if token == "/root" or token.startswith("/root/"):
-        return "~" + token[len("/root"):]
+        return "~" + token[len("/root") :]
     return token
 
 

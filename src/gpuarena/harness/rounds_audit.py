@@ -133,15 +133,23 @@ class RoundsAudit:
     around each block in them, `twins()` at the end of each round, `finish()` after (then
     `stop()`, always). `commit`: the work of the solution's commit, for the twins' blocks."""
 
-    def __init__(self, supervisor: Supervisor, session: WorkloadSession, enabled: bool = True,
-                 commit: Callable[[], object] = lambda: None):
+    def __init__(
+        self,
+        supervisor: Supervisor,
+        session: WorkloadSession,
+        enabled: bool = True,
+        commit: Callable[[], object] = lambda: None,
+    ):
         """enabled=False (the CPU, which has its own bound): every block runs unsampled."""
         self.supervisor, self.session, self.enabled, self.commit = supervisor, session, enabled, commit
         self.sampler = supervisor.sampler if enabled else None
         if enabled and self.sampler is None and supervisor.sampler_lost:
-            raise RunFailure("REJECTED", f"the GPU's counters could not be read for the device audit "
-                                         f"({supervisor.sampler_missing}) after they could earlier in this run: "
-                                         "nothing may hold them while a job runs")
+            raise RunFailure(
+                "REJECTED",
+                f"the GPU's counters could not be read for the device audit "
+                f"({supervisor.sampler_missing}) after they could earlier in this run: "
+                "nothing may hold them while a job runs",
+            )
         self.on = False
         self.solution_ns: list[float] = []
         """Busy ns per sampled request of the solution (calls, harness work, commit),"""
@@ -153,8 +161,12 @@ class RoundsAudit:
         """Bytes read per harness block (where counted)."""
         self.reference_ns: list[float] = []
         """Busy ns per timed reference block."""
-        self.twin_ns: dict[str, list[float]] = {HARNESS: [], REFERENCE_HARNESS: [], REFERENCE_TWIN: [],
-                                                UNSWEPT_HARNESS: []}
+        self.twin_ns: dict[str, list[float]] = {
+            HARNESS: [],
+            REFERENCE_HARNESS: [],
+            REFERENCE_TWIN: [],
+            UNSWEPT_HARNESS: [],
+        }
         """Busy ns per block of each twin."""
         self.unswept_ns: list[float] = []
         """Busy ns per unswept request of the solution less its harness block's (`unswept`)."""
@@ -176,8 +188,10 @@ class RoundsAudit:
         """Sampling on, once the GPU is quiet (it cannot be switched off by keeping it busy)."""
         if self.sampler is None:
             return
-        self._twins = {HARNESS: ReferenceTwin.no_op(self.supervisor, self.session),
-                       REFERENCE_TWIN: ReferenceTwin(self.supervisor, self.session)}
+        self._twins = {
+            HARNESS: ReferenceTwin.no_op(self.supervisor, self.session),
+            REFERENCE_TWIN: ReferenceTwin(self.supervisor, self.session),
+        }
         if self.supervisor.problem.spec.convention != "return":  # the reference returns its outputs
             self._twins[REFERENCE_HARNESS] = ReferenceTwin.no_op(self.supervisor, self.session, convention="return")
         started = time.monotonic()
@@ -263,8 +277,11 @@ class RoundsAudit:
 
     def finish(self, result: WorkloadResult) -> DeviceAudit:
         """The verdict, from the medians (the twins topped up first where the rounds were few)."""
-        audit = DeviceAudit(margin=device_audit.AUDIT_MARGIN, claimed_us=result.time.median_us if result.time else None,
-                            reference_claimed_us=result.reference_time.median_us if result.reference_time else None)
+        audit = DeviceAudit(
+            margin=device_audit.AUDIT_MARGIN,
+            claimed_us=result.time.median_us if result.time else None,
+            reference_claimed_us=result.reference_time.median_us if result.reference_time else None,
+        )
         result.device_audit = audit
         if not self.enabled:
             return audit
@@ -301,30 +318,48 @@ class RoundsAudit:
             timed = statistics.median(self.reference_ns)
             audit.reference_timed_us_per_call = per_call(timed)
             if timed > (1 + REFERENCE_SHARED_FRACTION) * reference_twin + REFERENCE_SHARED_NS_PER_CALL * n:
-                raise RunFailure("REJECTED", f"the GPU did more while the reference was timed "
-                                             f"({audit.reference_timed_us_per_call:.2f} µs per call) than for the same "
-                                             f"calls with more harness work around them "
-                                             f"({audit.reference_twin_us_per_call:.2f} µs): work that is not the "
-                                             "harness's ran under the reference's timing (run the job again on a GPU "
-                                             "of its own)")
+                raise RunFailure(
+                    "REJECTED",
+                    f"the GPU did more while the reference was timed "
+                    f"({audit.reference_timed_us_per_call:.2f} µs per call) than for the same "
+                    f"calls with more harness work around them "
+                    f"({audit.reference_twin_us_per_call:.2f} µs): work that is not the "
+                    "harness's ran under the reference's timing (run the job again on a GPU "
+                    "of its own)",
+                )
         paired_us = statistics.median(self.paired_ns) / n / 1e3 if self.paired_ns else 0.0
-        if paired_us < -(MISSING_HARNESS_FRACTION * audit.harness_us_per_call + MISSING_HARNESS_SIGMAS * audit.noise_us):
-            raise RunFailure("REJECTED", f"the GPU did less in the solution's timed requests than the harness's own work "
-                                         f"around its calls ({-paired_us:.2f} µs a call less, of "
-                                         f"{audit.harness_us_per_call:.2f}): the cache sweeps or copies before and "
-                                         "after its calls did not run")
+        if paired_us < -(
+            MISSING_HARNESS_FRACTION * audit.harness_us_per_call + MISSING_HARNESS_SIGMAS * audit.noise_us
+        ):
+            raise RunFailure(
+                "REJECTED",
+                f"the GPU did less in the solution's timed requests than the harness's own work "
+                f"around its calls ({-paired_us:.2f} µs a call less, of "
+                f"{audit.harness_us_per_call:.2f}): the cache sweeps or copies before and "
+                "after its calls did not run",
+            )
         self._check_reads(audit, n)
         self._check_unswept(audit, n)
-        if audit.claimed_us is not None and device_audit.understated(audit.claimed_us, audit.observed_us_per_call,
-                                                                     audit.inflation_us, audit.noise_us):
-            allowance = (f", less {audit.inflation_us:.2f} µs the counters add to the reference's calls"
-                         if audit.inflation_us else "") + f", less {device_audit.NOISE_SIGMAS:g} x its error of " \
+        if audit.claimed_us is not None and device_audit.understated(
+            audit.claimed_us, audit.observed_us_per_call, audit.inflation_us, audit.noise_us
+        ):
+            allowance = (
+                (
+                    f", less {audit.inflation_us:.2f} µs the counters add to the reference's calls"
+                    if audit.inflation_us
+                    else ""
+                )
+                + f", less {device_audit.NOISE_SIGMAS:g} x its error of "
                 f"{audit.noise_us:.2f} µs and the counters' {device_audit.FLOOR_US:g} µs scatter on small kernels"
-            raise RunFailure("REJECTED", f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
-                                         f"the GPU's own counters saw from outside the worker "
-                                         f"({audit.observed_us_per_call:.2f} µs per call in the median of "
-                                         f"{len(self.solution_ns)} timed requests, the harness's share taken "
-                                         f"off{allowance})")
+            )
+            raise RunFailure(
+                "REJECTED",
+                f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
+                f"the GPU's own counters saw from outside the worker "
+                f"({audit.observed_us_per_call:.2f} µs per call in the median of "
+                f"{len(self.solution_ns)} timed requests, the harness's share taken "
+                f"off{allowance})",
+            )
         return audit
 
     def _check_unswept(self, audit: DeviceAudit, n: int) -> None:
@@ -335,14 +370,18 @@ class RoundsAudit:
         audit.unswept_noise_us = device_audit.median_error(self.unswept_ns) / n / 1e3
         audit.unswept_per_request = [round(ns / n / 1e3, 3) for ns in self.unswept_ns]
         if audit.claimed_us is not None and device_audit.understated(
-                audit.claimed_us, audit.unswept_us_per_call, noise_us=audit.unswept_noise_us, floor_us=UNSWEPT_FLOOR_US):
-            raise RunFailure("REJECTED", f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
-                                         f"the GPU's own counters saw of the same calls run one by one without the "
-                                         f"cache sweeps ({audit.unswept_us_per_call:.2f} µs per call in the median of "
-                                         f"{len(self.unswept_ns)} requests on fresh inputs, the harness's share taken "
-                                         f"off, less {device_audit.NOISE_SIGMAS:g} x its error of "
-                                         f"{audit.unswept_noise_us:.2f} µs and {UNSWEPT_FLOOR_US:g} µs): warm caches "
-                                         "only make honest calls faster")
+            audit.claimed_us, audit.unswept_us_per_call, noise_us=audit.unswept_noise_us, floor_us=UNSWEPT_FLOOR_US
+        ):
+            raise RunFailure(
+                "REJECTED",
+                f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
+                f"the GPU's own counters saw of the same calls run one by one without the "
+                f"cache sweeps ({audit.unswept_us_per_call:.2f} µs per call in the median of "
+                f"{len(self.unswept_ns)} requests on fresh inputs, the harness's share taken "
+                f"off, less {device_audit.NOISE_SIGMAS:g} x its error of "
+                f"{audit.unswept_noise_us:.2f} µs and {UNSWEPT_FLOOR_US:g} µs): warm caches "
+                "only make honest calls faster",
+            )
 
     def _check_reads(self, audit: DeviceAudit, n: int) -> None:
         """The harness's cache sweeps read in the solution's requests what they read alone."""
@@ -357,10 +396,13 @@ class RoundsAudit:
         error = device_audit.median_error(self.paired_bytes) / n / 1e6
         audit.harness_read_mb_per_call, audit.read_mb_per_call = round(harness, 3), round(paired, 3)
         if paired < -(MISSING_READS_FRACTION * harness + MISSING_READS_SIGMAS * error):
-            raise RunFailure("REJECTED", f"the GPU read {-paired:.1f} MB a call less from device memory in the "
-                                         f"solution's timed requests than the harness alone reads around its calls "
-                                         f"({harness:.1f} MB a call, nearly all the L2 sweep's): the cache sweeps "
-                                         "before its calls did not evict the caches")
+            raise RunFailure(
+                "REJECTED",
+                f"the GPU read {-paired:.1f} MB a call less from device memory in the "
+                f"solution's timed requests than the harness alone reads around its calls "
+                f"({harness:.1f} MB a call, nearly all the L2 sweep's): the cache sweeps "
+                "before its calls did not evict the caches",
+            )
 
     def stop(self) -> None:
         """Sampling off (idempotent; a sampler that fails to stop is closed by the run's end)."""
@@ -462,13 +504,19 @@ class RoundsAudit:
             if not device_audit.shared(idle):
                 return
             time.sleep(device_audit.QUIET_WAIT_S)
-        raise RunFailure("REJECTED", f"the GPU stayed {idle.busy_ns / max(idle.span_ns, 1):.0%} busy with work that is "
-                                     f"not the harness's before {before} (the device audit needs the GPU to itself: "
-                                     "run the job again on a quiet GPU)")
+        raise RunFailure(
+            "REJECTED",
+            f"the GPU stayed {idle.busy_ns / max(idle.span_ns, 1):.0%} busy with work that is "
+            f"not the harness's before {before} (the device audit needs the GPU to itself: "
+            "run the job again on a quiet GPU)",
+        )
 
     def _failed(self, exc: SamplerError) -> RunFailure:
         """The counters could not be read once the sampler had started: a solution could make
         that happen (by holding the GPU's counters), so the run is not passed unaudited."""
         self.stop()
-        return RunFailure("REJECTED", f"the GPU's counters could not be read during the device audit ({exc}); "
-                                      "nothing may hold them while a job runs")
+        return RunFailure(
+            "REJECTED",
+            f"the GPU's counters could not be read during the device audit ({exc}); "
+            "nothing may hold them while a job runs",
+        )

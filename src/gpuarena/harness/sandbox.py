@@ -256,7 +256,7 @@ def _option(args: list[str], name: str) -> str | None:
         return None
     at = args.index(name)
     value = args[at + 1]
-    del args[at:at + 2]
+    del args[at : at + 2]
     return value
 
 
@@ -274,7 +274,7 @@ def main() -> None:
     program: list[str] = []
     if "--exec" in args:
         at = args.index("--exec")
-        args, program = args[:at], args[at + 1:]
+        args, program = args[:at], args[at + 1 :]
     network = "available"
     if "--isolate-network" in args:
         args.remove("--isolate-network")

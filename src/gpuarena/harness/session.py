@@ -33,8 +33,15 @@ def as_outputs(value: Any) -> tuple[torch.Tensor, ...]:
 class WorkloadSession:
     """Inputs, shared buffers and reference outputs of one workload, all supervisor-side."""
 
-    def __init__(self, problem: Problem, workload: Workload, device: torch.device, seed: int, arena: SharedArena,
-                 fresh_seed: int | None = None):
+    def __init__(
+        self,
+        problem: Problem,
+        workload: Workload,
+        device: torch.device,
+        seed: int,
+        arena: SharedArena,
+        fresh_seed: int | None = None,
+    ):
         """seed: the correctness trials' inputs; fresh_seed: every other draw's (the timed
         rounds', the audit's), secret to the worker in every mode."""
         self.problem, self.workload, self.device, self.seed, self.arena = problem, workload, device, seed, arena
@@ -65,8 +72,11 @@ class WorkloadSession:
         with torch.no_grad(), faithful:
             outs = as_outputs(self.problem.reference(**inputs))
         if len(outs) != len(self.problem.spec.outputs):
-            raise RunFailure("REJECTED", f"problem bug: reference() returned {len(outs)} outputs, "
-                                         f"problem.toml names {len(self.problem.spec.outputs)}")
+            raise RunFailure(
+                "REJECTED",
+                f"problem bug: reference() returned {len(outs)} outputs, "
+                f"problem.toml names {len(self.problem.spec.outputs)}",
+            )
         return outs
 
     def allocate(self, example: dict[str, Any], ref: tuple[torch.Tensor, ...], n_sets: int, n_checks: int) -> None:

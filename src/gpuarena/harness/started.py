@@ -48,8 +48,14 @@ class StartedWorker:
     device to make the worker's context and profiler on as soon as its imports are done,
     holding `gpu_lock` meanwhile (harness/warm.py), so that its job does not wait for them."""
 
-    def __init__(self, isolation: bool | None = None, memory_limit_bytes: int | None = None, gpu: bool = True,
-                 prepare_on: str | None = None, gpu_lock: threading.Lock | None = None):
+    def __init__(
+        self,
+        isolation: bool | None = None,
+        memory_limit_bytes: int | None = None,
+        gpu: bool = True,
+        prepare_on: str | None = None,
+        gpu_lock: threading.Lock | None = None,
+    ):
         self.isolate = _switch("GPUARENA_WORKER_ISOLATION", True) if isolation is None else isolation
         self.memory_limit_bytes = memory_limit_bytes
         self.gpu = gpu
@@ -69,8 +75,9 @@ class StartedWorker:
                 protect_supervisor(False)
             raise
         if prepare_on is not None:
-            self._preparing = threading.Thread(target=self._prepare, args=(prepare_on, gpu_lock),
-                                               name="gpuarena-prepare", daemon=True)
+            self._preparing = threading.Thread(
+                target=self._prepare, args=(prepare_on, gpu_lock), name="gpuarena-prepare", daemon=True
+            )
             self._preparing.start()
 
     def _prepare(self, device: str, gpu_lock: threading.Lock | None) -> None:
@@ -102,8 +109,9 @@ class StartedWorker:
     def _start(self, tmp: Path, memory_limit_bytes: int | None, triton_key: bool) -> WorkerProcess:
         # every guard is on by default, on the CPU and on CUDA (run on an H100: see
         # docs/harness.md); each has a switch for platforms where it cannot be applied
-        memory = (memory_limit_bytes or default_memory_limit()) \
-            if _switch("GPUARENA_WORKER_MEMORY_LIMIT", True) else None
+        memory = (
+            (memory_limit_bytes or default_memory_limit()) if _switch("GPUARENA_WORKER_MEMORY_LIMIT", True) else None
+        )
         # the run's folder is the supervisor's (the log lives there, out of the worker's
         # reach); the worker works in a folder of its own inside it
         self.user = worker_identity() if self.isolate else None
@@ -112,8 +120,15 @@ class StartedWorker:
         if self.user is not None:
             os.chmod(tmp, 0o711)
             os.chown(workdir, self.user[0], self.user[1])
-        return WorkerProcess(workdir, tmp / "worker.log", isolate_network=_switch("GPUARENA_WORKER_NETNS", True),
-                             memory_limit=memory, user=self.user, gpu=self.gpu, warm_triton=triton_key)
+        return WorkerProcess(
+            workdir,
+            tmp / "worker.log",
+            isolate_network=_switch("GPUARENA_WORKER_NETNS", True),
+            memory_limit=memory,
+            user=self.user,
+            gpu=self.gpu,
+            warm_triton=triton_key,
+        )
 
     @property
     def workdir(self) -> Path:

@@ -44,8 +44,9 @@ def bootstrap_median(samples: Sequence[float], confidence: float = 0.95, seed: i
     return Summary(median, float(min(low, median)), float(max(high, median)), int(data.size))
 
 
-def bootstrap_ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float = 0.95,
-                    seed: int | None = 0) -> tuple[float, float, float]:
+def bootstrap_ratio(
+    numerator: Sequence[float], denominator: Sequence[float], confidence: float = 0.95, seed: int | None = 0
+) -> tuple[float, float, float]:
     """Ratio of medians (e.g. reference time / solution time = speedup) with a bootstrap interval.
 
     The two sample sets are resampled independently: they come from interleaved blocks of
@@ -62,8 +63,12 @@ def bootstrap_ratio(numerator: Sequence[float], denominator: Sequence[float], co
     return ratio, float(min(low, ratio)), float(max(high, ratio))
 
 
-def bootstrap_rounds(numerator_rounds: Sequence[Sequence[float]], denominator_rounds: Sequence[Sequence[float]] | None = None,
-                     confidence: float = 0.95, seed: int | None = 0) -> tuple[float, float, float]:
+def bootstrap_rounds(
+    numerator_rounds: Sequence[Sequence[float]],
+    denominator_rounds: Sequence[Sequence[float]] | None = None,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> tuple[float, float, float]:
     """The median of the numerator's samples (or the ratio of the two medians, e.g. speedup)
     with an interval from resampling whole rounds, paired: round k of both sides shares its
     inputs and the machine's state then. Calls within a round are not independent (a load that
@@ -71,8 +76,11 @@ def bootstrap_rounds(numerator_rounds: Sequence[Sequence[float]], denominator_ro
     on a loaded 2-core machine the reference timed against itself read 1.029 [1.017, 1.046]."""
     num = [np.asarray(r, dtype=np.float64) for r in numerator_rounds]
     den = [np.asarray(r, dtype=np.float64) for r in denominator_rounds] if denominator_rounds is not None else None
-    if not num or any(r.size == 0 for r in num) or (den is not None and (len(den) != len(num)
-                                                                            or any(r.size == 0 for r in den))):
+    if (
+        not num
+        or any(r.size == 0 for r in num)
+        or (den is not None and (len(den) != len(num) or any(r.size == 0 for r in den)))
+    ):
         raise ValueError("every round needs samples, and both sides the same rounds")
 
     def statistic(chosen: Sequence[int]) -> float:

@@ -45,8 +45,16 @@ Progress = Callable[[str], None]
 
 
 class Supervisor:
-    def __init__(self, problem: Problem, solution: Solution, options: RunOptions, progress: Progress | None = None,
-                 worker: StartedWorker | None = None, warm: Warm | None = None, ahead: DeviceAhead | None = None):
+    def __init__(
+        self,
+        problem: Problem,
+        solution: Solution,
+        options: RunOptions,
+        progress: Progress | None = None,
+        worker: StartedWorker | None = None,
+        warm: Warm | None = None,
+        ahead: DeviceAhead | None = None,
+    ):
         self.problem, self.solution, self.options = problem, solution, options
         self.started_worker = worker
         """Set up ahead by the caller, used once; None: the run starts its own."""
@@ -149,10 +157,16 @@ class Supervisor:
     def run(self) -> Evaluation:
         started = time.monotonic()
         self.deadline = started + self.options.timeout_s
-        record = Evaluation(status=Status.PASSED, problem=self.problem.id, solution_hash=self.solution.hash,
-                            solution_name=self.solution.name, language=self.solution.manifest.language,
-                            device=str(self.device), mode=self.options.mode,
-                            started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+        record = Evaluation(
+            status=Status.PASSED,
+            problem=self.problem.id,
+            solution_hash=self.solution.hash,
+            solution_name=self.solution.name,
+            language=self.solution.manifest.language,
+            device=str(self.device),
+            mode=self.options.mode,
+            started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        )
         self.phases = Phases()
         with self.phases(START_UP):
             ready = self._start_up(record)
@@ -201,8 +215,11 @@ class Supervisor:
                 ready.close()
             ready = StartedWorker(*wanted)
         ready.wait_prepared()
-        self.prepared = ready.prepared_on is not None and self.options.timing_method is None \
+        self.prepared = (
+            ready.prepared_on is not None
+            and self.options.timing_method is None
             and torch.device(ready.prepared_on) == self.device
+        )
         return ready
 
     def gpu_alone(self) -> AbstractContextManager[None]:
@@ -220,8 +237,11 @@ class Supervisor:
         return _switch("GPUARENA_WORKER_ISOLATION", True)
 
     def _run_with(self, started: StartedWorker, record: Evaluation) -> None:
-        arena = SharedArena(self.device, owner=(started.user[0], started.user[1]) if started.user else None,
-                            by_fd=started.process.init_pid is not None)
+        arena = SharedArena(
+            self.device,
+            owner=(started.user[0], started.user[1]) if started.user else None,
+            by_fd=started.process.init_pid is not None,
+        )
         workdir_fd = self._restore_caches(started)
         try:
             self._run(started.process, arena, record)
@@ -235,8 +255,9 @@ class Supervisor:
             import traceback
 
             record.status = Status.REJECTED
-            record.reason = (f"the supervisor could not judge the worker's replies ({type(exc).__name__}: "
-                             f"{str(exc)[:300]})")
+            record.reason = (
+                f"the supervisor could not judge the worker's replies ({type(exc).__name__}: {str(exc)[:300]})"
+            )
             self.details.append("\n[gpuarena] " + traceback.format_exc())
         finally:
             with self.phases(TEARDOWN):
@@ -286,32 +307,51 @@ class Supervisor:
     def _run(self, worker: WorkerProcess, arena: SharedArena, record: Evaluation) -> None:
         workloads = self.workloads()
         if not workloads:
-            raise RunFailure("REJECTED", f"problem {self.problem.id} has no workloads for device kind {self.device.type}")
+            raise RunFailure(
+                "REJECTED", f"problem {self.problem.id} has no workloads for device kind {self.device.type}"
+            )
         self.progress(f"building {self.solution.name} ({self.solution.manifest.language})")
-        setup = {"device": str(self.device), "convention": self.problem.spec.convention,
-                 "input_names": self.problem.input_names, "output_names": self.problem.spec.outputs,
-                 "method": self.options.timing_method}
+        setup = {
+            "device": str(self.device),
+            "convention": self.problem.spec.convention,
+            "input_names": self.problem.input_names,
+            "output_names": self.problem.spec.outputs,
+            "method": self.options.timing_method,
+        }
         if record.environment is not None:
             record.environment.worker_containment = worker.containment
         with self.phases(START_UP):  # the worker's own imports end here
-            reply = {"ok": True} if self.prepared else \
-                worker.request({"op": "prepare", **setup, **self.backend.worker_setup(str(self.device))}, self.deadline,
-                               "preparing the device")
+            reply = (
+                {"ok": True}
+                if self.prepared
+                else worker.request(
+                    {"op": "prepare", **setup, **self.backend.worker_setup(str(self.device))},
+                    self.deadline,
+                    "preparing the device",
+                )
+            )
         if not reply.get("ok"):
-            raise RunFailure("RUNTIME_ERROR", f"the worker could not prepare {self.device}: {reply.get('reason', '')}",
-                             str(reply.get("traceback", "")))
+            raise RunFailure(
+                "RUNTIME_ERROR",
+                f"the worker could not prepare {self.device}: {reply.get('reason', '')}",
+                str(reply.get("traceback", "")),
+            )
         language = self.solution.manifest.language
         with self.phases(BUILD):
             if language in runtimes.STARTED_AHEAD:  # its threads are the harness's (solutions/runtimes.py)
-                reply = worker.request({"op": "runtime", "language": language, **setup}, self.deadline,
-                                       f"starting the {language} runtime")
+                reply = worker.request(
+                    {"op": "runtime", "language": language, **setup}, self.deadline, f"starting the {language} runtime"
+                )
                 if not reply.get("ok"):
                     raise worker_failure(reply, default="COMPILE_ERROR")
             if self.backend.host_timed and self.options.mode != "test":  # the CPU-time bound's allowance,
                 # measured while no solution code is loaded
                 self.process_extra = calibrate(worker, self.device, self.backend, setup, self.deadline)
-            reply = worker.request({"op": "build", "solution": self.solution.model_dump(mode="json"), **setup},
-                                   self.deadline, "building the solution")
+            reply = worker.request(
+                {"op": "build", "solution": self.solution.model_dump(mode="json"), **setup},
+                self.deadline,
+                "building the solution",
+            )
         if not reply.get("ok"):
             raise worker_failure({"reason": "build failed", **reply}, default="COMPILE_ERROR")
         if record.environment is not None and reply.get("runtime"):
@@ -321,8 +361,10 @@ class Supervisor:
         worker_icache = reply.get("icache_sweep") is True
         self.timer = Timer(self.device, method=method or None, icache=worker_icache, backend=self.backend)
         if worker_icache and not self.timer.has_icache_sweep:
-            self.details.append("\n[gpuarena] the worker has an instruction-cache sweep and the supervisor none: "
-                                "the solution's calls start colder than the reference's\n")
+            self.details.append(
+                "\n[gpuarena] the worker has an instruction-cache sweep and the supervisor none: "
+                "the solution's calls start colder than the reference's\n"
+            )
         if record.environment is not None:
             record.environment.worker_network = str(reply.get("network", "unknown"))
             record.environment.timer_eviction = self.timer.eviction or None
@@ -337,9 +379,17 @@ class Supervisor:
                 measured.append((session, result))
             if result.status != Status.PASSED:
                 record.status, record.reason = result.status, f"workload {workload.name}: {result.reason}"
-                record.workloads += [WorkloadResult(name=w.name, status=Status.SKIPPED, axes=w.axes, dtype=w.dtype,
-                                                    weight=w.weight, reason="not run: an earlier workload failed")
-                                     for w in workloads[index + 1:]]
+                record.workloads += [
+                    WorkloadResult(
+                        name=w.name,
+                        status=Status.SKIPPED,
+                        axes=w.axes,
+                        dtype=w.dtype,
+                        weight=w.weight,
+                        reason="not run: an earlier workload failed",
+                    )
+                    for w in workloads[index + 1 :]
+                ]
                 return
         if measured and self.backend.kernel_duration and not self._kernel_durations(worker, measured, record):
             return
@@ -347,8 +397,9 @@ class Supervisor:
         if timed:
             record.score = weighted_geomean([w.speedup for w in timed], [w.weight for w in timed])
 
-    def _kernel_durations(self, worker: WorkerProcess, measured: list[tuple[WorkloadSession, WorkloadResult]],
-                          record: Evaluation) -> bool:
+    def _kernel_durations(
+        self, worker: WorkerProcess, measured: list[tuple[WorkloadSession, WorkloadResult]], record: Evaluation
+    ) -> bool:
         """ncu's figure for every timed workload (kernel_duration.measure); False when
         a check in it failed the run."""
         if not self._kernel_duration_wanted():
@@ -366,10 +417,12 @@ class Supervisor:
             return False
         return True
 
-    def _workload(self, worker: WorkerProcess, arena: SharedArena, workload: Workload,
-                  method: str) -> tuple[WorkloadSession, WorkloadResult]:
-        result = WorkloadResult(name=workload.name, status=Status.PASSED, axes=workload.axes, dtype=workload.dtype,
-                                weight=workload.weight)
+    def _workload(
+        self, worker: WorkerProcess, arena: SharedArena, workload: Workload, method: str
+    ) -> tuple[WorkloadSession, WorkloadResult]:
+        result = WorkloadResult(
+            name=workload.name, status=Status.PASSED, axes=workload.axes, dtype=workload.dtype, weight=workload.weight
+        )
         with self.phases(CORRECTNESS):  # inputs, the reference's outputs and the shared buffers
             session = WorkloadSession(self.problem, workload, self.device, self.seed, arena, self.fresh_seed)
             first = session.make("trial", 0)
@@ -379,8 +432,12 @@ class Supervisor:
             session.allocate(first, first_ref, n_sets, n_checks=0)
             fds = arena.take_fds()  # CUDA buffers for a worker of its own user (see transport)
             try:
-                reply = worker.request({"op": "setup", "workload": workload.name, **session.handles}, self.deadline,
-                                       f"sharing inputs of {workload.name}", fds=fds)
+                reply = worker.request(
+                    {"op": "setup", "workload": workload.name, **session.handles},
+                    self.deadline,
+                    f"sharing inputs of {workload.name}",
+                    fds=fds,
+                )
             finally:
                 for fd in fds:
                     os.close(fd)
@@ -389,15 +446,20 @@ class Supervisor:
             # the worker's traceback, rather than fail later on buffers it does not have
             failure = worker_failure(reply)
             result.status = Status(failure.status)
-            result.reason = f"the worker could not map the shared inputs and outputs: {failure.reason or 'no reason given'}"
+            result.reason = (
+                f"the worker could not map the shared inputs and outputs: {failure.reason or 'no reason given'}"
+            )
             self.details.append(f"\n[gpuarena] {workload.name}: {result.reason}\n{failure.detail}")
             return session, result
         try:
             with self.phases(CORRECTNESS):
                 self._check_correctness(worker, session, result, first, first_ref)
             if timing and result.status == Status.PASSED:
-                plan = TimingPlan(budget_s=self.options.budget_s, max_samples=self.options.max_samples,
-                                  min_samples=self.options.min_samples or self.backend.min_samples)
+                plan = TimingPlan(
+                    budget_s=self.options.budget_s,
+                    max_samples=self.options.max_samples,
+                    min_samples=self.options.min_samples or self.backend.min_samples,
+                )
                 with self.phases(TIMING), self.gpu_alone():
                     measure_workload(self, worker, session, result, plan)
         except RunFailure as failure:
@@ -406,8 +468,14 @@ class Supervisor:
                 self.details.append(f"\n[gpuarena] {workload.name}: {failure.reason}\n{failure.detail}")
         return session, result
 
-    def _check_correctness(self, worker: WorkerProcess, session: WorkloadSession, result: WorkloadResult,
-                           first: dict[str, Any], first_ref: tuple[torch.Tensor, ...]) -> None:
+    def _check_correctness(
+        self,
+        worker: WorkerProcess,
+        session: WorkloadSession,
+        result: WorkloadResult,
+        first: dict[str, Any],
+        first_ref: tuple[torch.Tensor, ...],
+    ) -> None:
         tol = self.problem.spec.tolerance_for(session.workload.dtype)
         worst = {"abs": 0.0, "rel": 0.0, "l2": 0.0}
         for trial in range(self.options.trials):
@@ -418,8 +486,11 @@ class Supervisor:
             session.fill(0, inputs)
             poison(session.dests[0])
             session.sync()
-            reply = worker.request({"op": "call", "set": 0}, self.deadline,
-                                   f"calling solve() on {session.workload.name}, trial {trial + 1}")
+            reply = worker.request(
+                {"op": "call", "set": 0},
+                self.deadline,
+                f"calling solve() on {session.workload.name}, trial {trial + 1}",
+            )
             result.trials = trial + 1
             if reply.get("op") == "failure":
                 raise worker_failure(reply)
@@ -439,13 +510,23 @@ class Supervisor:
                     worst["abs"] = max(worst["abs"], verdict.max_abs_error)
                     worst["rel"] = max(worst["rel"], verdict.max_rel_error)
                     worst["l2"] = max(worst["l2"], verdict.l2_rel_error)
-                    result.max_abs_error, result.max_rel_error, result.l2_rel_error = worst["abs"], worst["rel"], worst["l2"]
+                    result.max_abs_error, result.max_rel_error, result.l2_rel_error = (
+                        worst["abs"],
+                        worst["rel"],
+                        worst["l2"],
+                    )
                 if not verdict.ok:
                     raise RunFailure(verdict.status, f"trial {trial + 1}: {verdict.reason}")
             self._precision(session, result, inputs, ref, trial)
 
-    def _precision(self, session: WorkloadSession, result: WorkloadResult, inputs: dict[str, Any],
-                   ref: tuple[torch.Tensor, ...], trial: int) -> None:
+    def _precision(
+        self,
+        session: WorkloadSession,
+        result: WorkloadResult,
+        inputs: dict[str, Any],
+        ref: tuple[torch.Tensor, ...],
+        trial: int,
+    ) -> None:
         """Both sides' errors against the reference in float64 (the worst over trials), and the
         faithful-math rule where the problem asks for it (harness/precision.py)."""
         if not session.workload.torch_dtype.is_floating_point or result.float64_skipped:
@@ -469,9 +550,15 @@ class Supervisor:
                 raise RunFailure("WRONG_VALUES", f"trial {trial + 1}: lower precision than asked: {why}")
 
 
-def evaluate(problem: Problem, solution: Solution, options: RunOptions | None = None,
-             progress: Progress | None = None, worker: StartedWorker | None = None,
-             warm: Warm | None = None, ahead: DeviceAhead | None = None) -> Evaluation:
+def evaluate(
+    problem: Problem,
+    solution: Solution,
+    options: RunOptions | None = None,
+    progress: Progress | None = None,
+    worker: StartedWorker | None = None,
+    warm: Warm | None = None,
+    ahead: DeviceAhead | None = None,
+) -> Evaluation:
     """Judge one solution on one problem on one device: the harness's single entry point.
     worker: one set up ahead (StartedWorker), which the run uses and closes; warm: what a
     long-lived caller keeps between jobs (harness/warm.py); ahead: the device's sampler and

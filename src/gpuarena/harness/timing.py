@@ -46,8 +46,15 @@ KERNEL_DURATION_METHOD = "cupti-range-profiler gpu__time_duration.sum"
 class Timer:
     """Times calls on one device with the best method its backend has."""
 
-    def __init__(self, device: torch.device, method: str | None = None, evict: bool = True,
-                 icache: bool = True, icache_image: bytes | None = None, backend: Backend | None = None):
+    def __init__(
+        self,
+        device: torch.device,
+        method: str | None = None,
+        evict: bool = True,
+        icache: bool = True,
+        icache_image: bytes | None = None,
+        backend: Backend | None = None,
+    ):
         """icache=False: no instruction-cache sweep (the other side of the run has none, and
         both sides must start each call from the same state); icache_image: the sweep already
         compiled for this device (backend.worker_setup); backend: the device's (default: the
@@ -96,9 +103,15 @@ class Timer:
         self._synchronize(self.device)
 
     # -- a block of calls ----------------------------------------------------------------
-    def run_block(self, call: Callable[[int], Any], n: int, prepare: Callable[[int], None] | None = None,
-                  after: Callable[[int, Any], None] | None = None, evict: bool = True,
-                  kernel_library: Path | None = None) -> BlockSamples:
+    def run_block(
+        self,
+        call: Callable[[int], Any],
+        n: int,
+        prepare: Callable[[int], None] | None = None,
+        after: Callable[[int, Any], None] | None = None,
+        evict: bool = True,
+        kernel_library: Path | None = None,
+    ) -> BlockSamples:
         """Run call(i) for i in range(n); after(i, result) runs outside the window.
         evict=False: no L2 sweep between calls (the device audit's block, where the harness
         should put as little as it can on the GPU). kernel_library: the range timer's library;
@@ -177,8 +190,12 @@ class Timer:
     def _new_kernel_profiler(self, library: Path, max_ranges: int | None = None) -> Any:
         from gpuarena.harness.range_timer import FIRST_RANGES, KernelDurations
 
-        return KernelDurations(self.backend.pin(self.device).index or 0, max_ranges=max_ranges or FIRST_RANGES,
-                               library=library, synchronize=self.synchronize)
+        return KernelDurations(
+            self.backend.pin(self.device).index or 0,
+            max_ranges=max_ranges or FIRST_RANGES,
+            library=library,
+            synchronize=self.synchronize,
+        )
 
     def open_kernel_profiler(self, library: Path) -> None:
         """Hold the range timer for the blocks to come, until close_kernel_profiler(): its first

@@ -90,8 +90,14 @@ class SharedArena:
         mapping, fd, size = cuda_vmm.allocate(self.device, shape, dtype)
         self._mappings.append(mapping)
         self._fds.append(fd)
-        return mapping.tensor, {"kind": "cuda-fd", "fd": len(self._fds) - 1, "size": size, "shape": list(shape),
-                                "dtype": str(dtype), "device": index}
+        return mapping.tensor, {
+            "kind": "cuda-fd",
+            "fd": len(self._fds) - 1,
+            "size": size,
+            "shape": list(shape),
+            "dtype": str(dtype),
+            "device": index,
+        }
 
     def take_fds(self) -> list[int]:
         """The descriptors of the allocations made since the last call, in the order their
@@ -141,8 +147,9 @@ def attach(handle: Any, fds: list[int] | None = None) -> torch.Tensor:
         if fds is None or not 0 <= handle["fd"] < len(fds):
             raise ValueError("a cuda-fd handle without its file descriptor")
         fd = fds[handle["fd"]]
-        mapping = cuda_vmm.import_fd(torch.device(f"cuda:{handle['device']}"), fd, handle["size"],
-                                     tuple(handle["shape"]), dtype)
+        mapping = cuda_vmm.import_fd(
+            torch.device(f"cuda:{handle['device']}"), fd, handle["size"], tuple(handle["shape"]), dtype
+        )
         _worker_mappings.append(mapping)
         return mapping.tensor
     if handle["nbytes"] == 0:

@@ -30,8 +30,7 @@ class ReferenceTwin:
     The reference is trusted; its outputs go to buffers of the supervisor's own, never to
     the shared destinations the solution's outputs are checked in."""
 
-    def __init__(self, supervisor: Supervisor, session: WorkloadSession, solve: Any = None,
-                 convention: str = "return"):
+    def __init__(self, supervisor: Supervisor, session: WorkloadSession, solve: Any = None, convention: str = "return"):
         self.worker = TrustedWorker(None)  # type: ignore[arg-type]  # no connection: used in-process
         w = self.worker
         w.timer = supervisor.timer

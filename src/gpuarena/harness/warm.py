@@ -49,6 +49,7 @@ class Warm:
 
     def retire(self, teardown: Callable[[], None]) -> None:
         """Run a finished worker's teardown in the background, holding the GPU's lock."""
+
         def run() -> None:
             with self.quiet():
                 teardown()

@@ -58,6 +58,8 @@ def _fill(dest: torch.Tensor, value: Any) -> torch.Tensor:
     """The harness's poisoning of a destination, as unseen by the solution as _copy."""
     with _no_python_dispatch(), _no_torch_function():
         return _raw_fill(dest, value)
+
+
 _enumerate = threading.enumerate
 _is_alive = threading.Thread.is_alive
 _getpid = os.getpid
@@ -88,8 +90,9 @@ def _storage_span(t: torch.Tensor) -> tuple[int, int]:
     return start, start + t.untyped_storage().nbytes()
 
 
-def stand_in_buffers(input_names: list[str], output_names: list[str],
-                     device: torch.device) -> tuple[list[dict[str, Any]], list[list[torch.Tensor]]]:
+def stand_in_buffers(
+    input_names: list[str], output_names: list[str], device: torch.device
+) -> tuple[list[dict[str, Any]], list[list[torch.Tensor]]]:
     """One set of tiny inputs and destinations under the problem's names: the harness's per-call
     work on them (checks, the loop, the copy) without the data's share."""
     sets = [{name: torch.zeros(16, device=device) for name in input_names}]
@@ -150,8 +153,9 @@ class Worker:
             wanted = fds_needed([request["sets"], request["dests"]])
             fds = _receive_fds(self.conn, wanted) if wanted else []
             try:
-                self.sets = [{k: attach(v, fds) if isinstance(v, dict) else v for k, v in s.items()}
-                             for s in request["sets"]]
+                self.sets = [
+                    {k: attach(v, fds) if isinstance(v, dict) else v for k, v in s.items()} for s in request["sets"]
+                ]
                 self.dests = [[attach(h, fds) for h in d] for d in request["dests"]]
             finally:
                 for fd in fds:
@@ -187,8 +191,12 @@ class Worker:
         context = time.perf_counter()
         self._problem_names(request)
         compiled = request.get("icache_image")
-        self.timer = Timer(self.device, method=request.get("method"), backend=self.backend,
-                           icache_image=base64.b64decode(compiled) if isinstance(compiled, str) else None)
+        self.timer = Timer(
+            self.device,
+            method=request.get("method"),
+            backend=self.backend,
+            icache_image=base64.b64decode(compiled) if isinstance(compiled, str) else None,
+        )
         # seconds per step, for bench/research/warm_breakdown.py (the Timer's own are in it)
         steps = {"context": context - begun, "timer": time.perf_counter() - context, **self.timer.startup_s}
         return {"op": "prepare", "ok": True, "steps": {k: round(v, 4) for k, v in steps.items()}}
@@ -205,10 +213,14 @@ class Worker:
         except runtimes.MissingPackage as exc:
             return {"op": "runtime", "ok": False, "status": "COMPILE_ERROR", "reason": str(exc)}
         except BaseException as exc:
-            return {"op": "runtime", "ok": False, "status": "RUNTIME_ERROR",
-                    "reason": f"the {language} runtime did not start on {self.device}: "
-                              + "".join(traceback.format_exception_only(_type(exc), exc)).strip(),
-                    "traceback": traceback.format_exc()}
+            return {
+                "op": "runtime",
+                "ok": False,
+                "status": "RUNTIME_ERROR",
+                "reason": f"the {language} runtime did not start on {self.device}: "
+                + "".join(traceback.format_exception_only(_type(exc), exc)).strip(),
+                "traceback": traceback.format_exc(),
+            }
         return {"op": "runtime", "ok": True, "runtime": runtimes.describe(language)}
 
     def _problem_names(self, request: dict[str, Any]) -> None:
@@ -226,20 +238,29 @@ class Worker:
         assert self.timer is not None
         triton_key.join()  # Triton's cache key, if the worker computes it ahead, is done first
         if solution.manifest.language == "cuda" and self.backend.name != "nvidia":
-            return {"op": "build", "ok": False, "status": "COMPILE_ERROR",
-                    "reason": "a cuda solution runs on a CUDA device: use --device cuda"}
+            return {
+                "op": "build",
+                "ok": False,
+                "status": "COMPILE_ERROR",
+                "reason": "a cuda solution runs on a CUDA device: use --device cuda",
+            }
         _no_tqdm_monitor()
         threads_before = self._threads()
         children_before = self.children = _children_of(_getpid())
         try:
-            solve = build(solution, Path.cwd() / "solution",
-                          self.output_names if self.convention == "destination" else [])
+            solve = build(
+                solution, Path.cwd() / "solution", self.output_names if self.convention == "destination" else []
+            )
         except BuildError as exc:
             return {"op": "build", "ok": False, "status": "COMPILE_ERROR", "reason": str(exc)}
         except BaseException as exc:  # import-time failure: the solution never became callable
-            return {"op": "build", "ok": False, "status": "COMPILE_ERROR",
-                    "reason": "".join(traceback.format_exception_only(_type(exc), exc)).strip(),
-                    "traceback": traceback.format_exc()}
+            return {
+                "op": "build",
+                "ok": False,
+                "status": "COMPILE_ERROR",
+                "reason": "".join(traceback.format_exception_only(_type(exc), exc)).strip(),
+                "traceback": traceback.format_exc(),
+            }
         problem = self._signature_problem(solve)
         if problem:
             return {"op": "build", "ok": False, "status": "COMPILE_ERROR", "reason": problem}
@@ -247,16 +268,30 @@ class Worker:
         # at import could work while the worker waits (during the reference's block, say)
         left = self._threads() - threads_before
         if left:
-            return {"op": "build", "ok": False, "status": "REJECTED",
-                    "reason": f"importing the solution left {len(left)} thread(s) running"}
+            return {
+                "op": "build",
+                "ok": False,
+                "status": "REJECTED",
+                "reason": f"importing the solution left {len(left)} thread(s) running",
+            }
         spawned = _children_of(_getpid()) - children_before
         if spawned:
-            return {"op": "build", "ok": False, "status": "REJECTED",
-                    "reason": f"importing the solution left {len(spawned)} child process(es) behind"}
+            return {
+                "op": "build",
+                "ok": False,
+                "status": "REJECTED",
+                "reason": f"importing the solution left {len(spawned)} child process(es) behind",
+            }
         self.solve = solve
-        return {"op": "build", "ok": True, "method": self.timer.method, "network": self.network,
-                "rights": self.rights, "icache_sweep": self.timer.has_icache_sweep,
-                "runtime": runtimes.describe(solution.manifest.language)}
+        return {
+            "op": "build",
+            "ok": True,
+            "method": self.timer.method,
+            "network": self.network,
+            "rights": self.rights,
+            "icache_sweep": self.timer.has_icache_sweep,
+            "runtime": runtimes.describe(solution.manifest.language),
+        }
 
     @staticmethod
     def _threads() -> set[threading.Thread]:
@@ -284,8 +319,10 @@ class Worker:
             status = "COMPILE_ERROR" if _is_compile_error(exc) else "RUNTIME_ERROR"
             reason = "".join(traceback.format_exception_only(_type(exc), exc)).strip()
             if "active drivers" in reason and not self.backend.accelerator:
-                reason += (" (Triton found no GPU: run Triton solutions with --device cuda, or on the CPU "
-                           "under TRITON_INTERPRET=1)")
+                reason += (
+                    " (Triton found no GPU: run Triton solutions with --device cuda, or on the CPU "
+                    "under TRITON_INTERPRET=1)"
+                )
             return {"op": "failure", "status": status, "reason": reason, "traceback": traceback.format_exc()}
 
     # -- calling the solution --------------------------------------------------------------
@@ -302,14 +339,22 @@ class Worker:
         outs = list(result) if isinstance(result, (tuple, list)) else [result]
         expected = self.dests[k]
         if len(outs) != len(expected):
-            raise CallFailure("WRONG_SHAPE", f"returned {len(outs)} outputs, expected {len(expected)} ({', '.join(self.output_names)})")
+            raise CallFailure(
+                "WRONG_SHAPE",
+                f"returned {len(outs)} outputs, expected {len(expected)} ({', '.join(self.output_names)})",
+            )
         for name, out, dest in zip(self.output_names, outs, expected):
             if _type(out) is not _Tensor:
-                raise CallFailure("REJECTED", f"output {name} is a {_type(out).__module__}.{_type(out).__qualname__}, not exactly a torch.Tensor")
+                raise CallFailure(
+                    "REJECTED",
+                    f"output {name} is a {_type(out).__module__}.{_type(out).__qualname__}, not exactly a torch.Tensor",
+                )
             if out.device != dest.device:
                 raise CallFailure("REJECTED", f"output {name} is on {out.device}, expected {dest.device}")
             if out.shape != dest.shape:
-                raise CallFailure("WRONG_SHAPE", f"output {name} has shape {list(out.shape)}, expected {list(dest.shape)}")
+                raise CallFailure(
+                    "WRONG_SHAPE", f"output {name} has shape {list(out.shape)}, expected {list(dest.shape)}"
+                )
             if out.dtype != dest.dtype:
                 raise CallFailure("WRONG_DTYPE", f"output {name} has dtype {out.dtype}, expected {dest.dtype}")
             lo, hi = _storage_span(out)
@@ -411,9 +456,14 @@ class Worker:
         try:
             if isinstance(library, str):  # the ncu phase: held until kernel_close
                 self.timer.open_kernel_profiler(Path(library))
-            samples = self.timer.run_block(lambda i: self._invoke(i % n_sets), request["n"], prepare, after,
-                                           evict=request.get("evict", True) is not False,
-                                           kernel_library=Path(library) if isinstance(library, str) else None)
+            samples = self.timer.run_block(
+                lambda i: self._invoke(i % n_sets),
+                request["n"],
+                prepare,
+                after,
+                evict=request.get("evict", True) is not False,
+                kernel_library=Path(library) if isinstance(library, str) else None,
+            )
         except RangeTimerError as exc:  # the profiler, not the solution: no figure, no verdict
             self._sync()
             return {"op": "time", "kernel_error": str(exc)[:500]}
@@ -454,10 +504,12 @@ def main(argv: list[str], network: str = "unknown", rights: str = "unknown") -> 
         try:
             reply = worker.handle(request)
         except BaseException as exc:
-            reply = {"op": "failure", "status": "RUNTIME_ERROR",
-                     "reason": "".join(traceback.format_exception_only(_type(exc), exc)).strip(),
-                     "traceback": traceback.format_exc()}
+            reply = {
+                "op": "failure",
+                "status": "RUNTIME_ERROR",
+                "reason": "".join(traceback.format_exception_only(_type(exc), exc)).strip(),
+                "traceback": traceback.format_exc(),
+            }
         sys.stdout.flush()
         sys.stderr.flush()
         _send_reply(conn, {**reply, "nonce": nonce})
-

@@ -15,8 +15,13 @@ import typer
 from gpuarena.cli.console import err, fail
 from gpuarena.errors import GpuarenaError
 
-import_app = typer.Typer(no_args_is_help=True, help="Read other benchmarks' problems: FlashInfer-Trace definitions (with workloads) and solutions, KernelBench problem files, GPU MODE problem folders.")
-export_app = typer.Typer(no_args_is_help=True, help="Write FlashInfer-Trace: traces of records, definitions, solutions.")
+import_app = typer.Typer(
+    no_args_is_help=True,
+    help="Read other benchmarks' problems: FlashInfer-Trace definitions (with workloads) and solutions, KernelBench problem files, GPU MODE problem folders.",
+)
+export_app = typer.Typer(
+    no_args_is_help=True, help="Write FlashInfer-Trace: traces of records, definitions, solutions."
+)
 
 
 @import_app.command("flashinfer")
@@ -24,17 +29,24 @@ def import_flashinfer(
     definition: Annotated[Path, typer.Argument(help="A FlashInfer-Trace Definition (.json)")],
     workloads: Annotated[Path, typer.Option("--workloads", "-w", help="Its workloads (.jsonl, one Trace a line)")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The problem folder to write")],
-    convention: Annotated[str, typer.Option(help="How solve() gets its outputs: destination (FlashInfer's default) or return")] = "destination",
-    level: Annotated[int | None, typer.Option(help="Problem level 1-4 [default: 2 for a definition tagged fused, else 1]")] = None,
+    convention: Annotated[
+        str, typer.Option(help="How solve() gets its outputs: destination (FlashInfer's default) or return")
+    ] = "destination",
+    level: Annotated[
+        int | None, typer.Option(help="Problem level 1-4 [default: 2 for a definition tagged fused, else 1]")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace the folder if it exists")] = False,
-    verify: Annotated[bool, typer.Option(help="Run the reference once on the CPU to check output shapes and dtypes")] = True,
+    verify: Annotated[
+        bool, typer.Option(help="Run the reference once on the CPU to check output shapes and dtypes")
+    ] = True,
 ) -> None:
     """A gpuarena problem folder from a FlashInfer-Trace definition and its workloads."""
     from gpuarena.interop.flashinfer_import import import_definition
 
     try:
-        result = import_definition(definition, workloads, output, convention=convention, level=level,
-                                   force=force, verify=verify)
+        result = import_definition(
+            definition, workloads, output, convention=convention, level=level, force=force, verify=verify
+        )
     except GpuarenaError as exc:
         fail(exc)
     for note in result.notes:
@@ -46,7 +58,9 @@ def import_flashinfer(
 def import_flashinfer_solution(
     solution: Annotated[Path, typer.Argument(help="A FlashInfer-Trace Solution (.json)")],
     problem: Annotated[str, typer.Option("--problem", help="The problem it solves (folder or bundled id)")],
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="The solution folder to write [default: ./NAME]")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="The solution folder to write [default: ./NAME]")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace the folder if it exists")] = False,
 ) -> None:
     """A gpuarena solution folder (solution.toml and sources) from a FlashInfer-Trace solution."""
@@ -66,8 +80,10 @@ def _report(outcomes: list, output: Path, what: str) -> None:
     """Each source's outcome with the check's findings; exit 1 unless every one was imported."""
     for outcome in outcomes:
         if outcome.status == "imported":
-            err.print(f"imported {outcome.source} -> {outcome.folder}/ (workloads: {', '.join(outcome.workloads)})",
-                      highlight=False)
+            err.print(
+                f"imported {outcome.source} -> {outcome.folder}/ (workloads: {', '.join(outcome.workloads)})",
+                highlight=False,
+            )
         elif outcome.status == "failed-check":
             kept = f"written to {outcome.folder}/ all the same (--keep-failing)" if outcome.folder else "not imported"
             err.print(f"FAILED CHECK {outcome.source}: {kept}; `gpuarena check` says:", highlight=False)
@@ -83,13 +99,24 @@ def _report(outcomes: list, output: Path, what: str) -> None:
 
 @import_app.command("kernelbench")
 def import_kernelbench(
-    paths: Annotated[list[Path], typer.Argument(help="KernelBench problem files (Model, get_inputs, get_init_inputs), or folders of them")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="KernelBench problem files (Model, get_inputs, get_init_inputs), or folders of them"),
+    ],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write: OUTPUT/levelN/NAME for each problem")],
-    level: Annotated[int | None, typer.Option(help="Problem level 1-4 [default: from a levelN folder above each file, else 1]")] = None,
-    dtype: Annotated[list[str], typer.Option("--dtype", help="Workload dtype, repeatable: float32, float16, bfloat16")] = ["float32"],  # noqa: B006
+    level: Annotated[
+        int | None, typer.Option(help="Problem level 1-4 [default: from a levelN folder above each file, else 1]")
+    ] = None,
+    dtype: Annotated[
+        list[str], typer.Option("--dtype", help="Workload dtype, repeatable: float32, float16, bfloat16")
+    ] = ["float32"],  # noqa: B006
     force: Annotated[bool, typer.Option("--force", help="Replace problem folders that exist")] = False,
-    keep_failing: Annotated[bool, typer.Option("--keep-failing", help="Write problems that fail `gpuarena check` too (still reported)")] = False,
-    check_device: Annotated[str, typer.Option("--check-device", help="Device `gpuarena check` runs on during the import")] = "cpu",
+    keep_failing: Annotated[
+        bool, typer.Option("--keep-failing", help="Write problems that fail `gpuarena check` too (still reported)")
+    ] = False,
+    check_device: Annotated[
+        str, typer.Option("--check-device", help="Device `gpuarena check` runs on during the import")
+    ] = "cpu",
 ) -> None:
     """gpuarena problems from KernelBench problem files, each checked with `gpuarena check`;
     a KernelBench solution file (ModelNew) then runs unmodified: `gpuarena run PROBLEM FILE`."""
@@ -97,8 +124,15 @@ def import_kernelbench(
 
     if level is not None and not 1 <= level <= 4:
         fail(ValueError(f"--level must be 1-4, not {level}"))
-    outcomes = import_files(paths, output, level=level, dtypes=tuple(dtype), force=force,
-                            keep_failing=keep_failing, check_device=check_device)
+    outcomes = import_files(
+        paths,
+        output,
+        level=level,
+        dtypes=tuple(dtype),
+        force=force,
+        keep_failing=keep_failing,
+        check_device=check_device,
+    )
     if not outcomes:
         fail(GpuarenaError(f"no .py files in {', '.join(map(str, paths))}"))
     _report(outcomes, output, "file(s)")
@@ -106,15 +140,36 @@ def import_kernelbench(
 
 @import_app.command("gpumode")
 def import_gpumode(
-    paths: Annotated[list[Path], typer.Argument(help="GPU MODE problem folders (task.yml, reference.py, task.py), or folders of them")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="GPU MODE problem folders (task.yml, reference.py, task.py), or folders of them"),
+    ],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write: OUTPUT/levelN/NAME for each problem")],
     level: Annotated[int, typer.Option(help="Problem level 1-4")] = 1,
-    atol: Annotated[float | None, typer.Option(help="Judge by closeness to ref_kernel's output with this atol, in place of the task's check_implementation")] = None,
+    atol: Annotated[
+        float | None,
+        typer.Option(
+            help="Judge by closeness to ref_kernel's output with this atol, in place of the task's check_implementation"
+        ),
+    ] = None,
     rtol: Annotated[float | None, typer.Option(help="... and this rtol")] = None,
-    exact: Annotated[bool, typer.Option("--exact", help="Judge by exact equality to ref_kernel's output, in place of the task's check_implementation")] = False,
+    exact: Annotated[
+        bool,
+        typer.Option(
+            "--exact",
+            help="Judge by exact equality to ref_kernel's output, in place of the task's check_implementation",
+        ),
+    ] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace problem folders that exist")] = False,
-    keep_failing: Annotated[bool, typer.Option("--keep-failing", help="Write problems that fail `gpuarena check` too (still reported)")] = False,
-    check_device: Annotated[str, typer.Option("--check-device", help="Device the task's data is probed and `gpuarena check` runs on during the import")] = "cpu",
+    keep_failing: Annotated[
+        bool, typer.Option("--keep-failing", help="Write problems that fail `gpuarena check` too (still reported)")
+    ] = False,
+    check_device: Annotated[
+        str,
+        typer.Option(
+            "--check-device", help="Device the task's data is probed and `gpuarena check` runs on during the import"
+        ),
+    ] = "cpu",
 ) -> None:
     """gpuarena problems from GPU MODE problem folders, each checked with `gpuarena check`;
     a GPU MODE submission (custom_kernel) then runs unmodified: `gpuarena run PROBLEM FILE`."""
@@ -122,8 +177,17 @@ def import_gpumode(
 
     if not 1 <= level <= 4:
         fail(ValueError(f"--level must be 1-4, not {level}"))
-    outcomes = import_folders(paths, output, level=level, atol=atol, rtol=rtol, exact=exact, force=force,
-                              keep_failing=keep_failing, check_device=check_device)
+    outcomes = import_folders(
+        paths,
+        output,
+        level=level,
+        atol=atol,
+        rtol=rtol,
+        exact=exact,
+        force=force,
+        keep_failing=keep_failing,
+        check_device=check_device,
+    )
     _report(outcomes, output, "folder(s)")
 
 
@@ -131,9 +195,16 @@ def import_gpumode(
 def export_traces(
     records: Annotated[list[Path], typer.Argument(help="Evaluation records (`gpuarena run --json` output)")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The traces file to write (.jsonl)")],
-    problem: Annotated[str | None, typer.Option(help="The problem the records judge [default: each record's own]")] = None,
-    solution_name: Annotated[str | None, typer.Option(help="The solution's name in the traces [default: the record's]")] = None,
-    definition: Annotated[str | None, typer.Option(help="The definition's name [default: the imported definition's, else the problem's name]")] = None,
+    problem: Annotated[
+        str | None, typer.Option(help="The problem the records judge [default: each record's own]")
+    ] = None,
+    solution_name: Annotated[
+        str | None, typer.Option(help="The solution's name in the traces [default: the record's]")
+    ] = None,
+    definition: Annotated[
+        str | None,
+        typer.Option(help="The definition's name [default: the imported definition's, else the problem's name]"),
+    ] = None,
     statistic: Annotated[str, typer.Option(help="mean (FlashInfer-Trace's latency) or median")] = "mean",
     append: Annotated[bool, typer.Option("--append", help="Add to the file instead of replacing it")] = False,
 ) -> None:
@@ -151,11 +222,15 @@ def export_traces(
                 try:
                     loaded = resolve_problem(problem or record.problem)
                 except GpuarenaError as exc:
-                    raise GpuarenaError(f"{path}: {exc} (the record's problem is {record.problem!r}; "
-                                        "--problem FOLDER gives it)") from None
-                lines += [trace_line(t) for t in traces_from_evaluation(
-                    record, loaded, solution_name=solution_name, definition_name=definition,
-                    statistic=statistic)]  # type: ignore[arg-type]
+                    raise GpuarenaError(
+                        f"{path}: {exc} (the record's problem is {record.problem!r}; --problem FOLDER gives it)"
+                    ) from None
+                lines += [
+                    trace_line(t)
+                    for t in traces_from_evaluation(
+                        record, loaded, solution_name=solution_name, definition_name=definition, statistic=statistic
+                    )
+                ]  # type: ignore[arg-type]
     except GpuarenaError as exc:
         fail(exc)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -167,7 +242,12 @@ def export_traces(
 @export_app.command("flashinfer")
 def export_flashinfer(
     problem: Annotated[str, typer.Argument(help="A problem imported with `gpuarena import flashinfer`")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Data set folder: writes definitions/OP/NAME.json and workloads/OP/NAME.jsonl")],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o", "--output", help="Data set folder: writes definitions/OP/NAME.json and workloads/OP/NAME.jsonl"
+        ),
+    ],
 ) -> None:
     """The FlashInfer-Trace definition and workloads of an imported problem, as its folder now says."""
     from gpuarena.interop.flashinfer_export import export_definition
@@ -189,10 +269,16 @@ def export_flashinfer(
 @export_app.command("solution")
 def export_solution(
     solution: Annotated[Path, typer.Argument(help="A .py file, a solution folder or a pack")],
-    problem: Annotated[str | None, typer.Option(help="The problem it solves (its convention decides destination_passing_style)")] = None,
+    problem: Annotated[
+        str | None, typer.Option(help="The problem it solves (its convention decides destination_passing_style)")
+    ] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Where to write (default: stdout)")] = None,
-    name: Annotated[str | None, typer.Option(help="The solution's name [default: kept from an import, else the file's]")] = None,
-    author: Annotated[str | None, typer.Option(help="Its author [default: kept from an import, else anonymous]")] = None,
+    name: Annotated[
+        str | None, typer.Option(help="The solution's name [default: kept from an import, else the file's]")
+    ] = None,
+    author: Annotated[
+        str | None, typer.Option(help="Its author [default: kept from an import, else anonymous]")
+    ] = None,
     definition: Annotated[str | None, typer.Option(help="The definition's name [default: the problem's]")] = None,
     description: Annotated[str | None, typer.Option(help="A line on its technique")] = None,
 ) -> None:
@@ -202,8 +288,14 @@ def export_solution(
     from gpuarena.problems import resolve_problem
 
     try:
-        packed = pack_solution(solution, problem=resolve_problem(problem) if problem else None, name=name,
-                               author=author, definition=definition, description=description)
+        packed = pack_solution(
+            solution,
+            problem=resolve_problem(problem) if problem else None,
+            name=name,
+            author=author,
+            definition=definition,
+            description=description,
+        )
     except GpuarenaError as exc:
         fail(exc)
     text = to_json(packed) + "\n"

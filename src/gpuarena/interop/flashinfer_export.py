@@ -79,25 +79,35 @@ STATUS = {
 
 # -- definitions and workloads -----------------------------------------------------------------
 
+
 def export_definition(problem: Problem) -> tuple[Definition, list[Trace]]:
     """The Definition and workloads of a problem imported with `gpuarena import flashinfer`,
     as its folder now says: the workloads of problem.toml (but the import's CPU smoke workload),
     checked against the definition kept in flashinfer.json."""
     sidecar = read_problem_sidecar(problem.path)
     if sidecar is None:
-        raise GpuarenaError(f"{problem.id}: not imported from FlashInfer-Trace (no flashinfer.json); "
-                            "only imported problems have a Definition to export")
+        raise GpuarenaError(
+            f"{problem.id}: not imported from FlashInfer-Trace (no flashinfer.json); "
+            "only imported problems have a Definition to export"
+        )
     definition = sidecar.definition
     toml = problem.path / PROBLEM_FILE
     block = reference_block(problem.reference_source, problem.path / REFERENCE_FILE)
     if block.rstrip("\n") != definition.reference.rstrip("\n"):
-        raise FormatError(problem.path / REFERENCE_FILE, None,
-                          "its FlashInfer reference differs from the definition's in flashinfer.json, so the "
-                          "definition would not describe what the problem runs",
-                          "undo the edit, or import the edited definition again")
+        raise FormatError(
+            problem.path / REFERENCE_FILE,
+            None,
+            "its FlashInfer reference differs from the definition's in flashinfer.json, so the "
+            "definition would not describe what the problem runs",
+            "undo the edit, or import the edited definition again",
+        )
     if problem.spec.outputs != list(definition.outputs):
-        raise FormatError(toml, "outputs", f"are {problem.spec.outputs}; the definition's are {list(definition.outputs)}",
-                          "import the definition again")
+        raise FormatError(
+            toml,
+            "outputs",
+            f"are {problem.spec.outputs}; the definition's are {list(definition.outputs)}",
+            "import the definition again",
+        )
     dtypes = {spec.dtype for spec in definition.outputs.values()}
     entries = []
     for w in problem.spec.workloads:
@@ -105,17 +115,26 @@ def export_definition(problem: Problem) -> tuple[Definition, list[Trace]]:
             continue
         where = f"workload {w.name}"
         if w.dtype not in dtypes:
-            raise FormatError(toml, f"{where}.dtype", f"is {w.dtype}; the definition's dtype is {dtypes.pop()}",
-                              "FlashInfer-Trace definitions fix their dtypes")
+            raise FormatError(
+                toml,
+                f"{where}.dtype",
+                f"is {w.dtype}; the definition's dtype is {dtypes.pop()}",
+                "FlashInfer-Trace definitions fix their dtypes",
+            )
         for axis, value in definition.const_axes.items():
             if w.axes.get(axis, value) != value:
-                raise FormatError(toml, f"{where}.axes.{axis}", f"is {w.axes[axis]}; the axis is constant ({value})",
-                                  "a definition has one size for a constant axis")
+                raise FormatError(
+                    toml,
+                    f"{where}.axes.{axis}",
+                    f"is {w.axes[axis]}; the axis is constant ({value})",
+                    "a definition has one size for a constant axis",
+                )
         unknown = [a for a in w.axes if a not in definition.axes]
         missing = [a for a in definition.var_axes if a not in w.axes]
         if unknown or missing:
-            raise FormatError(toml, f"{where}.axes", f"unknown axes {unknown}, missing {missing}",
-                              "give the definition's axes")
+            raise FormatError(
+                toml, f"{where}.axes", f"unknown axes {unknown}, missing {missing}", "give the definition's axes"
+            )
         inputs: dict[str, Any] = {
             name: ScalarInput(value=sidecar.scalars[name]) if spec.shape is None else RandomInput()
             for name, spec in definition.inputs.items()
@@ -130,14 +149,18 @@ def _native_workload(problem: Problem, name: str, axes: dict[str, int]) -> Workl
     inputs: dict[str, Any] = {}
     for parameter in inspect.signature(problem.reference).parameters.values():
         if parameter.annotation in (int, float, bool, "int", "float", "bool"):
-            raise UnsupportedFeature(problem.path / REFERENCE_FILE, "scalar inputs of problems not imported from "
-                                     "FlashInfer-Trace", f"input {parameter.name!r}: its value is decided by make_inputs()",
-                                     target="a FlashInfer-Trace workload")
+            raise UnsupportedFeature(
+                problem.path / REFERENCE_FILE,
+                "scalar inputs of problems not imported from FlashInfer-Trace",
+                f"input {parameter.name!r}: its value is decided by make_inputs()",
+                target="a FlashInfer-Trace workload",
+            )
         inputs[parameter.name] = RandomInput()
     return Workload(uuid=name, axes=dict(axes), inputs=inputs)
 
 
 # -- traces ----------------------------------------------------------------------------------
+
 
 def read_evaluations(path: Path | str) -> list[Evaluation]:
     """One Evaluation record (`gpuarena run --json`), or a JSON list of them."""
@@ -147,7 +170,9 @@ def read_evaluations(path: Path | str) -> list[Evaluation]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise FormatError(path, None, f"is not valid JSON: {exc.msg} (line {exc.lineno})", "give `gpuarena run --json`'s output") from None
+        raise FormatError(
+            path, None, f"is not valid JSON: {exc.msg} (line {exc.lineno})", "give `gpuarena run --json`'s output"
+        ) from None
     records = data if isinstance(data, list) else [data]
     out = []
     for index, item in enumerate(records):
@@ -156,8 +181,12 @@ def read_evaluations(path: Path | str) -> list[Evaluation]:
         except pydantic.ValidationError as exc:
             first = exc.errors()[0]
             loc = ".".join(str(x) for x in first["loc"])
-            raise FormatError(path, (f"[{index}]." if isinstance(data, list) else "") + loc, first["msg"],
-                              "give `gpuarena run --json`'s output") from None
+            raise FormatError(
+                path,
+                (f"[{index}]." if isinstance(data, list) else "") + loc,
+                first["msg"],
+                "give `gpuarena run --json`'s output",
+            ) from None
     return out
 
 
@@ -178,8 +207,9 @@ def _ms(timing: Any, statistic: str) -> float:
     return value / 1000.0
 
 
-def _evaluation(record: Evaluation, result: WorkloadResult | None, status: str, reason: str,
-                statistic: str) -> TraceEvaluation:
+def _evaluation(
+    record: Evaluation, result: WorkloadResult | None, status: str, reason: str, statistic: str
+) -> TraceEvaluation:
     mapped = STATUS[status]
     lines = [f"gpuarena {status}" + (f": {reason}" if reason else "")]
     correctness = performance = None
@@ -193,26 +223,40 @@ def _evaluation(record: Evaluation, result: WorkloadResult | None, status: str, 
         correctness = Correctness(
             max_absolute_error=nan if result is None or result.max_abs_error is None else result.max_abs_error,
             max_relative_error=nan if result is None or result.max_rel_error is None else result.max_rel_error,
-            extra=extra)
+            extra=extra,
+        )
     if mapped == "PASSED":
         if result is not None and result.time is not None and result.reference_time is not None:
             latency, reference = _ms(result.time, statistic), _ms(result.reference_time, statistic)
-            performance = Performance(latency_ms=latency, reference_latency_ms=reference,
-                                      speedup_factor=reference / latency if latency > 0 else 0.0)
+            performance = Performance(
+                latency_ms=latency,
+                reference_latency_ms=reference,
+                speedup_factor=reference / latency if latency > 0 else 0.0,
+            )
         else:
             performance = Performance()
             lines.append(f"gpuarena: not timed ({record.mode} mode): the performance figures are 0")
     if record.environment is not None and record.environment.triton_interpret:
         lines.append("gpuarena: TRITON_INTERPRET=1 (Triton ran in the interpreter on the CPU)")
     log = "\n".join(lines) + ("\n" + record.log if record.log else "")
-    return TraceEvaluation(status=mapped, environment=_environment(record),  # type: ignore[arg-type]
-                           timestamp=record.started_at or datetime.now(UTC).isoformat(timespec="seconds"),
-                           log=log, correctness=correctness, performance=performance)
+    return TraceEvaluation(
+        status=mapped,
+        environment=_environment(record),  # type: ignore[arg-type]
+        timestamp=record.started_at or datetime.now(UTC).isoformat(timespec="seconds"),
+        log=log,
+        correctness=correctness,
+        performance=performance,
+    )
 
 
-def traces_from_evaluation(record: Evaluation, problem: Problem, *, solution_name: str | None = None,
-                           definition_name: str | None = None,
-                           statistic: Literal["mean", "median"] = "mean") -> list[Trace]:
+def traces_from_evaluation(
+    record: Evaluation,
+    problem: Problem,
+    *,
+    solution_name: str | None = None,
+    definition_name: str | None = None,
+    statistic: Literal["mean", "median"] = "mean",
+) -> list[Trace]:
     """One Trace per workload the record judged (SKIPPED ones left out; for a run that failed
     before its first workload, one per workload of the problem on the record's device kind)."""
     sidecar = read_problem_sidecar(problem.path)
@@ -226,7 +270,8 @@ def traces_from_evaluation(record: Evaluation, problem: Problem, *, solution_nam
     solution = solution_name or record.solution_name or record.solution_hash[:12]
     kind = "cuda" if record.device.startswith("cuda") else "cpu"
     judged: list[tuple[str, WorkloadResult | None, str, str]] = [
-        (r.name, r, r.status.value, r.reason) for r in record.workloads if r.status.value != "SKIPPED"]
+        (r.name, r, r.status.value, r.reason) for r in record.workloads if r.status.value != "SKIPPED"
+    ]
     if not record.workloads and record.status.value != "PASSED":
         judged = [(w.name, None, record.status.value, record.reason) for w in problem.spec.workloads_for(kind)]
     traces = []
@@ -234,14 +279,23 @@ def traces_from_evaluation(record: Evaluation, problem: Problem, *, solution_nam
         if sidecar is not None and workload_name == sidecar.cpu_smoke:
             continue
         if workload_name not in workloads:
-            raise GpuarenaError(f"the record judged workload {workload_name!r}, which {problem.id} does not have "
-                                "(give the problem the record was made with)")
-        traces.append(Trace(definition=name, workload=workloads[workload_name], solution=solution,
-                            evaluation=_evaluation(record, result, status, reason, statistic)))
+            raise GpuarenaError(
+                f"the record judged workload {workload_name!r}, which {problem.id} does not have "
+                "(give the problem the record was made with)"
+            )
+        traces.append(
+            Trace(
+                definition=name,
+                workload=workloads[workload_name],
+                solution=solution,
+                evaluation=_evaluation(record, result, status, reason, statistic),
+            )
+        )
     return traces
 
 
 # -- solutions -------------------------------------------------------------------------------
+
 
 def _adapter_info(text: str) -> tuple[str, bool] | None:
     lines = text.split("\n")
@@ -252,9 +306,16 @@ def _adapter_info(text: str) -> tuple[str, bool] | None:
     return entry, style == "true"
 
 
-def pack_solution(path: Path | str, *, problem: Problem | None = None, name: str | None = None,
-                  author: str | None = None, definition: str | None = None, description: str | None = None,
-                  target_hardware: list[str] | None = None) -> Solution:
+def pack_solution(
+    path: Path | str,
+    *,
+    problem: Problem | None = None,
+    name: str | None = None,
+    author: str | None = None,
+    definition: str | None = None,
+    description: str | None = None,
+    target_hardware: list[str] | None = None,
+) -> Solution:
     """A gpuarena solution (file, folder or pack) as a FlashInfer Solution. Metadata comes from
     the arguments, else from an imported solution's flashinfer.json, else from the solution and
     problem. The sources are the solution's (but the import's adapter), so the content hash
@@ -264,8 +325,12 @@ def pack_solution(path: Path | str, *, problem: Problem | None = None, name: str
     meta_spec = meta.get("spec", {})
     manifest = solution.manifest
     if manifest.build.extra_cflags or manifest.build.extra_cuda_cflags or manifest.build.extra_ldflags:
-        raise UnsupportedFeature(path, "compiler flags", "its spec has no build flags; remove them from "
-                                 "the build table of solution.toml", target="a FlashInfer-Trace Solution")
+        raise UnsupportedFeature(
+            path,
+            "compiler flags",
+            "its spec has no build flags; remove them from the build table of solution.toml",
+            target="a FlashInfer-Trace Solution",
+        )
     sources = dict(solution.sources)
     adapter = _adapter_info(sources.get(ADAPTER_FILE, ""))
     if adapter is not None:
@@ -285,11 +350,17 @@ def pack_solution(path: Path | str, *, problem: Problem | None = None, name: str
         elif "destination_passing_style" in meta_spec:
             destination = bool(meta_spec["destination_passing_style"])
         else:
-            raise GpuarenaError("give the problem: its convention says whether the solution writes into its "
-                                "outputs (destination_passing_style)")
+            raise GpuarenaError(
+                "give the problem: its convention says whether the solution writes into its "
+                "outputs (destination_passing_style)"
+            )
     sidecar = read_problem_sidecar(problem.path) if problem is not None else None
-    definition_name = (definition or meta.get("definition")
-                       or (sidecar.definition.name if sidecar else None) or (problem.spec.name if problem else None))
+    definition_name = (
+        definition
+        or meta.get("definition")
+        or (sidecar.definition.name if sidecar else None)
+        or (problem.spec.name if problem else None)
+    )
     if not definition_name:
         raise GpuarenaError("give the definition's name (or the problem)")
     language, binding = flashinfer_language(manifest.language, list(sources))
@@ -297,7 +368,9 @@ def pack_solution(path: Path | str, *, problem: Problem | None = None, name: str
         binding = meta_spec.get("binding")  # left out where it was (tvm-ffi is the spec's default)
     spec = BuildSpec(
         language=language,  # type: ignore[arg-type]
-        target_hardware=target_hardware or meta_spec.get("target_hardware") or (["cpu", "cuda"] if language == "python" else ["cuda"]),
+        target_hardware=target_hardware
+        or meta_spec.get("target_hardware")
+        or (["cpu", "cuda"] if language == "python" else ["cuda"]),
         entry_point=entry_point,
         dependencies=meta_spec.get("dependencies", []),
         destination_passing_style=destination,
@@ -305,8 +378,9 @@ def pack_solution(path: Path | str, *, problem: Problem | None = None, name: str
     )
     empty = [n for n, text in sources.items() if not text]
     if empty:
-        raise UnsupportedFeature(path, "empty source files", f"{', '.join(empty)} is empty",
-                                 target="a FlashInfer-Trace Solution")
+        raise UnsupportedFeature(
+            path, "empty source files", f"{', '.join(empty)} is empty", target="a FlashInfer-Trace Solution"
+        )
     return Solution(
         name=name or meta.get("name") or solution.name,
         definition=definition_name,

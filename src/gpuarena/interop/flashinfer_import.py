@@ -57,7 +57,6 @@ class ImportResult:
     """Things worth knowing that are not errors (a CPU workload added, none possible)."""
 
 
-
 def _verify(problem: Problem, definition: Definition) -> None:
     """Run the reference on the smallest CPU workload: its outputs must have the definition's
     shapes and dtypes (the definition and its reference must agree)."""
@@ -78,17 +77,35 @@ def _verify(problem: Problem, definition: Definition) -> None:
     except GpuarenaError:
         raise
     except Exception as exc:  # the reference's own failure, shown as it is
-        raise FormatError(where, "reference", f"running it on workload {workload.name} failed: "
-                          f"{type(exc).__name__}: {exc}", "fix the definition's reference") from None
+        raise FormatError(
+            where,
+            "reference",
+            f"running it on workload {workload.name} failed: {type(exc).__name__}: {exc}",
+            "fix the definition's reference",
+        ) from None
     if len(outs) != len(definition.outputs):
-        raise FormatError(where, "reference", f"run() returned {len(outs)} outputs; the definition has "
-                          f"{len(definition.outputs)} ({', '.join(definition.outputs)})", "fix the definition")
+        raise FormatError(
+            where,
+            "reference",
+            f"run() returned {len(outs)} outputs; the definition has "
+            f"{len(definition.outputs)} ({', '.join(definition.outputs)})",
+            "fix the definition",
+        )
     for (name, spec), out in zip(definition.outputs.items(), outs):
         shape = [workload.axes[a] for a in spec.shape or []]
         if not isinstance(out, torch.Tensor) or list(out.shape) != shape or out.dtype != DTYPES[spec.dtype]:
-            got = f"{list(out.shape)} {str(out.dtype).removeprefix('torch.')}" if isinstance(out, torch.Tensor) else type(out).__name__
-            raise FormatError(where, "reference", f"output {name} of run() on workload {workload.name} is {got}; "
-                              f"the definition says {shape} {spec.dtype}", "fix the definition or its reference")
+            got = (
+                f"{list(out.shape)} {str(out.dtype).removeprefix('torch.')}"
+                if isinstance(out, torch.Tensor)
+                else type(out).__name__
+            )
+            raise FormatError(
+                where,
+                "reference",
+                f"output {name} of run() on workload {workload.name} is {got}; "
+                f"the definition says {shape} {spec.dtype}",
+                "fix the definition or its reference",
+            )
 
 
 def _write_folder(files: dict[str, str], out_dir: Path, force: bool) -> Path:
@@ -112,16 +129,29 @@ def _put_in_place(staging: Path, out_dir: Path) -> Path:
     return out_dir
 
 
-def import_definition(definition_path: Path | str, workloads_path: Path | str, out_dir: Path | str, *,
-                      convention: str = "destination", level: int | None = None, force: bool = False,
-                      verify: bool = True) -> ImportResult:
+def import_definition(
+    definition_path: Path | str,
+    workloads_path: Path | str,
+    out_dir: Path | str,
+    *,
+    convention: str = "destination",
+    level: int | None = None,
+    force: bool = False,
+    verify: bool = True,
+) -> ImportResult:
     """Read a Definition JSON and its workloads JSONL; write the gpuarena problem folder out_dir.
     With verify, the reference runs once on the smallest CPU workload to confirm it returns the
     definition's output shapes and dtypes."""
     definition = read_definition(definition_path)
     workloads = read_workloads(workloads_path, definition=definition.name)
-    files, notes = problem_files(definition, workloads, convention=convention, level=level,
-                                 definition_path=str(definition_path), workloads_path=str(workloads_path))
+    files, notes = problem_files(
+        definition,
+        workloads,
+        convention=convention,
+        level=level,
+        definition_path=str(definition_path),
+        workloads_path=str(workloads_path),
+    )
     out_dir = Path(out_dir)
     staging = _write_folder(files, out_dir, force)
     try:
@@ -140,6 +170,7 @@ def import_definition(definition_path: Path | str, workloads_path: Path | str, o
 
 
 # -- solutions -------------------------------------------------------------------------------
+
 
 def _adapter(solution: Solution, problem: Problem, sidecar: ProblemSidecar | None, where: str) -> str:
     """solve() in the problem's convention, calling the solution's entry point in its own."""
@@ -187,9 +218,12 @@ def _adapter(solution: Solution, problem: Problem, sidecar: ProblemSidecar | Non
         return "\n".join(head + body)
     # the solution writes into given outputs; the problem expects them returned
     if sidecar is None:
-        raise UnsupportedFeature(where, "destination-passing solutions for problems not imported from FlashInfer-Trace",
-                                 "the output shapes come from the definition; import the problem with "
-                                 "`gpuarena import flashinfer` or use a value-returning solution")
+        raise UnsupportedFeature(
+            where,
+            "destination-passing solutions for problems not imported from FlashInfer-Trace",
+            "the output shapes come from the definition; import the problem with "
+            "`gpuarena import flashinfer` or use a value-returning solution",
+        )
     definition = sidecar.definition
     bindings: dict[str, tuple[int, int]] = {}
     for position, spec in enumerate(definition.inputs.values()):
@@ -200,8 +234,11 @@ def _adapter(solution: Solution, problem: Problem, sidecar: ProblemSidecar | Non
     for name, spec in definition.outputs.items():
         unbound = [a for a in spec.shape or [] if a in definition.var_axes and a not in bindings]
         if unbound:
-            raise UnsupportedFeature(where, "outputs with axes no input has",
-                                     f"output {name!r} has axis {unbound[0]!r}, so its size is unknown until run() returns")
+            raise UnsupportedFeature(
+                where,
+                "outputs with axes no input has",
+                f"output {name!r} has axis {unbound[0]!r}, so its size is unknown until run() returns",
+            )
         specs.append((list(spec.shape or []), spec.dtype))
     body = [
         f"_CONST = {definition.const_axes!r}",
@@ -228,32 +265,46 @@ def solution_files(solution: Solution, problem: Problem, where: str = "solution"
     """The files of the gpuarena solution folder for a FlashInfer Solution, for this problem."""
     sidecar = read_problem_sidecar(problem.path)
     if sidecar is not None and solution.definition != sidecar.definition.name:
-        raise FormatError(where, "definition", f"names {solution.definition!r}, but {problem.id} was imported from "
-                          f"{sidecar.definition.name!r}", "import it for the problem of its definition")
+        raise FormatError(
+            where,
+            "definition",
+            f"names {solution.definition!r}, but {problem.id} was imported from {sidecar.definition.name!r}",
+            "import it for the problem of its definition",
+        )
     spec = solution.spec
     language = gpuarena_language(spec.language, spec.binding)
     if language is None:
-        raise UnsupportedFeature(where, f"{spec.language} solutions" + (f" bound with {spec.binding}" if spec.binding else ""),
-                                 "gpuarena builds python, triton, tilelang, cuda (tvm-ffi or torch binding) and cpp "
-                                 "(tvm-ffi) solutions")
+        raise UnsupportedFeature(
+            where,
+            f"{spec.language} solutions" + (f" bound with {spec.binding}" if spec.binding else ""),
+            "gpuarena builds python, triton, tilelang, cuda (tvm-ffi or torch binding) and cpp (tvm-ffi) solutions",
+        )
     compiled = language in COMPILED_LANGUAGES
     if not compiled and not spec.entry_file.endswith(".py"):
-        raise FormatError(where, "spec.entry_point", f"names {spec.entry_file!r}, not a .py file",
-                          "a python, triton or tilelang entry point is a function in a .py file")
+        raise FormatError(
+            where,
+            "spec.entry_point",
+            f"names {spec.entry_file!r}, not a .py file",
+            "a python, triton or tilelang entry point is a function in a .py file",
+        )
     for source in solution.sources:
         if why := unsafe_source_name(source.path):
             raise FormatError(where, "sources", f"path {source.path!r} {why}", "rename the file")
         if source.path in (MANIFEST_FILE, SIDECAR, ADAPTER_FILE):
-            raise FormatError(where, "sources", f"path {source.path!r} is a name gpuarena's solution folder uses",
-                              "rename the file")
+            raise FormatError(
+                where, "sources", f"path {source.path!r} is a name gpuarena's solution folder uses", "rename the file"
+            )
     destination = problem.spec.convention == "destination"
     files = {s.path: s.content for s in solution.sources}
     if spec.destination_passing_style == destination:
         entry = spec.entry_function if compiled else f"{spec.entry_file}:{spec.entry_function}"
     elif compiled:
-        raise UnsupportedFeature(where, "C++/CUDA solutions in the other calling convention than the problem's",
-                                 f"the solution is {'destination-passing' if spec.destination_passing_style else 'value-returning'}, "
-                                 f"the problem's convention is {problem.spec.convention}")
+        raise UnsupportedFeature(
+            where,
+            "C++/CUDA solutions in the other calling convention than the problem's",
+            f"the solution is {'destination-passing' if spec.destination_passing_style else 'value-returning'}, "
+            f"the problem's convention is {problem.spec.convention}",
+        )
     else:
         files[ADAPTER_FILE] = _adapter(solution, problem, sidecar, where)
         entry = f"{ADAPTER_FILE}:solve"
@@ -267,8 +318,7 @@ def solution_files(solution: Solution, problem: Problem, where: str = "solution"
     return {**files, MANIFEST_FILE: "\n".join(manifest) + "\n", SIDECAR: meta.model_dump_json(indent=2) + "\n"}
 
 
-def import_solution(solution_path: Path | str, problem: Problem, out_dir: Path | str, *,
-                    force: bool = False) -> Path:
+def import_solution(solution_path: Path | str, problem: Problem, out_dir: Path | str, *, force: bool = False) -> Path:
     """Read a FlashInfer Solution JSON; write a gpuarena solution folder that `gpuarena run`
     accepts for this problem."""
     solution = read_solution(solution_path)

@@ -35,36 +35,59 @@ _GLUE_NAMES = ("reference", "make_inputs")
 
 # -- checks ----------------------------------------------------------------------------------
 
+
 def _identifier(name: str, what: str, where: str) -> None:
     if not name.isidentifier() or keyword.iskeyword(name) or name == "run" or name.startswith("_gpuarena"):
-        raise UnsupportedFeature(where, f"{what} names that are not Python parameter names",
-                                 f"{what} {name!r}: gpuarena passes inputs and outputs as parameters of solve()")
+        raise UnsupportedFeature(
+            where,
+            f"{what} names that are not Python parameter names",
+            f"{what} {name!r}: gpuarena passes inputs and outputs as parameters of solve()",
+        )
 
 
 def _run_arity(definition: Definition, where: str) -> None:
     module = ast.parse(definition.reference)
     for node in module.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in _GLUE_NAMES:
-            raise UnsupportedFeature(where, "a reference that defines its own reference() or make_inputs()",
-                                     f"the reference defines {node.name}, which the gpuarena glue needs")
+            raise UnsupportedFeature(
+                where,
+                "a reference that defines its own reference() or make_inputs()",
+                f"the reference defines {node.name}, which the gpuarena glue needs",
+            )
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in _GLUE_NAMES for t in node.targets):
-            raise UnsupportedFeature(where, "a reference that defines its own reference() or make_inputs()",
-                                     "the reference assigns one of those names")
+            raise UnsupportedFeature(
+                where,
+                "a reference that defines its own reference() or make_inputs()",
+                "the reference assigns one of those names",
+            )
     run = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "run")
     positional = len(run.args.posonlyargs) + len(run.args.args)
     required = positional - len(run.args.defaults)
     count = len(definition.inputs)
     if count < required or (count > positional and run.args.vararg is None):
-        raise FormatError(where, "reference", f"run() takes {required} to {positional} positional arguments, "
-                          f"but the definition has {count} inputs ({', '.join(definition.inputs)})",
-                          "make run() take the inputs in the order of `inputs`")
+        raise FormatError(
+            where,
+            "reference",
+            f"run() takes {required} to {positional} positional arguments, "
+            f"but the definition has {count} inputs ({', '.join(definition.inputs)})",
+            "make run() take the inputs in the order of `inputs`",
+        )
 
 
 _OPS: dict[type, Any] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-    ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
 }
 _CALLS = {"min": min, "max": max, "abs": abs}
 
@@ -100,8 +123,12 @@ def evaluate_constraint(text: str, sizes: dict[str, int]) -> bool:
                     return False
                 left = right
             return True
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS
-                and not node.keywords):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _CALLS
+            and not node.keywords
+        ):
             return _CALLS[node.func.id](*(walk(a) for a in node.args))
         raise ValueError(f"uses {type(node).__name__}")
 
@@ -109,8 +136,11 @@ def evaluate_constraint(text: str, sizes: dict[str, int]) -> bool:
 
 
 def _elements(definition: Definition, sizes: dict[str, int]) -> int:
-    return sum(math.prod(sizes[a] for a in spec.shape)
-               for spec in (*definition.inputs.values(), *definition.outputs.values()) if spec.shape is not None)
+    return sum(
+        math.prod(sizes[a] for a in spec.shape)
+        for spec in (*definition.inputs.values(), *definition.outputs.values())
+        if spec.shape is not None
+    )
 
 
 @dataclass
@@ -129,17 +159,26 @@ def _check_definition(definition: Definition, where: str) -> str:
         for name, spec in tensors.items():
             _identifier(name, kind, where)
             if spec.shape is not None and spec.dtype not in DTYPES:
-                raise UnsupportedFeature(where, f"the dtype {spec.dtype}",
-                                         f"{kind} {name!r} is {spec.dtype}; gpuarena's dtypes are {', '.join(DTYPES)}")
+                raise UnsupportedFeature(
+                    where,
+                    f"the dtype {spec.dtype}",
+                    f"{kind} {name!r} is {spec.dtype}; gpuarena's dtypes are {', '.join(DTYPES)}",
+                )
     for name, spec in definition.outputs.items():
         if spec.shape is None:
-            raise UnsupportedFeature(where, "scalar (non-tensor) outputs",
-                                     f"output {name!r} has shape null; gpuarena compares tensor outputs only")
+            raise UnsupportedFeature(
+                where,
+                "scalar (non-tensor) outputs",
+                f"output {name!r} has shape null; gpuarena compares tensor outputs only",
+            )
     dtypes = sorted({spec.dtype for spec in definition.outputs.values()})
     if len(dtypes) != 1:
-        raise UnsupportedFeature(where, "outputs of different dtypes",
-                                 f"outputs are {', '.join(f'{n}: {s.dtype}' for n, s in definition.outputs.items())}; "
-                                 "a gpuarena workload has one dtype, which chooses one tolerance for every output")
+        raise UnsupportedFeature(
+            where,
+            "outputs of different dtypes",
+            f"outputs are {', '.join(f'{n}: {s.dtype}' for n, s in definition.outputs.items())}; "
+            "a gpuarena workload has one dtype, which chooses one tolerance for every output",
+        )
     _run_arity(definition, where)
     return dtypes[0]
 
@@ -155,55 +194,91 @@ def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_whe
         w = entry.workload
         where = f"{wl_where}, workload {index} (uuid {w.uuid})"
         if entry.definition != definition.name:
-            raise FormatError(where, "definition", f"names {entry.definition!r}, not {definition.name!r}",
-                              "give the workloads of this definition")
+            raise FormatError(
+                where,
+                "definition",
+                f"names {entry.definition!r}, not {definition.name!r}",
+                "give the workloads of this definition",
+            )
         if not _NAME.match(w.uuid):
-            raise UnsupportedFeature(where, "workload uuids with characters other than letters, digits, '_', '.', '-'",
-                                     f"uuid {w.uuid!r} becomes the gpuarena workload's name")
+            raise UnsupportedFeature(
+                where,
+                "workload uuids with characters other than letters, digits, '_', '.', '-'",
+                f"uuid {w.uuid!r} becomes the gpuarena workload's name",
+            )
         if w.uuid in seen:
             raise FormatError(where, "workload.uuid", f"{w.uuid!r} is used by an earlier workload", "make uuids unique")
         seen.add(w.uuid)
         missing = [a for a in var if a not in w.axes]
         extra = [a for a in w.axes if a not in var]
         if missing:
-            raise FormatError(where, "workload.axes", f"gives no size for variable axis {', '.join(missing)}",
-                              "give every variable axis a size")
+            raise FormatError(
+                where,
+                "workload.axes",
+                f"gives no size for variable axis {', '.join(missing)}",
+                "give every variable axis a size",
+            )
         if extra:
             what = "constant" if all(a in const for a in extra) else "unknown"
-            raise FormatError(where, "workload.axes", f"gives a size for {what} axis {', '.join(extra)}",
-                              "give sizes for the definition's variable axes only")
+            raise FormatError(
+                where,
+                "workload.axes",
+                f"gives a size for {what} axis {', '.join(extra)}",
+                "give sizes for the definition's variable axes only",
+            )
         if set(w.inputs) != set(definition.inputs):
-            raise FormatError(where, "workload.inputs",
-                              f"names {', '.join(w.inputs) or 'no inputs'}; the definition's are {', '.join(definition.inputs)}",
-                              "describe every input, and no other")
+            raise FormatError(
+                where,
+                "workload.inputs",
+                f"names {', '.join(w.inputs) or 'no inputs'}; the definition's are {', '.join(definition.inputs)}",
+                "describe every input, and no other",
+            )
         for name, spec in definition.inputs.items():
             source = w.inputs[name]
             if isinstance(source, SafetensorsInput):
-                raise UnsupportedFeature(where, "inputs loaded from safetensors files",
-                                         f"input {name!r} comes from {source.path} (key {source.tensor_key!r}); "
-                                         "a gpuarena problem draws its inputs in make_inputs()")
+                raise UnsupportedFeature(
+                    where,
+                    "inputs loaded from safetensors files",
+                    f"input {name!r} comes from {source.path} (key {source.tensor_key!r}); "
+                    "a gpuarena problem draws its inputs in make_inputs()",
+                )
             if spec.shape is None:
                 if not isinstance(source, ScalarInput):
-                    raise UnsupportedFeature(where, "random values for scalar inputs",
-                                             f"scalar input {name!r} is {source.type}")
+                    raise UnsupportedFeature(
+                        where, "random values for scalar inputs", f"scalar input {name!r} is {source.type}"
+                    )
                 if name in scalars and (scalars[name] != source.value or type(scalars[name]) is not type(source.value)):
-                    raise UnsupportedFeature(where, "scalar inputs whose value differs between workloads",
-                                             f"input {name!r} is {source.value!r} here and {scalars[name]!r} in an "
-                                             "earlier workload; make_inputs() knows a workload by its axes and dtype only")
+                    raise UnsupportedFeature(
+                        where,
+                        "scalar inputs whose value differs between workloads",
+                        f"input {name!r} is {source.value!r} here and {scalars[name]!r} in an "
+                        "earlier workload; make_inputs() knows a workload by its axes and dtype only",
+                    )
                 scalars[name] = source.value
             elif isinstance(source, ScalarInput):
-                raise FormatError(where, f"workload.inputs.{name}", "is a scalar, but the definition declares a tensor",
-                                  "use {\"type\": \"random\"}")
+                raise FormatError(
+                    where,
+                    f"workload.inputs.{name}",
+                    "is a scalar, but the definition declares a tensor",
+                    'use {"type": "random"}',
+                )
         sizes = {**const, **{a: w.axes[a] for a in var}}
         for text in definition.constraints:
             try:
                 ok = evaluate_constraint(text, sizes)
             except (ValueError, ArithmeticError, TypeError) as exc:
-                raise UnsupportedFeature(def_where, "constraints beyond arithmetic, comparisons and min/max/abs",
-                                         f"constraint {text!r}: {exc}") from None
+                raise UnsupportedFeature(
+                    def_where,
+                    "constraints beyond arithmetic, comparisons and min/max/abs",
+                    f"constraint {text!r}: {exc}",
+                ) from None
             if not ok:
-                raise FormatError(where, "workload.axes", f"violate the constraint {text!r}",
-                                  "give axis sizes that satisfy the definition's constraints")
+                raise FormatError(
+                    where,
+                    "workload.axes",
+                    f"violate the constraint {text!r}",
+                    "give axis sizes that satisfy the definition's constraints",
+                )
         devices = ["cpu", "cuda"] if _elements(definition, sizes) <= CPU_MAX_ELEMENTS else ["cuda"]
         ordered = {a: sizes[a] for a in definition.axes}
         rows.append((w.uuid, ordered, devices))
@@ -221,8 +296,10 @@ def _add_cpu_smoke(definition: Definition, plan: _Plan) -> None:
     while _elements(definition, sizes) > CPU_MAX_ELEMENTS:
         largest = max(var, key=lambda a: sizes[a], default=None)
         if largest is None or sizes[largest] <= 1:
-            plan.notes.append(f"no workload fits the CPU (at most {CPU_MAX_ELEMENTS} elements) and the constant axes "
-                              "alone exceed that: `gpuarena check` needs a CPU workload; add one to problem.toml")
+            plan.notes.append(
+                f"no workload fits the CPU (at most {CPU_MAX_ELEMENTS} elements) and the constant axes "
+                "alone exceed that: `gpuarena check` needs a CPU workload; add one to problem.toml"
+            )
             return
         sizes[largest] = (sizes[largest] + 1) // 2
     try:
@@ -231,16 +308,21 @@ def _add_cpu_smoke(definition: Definition, plan: _Plan) -> None:
         ok = False
     name = CPU_SMOKE if CPU_SMOKE not in {row[0] for row in plan.workloads} else f"{CPU_SMOKE}-gpuarena"
     if not ok:
-        plan.notes.append("no workload fits the CPU and a smaller one would break the constraints: `gpuarena check` "
-                          "needs a CPU workload; add one to problem.toml")
+        plan.notes.append(
+            "no workload fits the CPU and a smaller one would break the constraints: `gpuarena check` "
+            "needs a CPU workload; add one to problem.toml"
+        )
         return
     plan.workloads.append((name, sizes, ["cpu"]))
     plan.cpu_smoke = name
-    plan.notes.append(f"no workload fits the CPU: added {name} ({', '.join(f'{a}={v}' for a, v in sizes.items())}), "
-                      "CPU only, gpuarena's alone (flashinfer.json marks it; it is never exported)")
+    plan.notes.append(
+        f"no workload fits the CPU: added {name} ({', '.join(f'{a}={v}' for a, v in sizes.items())}), "
+        "CPU only, gpuarena's alone (flashinfer.json marks it; it is never exported)"
+    )
 
 
 # -- writing the problem -----------------------------------------------------------------------
+
 
 def _toml_str(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
@@ -261,8 +343,9 @@ def problem_name(definition_name: str) -> str:
 
 
 def _problem_toml(definition: Definition, plan: _Plan, convention: str, level: int) -> str:
-    summary = (definition.description or "").strip().split("\n")[0] or \
-        f"FlashInfer-Trace definition {definition.name} ({definition.op_type})."
+    summary = (definition.description or "").strip().split("\n")[
+        0
+    ] or f"FlashInfer-Trace definition {definition.name} ({definition.op_type})."
     models = [t.split(":", 1)[1].strip() for t in definition.tags if t.startswith("model:")]
     tags = list(dict.fromkeys(["flashinfer", definition.op_type, *definition.tags]))
     lines = [
@@ -283,8 +366,15 @@ def _problem_toml(definition: Definition, plan: _Plan, convention: str, level: i
     ]
     for name, sizes, devices in plan.workloads:
         axes = ", ".join(f"{_toml_key(a)} = {v}" for a, v in sizes.items())
-        lines += ["", "[[workloads]]", f"name = {_toml_str(name)}", f"axes = {{ {axes} }}",
-                  f"dtype = {_toml_str(plan.dtype)}", "weight = 1.0", f"devices = {_toml_list(devices)}"]
+        lines += [
+            "",
+            "[[workloads]]",
+            f"name = {_toml_str(name)}",
+            f"axes = {{ {axes} }}",
+            f"dtype = {_toml_str(plan.dtype)}",
+            "weight = 1.0",
+            f"devices = {_toml_list(devices)}",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -357,9 +447,16 @@ def _readme(definition: Definition, plan: _Plan) -> str:
     def shape(spec: Any) -> str:
         return "scalar" if spec.shape is None else "[" + ", ".join(spec.shape) + "]"
 
-    rows = [f"# {definition.name}", "", definition.description or f"A `{definition.op_type}` operator.", "",
-            f"Imported from the FlashInfer-Trace definition `{definition.name}` (op_type `{definition.op_type}`).", "",
-            "| axis | kind | size |", "| --- | --- | --- |"]
+    rows = [
+        f"# {definition.name}",
+        "",
+        definition.description or f"A `{definition.op_type}` operator.",
+        "",
+        f"Imported from the FlashInfer-Trace definition `{definition.name}` (op_type `{definition.op_type}`).",
+        "",
+        "| axis | kind | size |",
+        "| --- | --- | --- |",
+    ]
     for name, axis in definition.axes.items():
         rows.append(f"| {name} | {axis.type} | {getattr(axis, 'value', 'per workload')} |")
     rows += ["", "| tensor | role | shape | dtype |", "| --- | --- | --- | --- |"]
@@ -372,9 +469,15 @@ def _readme(definition: Definition, plan: _Plan) -> str:
     return "\n".join(rows) + "\n"
 
 
-def problem_files(definition: Definition, workloads: list[Trace], *, convention: str = "destination",
-                  level: int | None = None, definition_path: str = "definition",
-                  workloads_path: str = "workloads") -> tuple[dict[str, str], list[str]]:
+def problem_files(
+    definition: Definition,
+    workloads: list[Trace],
+    *,
+    convention: str = "destination",
+    level: int | None = None,
+    definition_path: str = "definition",
+    workloads_path: str = "workloads",
+) -> tuple[dict[str, str], list[str]]:
     """The files of the gpuarena problem for a definition and its workloads, and notes."""
     if convention not in ("destination", "return"):
         raise GpuarenaError(f"convention must be destination or return, not {convention!r}")

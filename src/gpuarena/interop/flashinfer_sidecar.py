@@ -20,7 +20,9 @@ SOLUTION_FORMAT = "gpuarena.flashinfer-solution/1"
 REFERENCE_HEADER = "# gpuarena: the FlashInfer-Trace definition's reference, verbatim, down to the marker line below."
 REFERENCE_END = "# ---- gpuarena: end of the FlashInfer-Trace reference ----"
 ADAPTER_FILE = "flashinfer_adapter.py"
-ADAPTER_HEADER = "# gpuarena: adapter written by `gpuarena import flashinfer-solution`; not part of the FlashInfer solution."
+ADAPTER_HEADER = (
+    "# gpuarena: adapter written by `gpuarena import flashinfer-solution`; not part of the FlashInfer solution."
+)
 LANGUAGES = {"python": "pytorch", "triton": "triton", "cuda": "cuda", "tilelang": "tilelang"}
 """FlashInfer solution language -> gpuarena solution language (C++/CUDA bound with torch)."""
 
@@ -41,8 +43,12 @@ def flashinfer_language(language: str, sources: list[str]) -> tuple[str, str | N
     for flashinfer, ours in LANGUAGES.items():
         if ours == language:
             return flashinfer, "torch" if language == "cuda" else None
-    raise UnsupportedFeature("solution", f"{language} solutions", "FlashInfer-Trace has no such language",
-                             target="a FlashInfer-Trace Solution")
+    raise UnsupportedFeature(
+        "solution",
+        f"{language} solutions",
+        "FlashInfer-Trace has no such language",
+        target="a FlashInfer-Trace Solution",
+    )
 
 
 class UnsupportedFeature(GpuarenaError):
@@ -79,6 +85,7 @@ class SolutionSidecar(BaseModel):
 
 # -- reading an imported problem -------------------------------------------------------------
 
+
 def read_problem_sidecar(folder: Path | str) -> ProblemSidecar | None:
     """The sidecar of a problem imported from FlashInfer-Trace; None for any other problem."""
     path = Path(folder) / SIDECAR
@@ -88,18 +95,25 @@ def read_problem_sidecar(folder: Path | str) -> ProblemSidecar | None:
         return ProblemSidecar.model_validate_json(path.read_text(encoding="utf-8"))
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
-        raise FormatError(path, field_path(first["loc"]) or None, str(first["msg"]).removeprefix("Value error, "),
-                          "import the definition again with `gpuarena import flashinfer`") from None
+        raise FormatError(
+            path,
+            field_path(first["loc"]) or None,
+            str(first["msg"]).removeprefix("Value error, "),
+            "import the definition again with `gpuarena import flashinfer`",
+        ) from None
 
 
 def reference_block(reference_source: str, where: Path | str) -> str:
     """The verbatim FlashInfer reference at the top of an imported problem's reference.py."""
     lines = reference_source.split("\n")
     if not lines or lines[0] != REFERENCE_HEADER or REFERENCE_END not in lines:
-        raise FormatError(where, None, "is not the reference.py of an imported FlashInfer-Trace definition",
-                          "import the definition again with `gpuarena import flashinfer`")
-    return "\n".join(lines[1:lines.index(REFERENCE_END)])
-
+        raise FormatError(
+            where,
+            None,
+            "is not the reference.py of an imported FlashInfer-Trace definition",
+            "import the definition again with `gpuarena import flashinfer`",
+        )
+    return "\n".join(lines[1 : lines.index(REFERENCE_END)])
 
 
 def read_solution_sidecar(folder: Path | str) -> dict[str, Any] | None:
@@ -111,5 +125,9 @@ def read_solution_sidecar(folder: Path | str) -> dict[str, Any] | None:
         return SolutionSidecar.model_validate_json(path.read_text(encoding="utf-8")).solution
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
-        raise FormatError(path, field_path(first["loc"]) or None, str(first["msg"]),
-                          "import the solution again with `gpuarena import flashinfer-solution`") from None
+        raise FormatError(
+            path,
+            field_path(first["loc"]) or None,
+            str(first["msg"]),
+            "import the solution again with `gpuarena import flashinfer-solution`",
+        ) from None

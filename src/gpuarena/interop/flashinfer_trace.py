@@ -36,8 +36,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serial
 from gpuarena.errors import FormatError
 
 DTypeName = Literal[
-    "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1",
-    "int64", "int32", "int16", "int8", "bool",
+    "float32",
+    "float16",
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float4_e2m1",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "bool",
 ]
 """Element types a FlashInfer-Trace tensor may have."""
 
@@ -62,6 +71,7 @@ class _Model(BaseModel):
 
 
 # -- Definition ------------------------------------------------------------------------------
+
 
 class AxisConst(_Model):
     """An axis whose size is fixed by the definition (e.g. the hidden size)."""
@@ -137,8 +147,9 @@ class Definition(_Model):
             for name, spec in tensors.items():
                 for axis in spec.shape or []:
                     if axis not in self.axes:
-                        raise ValueError(f"{kind} {name!r} has axis {axis!r}, which is not among the axes "
-                                         f"({', '.join(self.axes)})")
+                        raise ValueError(
+                            f"{kind} {name!r} has axis {axis!r}, which is not among the axes ({', '.join(self.axes)})"
+                        )
         return self
 
     @property
@@ -151,6 +162,7 @@ class Definition(_Model):
 
 
 # -- Workload --------------------------------------------------------------------------------
+
 
 class RandomInput(_Model):
     """Fill the input with random data of its declared shape and dtype."""
@@ -269,7 +281,9 @@ class Solution(_Model):
         if repeated:
             raise ValueError(f"source paths repeated: {', '.join(repeated)}")
         if self.spec.entry_file not in paths:
-            raise ValueError(f"the entry point's file {self.spec.entry_file!r} is not among the sources ({', '.join(paths)})")
+            raise ValueError(
+                f"the entry point's file {self.spec.entry_file!r} is not among the sources ({', '.join(paths)})"
+            )
         return self
 
     @property
@@ -286,8 +300,9 @@ def sources_hash(sources: Mapping[str, str]) -> str:
 
 # -- Trace -----------------------------------------------------------------------------------
 
-Status = Literal["PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE",
-                 "RUNTIME_ERROR", "COMPILE_ERROR", "TIMEOUT"]
+Status = Literal[
+    "PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE", "RUNTIME_ERROR", "COMPILE_ERROR", "TIMEOUT"
+]
 
 
 class Correctness(_Model):
@@ -345,9 +360,13 @@ class TraceEvaluation(_Model):
         wants_correctness = self.status in ("PASSED", "INCORRECT_NUMERICAL")
         wants_performance = self.status == "PASSED"
         if wants_correctness != (self.correctness is not None):
-            raise ValueError(f"correctness must be {'given' if wants_correctness else 'null'} when status is {self.status}")
+            raise ValueError(
+                f"correctness must be {'given' if wants_correctness else 'null'} when status is {self.status}"
+            )
         if wants_performance != (self.performance is not None):
-            raise ValueError(f"performance must be {'given' if wants_performance else 'null'} when status is {self.status}")
+            raise ValueError(
+                f"performance must be {'given' if wants_performance else 'null'} when status is {self.status}"
+            )
         return self
 
 
@@ -406,8 +425,9 @@ def _json(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FormatError(where, None, f"is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                          "fix the syntax there") from None
+        raise FormatError(
+            where, None, f"is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", "fix the syntax there"
+        ) from None
 
 
 def _read(path: Path | str) -> str:
@@ -458,14 +478,22 @@ def read_workloads(path: Path | str, definition: str | None = None) -> list[Trac
     for where, data in _lines(path):
         if isinstance(data, dict) and "workload" not in data and "uuid" in data:
             if definition is None:
-                raise FormatError(where, "definition", "a bare workload names no definition",
-                                  "write the line as {\"definition\": NAME, \"workload\": {...}}")
+                raise FormatError(
+                    where,
+                    "definition",
+                    "a bare workload names no definition",
+                    'write the line as {"definition": NAME, "workload": {...}}',
+                )
             entry = Trace(definition=definition, workload=_validate(Workload, data, where, "workload"))
         else:
             entry = _validate(Trace, data, where)
         if not entry.is_workload_only:
-            raise FormatError(where, "solution" if entry.solution is not None else "evaluation",
-                              "a workloads file holds workloads only", "set solution and evaluation to null")
+            raise FormatError(
+                where,
+                "solution" if entry.solution is not None else "evaluation",
+                "a workloads file holds workloads only",
+                "set solution and evaluation to null",
+            )
         entries.append(entry)
     if not entries:
         raise FormatError(path, None, "holds no workloads", "write one Trace with a workload per line")
@@ -480,8 +508,12 @@ def to_json(model: BaseModel, indent: int | None = 2) -> str:
 def trace_line(trace: Trace) -> str:
     """One JSONL line; solution and evaluation are written (null in a workloads file)."""
     data = json.loads(trace.model_dump_json())
-    ordered = {"definition": data["definition"], "solution": data.get("solution"),
-               "workload": data["workload"], "evaluation": data.get("evaluation")}
+    ordered = {
+        "definition": data["definition"],
+        "solution": data.get("solution"),
+        "workload": data["workload"],
+        "evaluation": data.get("evaluation"),
+    }
     return json.dumps(ordered, separators=(", ", ": "), ensure_ascii=False)
 
 

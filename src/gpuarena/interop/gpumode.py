@@ -112,18 +112,43 @@ from gpuarena.interop.outcome import Outcome
 # The public names, importable from here as before the split: reading the task folder lives in
 # gpumode_task.py, probing its data in gpumode_probe.py, writing the problem in gpumode_write.py.
 __all__ = [
-    "CHECK_GLUE", "CPU_MAX_ELEMENTS", "GPUMODE_DEFAULT", "GPU_MODE_UTILS", "SEED_BOUND", "TEST_WEIGHT", "Case",
-    "GpuModeError", "Rule", "Task", "checking_rule", "find_buffers", "gpumode_folders", "import_folder",
-    "import_folders", "load_namespace", "problem_name", "read_task", "read_task_yml",
+    "CHECK_GLUE",
+    "CPU_MAX_ELEMENTS",
+    "GPUMODE_DEFAULT",
+    "GPU_MODE_UTILS",
+    "SEED_BOUND",
+    "TEST_WEIGHT",
+    "Case",
+    "GpuModeError",
+    "Rule",
+    "Task",
+    "checking_rule",
+    "find_buffers",
+    "gpumode_folders",
+    "import_folder",
+    "import_folders",
+    "load_namespace",
+    "problem_name",
+    "read_task",
+    "read_task_yml",
 ]
 
 CPU_MAX_ELEMENTS = 1 << 22
 """A workload whose data and outputs hold at most this many elements runs on the CPU."""
 
 
-def import_folder(folder: Path | str, out_root: Path | str, *, level: int = 1, atol: float | None = None,
-                  rtol: float | None = None, exact: bool = False, force: bool = False,
-                  keep_failing: bool = False, check_device: str = "cpu") -> Outcome:
+def import_folder(
+    folder: Path | str,
+    out_root: Path | str,
+    *,
+    level: int = 1,
+    atol: float | None = None,
+    rtol: float | None = None,
+    exact: bool = False,
+    force: bool = False,
+    keep_failing: bool = False,
+    check_device: str = "cpu",
+) -> Outcome:
     """One GPU MODE problem folder as the problem folder OUT_ROOT/levelN/NAME, checked with
     `gpuarena check` first. Never raises for the folder's own faults: the Outcome says them."""
     folder = Path(folder)
@@ -133,8 +158,17 @@ def import_folder(folder: Path | str, out_root: Path | str, *, level: int = 1, a
         return Outcome(folder, "error", messages=[str(exc)])
 
 
-def _import_folder(folder: Path, out_root: Path, level: int, atol: float | None, rtol: float | None, exact: bool,
-                   force: bool, keep_failing: bool, check_device: str) -> Outcome:
+def _import_folder(
+    folder: Path,
+    out_root: Path,
+    level: int,
+    atol: float | None,
+    rtol: float | None,
+    exact: bool,
+    force: bool,
+    keep_failing: bool,
+    check_device: str,
+) -> Outcome:
     import torch
 
     from gpuarena.problems.check import check_problem
@@ -146,9 +180,13 @@ def _import_folder(folder: Path, out_root: Path, level: int, atol: float | None,
     if exact or atol is not None or rtol is not None:
         if exact and (atol or rtol):
             raise GpuModeError(folder, "--exact with a non-zero --atol or --rtol")
-        rule = Rule(atol or 0.0, rtol or 0.0, exact or not (atol or rtol),
-                    f"atol={atol or 0:g}, rtol={rtol or 0:g} given to the importer, judged by closeness to "
-                    "ref_kernel's output in place of the task's check_implementation")
+        rule = Rule(
+            atol or 0.0,
+            rtol or 0.0,
+            exact or not (atol or rtol),
+            f"atol={atol or 0:g}, rtol={rtol or 0:g} given to the importer, judged by closeness to "
+            "ref_kernel's output in place of the task's check_implementation",
+        )
         how = checking_rule(task.sources["reference.py"], reference).how + "; overridden: " + rule.how
     else:
         rule = checking_rule(task.sources["reference.py"], reference)
@@ -189,8 +227,11 @@ def _import_folder(folder: Path, out_root: Path, level: int, atol: float | None,
             buffers = find_buffers(task, case, data, rt)
             ok, message = _verdict(task.namespace["check_implementation"](_clone(data), _clone(out)))
             if not ok:
-                raise GpuModeError(reference, f"check_implementation rejects ref_kernel's own output on {case.name} "
-                                   f"(seed {case.seed}): {message.strip()[:300]}")
+                raise GpuModeError(
+                    reference,
+                    f"check_implementation rejects ref_kernel's own output on {case.name} "
+                    f"(seed {case.seed}): {message.strip()[:300]}",
+                )
             if spec == ("t",) and bool(out.any()):
                 try:
                     accepted, _ = _verdict(task.namespace["check_implementation"](_clone(data), torch.zeros_like(out)))
@@ -199,17 +240,27 @@ def _import_folder(folder: Path, out_root: Path, level: int, atol: float | None,
                 if accepted:
                     notes.append(f"check_implementation accepts zeros on {case.name}; gpuarena check decides")
         elif case_spec != spec:
-            raise GpuModeError(reference, f"ref_kernel returns {case_spec} on {case.name} but {spec} on the first "
-                               "entry; gpuarena needs the same outputs for every workload")
+            raise GpuModeError(
+                reference,
+                f"ref_kernel returns {case_spec} on {case.name} but {spec} on the first "
+                "entry; gpuarena needs the same outputs for every workload",
+            )
         if len(tensors) != (layout_tensors if layout_tensors is not None else len(tensors)) or (
-                first_layout is not None and _shape_of(layout) != _shape_of(first_layout)):
-            raise GpuModeError(reference, f"generate_input's data on {case.name} is laid out unlike on the first entry; "
-                               "gpuarena needs the same structure in every workload")
+            first_layout is not None and _shape_of(layout) != _shape_of(first_layout)
+        ):
+            raise GpuModeError(
+                reference,
+                f"generate_input's data on {case.name} is laid out unlike on the first entry; "
+                "gpuarena needs the same structure in every workload",
+            )
         layout_tensors = len(tensors)
         probes[index] = (elements, tensors)
     if spec is None or buffers is None or first_layout is None:
-        raise GpuModeError(reference, "no entry of tests or benchmarks could be run here: " + "; ".join(notes),
-                           "import on a machine with a GPU (--check-device cuda)")
+        raise GpuModeError(
+            reference,
+            "no entry of tests or benchmarks could be run here: " + "; ".join(notes),
+            "import on a machine with a GPU (--check-device cuda)",
+        )
     _, stored = rt["flatten"](first[0], buffers)
     names = _input_names(task, stored)
     n_outputs = len(rt["outputs"](first[1], spec, device))
@@ -237,8 +288,10 @@ def _import_folder(folder: Path, out_root: Path, level: int, atol: float | None,
         "gpumode/utils.py": task.sources["utils.py"],
     }
     if task.utils_from == "gpuarena":
-        notes.append("no utils.py beside the task or named in task.yml: gpumode/utils.py is gpuarena's copy of GPU "
-                     "MODE's checking helpers")
+        notes.append(
+            "no utils.py beside the task or named in task.yml: gpumode/utils.py is gpuarena's copy of GPU "
+            "MODE's checking helpers"
+        )
     out_dir = out_root / f"level{level}" / name
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         raise GpuModeError(folder, f"{out_dir} exists and is not empty", "--force replaces it")
@@ -251,8 +304,13 @@ def _import_folder(folder: Path, out_root: Path, level: int, atol: float | None,
     finally:
         sys.modules.pop(f"gpuarena_reference_{abs(hash(str(staging.resolve() / 'reference.py')))}", None)
     findings = [m.replace(str(staging), str(out_dir)).replace(staging.name, name) for m in report.errors]
-    outcome = Outcome(folder, "imported" if report.ok else "failed-check", problem_id=f"level{level}/{name}",
-                      messages=notes + findings, workloads=[w[0].name for w in workloads])
+    outcome = Outcome(
+        folder,
+        "imported" if report.ok else "failed-check",
+        problem_id=f"level{level}/{name}",
+        messages=notes + findings,
+        workloads=[w[0].name for w in workloads],
+    )
     if report.ok or keep_failing:
         if out_dir.exists():
             shutil.rmtree(out_dir)

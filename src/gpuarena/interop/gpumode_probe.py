@@ -18,6 +18,7 @@ _FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 # -- probing the data ---------------------------------------------------------------------------
 
+
 def _runtime() -> dict[str, Any]:
     namespace: dict[str, Any] = {}
     exec(compile(RUNTIME, "gpumode_runtime", "exec"), namespace)  # gpuarena's own code
@@ -56,8 +57,13 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     import torch
 
     return len(a) == len(b) and all(
-        isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape and x.dtype == y.dtype
-        and torch.equal(x, y) for x, y in zip(a, b))
+        isinstance(x, torch.Tensor)
+        and isinstance(y, torch.Tensor)
+        and x.shape == y.shape
+        and x.dtype == y.dtype
+        and torch.equal(x, y)
+        for x, y in zip(a, b)
+    )
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -109,9 +115,13 @@ def _input_names(task: Task, layout: tuple[Any, ...]) -> list[str]:
         if isinstance(node, ast.FunctionDef) and node.name == "ref_kernel" and node.args.args:
             param = node.args.args[0].arg
             for statement in node.body:
-                if (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Name)
-                        and statement.value.id == param and len(statement.targets) == 1
-                        and isinstance(statement.targets[0], (ast.Tuple, ast.List))):
+                if (
+                    isinstance(statement, ast.Assign)
+                    and isinstance(statement.value, ast.Name)
+                    and statement.value.id == param
+                    and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], (ast.Tuple, ast.List))
+                ):
                     top = [e.id if isinstance(e, ast.Name) else None for e in statement.targets[0].elts]
                     break
     names: list[str] = []
@@ -123,7 +133,8 @@ def _input_names(task: Task, layout: tuple[Any, ...]) -> list[str]:
         elif kind in ("tuple", "list"):
             for i, child in enumerate(node[1]):
                 label = (top[i] if parts == [] and i < len(top) and top[i] else None) or (
-                    f"data{i}" if not parts else str(i))
+                    f"data{i}" if not parts else str(i)
+                )
                 walk(child, [*parts, label])
         elif kind == "dict":
             for key, child in node[1]:

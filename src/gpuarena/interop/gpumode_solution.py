@@ -157,7 +157,7 @@ def device_of(tensors):
     return tensors[0].device if tensors else _torch.device("cpu")
 '''
 
-_ADAPTER = '''\
+_ADAPTER = """\
 # gpuarena: adapter added by gpuarena (interop/gpumode_solution.py) to a GPU MODE submission;
 # not part of that file. It rebuilds GPU MODE's `data` from the problem's inputs, calls
 # custom_kernel(data) and returns its result as the reference's tuple of tensors.
@@ -194,13 +194,16 @@ def solve(*args):
     _, layout, spec = meta
     device = device_of(tensors)
     return outputs(custom_kernel(rebuild(layout, tensors, device)), spec, device)
-'''
+"""
 
 
 def is_custom_kernel_file(source: str) -> bool:
     """Whether a one-file solution is a GPU MODE submission rather than a solve() (or ModelNew)."""
-    return (bool(_DEFINES_CUSTOM_KERNEL.search(source)) and not _DEFINES_SOLVE.search(source)
-            and not _DEFINES_MODEL_NEW.search(source))
+    return (
+        bool(_DEFINES_CUSTOM_KERNEL.search(source))
+        and not _DEFINES_SOLVE.search(source)
+        and not _DEFINES_MODEL_NEW.search(source)
+    )
 
 
 def adapter_source(submission_file: str) -> str:

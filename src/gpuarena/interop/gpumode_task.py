@@ -79,6 +79,7 @@ class GpuModeError(SourceError):
 
 # -- task.yml -----------------------------------------------------------------------------------
 
+
 def read_task_yml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -94,6 +95,7 @@ def read_task_yml(path: Path) -> dict[str, Any]:
 
 
 # -- the task's files ---------------------------------------------------------------------------
+
 
 @dataclass
 class Case:
@@ -134,9 +136,12 @@ def _cases(yml: dict[str, Any], path: Path) -> list[Case]:
             if type(seed) is not int:
                 raise GpuModeError(path, f"{key}[{i}] has no integer seed", "every test and benchmark gives its seed")
             for name, value in args.items():
-                if not (isinstance(name, str) and name.isidentifier()) or not isinstance(value, (bool, int, float, str)):
-                    raise GpuModeError(path, f"{key}[{i}]: argument {name!r} = {value!r} is not a name with a number "
-                                       "or string")
+                if not (isinstance(name, str) and name.isidentifier()) or not isinstance(
+                    value, (bool, int, float, str)
+                ):
+                    raise GpuModeError(
+                        path, f"{key}[{i}]: argument {name!r} = {value!r} is not a name with a number or string"
+                    )
             cases.append(Case(kind, i, args, seed))
     if not cases:
         raise GpuModeError(path, "has no tests and no benchmarks", "list generate_input's arguments under tests:")
@@ -189,12 +194,16 @@ def load_namespace(sources: dict[str, str], folder: Path, name: str) -> dict[str
 def read_task(folder: Path) -> Task:
     """The folder's task.yml, reference.py and task.py read and run; names each missing file."""
     if not folder.is_dir():
-        raise GpuModeError(folder, "not found" if not folder.exists() else "is not a folder",
-                           "give a GPU MODE problem folder (task.yml, reference.py, task.py)")
+        raise GpuModeError(
+            folder,
+            "not found" if not folder.exists() else "is not a folder",
+            "give a GPU MODE problem folder (task.yml, reference.py, task.py)",
+        )
     for name in _FILES:
         if not (folder / name).is_file():
-            raise GpuModeError(folder / name, "not found",
-                               "a GPU MODE problem folder holds task.yml, reference.py and task.py")
+            raise GpuModeError(
+                folder / name, "not found", "a GPU MODE problem folder holds task.yml, reference.py and task.py"
+            )
     sources: dict[str, str] = {}
     for name in _FILES:
         try:
@@ -215,8 +224,11 @@ def read_task(folder: Path) -> Task:
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     for required in ("generate_input", "ref_kernel", "check_implementation"):
         if required not in defined:
-            raise GpuModeError(folder / "reference.py", f"defines no {required}",
-                               "a GPU MODE reference.py defines generate_input, ref_kernel and check_implementation")
+            raise GpuModeError(
+                folder / "reference.py",
+                f"defines no {required}",
+                "a GPU MODE reference.py defines generate_input, ref_kernel and check_implementation",
+            )
     if re.search(r"^(async\s+)?def\s+custom_kernel\s*\(", sources["reference.py"], re.MULTILINE):
         raise GpuModeError(folder / "reference.py", "defines custom_kernel: it is a submission, not a reference")
     try:
@@ -231,6 +243,7 @@ def read_task(folder: Path) -> Task:
 
 
 # -- how check_implementation judges --------------------------------------------------------------
+
 
 @dataclass
 class Rule:
@@ -259,8 +272,9 @@ def checking_rule(source: str, path: Path) -> Rule:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "check_implementation":
             target = node
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "check_implementation"
-                                                  for t in node.targets):
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "check_implementation" for t in node.targets
+        ):
             target = node.value
     found: set[tuple[float, float, bool]] = set()
     other: list[str] = []
@@ -270,13 +284,22 @@ def checking_rule(source: str, path: Path) -> Rule:
         func = call.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         keywords = {k.arg: k.value for k in call.keywords if k.arg}
-        if name in ("make_match_reference", "match_reference", "verbose_allclose", "allclose", "isclose",
-                    "assert_close"):
+        if name in (
+            "make_match_reference",
+            "match_reference",
+            "verbose_allclose",
+            "allclose",
+            "isclose",
+            "assert_close",
+        ):
             positional = call.args[2:4] if name in ("verbose_allclose", "allclose", "isclose", "assert_close") else []
             rtol = _literal(keywords.get("rtol", positional[0] if positional else None))
             atol = _literal(keywords.get("atol", positional[1] if len(positional) > 1 else None))
-            if ("rtol" in keywords and rtol is None) or ("atol" in keywords and atol is None) or any(
-                    k not in ("rtol", "atol", "max_print", "reference", "equal_nan") for k in keywords):
+            if (
+                ("rtol" in keywords and rtol is None)
+                or ("atol" in keywords and atol is None)
+                or any(k not in ("rtol", "atol", "max_print", "reference", "equal_nan") for k in keywords)
+            ):
                 other.append(ast.unparse(call))
                 continue
             if name == "assert_close" and (rtol is None) != (atol is None):
@@ -287,15 +310,27 @@ def checking_rule(source: str, path: Path) -> Rule:
         elif name in ("verbose_allequal", "equal", "array_equal"):
             found.add((0.0, 0.0, True))
     calls_reference = target is not None and any(
-        isinstance(n, ast.Name) and n.id == "ref_kernel" for n in ast.walk(target))
+        isinstance(n, ast.Name) and n.id == "ref_kernel" for n in ast.walk(target)
+    )
     if found and not other and not calls_reference:
         found = set()  # closeness to something other than ref_kernel's output: its own logic
     if target is None or not found or other or len(found) > 1:
-        why = ("its checks cannot be read as one tolerance: " + "; ".join(other)) if other else (
-            "it applies different tolerances" if len(found) > 1 else
-            "it judges by its own logic, not by closeness to ref_kernel's output")
-        return Rule(0.0, 0.0, False, f"the task's own check_implementation, run by gpuarena's supervisor on every "
-                    f"checked output ({why})", checker=True)
+        why = (
+            ("its checks cannot be read as one tolerance: " + "; ".join(other))
+            if other
+            else (
+                "it applies different tolerances"
+                if len(found) > 1
+                else "it judges by its own logic, not by closeness to ref_kernel's output"
+            )
+        )
+        return Rule(
+            0.0,
+            0.0,
+            False,
+            f"the task's own check_implementation, run by gpuarena's supervisor on every checked output ({why})",
+            checker=True,
+        )
     atol, rtol, exact = found.pop()
     if exact:
         return Rule(0.0, 0.0, True, "exact equality (check_implementation compares with verbose_allequal)")

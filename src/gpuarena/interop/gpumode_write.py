@@ -20,6 +20,7 @@ _DEFAULT_L2 = {"float64": 1e-7, "float32": 1e-4, "float16": 5e-3, "bfloat16": 1e
 
 # -- writing the problem ------------------------------------------------------------------------
 
+
 def problem_name(folder: Path) -> str:
     name = re.sub(r"[^a-z0-9_\-]+", "_", folder.resolve().name.lower()).strip("_-")
     return name or "gpumode_problem"
@@ -125,10 +126,19 @@ def _toml(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _problem_toml(task: Task, name: str, level: int, outputs: list[str], rule: Rule,
-                  workloads: list[tuple[Case, dict[str, int], str, list[str]]], how: str) -> str:
-    summary = next((line.strip() for line in str(task.yml.get("description") or "").splitlines() if line.strip()),
-                   f"GPU MODE problem {task.folder.name}")
+def _problem_toml(
+    task: Task,
+    name: str,
+    level: int,
+    outputs: list[str],
+    rule: Rule,
+    workloads: list[tuple[Case, dict[str, int], str, list[str]]],
+    how: str,
+) -> str:
+    summary = next(
+        (line.strip() for line in str(task.yml.get("description") or "").splitlines() if line.strip()),
+        f"GPU MODE problem {task.folder.name}",
+    )
     lines = [
         f"# Imported from the GPU MODE problem folder {_toml(task.folder.name)} by `gpuarena import gpumode`.",
         f"name = {_toml(name)}",
@@ -136,7 +146,7 @@ def _problem_toml(task: Task, name: str, level: int, outputs: list[str], rule: R
         f"summary = {_toml(summary)}",
         'tags = ["gpumode"]',
         'convention = "return"',
-        *(['checker = "check"  # the task\'s check_implementation (reference.py\'s check)'] if rule.checker else []),
+        *(["checker = \"check\"  # the task's check_implementation (reference.py's check)"] if rule.checker else []),
         f"outputs = [{', '.join(_toml(o) for o in outputs)}]",
         "",
         "[provenance]",
@@ -165,10 +175,13 @@ def _problem_toml(task: Task, name: str, level: int, outputs: list[str], rule: R
     return "\n".join(lines)
 
 
-def _readme(task: Task, name: str, how: str, names: list[str],
-            workloads: list[tuple[Case, dict[str, int], str, list[str]]]) -> str:
-    rows = "\n".join(f"| {c.name} | {', '.join(f'{k}={v}' for k, v in c.args.items()) or '-'} | {c.seed} | {d} | "
-                     f"{', '.join(dv)} |" for c, _, d, dv in workloads)
+def _readme(
+    task: Task, name: str, how: str, names: list[str], workloads: list[tuple[Case, dict[str, int], str, list[str]]]
+) -> str:
+    rows = "\n".join(
+        f"| {c.name} | {', '.join(f'{k}={v}' for k, v in c.args.items()) or '-'} | {c.seed} | {d} | {', '.join(dv)} |"
+        for c, _, d, dv in workloads
+    )
     description = str(task.yml.get("description") or "").strip()
     return f"""# {name}
 
@@ -183,7 +196,7 @@ gpuarena run PROBLEM submission.py --device cuda
 
 `data` is made by the task's `generate_input` with a seed drawn by gpuarena's harness for every
 draw (task.yml's seeds, in the table, are not used). It reaches `reference()` and `solve()` as
-the tensors {', '.join(f'`{n}`' for n in names)} and `{META_INPUT}`, which says how to rebuild it.
+the tensors {", ".join(f"`{n}`" for n in names)} and `{META_INPUT}`, which says how to rebuild it.
 
 Checking: {how}.
 

@@ -74,6 +74,7 @@ TOLERANCE = {"float32": (1e-4, 1e-4), "float16": (1e-2, 5e-3), "bfloat16": (1e-2
 
 # -- writing the problem ------------------------------------------------------------------------
 
+
 def problem_name(path: Path) -> str:
     name = re.sub(r"[^a-z0-9_\-]+", "_", path.stem.lower()).strip("_-")
     return name or "kernelbench_problem"
@@ -87,8 +88,9 @@ def level_of(path: Path, level: int | None) -> int:
         if found:
             number = int(found.group(1))
             if not 1 <= number <= 4:
-                raise KernelBenchError(path, f"is in a level {number} folder; gpuarena's levels are 1-4",
-                                       "give --level 1-4")
+                raise KernelBenchError(
+                    path, f"is in a level {number} folder; gpuarena's levels are 1-4", "give --level 1-4"
+                )
             return number
     return 1
 
@@ -184,8 +186,9 @@ def _toml_str(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _problem_toml(file: _File, name: str, level: int, outputs: list[str],
-                  workloads: list[tuple[str, dict[str, int], str, list[str]]]) -> str:
+def _problem_toml(
+    file: _File, name: str, level: int, outputs: list[str], workloads: list[tuple[str, dict[str, int], str, list[str]]]
+) -> str:
     lines = [
         f"# Imported from the KernelBench problem {_toml_str(file.path.name)} by `gpuarena import kernelbench`.",
         f"name = {_toml_str(name)}",
@@ -206,14 +209,22 @@ def _problem_toml(file: _File, name: str, level: int, outputs: list[str],
         lines += [f"[tolerance.{dtype}]", f"atol = {tol!r}", f"rtol = {tol!r}", f"l2 = {l2!r}", ""]
     for workload_name, sizes, dtype, devices in workloads:
         axes = ", ".join(f"{k} = {v}" for k, v in sizes.items())
-        lines += ["[[workloads]]", f"name = {_toml_str(workload_name)}", f"axes = {{ {axes} }}",
-                  f"dtype = {_toml_str(dtype)}", f"devices = [{', '.join(_toml_str(d) for d in devices)}]", ""]
+        lines += [
+            "[[workloads]]",
+            f"name = {_toml_str(workload_name)}",
+            f"axes = {{ {axes} }}",
+            f"dtype = {_toml_str(dtype)}",
+            f"devices = [{', '.join(_toml_str(d) for d in devices)}]",
+            "",
+        ]
     return "\n".join(lines)
 
 
 def _readme(file: _File, name: str, workloads: list[tuple[str, dict[str, int], str, list[str]]]) -> str:
-    rows = "\n".join(f"| {w} | {', '.join(f'{k}={v}' for k, v in s.items()) or '-'} | {d} | {', '.join(dv)} |"
-                     for w, s, d, dv in workloads)
+    rows = "\n".join(
+        f"| {w} | {', '.join(f'{k}={v}' for k, v in s.items()) or '-'} | {d} | {', '.join(dv)} |"
+        for w, s, d, dv in workloads
+    )
     return f"""# {name}
 
 {file.summary}
@@ -248,9 +259,16 @@ def _forget_reference(folder: Path) -> None:
     sys.modules.pop(f"gpuarena_reference_{abs(hash(str(folder.resolve() / 'reference.py')))}", None)
 
 
-def import_file(path: Path | str, out_root: Path | str, *, level: int | None = None,
-                dtypes: tuple[str, ...] = ("float32",), force: bool = False, keep_failing: bool = False,
-                check_device: str = "cpu") -> Outcome:
+def import_file(
+    path: Path | str,
+    out_root: Path | str,
+    *,
+    level: int | None = None,
+    dtypes: tuple[str, ...] = ("float32",),
+    force: bool = False,
+    keep_failing: bool = False,
+    check_device: str = "cpu",
+) -> Outcome:
     """One KernelBench problem file as the problem folder OUT_ROOT/levelN/NAME, checked with
     `gpuarena check` first. Never raises for the file's own faults: the Outcome says them."""
     path = Path(path)
@@ -260,17 +278,27 @@ def import_file(path: Path | str, out_root: Path | str, *, level: int | None = N
         return Outcome(path, "error", messages=[str(exc)])
 
 
-def _import_file(path: Path, out_root: Path, level: int | None, dtypes: tuple[str, ...], force: bool,
-                 keep_failing: bool, check_device: str) -> Outcome:
+def _import_file(
+    path: Path,
+    out_root: Path,
+    level: int | None,
+    dtypes: tuple[str, ...],
+    force: bool,
+    keep_failing: bool,
+    check_device: str,
+) -> Outcome:
     from gpuarena.problems.check import check_problem
 
     for dtype in dtypes:
         if dtype not in TOLERANCE:
-            raise KernelBenchError(path, f"dtype {dtype!r} is not one KernelBench evaluates",
-                                   f"use {', '.join(TOLERANCE)}")
+            raise KernelBenchError(
+                path, f"dtype {dtype!r} is not one KernelBench evaluates", f"use {', '.join(TOLERANCE)}"
+            )
     file = read_file(path)
     if INIT_INPUT in file.sizes:
-        raise KernelBenchError(path, f"has a top-level constant named {INIT_INPUT!r}, the name of gpuarena's init input")
+        raise KernelBenchError(
+            path, f"has a top-level constant named {INIT_INPUT!r}, the name of gpuarena's init input"
+        )
     number = level_of(path, level)
     name = problem_name(path)
     meta_error = ""
@@ -290,8 +318,10 @@ def _import_file(path: Path, out_root: Path, level: int | None, dtypes: tuple[st
         whole_on_cpu = _input_elements(file) <= CPU_MAX_ELEMENTS
     cpu_sizes = file.sizes if whole_on_cpu else small
     if cpu_sizes is None:
-        notes.append(f"no CPU-sized workload (at most {CPU_MAX_ELEMENTS} elements) could be derived from the file's sizes"
-                     + (f"; on the meta device forward raised {meta_error}" if meta_error else ""))
+        notes.append(
+            f"no CPU-sized workload (at most {CPU_MAX_ELEMENTS} elements) could be derived from the file's sizes"
+            + (f"; on the meta device forward raised {meta_error}" if meta_error else "")
+        )
     cpu = None
     if cpu_sizes is not None:
         try:
@@ -300,20 +330,26 @@ def _import_file(path: Path, out_root: Path, level: int | None, dtypes: tuple[st
             raise
         except Exception as exc:  # the model itself fails: the user's file
             at = "" if whole_on_cpu else f" at the CPU workload's sizes {cpu_sizes}"
-            raise KernelBenchError(path, f"Model(*get_init_inputs())(*get_inputs()){at} raised "
-                                   f"{type(exc).__name__}: {exc}") from None
+            raise KernelBenchError(
+                path, f"Model(*get_init_inputs())(*get_inputs()){at} raised {type(exc).__name__}: {exc}"
+            ) from None
     probe = cpu or full
     if probe is None:
-        raise KernelBenchError(path, f"forward() could not be run: on the meta device it raised {meta_error}, and the "
-                               "file's sizes are too large for a CPU run", "check the file runs in KernelBench")
+        raise KernelBenchError(
+            path,
+            f"forward() could not be run: on the meta device it raised {meta_error}, and the "
+            "file's sizes are too large for a CPU run",
+            "check the file runs in KernelBench",
+        )
     input_names = _names_from_forward(file.namespace["Model"], probe.n_inputs)
     outputs = ["output"] if len(probe.outputs) == 1 else [f"output{i}" for i in range(len(probe.outputs))]
 
     workloads: list[tuple[str, dict[str, int], str, list[str]]] = []
     for dtype in dtypes:
         suffix = "" if dtypes == ("float32",) else f"-{dtype}"
-        workloads.append((f"kernelbench{suffix}", dict(file.sizes), dtype,
-                          ["cpu", "cuda"] if whole_on_cpu else ["cuda"]))
+        workloads.append(
+            (f"kernelbench{suffix}", dict(file.sizes), dtype, ["cpu", "cuda"] if whole_on_cpu else ["cuda"])
+        )
         if small is not None and not whole_on_cpu:
             workloads.append((f"cpu-small{suffix}", small, dtype, ["cpu", "cuda"]))
     files = {
@@ -333,8 +369,13 @@ def _import_file(path: Path, out_root: Path, level: int | None, dtypes: tuple[st
     finally:
         _forget_reference(staging)
     findings = [m.replace(str(staging), str(out_dir)).replace(staging.name, name) for m in report.errors]
-    outcome = Outcome(path, "imported" if report.ok else "failed-check", problem_id=f"level{number}/{name}",
-                      messages=notes + findings, workloads=[w[0] for w in workloads])
+    outcome = Outcome(
+        path,
+        "imported" if report.ok else "failed-check",
+        problem_id=f"level{number}/{name}",
+        messages=notes + findings,
+        workloads=[w[0] for w in workloads],
+    )
     if report.ok or keep_failing:
         if out_dir.exists():
             shutil.rmtree(out_dir)

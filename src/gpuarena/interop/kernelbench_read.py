@@ -29,6 +29,7 @@ class KernelBenchError(SourceError):
 
 # -- reading the file ---------------------------------------------------------------------------
 
+
 def size_constants(tree: ast.Module) -> dict[str, int]:
     """Top-level names assigned once, to a non-negative integer literal: the file's sizes."""
     counts: dict[str, int] = {}
@@ -53,8 +54,13 @@ def size_constants(tree: ast.Module) -> dict[str, int]:
 def with_sizes(tree: ast.Module, sizes: dict[str, int]) -> ast.Module:
     """The module with its size literals replaced (the glue in reference.py does the same)."""
     for node in tree.body:
-        target = (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
-                  else node.target if isinstance(node, ast.AnnAssign) else None)
+        target = (
+            node.targets[0]
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            else node.target
+            if isinstance(node, ast.AnnAssign)
+            else None
+        )
         if isinstance(target, ast.Name) and target.id in sizes and node.value is not None:
             node.value = ast.copy_location(ast.Constant(sizes[target.id]), node.value)
     return tree
@@ -84,8 +90,12 @@ def _names_from_forward(model: Any, count: int) -> list[str]:
     except (TypeError, ValueError):
         params = []
     named = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    ok = (len(named) >= count and all(n.isidentifier() and not keyword.iskeyword(n) for n in named[:count])
-          and not ({INIT_INPUT, *_GLUE_NAMES} & set(named[:count])) and not any(n.startswith("_") for n in named[:count]))
+    ok = (
+        len(named) >= count
+        and all(n.isidentifier() and not keyword.iskeyword(n) for n in named[:count])
+        and not ({INIT_INPUT, *_GLUE_NAMES} & set(named[:count]))
+        and not any(n.startswith("_") for n in named[:count])
+    )
     return named[:count] if ok else [f"input{i}" for i in range(count)]
 
 
@@ -98,30 +108,45 @@ def read_file(path: Path) -> _File:
     except (OSError, UnicodeDecodeError) as exc:
         raise KernelBenchError(path, f"cannot be read: {exc}") from None
     if MARKER in source:
-        raise KernelBenchError(path, "already holds gpuarena's marker line (is it an imported reference.py?)",
-                               "give the original KernelBench file")
+        raise KernelBenchError(
+            path,
+            "already holds gpuarena's marker line (is it an imported reference.py?)",
+            "give the original KernelBench file",
+        )
     try:
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise KernelBenchError(path, f"is not valid Python: line {exc.lineno}: {exc.msg}") from None
     if is_model_new_file(source):  # told before running it: a solution may compile CUDA at import
-        raise KernelBenchError(path, "defines ModelNew and no Model: it is a KernelBench solution, not a problem",
-                               "run it with `gpuarena run PROBLEM FILE` against the imported problem")
+        raise KernelBenchError(
+            path,
+            "defines ModelNew and no Model: it is a KernelBench solution, not a problem",
+            "run it with `gpuarena run PROBLEM FILE` against the imported problem",
+        )
     try:
         namespace = _run_file(source, path)
     except Exception as exc:  # the file's own error, reported with its name
         raise KernelBenchError(path, f"running it failed: {type(exc).__name__}: {exc}") from None
     model = namespace.get("Model")
     if not (isinstance(model, type) and issubclass(model, torch.nn.Module)):
-        raise KernelBenchError(path, "defines no class Model(nn.Module)",
-                               "a KernelBench problem file defines Model, get_inputs() and get_init_inputs()")
+        raise KernelBenchError(
+            path,
+            "defines no class Model(nn.Module)",
+            "a KernelBench problem file defines Model, get_inputs() and get_init_inputs()",
+        )
     for required in ("get_inputs", "get_init_inputs"):
         if not callable(namespace.get(required)):
-            raise KernelBenchError(path, f"defines no function {required}()",
-                                   "a KernelBench problem file defines Model, get_inputs() and get_init_inputs()")
+            raise KernelBenchError(
+                path,
+                f"defines no function {required}()",
+                "a KernelBench problem file defines Model, get_inputs() and get_init_inputs()",
+            )
     if "ModelNew" in namespace:
-        raise KernelBenchError(path, "defines ModelNew: it is a solution, not a problem",
-                               "run it with `gpuarena run PROBLEM FILE` against the imported problem")
+        raise KernelBenchError(
+            path,
+            "defines ModelNew: it is a solution, not a problem",
+            "run it with `gpuarena run PROBLEM FILE` against the imported problem",
+        )
     sizes = size_constants(tree)
     doc = inspect.getdoc(model) or ""
     summary = doc.strip().splitlines()[0].strip() if doc.strip() else f"KernelBench problem {path.stem}"
@@ -147,8 +172,11 @@ def _init_args(namespace: dict[str, Any], path: Path) -> tuple[Any, ...]:
 
     for i, value in enumerate(args):
         if not plain(value):
-            raise KernelBenchError(path, f"get_init_inputs()[{i}] is a {type(value).__name__}: gpuarena cannot carry "
-                                   "init inputs other than numbers, strings, None and lists or tuples of them yet")
+            raise KernelBenchError(
+                path,
+                f"get_init_inputs()[{i}] is a {type(value).__name__}: gpuarena cannot carry "
+                "init inputs other than numbers, strings, None and lists or tuples of them yet",
+            )
     return tuple(args)
 
 
@@ -165,8 +193,9 @@ def _flatten_outputs(out: Any, path: Path) -> list[Any]:
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     for i, o in enumerate(outs):
         if not isinstance(o, torch.Tensor):
-            raise KernelBenchError(path, f"forward() returns a {type(o).__name__} (output {i}): gpuarena compares "
-                                   "tensors only")
+            raise KernelBenchError(
+                path, f"forward() returns a {type(o).__name__} (output {i}): gpuarena compares tensors only"
+            )
     return outs
 
 
@@ -189,10 +218,14 @@ def _probe(file: _File, sizes: dict[str, int], device: str) -> _Probe:
     tensors += list(model.parameters()) + list(model.buffers())
     for i, value in enumerate(inputs):
         if not isinstance(value, (torch.Tensor, bool, int, float)):
-            raise KernelBenchError(file.path, f"get_inputs()[{i}] is a {type(value).__name__}: gpuarena passes "
-                                   "tensors and numbers only")
-    return _Probe(sum(t.numel() for t in tensors),
-                  [(list(o.shape), str(o.dtype).removeprefix("torch.")) for o in outs], len(inputs))
+            raise KernelBenchError(
+                file.path, f"get_inputs()[{i}] is a {type(value).__name__}: gpuarena passes tensors and numbers only"
+            )
+    return _Probe(
+        sum(t.numel() for t in tensors),
+        [(list(o.shape), str(o.dtype).removeprefix("torch.")) for o in outs],
+        len(inputs),
+    )
 
 
 def _elements(file: _File, sizes: dict[str, int]) -> int | None:

@@ -26,7 +26,7 @@ INIT_FORMAT = "gpuarena.kernelbench-init/1"
 _DEFINES_MODEL_NEW = re.compile(r"^class\s+ModelNew\b", re.MULTILINE)
 _DEFINES_SOLVE = re.compile(r"^(async\s+)?def\s+solve\s*\(|^solve\s*=", re.MULTILINE)
 
-_ADAPTER = '''\
+_ADAPTER = """\
 # gpuarena: adapter added by gpuarena (interop/kernelbench_solution.py) to a KernelBench
 # solution file; not part of that file. It builds ModelNew as KernelBench's eval does
 # (torch.manual_seed(seed), then ModelNew(*get_init_inputs()), then .to(device, dtype)),
@@ -80,7 +80,7 @@ def solve(*args):
         _last[0], _last[1] = init, model
     with torch.no_grad():
         return model(*inputs)
-'''
+"""
 
 
 def is_model_new_file(source: str) -> bool:

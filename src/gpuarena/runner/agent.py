@@ -71,6 +71,7 @@ class RunnerConfig:
 @dataclass
 class Spare:
     """A job process started ahead, waiting on stdin for its job."""
+
     process: subprocess.Popen
     log_path: Path
 
@@ -92,8 +93,11 @@ class Runner:
         """Serve until stop() is called (or SIGTERM/SIGINT when run as `gpuarena runner`)."""
         self._check_health(busy=set())
         self.runner_id = self._hello()
-        threads = [threading.Thread(target=self._slot_loop, args=(slot,), name=f"slot-{slot.device}", daemon=True)
-                   for slot in self.config.slots if slot.healthy]
+        threads = [
+            threading.Thread(target=self._slot_loop, args=(slot,), name=f"slot-{slot.device}", daemon=True)
+            for slot in self.config.slots
+            if slot.healthy
+        ]
         threads.append(threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True))
         if self.config.health_interval_s > 0:
             threads.append(threading.Thread(target=self._health_loop, name="health", daemon=True))
@@ -195,9 +199,17 @@ class Runner:
         # GPUARENA_JOB_DEVICE: the job process starts its worker before the job arrives, and a
         # CPU slot's worker must not see the GPUs
         env = {**os.environ, **pin, "GPUARENA_RUNNER_PID": str(os.getpid()), "GPUARENA_JOB_DEVICE": device}
-        request = ExecuteRequest(problem=job.problem, solution=job.solution, device=device, mode=job.mode,
-                                 seed=job.seed, timeout_s=self.config.timeout_s, budget_s=self.config.budget_s,
-                                 cache=str(self.config.work_dir / "problems"), out=str(out))
+        request = ExecuteRequest(
+            problem=job.problem,
+            solution=job.solution,
+            device=device,
+            mode=job.mode,
+            seed=job.seed,
+            timeout_s=self.config.timeout_s,
+            budget_s=self.config.budget_s,
+            cache=str(self.config.work_dir / "problems"),
+            out=str(out),
+        )
         spare = self._take_spare(slot, env)
         process, log_path = spare.process, spare.log_path
         item.process = process
@@ -235,8 +247,14 @@ class Runner:
         self.config.work_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.config.work_dir / f"execute-{slot.device.replace(':', '')}-{os.urandom(6).hex()}.log"
         with open(log_path, "wb") as log_file:
-            process = subprocess.Popen([sys.executable, "-m", "gpuarena.runner.execute"], stdin=subprocess.PIPE,
-                                       stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            process = subprocess.Popen(
+                [sys.executable, "-m", "gpuarena.runner.execute"],
+                stdin=subprocess.PIPE,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
         return Spare(process, log_path)
 
     def _start_spare(self, slot: DeviceSlot, env: dict[str, str]) -> None:
@@ -273,8 +291,13 @@ class Runner:
             try:
                 self.client.post_result(job.job_id, job.lease_token, evaluation, self.runner_id, sample)
                 self.jobs_done += 1
-                log.info("job %s (submission %s): %s in %s", job.job_id, job.submission_id, evaluation.status.value,
-                         phases.summary(evaluation.duration_s, evaluation.phases))
+                log.info(
+                    "job %s (submission %s): %s in %s",
+                    job.job_id,
+                    job.submission_id,
+                    evaluation.status.value,
+                    phases.summary(evaluation.duration_s, evaluation.phases),
+                )
                 return
             except ApiError as exc:
                 if exc.status is not None and exc.status < 500:

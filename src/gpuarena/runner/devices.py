@@ -31,8 +31,13 @@ def _nvidia_smi() -> list[tuple[int, str]]:
     if not shutil.which("nvidia-smi"):
         return []
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
     except (subprocess.SubprocessError, OSError):
         return []
     gpus = []
@@ -90,10 +95,19 @@ def advertise(slots: list[DeviceSlot], stack: str = "") -> list[DeviceSlot]:
         kind = f"{base}@{stack}" if stack else slot.kind
         if len(kind) > 64:
             raise GpuarenaError(f"device kind {kind!r} is longer than 64 characters: use a shorter --stack")
-        vendor = slot.vendor or ("NVIDIA" if is_gpu(slot) and slot.name.startswith("NVIDIA") else
-                                 cpu_vendor() if not is_gpu(slot) else "")
-        advertised.append(slot.model_copy(update={"kind": kind, "stack": stack or slot.kind.partition("@")[2],
-                                                  "software": software, "vendor": vendor}))
+        vendor = slot.vendor or (
+            "NVIDIA" if is_gpu(slot) and slot.name.startswith("NVIDIA") else cpu_vendor() if not is_gpu(slot) else ""
+        )
+        advertised.append(
+            slot.model_copy(
+                update={
+                    "kind": kind,
+                    "stack": stack or slot.kind.partition("@")[2],
+                    "software": software,
+                    "vendor": vendor,
+                }
+            )
+        )
     return advertised
 
 
@@ -110,8 +124,9 @@ def parse_devices(spec: str, where: str = "--devices") -> list[DeviceSlot]:
     for item in items:
         device, _, kind = (part.strip() for part in item.partition("="))
         if not re.fullmatch(r"cpu(:\d+)?|cuda:\d+", device):
-            raise GpuarenaError(f"{where}: {device!r} is not a device; use cpu, cpu:N or cuda:N "
-                                "(optionally =KIND, e.g. cuda:0=H100)")
+            raise GpuarenaError(
+                f"{where}: {device!r} is not a device; use cpu, cpu:N or cuda:N (optionally =KIND, e.g. cuda:0=H100)"
+            )
         if device.startswith("cpu"):
             slots.append(DeviceSlot(device=device, kind=kind or "cpu", name="CPU"))
             continue
@@ -119,8 +134,10 @@ def parse_devices(spec: str, where: str = "--devices") -> list[DeviceSlot]:
             gpus = dict(_nvidia_smi())
         name = gpus.get(int(device.partition(":")[2]), "")
         if not kind and not name:
-            raise GpuarenaError(f"{where}: {device} is not on this host (nvidia-smi lists "
-                                f"{', '.join(f'cuda:{i}' for i in gpus) or 'no GPU'}); give its kind as {device}=KIND")
+            raise GpuarenaError(
+                f"{where}: {device} is not on this host (nvidia-smi lists "
+                f"{', '.join(f'cuda:{i}' for i in gpus) or 'no GPU'}); give its kind as {device}=KIND"
+            )
         slots.append(DeviceSlot(device=device, kind=kind or device_kind(name), name=name or kind))
     if len({s.device for s in slots}) != len(slots):
         raise GpuarenaError(f"{where}: a device is listed twice: {spec!r}")
@@ -157,8 +174,13 @@ def health_check(slot: DeviceSlot, present: set[str] | None = None, timeout_s: f
 
     _, pin = pinning(slot)
     try:
-        done = subprocess.run([sys.executable, "-m", "gpuarena.runner.health"], env={**os.environ, **pin},
-                              capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run(
+            [sys.executable, "-m", "gpuarena.runner.health"],
+            env={**os.environ, **pin},
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
         return f"{slot.device}: the health check (a tiny CUDA op) did not finish within {timeout_s:.0f} s"
     if done.returncode != 0:

@@ -77,25 +77,41 @@ def main() -> int:
         worker.close()  # a port runs as its own sandboxed processes, not in a kernel worker
         from gpuarena.apps.job import evaluate_app
 
-        _write(out, evaluate_app(request.problem, request.solution, request.device, request.mode,
-                                 Path(request.cache), timeout_s=request.timeout_s))
+        _write(
+            out,
+            evaluate_app(
+                request.problem,
+                request.solution,
+                request.device,
+                request.mode,
+                Path(request.cache),
+                timeout_s=request.timeout_s,
+            ),
+        )
         return 0
     if request.solution.manifest.language == SAMPLE_LANGUAGE:
         worker.close()  # the check starts the harness's workers for the sample's kernels itself
         from gpuarena.dataset.sample_job import check_sample_job
 
-        record, report = check_sample_job(request.problem, request.solution, request.device, request.mode,
-                                          request.budget_s)
+        record, report = check_sample_job(
+            request.problem, request.solution, request.device, request.mode, request.budget_s
+        )
         _write(out.with_name(SAMPLE_REPORT), report)
         _write(out, record)
         return 0
     problem = unpack_problem(request.problem, Path(request.cache))
     # the problem's limit for the mode, capped by the runner's own
     timeout_s = min(request.timeout_s, problem.spec.time_limit_for(request.mode))
-    options = RunOptions(device=request.device, mode=request.mode, seed=request.seed, timeout_s=timeout_s,
-                         budget_s=request.budget_s)
-    record = evaluate(problem, request.solution, options, progress=lambda text: print(text, file=sys.stderr, flush=True),
-                      worker=worker)
+    options = RunOptions(
+        device=request.device, mode=request.mode, seed=request.seed, timeout_s=timeout_s, budget_s=request.budget_s
+    )
+    record = evaluate(
+        problem,
+        request.solution,
+        options,
+        progress=lambda text: print(text, file=sys.stderr, flush=True),
+        worker=worker,
+    )
     _write(out, record)
     return 0
 

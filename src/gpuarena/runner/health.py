@@ -14,8 +14,11 @@ def main() -> int:
     import torch
 
     if not torch.cuda.is_available() or torch.cuda.device_count() < 1:
-        print("no CUDA device is visible (CUDA_VISIBLE_DEVICES="
-              f"{__import__('os').environ.get('CUDA_VISIBLE_DEVICES', '')!r})", file=sys.stderr)
+        print(
+            "no CUDA device is visible (CUDA_VISIBLE_DEVICES="
+            f"{__import__('os').environ.get('CUDA_VISIBLE_DEVICES', '')!r})",
+            file=sys.stderr,
+        )
         return 1
     try:
         x = torch.arange(1024, device="cuda", dtype=torch.float32)

@@ -26,8 +26,15 @@ from gpuarena.service.ratelimit import RateLimited
 
 log = logging.getLogger("gpuarena.service")
 
-STATUS = [(AuthError, 401), (Forbidden, 403), (NotFound, 404), (LeaseLost, 409), (TooLarge, 413),
-          (RateLimited, 429), (GpuarenaError, 400)]
+STATUS = [
+    (AuthError, 401),
+    (Forbidden, 403),
+    (NotFound, 404),
+    (LeaseLost, 409),
+    (TooLarge, 413),
+    (RateLimited, 429),
+    (GpuarenaError, 400),
+]
 """Which error answers with which status; the first match wins (GpuarenaError last)."""
 
 
@@ -65,11 +72,14 @@ class BodyLimit:
             await self._refuse(scope, send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
-        message = (f"the upload is larger than the limit of {self.quoted:,} bytes for a solution's sources "
-                   "(GPUARENA_MAX_REQUEST_BYTES)")
+        message = (
+            f"the upload is larger than the limit of {self.quoted:,} bytes for a solution's sources "
+            "(GPUARENA_MAX_REQUEST_BYTES)"
+        )
         if is_page(scope.get("path", "")):
-            response: Response = web.error_page(Request(scope), 413, "Too large",
-                                                message + ". Go back: the browser keeps what you typed.")
+            response: Response = web.error_page(
+                Request(scope), 413, "Too large", message + ". Go back: the browser keeps what you typed."
+            )
         else:
             response = JSONResponse({"error": message}, status_code=413)
         await response({"type": "http"}, None, send)  # type: ignore[arg-type]
@@ -113,21 +123,35 @@ def _api_docs(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     async def _swagger() -> Response:
-        return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title} API",
-                                   swagger_js_url=f"{vendor}/swagger-ui/swagger-ui-bundle.js",
-                                   swagger_css_url=f"{vendor}/swagger-ui/swagger-ui.css", swagger_favicon_url=icon)
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} API",
+            swagger_js_url=f"{vendor}/swagger-ui/swagger-ui-bundle.js",
+            swagger_css_url=f"{vendor}/swagger-ui/swagger-ui.css",
+            swagger_favicon_url=icon,
+        )
 
     @app.get("/redoc", include_in_schema=False)
     async def _redoc() -> Response:
-        return get_redoc_html(openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title} API",
-                              redoc_js_url=f"{vendor}/redoc/redoc.standalone.js", redoc_favicon_url=icon,
-                              with_google_fonts=False)
+        return get_redoc_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} API",
+            redoc_js_url=f"{vendor}/redoc/redoc.standalone.js",
+            redoc_favicon_url=icon,
+            with_google_fonts=False,
+        )
 
 
 def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAPI:
-    app = FastAPI(title="gpuarena", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="GPU kernel contests: problems, submissions, runners and per-device leaderboards. "
-                              "Send tokens as `Authorization: Bearer <token>`.")
+    app = FastAPI(
+        title="gpuarena",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        description="GPU kernel contests: problems, submissions, runners and per-device leaderboards. "
+        "Send tokens as `Authorization: Bearer <token>`.",
+    )
     app.state.settings, app.state.db = settings, db
     redact.remember_service(settings.home, settings.database_url)  # never shown in a log or reason
     app.include_router(routes.router)
@@ -154,8 +178,9 @@ def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAP
     @app.exception_handler(RequestValidationError)
     @app.exception_handler(pydantic.ValidationError)
     async def _invalid(request: Request, exc: RequestValidationError | pydantic.ValidationError) -> Response:
-        detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
-                  for e in exc.errors()]
+        detail = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()
+        ]
         if is_page(request.url.path):
             if any(d["loc"][:1] == ["path"] for d in detail):  # /submissions/abc: no such page
                 return web.not_found(request)
@@ -186,8 +211,10 @@ def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAP
         if (exc.status_code, message) == (404, "Not Found"):  # no route matched
             message = f"no such API endpoint: {request.method} {request.url.path} (see /docs)"
         elif (exc.status_code, message) == (400, "There was an error parsing the body"):
-            message = ("the request body could not be read: it must be JSON in UTF-8, nested at most a few hundred "
-                       "levels deep (or a form, for the upload endpoint)")
+            message = (
+                "the request body could not be read: it must be JSON in UTF-8, nested at most a few hundred "
+                "levels deep (or a form, for the upload endpoint)"
+            )
         elif (exc.status_code, message) == (405, "Method Not Allowed"):
             message = f"{request.method} is not allowed on {request.url.path} (see /docs)"
         return JSONResponse({"error": message}, status_code=exc.status_code, headers=getattr(exc, "headers", None))

@@ -28,7 +28,9 @@ def hash_token(token: str) -> str:
 
 def check_user_name(name: str) -> str:
     if not _NAME.match(name):
-        raise GpuarenaError(f"user name {name!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit")
+        raise GpuarenaError(
+            f"user name {name!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        )
     return name
 
 
@@ -38,23 +40,36 @@ def add_user(session: Session, name: str, role: str = "participant") -> User:
         raise GpuarenaError(f"role {role!r}: use one of {', '.join(ROLES)}")
     existing = session.scalar(select(User).where(func.lower(User.name) == name.lower()))
     if existing is not None:
-        raise GpuarenaError(f"user {name!r} already exists" if existing.name == name else
-                            f"user {name!r} would be mistaken for the existing {existing.name!r}: names differ in more "
-                            "than case")
+        raise GpuarenaError(
+            f"user {name!r} already exists"
+            if existing.name == name
+            else f"user {name!r} would be mistaken for the existing {existing.name!r}: names differ in more than case"
+        )
     user = User(name=name, role=role)
     session.add(user)
     session.flush()
     return user
 
 
-def issue_token(session: Session, user: User, name: str = "", expires_in: dt.timedelta | None = None,
-                device_kinds: list[str] | None = None) -> tuple[Token, str]:
+def issue_token(
+    session: Session,
+    user: User,
+    name: str = "",
+    expires_in: dt.timedelta | None = None,
+    device_kinds: list[str] | None = None,
+) -> tuple[Token, str]:
     """Create a token; returns the row and the plain token, which is never stored."""
     if len(name) > 64:
         raise GpuarenaError(f"token name: {len(name)} characters; use at most 64")
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = Token(user_id=user.id, name=name, prefix=plain[:12], hash=hash_token(plain), device_kinds=device_kinds,
-                  expires_at=utcnow() + expires_in if expires_in else None)
+    token = Token(
+        user_id=user.id,
+        name=name,
+        prefix=plain[:12],
+        hash=hash_token(plain),
+        device_kinds=device_kinds,
+        expires_at=utcnow() + expires_in if expires_in else None,
+    )
     session.add(token)
     session.flush()
     return token, plain

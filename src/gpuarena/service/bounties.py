@@ -57,8 +57,9 @@ def reward_amount(text: str) -> str:
     try:
         amount = Decimal(text.strip())
     except InvalidOperation:
-        raise GpuarenaError(f"reward_amount {text!r} is not a decimal number (write it as text, e.g. \"500\" or "
-                            "\"12.50\")") from None
+        raise GpuarenaError(
+            f'reward_amount {text!r} is not a decimal number (write it as text, e.g. "500" or "12.50")'
+        ) from None
     if not amount.is_finite() or amount <= 0:
         raise GpuarenaError(f"reward_amount {text!r}: the reward must be a positive number")
     exponent = amount.as_tuple().exponent
@@ -87,18 +88,22 @@ def _speed_target(session: Session, request: BountyRequest) -> tuple[str, str, s
     bounty, each checked: the problem is current, a runner has the device kind and the problem
     runs on it, the target is a positive speed-up over something that exists."""
     if not request.problem:
-        raise GpuarenaError("problem: a speed bounty names a problem, e.g. level1/softmax "
-                            "(GET /api/problems lists them)")
-    problem = session.execute(select(Problem.id, Problem.slug, Problem.spec).where(
-        Problem.slug == request.problem, Problem.current)).first()
+        raise GpuarenaError(
+            "problem: a speed bounty names a problem, e.g. level1/softmax (GET /api/problems lists them)"
+        )
+    problem = session.execute(
+        select(Problem.id, Problem.slug, Problem.spec).where(Problem.slug == request.problem, Problem.current)
+    ).first()
     if problem is None:
         raise GpuarenaError(f"problem: unknown problem {request.problem!r} (GET /api/problems lists them)")
     if not request.device_kind:
         raise GpuarenaError("device_kind: a speed bounty names the device kind its ranked run must use, e.g. H100")
     if session.get(DeviceKind, request.device_kind) is None:
         known = ", ".join(session.scalars(select(DeviceKind.name).order_by(DeviceKind.name))) or "none yet"
-        raise GpuarenaError(f"device_kind: no runner has brought a device of kind {request.device_kind!r} (known: "
-                            f"{known}), so no ranked run could ever verify this bounty")
+        raise GpuarenaError(
+            f"device_kind: no runner has brought a device of kind {request.device_kind!r} (known: "
+            f"{known}), so no ranked run could ever verify this bounty"
+        )
     target = device_type(request.device_kind)
     if not any(target in w.get("devices", ["cpu", "cuda"]) for w in problem.spec["workloads"]):
         raise GpuarenaError(f"device_kind: {problem.slug} has no workload that runs on {target} devices")
@@ -111,8 +116,10 @@ def _speed_target(session: Session, request: BountyRequest) -> tuple[str, str, s
     else:
         best = read_rows(session, problem.id, request.device_kind, limit=1)
         if not best:
-            raise GpuarenaError(f"target_over: the leaderboard of {problem.slug} on {request.device_kind} is empty; "
-                                "target the reference instead")
+            raise GpuarenaError(
+                f"target_over: the leaderboard of {problem.slug} on {request.device_kind} is empty; "
+                "target the reference instead"
+            )
         baseline = float(best[0][0])
     required = float(f"{speedup * baseline:.12g}")  # 2 x 1.2 is 2.4, not 2.4000000000000004
     return problem.slug, request.device_kind, over, speedup, baseline, required
@@ -134,33 +141,72 @@ def create(session: Session, who: Caller, request: BountyRequest, now: dt.dateti
     deadline = _naive_utc(request.deadline) if request.deadline else None
     if deadline is not None and deadline <= now:
         raise GpuarenaError(f"deadline {when(deadline)} has already passed")
-    bounty = Bounty(title=title, description=request.description, reward_amount=reward_amount(request.reward_amount),
-                    currency=_currency(request.currency), category=request.category, claim_days=request.claim_days,
-                    deadline=deadline, state="open", created_by=who.user_id, created_at=now)
+    bounty = Bounty(
+        title=title,
+        description=request.description,
+        reward_amount=reward_amount(request.reward_amount),
+        currency=_currency(request.currency),
+        category=request.category,
+        claim_days=request.claim_days,
+        deadline=deadline,
+        state="open",
+        created_by=who.user_id,
+        created_at=now,
+    )
     if request.category == "speed":
-        (bounty.problem_slug, bounty.device_kind, bounty.target_over, bounty.target_speedup, bounty.baseline_score,
-         bounty.required_score) = _speed_target(session, request)
+        (
+            bounty.problem_slug,
+            bounty.device_kind,
+            bounty.target_over,
+            bounty.target_speedup,
+            bounty.baseline_score,
+            bounty.required_score,
+        ) = _speed_target(session, request)
     else:
-        given = [name for name in ("problem", "device_kind", "target_over", "target_speedup")
-                 if getattr(request, name) is not None]
+        given = [
+            name
+            for name in ("problem", "device_kind", "target_over", "target_speedup")
+            if getattr(request, name) is not None
+        ]
         if given:
-            raise GpuarenaError(f"{', '.join(given)}: only speed bounties have a problem, device kind and target; "
-                                f"a {request.category} bounty is verified by an organiser")
+            raise GpuarenaError(
+                f"{', '.join(given)}: only speed bounties have a problem, device kind and target; "
+                f"a {request.category} bounty is verified by an organiser"
+            )
     session.add(bounty)
     session.flush()
-    session.add(BountyEvent(bounty_id=bounty.id, at=now, actor_id=who.user_id, action="created", from_state="",
-                            to_state="open", note=target_text(bounty)))
+    session.add(
+        BountyEvent(
+            bounty_id=bounty.id,
+            at=now,
+            actor_id=who.user_id,
+            action="created",
+            from_state="",
+            to_state="open",
+            note=target_text(bounty),
+        )
+    )
     return bounty
 
 
 # changing
 
 
-def _change(session: Session, bounty: Bounty, actor_id: int | None, action: str, to_state: str, note: str,
-            now: dt.datetime) -> None:
+def _change(
+    session: Session, bounty: Bounty, actor_id: int | None, action: str, to_state: str, note: str, now: dt.datetime
+) -> None:
     """Move bounty to to_state (or leave it, for a note such as a run's attempt) and keep the event."""
-    session.add(BountyEvent(bounty_id=bounty.id, at=now, actor_id=actor_id, action=action, from_state=bounty.state,
-                            to_state=to_state, note=note))
+    session.add(
+        BountyEvent(
+            bounty_id=bounty.id,
+            at=now,
+            actor_id=actor_id,
+            action=action,
+            from_state=bounty.state,
+            to_state=to_state,
+            note=note,
+        )
+    )
     bounty.state = to_state
 
 
@@ -184,8 +230,11 @@ def _claimer_only(session: Session, who: Caller, bounty: Bounty, what: str, staf
     if bounty.state not in HELD:
         raise GpuarenaError(f"bounty {bounty.id} is {bounty.state}, not claimed: there is no claim to {what}")
     if bounty.claimer_id != who.user_id and not (staff_too and who.is_staff):
-        raise Forbidden(f"bounty {bounty.id} is claimed by {_name(session, bounty.claimer_id)}: only they"
-                        + (" or an organiser" if staff_too else "") + f" can {what} it")
+        raise Forbidden(
+            f"bounty {bounty.id} is claimed by {_name(session, bounty.claimer_id)}: only they"
+            + (" or an organiser" if staff_too else "")
+            + f" can {what} it"
+        )
 
 
 def claim(session: Session, who: Caller, bounty_id: int, now: dt.datetime | None = None) -> Bounty:
@@ -197,11 +246,15 @@ def claim(session: Session, who: Caller, bounty_id: int, now: dt.datetime | None
         raise Forbidden(f"{who.name} is a runner account; a person claims bounties")
     if bounty.state in HELD:
         if bounty.claimer_id == who.user_id:
-            raise GpuarenaError(f"bounty {bounty.id} is already yours until {when(bounty.claim_expires_at)}; renew the "
-                                f"claim instead (`gpuarena bounty renew {bounty.id}`)")
-        raise GpuarenaError(f"bounty {bounty.id} is already {bounty.state} by {_name(session, bounty.claimer_id)} "
-                            f"(their claim runs until {when(bounty.claim_expires_at)}); "
-                            "only an open bounty can be claimed")
+            raise GpuarenaError(
+                f"bounty {bounty.id} is already yours until {when(bounty.claim_expires_at)}; renew the "
+                f"claim instead (`gpuarena bounty renew {bounty.id}`)"
+            )
+        raise GpuarenaError(
+            f"bounty {bounty.id} is already {bounty.state} by {_name(session, bounty.claimer_id)} "
+            f"(their claim runs until {when(bounty.claim_expires_at)}); "
+            "only an open bounty can be claimed"
+        )
     if bounty.state != "open":
         raise GpuarenaError(f"bounty {bounty.id} is {bounty.state}; only an open bounty can be claimed")
     bounty.claimer_id = who.user_id
@@ -240,8 +293,10 @@ def submit_work(session: Session, who: Caller, bounty_id: int, note: str, now: d
     sweep(session, now)
     bounty = _held(session, bounty_id)
     if bounty.category == "speed":
-        raise GpuarenaError(f"bounty {bounty.id} is a speed bounty: it is submitted by queueing a ranked run on "
-                            f"{bounty.problem_slug} with device kind {bounty.device_kind}")
+        raise GpuarenaError(
+            f"bounty {bounty.id} is a speed bounty: it is submitted by queueing a ranked run on "
+            f"{bounty.problem_slug} with device kind {bounty.device_kind}"
+        )
     _claimer_only(session, who, bounty, "submit")
     if bounty.state != "claimed":
         raise GpuarenaError(f"bounty {bounty.id} is already {bounty.state}")
@@ -263,13 +318,22 @@ def verify(session: Session, who: Caller, bounty_id: int, note: str = "", now: d
     sweep(session, now)
     bounty = _held(session, bounty_id)
     if bounty.category == "speed":
-        raise GpuarenaError(f"bounty {bounty.id} is a speed bounty: only a ranked run of its claimer that reaches the "
-                            "target verifies it, never a person")
+        raise GpuarenaError(
+            f"bounty {bounty.id} is a speed bounty: only a ranked run of its claimer that reaches the "
+            "target verifies it, never a person"
+        )
     if bounty.state not in HELD:
         raise GpuarenaError(f"bounty {bounty.id} is {bounty.state}; only a claimed or submitted bounty can be verified")
     bounty.claim_expires_at = None  # the claimer keeps it; the lock is done with
-    _change(session, bounty, who.user_id, "verified", "verified",
-            note or f"{_name(session, bounty.claimer_id)}'s work accepted", now)
+    _change(
+        session,
+        bounty,
+        who.user_id,
+        "verified",
+        "verified",
+        note or f"{_name(session, bounty.claimer_id)}'s work accepted",
+        now,
+    )
     return bounty
 
 
@@ -281,8 +345,15 @@ def pay(session: Session, who: Caller, bounty_id: int, note: str = "", now: dt.d
     bounty = _held(session, bounty_id)
     if bounty.state != "verified":
         raise GpuarenaError(f"bounty {bounty.id} is {bounty.state}; only a verified bounty can be paid")
-    _change(session, bounty, who.user_id, "paid", "paid",
-            note or f"{bounty.reward_amount} {bounty.currency} to {_name(session, bounty.claimer_id)}", now)
+    _change(
+        session,
+        bounty,
+        who.user_id,
+        "paid",
+        "paid",
+        note or f"{bounty.reward_amount} {bounty.currency} to {_name(session, bounty.claimer_id)}",
+        now,
+    )
     return bounty
 
 
@@ -293,8 +364,9 @@ def withdraw(session: Session, who: Caller, bounty_id: int, note: str = "", now:
     sweep(session, now)
     bounty = _held(session, bounty_id)
     if bounty.state not in LIVE:
-        raise GpuarenaError(f"bounty {bounty.id} is {bounty.state}; only an open, claimed or submitted bounty can be "
-                            "withdrawn")
+        raise GpuarenaError(
+            f"bounty {bounty.id} is {bounty.state}; only an open, claimed or submitted bounty can be withdrawn"
+        )
     _let_go(bounty)
     _change(session, bounty, who.user_id, "withdrawn", "withdrawn", note, now)
     return bounty
@@ -305,10 +377,18 @@ def withdraw(session: Session, who: Caller, bounty_id: int, note: str = "", now:
 
 def _claimed_for(submission: Submission, states: Iterable[str]):  # type: ignore[no-untyped-def]
     """The speed bounties in `states` that the submission's author holds on its problem and device kind."""
-    return (select(Bounty).join(Problem, Problem.slug == Bounty.problem_slug)
-            .where(Problem.id == submission.problem_id, Bounty.category == "speed", Bounty.state.in_(tuple(states)),
-                   Bounty.claimer_id == submission.user_id, Bounty.device_kind == submission.device_kind)
-            .with_for_update(of=Bounty))
+    return (
+        select(Bounty)
+        .join(Problem, Problem.slug == Bounty.problem_slug)
+        .where(
+            Problem.id == submission.problem_id,
+            Bounty.category == "speed",
+            Bounty.state.in_(tuple(states)),
+            Bounty.claimer_id == submission.user_id,
+            Bounty.device_kind == submission.device_kind,
+        )
+        .with_for_update(of=Bounty)
+    )
 
 
 def on_submission(session: Session, submission: Submission, now: dt.datetime | None = None) -> list[int]:
@@ -322,8 +402,15 @@ def on_submission(session: Session, submission: Submission, now: dt.datetime | N
     for bounty in session.scalars(_claimed_for(submission, ("claimed",))):
         if bounty.claim_expires_at is not None and bounty.claim_expires_at <= now:
             continue  # lapsed (not yet swept): the run came too late
-        _change(session, bounty, submission.user_id, "submitted", "submitted",
-                f"ranked run #{submission.id} on {submission.device_kind}", now)
+        _change(
+            session,
+            bounty,
+            submission.user_id,
+            "submitted",
+            "submitted",
+            f"ranked run #{submission.id} on {submission.device_kind}",
+            now,
+        )
         moved.append(bounty.id)
     return moved
 
@@ -340,19 +427,30 @@ def on_result(session: Session, submission: Submission) -> list[int]:
     for bounty in session.scalars(_claimed_for(submission, HELD)):
         made = submission.created_at
         if (bounty.claim_expires_at is not None and made > bounty.claim_expires_at) or (
-                bounty.deadline is not None and made > bounty.deadline):
+            bounty.deadline is not None and made > bounty.deadline
+        ):
             continue
         assert bounty.required_score is not None
         if counts(submission) and submission.score is not None and submission.score >= bounty.required_score:
             bounty.submission_id, bounty.claim_expires_at = submission.id, None  # the lock is done with
-            _change(session, bounty, None, "verified", "verified",
-                    f"ranked run #{submission.id} on {submission.device_kind} scored {submission.score:.4g}; "
-                    f"the target was {bounty.required_score:.4g}", now)
+            _change(
+                session,
+                bounty,
+                None,
+                "verified",
+                "verified",
+                f"ranked run #{submission.id} on {submission.device_kind} scored {submission.score:.4g}; "
+                f"the target was {bounty.required_score:.4g}",
+                now,
+            )
             verified.append(bounty.id)
         else:
             passed = submission.status == "PASSED" and submission.score is not None
-            outcome = (f"scored {submission.score:.4g}, short of {bounty.required_score:.4g}" if passed
-                       else f"ended {submission.status}")
+            outcome = (
+                f"scored {submission.score:.4g}, short of {bounty.required_score:.4g}"
+                if passed
+                else f"ended {submission.status}"
+            )
             _change(session, bounty, None, "attempt", bounty.state, f"ranked run #{submission.id} {outcome}", now)
     return verified
 
@@ -365,24 +463,38 @@ def _run_in_flight(session: Session, bounty: Bounty, queued_by: dt.datetime) -> 
     has not finished: the claim (or deadline) waits for its verdict instead of lapsing under it."""
     if bounty.category != "speed" or bounty.claimer_id is None:
         return False
-    return session.scalar(
-        select(Submission.id).join(Problem, Problem.id == Submission.problem_id)
-        .where(Submission.user_id == bounty.claimer_id, Problem.slug == bounty.problem_slug,
-               Submission.device_kind == bounty.device_kind, Submission.mode == RANKED_MODE,
-               Submission.status.in_(IN_FLIGHT), Submission.created_at <= queued_by).limit(1)) is not None
+    return (
+        session.scalar(
+            select(Submission.id)
+            .join(Problem, Problem.id == Submission.problem_id)
+            .where(
+                Submission.user_id == bounty.claimer_id,
+                Problem.slug == bounty.problem_slug,
+                Submission.device_kind == bounty.device_kind,
+                Submission.mode == RANKED_MODE,
+                Submission.status.in_(IN_FLIGHT),
+                Submission.created_at <= queued_by,
+            )
+            .limit(1)
+        )
+        is not None
+    )
 
 
 def _expiring(now: dt.datetime):  # type: ignore[no-untyped-def]
     """Bounties whose deadline passed; work submitted to an organiser in time waits for them."""
-    return and_(Bounty.state.in_(LIVE), Bounty.deadline <= now,
-                ~and_(Bounty.state == "submitted", Bounty.category != "speed"))
+    return and_(
+        Bounty.state.in_(LIVE), Bounty.deadline <= now, ~and_(Bounty.state == "submitted", Bounty.category != "speed")
+    )
 
 
 def _lapsing(now: dt.datetime):  # type: ignore[no-untyped-def]
     """Claims whose lock ran out: any claimed bounty, and a submitted speed bounty (its run fell
     short; a feature submitted to an organiser keeps its claim while they look at it)."""
-    return and_(Bounty.claim_expires_at <= now,
-                or_(Bounty.state == "claimed", and_(Bounty.state == "submitted", Bounty.category == "speed")))
+    return and_(
+        Bounty.claim_expires_at <= now,
+        or_(Bounty.state == "claimed", and_(Bounty.state == "submitted", Bounty.category == "speed")),
+    )
 
 
 def due(session: Session, now: dt.datetime | None = None) -> bool:
@@ -430,10 +542,15 @@ def target_text(bounty: Bounty) -> str:
     """A speed bounty's target in words; "" for the others."""
     if bounty.category != "speed" or bounty.required_score is None:
         return ""
-    over = ("the reference" if bounty.target_over == "reference"
-            else f"the leaderboard's best ({bounty.baseline_score:.4g} when posted)")
-    return (f"speed-up of at least {bounty.target_speedup:g}x over {over} on {bounty.problem_slug}, device kind "
-            f"{bounty.device_kind}: a ranked score of {bounty.required_score:.4g} or more")
+    over = (
+        "the reference"
+        if bounty.target_over == "reference"
+        else f"the leaderboard's best ({bounty.baseline_score:.4g} when posted)"
+    )
+    return (
+        f"speed-up of at least {bounty.target_speedup:g}x over {over} on {bounty.problem_slug}, device kind "
+        f"{bounty.device_kind}: a ranked score of {bounty.required_score:.4g} or more"
+    )
 
 
 def _names(session: Session, ids: Iterable[int | None]) -> dict[int, str]:
@@ -445,13 +562,29 @@ def _names(session: Session, ids: Iterable[int | None]) -> dict[int, str]:
 
 
 def _out(bounty: Bounty, names: dict[int, str]) -> dict:
-    return dict(id=bounty.id, title=bounty.title, description=bounty.description, reward_amount=bounty.reward_amount,
-                currency=bounty.currency, category=bounty.category, state=bounty.state, problem=bounty.problem_slug,
-                device_kind=bounty.device_kind, target_over=bounty.target_over, target_speedup=bounty.target_speedup,
-                baseline_score=bounty.baseline_score, required_score=bounty.required_score, target=target_text(bounty),
-                claim_days=bounty.claim_days, claimer=names.get(bounty.claimer_id) if bounty.claimer_id else None,
-                claim_expires_at=bounty.claim_expires_at, submission_id=bounty.submission_id, deadline=bounty.deadline,
-                created_by=names.get(bounty.created_by, "?"), created_at=bounty.created_at)
+    return dict(
+        id=bounty.id,
+        title=bounty.title,
+        description=bounty.description,
+        reward_amount=bounty.reward_amount,
+        currency=bounty.currency,
+        category=bounty.category,
+        state=bounty.state,
+        problem=bounty.problem_slug,
+        device_kind=bounty.device_kind,
+        target_over=bounty.target_over,
+        target_speedup=bounty.target_speedup,
+        baseline_score=bounty.baseline_score,
+        required_score=bounty.required_score,
+        target=target_text(bounty),
+        claim_days=bounty.claim_days,
+        claimer=names.get(bounty.claimer_id) if bounty.claimer_id else None,
+        claim_expires_at=bounty.claim_expires_at,
+        submission_id=bounty.submission_id,
+        deadline=bounty.deadline,
+        created_by=names.get(bounty.created_by, "?"),
+        created_at=bounty.created_at,
+    )
 
 
 def board(session: Session, state: str | None = None, category: str | None = None) -> list[BountyOut]:
@@ -472,14 +605,22 @@ def board(session: Session, state: str | None = None, category: str | None = Non
 
 def history(session: Session, bounty_ids: list[int]) -> dict[int, list[BountyEventOut]]:
     """The events of these bounties, oldest first."""
-    events = list(session.scalars(select(BountyEvent).where(BountyEvent.bounty_id.in_(bounty_ids))
-                                  .order_by(BountyEvent.id)))
+    events = list(
+        session.scalars(select(BountyEvent).where(BountyEvent.bounty_id.in_(bounty_ids)).order_by(BountyEvent.id))
+    )
     names = _names(session, [e.actor_id for e in events])
     found: dict[int, list[BountyEventOut]] = {i: [] for i in bounty_ids}
     for e in events:
-        found[e.bounty_id].append(BountyEventOut(at=e.at, actor=names.get(e.actor_id) if e.actor_id else None,
-                                                 action=e.action, from_state=e.from_state, to_state=e.to_state,
-                                                 note=e.note))
+        found[e.bounty_id].append(
+            BountyEventOut(
+                at=e.at,
+                actor=names.get(e.actor_id) if e.actor_id else None,
+                action=e.action,
+                from_state=e.from_state,
+                to_state=e.to_state,
+                note=e.note,
+            )
+        )
     return found
 
 

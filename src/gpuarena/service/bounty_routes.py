@@ -45,8 +45,9 @@ def export_board(db: Database, fmt: Literal["csv", "json"], state: str | None, c
         rows = bounties.board(session, state, category)
         events = bounties.history(session, [b.id for b in rows]) if fmt == "json" else {}
     if fmt == "json":
-        records: list[dict[str, Any]] = [{**b.model_dump(mode="json"),
-                                          "history": [e.model_dump(mode="json") for e in events[b.id]]} for b in rows]
+        records: list[dict[str, Any]] = [
+            {**b.model_dump(mode="json"), "history": [e.model_dump(mode="json") for e in events[b.id]]} for b in rows
+        ]
         body, media = json.dumps(records, indent=2) + "\n", "application/json"
     else:
         body, media = board_csv(b.model_dump(mode="json") for b in rows), "text/csv; charset=utf-8"
@@ -54,8 +55,9 @@ def export_board(db: Database, fmt: Literal["csv", "json"], state: str | None, c
 
 
 @router.get("/export.{fmt}", response_description="the board as a CSV or JSON file")
-def export(fmt: Literal["csv", "json"], db: DB, state: State | None = None,
-           category: Category | None = None) -> Response:
+def export(
+    fmt: Literal["csv", "json"], db: DB, state: State | None = None, category: Category | None = None
+) -> Response:
     """The board as CSV (one row per bounty) or JSON (every field and each bounty's history)."""
     return export_board(db, fmt, state, category)
 

@@ -15,9 +15,26 @@ from gpuarena.service.schemas import Model
 Category = Literal["speed", "feature", "bug", "hardware"]
 State = Literal["open", "claimed", "submitted", "verified", "paid", "expired", "withdrawn"]
 TargetOver = Literal["reference", "leaderboard"]
-EXPORT_FIELDS = ["id", "title", "category", "state", "reward_amount", "currency", "problem", "device_kind",
-                 "target_over", "target_speedup", "baseline_score", "required_score", "claimer", "claim_expires_at",
-                 "submission_id", "deadline", "created_by", "created_at"]
+EXPORT_FIELDS = [
+    "id",
+    "title",
+    "category",
+    "state",
+    "reward_amount",
+    "currency",
+    "problem",
+    "device_kind",
+    "target_over",
+    "target_speedup",
+    "baseline_score",
+    "required_score",
+    "claimer",
+    "claim_expires_at",
+    "submission_id",
+    "deadline",
+    "created_by",
+    "created_at",
+]
 """The board's CSV columns (its JSON has every field, the description and each history too)."""
 
 

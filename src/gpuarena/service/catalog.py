@@ -38,8 +38,9 @@ def _sync_one(db: Database, packed: PackedProblem, spec: dict) -> None:
     for _attempt in range(3):
         try:
             with db.write() as session:
-                latest = session.scalar(select(Problem).where(Problem.slug == packed.id)
-                                        .order_by(Problem.version.desc()).limit(1))
+                latest = session.scalar(
+                    select(Problem).where(Problem.slug == packed.id).order_by(Problem.version.desc()).limit(1)
+                )
                 if latest is not None and latest.content_hash == packed.hash:
                     if latest.files != packed.files:
                         latest.files = dict(packed.files)
@@ -47,14 +48,23 @@ def _sync_one(db: Database, packed: PackedProblem, spec: dict) -> None:
                 if latest is not None:
                     for old in session.scalars(select(Problem).where(Problem.slug == packed.id, Problem.current)):
                         old.current = False
-                session.add(Problem(
-                    slug=packed.id, version=(latest.version + 1) if latest else 1, current=True,
-                    content_hash=packed.hash, name=spec["name"], level=spec["level"], weight=spec["weight"],
-                    summary=spec.get("summary", ""), spec=spec, files=dict(packed.files),
-                    secret_seed=0,  # unused: every ranked job draws its own (Job.seed)
-                    owner_id=latest.owner_id if latest else None,  # owner and openness stay with the slug
-                    solutions_public=latest.solutions_public if latest else False,
-                ))
+                session.add(
+                    Problem(
+                        slug=packed.id,
+                        version=(latest.version + 1) if latest else 1,
+                        current=True,
+                        content_hash=packed.hash,
+                        name=spec["name"],
+                        level=spec["level"],
+                        weight=spec["weight"],
+                        summary=spec.get("summary", ""),
+                        spec=spec,
+                        files=dict(packed.files),
+                        secret_seed=0,  # unused: every ranked job draws its own (Job.seed)
+                        owner_id=latest.owner_id if latest else None,  # owner and openness stay with the slug
+                        solutions_public=latest.solutions_public if latest else False,
+                    )
+                )
             return
         except IntegrityError:
             continue  # another server synced the same folder at the same moment; look again

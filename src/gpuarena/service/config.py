@@ -56,10 +56,14 @@ class Settings(BaseModel):
             env["database_url"] = os.environ["GPUARENA_DATABASE_URL"]
         if os.environ.get("GPUARENA_PROBLEMS"):
             env["problem_roots"] = [Path(p) for p in os.environ["GPUARENA_PROBLEMS"].split(os.pathsep) if p]
-        for key, name in (("submit_limit_per_minute", "GPUARENA_SUBMIT_LIMIT"), ("max_in_flight", "GPUARENA_MAX_IN_FLIGHT"),
-                          ("max_request_bytes", "GPUARENA_MAX_REQUEST_BYTES"), ("lease_s", "GPUARENA_LEASE_S"),
-                          ("max_attempts", "GPUARENA_MAX_ATTEMPTS"),
-                          ("webhooks_allow_private", "GPUARENA_WEBHOOK_ALLOW_PRIVATE")):
+        for key, name in (
+            ("submit_limit_per_minute", "GPUARENA_SUBMIT_LIMIT"),
+            ("max_in_flight", "GPUARENA_MAX_IN_FLIGHT"),
+            ("max_request_bytes", "GPUARENA_MAX_REQUEST_BYTES"),
+            ("lease_s", "GPUARENA_LEASE_S"),
+            ("max_attempts", "GPUARENA_MAX_ATTEMPTS"),
+            ("webhooks_allow_private", "GPUARENA_WEBHOOK_ALLOW_PRIVATE"),
+        ):
             if os.environ.get(name):
                 env[key] = os.environ[name]
         env.update({k: v for k, v in overrides.items() if v is not None})

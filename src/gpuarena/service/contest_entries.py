@@ -19,31 +19,61 @@ from gpuarena.service.tables import ContestEntry, ContestRow, Problem, Submissio
 REVIEWED = {"accepted": True, "rejected": False}
 """A review as Entry.accepted_by_organizer reads it (pending: None)."""
 
-_RULE_COLUMNS = (ContestEntry.submission_id, ContestEntry.contestant, Problem.slug, Problem.level,
-                 Submission.device_kind, Submission.status, Submission.mode, Submission.score, ContestEntry.score_low,
-                 ContestEntry.score_high, ContestEntry.max_abs_error, ContestEntry.max_rel_error,
-                 type_coerce(ContestEntry.submitted_at, Text), ContestEntry.review, ContestEntry.merged_upstream,
-                 type_coerce(ContestEntry.bonus, Text), ContestEntry.samples_accepted, ContestEntry.samples_score,
-                 ContestEntry.judge_score, ContestEntry.completeness)
+_RULE_COLUMNS = (
+    ContestEntry.submission_id,
+    ContestEntry.contestant,
+    Problem.slug,
+    Problem.level,
+    Submission.device_kind,
+    Submission.status,
+    Submission.mode,
+    Submission.score,
+    ContestEntry.score_low,
+    ContestEntry.score_high,
+    ContestEntry.max_abs_error,
+    ContestEntry.max_rel_error,
+    type_coerce(ContestEntry.submitted_at, Text),
+    ContestEntry.review,
+    ContestEntry.merged_upstream,
+    type_coerce(ContestEntry.bonus, Text),
+    ContestEntry.samples_accepted,
+    ContestEntry.samples_score,
+    ContestEntry.judge_score,
+    ContestEntry.completeness,
+)
 """What the rules read, in _as_entry's order. Bonus as its JSON text (decoded only where not
 empty; PostgreSQL's driver decodes it anyway) and the time as SQLite's text (parsed by datetime.fromisoformat, ten times faster than
 the column type's own parser; PostgreSQL's driver gives a datetime either way)."""
 
 
 def _joined(query):  # type: ignore[no-untyped-def]
-    return (query.join(Submission, Submission.id == ContestEntry.submission_id)
-            .join(Problem, Problem.id == Submission.problem_id))
+    return query.join(Submission, Submission.id == ContestEntry.submission_id).join(
+        Problem, Problem.id == Submission.problem_id
+    )
 
 
 _RULE_ROWS = _joined(select(*_RULE_COLUMNS))
 RULE_ROWS_STAMPED = _joined(select(*_RULE_COLUMNS, type_coerce(ContestEntry.updated_at, Text)))
-_ENTRY_ROWS = _joined(select(*ContestEntry.__table__.columns, Submission.status, Submission.mode, Submission.score,
-                             Submission.device_kind, Problem.slug.label("problem"), Problem.level,
-                             User.name.label("user"))).join(User, User.id == ContestEntry.user_id)
+_ENTRY_ROWS = _joined(
+    select(
+        *ContestEntry.__table__.columns,
+        Submission.status,
+        Submission.mode,
+        Submission.score,
+        Submission.device_kind,
+        Problem.slug.label("problem"),
+        Problem.level,
+        User.name.label("user"),
+    )
+).join(User, User.id == ContestEntry.user_id)
 
 
-def entry_rows(session: Session, row: ContestRow, query=_ENTRY_ROWS,  # type: ignore[no-untyped-def]
-          contestants: set[str] | None = None) -> list[Row]:
+def entry_rows(
+    session: Session,
+    row: ContestRow,
+    query=_ENTRY_ROWS,  # type: ignore[no-untyped-def]
+    contestants: set[str] | None = None,
+) -> list[Row]:
     """Plain rows, not ORM objects: loading a large contest's entries as objects costs a
     hundred times more than the rule that reads them (bench/contest_standings_service.py).
     With contestants, only theirs."""
@@ -70,17 +100,53 @@ def as_entry(r: tuple) -> Entry:
     """A row of _RULE_COLUMNS as the rules read it, built without validation (Entry.trusted):
     every field was checked on its way into the tables (the review request, the runner's
     record). Names are interned, as Entry's validator would."""
-    (sid, contestant, problem, level, kind, status, mode, score, low, high, abs_error, rel_error, at, review, merged,
-     bonus, samples, samples_score, judge, completeness) = r
+    (
+        sid,
+        contestant,
+        problem,
+        level,
+        kind,
+        status,
+        mode,
+        score,
+        low,
+        high,
+        abs_error,
+        rel_error,
+        at,
+        review,
+        merged,
+        bonus,
+        samples,
+        samples_score,
+        judge,
+        completeness,
+    ) = r
     passed = status == "PASSED"
-    return Entry.trusted(dict(
-        submission_id=sid, contestant=sys.intern(contestant), problem=sys.intern(problem), level=level,
-        device_kind=sys.intern(kind), status=sys.intern(status), mode=mode, score=score if passed else None,
-        score_low=low if passed else None, score_high=high if passed else None, max_abs_error=abs_error,
-        max_rel_error=rel_error, submitted_at=as_time(at).replace(tzinfo=dt.UTC),
-        accepted_by_organizer=REVIEWED.get(review), merged_upstream=bool(merged),
-        bonus=_as_list(bonus), samples_accepted=samples,
-        samples_score=samples_score, judge_score=judge, completeness=completeness))
+    return Entry.trusted(
+        dict(
+            submission_id=sid,
+            contestant=sys.intern(contestant),
+            problem=sys.intern(problem),
+            level=level,
+            device_kind=sys.intern(kind),
+            status=sys.intern(status),
+            mode=mode,
+            score=score if passed else None,
+            score_low=low if passed else None,
+            score_high=high if passed else None,
+            max_abs_error=abs_error,
+            max_rel_error=rel_error,
+            submitted_at=as_time(at).replace(tzinfo=dt.UTC),
+            accepted_by_organizer=REVIEWED.get(review),
+            merged_upstream=bool(merged),
+            bonus=_as_list(bonus),
+            samples_accepted=samples,
+            samples_score=samples_score,
+            judge_score=judge,
+            completeness=completeness,
+        )
+    )
 
 
 def rule_entries(session: Session, row: ContestRow, contestants: set[str] | None = None) -> list[Entry]:

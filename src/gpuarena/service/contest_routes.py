@@ -61,19 +61,25 @@ def get_standings(slug: str, db: DB, who: MAYBE, live: bool = False) -> Response
     return Response(body, media_type="application/json")
 
 
-@router.get("/{slug}/standings.csv", response_class=Response,
-            responses={200: {"content": {"text/csv": {}}}})
+@router.get("/{slug}/standings.csv", response_class=Response, responses={200: {"content": {"text/csv": {}}}})
 def get_standings_csv(slug: str, db: DB, who: MAYBE, live: bool = False) -> Response:
     with db.read() as session:
         shown = contest_standings.standings(session, contests.get(session, slug), who, live)
-    return Response(contest_standings.standings_csv(shown.standings), media_type="text/csv",
-                    headers={"Content-Disposition": f'attachment; filename="{slug}-standings.csv"'})
+    return Response(
+        contest_standings.standings_csv(shown.standings),
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{slug}-standings.csv"'},
+    )
 
 
 @router.get("/{slug}/entries")
-def list_entries(slug: str, who: CALLER, db: DB,
-                 review: Literal["pending", "accepted", "rejected"] | None = None,
-                 passed: bool = False) -> list[EntryOut]:
+def list_entries(
+    slug: str,
+    who: CALLER,
+    db: DB,
+    review: Literal["pending", "accepted", "rejected"] | None = None,
+    passed: bool = False,
+) -> list[EntryOut]:
     """Entries newest first with their review and resubmission flag: all of them for the
     contest's organizers (the review queue: `review=pending&passed=true`), your own otherwise."""
     with db.read() as session:
@@ -91,8 +97,9 @@ def review_entry(slug: str, submission_id: int, body: ReviewRequest, who: CALLER
 
 
 @router.get("/{slug}/similar")
-def similar_pairs(slug: str, who: CALLER, db: DB,
-                  threshold: Annotated[float, Query(ge=0, le=1)] = 0.5) -> list[SimilarPair]:
+def similar_pairs(
+    slug: str, who: CALLER, db: DB, threshold: Annotated[float, Query(ge=0, le=1)] = 0.5
+) -> list[SimilarPair]:
     """The contest's organizers: pairs of different contestants' solutions to one problem
     whose code is alike (renaming and reformatting do not hide it). A flag, not a verdict."""
     with db.read() as session:

@@ -25,11 +25,13 @@ from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden
 from gpuarena.service.tables import ContestEntry, ContestRow, utcnow
 
-SCREEN_BY_DEFAULT = {"fastest": contest_rules.fastest.SCREEN_BY_DEFAULT,
-                     "fast_p": contest_rules.fast_p.SCREEN_BY_DEFAULT,
-                     "ccf-kernel": contest_rules.ccf_kernel.SCREEN_BY_DEFAULT,
-                     "ccf-dataset": contest_rules.ccf_dataset.SCREEN_BY_DEFAULT,
-                     "ccf-migration": contest_rules.ccf_migration.SCREEN_BY_DEFAULT}
+SCREEN_BY_DEFAULT = {
+    "fastest": contest_rules.fastest.SCREEN_BY_DEFAULT,
+    "fast_p": contest_rules.fast_p.SCREEN_BY_DEFAULT,
+    "ccf-kernel": contest_rules.ccf_kernel.SCREEN_BY_DEFAULT,
+    "ccf-dataset": contest_rules.ccf_dataset.SCREEN_BY_DEFAULT,
+    "ccf-migration": contest_rules.ccf_migration.SCREEN_BY_DEFAULT,
+}
 
 
 def _per_problem_best(spec: ContestSpec, contest: Contest, t: EntryTable) -> list[ProblemBest]:
@@ -42,16 +44,28 @@ def _per_problem_best(spec: ContestSpec, contest: Contest, t: EntryTable) -> lis
     np.maximum.at(top, board, t.score[rows])
     reach = np.flatnonzero(t.score[rows] == top[board])  # the board's best speed-up: a few rows
     best: dict[int, tuple[int, int, int]] = {}
-    for b, at, sid, r in zip(board[reach].tolist(), t.submitted_at[rows[reach]].tolist(),
-                             t.submission_id[rows[reach]].tolist(), rows[reach].tolist()):
+    for b, at, sid, r in zip(
+        board[reach].tolist(),
+        t.submitted_at[rows[reach]].tolist(),
+        t.submission_id[rows[reach]].tolist(),
+        rows[reach].tolist(),
+    ):
         if b not in best or (at, sid) < best[b][:2]:
             best[b] = (at, sid, r)
     names, out = t.names["contestant"], []
     for i, (p, d) in enumerate((p, d) for p in spec.problems for d in spec.device_kinds):
         r = best[i][2] if i in best else None
-        out.append(ProblemBest(problem=p, device_kind=d) if r is None else ProblemBest(
-            problem=p, device_kind=d, contestant=names[t.contestant[r]], score=float(t.score[r]),
-            submission_id=int(t.submission_id[r])))
+        out.append(
+            ProblemBest(problem=p, device_kind=d)
+            if r is None
+            else ProblemBest(
+                problem=p,
+                device_kind=d,
+                contestant=names[t.contestant[r]],
+                score=float(t.score[r]),
+                submission_id=int(t.submission_id[r]),
+            )
+        )
     return out
 
 
@@ -144,8 +158,12 @@ def computed(session: Session, row: ContestRow, frozen_view: bool) -> StandingsO
                 table = table.take(table.submitted_at < micros(spec.freeze_at))
             contest = spec.scoring()
             shown = kept.shown[frozen_view] = StandingsOut(
-                standings=contest_rules.standings(contest, table), frozen=frozen_view, live=not frozen_view,
-                computed_at=utcnow(), per_problem_best=_per_problem_best(spec, contest, table))
+                standings=contest_rules.standings(contest, table),
+                frozen=frozen_view,
+                live=not frozen_view,
+                computed_at=utcnow(),
+                per_problem_best=_per_problem_best(spec, contest, table),
+            )
     return shown
 
 
@@ -171,7 +189,7 @@ def computed_json(session: Session, row: ContestRow, frozen_view: bool) -> bytes
         return cached[1]
     head = shown.model_copy(update={"standings": shown.standings.model_copy(update={"rows": []})})
     rows = shown.standings.rows
-    parts = b",".join(_ROWS.dump_json(rows[i:i + CHUNK])[1:-1] for i in range(0, len(rows), CHUNK))
+    parts = b",".join(_ROWS.dump_json(rows[i : i + CHUNK])[1:-1] for i in range(0, len(rows), CHUNK))
     body = head.model_dump_json().encode().replace(b'"rows":[]', b'"rows":[' + parts + b"]", 1)
     kept.json[id(shown)] = (shown, body)
     return body
@@ -192,6 +210,14 @@ def standings_csv(table: Standings) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["rank", "contestant", "total", *figure_names, "tie_break", *problems])
     for r in table.rows:
-        writer.writerow([r.rank, r.contestant, f"{r.total:.6g}", *(r.figures.get(k, "") for k in figure_names),
-                         r.tie_break or "", *(f"{r.breakdown[p]:.6g}" if p in r.breakdown else "" for p in problems)])
+        writer.writerow(
+            [
+                r.rank,
+                r.contestant,
+                f"{r.total:.6g}",
+                *(r.figures.get(k, "") for k in figure_names),
+                r.tie_break or "",
+                *(f"{r.breakdown[p]:.6g}" if p in r.breakdown else "" for p in problems),
+            ]
+        )
     return out.getvalue()

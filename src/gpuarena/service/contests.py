@@ -41,6 +41,8 @@ from gpuarena.service.tables import (
 )
 
 Phase = Literal["upcoming", "running", "frozen", "ended"]
+
+
 def naive(value: dt.datetime) -> dt.datetime:
     """The tables keep naive UTC."""
     return as_utc(value).replace(tzinfo=None)
@@ -67,8 +69,14 @@ def get(session: Session, slug: str) -> ContestRow:
 
 
 def organizer_names(session: Session, contest_id: int) -> list[str]:
-    return list(session.scalars(select(User.name).join(ContestOrganizer, ContestOrganizer.user_id == User.id)
-                                .where(ContestOrganizer.contest_id == contest_id).order_by(User.name)))
+    return list(
+        session.scalars(
+            select(User.name)
+            .join(ContestOrganizer, ContestOrganizer.user_id == User.id)
+            .where(ContestOrganizer.contest_id == contest_id)
+            .order_by(User.name)
+        )
+    )
 
 
 def is_organizer(session: Session, row: ContestRow, who: Caller | None) -> bool:
@@ -83,15 +91,19 @@ def is_organizer(session: Session, row: ContestRow, who: Caller | None) -> bool:
 
 def require_organizer(session: Session, row: ContestRow, who: Caller) -> None:
     if not is_organizer(session, row, who):
-        raise Forbidden(f"only the organizers of {row.slug} may do this ({', '.join(organizer_names(session, row.id))})")
+        raise Forbidden(
+            f"only the organizers of {row.slug} may do this ({', '.join(organizer_names(session, row.id))})"
+        )
 
 
 def _user_ids(session: Session, names: list[str], what: str) -> dict[str, int]:
     found = dict(session.execute(select(User.name, User.id).where(User.name.in_(names))).all())
     missing = [n for n in names if n not in found]
     if missing:
-        raise GpuarenaError(f"{what}: no user named {', '.join(map(repr, missing))} "
-                            "(accounts come first: `gpuarena users add NAME` or an invite)")
+        raise GpuarenaError(
+            f"{what}: no user named {', '.join(map(repr, missing))} "
+            "(accounts come first: `gpuarena users add NAME` or an invite)"
+        )
     return found
 
 
@@ -108,18 +120,28 @@ def create(session: Session, who: Caller, spec: ContestSpec) -> ContestRow:
     kinds = set(session.scalars(select(DeviceKind.name)))
     missing = [k for k in spec.device_kinds if k not in kinds]
     if missing:
-        raise GpuarenaError(f"no runner has brought device kind {', '.join(map(repr, missing))} (known: "
-                            f"{', '.join(sorted(kinds)) or 'none yet'}); connect a runner with that device first")
+        raise GpuarenaError(
+            f"no runner has brought device kind {', '.join(map(repr, missing))} (known: "
+            f"{', '.join(sorted(kinds)) or 'none yet'}); connect a runner with that device first"
+        )
     organizers = _user_ids(session, sorted({who.name, *spec.organizers}), "organizers")
     members = _user_ids(session, [m for t in spec.teams for m in t.members], "team members")
-    row = ContestRow(slug=spec.slug, title=spec.title, description=spec.description,
-                     config=spec.model_dump(mode="json"), start=naive(spec.start), end=naive(spec.end),
-                     teams=spec.entries == "team", created_by=who.user_id)
+    row = ContestRow(
+        slug=spec.slug,
+        title=spec.title,
+        description=spec.description,
+        config=spec.model_dump(mode="json"),
+        start=naive(spec.start),
+        end=naive(spec.end),
+        teams=spec.entries == "team",
+        created_by=who.user_id,
+    )
     session.add(row)
     session.flush()
     session.add_all(ContestOrganizer(contest_id=row.id, user_id=uid) for uid in organizers.values())
-    session.add_all(TeamMember(contest_id=row.id, user_id=members[m], team=t.name)
-                    for t in spec.teams for m in t.members)
+    session.add_all(
+        TeamMember(contest_id=row.id, user_id=members[m], team=t.name) for t in spec.teams for m in t.members
+    )
     session.flush()
     return row
 
@@ -129,10 +151,13 @@ def set_team(session: Session, row: ContestRow, who: Caller, team: Team) -> None
     made keep the contestant they were made for."""
     require_organizer(session, row, who)
     if not row.teams:
-        raise GpuarenaError(f"{row.slug} takes individual entries; teams belong to a contest with entries = \"team\"")
+        raise GpuarenaError(f'{row.slug} takes individual entries; teams belong to a contest with entries = "team"')
     members = _user_ids(session, team.members, "team members")
-    elsewhere = session.execute(select(User.name, TeamMember.team).join(User, User.id == TeamMember.user_id).where(
-        TeamMember.contest_id == row.id, TeamMember.user_id.in_(members.values()), TeamMember.team != team.name)).all()
+    elsewhere = session.execute(
+        select(User.name, TeamMember.team)
+        .join(User, User.id == TeamMember.user_id)
+        .where(TeamMember.contest_id == row.id, TeamMember.user_id.in_(members.values()), TeamMember.team != team.name)
+    ).all()
     if elsewhere:
         raise GpuarenaError("a user can be on one team only: " + ", ".join(f"{u} is on {t}" for u, t in elsewhere))
     session.execute(delete(TeamMember).where(TeamMember.contest_id == row.id, TeamMember.team == team.name))
@@ -146,8 +171,9 @@ def set_team(session: Session, row: ContestRow, who: Caller, team: Team) -> None
 def info(session: Session, row: ContestRow) -> ContestInfo:
     spec = spec_of(row)
     count = session.scalar(select(func.count()).select_from(ContestEntry).where(ContestEntry.contest_id == row.id))
-    return ContestInfo(spec=spec, phase=phase(spec), organizers=organizer_names(session, row.id),
-                       entries_count=count or 0)
+    return ContestInfo(
+        spec=spec, phase=phase(spec), organizers=organizer_names(session, row.id), entries_count=count or 0
+    )
 
 
 def listed(session: Session) -> list[ContestInfo]:
@@ -160,8 +186,10 @@ def contestant_of(session: Session, row: ContestRow, who: Caller) -> str:
         return who.name
     member = session.get(TeamMember, (row.id, who.user_id))
     if member is None:
-        raise Forbidden(f"{row.slug} takes team entries and {who.name} is on no team of it; ask an organizer "
-                        f"({', '.join(organizer_names(session, row.id))})")
+        raise Forbidden(
+            f"{row.slug} takes team entries and {who.name} is on no team of it; ask an organizer "
+            f"({', '.join(organizer_names(session, row.id))})"
+        )
     return member.team
 
 
@@ -177,27 +205,49 @@ def enter(session: Session, who: Caller, slug: str, submission: Submission, prob
     if when == "ended":
         raise GpuarenaError(f"{slug} ended {spec.end:%Y-%m-%d %H:%M} UTC: submissions no longer count")
     if problem == SAMPLES_SLUG and (spec.rule.name != "ccf-dataset" or SAMPLES_SLUG not in spec.problems):
-        raise GpuarenaError(f"{slug} takes no dataset samples: samples count in a ccf-dataset contest that lists "
-                            f"\"{SAMPLES_SLUG}\" among its problems (docs/dataset.md)")
+        raise GpuarenaError(
+            f"{slug} takes no dataset samples: samples count in a ccf-dataset contest that lists "
+            f'"{SAMPLES_SLUG}" among its problems (docs/dataset.md)'
+        )
     if problem not in spec.problems:
         raise GpuarenaError(f"{problem} is not a problem of {slug} ({', '.join(spec.problems)})")
     if submission.device_kind not in spec.device_kinds:
         raise GpuarenaError(f"{slug} judges on {', '.join(spec.device_kinds)}, not {submission.device_kind!r}")
     if submission.mode != "ranked":
-        raise GpuarenaError(f"only ranked runs count in a contest; submit with --mode ranked (this was "
-                            f"{submission.mode}), or without --contest to try it out")
+        raise GpuarenaError(
+            f"only ranked runs count in a contest; submit with --mode ranked (this was "
+            f"{submission.mode}), or without --contest to try it out"
+        )
     contestant = contestant_of(session, row, who)
     if spec.daily_submission_limit:
         day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        today = session.scalar(select(func.count()).select_from(ContestEntry).where(
-            ContestEntry.contest_id == row.id, ContestEntry.contestant == contestant,
-            ContestEntry.submitted_at >= day))
+        today = session.scalar(
+            select(func.count())
+            .select_from(ContestEntry)
+            .where(
+                ContestEntry.contest_id == row.id,
+                ContestEntry.contestant == contestant,
+                ContestEntry.submitted_at >= day,
+            )
+        )
         if today >= spec.daily_submission_limit:
-            raise GpuarenaError(f"{contestant} has made {today} submissions to {slug} today (UTC); the limit is "
-                                f"{spec.daily_submission_limit} a day; it resets at 00:00 UTC")
-    entry = ContestEntry(submission_id=submission.id, contest_id=row.id, user_id=who.user_id,
-                         contestant=contestant, submitted_at=now, review="pending", review_comment="", bonus=[],
-                         merged_upstream=False, samples_accepted=0, samples_score=0.0)
+            raise GpuarenaError(
+                f"{contestant} has made {today} submissions to {slug} today (UTC); the limit is "
+                f"{spec.daily_submission_limit} a day; it resets at 00:00 UTC"
+            )
+    entry = ContestEntry(
+        submission_id=submission.id,
+        contest_id=row.id,
+        user_id=who.user_id,
+        contestant=contestant,
+        submitted_at=now,
+        review="pending",
+        review_comment="",
+        bonus=[],
+        merged_upstream=False,
+        samples_accepted=0,
+        samples_score=0.0,
+    )
     session.add(entry)
     return entry
 
@@ -221,9 +271,12 @@ def figures(evaluation: Evaluation) -> dict[str, float | None]:
         high = max(evaluation.score, weighted_geomean([w.speedup_ci95[1] for w in timed], weights))
     abs_errors = [w.max_abs_error for w in evaluation.workloads if w.max_abs_error is not None]
     rel_errors = [w.max_rel_error for w in evaluation.workloads if w.max_rel_error is not None]
-    return {"score_low": _positive(low), "score_high": _positive(high),
-            "max_abs_error": max(abs_errors) if abs_errors else None,
-            "max_rel_error": max(rel_errors) if rel_errors else None}
+    return {
+        "score_low": _positive(low),
+        "score_high": _positive(high),
+        "max_abs_error": max(abs_errors) if abs_errors else None,
+        "max_rel_error": max(rel_errors) if rel_errors else None,
+    }
 
 
 def migration_figures(evaluation: Evaluation) -> dict[str, float | None]:
@@ -232,8 +285,10 @@ def migration_figures(evaluation: Evaluation) -> dict[str, float | None]:
     report = evaluation.migration or {}
     outputs = report.get("outputs") or []
     points = (report.get("score") or {}).get("total")
-    return {"judge_score": float(points) if points is not None else None,
-            "completeness": sum(bool(o.get("matched")) for o in outputs) / len(outputs) if outputs else None}
+    return {
+        "judge_score": float(points) if points is not None else None,
+        "completeness": sum(bool(o.get("matched")) for o in outputs) / len(outputs) if outputs else None,
+    }
 
 
 def on_result(session: Session, submission: Submission, evaluation: Evaluation) -> None:
@@ -256,8 +311,9 @@ def _visible_contestants(session: Session, row: ContestRow, viewer: Caller) -> s
     return {viewer.name}
 
 
-def entries(session: Session, row: ContestRow, viewer: Caller, review: str | None = None,
-            passed_only: bool = False) -> list[EntryOut]:
+def entries(
+    session: Session, row: ContestRow, viewer: Caller, review: str | None = None, passed_only: bool = False
+) -> list[EntryOut]:
     """Entries with their review and resubmission flag: the organizers see all of them (the
     review queue), a contestant their own, newest first."""
     spec = spec_of(row)
@@ -265,8 +321,11 @@ def entries(session: Session, row: ContestRow, viewer: Caller, review: str | Non
     rows = entry_rows(session, row, contestants=visible)
     # flags compare a contestant's own entries only: those shown are enough
     flags = flag_resubmissions(rule_entries(session, row, visible), spec.resubmission)
-    reviewers = dict(session.execute(select(User.id, User.name).where(
-        User.id.in_({r.reviewer_id for r in rows if r.reviewer_id is not None}))).all())
+    reviewers = dict(
+        session.execute(
+            select(User.id, User.name).where(User.id.in_({r.reviewer_id for r in rows if r.reviewer_id is not None}))
+        ).all()
+    )
     out = []
     for r in rows:
         if review is not None and r.review != review:
@@ -274,14 +333,33 @@ def entries(session: Session, row: ContestRow, viewer: Caller, review: str | Non
         if passed_only and r.status != "PASSED":
             continue
         flag = flags.get(r.submission_id)
-        out.append(EntryOut(submission_id=r.submission_id, contestant=r.contestant, user=r.user, problem=r.problem,
-                            device_kind=r.device_kind, status=r.status, score=r.score, score_low=r.score_low,
-                            score_high=r.score_high, max_abs_error=r.max_abs_error, max_rel_error=r.max_rel_error,
-                            submitted_at=r.submitted_at, review=r.review, review_comment=r.review_comment,
-                            reviewer=reviewers.get(r.reviewer_id), merged_upstream=r.merged_upstream,
-                            bonus=list(r.bonus or []), samples_accepted=r.samples_accepted,
-                            samples_score=r.samples_score, judge_score=r.judge_score, completeness=r.completeness,
-                            flagged=bool(flag and flag.flagged), flag_reason=(flag.reason or "") if flag else ""))
+        out.append(
+            EntryOut(
+                submission_id=r.submission_id,
+                contestant=r.contestant,
+                user=r.user,
+                problem=r.problem,
+                device_kind=r.device_kind,
+                status=r.status,
+                score=r.score,
+                score_low=r.score_low,
+                score_high=r.score_high,
+                max_abs_error=r.max_abs_error,
+                max_rel_error=r.max_rel_error,
+                submitted_at=r.submitted_at,
+                review=r.review,
+                review_comment=r.review_comment,
+                reviewer=reviewers.get(r.reviewer_id),
+                merged_upstream=r.merged_upstream,
+                bonus=list(r.bonus or []),
+                samples_accepted=r.samples_accepted,
+                samples_score=r.samples_score,
+                judge_score=r.judge_score,
+                completeness=r.completeness,
+                flagged=bool(flag and flag.flagged),
+                flag_reason=(flag.reason or "") if flag else "",
+            )
+        )
     out.reverse()
     return out
 
@@ -294,9 +372,11 @@ def review(session: Session, row: ContestRow, who: Caller, submission_id: int, r
     if entry is None or entry.contest_id != row.id:
         raise NotFound(f"submission {submission_id} is not an entry of {row.slug}")
     if session.get(SampleRow, submission_id) is not None:
-        raise GpuarenaError(f"submission {submission_id} is a dataset sample: review it as one (`gpuarena sample "
-                            f"review {submission_id}`, POST /api/samples/{submission_id}/review or /samples), which "
-                            "counts it for the contest")
+        raise GpuarenaError(
+            f"submission {submission_id} is a dataset sample: review it as one (`gpuarena sample "
+            f"review {submission_id}`, POST /api/samples/{submission_id}/review or /samples), which "
+            "counts it for the contest"
+        )
     status = session.scalar(select(Submission.status).where(Submission.id == submission_id))
     if request.decision == "accepted" and status != "PASSED":
         raise GpuarenaError(f"submission {submission_id} is {status}: only a run that passed can be accepted")
@@ -321,16 +401,22 @@ def similar(session: Session, row: ContestRow, who: Caller, threshold: float) ->
     (each contestant's latest such entry per problem). A flag for the organizers only."""
     require_organizer(session, row, who)
     latest: dict[tuple[str, str], tuple[int, str]] = {}
-    query = (select(ContestEntry.submission_id, ContestEntry.contestant, Problem.slug, Submission.solution_hash)
-             .join(Submission, Submission.id == ContestEntry.submission_id)
-             .join(Problem, Problem.id == Submission.problem_id)
-             .where(ContestEntry.contest_id == row.id, Submission.status == "PASSED",
-                    ContestEntry.review != "rejected").order_by(ContestEntry.submission_id))
+    query = (
+        select(ContestEntry.submission_id, ContestEntry.contestant, Problem.slug, Submission.solution_hash)
+        .join(Submission, Submission.id == ContestEntry.submission_id)
+        .join(Problem, Problem.id == Submission.problem_id)
+        .where(ContestEntry.contest_id == row.id, Submission.status == "PASSED", ContestEntry.review != "rejected")
+        .order_by(ContestEntry.submission_id)
+    )
     for sid, contestant, problem, solution_hash in session.execute(query):
         latest[(contestant, problem)] = (sid, solution_hash)
     hashes = {h for _, h in latest.values()}
-    sources = dict(session.execute(select(SolutionBlob.hash, SolutionBlob.sources)
-                                   .where(SolutionBlob.hash.in_(hashes))).all())
-    solutions = [Solution(submission_id=sid, contestant=contestant, problem=problem, files=sources[h])
-                 for (contestant, problem), (sid, h) in latest.items() if sources.get(h)]
+    sources = dict(
+        session.execute(select(SolutionBlob.hash, SolutionBlob.sources).where(SolutionBlob.hash.in_(hashes))).all()
+    )
+    solutions = [
+        Solution(submission_id=sid, contestant=contestant, problem=problem, files=sources[h])
+        for (contestant, problem), (sid, h) in latest.items()
+        if sources.get(h)
+    ]
     return similar_pairs(solutions, threshold)

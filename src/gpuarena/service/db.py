@@ -25,7 +25,7 @@ def normalise_url(url: str) -> str:
     """Accept the URLs people type (postgresql://, postgres://) and use the psycopg 3 driver."""
     for prefix in ("postgres://", "postgresql://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
@@ -63,16 +63,19 @@ class Database:
         try:
             parsed = make_url(self.url)
         except Exception:
-            raise GpuarenaError(f"--database {url!r} is not a database URL "
-                                "(use sqlite:///path/to/file.db or postgresql://user@host/dbname)") from None
+            raise GpuarenaError(
+                f"--database {url!r} is not a database URL "
+                "(use sqlite:///path/to/file.db or postgresql://user@host/dbname)"
+            ) from None
         self.dialect = parsed.get_backend_name()
         if self.dialect == "sqlite":
             ensure_sqlite_folder(self.url)
             self.write_engine = _sqlite_engine(self.url, immediate=True)
             self.read_engine = _sqlite_engine(self.url, immediate=False)
         elif self.dialect == "postgresql":
-            self.write_engine = self.read_engine = create_engine(self.url, pool_size=10, max_overflow=20,
-                                                                 pool_pre_ping=True)
+            self.write_engine = self.read_engine = create_engine(
+                self.url, pool_size=10, max_overflow=20, pool_pre_ping=True
+            )
         else:
             raise GpuarenaError(f"--database {url!r}: only sqlite and postgresql are supported")
         self._write_lock = threading.RLock() if self.dialect == "sqlite" else None

@@ -47,14 +47,20 @@ def private_visible(viewer: Caller | None, author_id: int, solutions_public: boo
     return solutions_public or (viewer is not None and (viewer.user_id == author_id or viewer.is_staff))
 
 
-def caller(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
-           db: Database = Depends(get_db)) -> Caller:
+def caller(
+    credentials: HTTPAuthorizationCredentials | None = Depends(_bearer), db: Database = Depends(get_db)
+) -> Caller:
     if credentials is None:
         raise AuthError("this needs an API token: send 'Authorization: Bearer <token>'")
     with db.read() as session:
         token: Token = authenticate(session, credentials.credentials)
-        found = Caller(user_id=token.user_id, name=token.user.name, role=token.user.role, token_id=token.id,
-                       device_kinds=tuple(token.device_kinds) if token.device_kinds is not None else None)
+        found = Caller(
+            user_id=token.user_id,
+            name=token.user.name,
+            role=token.user.role,
+            token_id=token.id,
+            device_kinds=tuple(token.device_kinds) if token.device_kinds is not None else None,
+        )
         stale = token.last_used_at is None or utcnow() - token.last_used_at > dt.timedelta(minutes=1)
     if stale:  # at most one write a minute per token, not one per request
         with db.write() as session:
@@ -62,8 +68,9 @@ def caller(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
     return found
 
 
-def optional_caller(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
-                    db: Database = Depends(get_db)) -> Caller | None:
+def optional_caller(
+    credentials: HTTPAuthorizationCredentials | None = Depends(_bearer), db: Database = Depends(get_db)
+) -> Caller | None:
     """The caller where a token was sent, None for an anonymous request (pages and records
     anyone may read, with what only some may see left out)."""
     return None if credentials is None else caller(credentials, db)

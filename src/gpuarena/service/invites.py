@@ -22,8 +22,9 @@ INVITE_ROLES = ("participant", "organiser")
 MAX_USES = 10_000
 
 
-def create(session: Session, who: Caller, role: str = "participant", uses: int = 1, days: float | None = 7.0,
-           note: str = "") -> tuple[Invite, str]:
+def create(
+    session: Session, who: Caller, role: str = "participant", uses: int = 1, days: float | None = 7.0, note: str = ""
+) -> tuple[Invite, str]:
     """A new invite and its code (shown once). Organisers invite participants; admins may also
     invite organisers."""
     if not who.is_staff:
@@ -39,8 +40,15 @@ def create(session: Session, who: Caller, role: str = "participant", uses: int =
     if len(note) > 200:
         raise GpuarenaError(f"note: {len(note)} characters; use at most 200")
     code = CODE_PREFIX + secrets.token_urlsafe(24)
-    invite = Invite(hash=hash_token(code), prefix=code[:12], role=role, uses_left=uses, note=note,
-                    created_by=who.user_id, expires_at=utcnow() + dt.timedelta(days=days) if days else None)
+    invite = Invite(
+        hash=hash_token(code),
+        prefix=code[:12],
+        role=role,
+        uses_left=uses,
+        note=note,
+        created_by=who.user_id,
+        expires_at=utcnow() + dt.timedelta(days=days) if days else None,
+    )
     session.add(invite)
     session.flush()
     return invite, code
@@ -64,8 +72,9 @@ def accept(session: Session, code: str, name: str) -> tuple[User, str]:
     """Use an invite: a new account named `name` with the invite's role, and its first token.
     The use is counted in the same transaction (two people racing for a last use: one wins)."""
     invite = find(session, code)
-    taken = session.execute(update(Invite).where(Invite.id == invite.id, Invite.uses_left > 0)
-                            .values(uses_left=Invite.uses_left - 1))
+    taken = session.execute(
+        update(Invite).where(Invite.id == invite.id, Invite.uses_left > 0).values(uses_left=Invite.uses_left - 1)
+    )
     if taken.rowcount != 1:  # type: ignore[attr-defined]
         raise GpuarenaError("this invite has been used as many times as it allows")
     user = add_user(session, name.strip(), invite.role)

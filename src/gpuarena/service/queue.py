@@ -59,8 +59,11 @@ def reap_expired(session: Session, now: dt.datetime | None = None) -> list[int]:
         # lock what we re-queue, and skip rows another transaction holds: without the lock a
         # concurrent claim's reap-and-lease of the same job would be overwritten by ours
         query = query.with_for_update(skip_locked=True)
-    return [job.submission_id for job in list(session.scalars(query))
-            if _requeue_or_fail(session, job, f"runner lost the lease (attempt {job.attempts})")]
+    return [
+        job.submission_id
+        for job in list(session.scalars(query))
+        if _requeue_or_fail(session, job, f"runner lost the lease (attempt {job.attempts})")
+    ]
 
 
 def _requeue_or_fail(session: Session, job: Job, why: str) -> bool:
@@ -73,7 +76,11 @@ def _requeue_or_fail(session: Session, job: Job, why: str) -> bool:
     if job.attempts >= job.max_attempts:
         job.state = "failed"
         job.finished_at = utcnow()
-        submission.status, submission.reason, submission.finished_at = "ERROR", f"{why}; gave up after {job.attempts} attempts", utcnow()
+        submission.status, submission.reason, submission.finished_at = (
+            "ERROR",
+            f"{why}; gave up after {job.attempts} attempts",
+            utcnow(),
+        )
         return True
     job.state = "queued"
     submission.status = "QUEUED"
@@ -89,14 +96,18 @@ def fair_order(device_kinds: list[str]):  # type: ignore[no-untyped-def]
     one job at a time still alternates between users (the turn alone restarts at 1 for the
     user whose job just finished, and the older job id won every tie)."""
     turn = func.row_number().over(partition_by=Submission.user_id, order_by=Job.id).label("turn")
-    served = (select(Submission.user_id.label("user_id"), func.max(Job.claimed_at).label("last_claimed"))
-              .join(Job, Job.submission_id == Submission.id)
-              .where(Job.device_kind.in_(device_kinds), Job.claimed_at.is_not(None))
-              .group_by(Submission.user_id)).subquery()
-    return (select(Job.id.label("job_id"), Job.state, turn, served.c.last_claimed)
-            .join(Submission, Submission.id == Job.submission_id)
-            .outerjoin(served, served.c.user_id == Submission.user_id)
-            .where(Job.state.in_(("queued", "leased")), Job.device_kind.in_(device_kinds))).subquery()
+    served = (
+        select(Submission.user_id.label("user_id"), func.max(Job.claimed_at).label("last_claimed"))
+        .join(Job, Job.submission_id == Submission.id)
+        .where(Job.device_kind.in_(device_kinds), Job.claimed_at.is_not(None))
+        .group_by(Submission.user_id)
+    ).subquery()
+    return (
+        select(Job.id.label("job_id"), Job.state, turn, served.c.last_claimed)
+        .join(Submission, Submission.id == Job.submission_id)
+        .outerjoin(served, served.c.user_id == Submission.user_id)
+        .where(Job.state.in_(("queued", "leased")), Job.device_kind.in_(device_kinds))
+    ).subquery()
 
 
 def claim_order(ordered) -> tuple:  # type: ignore[no-untyped-def]
@@ -108,8 +119,14 @@ CLAIM_CANDIDATES = 8
 """Jobs tried per claim on PostgreSQL, where a job another server is claiming is skipped."""
 
 
-def claim(db: Database, runner_id: int, device_kinds: list[str], lease_s: float = LEASE_S,
-          device: str = "", errored: list[int] | None = None) -> Claimed | None:
+def claim(
+    db: Database,
+    runner_id: int,
+    device_kinds: list[str],
+    lease_s: float = LEASE_S,
+    device: str = "",
+    errored: list[int] | None = None,
+) -> Claimed | None:
     """Lease the next queued job for one of device_kinds in fair order, or None when there is
     none; device names the runner's slot that will run it (recorded on the job). Expired
     leases are reaped first: submissions that ended as ERROR there go into `errored`."""
@@ -120,8 +137,12 @@ def claim(db: Database, runner_id: int, device_kinds: list[str], lease_s: float 
         if errored is not None:
             errored.extend(failed)
         ordered = fair_order(device_kinds)
-        candidates = session.scalars(select(ordered.c.job_id).where(ordered.c.state == "queued")
-                                     .order_by(*claim_order(ordered)).limit(CLAIM_CANDIDATES)).all()
+        candidates = session.scalars(
+            select(ordered.c.job_id)
+            .where(ordered.c.state == "queued")
+            .order_by(*claim_order(ordered))
+            .limit(CLAIM_CANDIDATES)
+        ).all()
         job = None
         for job_id in candidates:  # window functions cannot take row locks: lock the chosen row itself
             query = select(Job).where(Job.id == job_id, Job.state == "queued")
@@ -152,8 +173,9 @@ def queue_position(session: Session, job: Job) -> int | None:
     if job.state != "queued":
         return None
     ordered = fair_order([job.device_kind])
-    queued = list(session.scalars(select(ordered.c.job_id).where(ordered.c.state == "queued")
-                                  .order_by(*claim_order(ordered))))
+    queued = list(
+        session.scalars(select(ordered.c.job_id).where(ordered.c.state == "queued").order_by(*claim_order(ordered)))
+    )
     return queued.index(job.id) + 1 if job.id in queued else None
 
 
@@ -190,16 +212,23 @@ def heartbeat(db: Database, runner_id: int, leases: dict[int, str], lease_s: flo
         session.execute(update(Runner).where(Runner.id == runner_id).values(last_seen_at=now))
         for job_id, token in leases.items():
             renewed = session.execute(
-                update(Job).where(Job.id == job_id, Job.lease_token == token, Job.state == "leased",
-                                  Job.runner_id == runner_id)
-                .values(lease_expires_at=now + dt.timedelta(seconds=lease_s)))
+                update(Job)
+                .where(Job.id == job_id, Job.lease_token == token, Job.state == "leased", Job.runner_id == runner_id)
+                .values(lease_expires_at=now + dt.timedelta(seconds=lease_s))
+            )
             if renewed.rowcount != 1:  # type: ignore[attr-defined]
                 lost.append(job_id)
     return lost
 
 
-def complete(db: Database, runner_id: int, job_id: int, lease_token: str, evaluation: Evaluation,
-             sample: SampleReport | None = None) -> tuple[Result, bool]:
+def complete(
+    db: Database,
+    runner_id: int,
+    job_id: int,
+    lease_token: str,
+    evaluation: Evaluation,
+    sample: SampleReport | None = None,
+) -> tuple[Result, bool]:
     """Accept the job's result: (the stored result, True) the first time, (it, False) on a repeat.
     A sample's check comes with its report (stored with the sample)."""
     with db.write() as session:
@@ -216,15 +245,21 @@ def complete(db: Database, runner_id: int, job_id: int, lease_token: str, evalua
         hostname = session.scalar(select(Runner.hostname).where(Runner.id == runner_id))
         evaluation = redact_evaluation(evaluation, [hostname])
         now = utcnow()
-        result = Result(job_id=job.id, submission_id=submission.id, runner_id=runner_id,
-                        status=evaluation.status.value, score=evaluation.score,
-                        evaluation=evaluation.model_dump(mode="json"))
+        result = Result(
+            job_id=job.id,
+            submission_id=submission.id,
+            runner_id=runner_id,
+            status=evaluation.status.value,
+            score=evaluation.score,
+            evaluation=evaluation.model_dump(mode="json"),
+        )
         session.add(result)
         job.state, job.finished_at = "done", now
         submission.status, submission.reason = evaluation.status.value, evaluation.reason
         submission.score, submission.finished_at = evaluation.score, now
-        session.execute(update(Runner).where(Runner.id == runner_id)
-                        .values(jobs_done=Runner.jobs_done + 1, last_seen_at=now))
+        session.execute(
+            update(Runner).where(Runner.id == runner_id).values(jobs_done=Runner.jobs_done + 1, last_seen_at=now)
+        )
         session.flush()
         record_result(session, submission)
         bounties.on_result(session, submission)  # a claimer's ranked run may verify a speed bounty
@@ -241,8 +276,11 @@ def requeue_runner(db: Database, runner_id: int, why: str) -> list[int]:
         query = select(Job).where(Job.state == "leased", Job.runner_id == runner_id)
         if db.is_postgres:
             query = query.with_for_update(skip_locked=True)
-        return [job.submission_id for job in list(session.scalars(query))
-                if _requeue_or_fail(session, job, f"{why} (attempt {job.attempts})")]
+        return [
+            job.submission_id
+            for job in list(session.scalars(query))
+            if _requeue_or_fail(session, job, f"{why} (attempt {job.attempts})")
+        ]
 
 
 def give_back(db: Database, runner_id: int, job_id: int, lease_token: str, error: str = "") -> bool:

@@ -15,15 +15,22 @@ from gpuarena.service.tables import RateCounter
 class RateLimited(GpuarenaError):
     def __init__(self, action: str, limit: int, window_s: int, retry_after: int, message: str = ""):
         self.retry_after = retry_after
-        super().__init__(message or f"rate limit: at most {limit} {action} per {window_s} s per user; "
-                                    f"retry in {retry_after} s")
+        super().__init__(
+            message or f"rate limit: at most {limit} {action} per {window_s} s per user; retry in {retry_after} s"
+        )
 
 
-_TAKE = (update(RateCounter)
-         .where(RateCounter.user_id == bindparam("user"), RateCounter.action == bindparam("act"),
-                (RateCounter.window != bindparam("win")) | (RateCounter.count < bindparam("lim")))
-         .values(count=case((RateCounter.window == bindparam("win"), RateCounter.count + 1), else_=1),
-                 window=bindparam("win")))
+_TAKE = (
+    update(RateCounter)
+    .where(
+        RateCounter.user_id == bindparam("user"),
+        RateCounter.action == bindparam("act"),
+        (RateCounter.window != bindparam("win")) | (RateCounter.count < bindparam("lim")),
+    )
+    .values(
+        count=case((RateCounter.window == bindparam("win"), RateCounter.count + 1), else_=1), window=bindparam("win")
+    )
+)
 """Count one action if the window's count is under the limit (or the window has moved on); built once."""
 
 
@@ -41,7 +48,10 @@ def take(session: Session, user_id: int, action: str, limit: int, window_s: int 
     values = {"user": user_id, "act": action, "win": window, "lim": limit}
     if connection.execute(_TAKE, values).rowcount == 1:  # type: ignore[attr-defined]
         return
-    connection.execute(dialect_insert(session, RateCounter).values(user_id=user_id, action=action, window=window,
-                                                                   count=0).on_conflict_do_nothing())
+    connection.execute(
+        dialect_insert(session, RateCounter)
+        .values(user_id=user_id, action=action, window=window, count=0)
+        .on_conflict_do_nothing()
+    )
     if connection.execute(_TAKE, values).rowcount != 1:  # type: ignore[attr-defined]
         raise RateLimited(action, limit, window_s, retry_after=window + window_s - now)

@@ -59,8 +59,10 @@ def _walk(value: Any, hosts: list[str | None], in_environment: bool = False) -> 
     if isinstance(value, list):
         return [_walk(item, hosts) for item in value]
     if isinstance(value, dict):
-        return {key: item if in_environment and key == "hostname" else _walk(item, hosts, key == "environment")
-                for key, item in value.items()}
+        return {
+            key: item if in_environment and key == "hostname" else _walk(item, hosts, key == "environment")
+            for key, item in value.items()
+        }
     return value
 
 

@@ -73,10 +73,18 @@ MAYBE = Annotated[Caller | None, Depends(optional_caller)]
 def health(db: DB) -> Health:
     """Liveness and queue depth; needs no token."""
     with db.read() as session:
-        counts = dict(session.execute(select(Job.state, func.count()).where(Job.state.in_(("queued", "leased")))
-                                      .group_by(Job.state)).all())
-    return Health(status="ok", version=__version__, database=db.dialect,
-                  queued=counts.get("queued", 0), running=counts.get("leased", 0))
+        counts = dict(
+            session.execute(
+                select(Job.state, func.count()).where(Job.state.in_(("queued", "leased"))).group_by(Job.state)
+            ).all()
+        )
+    return Health(
+        status="ok",
+        version=__version__,
+        database=db.dialect,
+        queued=counts.get("queued", 0),
+        running=counts.get("leased", 0),
+    )
 
 
 @router.get("/me", tags=["accounts"])
@@ -85,17 +93,26 @@ def me(who: CALLER) -> Me:
 
 
 def _summary(p: Problem) -> dict:
-    return dict(id=p.slug, name=p.name, level=p.level, weight=p.weight, summary=p.summary,
-                tags=p.spec.get("tags", []), version=p.version, workloads=[w["name"] for w in p.spec["workloads"]],
-                kind="app" if is_app(p.spec) else "kernel")
+    return dict(
+        id=p.slug,
+        name=p.name,
+        level=p.level,
+        weight=p.weight,
+        summary=p.summary,
+        tags=p.spec.get("tags", []),
+        version=p.version,
+        workloads=[w["name"] for w in p.spec["workloads"]],
+        kind="app" if is_app(p.spec) else "kernel",
+    )
 
 
 @router.get("/problems", tags=["problems"])
 def list_problems(db: DB, kind: Literal["kernel", "app"] | None = None) -> list[ProblemSummary]:
     """Current problems; kind=app lists the migration targets only, kind=kernel the others."""
     with db.read() as session:
-        rows = session.scalars(select(Problem).where(Problem.current, Problem.slug != SAMPLES_SLUG)
-                               .order_by(Problem.level, Problem.slug))
+        rows = session.scalars(
+            select(Problem).where(Problem.current, Problem.slug != SAMPLES_SLUG).order_by(Problem.level, Problem.slug)
+        )
         found = [ProblemSummary(**_summary(p)) for p in rows]
         return [p for p in found if kind is None or p.kind == kind]
 
@@ -107,10 +124,20 @@ def get_problem(problem_id: str, db: DB) -> ProblemDetail:
         if p is None:
             raise NotFound(f"unknown problem {problem_id!r} (GET /api/problems lists them)")
         if is_app(p.spec):  # a golden folder's files are base64; its reference is the app.toml ports are held to
-            return ProblemDetail(**_summary(p), spec=p.spec, readme="", reference=reference_app_toml(p.files),
-                                 solutions_public=p.solutions_public)
-        return ProblemDetail(**_summary(p), spec=p.spec, readme=p.files.get("README.md", ""),
-                             reference=p.files.get("reference.py", ""), solutions_public=p.solutions_public)
+            return ProblemDetail(
+                **_summary(p),
+                spec=p.spec,
+                readme="",
+                reference=reference_app_toml(p.files),
+                solutions_public=p.solutions_public,
+            )
+        return ProblemDetail(
+            **_summary(p),
+            spec=p.spec,
+            readme=p.files.get("README.md", ""),
+            reference=p.files.get("reference.py", ""),
+            solutions_public=p.solutions_public,
+        )
 
 
 @router.get("/device-kinds", tags=["runners"])
@@ -121,10 +148,15 @@ def device_kinds(db: DB) -> list[DeviceKindInfo]:
         for kinds in session.scalars(select(Runner.device_kinds).where(Runner.last_seen_at > utcnow() - RUNNER_ONLINE)):
             for kind in kinds:
                 online[kind] = online.get(kind, 0) + 1
-        queued = dict(session.execute(select(Job.device_kind, func.count()).where(Job.state == "queued")
-                                      .group_by(Job.device_kind)).all())
-        return [DeviceKindInfo(name=name, runners_online=online.get(name, 0), queued=queued.get(name, 0))
-                for name in session.scalars(select(DeviceKind.name).order_by(DeviceKind.name))]
+        queued = dict(
+            session.execute(
+                select(Job.device_kind, func.count()).where(Job.state == "queued").group_by(Job.device_kind)
+            ).all()
+        )
+        return [
+            DeviceKindInfo(name=name, runners_online=online.get(name, 0), queued=queued.get(name, 0))
+            for name in session.scalars(select(DeviceKind.name).order_by(DeviceKind.name))
+        ]
 
 
 @router.get("/runners", tags=["runners"])
@@ -137,12 +169,22 @@ def list_runners(who: CALLER, db: DB) -> list[RunnerInfo]:
         for job_id, runner_id in session.execute(select(Job.id, Job.runner_id).where(Job.state == "leased")):
             running.setdefault(runner_id, []).append(job_id)
         online_since = utcnow() - RUNNER_ONLINE
-        return [RunnerInfo(id=r.id, name=r.name, account=session.get(User, r.user_id).name,
-                           hostname=r.hostname if who.role == "admin" or who.user_id == r.user_id else "",
-                           version=r.version, online=r.last_seen_at > online_since, device_kinds=r.device_kinds or [],
-                           devices=r.devices or [], running=sorted(running.get(r.id, [])), jobs_done=r.jobs_done,
-                           last_seen_at=r.last_seen_at)
-                for r in session.scalars(select(Runner).order_by(Runner.id))]
+        return [
+            RunnerInfo(
+                id=r.id,
+                name=r.name,
+                account=session.get(User, r.user_id).name,
+                hostname=r.hostname if who.role == "admin" or who.user_id == r.user_id else "",
+                version=r.version,
+                online=r.last_seen_at > online_since,
+                device_kinds=r.device_kinds or [],
+                devices=r.devices or [],
+                running=sorted(running.get(r.id, [])),
+                jobs_done=r.jobs_done,
+                last_seen_at=r.last_seen_at,
+            )
+            for r in session.scalars(select(Runner).order_by(Runner.id))
+        ]
 
 
 @router.post("/submissions", status_code=201, tags=["submissions"])
@@ -152,10 +194,15 @@ def submit(request: SubmissionRequest, who: CALLER, db: DB, settings: SETTINGS) 
 
 
 @router.post("/submissions/upload", status_code=201, tags=["submissions"])
-async def submit_upload(who: CALLER, db: DB, settings: SETTINGS,
-                        file: Annotated[UploadFile, File(description="solve() in a .py file, or a pack (.json)")],
-                        problem: Annotated[str, Form()], device_kind: Annotated[str, Form()],
-                        mode: Annotated[Mode, Form()] = "ranked") -> SubmissionOut:
+async def submit_upload(
+    who: CALLER,
+    db: DB,
+    settings: SETTINGS,
+    file: Annotated[UploadFile, File(description="solve() in a .py file, or a pack (.json)")],
+    problem: Annotated[str, Form()],
+    device_kind: Annotated[str, Form()],
+    mode: Annotated[Mode, Form()] = "ranked",
+) -> SubmissionOut:
     """Queue a solution uploaded as a file (multipart form)."""
     data = await file.read(settings.max_request_bytes + 1)
     if len(data) > settings.max_request_bytes:
@@ -166,14 +213,22 @@ async def submit_upload(who: CALLER, db: DB, settings: SETTINGS,
 
 
 @router.get("/submissions", tags=["submissions"])
-def list_submissions(db: DB, user: str | None = None, problem: str | None = None, device_kind: str | None = None,
-                     status: str | None = None, limit: Annotated[int, Query(ge=1, le=500)] = 50,
-                     ids: Annotated[str | None, Query(description="Only these submissions: comma-separated ids",
-                                                      pattern=r"^\d+(,\d+)*$")] = None) -> list[SubmissionOut]:
+def list_submissions(
+    db: DB,
+    user: str | None = None,
+    problem: str | None = None,
+    device_kind: str | None = None,
+    status: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    ids: Annotated[
+        str | None, Query(description="Only these submissions: comma-separated ids", pattern=r"^\d+(,\d+)*$")
+    ] = None,
+) -> list[SubmissionOut]:
     """Submissions, newest first: by user, problem, device kind and status (QUEUED, PASSED, ...)."""
     with db.read() as session:
-        return submissions.search(session, user, problem, device_kind, status, limit,
-                                  [int(i) for i in ids.split(",")] if ids else None)
+        return submissions.search(
+            session, user, problem, device_kind, status, limit, [int(i) for i in ids.split(",")] if ids else None
+        )
 
 
 @router.get("/submissions/{submission_id}", tags=["submissions"])
@@ -206,8 +261,11 @@ def get_code(submission_id: int, who: CALLER, db: DB) -> dict[str, str]:
         return dict(blob.sources)
 
 
-@router.get("/submissions/{submission_id}/events", tags=["submissions"],
-            response_description="text/event-stream: `status` events with the submission, then `done`")
+@router.get(
+    "/submissions/{submission_id}/events",
+    tags=["submissions"],
+    response_description="text/event-stream: `status` events with the submission, then `done`",
+)
 async def submission_events(submission_id: int, request: Request, db: DB, who: MAYBE) -> StreamingResponse:
     """Server-sent events: the submission each time its status or queue position changes, until it is done."""
     await run_in_threadpool(submissions.detail, db, submission_id, who)  # 404 before the stream starts
@@ -233,38 +291,56 @@ async def submission_events(submission_id: int, request: Request, db: DB, who: M
     return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
 
-_CURRENT_VERSION = select(Problem.id, Problem.slug, Problem.version).where(Problem.slug == bindparam("slug"),
-                                                                           Problem.current)
+_CURRENT_VERSION = select(Problem.id, Problem.slug, Problem.version).where(
+    Problem.slug == bindparam("slug"), Problem.current
+)
 
 
 @router.get("/leaderboard", tags=["leaderboards"], response_model=Leaderboard)
-def get_leaderboard(db: DB, problem: str, device_kind: str,
-                    limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Response:
+def get_leaderboard(
+    db: DB, problem: str, device_kind: str, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+) -> Response:
     """Each user's best ranked, passing submission on one problem and device kind."""
     with db.read() as session:
         p = session.connection().execute(_CURRENT_VERSION, {"slug": problem}).first()  # not the problem's files
         if p is None:
             raise NotFound(f"unknown problem {problem!r}")
         rows = leaderboard.read_rows(session, p.id, device_kind, limit)
-    board = Leaderboard.model_validate({
-        "problem": p.slug, "problem_version": p.version, "device_kind": device_kind,
-        "rows": [{"rank": i + 1, "user": name, "score": score, "submission_id": sid, "achieved_at": at}
-                 for i, (score, sid, at, name) in enumerate(rows)]})
+    board = Leaderboard.model_validate(
+        {
+            "problem": p.slug,
+            "problem_version": p.version,
+            "device_kind": device_kind,
+            "rows": [
+                {"rank": i + 1, "user": name, "score": score, "submission_id": sid, "achieved_at": at}
+                for i, (score, sid, at, name) in enumerate(rows)
+            ],
+        }
+    )
     # validated once, in one call; returned as JSON directly (FastAPI would validate and convert it twice more)
     return Response(board.model_dump_json(), media_type="application/json")
 
 
 def token_info(t: Token) -> TokenInfo:
     """What the API and the tokens page show of a token (never its hash)."""
-    return TokenInfo(id=t.id, name=t.name, prefix=t.prefix, created_at=t.created_at, expires_at=t.expires_at,
-                     revoked_at=t.revoked_at, last_used_at=t.last_used_at, device_kinds=t.device_kinds)
+    return TokenInfo(
+        id=t.id,
+        name=t.name,
+        prefix=t.prefix,
+        created_at=t.created_at,
+        expires_at=t.expires_at,
+        revoked_at=t.revoked_at,
+        last_used_at=t.last_used_at,
+        device_kinds=t.device_kinds,
+    )
 
 
 @router.get("/tokens", tags=["accounts"])
 def list_tokens(who: CALLER, db: DB) -> list[TokenInfo]:
     with db.read() as session:
-        return [token_info(t) for t in session.scalars(select(Token).where(Token.user_id == who.user_id)
-                                                        .order_by(Token.id))]
+        return [
+            token_info(t) for t in session.scalars(select(Token).where(Token.user_id == who.user_id).order_by(Token.id))
+        ]
 
 
 @router.post("/tokens", status_code=201, tags=["accounts"])
@@ -272,14 +348,27 @@ def create_token(request: TokenRequest, who: CALLER, db: DB) -> NewToken:
     with db.write() as session:
         user = auth.user_by_name(session, who.name)
         expires = dt.timedelta(days=request.expires_in_days) if request.expires_in_days else None
-        token, plain = auth.issue_token(session, user, request.name, expires, device_kinds=(
-            list(who.device_kinds) if who.device_kinds is not None else None))
+        token, plain = auth.issue_token(
+            session,
+            user,
+            request.name,
+            expires,
+            device_kinds=(list(who.device_kinds) if who.device_kinds is not None else None),
+        )
         return NewToken(token=plain, info=token_info(token))
 
 
 def invite_info(i: Invite) -> InviteInfo:
-    return InviteInfo(id=i.id, prefix=i.prefix, role=i.role, uses_left=i.uses_left, note=i.note,
-                      created_at=i.created_at, expires_at=i.expires_at, revoked_at=i.revoked_at)
+    return InviteInfo(
+        id=i.id,
+        prefix=i.prefix,
+        role=i.role,
+        uses_left=i.uses_left,
+        note=i.note,
+        created_at=i.created_at,
+        expires_at=i.expires_at,
+        revoked_at=i.revoked_at,
+    )
 
 
 @router.post("/invites", status_code=201, tags=["accounts"])
@@ -303,8 +392,9 @@ def revoke_invite(invite_id: int, who: CALLER, db: DB) -> InviteInfo:
 
 
 def webhook_info(h: Webhook) -> WebhookInfo:
-    return WebhookInfo(id=h.id, url=h.url, created_at=h.created_at, last_called_at=h.last_called_at,
-                       last_status=h.last_status)
+    return WebhookInfo(
+        id=h.id, url=h.url, created_at=h.created_at, last_called_at=h.last_called_at, last_status=h.last_status
+    )
 
 
 @router.post("/webhooks", status_code=201, tags=["accounts"])

@@ -52,9 +52,11 @@ def _allowed_kinds(who: Caller, kinds: list[str]) -> list[str]:
         return kinds
     outside = sorted(set(kinds) - set(who.device_kinds))
     if outside:
-        raise Forbidden(f"this runner token is scoped to device kinds {', '.join(who.device_kinds) or '(none)'}; "
-                        f"it may not serve {', '.join(outside)} (ask an admin for a token with "
-                        f"`gpuarena users add NAME --role runner --device-kind {outside[0]}`)")
+        raise Forbidden(
+            f"this runner token is scoped to device kinds {', '.join(who.device_kinds) or '(none)'}; "
+            f"it may not serve {', '.join(outside)} (ask an admin for a token with "
+            f"`gpuarena users add NAME --role runner --device-kind {outside[0]}`)"
+        )
     return kinds
 
 
@@ -73,8 +75,11 @@ def hello(body: RunnerHello, who: RUNNER, db: DB) -> RunnerId:
         runner.device_kinds = kinds
         runner.last_seen_at = utcnow()
         for kind in kinds:
-            session.execute(dialect_insert(session, DeviceKind).values(name=kind).on_conflict_do_update(
-                index_elements=["name"], set_={"last_seen_at": utcnow()}))
+            session.execute(
+                dialect_insert(session, DeviceKind)
+                .values(name=kind)
+                .on_conflict_do_update(index_elements=["name"], set_={"last_seen_at": utcnow()})
+            )
         session.flush()
         runner_id = runner.id
     # a runner process says hello once, when it starts: it holds none of the jobs its name held
@@ -86,9 +91,17 @@ def hello(body: RunnerHello, who: RUNNER, db: DB) -> RunnerId:
 
 def _work_waiting(db: Database, kinds: list[str]) -> bool:
     with db.read() as session:
-        return session.scalar(select(Job.id).where(
-            Job.device_kind.in_(kinds),
-            or_(Job.state == "queued", (Job.state == "leased") & (Job.lease_expires_at < utcnow()))).limit(1)) is not None
+        return (
+            session.scalar(
+                select(Job.id)
+                .where(
+                    Job.device_kind.in_(kinds),
+                    or_(Job.state == "queued", (Job.state == "leased") & (Job.lease_expires_at < utcnow())),
+                )
+                .limit(1)
+            )
+            is not None
+        )
 
 
 def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str], device: str) -> ClaimedJob | None:
@@ -104,25 +117,38 @@ def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str], d
         blob = session.get(SolutionBlob, submission.solution_hash)
         assert problem is not None and blob is not None
         return ClaimedJob(
-            job_id=job.id, lease_token=job.lease_token or "", lease_s=settings.lease_s, submission_id=submission.id,
-            device_kind=job.device_kind, mode=submission.mode,  # type: ignore[arg-type]
+            job_id=job.id,
+            lease_token=job.lease_token or "",
+            lease_s=settings.lease_s,
+            submission_id=submission.id,
+            device_kind=job.device_kind,
+            mode=submission.mode,  # type: ignore[arg-type]
             seed=job.seed if submission.mode == "ranked" else None,  # the job's own, drawn by the server
-            problem=(samples.packed_dataset(session) if is_sample(problem.spec) else  # what a sample must not repeat
-                     PackedProblem(id=problem.slug, files=problem.files, hash=problem.content_hash)),
-            solution=Solution(name=blob.name, manifest=SolutionManifest.model_validate(blob.manifest),
-                              sources=blob.sources))
+            problem=(
+                samples.packed_dataset(session)
+                if is_sample(problem.spec)
+                # what a sample must not repeat
+                else PackedProblem(id=problem.slug, files=problem.files, hash=problem.content_hash)
+            ),
+            solution=Solution(
+                name=blob.name, manifest=SolutionManifest.model_validate(blob.manifest), sources=blob.sources
+            ),
+        )
 
 
 @router.post("/claim", response_model=ClaimedJob, responses={204: {"description": "no job within wait_s"}})
-async def claim(body: ClaimRequest, who: RUNNER, db: DB,
-                settings: Annotated[Settings, Depends(get_settings)]) -> ClaimedJob | Response:
+async def claim(
+    body: ClaimRequest, who: RUNNER, db: DB, settings: Annotated[Settings, Depends(get_settings)]
+) -> ClaimedJob | Response:
     """Lease the oldest job for these device kinds, waiting up to wait_s for one to arrive."""
     kinds = _allowed_kinds(who, body.device_kinds)
     healthy = await run_in_threadpool(_own_runner, db, who, body.runner_id)
     drained = sorted(set(kinds) - set(healthy))
     if drained:
-        raise Forbidden(f"runner {body.runner_id} has no healthy device of kind {', '.join(drained)} "
-                        "(drained after a failed health check, or never reported)")
+        raise Forbidden(
+            f"runner {body.runner_id} has no healthy device of kind {', '.join(drained)} "
+            "(drained after a failed health check, or never reported)"
+        )
     deadline = time.monotonic() + body.wait_s
     while True:
         if await run_in_threadpool(_work_waiting, db, kinds):
@@ -135,8 +161,9 @@ async def claim(body: ClaimRequest, who: RUNNER, db: DB,
 
 
 @router.post("/heartbeat")
-def heartbeat(body: HeartbeatRequest, who: RUNNER, db: DB,
-              settings: Annotated[Settings, Depends(get_settings)]) -> HeartbeatReply:
+def heartbeat(
+    body: HeartbeatRequest, who: RUNNER, db: DB, settings: Annotated[Settings, Depends(get_settings)]
+) -> HeartbeatReply:
     """Renew the runner's leases; the reply names jobs it no longer holds."""
     _own_runner(db, who, body.runner_id)
     lost = queue.heartbeat(db, body.runner_id, body.leases, settings.lease_s)

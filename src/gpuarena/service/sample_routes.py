@@ -22,9 +22,13 @@ MAYBE = Annotated[Caller | None, Depends(optional_caller)]
 
 
 @router.get("")
-def list_samples(db: DB, review: Literal["pending", "accepted", "rejected"] | None = None, user: str | None = None,
-                 status: SampleStatus | None = None,
-                 limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> list[SampleOut]:
+def list_samples(
+    db: DB,
+    review: Literal["pending", "accepted", "rejected"] | None = None,
+    user: str | None = None,
+    status: SampleStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> list[SampleOut]:
     """Samples newest first, with their check's verdict and review (the review queue:
     `status=ok&review=pending`)."""
     with db.read() as session:

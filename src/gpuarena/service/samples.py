@@ -35,25 +35,42 @@ def on_submission(session: Session, who: Caller, submission: Submission, solutio
     must be the account that submits it (contests count the submitter)."""
     info = inspect_solution(solution)
     if info.manifest.contributor != who.name:
-        raise GpuarenaError(f"sample.toml says contributor = {info.manifest.contributor!r}, but you are {who.name!r}: "
-                            f"a sample is submitted by its contributor (fix: contributor = \"{who.name}\")")
-    row = SampleRow(submission_id=submission.id, user_id=who.user_id, contributor=info.manifest.contributor,
-                    llm=info.manifest.llm, problem=info.problem[:200], review="pending", review_comment="")
+        raise GpuarenaError(
+            f"sample.toml says contributor = {info.manifest.contributor!r}, but you are {who.name!r}: "
+            f'a sample is submitted by its contributor (fix: contributor = "{who.name}")'
+        )
+    row = SampleRow(
+        submission_id=submission.id,
+        user_id=who.user_id,
+        contributor=info.manifest.contributor,
+        llm=info.manifest.llm,
+        problem=info.problem[:200],
+        review="pending",
+        review_comment="",
+    )
     session.add(row)
     return row
 
 
-def on_result(session: Session, submission: Submission, evaluation: Evaluation, report: SampleReport | None,
-              hostnames: list[str | None]) -> None:
+def on_result(
+    session: Session,
+    submission: Submission,
+    evaluation: Evaluation,
+    report: SampleReport | None,
+    hostnames: list[str | None],
+) -> None:
     """Store a sample's check (nothing for other submissions). A runner that sent no report
     leaves the sample broken, saying so."""
     row = session.get(SampleRow, submission.id)
     if row is None:
         return
     if report is None:
-        report = SampleReport(sample=row.problem, device=evaluation.device, verdict="broken",
-                              errors=[f"the runner sent no sample report ({evaluation.status.value}: "
-                                      f"{evaluation.reason})"])
+        report = SampleReport(
+            sample=row.problem,
+            device=evaluation.device,
+            verdict="broken",
+            errors=[f"the runner sent no sample report ({evaluation.status.value}: {evaluation.reason})"],
+        )
     report = SampleReport.model_validate(redact_json(report.model_dump(mode="json"), hostnames))
     row.verdict, row.report, row.checked_at = report.verdict, report.model_dump(mode="json"), utcnow()
     row.score = report.optimised.score if report.optimised is not None else None
@@ -87,23 +104,36 @@ def review(session: Session, who: Caller, sample_id: int, request: SampleReviewR
     row = _get(session, sample_id)
     contest = _contest(session, sample_id)
     if not may_review(session, who, row):
-        who_may = (f"the organizers of {contest.slug} ({', '.join(contests.organizer_names(session, contest.id))})"
-                   if contest is not None else "organisers and admins")
+        who_may = (
+            f"the organizers of {contest.slug} ({', '.join(contests.organizer_names(session, contest.id))})"
+            if contest is not None
+            else "organisers and admins"
+        )
         raise Forbidden(f"{who.name} may not review sample {sample_id}: only {who_may} may")
     if request.decision == "accepted" and row.verdict != "ok":
         why = {"duplicate": "its problem is already in the dataset", "broken": "its check failed"}.get(
-            row.verdict or "", "it has not been checked yet")
-        raise GpuarenaError(f"sample {sample_id} is {_status(row, session)}: only a sample whose check was ok can be "
-                            f"accepted ({why})")
+            row.verdict or "", "it has not been checked yet"
+        )
+        raise GpuarenaError(
+            f"sample {sample_id} is {_status(row, session)}: only a sample whose check was ok can be accepted ({why})"
+        )
     row.review, row.review_comment = request.decision, request.comment
     row.reviewer_id, row.reviewed_at = who.user_id, utcnow()
     if contest is not None:
         accepted = request.decision == "accepted"
         entry = session.get(ContestEntry, sample_id)
         assert entry is not None
-        contests.record_review(session, entry, who, ReviewRequest(
-            decision=request.decision, comment=request.comment, samples_accepted=int(accepted),
-            samples_score=(row.score or 0.0) if accepted else 0.0))
+        contests.record_review(
+            session,
+            entry,
+            who,
+            ReviewRequest(
+                decision=request.decision,
+                comment=request.comment,
+                samples_accepted=int(accepted),
+                samples_score=(row.score or 0.0) if accepted else 0.0,
+            ),
+        )
     session.flush()
     return row
 
@@ -121,14 +151,23 @@ def _status(row: SampleRow, session: Session, submission_status: str | None = No
 
 def _out(session: Session, row: SampleRow, submission: Submission, names: dict[int, str]) -> SampleOut:
     contest = _contest(session, row.submission_id)
-    return SampleOut(id=row.submission_id, user=names.get(row.user_id, "?"), contributor=row.contributor, llm=row.llm,
-                     problem=row.problem, device_kind=submission.device_kind,
-                     contest=contest.slug if contest is not None else None,
-                     status=_status(row, session, submission.status), score=row.score,
-                     review=row.review,  # type: ignore[arg-type]
-                     review_comment=row.review_comment,
-                     reviewer=names.get(row.reviewer_id) if row.reviewer_id is not None else None,
-                     created_at=row.created_at, checked_at=row.checked_at, reviewed_at=row.reviewed_at)
+    return SampleOut(
+        id=row.submission_id,
+        user=names.get(row.user_id, "?"),
+        contributor=row.contributor,
+        llm=row.llm,
+        problem=row.problem,
+        device_kind=submission.device_kind,
+        contest=contest.slug if contest is not None else None,
+        status=_status(row, session, submission.status),
+        score=row.score,
+        review=row.review,  # type: ignore[arg-type]
+        review_comment=row.review_comment,
+        reviewer=names.get(row.reviewer_id) if row.reviewer_id is not None else None,
+        created_at=row.created_at,
+        checked_at=row.checked_at,
+        reviewed_at=row.reviewed_at,
+    )
 
 
 def _names(session: Session, rows: list[SampleRow]) -> dict[int, str]:
@@ -136,11 +175,15 @@ def _names(session: Session, rows: list[SampleRow]) -> dict[int, str]:
     return dict(session.execute(select(User.id, User.name).where(User.id.in_(ids))).all()) if ids else {}
 
 
-def listed(session: Session, review: str | None = None, user: str | None = None,
-           status: str | None = None, limit: int = 200) -> list[SampleOut]:
+def listed(
+    session: Session, review: str | None = None, user: str | None = None, status: str | None = None, limit: int = 200
+) -> list[SampleOut]:
     """Samples, newest first; anyone may list them (what is private is in their files)."""
-    query = (select(SampleRow, Submission).join(Submission, Submission.id == SampleRow.submission_id)
-             .order_by(SampleRow.submission_id.desc()))
+    query = (
+        select(SampleRow, Submission)
+        .join(Submission, Submission.id == SampleRow.submission_id)
+        .order_by(SampleRow.submission_id.desc())
+    )
     if review:
         query = query.where(SampleRow.review == review)
     if user:
@@ -159,21 +202,37 @@ def detail(session: Session, sample_id: int, viewer: Caller | None) -> SampleDet
     visible = private_visible(viewer, row.user_id, submission.problem.solutions_public)
     blob = session.get(SolutionBlob, submission.solution_hash) if visible else None
     out = _out(session, row, submission, _names(session, [row]))
-    return SampleDetail(**out.model_dump(), report=SampleReport.model_validate(row.report) if row.report else None,
-                        files=dict(blob.sources) if blob is not None else None, files_hidden=not visible)
+    return SampleDetail(
+        **out.model_dump(),
+        report=SampleReport.model_validate(row.report) if row.report else None,
+        files=dict(blob.sources) if blob is not None else None,
+        files_hidden=not visible,
+    )
 
 
 def accepted(session: Session) -> list[DatasetSample]:
     """The accepted samples' problems, oldest first: the service's part of the dataset."""
-    query = (select(SampleRow, SolutionBlob).join(Submission, Submission.id == SampleRow.submission_id)
-             .join(SolutionBlob, SolutionBlob.hash == Submission.solution_hash)
-             .where(SampleRow.review == "accepted").order_by(SampleRow.submission_id))
+    query = (
+        select(SampleRow, SolutionBlob)
+        .join(Submission, Submission.id == SampleRow.submission_id)
+        .join(SolutionBlob, SolutionBlob.hash == Submission.solution_hash)
+        .where(SampleRow.review == "accepted")
+        .order_by(SampleRow.submission_id)
+    )
     pairs = list(session.execute(query).all())
     names = _names(session, [r for r, _ in pairs])
-    return [DatasetSample(id=row.submission_id, contributor=row.contributor, llm=row.llm, problem=row.problem,
-                          score=row.score, reviewer=names.get(row.reviewer_id) if row.reviewer_id else None,
-                          files=problem_files(Solution(name=blob.name, manifest=blob.manifest, sources=blob.sources)))
-            for row, blob in pairs]
+    return [
+        DatasetSample(
+            id=row.submission_id,
+            contributor=row.contributor,
+            llm=row.llm,
+            problem=row.problem,
+            score=row.score,
+            reviewer=names.get(row.reviewer_id) if row.reviewer_id else None,
+            files=problem_files(Solution(name=blob.name, manifest=blob.manifest, sources=blob.sources)),
+        )
+        for row, blob in pairs
+    ]
 
 
 def packed_dataset(session: Session) -> PackedProblem:

@@ -63,9 +63,14 @@ def embedded_runner_token(db: Database, label: str = "embedded") -> str:
     """A fresh token for this server's own runner; earlier ones with the same label (this
     server's address) are revoked, not those of other servers over the same database."""
     with db.write() as session:
-        user = session.scalar(select(User).where(User.name == EMBEDDED_RUNNER)) or add_user(session, EMBEDDED_RUNNER, "runner")
-        session.execute(update(Token).where(Token.user_id == user.id, Token.name == label, Token.revoked_at.is_(None))
-                        .values(revoked_at=utcnow()))
+        user = session.scalar(select(User).where(User.name == EMBEDDED_RUNNER)) or add_user(
+            session, EMBEDDED_RUNNER, "runner"
+        )
+        session.execute(
+            update(Token)
+            .where(Token.user_id == user.id, Token.name == label, Token.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+        )
         _, plain = issue_token(session, user, label)
         return plain
 
@@ -83,8 +88,14 @@ def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gp
 
             local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
             client = Client(f"http://{local}:{port}", embedded_runner_token(db, f"embedded@{local}:{port}"[:64]))
-            runner = Runner(client, RunnerConfig(name=f"embedded@{local}:{port}", slots=advertise(detect(gpus=runner_gpus)),
-                                                 work_dir=settings.home / "runner"))
+            runner = Runner(
+                client,
+                RunnerConfig(
+                    name=f"embedded@{local}:{port}",
+                    slots=advertise(detect(gpus=runner_gpus)),
+                    work_dir=settings.home / "runner",
+                ),
+            )
             thread = threading.Thread(target=runner.run, name="embedded-runner", daemon=True)
             thread.start()
             runner_holder.update(runner=runner, thread=thread)

@@ -21,8 +21,18 @@ from gpuarena.service.schemas import SubmissionDetail, SubmissionOut, Submission
 from gpuarena.service.tables import DeviceKind, Job, Problem, Result, Runner, SolutionBlob, Submission, device_type
 from gpuarena.solutions.model import PackedSolution, Solution
 
-DONE = {"PASSED", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "WRONG_SHAPE", "WRONG_DTYPE", "WRONG_VALUES",
-        "REJECTED", "ERROR", "CANCELLED"}
+DONE = {
+    "PASSED",
+    "COMPILE_ERROR",
+    "RUNTIME_ERROR",
+    "TIMEOUT",
+    "WRONG_SHAPE",
+    "WRONG_DTYPE",
+    "WRONG_VALUES",
+    "REJECTED",
+    "ERROR",
+    "CANCELLED",
+}
 IN_FLIGHT = ("QUEUED", "RUNNING")
 
 
@@ -31,8 +41,10 @@ def as_solution(given: Solution | PackedSolution) -> Solution:
         return given
     solution = Solution(name=given.name, manifest=given.manifest, sources=given.sources)
     if solution.hash != given.hash:
-        raise GpuarenaError(f"solution.hash {given.hash[:12]}… does not match its sources ({solution.hash[:12]}…): "
-                            "the pack was edited; pack it again with `gpuarena pack`")
+        raise GpuarenaError(
+            f"solution.hash {given.hash[:12]}… does not match its sources ({solution.hash[:12]}…): "
+            "the pack was edited; pack it again with `gpuarena pack`"
+        )
     return solution
 
 
@@ -41,14 +53,21 @@ def _repeat(db: Database, who: Caller, request: SubmissionRequest, solution: Sol
     if request.client_key is None:
         return None
     with db.read() as session:
-        earlier = session.scalar(select(Submission).where(Submission.user_id == who.user_id,
-                                                          Submission.client_key == request.client_key))
+        earlier = session.scalar(
+            select(Submission).where(Submission.user_id == who.user_id, Submission.client_key == request.client_key)
+        )
         if earlier is None:
             return None
         if (earlier.problem.slug, earlier.device_kind, earlier.mode, earlier.solution_hash) != (
-                request.problem, request.device_kind, request.mode, solution.hash):
-            raise GpuarenaError(f"client_key {request.client_key!r} was used for submission {earlier.id}, a different "
-                                "problem, device kind, mode or solution; use a new key for a new submission")
+            request.problem,
+            request.device_kind,
+            request.mode,
+            solution.hash,
+        ):
+            raise GpuarenaError(
+                f"client_key {request.client_key!r} was used for submission {earlier.id}, a different "
+                "problem, device kind, mode or solution; use a new key for a new submission"
+            )
         return to_out(earlier)
 
 
@@ -68,13 +87,15 @@ def create(db: Database, settings: Settings, who: Caller, request: SubmissionReq
         raise
 
 
-_PROBLEM = select(Problem.id, Problem.slug, Problem.version, Problem.spec).where(Problem.slug == bindparam("slug"),
-                                                                                Problem.current)
+_PROBLEM = select(Problem.id, Problem.slug, Problem.version, Problem.spec).where(
+    Problem.slug == bindparam("slug"), Problem.current
+)
 _DEVICE_KIND = select(DeviceKind.name).where(DeviceKind.name == bindparam("name"))
 
 
-def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRequest, solution: Solution,
-            size: int) -> SubmissionOut:
+def _create(
+    db: Database, settings: Settings, who: Caller, request: SubmissionRequest, solution: Solution, size: int
+) -> SubmissionOut:
     with db.write() as session:
         connection = session.connection()  # plain rows: not the problem's files, no ORM bookkeeping
         problem = connection.execute(_PROBLEM, {"slug": request.problem}).first()
@@ -82,29 +103,50 @@ def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRe
             raise NotFound(f"unknown problem {request.problem!r} (GET /api/problems lists them)")
         if connection.execute(_DEVICE_KIND, {"name": request.device_kind}).first() is None:
             known = ", ".join(session.scalars(select(DeviceKind.name).order_by(DeviceKind.name))) or "none yet"
-            raise GpuarenaError(f"unknown device kind {request.device_kind!r} (known: {known}); "
-                                "a kind becomes known when a runner with that device connects")
+            raise GpuarenaError(
+                f"unknown device kind {request.device_kind!r} (known: {known}); "
+                "a kind becomes known when a runner with that device connects"
+            )
         target = device_type(request.device_kind)
         _check_app_pairing(request, problem.spec, solution)
         _check_sample_pairing(request, problem.spec, solution)
-        if not is_app(problem.spec) and not is_sample(problem.spec) and not any(target in w.get("devices", ["cpu", "cuda"])
-                                                for w in problem.spec["workloads"]):
+        if (
+            not is_app(problem.spec)
+            and not is_sample(problem.spec)
+            and not any(target in w.get("devices", ["cpu", "cuda"]) for w in problem.spec["workloads"])
+        ):
             raise GpuarenaError(f"{request.problem} has no workload that runs on {target} devices")
         if solution.manifest.language == "cuda" and target != "cuda":
             raise GpuarenaError(f"a CUDA solution needs a GPU device kind, not {request.device_kind!r}")
         if request.mode == "profile" and target != "cuda":
-            raise GpuarenaError(f"profile mode runs Nsight Compute on a GPU: choose a GPU device kind, not "
-                                f"{request.device_kind!r}")
+            raise GpuarenaError(
+                f"profile mode runs Nsight Compute on a GPU: choose a GPU device kind, not {request.device_kind!r}"
+            )
         if who.role not in ("admin", "runner"):
             _fair_use(session, settings, who)
             ratelimit.take(session, who.user_id, "submissions", settings.submit_limit_per_minute)
-        session.execute(dialect_insert(session, SolutionBlob).values(
-            hash=solution.hash, name=solution.name, language=solution.manifest.language,
-            manifest=solution.manifest.model_dump(mode="json"), sources=dict(solution.sources), size=size,
-        ).on_conflict_do_nothing())
-        submission = Submission(user_id=who.user_id, problem_id=problem.id, solution_hash=solution.hash,
-                                device_kind=request.device_kind, mode=request.mode, status="QUEUED", reason="",
-                                client_key=request.client_key)
+        session.execute(
+            dialect_insert(session, SolutionBlob)
+            .values(
+                hash=solution.hash,
+                name=solution.name,
+                language=solution.manifest.language,
+                manifest=solution.manifest.model_dump(mode="json"),
+                sources=dict(solution.sources),
+                size=size,
+            )
+            .on_conflict_do_nothing()
+        )
+        submission = Submission(
+            user_id=who.user_id,
+            problem_id=problem.id,
+            solution_hash=solution.hash,
+            device_kind=request.device_kind,
+            mode=request.mode,
+            status="QUEUED",
+            reason="",
+            client_key=request.client_key,
+        )
         session.add(submission)
         session.flush()
         bounties.on_submission(session, submission)  # a claimer's ranked run submits their speed bounty
@@ -113,21 +155,36 @@ def _create(db: Database, settings: Settings, who: Caller, request: SubmissionRe
         if is_sample(problem.spec):
             samples.on_submission(session, who, submission, solution)
         queue.enqueue(session, submission, max_attempts=settings.max_attempts)
-        return SubmissionOut(id=submission.id, problem=problem.slug, problem_version=problem.version, user=who.name,
-                             device_kind=submission.device_kind, mode=submission.mode, status=submission.status,
-                             reason="", score=None, solution_hash=solution.hash, created_at=submission.created_at,
-                             finished_at=None, done=False)
+        return SubmissionOut(
+            id=submission.id,
+            problem=problem.slug,
+            problem_version=problem.version,
+            user=who.name,
+            device_kind=submission.device_kind,
+            mode=submission.mode,
+            status=submission.status,
+            reason="",
+            score=None,
+            solution_hash=solution.hash,
+            created_at=submission.created_at,
+            finished_at=None,
+            done=False,
+        )
 
 
 def _check_app_pairing(request: SubmissionRequest, spec: dict, solution: Solution) -> None:
     """A port goes to a migration target and a kernel to a kernel problem, never across; a
     migration check has no profile mode."""
     if is_app(spec) and solution.manifest.language != APP_LANGUAGE:
-        raise GpuarenaError(f"{request.problem} is a migration target: submit a ported app's folder (with app.toml), "
-                            f"not a {solution.manifest.language} kernel (docs/migration.md)")
+        raise GpuarenaError(
+            f"{request.problem} is a migration target: submit a ported app's folder (with app.toml), "
+            f"not a {solution.manifest.language} kernel (docs/migration.md)"
+        )
     if not is_app(spec) and solution.manifest.language == APP_LANGUAGE:
-        raise GpuarenaError(f"{request.problem} is a kernel problem, not a migration target: a ported app goes to a "
-                            "problem of kind app (GET /api/problems?kind=app lists them)")
+        raise GpuarenaError(
+            f"{request.problem} is a kernel problem, not a migration target: a ported app goes to a "
+            "problem of kind app (GET /api/problems?kind=app lists them)"
+        )
     if is_app(spec) and request.mode == "profile":
         raise GpuarenaError("profile mode profiles kernels; a migration check has none: use test, benchmark or ranked")
 
@@ -136,11 +193,15 @@ def _check_sample_pairing(request: SubmissionRequest, spec: dict, solution: Solu
     """A dataset sample goes to the samples problem and nothing else does; its check has one mode."""
     sample = solution.manifest.language == SAMPLE_LANGUAGE
     if is_sample(spec) and not sample:
-        raise GpuarenaError(f"{request.problem} takes dataset samples: submit a sample's folder (with sample.toml) "
-                            "with `gpuarena sample submit DIR` (docs/dataset.md)")
+        raise GpuarenaError(
+            f"{request.problem} takes dataset samples: submit a sample's folder (with sample.toml) "
+            "with `gpuarena sample submit DIR` (docs/dataset.md)"
+        )
     if sample and not is_sample(spec):
-        raise GpuarenaError(f"a dataset sample goes to the problem {SAMPLES_SLUG!r}, not {request.problem!r} "
-                            "(`gpuarena sample submit DIR`)")
+        raise GpuarenaError(
+            f"a dataset sample goes to the problem {SAMPLES_SLUG!r}, not {request.problem!r} "
+            "(`gpuarena sample submit DIR`)"
+        )
     if sample and request.mode != "ranked":
         raise GpuarenaError(f"a sample's check has one mode: submit it as ranked (the default), not {request.mode}")
 
@@ -150,13 +211,21 @@ def _fair_use(session: Session, settings: Settings, who: Caller) -> None:
     running at once (with the per-minute rate limit, one user cannot fill the queue)."""
     if not settings.max_in_flight:
         return
-    count = session.scalar(select(func.count()).select_from(Submission).where(
-        Submission.user_id == who.user_id, Submission.status.in_(IN_FLIGHT)))
+    count = session.scalar(
+        select(func.count())
+        .select_from(Submission)
+        .where(Submission.user_id == who.user_id, Submission.status.in_(IN_FLIGHT))
+    )
     if count >= settings.max_in_flight:
-        raise ratelimit.RateLimited("submissions queued or running at once", settings.max_in_flight, 0, 30,
-                                    f"you have {count} submissions queued or running; the limit is "
-                                    f"{settings.max_in_flight} (GPUARENA_MAX_IN_FLIGHT): wait for some to finish, "
-                                    "or cancel some (`gpuarena cancel ID`)")
+        raise ratelimit.RateLimited(
+            "submissions queued or running at once",
+            settings.max_in_flight,
+            0,
+            30,
+            f"you have {count} submissions queued or running; the limit is "
+            f"{settings.max_in_flight} (GPUARENA_MAX_IN_FLIGHT): wait for some to finish, "
+            "or cancel some (`gpuarena cancel ID`)",
+        )
 
 
 def cancel(db: Database, who: Caller, submission_id: int) -> SubmissionOut:
@@ -171,8 +240,15 @@ def cancel(db: Database, who: Caller, submission_id: int) -> SubmissionOut:
         return to_out(submission)
 
 
-def search(session: Session, user: str | None = None, problem: str | None = None, device_kind: str | None = None,
-           status: str | None = None, limit: int = 50, ids: list[int] | None = None) -> list[SubmissionOut]:
+def search(
+    session: Session,
+    user: str | None = None,
+    problem: str | None = None,
+    device_kind: str | None = None,
+    status: str | None = None,
+    limit: int = 50,
+    ids: list[int] | None = None,
+) -> list[SubmissionOut]:
     """Submissions, newest first, filtered (the API's list and the web's submissions page)."""
     from gpuarena.service import auth
 
@@ -193,11 +269,21 @@ def search(session: Session, user: str | None = None, problem: str | None = None
 def to_out(s: Submission) -> SubmissionOut:
     """A submission as anyone may list it; the reason is redacted again when shown (it may
     have been stored before the service redacted what it stores)."""
-    return SubmissionOut(id=s.id, problem=s.problem.slug, problem_version=s.problem.version, user=s.user.name,
-                         device_kind=s.device_kind, mode=s.mode, status=s.status, reason=redact(s.reason),
-                         score=s.score,
-                         solution_hash=s.solution_hash, created_at=s.created_at, finished_at=s.finished_at,
-                         done=s.status in DONE)
+    return SubmissionOut(
+        id=s.id,
+        problem=s.problem.slug,
+        problem_version=s.problem.version,
+        user=s.user.name,
+        device_kind=s.device_kind,
+        mode=s.mode,
+        status=s.status,
+        reason=redact(s.reason),
+        score=s.score,
+        solution_hash=s.solution_hash,
+        created_at=s.created_at,
+        finished_at=s.finished_at,
+        done=s.status in DONE,
+    )
 
 
 def _public_view(evaluation: Evaluation) -> Evaluation:
@@ -210,8 +296,9 @@ def _public_view(evaluation: Evaluation) -> Evaluation:
     if migration is not None:
         quiet = [{**run, "stdout_tail": "", "stderr_tail": ""} for run in migration.get("runs") or []]
         migration = {**migration, "runs": quiet}
-    return evaluation.model_copy(update={"log": "", "environment": environment, "profile": None,
-                                         "migration": migration})
+    return evaluation.model_copy(
+        update={"log": "", "environment": environment, "profile": None, "migration": migration}
+    )
 
 
 def detail(db: Database, submission_id: int, viewer: Caller | None = None) -> SubmissionDetail:
@@ -230,9 +317,12 @@ def detail(db: Database, submission_id: int, viewer: Caller | None = None) -> Su
             evaluation = redact_evaluation(evaluation, [runner.hostname if runner else None])
             if hidden:
                 evaluation = _public_view(evaluation)
-        return SubmissionDetail(**to_out(submission).model_dump(), evaluation=evaluation,
-                                queue_position=queue.queue_position(session, job) if job is not None else None,
-                                runner=runner.name if runner else None,
-                                runner_device=(job.device or None) if runner else None,
-                                attempts=job.attempts if job is not None else 0,
-                                log_hidden=hidden and evaluation is not None)
+        return SubmissionDetail(
+            **to_out(submission).model_dump(),
+            evaluation=evaluation,
+            queue_position=queue.queue_position(session, job) if job is not None else None,
+            runner=runner.name if runner else None,
+            runner_device=(job.device or None) if runner else None,
+            attempts=job.attempts if job is not None else 0,
+            log_hidden=hidden and evaluation is not None,
+        )

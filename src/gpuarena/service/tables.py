@@ -147,8 +147,10 @@ class SolutionBlob(Base):
 
 class Submission(Base):
     __tablename__ = "submissions"
-    __table_args__ = (Index("ix_submissions_user_created", "user_id", "created_at"),
-                      UniqueConstraint("user_id", "client_key", name="uq_submissions_client_key"))
+    __table_args__ = (
+        Index("ix_submissions_user_created", "user_id", "created_at"),
+        UniqueConstraint("user_id", "client_key", name="uq_submissions_client_key"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
@@ -326,9 +328,11 @@ class ContestEntry(Base):
     recomputation reads this table alone, not every Evaluation record)."""
 
     __tablename__ = "contest_entries"
-    __table_args__ = (Index("ix_contest_entries_contest", "contest_id", "submission_id"),
-                      Index("ix_contest_entries_contestant_day", "contest_id", "contestant", "submitted_at"),
-                      Index("ix_contest_entries_updated", "contest_id", "updated_at"))
+    __table_args__ = (
+        Index("ix_contest_entries_contest", "contest_id", "submission_id"),
+        Index("ix_contest_entries_contestant_day", "contest_id", "contestant", "submitted_at"),
+        Index("ix_contest_entries_updated", "contest_id", "updated_at"),
+    )
 
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), primary_key=True)
     contest_id: Mapped[int] = mapped_column(ForeignKey("contests.id"))

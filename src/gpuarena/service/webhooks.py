@@ -53,8 +53,10 @@ def check_url(url: str, allow_private: bool) -> str:
         for address in addresses:
             ip = ipaddress.ip_address(address.split("%")[0])
             if ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast:
-                raise GpuarenaError(f"url: {parts.hostname} is a private or local address ({ip}); this server "
-                                    "calls public addresses only")
+                raise GpuarenaError(
+                    f"url: {parts.hostname} is a private or local address ({ip}); this server "
+                    "calls public addresses only"
+                )
     return url.strip()
 
 
@@ -98,20 +100,26 @@ def notify(db: Database, submission_id: int) -> None:
         submission = session.get(Submission, submission_id)
         if submission is None:
             return
-        targets = [(h.id, h.url, h.secret) for h in session.scalars(
-            select(Webhook).where(Webhook.user_id == submission.user_id))]
+        targets = [
+            (h.id, h.url, h.secret)
+            for h in session.scalars(select(Webhook).where(Webhook.user_id == submission.user_id))
+        ]
         if not targets:
             return
         shown: SubmissionOut = to_out(submission)
-    body = json.dumps({"event": "submission.finished", "submission": json.loads(shown.model_dump_json())},
-                      sort_keys=True).encode()
+    body = json.dumps(
+        {"event": "submission.finished", "submission": json.loads(shown.model_dump_json())}, sort_keys=True
+    ).encode()
     for hook_id, url, secret in targets:
         threading.Thread(target=_deliver, args=(db, hook_id, url, secret, body), name="webhook", daemon=True).start()
 
 
 def _deliver(db: Database, hook_id: int, url: str, secret: str, body: bytes) -> None:
-    headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, body),
-               "User-Agent": "gpuarena-webhook"}
+    headers = {
+        "Content-Type": "application/json",
+        SIGNATURE_HEADER: sign(secret, body),
+        "User-Agent": "gpuarena-webhook",
+    }
     outcome = ""
     for attempt in range(ATTEMPTS):
         try:
@@ -121,7 +129,7 @@ def _deliver(db: Database, hook_id: int, url: str, secret: str, body: bytes) -> 
                 break
         except httpx.HTTPError as exc:
             outcome = f"{type(exc).__name__}: {exc}"[:200]
-        time.sleep(0.5 * 2 ** attempt)
+        time.sleep(0.5 * 2**attempt)
     try:
         with db.write() as session:
             hook = session.get(Webhook, hook_id)

@@ -114,8 +114,10 @@ def _build_tvm_ffi(solution: Solution, folder: Path) -> Callable[..., Any]:
     try:
         return module[solution.manifest.entry_point]
     except Exception:
-        raise BuildError(f"the built module exports no {solution.manifest.entry_point}() "
-                         "(export it with TVM_FFI_DLL_EXPORT_TYPED_FUNC)") from None
+        raise BuildError(
+            f"the built module exports no {solution.manifest.entry_point}() "
+            "(export it with TVM_FFI_DLL_EXPORT_TYPED_FUNC)"
+        ) from None
 
 
 BUILDERS: dict[str, Callable[[Solution, Path], Callable[..., Any]]] = {
@@ -135,8 +137,10 @@ def build(solution: Solution, folder: Path, destinations: Sequence[str] = ()) ->
     them), torch tensors out. destinations: the problem's output names where it passes them."""
     language = solution.manifest.language
     if language not in BUILDERS:
-        raise BuildError(f"a {language} solution is not a kernel: submit it to a migration target (an app "
-                         "problem), not to a kernel problem (docs/migration.md)")
+        raise BuildError(
+            f"a {language} solution is not a kernel: submit it to a migration target (an app "
+            "problem), not to a kernel problem (docs/migration.md)"
+        )
     try:
         runtimes.require(language)
     except runtimes.MissingPackage as exc:

@@ -25,8 +25,10 @@ def text_files(folder: Path, max_bytes: int, what: str, hint: str = "") -> dict[
         try:
             files[name] = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
-            raise GpuarenaError(f"{path}: not UTF-8 text; {what} submitted to the service holds text files only"
-                                + (f" ({hint})" if hint else "")) from None
+            raise GpuarenaError(
+                f"{path}: not UTF-8 text; {what} submitted to the service holds text files only"
+                + (f" ({hint})" if hint else "")
+            ) from None
         total += len(files[name].encode())
         if total > max_bytes:
             raise GpuarenaError(f"{folder}: more than {max_bytes} bytes of files; submit the code, not data")

@@ -35,7 +35,9 @@ def python_language(source: str) -> str:
 
 def _read_text(path: Path) -> str:
     if path.stat().st_size > MAX_SOURCE_BYTES:
-        raise FormatError(path, None, f"is larger than {MAX_SOURCE_BYTES} bytes", "solutions are source code; keep them small")
+        raise FormatError(
+            path, None, f"is larger than {MAX_SOURCE_BYTES} bytes", "solutions are source code; keep them small"
+        )
     try:
         return path.read_text()
     except UnicodeDecodeError:
@@ -44,8 +46,9 @@ def _read_text(path: Path) -> str:
 
 def _from_file(path: Path) -> Solution:
     if path.suffix != ".py":
-        raise FormatError(path, None, "a one-file solution must be a .py file",
-                          "use a folder with solution.toml for CUDA sources")
+        raise FormatError(
+            path, None, "a one-file solution must be a .py file", "use a folder with solution.toml for CUDA sources"
+        )
     return _from_python_source(path.name, _read_text(path))
 
 
@@ -65,11 +68,16 @@ def _from_python_source(filename: str, source: str) -> Solution:
     if is_model_new_file(source) and filename != ADAPTER_FILE:
         # a KernelBench solution (class ModelNew, no solve): it runs unmodified, through an
         # adapter beside it that builds the module once per workload (interop/kernelbench_solution.py)
-        manifest = SolutionManifest(language=language, entry_point=f"{ADAPTER_FILE}:solve",
-                                    sources=[filename, ADAPTER_FILE])
-        return _solution(filename, "a KernelBench solution defines class ModelNew(nn.Module)",
-                         name=Path(filename).stem, manifest=manifest,
-                         sources={filename: source, ADAPTER_FILE: adapter_source(filename)})
+        manifest = SolutionManifest(
+            language=language, entry_point=f"{ADAPTER_FILE}:solve", sources=[filename, ADAPTER_FILE]
+        )
+        return _solution(
+            filename,
+            "a KernelBench solution defines class ModelNew(nn.Module)",
+            name=Path(filename).stem,
+            manifest=manifest,
+            sources={filename: source, ADAPTER_FILE: adapter_source(filename)},
+        )
     from gpuarena.interop import gpumode_solution
 
     if gpumode_solution.is_custom_kernel_file(source) and filename != gpumode_solution.ADAPTER_FILE:
@@ -77,12 +85,21 @@ def _from_python_source(filename: str, source: str) -> Solution:
         # adapter beside it that rebuilds `data` from the inputs (interop/gpumode_solution.py)
         adapter = gpumode_solution.ADAPTER_FILE
         manifest = SolutionManifest(language=language, entry_point=f"{adapter}:solve", sources=[filename, adapter])
-        return _solution(filename, "a GPU MODE submission defines custom_kernel(data)",
-                         name=Path(filename).stem, manifest=manifest,
-                         sources={filename: source, adapter: gpumode_solution.adapter_source(filename)})
+        return _solution(
+            filename,
+            "a GPU MODE submission defines custom_kernel(data)",
+            name=Path(filename).stem,
+            manifest=manifest,
+            sources={filename: source, adapter: gpumode_solution.adapter_source(filename)},
+        )
     manifest = SolutionManifest(language=language, entry_point=f"{filename}:solve", sources=[filename])
-    return _solution(filename, "write solve() in it (`gpuarena new solution PROBLEM` writes one that passes)",
-                     name=Path(filename).stem, manifest=manifest, sources={filename: source})
+    return _solution(
+        filename,
+        "write solve() in it (`gpuarena new solution PROBLEM` writes one that passes)",
+        name=Path(filename).stem,
+        manifest=manifest,
+        sources={filename: source},
+    )
 
 
 def _from_folder(folder: Path) -> Solution:
@@ -98,7 +115,8 @@ def _from_folder(folder: Path) -> Solution:
         field = ".".join(str(x) for x in first["loc"])
         raise FormatError(manifest_path, field, first["msg"], "see docs/formats.md") from None
     names = manifest.sources or sorted(
-        p.relative_to(folder).as_posix() for p in folder.rglob("*")
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
         if p.is_file() and p.name != MANIFEST_FILE and "__pycache__" not in p.parts
     )
     sources = {}
@@ -119,12 +137,19 @@ def _from_pack_text(where: Path | str, text: str) -> Solution:
         packed = PackedSolution.model_validate_json(text)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
-        raise FormatError(where, ".".join(str(x) for x in first["loc"]), first["msg"], "repack with `gpuarena pack`") from None
-    solution = _solution(where, "repack with `gpuarena pack`", name=packed.name, manifest=packed.manifest,
-                         sources=packed.sources)
+        raise FormatError(
+            where, ".".join(str(x) for x in first["loc"]), first["msg"], "repack with `gpuarena pack`"
+        ) from None
+    solution = _solution(
+        where, "repack with `gpuarena pack`", name=packed.name, manifest=packed.manifest, sources=packed.sources
+    )
     if solution.hash != packed.hash:
-        raise FormatError(where, "hash", "does not match the manifest and sources (edited after packing?)",
-                          "repack with `gpuarena pack`")
+        raise FormatError(
+            where,
+            "hash",
+            "does not match the manifest and sources (edited after packing?)",
+            "repack with `gpuarena pack`",
+        )
     return solution
 
 
@@ -138,8 +163,12 @@ def solution_from_upload(filename: str, data: bytes) -> Solution:
     if name.endswith(".json"):
         return _from_pack_text(name, text)
     if not name.endswith(".py") or not name.removesuffix(".py").isidentifier():
-        raise FormatError(name, None, "an uploaded solution must be a .py file with a module-like name, or a pack (.json)",
-                          "rename it (e.g. solution.py) or pack a folder with `gpuarena pack`")
+        raise FormatError(
+            name,
+            None,
+            "an uploaded solution must be a .py file with a module-like name, or a pack (.json)",
+            "rename it (e.g. solution.py) or pack a folder with `gpuarena pack`",
+        )
     return _from_python_source(name, text)
 
 
@@ -162,5 +191,7 @@ def load_solution(path: Path | str) -> Solution:
 
 def pack(solution: Solution) -> str:
     """One JSON document holding the whole solution and its hash."""
-    packed = PackedSolution(name=solution.name, manifest=solution.manifest, sources=solution.sources, hash=solution.hash)
+    packed = PackedSolution(
+        name=solution.name, manifest=solution.manifest, sources=solution.sources, hash=solution.hash
+    )
     return json.dumps(packed.model_dump(mode="json"), indent=2)

@@ -24,9 +24,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-PACKAGES: dict[str, tuple[str, str]] = {"jax": ("jax", "jax"), "tvm-ffi": ("tvm_ffi", "apache-tvm-ffi"),
-                                        "tilelang": ("tilelang", "tilelang"),
-                                        "cute-dsl": ("cutlass", "nvidia-cutlass-dsl")}
+PACKAGES: dict[str, tuple[str, str]] = {
+    "jax": ("jax", "jax"),
+    "tvm-ffi": ("tvm_ffi", "apache-tvm-ffi"),
+    "tilelang": ("tilelang", "tilelang"),
+    "cute-dsl": ("cutlass", "nvidia-cutlass-dsl"),
+}
 """language -> (the module it imports, the package that provides it)."""
 
 STARTED_AHEAD = ("jax", "tilelang", "cute-dsl")
@@ -47,8 +50,10 @@ def require(language: str) -> None:
         return
     module, package = PACKAGES[language]
     if importlib.util.find_spec(module) is None:
-        raise MissingPackage(f"a {language} solution needs the Python package {package!r}, which is not installed "
-                             f"where the harness runs: pip install {package}")
+        raise MissingPackage(
+            f"a {language} solution needs the Python package {package!r}, which is not installed "
+            f"where the harness runs: pip install {package}"
+        )
 
 
 def describe(language: str) -> str | None:
@@ -148,8 +153,9 @@ def _jax_entry(entry: Callable[..., Any], destinations: list[str]) -> Callable[.
         if not count:
             return tuple(back) if several else back[0]
         if len(back) != count:
-            raise ValueError(f"solve() returned {len(back)} arrays; the problem has {count} outputs "
-                             f"({', '.join(destinations)})")
+            raise ValueError(
+                f"solve() returned {len(back)} arrays; the problem has {count} outputs ({', '.join(destinations)})"
+            )
         for dest, value in zip(outs, back):
             dest.copy_(value)
         return None

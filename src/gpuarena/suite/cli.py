@@ -17,8 +17,11 @@ SHIPPED_BASELINES = Path(__file__).resolve().parent / "baselines"
 bench/results/suite-NVIDIA-H100.md), every problem of the dataset on an H200
 (H200-pytorch-dataset.json)."""
 
-suite_app = typer.Typer(no_args_is_help=True, help="The evaluation suite: a framework's implementation of each "
-                                                  "problem timed on a device, scored against a baseline (docs/suite.md).")
+suite_app = typer.Typer(
+    no_args_is_help=True,
+    help="The evaluation suite: a framework's implementation of each "
+    "problem timed on a device, scored against a baseline (docs/suite.md).",
+)
 
 
 def _load(path: Path):  # type: ignore[no-untyped-def]
@@ -40,11 +43,13 @@ def _show(comparison) -> None:  # type: ignore[no-untyped-def]
     for name, why in comparison.left_out.items():
         out.print(f"left out: {name}: {why}", highlight=False)
     levels = ", ".join(f"level {k} {v:.3f}" for k, v in comparison.by_level.items())
-    out.print(f"{comparison.result} against {comparison.baseline}: score {comparison.score:.3f} "
-              f"(95% interval {comparison.low:.3f}-{comparison.high:.3f} from the timings, "
-              f"{comparison.problems_low:.3f}-{comparison.problems_high:.3f} over resampled problem sets) "
-              f"over {comparison.covered} problems; {levels}",
-              highlight=False)
+    out.print(
+        f"{comparison.result} against {comparison.baseline}: score {comparison.score:.3f} "
+        f"(95% interval {comparison.low:.3f}-{comparison.high:.3f} from the timings, "
+        f"{comparison.problems_low:.3f}-{comparison.problems_high:.3f} over resampled problem sets) "
+        f"over {comparison.covered} problems; {levels}",
+        highlight=False,
+    )
 
 
 def shipped_baseline(problems: set[str]) -> Path | None:
@@ -58,19 +63,44 @@ def shipped_baseline(problems: set[str]) -> Path | None:
 
 
 @suite_app.command("run")
-def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")] = "cpu",
-            framework: Annotated[str, typer.Option("--framework", help="pytorch (eager), torch-compile or jax (each on the problems whose reference is written in that framework)")] = "pytorch",
-            match: Match = None, level: Level = None, tag: Tag = None, model: Model = None, source: Source = None,
-            root: Annotated[list[Path] | None, typer.Option("--root", help="Problems under this folder instead of "
-                                                                               "the bundled ones (repeatable)")] = None,
-            budget: Annotated[float, typer.Option(help="Timing budget per workload, seconds")] = 1.0,
-            gpus: Annotated[int, typer.Option("--gpus", help="Spread the problems over this many GPUs of this host, "
-                                                             "one process each (0: every visible GPU)")] = 1,
-            output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the result (JSON)")] = Path(
-                "suite.json"),
-            baseline: Annotated[Path | None, typer.Option(
-                "--baseline", help="Score the result against this suite result (on cuda, default: the shipped "
-                                   "baseline that times the most of the problems this framework times)")] = None) -> None:
+def run_cmd(
+    device: Annotated[str, typer.Option("--device", help="cpu or cuda")] = "cpu",
+    framework: Annotated[
+        str,
+        typer.Option(
+            "--framework",
+            help="pytorch (eager), torch-compile or jax (each on the problems whose reference is written in that framework)",
+        ),
+    ] = "pytorch",
+    match: Match = None,
+    level: Level = None,
+    tag: Tag = None,
+    model: Model = None,
+    source: Source = None,
+    root: Annotated[
+        list[Path] | None,
+        typer.Option("--root", help="Problems under this folder instead of the bundled ones (repeatable)"),
+    ] = None,
+    budget: Annotated[float, typer.Option(help="Timing budget per workload, seconds")] = 1.0,
+    gpus: Annotated[
+        int,
+        typer.Option(
+            "--gpus",
+            help="Spread the problems over this many GPUs of this host, one process each (0: every visible GPU)",
+        ),
+    ] = 1,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the result (JSON)")] = Path(
+        "suite.json"
+    ),
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            help="Score the result against this suite result (on cuda, default: the shipped "
+            "baseline that times the most of the problems this framework times)",
+        ),
+    ] = None,
+) -> None:
     """Time a framework's implementation of each problem and write the suite result."""
     from gpuarena.problems.select import ProblemFilter, select
     from gpuarena.suite.frameworks import FRAMEWORKS, implements
@@ -87,9 +117,13 @@ def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")]
             # only the problems this framework times can be in common with a baseline
             baseline = shipped_baseline({p.id for p in chosen if implements(p, framework)})
             if baseline is None:
-                err.print(f"no shipped baseline times any of these problems with {framework}: the result is "
-                          "not scored (--baseline names one)", highlight=False)
+                err.print(
+                    f"no shipped baseline times any of these problems with {framework}: the result is "
+                    "not scored (--baseline names one)",
+                    highlight=False,
+                )
         base = _load(baseline) if baseline is not None else None
+
         def save(so_far) -> None:  # type: ignore[no-untyped-def]
             output.write_text(so_far.model_dump_json(indent=2) + "\n")
 
@@ -111,12 +145,17 @@ def run_cmd(device: Annotated[str, typer.Option("--device", help="cpu or cuda")]
 
 
 @suite_app.command("compare")
-def compare_cmd(baseline: Annotated[Path, typer.Argument(help="The baseline's suite result")],
-                result: Annotated[Path, typer.Argument(help="The suite result to score against it")],
-                as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON")] = False,
-                plots: Annotated[Path | None, typer.Option("--plots", help="Also write its plots (SVG: by level, "
-                                                              "by model, the slowest problems) into this folder")] = None,
-                ) -> None:
+def compare_cmd(
+    baseline: Annotated[Path, typer.Argument(help="The baseline's suite result")],
+    result: Annotated[Path, typer.Argument(help="The suite result to score against it")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON")] = False,
+    plots: Annotated[
+        Path | None,
+        typer.Option(
+            "--plots", help="Also write its plots (SVG: by level, by model, the slowest problems) into this folder"
+        ),
+    ] = None,
+) -> None:
     """Score a suite result against a baseline, problem by problem and in all."""
     from gpuarena.suite.plots import comparison_plots
     from gpuarena.suite.score import compare

@@ -32,25 +32,42 @@ def framework_solution(problem: Problem, framework: str) -> Solution:
     if framework not in WRITTEN_IN:
         raise GpuarenaError(f"framework {framework!r}: use one of {', '.join(FRAMEWORKS)}")
     if not implements(problem, framework):
-        raise GpuarenaError(f"{problem.id}: its reference is written in {problem.spec.provenance.framework}, so "
-                            f"{framework} has no implementation of it")
-    sources = {p.relative_to(problem.path).as_posix(): p.read_text()
-               for p in sorted(problem.path.glob("*.py")) if p.name != ENTRY_FILE}
+        raise GpuarenaError(
+            f"{problem.id}: its reference is written in {problem.spec.provenance.framework}, so "
+            f"{framework} has no implementation of it"
+        )
+    sources = {
+        p.relative_to(problem.path).as_posix(): p.read_text()
+        for p in sorted(problem.path.glob("*.py"))
+        if p.name != ENTRY_FILE
+    }
     if framework == "jax":  # JAX arrays in and out: the reference is the solution
-        sources[ENTRY_FILE] = (f'"""{problem.id} as JAX runs it (gpuarena suite)."""\n\n'
-                               "from reference import reference\n\nsolve = reference\n")
-        return Solution(name=f"{problem.id.replace('/', '-')}-jax",
-                        manifest=SolutionManifest(language="jax", entry_point=f"{ENTRY_FILE}:solve"), sources=sources)
+        sources[ENTRY_FILE] = (
+            f'"""{problem.id} as JAX runs it (gpuarena suite)."""\n\n'
+            "from reference import reference\n\nsolve = reference\n"
+        )
+        return Solution(
+            name=f"{problem.id.replace('/', '-')}-jax",
+            manifest=SolutionManifest(language="jax", entry_point=f"{ENTRY_FILE}:solve"),
+            sources=sources,
+        )
     outputs = problem.spec.outputs
     if problem.spec.convention == "destination":
-        body = (f"def solve(*args):\n    inputs, destinations = args[:-{len(outputs)}], args[-{len(outputs)}:]\n"
-                "    produced = implementation(*inputs)\n"
-                "    produced = produced if isinstance(produced, (tuple, list)) else (produced,)\n"
-                "    for destination, value in zip(destinations, produced):\n"
-                "        destination.copy_(value)\n")
+        body = (
+            f"def solve(*args):\n    inputs, destinations = args[:-{len(outputs)}], args[-{len(outputs)}:]\n"
+            "    produced = implementation(*inputs)\n"
+            "    produced = produced if isinstance(produced, (tuple, list)) else (produced,)\n"
+            "    for destination, value in zip(destinations, produced):\n"
+            "        destination.copy_(value)\n"
+        )
     else:
         body = "def solve(*args):\n    return implementation(*args)\n"
-    sources[ENTRY_FILE] = (f'"""{problem.id} as {framework} runs it (gpuarena suite)."""\n\nimport torch\n\n'
-                           f"from reference import reference\n\n{_IMPLEMENTATION[framework]}\n\n\n{body}")
-    return Solution(name=f"{problem.id.replace('/', '-')}-{framework}",
-                    manifest=SolutionManifest(language="pytorch", entry_point=f"{ENTRY_FILE}:solve"), sources=sources)
+    sources[ENTRY_FILE] = (
+        f'"""{problem.id} as {framework} runs it (gpuarena suite)."""\n\nimport torch\n\n'
+        f"from reference import reference\n\n{_IMPLEMENTATION[framework]}\n\n\n{body}"
+    )
+    return Solution(
+        name=f"{problem.id.replace('/', '-')}-{framework}",
+        manifest=SolutionManifest(language="pytorch", entry_point=f"{ENTRY_FILE}:solve"),
+        sources=sources,
+    )

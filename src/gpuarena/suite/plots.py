@@ -30,26 +30,34 @@ def ratio_bars(rows: list[tuple[str, float]], title: str) -> str:
     def x(ratio: float) -> float:
         return plot_x0 + (math.log2(ratio) - lo) / (hi - lo) * (plot_x1 - plot_x0)
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
-           f'height="{height}" role="img" aria-label="{escape(title)}" font-family="sans-serif" font-size="11">',
-           f'<text x="4" y="14" font-weight="bold">{escape(title)}</text>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" role="img" aria-label="{escape(title)}" font-family="sans-serif" font-size="11">',
+        f'<text x="4" y="14" font-weight="bold">{escape(title)}</text>',
+    ]
     for k in range(lo, hi + 1):
         at = x(2.0**k)
-        out.append(f'<line x1="{at:.1f}" y1="{TOP - 4}" x2="{at:.1f}" y2="{height - BOTTOM}" '
-                   f'stroke="{"#666" if k == 0 else "#e5e5e5"}"/>')
+        out.append(
+            f'<line x1="{at:.1f}" y1="{TOP - 4}" x2="{at:.1f}" y2="{height - BOTTOM}" '
+            f'stroke="{"#666" if k == 0 else "#e5e5e5"}"/>'
+        )
         label = f"{2.0**k:g}x"
         out.append(f'<text x="{at:.1f}" y="{height - BOTTOM + 14}" text-anchor="middle">{label}</text>')
     for i, (label, ratio) in enumerate(rows):
         y = TOP + i * ROW_H
         shown = label if len(label) <= 36 else label[:35] + "…"
-        out.append(f'<text x="{LABEL_W - 6}" y="{y + 12}" text-anchor="end"><title>{escape(label)}</title>'
-                   f'{escape(shown)}</text>')
+        out.append(
+            f'<text x="{LABEL_W - 6}" y="{y + 12}" text-anchor="end"><title>{escape(label)}</title>'
+            f"{escape(shown)}</text>"
+        )
         if not (ratio > 0 and math.isfinite(ratio)):
             continue
         start, end = sorted((x(1.0), x(ratio)))
         colour = FASTER if ratio >= 1 else SLOWER
-        out.append(f'<rect x="{start:.1f}" y="{y + 3}" width="{max(end - start, 1):.1f}" height="{ROW_H - 6}" '
-                   f'fill="{colour}"><title>{escape(label)}: {ratio:.3f}x the baseline</title></rect>')
+        out.append(
+            f'<rect x="{start:.1f}" y="{y + 3}" width="{max(end - start, 1):.1f}" height="{ROW_H - 6}" '
+            f'fill="{colour}"><title>{escape(label)}: {ratio:.3f}x the baseline</title></rect>'
+        )
         out.append(f'<text x="{plot_x1 + 6}" y="{y + 12}">{ratio:.3g}x</text>')
     out.append("</svg>")
     return "\n".join(out)
@@ -65,6 +73,8 @@ def comparison_plots(scored: Comparison) -> dict[str, str]:
     plots = {"by-level": ratio_bars([(f"level {k}", v) for k, v in scored.by_level.items()], "score by level")}
     if scored.by_model:
         plots["by-model"] = ratio_bars(list(scored.by_model.items()), "score by model")
-    plots["slowest"] = ratio_bars([(r.problem, r.ratio) for r in scored.ratios[:SLOWEST]],
-                                  f"the {min(SLOWEST, len(scored.ratios))} problems slowest relative to the baseline")
+    plots["slowest"] = ratio_bars(
+        [(r.problem, r.ratio) for r in scored.ratios[:SLOWEST]],
+        f"the {min(SLOWEST, len(scored.ratios))} problems slowest relative to the baseline",
+    )
     return plots

@@ -18,21 +18,35 @@ from gpuarena.suite.model import ProblemTime, SuiteResult
 
 def problem_time(problem: Problem, record: Evaluation) -> ProblemTime:
     """The problem's time from the record of its framework's implementation."""
-    base = dict(problem=problem.id, level=problem.spec.level, weight=problem.spec.weight, tags=problem.spec.tags,
-                status=record.status.value, reason=record.reason)
+    base = dict(
+        problem=problem.id,
+        level=problem.spec.level,
+        weight=problem.spec.weight,
+        tags=problem.spec.tags,
+        status=record.status.value,
+        reason=record.reason,
+    )
     timed = [w for w in record.workloads if w.time is not None]
     if record.status.value != "PASSED" or not timed:
         return ProblemTime(**base)
     weights = [w.weight for w in timed]
-    return ProblemTime(**base, time_us=weighted_geomean([w.time.median_us for w in timed], weights),
-                       low_us=weighted_geomean([w.time.ci95_low_us for w in timed], weights),
-                       high_us=weighted_geomean([w.time.ci95_high_us for w in timed], weights),
-                       workloads={w.name: w.time.median_us for w in timed})
+    return ProblemTime(
+        **base,
+        time_us=weighted_geomean([w.time.median_us for w in timed], weights),
+        low_us=weighted_geomean([w.time.ci95_low_us for w in timed], weights),
+        high_us=weighted_geomean([w.time.ci95_high_us for w in timed], weights),
+        workloads={w.name: w.time.median_us for w in timed},
+    )
 
 
-def run_suite(problems: list[Problem], framework: str, device: str, budget_s: float = 1.0,
-              progress: Callable[[str], None] = lambda text: None,
-              checkpoint: Callable[[SuiteResult], None] = lambda result: None) -> SuiteResult:
+def run_suite(
+    problems: list[Problem],
+    framework: str,
+    device: str,
+    budget_s: float = 1.0,
+    progress: Callable[[str], None] = lambda text: None,
+    checkpoint: Callable[[SuiteResult], None] = lambda result: None,
+) -> SuiteResult:
     """Time the framework's implementation of each problem on device; a problem with no
     workload for the device is left out (said in progress). checkpoint gets the result so far
     after each problem (the CLI writes it, so a run stopped early keeps what it timed)."""
@@ -49,12 +63,20 @@ def run_suite(problems: list[Problem], framework: str, device: str, budget_s: fl
                 progress(f"[{i}/{len(problems)}] {problem.id}: no {target} workload, left out")
                 continue
             if not implements(problem, framework):
-                progress(f"[{i}/{len(problems)}] {problem.id}: its reference is written in "
-                         f"{problem.spec.provenance.framework}, no {framework} implementation, left out")
+                progress(
+                    f"[{i}/{len(problems)}] {problem.id}: its reference is written in "
+                    f"{problem.spec.provenance.framework}, no {framework} implementation, left out"
+                )
                 continue
-            options = RunOptions(device=device, mode="benchmark", budget_s=budget_s, workloads=workloads,
-                                 timeout_s=problem.spec.time_limit_for("benchmark"), kernel_duration=False,
-                                 device_audit=False)  # the dataset's own code: nothing to audit
+            options = RunOptions(
+                device=device,
+                mode="benchmark",
+                budget_s=budget_s,
+                workloads=workloads,
+                timeout_s=problem.spec.time_limit_for("benchmark"),
+                kernel_duration=False,
+                device_audit=False,
+            )  # the dataset's own code: nothing to audit
             record = evaluator.judge(problem, framework_solution(problem, framework), options)
             if record.environment is not None and not device_name:
                 device_name = record.environment.device_name
@@ -76,8 +98,14 @@ def result_of(framework: str, device: str, device_name: str, times: list[Problem
         environment["triton"] = triton.__version__
     except ImportError:
         pass
-    return SuiteResult(framework=framework, device=device, device_name=device_name or device, environment=environment,
-                       command=" ".join(shlex.quote(a) for a in ["gpuarena", *sys.argv[1:]]), problems=list(times))
+    return SuiteResult(
+        framework=framework,
+        device=device,
+        device_name=device_name or device,
+        environment=environment,
+        command=" ".join(shlex.quote(a) for a in ["gpuarena", *sys.argv[1:]]),
+        problems=list(times),
+    )
 
 
 def all_problems(roots: list) -> list[Problem]:

@@ -97,8 +97,9 @@ def _by(ratios: list[ProblemRatio], key) -> dict:  # type: ignore[no-untyped-def
     return {g: weighted_geomean([r.ratio for r in rs], [r.weight for r in rs]) for g, rs in sorted(groups.items())}
 
 
-def problem_interval(ratios: list[float], weights: list[float], resamples: int = PROBLEM_RESAMPLES,
-                     seed: int = 0) -> tuple[float, float]:
+def problem_interval(
+    ratios: list[float], weights: list[float], resamples: int = PROBLEM_RESAMPLES, seed: int = 0
+) -> tuple[float, float]:
     """The middle 95% of the weighted geometric mean over problem sets drawn with replacement
     (one draw of n problems from the n, each with its own weight), in one numpy pass. A draw of
     only weightless problems has no score and is not counted."""
@@ -127,20 +128,34 @@ def compare(baseline: SuiteResult, result: SuiteResult) -> Comparison:
         elif p.time_us is None or b.time_us is None:
             left_out[p.problem] = f"not timed: {p.status if p.time_us is None else 'baseline ' + b.status}"
         else:
-            ratios.append(ProblemRatio(problem=p.problem, level=p.level, weight=p.weight, tags=p.tags,
-                                       ratio=b.time_us / p.time_us,
-                                       low=b.low_us / p.high_us, high=b.high_us / p.low_us))
+            ratios.append(
+                ProblemRatio(
+                    problem=p.problem,
+                    level=p.level,
+                    weight=p.weight,
+                    tags=p.tags,
+                    ratio=b.time_us / p.time_us,
+                    low=b.low_us / p.high_us,
+                    high=b.high_us / p.low_us,
+                )
+            )
     for name in base.keys() - {p.problem for p in result.problems}:
         left_out[name] = "not in the result"
     if not ratios:
         raise GpuarenaError(f"{_label(result)} and the baseline {_label(baseline)} have no timed problem in common")
     weights = [r.weight for r in ratios]
     problems_low, problems_high = problem_interval([r.ratio for r in ratios], weights)
-    return Comparison(baseline=_label(baseline), result=_label(result),
-                      score=weighted_geomean([r.ratio for r in ratios], weights),
-                      problems_low=problems_low, problems_high=problems_high,
-                      low=weighted_geomean([r.low for r in ratios], weights),
-                      high=weighted_geomean([r.high for r in ratios], weights),
-                      covered=len(ratios), left_out=dict(sorted(left_out.items())),
-                      ratios=sorted(ratios, key=lambda r: r.ratio),
-                      by_level=_by(ratios, lambda r: [r.level]), by_model=_by(ratios, lambda r: model_tags(r.tags)))
+    return Comparison(
+        baseline=_label(baseline),
+        result=_label(result),
+        score=weighted_geomean([r.ratio for r in ratios], weights),
+        problems_low=problems_low,
+        problems_high=problems_high,
+        low=weighted_geomean([r.low for r in ratios], weights),
+        high=weighted_geomean([r.high for r in ratios], weights),
+        covered=len(ratios),
+        left_out=dict(sorted(left_out.items())),
+        ratios=sorted(ratios, key=lambda r: r.ratio),
+        by_level=_by(ratios, lambda r: [r.level]),
+        by_model=_by(ratios, lambda r: model_tags(r.tags)),
+    )

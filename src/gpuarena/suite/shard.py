@@ -43,7 +43,7 @@ def gpu_slots(count: int) -> list[dict[str, str]]:
     if count > len(slots):
         shown = ", ".join(slot["CUDA_VISIBLE_DEVICES"] for slot in slots)
         raise GpuarenaError(f"--gpus {count}: only {len(slots)} GPU(s) visible here ({shown})")
-    return slots[:count or len(slots)]
+    return slots[: count or len(slots)]
 
 
 def split(problems: list[Problem], n: int) -> list[list[Problem]]:
@@ -56,9 +56,15 @@ def _root(problem: Problem) -> Path:
     return problem.path.parents[problem.id.count("/")]
 
 
-def run_sharded(problems: list[Problem], framework: str, device: str, budget_s: float,
-                slots: list[dict[str, str]], progress: Callable[[str], None] = lambda text: None,
-                checkpoint: Callable[[SuiteResult], None] = lambda result: None) -> SuiteResult:
+def run_sharded(
+    problems: list[Problem],
+    framework: str,
+    device: str,
+    budget_s: float,
+    slots: list[dict[str, str]],
+    progress: Callable[[str], None] = lambda text: None,
+    checkpoint: Callable[[SuiteResult], None] = lambda result: None,
+) -> SuiteResult:
     """Time the problems on len(slots) processes at once (each slot: environment variables for its
     child). A child that dies leaves its remaining problems with status ERROR and the reason,
     never silently out."""
@@ -70,10 +76,19 @@ def run_sharded(problems: list[Problem], framework: str, device: str, budget_s: 
     for k, (slot, share) in enumerate(zip(slots, shares)):
         if not share:
             continue
-        child = subprocess.Popen([sys.executable, "-m", "gpuarena.suite.shard"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True, env={**os.environ, **slot})
-        job = {"framework": framework, "device": device, "budget_s": budget_s,
-               "problems": [{"folder": str(p.path), "root": str(_root(p))} for p in share]}
+        child = subprocess.Popen(
+            [sys.executable, "-m", "gpuarena.suite.shard"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **slot},
+        )
+        job = {
+            "framework": framework,
+            "device": device,
+            "budget_s": budget_s,
+            "problems": [{"folder": str(p.path), "root": str(_root(p))} for p in share],
+        }
         assert child.stdin is not None and child.stdout is not None
         try:
             child.stdin.write(json.dumps(job))
@@ -102,9 +117,14 @@ def run_sharded(problems: list[Problem], framework: str, device: str, budget_s: 
         code = child.wait()
         for problem in share:
             if problem.id not in times and code != 0:
-                times[problem.id] = ProblemTime(problem=problem.id, level=problem.spec.level,
-                                                weight=problem.spec.weight, tags=problem.spec.tags, status="ERROR",
-                                                reason=f"the suite's process for slot {k} exited with code {code}")
+                times[problem.id] = ProblemTime(
+                    problem=problem.id,
+                    level=problem.spec.level,
+                    weight=problem.spec.weight,
+                    tags=problem.spec.tags,
+                    status="ERROR",
+                    reason=f"the suite's process for slot {k} exited with code {code}",
+                )
     return result_of(framework, device, _name(names), _ordered(times, order))
 
 
@@ -144,8 +164,14 @@ def _child() -> None:
     def done(so_far: SuiteResult) -> None:
         say({"time": so_far.problems[-1].model_dump(mode="json"), "device_name": so_far.device_name})
 
-    run_suite(problems, job["framework"], job["device"], job["budget_s"], progress=lambda text: say({"progress": text}),
-              checkpoint=done)
+    run_suite(
+        problems,
+        job["framework"],
+        job["device"],
+        job["budget_s"],
+        progress=lambda text: say({"progress": text}),
+        checkpoint=done,
+    )
 
 
 if __name__ == "__main__":

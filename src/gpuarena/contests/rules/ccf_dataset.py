@@ -43,9 +43,15 @@ def standings(contest: Contest, entries: Iterable[Entry] | EntryTable) -> Standi
     candidates = []
     for c, (samples, scores, bonus) in found.items():
         total, score = sum(samples.values()), math.fsum(scores)
-        candidates.append(Candidate(contestant=c, total=total, keys=(score, len(bonus)),
-                                    breakdown={p: float(n) for p, n in samples.items()},
-                                    figures={"samples": total, "sample score": score, "bonus items": len(bonus)}))
+        candidates.append(
+            Candidate(
+                contestant=c,
+                total=total,
+                keys=(score, len(bonus)),
+                breakdown={p: float(n) for p, n in samples.items()},
+                figures={"samples": total, "sample score": score, "bonus items": len(bonus)},
+            )
+        )
     return rank(contest, candidates, TIE_RULES)
 
 
@@ -68,7 +74,13 @@ def _from_table(contest: Contest, t: EntryTable) -> Standings:
     for code, lo, hi in columnar.each(c.scoped.contestants, per_problem):
         first, last = per_row.get(code, (0, 0))
         total, score, won = sum(samples[lo:hi]), math.fsum(scores[first:last]), int(bonus[code])
-        candidates.append(Candidate(contestant=names[code], total=total, keys=(score, won),
-                                    breakdown={p: float(n) for p, n in zip(problems[lo:hi], samples[lo:hi])},
-                                    figures={"samples": total, "sample score": score, "bonus items": won}))
+        candidates.append(
+            Candidate(
+                contestant=names[code],
+                total=total,
+                keys=(score, won),
+                breakdown={p: float(n) for p, n in zip(problems[lo:hi], samples[lo:hi])},
+                figures={"samples": total, "sample score": score, "bonus items": won},
+            )
+        )
     return rank(contest, candidates, TIE_RULES)

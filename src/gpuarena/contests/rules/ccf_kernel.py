@@ -60,9 +60,15 @@ def standings(contest: Contest, entries: Iterable[Entry] | EntryTable) -> Standi
         figures: dict[str, int | float | str] = {"bonus items": items, "accepted problems": len(mine)}
         if last is not None:
             figures["last counted submission"] = last.isoformat()
-        candidates.append(Candidate(contestant=c, total=math.fsum(breakdown.values()),
-                                    keys=(items, len(mine), -last.timestamp() if last is not None else WORST),
-                                    breakdown=breakdown, figures=figures))
+        candidates.append(
+            Candidate(
+                contestant=c,
+                total=math.fsum(breakdown.values()),
+                keys=(items, len(mine), -last.timestamp() if last is not None else WORST),
+                breakdown=breakdown,
+                figures=figures,
+            )
+        )
     return rank(contest, candidates, TIE_RULES)
 
 
@@ -92,7 +98,13 @@ def _from_table(contest: Contest, rule: CcfKernelRule, t: EntryTable) -> Standin
         last = as_datetime(max(chosen_at[lo:hi])) if hi > lo else None
         if last is not None:
             figures["last counted submission"] = last.isoformat()
-        candidates.append(Candidate(contestant=names[code], total=math.fsum(breakdown.values()),
-                                    keys=(won, hi - lo, -last.timestamp() if last is not None else WORST),
-                                    breakdown=breakdown, figures=figures))
+        candidates.append(
+            Candidate(
+                contestant=names[code],
+                total=math.fsum(breakdown.values()),
+                keys=(won, hi - lo, -last.timestamp() if last is not None else WORST),
+                breakdown=breakdown,
+                figures=figures,
+            )
+        )
     return rank(contest, candidates, TIE_RULES)

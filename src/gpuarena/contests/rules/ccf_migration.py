@@ -23,8 +23,13 @@ TIE_RULES = ["larger speed-up", "larger completeness"]
 
 def _merit(e: Entry) -> tuple[float, float, float, float, int]:
     """Judge score, speed-up, completeness, then the earlier submission (larger is better)."""
-    return (e.judge_score, e.score if e.score is not None else WORST,
-            e.completeness if e.completeness is not None else WORST, -e.submitted_at.timestamp(), -e.submission_id)
+    return (
+        e.judge_score,
+        e.score if e.score is not None else WORST,
+        e.completeness if e.completeness is not None else WORST,
+        -e.submitted_at.timestamp(),
+        -e.submission_id,
+    )
 
 
 def standings(contest: Contest, entries: Iterable[Entry] | EntryTable) -> Standings:
@@ -39,8 +44,11 @@ def standings(contest: Contest, entries: Iterable[Entry] | EntryTable) -> Standi
         if e.judge_score is None:
             if e.contestant not in best:
                 best[e.contestant] = None
-        elif current is None or e.judge_score > current.judge_score or (
-                e.judge_score == current.judge_score and _merit(e) > _merit(current)):
+        elif (
+            current is None
+            or e.judge_score > current.judge_score
+            or (e.judge_score == current.judge_score and _merit(e) > _merit(current))
+        ):
             best[e.contestant] = e
     candidates = []
     for c, e in best.items():
@@ -53,8 +61,11 @@ def standings(contest: Contest, entries: Iterable[Entry] | EntryTable) -> Standi
             figures["speed-up"] = e.score
         if e.completeness is not None:
             figures["completeness"] = e.completeness
-        candidates.append(Candidate(contestant=c, total=judge, keys=(speed_up, completeness),
-                                    breakdown={e.problem: judge}, figures=figures))
+        candidates.append(
+            Candidate(
+                contestant=c, total=judge, keys=(speed_up, completeness), breakdown={e.problem: judge}, figures=figures
+            )
+        )
     return rank(contest, candidates, TIE_RULES)
 
 
@@ -69,13 +80,30 @@ def _from_table(contest: Contest, t: EntryTable) -> Standings:
     rows = rows[t.judge_score[rows] == top[t.contestant[rows]]]  # only a best judge score can win
     speed_up = np.nan_to_num(t.score[rows], nan=WORST)
     completeness = np.nan_to_num(t.completeness[rows], nan=WORST)
-    order = np.lexsort((t.submission_id[rows], t.submitted_at[rows], -completeness, -speed_up,
-                        -t.judge_score[rows], t.contestant[rows]))
+    order = np.lexsort(
+        (
+            t.submission_id[rows],
+            t.submitted_at[rows],
+            -completeness,
+            -speed_up,
+            -t.judge_score[rows],
+            t.contestant[rows],
+        )
+    )
     starts, _ = columnar.runs(t.contestant[rows][order])
     best = rows[order][starts]
-    found = dict(zip(t.contestant[best].tolist(),
-                     zip(t.judge_score[best].tolist(), t.score[best].tolist(), t.completeness[best].tolist(),
-                         t.submission_id[best].tolist(), t.problem[best].tolist())))
+    found = dict(
+        zip(
+            t.contestant[best].tolist(),
+            zip(
+                t.judge_score[best].tolist(),
+                t.score[best].tolist(),
+                t.completeness[best].tolist(),
+                t.submission_id[best].tolist(),
+                t.problem[best].tolist(),
+            ),
+        )
+    )
     names, problems, candidates = t.names["contestant"], t.names["problem"], []
     for code in c.scoped.contestants.tolist():
         if code not in found:
@@ -87,7 +115,13 @@ def _from_table(contest: Contest, t: EntryTable) -> Standings:
             figures["speed-up"] = score
         if done == done:
             figures["completeness"] = done
-        candidates.append(Candidate(contestant=names[code], total=judge,
-                                    keys=(score if score == score else WORST, done if done == done else WORST),
-                                    breakdown={problems[problem]: judge}, figures=figures))
+        candidates.append(
+            Candidate(
+                contestant=names[code],
+                total=judge,
+                keys=(score if score == score else WORST, done if done == done else WORST),
+                breakdown={problems[problem]: judge},
+                figures=figures,
+            )
+        )
     return rank(contest, candidates, TIE_RULES)

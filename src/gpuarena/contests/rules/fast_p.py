@@ -36,12 +36,17 @@ def standings(contest: Contest, entries: Iterable[Entry] | EntryTable) -> Standi
     for c, b in best_counted(contest, entries, screen_by_default=SCREEN_BY_DEFAULT).scores.items():
         scores = sorted(b.values())
         shares = [(len(scores) - bisect_right(scores, p)) / tasks for p in rule.p]  # strictly above p
-        candidates.append(Candidate(contestant=c, total=shares[0], keys=tuple(shares[1:]), breakdown=b,
-                                    figures=dict(zip(labels, shares))))
+        candidates.append(
+            Candidate(
+                contestant=c, total=shares[0], keys=tuple(shares[1:]), breakdown=b, figures=dict(zip(labels, shares))
+            )
+        )
     return rank(contest, candidates, [f"higher {name}" for name in labels[1:]])
 
 
-def _table_candidates(contest: Contest, rule: FastPRule, t: EntryTable, tasks: int, labels: list[str]) -> list[Candidate]:
+def _table_candidates(
+    contest: Contest, rule: FastPRule, t: EntryTable, tasks: int, labels: list[str]
+) -> list[Candidate]:
     """The same candidates from columns (table.py): the count of bests above each p by bincount."""
     c = columnar.counted(contest, t, screen_by_default=SCREEN_BY_DEFAULT)
     b = columnar.bests_by_contestant(c, t)
@@ -50,7 +55,13 @@ def _table_candidates(contest: Contest, rule: FastPRule, t: EntryTable, tasks: i
     candidates = []
     for code, lo, hi in columnar.each(c.scoped.contestants, b.span):
         shares = [counts[code] / tasks for counts in above]
-        candidates.append(Candidate(contestant=names[code], total=shares[0], keys=tuple(shares[1:]),
-                                    breakdown=dict(zip(b.keys[lo:hi], b.scores[lo:hi])),
-                                    figures=dict(zip(labels, shares))))
+        candidates.append(
+            Candidate(
+                contestant=names[code],
+                total=shares[0],
+                keys=tuple(shares[1:]),
+                breakdown=dict(zip(b.keys[lo:hi], b.scores[lo:hi])),
+                figures=dict(zip(labels, shares)),
+            )
+        )
     return candidates

@@ -44,8 +44,10 @@ def places(board: Board, entries: dict[str, dict[str, Entry]], key: str, wanted:
         return []
     scores = board.scores
     cut = sorted(scores, reverse=True)[min(wanted, len(scores)) - 1]
-    top = sorted((entries[c][key] for c in compress(board.contestants, map(cut.__le__, scores))),
-                 key=lambda e: (-e.score, e.submitted_at, e.contestant))
+    top = sorted(
+        (entries[c][key] for c in compress(board.contestants, map(cut.__le__, scores))),
+        key=lambda e: (-e.score, e.submitted_at, e.contestant),
+    )
     found: list[tuple[Entry, int]] = []
     for i, e in enumerate(top):
         above = top[i - 1] if i else None
@@ -67,9 +69,16 @@ def _points(contest: Contest, rule: FastestRule, bests: Bests) -> Standings:
             breakdown[e.contestant][key] = table[place - 1]
             if place == 1:
                 firsts[e.contestant] += 1
-    candidates = [Candidate(contestant=c, total=math.fsum(b.values()), keys=(firsts[c], len(b)), breakdown=b,
-                            figures={"first places": firsts[c], "solved": len(b)})
-                  for c, b in breakdown.items()]
+    candidates = [
+        Candidate(
+            contestant=c,
+            total=math.fsum(b.values()),
+            keys=(firsts[c], len(b)),
+            breakdown=b,
+            figures={"first places": firsts[c], "solved": len(b)},
+        )
+        for c, b in breakdown.items()
+    ]
     return rank(contest, candidates, POINTS_TIE_RULES)
 
 
@@ -83,8 +92,7 @@ def _geomean(contest: Contest, rule: FastestRule, bests: Bests) -> Standings:
     for c, mine in bests.scores.items():
         b = dict(zip(mine, map(max, mine.values(), repeat(floor))))
         total = math.exp(math.fsum(chain(map(math.log, b.values()), repeat(log_floor, count - len(b)))) / count)
-        candidates.append(Candidate(contestant=c, total=total, keys=(len(b),), breakdown=b,
-                                    figures={"solved": len(b)}))
+        candidates.append(Candidate(contestant=c, total=total, keys=(len(b),), breakdown=b, figures={"solved": len(b)}))
     return rank(contest, candidates, GEOMEAN_TIE_RULES)
 
 
@@ -98,14 +106,19 @@ def _table_points(c: columnar.Counted, t: EntryTable, table: list[float]) -> tup
     starts, sizes = columnar.runs(board[order])
     top = []
     for lo, size in zip(starts.tolist(), sizes.tolist()):
-        on_board = order[lo:lo + size]
+        on_board = order[lo : lo + size]
         scores = score[on_board]
         cut = np.partition(scores, size - min(wanted, size))[size - min(wanted, size)]
         top.append(on_board[scores >= cut])
     names, places = t.names["contestant"], np.concatenate(top) if top else order
     placed: dict[int, list[tuple[float, int, str, int]]] = {}
-    for i, b, s, at, code in zip(places.tolist(), board[places].tolist(), score[places].tolist(),
-                                 t.submitted_at[c.best[places]].tolist(), t.contestant[c.best[places]].tolist()):
+    for i, b, s, at, code in zip(
+        places.tolist(),
+        board[places].tolist(),
+        score[places].tolist(),
+        t.submitted_at[c.best[places]].tolist(),
+        t.contestant[c.best[places]].tolist(),
+    ):
         placed.setdefault(b, []).append((-s, at, names[code], i))
     for group in placed.values():
         group.sort()
@@ -132,15 +145,28 @@ def _from_table(contest: Contest, rule: FastestRule, t: EntryTable) -> Standings
         firsts = np.bincount(t.contestant[c.best[first]], minlength=len(names)).tolist()
         for code, lo, hi in columnar.each(c.scoped.contestants, b.span):
             won = firsts[code]
-            candidates.append(Candidate(contestant=names[code], total=math.fsum(values[lo:hi]), keys=(won, hi - lo),
-                                        breakdown=dict(zip(keys[lo:hi], values[lo:hi])),
-                                        figures={"first places": won, "solved": hi - lo}))
+            candidates.append(
+                Candidate(
+                    contestant=names[code],
+                    total=math.fsum(values[lo:hi]),
+                    keys=(won, hi - lo),
+                    breakdown=dict(zip(keys[lo:hi], values[lo:hi])),
+                    figures={"first places": won, "solved": hi - lo},
+                )
+            )
         return rank(contest, candidates, POINTS_TIE_RULES)
     count, floor = len(contest.problems) * len(contest.device_kinds), rule.floor
     log_floor = math.log(floor)
     for code, lo, hi in columnar.each(c.scoped.contestants, b.span):
         floored = list(map(max, b.scores[lo:hi], repeat(floor)))
         total = math.exp(math.fsum(chain(map(math.log, floored), repeat(log_floor, count - (hi - lo)))) / count)
-        candidates.append(Candidate(contestant=names[code], total=total, keys=(hi - lo,),
-                                    breakdown=dict(zip(keys[lo:hi], floored)), figures={"solved": hi - lo}))
+        candidates.append(
+            Candidate(
+                contestant=names[code],
+                total=total,
+                keys=(hi - lo,),
+                breakdown=dict(zip(keys[lo:hi], floored)),
+                figures={"solved": hi - lo},
+            )
+        )
     return rank(contest, candidates, GEOMEAN_TIE_RULES)

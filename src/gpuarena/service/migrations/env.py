@@ -18,8 +18,9 @@ def run() -> None:
             connection.execute(text(f"SELECT pg_advisory_lock({ADVISORY_LOCK})"))
             connection.commit()
         try:
-            context.configure(connection=connection, target_metadata=Base.metadata,
-                              render_as_batch=not postgres, compare_type=True)
+            context.configure(
+                connection=connection, target_metadata=Base.metadata, render_as_batch=not postgres, compare_type=True
+            )
             with context.begin_transaction():
                 context.run_migrations()
             connection.commit()

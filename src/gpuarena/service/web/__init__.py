@@ -34,8 +34,9 @@ from gpuarena.service.web.session import NotAllowed, SignInRequired, viewer
 from gpuarena.service.web.views import PageNotFound
 
 
-def error_page(request: Request, status: int, title: str, message: str,
-               headers: dict[str, str] | None = None) -> HTMLResponse:
+def error_page(
+    request: Request, status: int, title: str, message: str, headers: dict[str, str] | None = None
+) -> HTMLResponse:
     """An error as a page, for a browser (the API answers the same errors as JSON), with the
     header of whoever is signed in (not "Sign in" to someone who is)."""
     who = None
@@ -47,9 +48,6 @@ def error_page(request: Request, status: int, title: str, message: str,
     response = page(request, "error.html", who, status_code=status, title=title, message=message)
     response.headers.update(headers or {})
     return response
-
-
-
 
 
 def not_found(request: Request) -> Response:
@@ -99,5 +97,11 @@ def mount(app: FastAPI, settings: Settings) -> None:
         return RedirectResponse("/signin?next=" + quote(routes.local_path(back), safe="/"), status_code=303)
 
     app.add_middleware(SecurityHeaders)
-    app.add_middleware(SessionMiddleware, secret_key=secret_key(settings), session_cookie=SESSION_COOKIE,
-                       max_age=SESSION_DAYS * 24 * 3600, same_site="lax", https_only=https_only())
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=secret_key(settings),
+        session_cookie=SESSION_COOKIE,
+        max_age=SESSION_DAYS * 24 * 3600,
+        same_site="lax",
+        https_only=https_only(),
+    )

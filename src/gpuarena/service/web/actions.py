@@ -40,8 +40,9 @@ def _back(url: str) -> RedirectResponse:
 
 
 @router.post("/signin", response_class=HTMLResponse)
-def signin(request: Request, db: DB, token: Annotated[str, Form()] = "",
-           next: Annotated[str, Form()] = "/") -> Response:
+def signin(
+    request: Request, db: DB, token: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "/"
+) -> Response:
     try:
         sign_in(request, db, token)
     except GpuarenaError as exc:
@@ -69,11 +70,18 @@ def _solution(filename: str, code: str, file: UploadFile | None, limit: int) -> 
 
 
 @router.post("/submit", response_class=HTMLResponse)
-async def submit(request: Request, db: DB, settings: SETTINGS, who: SIGNED_IN,
-                 problem: Annotated[str, Form()], device_kind: Annotated[str, Form()] = "",
-                 mode: Annotated[str, Form()] = "ranked", code: Annotated[str, Form()] = "",
-                 filename: Annotated[str, Form()] = "solution.py",
-                 file: Annotated[UploadFile | None, File()] = None) -> Response:
+async def submit(
+    request: Request,
+    db: DB,
+    settings: SETTINGS,
+    who: SIGNED_IN,
+    problem: Annotated[str, Form()],
+    device_kind: Annotated[str, Form()] = "",
+    mode: Annotated[str, Form()] = "ranked",
+    code: Annotated[str, Form()] = "",
+    filename: Annotated[str, Form()] = "solution.py",
+    file: Annotated[UploadFile | None, File()] = None,
+) -> Response:
     """Queue a solution from the problem page's form, then show its submission page."""
     typed = dict(device_kind=device_kind, mode=mode, code=code, filename=filename)
     try:
@@ -82,8 +90,13 @@ async def submit(request: Request, db: DB, settings: SETTINGS, who: SIGNED_IN,
         if not device_kind:
             raise GpuarenaError("device kind: choose one (a kind appears once a runner with that device connects)")
         solution = await run_in_threadpool(_solution, filename, code, file, settings.max_request_bytes)
-        made = await run_in_threadpool(submissions.create, db, settings, who, SubmissionRequest(
-            problem=problem, device_kind=device_kind, mode=mode, solution=solution))  # type: ignore[arg-type]
+        made = await run_in_threadpool(
+            submissions.create,
+            db,
+            settings,
+            who,
+            SubmissionRequest(problem=problem, device_kind=device_kind, mode=mode, solution=solution),
+        )  # type: ignore[arg-type]
     except GpuarenaError as exc:
         return await run_in_threadpool(problem_response, request, db, who, problem, str(exc), typed, 400)
     return _back(f"/submissions/{made.id}")
@@ -97,9 +110,14 @@ def cancel_submission(submission_id: int, db: DB, who: SIGNED_IN) -> Response:
 
 
 @router.post("/problem-settings")
-def problem_settings(request: Request, db: DB, who: Annotated[Caller | None, Depends(viewer)],
-                     problem: Annotated[str, Form()], solutions_public: Annotated[str, Form()] = "",
-                     owner: Annotated[str | None, Form()] = None) -> Response:
+def problem_settings(
+    request: Request,
+    db: DB,
+    who: Annotated[Caller | None, Depends(viewer)],
+    problem: Annotated[str, Form()],
+    solutions_public: Annotated[str, Form()] = "",
+    owner: Annotated[str | None, Form()] = None,
+) -> Response:
     """Open or close a problem's solutions (owner, admins, organisers); admins also set the owner.
     Every version of the problem changes, so older submissions follow the same rule."""
     if not views.may_manage(who, views.problem_owner_id(db, problem)):
@@ -117,8 +135,13 @@ def problem_settings(request: Request, db: DB, who: Annotated[Caller | None, Dep
 
 
 @router.post("/tokens", response_class=HTMLResponse)
-def create_token(request: Request, db: DB, who: SIGNED_IN, name: Annotated[str, Form()] = "",
-                 expires_in_days: Annotated[str, Form()] = "") -> Response:
+def create_token(
+    request: Request,
+    db: DB,
+    who: SIGNED_IN,
+    name: Annotated[str, Form()] = "",
+    expires_in_days: Annotated[str, Form()] = "",
+) -> Response:
     """A new API token, shown once on the page that answers."""
     error, plain = "", None
     try:
@@ -134,8 +157,15 @@ def create_token(request: Request, db: DB, who: SIGNED_IN, name: Annotated[str, 
             user = session.get(User, who.user_id)
             assert user is not None
             _, plain = auth.issue_token(session, user, name.strip(), dt.timedelta(days=days) if days else None)
-    return page(request, "tokens.html", who, status_code=400 if error else 201, tokens=views.tokens_of(db, who.user_id),
-                new_token=plain, error=error)
+    return page(
+        request,
+        "tokens.html",
+        who,
+        status_code=400 if error else 201,
+        tokens=views.tokens_of(db, who.user_id),
+        new_token=plain,
+        error=error,
+    )
 
 
 @router.post("/tokens/{token_id}/revoke")
@@ -145,6 +175,13 @@ def revoke_token(token_id: int, request: Request, db: DB, who: SIGNED_IN) -> Res
         with db.write() as session:
             auth.revoke_token(session, token_id, session.get(User, who.user_id))
     except GpuarenaError as exc:
-        return page(request, "tokens.html", who, status_code=404, tokens=views.tokens_of(db, who.user_id),
-                    new_token=None, error=str(exc))
+        return page(
+            request,
+            "tokens.html",
+            who,
+            status_code=404,
+            tokens=views.tokens_of(db, who.user_id),
+            new_token=None,
+            error=str(exc),
+        )
     return _back("/tokens" if token_id != who.token_id else "/signin")

@@ -31,8 +31,15 @@ WHO = Annotated[Caller | None, Depends(viewer)]
 SIGNED_IN = Annotated[Caller, Depends(signed_in)]
 CSRF = [Depends(check_csrf)]
 Action = Literal["claim", "renew", "release", "submit", "verify", "pay", "withdraw"]
-STATE_CLASS = {"open": "ok", "claimed": "wait", "submitted": "wait", "verified": "ok", "paid": "ok",
-               "expired": "muted", "withdrawn": "muted"}
+STATE_CLASS = {
+    "open": "ok",
+    "claimed": "wait",
+    "submitted": "wait",
+    "verified": "ok",
+    "paid": "ok",
+    "expired": "muted",
+    "withdrawn": "muted",
+}
 """A colour per state (the word is always shown)."""
 
 
@@ -48,8 +55,18 @@ def board_page(request: Request, db: DB, who: WHO, state: str = "", category: st
         except GpuarenaError as exc:
             error = str(exc)
     query = urlencode({k: v for k, v in filters.items() if v})
-    return page(request, "bounties.html", who, rows=rows, f=filters, error=error, states=bounties.STATES,
-                categories=bounties.CATEGORIES, state_class=STATE_CLASS, query=f"?{query}" if query else "")
+    return page(
+        request,
+        "bounties.html",
+        who,
+        rows=rows,
+        f=filters,
+        error=error,
+        states=bounties.STATES,
+        categories=bounties.CATEGORIES,
+        state_class=STATE_CLASS,
+        query=f"?{query}" if query else "",
+    )
 
 
 def _staff(who: Caller) -> Caller:
@@ -58,18 +75,43 @@ def _staff(who: Caller) -> Caller:
     return who
 
 
-def _new_form(request: Request, db: Database, who: Caller, form: dict[str, str], error: str = "",
-              status_code: int = 200) -> HTMLResponse:
+def _new_form(
+    request: Request, db: Database, who: Caller, form: dict[str, str], error: str = "", status_code: int = 200
+) -> HTMLResponse:
     with db.read() as session:
-        problems = list(session.scalars(select(Problem.slug).where(Problem.current, Problem.slug != SAMPLES_SLUG).order_by(Problem.slug)))
+        problems = list(
+            session.scalars(
+                select(Problem.slug).where(Problem.current, Problem.slug != SAMPLES_SLUG).order_by(Problem.slug)
+            )
+        )
         kinds = list(session.scalars(select(DeviceKind.name).order_by(DeviceKind.name)))
-    return page(request, "bounty_new.html", who, status_code=status_code, form=form, error=error, problems=problems,
-                kinds=kinds, categories=bounties.CATEGORIES, targets=bounties.TARGETS)
+    return page(
+        request,
+        "bounty_new.html",
+        who,
+        status_code=status_code,
+        form=form,
+        error=error,
+        problems=problems,
+        kinds=kinds,
+        categories=bounties.CATEGORIES,
+        targets=bounties.TARGETS,
+    )
 
 
-NEW_DEFAULTS = {"title": "", "description": "", "reward_amount": "", "currency": "USD", "category": "speed",
-                "problem": "", "device_kind": "", "target_over": "reference", "target_speedup": "2",
-                "claim_days": "7", "deadline": ""}
+NEW_DEFAULTS = {
+    "title": "",
+    "description": "",
+    "reward_amount": "",
+    "currency": "USD",
+    "category": "speed",
+    "problem": "",
+    "device_kind": "",
+    "target_over": "reference",
+    "target_speedup": "2",
+    "claim_days": "7",
+    "deadline": "",
+}
 
 
 @router.get("/bounties/new", response_class=HTMLResponse)
@@ -88,22 +130,46 @@ def _request_from(form: dict[str, str]) -> BountyRequest:
     try:
         return BountyRequest.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise GpuarenaError("; ".join(f"{'.'.join(map(str, e['loc']))}: {str(e['msg']).removeprefix('Value error, ')}"
-                                      for e in exc.errors()[:5])) from None
+        raise GpuarenaError(
+            "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {str(e['msg']).removeprefix('Value error, ')}"
+                for e in exc.errors()[:5]
+            )
+        ) from None
 
 
 @router.post("/bounties/new", response_class=HTMLResponse, dependencies=CSRF)
-def create(request: Request, db: DB, who: SIGNED_IN, title: Annotated[str, Form()] = "",
-           description: Annotated[str, Form()] = "", reward_amount: Annotated[str, Form()] = "",
-           currency: Annotated[str, Form()] = "USD", category: Annotated[str, Form()] = "",
-           problem: Annotated[str, Form()] = "", device_kind: Annotated[str, Form()] = "",
-           target_over: Annotated[str, Form()] = "", target_speedup: Annotated[str, Form()] = "",
-           claim_days: Annotated[str, Form()] = "7", deadline: Annotated[str, Form()] = "") -> Response:
+def create(
+    request: Request,
+    db: DB,
+    who: SIGNED_IN,
+    title: Annotated[str, Form()] = "",
+    description: Annotated[str, Form()] = "",
+    reward_amount: Annotated[str, Form()] = "",
+    currency: Annotated[str, Form()] = "USD",
+    category: Annotated[str, Form()] = "",
+    problem: Annotated[str, Form()] = "",
+    device_kind: Annotated[str, Form()] = "",
+    target_over: Annotated[str, Form()] = "",
+    target_speedup: Annotated[str, Form()] = "",
+    claim_days: Annotated[str, Form()] = "7",
+    deadline: Annotated[str, Form()] = "",
+) -> Response:
     """Post a bounty from the form; a refusal shows the form again with what was typed."""
     _staff(who)
-    form = dict(title=title, description=description, reward_amount=reward_amount, currency=currency,
-                category=category, problem=problem, device_kind=device_kind, target_over=target_over,
-                target_speedup=target_speedup, claim_days=claim_days, deadline=deadline)
+    form = dict(
+        title=title,
+        description=description,
+        reward_amount=reward_amount,
+        currency=currency,
+        category=category,
+        problem=problem,
+        device_kind=device_kind,
+        target_over=target_over,
+        target_speedup=target_speedup,
+        claim_days=claim_days,
+        deadline=deadline,
+    )
     try:
         with db.write() as session:
             bounty_id = bounties.create(session, who, _request_from(form)).id
@@ -118,23 +184,36 @@ def _can(who: Caller | None, b: BountyDetail) -> dict[str, bool]:
     mine = who is not None and b.claimer == who.name
     staff = who is not None and who.is_staff
     held = b.state in bounties.HELD
-    return {"claim": person and b.state == "open", "renew": mine and held,
-            "release": held and (mine or staff),
-            "submit": mine and b.state == "claimed" and b.category != "speed",
-            "verify": staff and held and b.category != "speed", "pay": staff and b.state == "verified",
-            "withdraw": staff and b.state in bounties.LIVE}
+    return {
+        "claim": person and b.state == "open",
+        "renew": mine and held,
+        "release": held and (mine or staff),
+        "submit": mine and b.state == "claimed" and b.category != "speed",
+        "verify": staff and held and b.category != "speed",
+        "pay": staff and b.state == "verified",
+        "withdraw": staff and b.state in bounties.LIVE,
+    }
 
 
-def _bounty_page(request: Request, db: Database, who: Caller | None, bounty_id: int, error: str = "",
-                 status_code: int = 200) -> HTMLResponse:
+def _bounty_page(
+    request: Request, db: Database, who: Caller | None, bounty_id: int, error: str = "", status_code: int = 200
+) -> HTMLResponse:
     bounties.refresh(db)
     with db.read() as session:
         try:
             shown = bounties.detail(session, bounty_id)
         except NotFound as exc:
             raise PageNotFound(str(exc)) from None
-    return page(request, "bounty.html", who, status_code=status_code, b=shown, can=_can(who, shown), error=error,
-                state_class=STATE_CLASS)
+    return page(
+        request,
+        "bounty.html",
+        who,
+        status_code=status_code,
+        b=shown,
+        can=_can(who, shown),
+        error=error,
+        state_class=STATE_CLASS,
+    )
 
 
 @router.get("/bounties/{bounty_id}", response_class=HTMLResponse)
@@ -142,16 +221,22 @@ def bounty_page(bounty_id: int, request: Request, db: DB, who: WHO) -> HTMLRespo
     return _bounty_page(request, db, who, bounty_id)
 
 
-CHANGES = {"claim": lambda s, who, i, note: bounties.claim(s, who, i),
-           "renew": lambda s, who, i, note: bounties.renew(s, who, i),
-           "release": bounties.release, "submit": bounties.submit_work, "verify": bounties.verify,
-           "pay": bounties.pay, "withdraw": bounties.withdraw}
+CHANGES = {
+    "claim": lambda s, who, i, note: bounties.claim(s, who, i),
+    "renew": lambda s, who, i, note: bounties.renew(s, who, i),
+    "release": bounties.release,
+    "submit": bounties.submit_work,
+    "verify": bounties.verify,
+    "pay": bounties.pay,
+    "withdraw": bounties.withdraw,
+}
 """Each button's change: (session, who, bounty id, note) -> the bounty."""
 
 
 @router.post("/bounties/{bounty_id}/{action}", response_class=HTMLResponse, dependencies=CSRF)
-def change(bounty_id: int, action: Action, request: Request, db: DB, who: SIGNED_IN,
-           note: Annotated[str, Form()] = "") -> Response:
+def change(
+    bounty_id: int, action: Action, request: Request, db: DB, who: SIGNED_IN, note: Annotated[str, Form()] = ""
+) -> Response:
     """A button on the bounty's page; a refusal shows the page again with the reason."""
     try:
         with db.write() as session:

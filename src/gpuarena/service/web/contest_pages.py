@@ -101,8 +101,18 @@ def contest_page(slug: str, request: Request, db: DB, who: WHO, live: bool = Fal
         mine = contests.entries(session, row, who)[:50] if who is not None and not organizer else []
     problems = sorted({k for r in shown.standings.rows for k in r.breakdown})
     figures = sorted({k for r in shown.standings.rows for k in r.figures})
-    return page(request, "contest.html", who, c=info, s=info.spec, shown=shown, organizer=organizer, mine=mine,
-                problems=problems, figures=figures)
+    return page(
+        request,
+        "contest.html",
+        who,
+        c=info,
+        s=info.spec,
+        shown=shown,
+        organizer=organizer,
+        mine=mine,
+        problems=problems,
+        figures=figures,
+    )
 
 
 @router.get("/contests/{slug}/review", response_class=HTMLResponse)
@@ -112,28 +122,54 @@ def review_page(slug: str, request: Request, db: DB, who: SIGNED_IN, show: str =
         row = _contest(session, slug)
         _organizer(session, row, who)
         spec = contests.spec_of(row)
-        rows = contests.entries(session, row, who, review="pending" if show == "pending" else None,
-                                passed_only=show == "pending")
-    return page(request, "contest_review.html", who, s=spec, rows=rows, show=show, bonus_items=BONUS_ITEMS,
-                error=request.query_params.get("error", ""))
+        rows = contests.entries(
+            session, row, who, review="pending" if show == "pending" else None, passed_only=show == "pending"
+        )
+    return page(
+        request,
+        "contest_review.html",
+        who,
+        s=spec,
+        rows=rows,
+        show=show,
+        bonus_items=BONUS_ITEMS,
+        error=request.query_params.get("error", ""),
+    )
 
 
 @forms.post("/contests/{slug}/review/{submission_id}")
-def review_entry(slug: str, submission_id: int, db: DB, who: SIGNED_IN,
-                 decision: Annotated[str, Form()], comment: Annotated[str, Form()] = "",
-                 merged: Annotated[str, Form()] = "", bonus: Annotated[list[str] | None, Form()] = None,
-                 samples_accepted: Annotated[str, Form()] = "", samples_score: Annotated[str, Form()] = "",
-                 judge_score: Annotated[str, Form()] = "", completeness: Annotated[str, Form()] = "",
-                 show: Annotated[str, Form()] = "pending") -> Response:
+def review_entry(
+    slug: str,
+    submission_id: int,
+    db: DB,
+    who: SIGNED_IN,
+    decision: Annotated[str, Form()],
+    comment: Annotated[str, Form()] = "",
+    merged: Annotated[str, Form()] = "",
+    bonus: Annotated[list[str] | None, Form()] = None,
+    samples_accepted: Annotated[str, Form()] = "",
+    samples_score: Annotated[str, Form()] = "",
+    judge_score: Annotated[str, Form()] = "",
+    completeness: Annotated[str, Form()] = "",
+    show: Annotated[str, Form()] = "pending",
+) -> Response:
     from urllib.parse import quote
 
     back = f"/contests/{slug}/review?show={quote(show)}"
     try:
-        numbers = {name: kind(text) for name, kind, text in (
-            ("samples_accepted", int, samples_accepted), ("samples_score", float, samples_score),
-            ("judge_score", float, judge_score), ("completeness", float, completeness)) if text.strip()}
-        request = ReviewRequest(decision=decision, comment=comment.strip(), merged_upstream=merged == "on",
-                                bonus=bonus or [], **numbers)
+        numbers = {
+            name: kind(text)
+            for name, kind, text in (
+                ("samples_accepted", int, samples_accepted),
+                ("samples_score", float, samples_score),
+                ("judge_score", float, judge_score),
+                ("completeness", float, completeness),
+            )
+            if text.strip()
+        }
+        request = ReviewRequest(
+            decision=decision, comment=comment.strip(), merged_upstream=merged == "on", bonus=bonus or [], **numbers
+        )
         with db.write() as session:
             row = _contest(session, slug)
             _organizer(session, row, who)

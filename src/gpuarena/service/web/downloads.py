@@ -27,8 +27,18 @@ Format = Literal["csv", "json"]
 
 
 BOARD_FIELDS = ["rank", "user", "score", "score_low", "score_high", "tied_with_above", "submission_id", "achieved_at"]
-RESULT_FIELDS = ["id", "problem", "problem_version", "device_kind", "mode", "status", "score", "reason", "created_at",
-                 "finished_at"]
+RESULT_FIELDS = [
+    "id",
+    "problem",
+    "problem_version",
+    "device_kind",
+    "mode",
+    "status",
+    "score",
+    "reason",
+    "created_at",
+    "finished_at",
+]
 
 
 def _file(rows: list[dict[str, Any]], name: str, fmt: Format, fields: list[str]) -> Response:
@@ -51,10 +61,19 @@ def leaderboard_file(fmt: Format, problem: str, device_kind: str, db: DB) -> Res
         if problem_id is None:
             raise PageNotFound(f"there is no problem {problem!r}")
         board = views.board(session, problem_id, device_kind, limit=10_000)
-    rows = [{"rank": r.rank, "user": r.user, "score": r.score,
-             "score_low": r.interval[0] if r.interval else None, "score_high": r.interval[1] if r.interval else None,
-             "tied_with_above": r.tied, "submission_id": r.submission_id, "achieved_at": r.achieved_at.isoformat()}
-            for r in board]
+    rows = [
+        {
+            "rank": r.rank,
+            "user": r.user,
+            "score": r.score,
+            "score_low": r.interval[0] if r.interval else None,
+            "score_high": r.interval[1] if r.interval else None,
+            "tied_with_above": r.tied,
+            "submission_id": r.submission_id,
+            "achieved_at": r.achieved_at.isoformat(),
+        }
+        for r in board
+    ]
     return _file(rows, f"leaderboard-{problem.replace('/', '-')}-{device_kind}", fmt, BOARD_FIELDS)
 
 
@@ -63,10 +82,21 @@ def results_file(fmt: Format, user: str, db: DB) -> Response:
     """A user's submissions (newest first, up to 10,000): status, score and when."""
     with db.read() as session:
         found = search(session, user=user, limit=10_000)
-    rows = [{"id": s.id, "problem": s.problem, "problem_version": s.problem_version, "device_kind": s.device_kind,
-             "mode": s.mode, "status": s.status, "score": s.score, "reason": s.reason,
-             "created_at": s.created_at.isoformat(), "finished_at": s.finished_at.isoformat() if s.finished_at else None}
-            for s in found]
+    rows = [
+        {
+            "id": s.id,
+            "problem": s.problem,
+            "problem_version": s.problem_version,
+            "device_kind": s.device_kind,
+            "mode": s.mode,
+            "status": s.status,
+            "score": s.score,
+            "reason": s.reason,
+            "created_at": s.created_at.isoformat(),
+            "finished_at": s.finished_at.isoformat() if s.finished_at else None,
+        }
+        for s in found
+    ]
     return _file(rows, f"results-{user}", fmt, RESULT_FIELDS)
 
 
@@ -75,5 +105,8 @@ def record_file(submission_id: int, db: DB, who: WHO) -> Response:
     """The submission and its Evaluation record, as its page shows them to this viewer (the log
     only to those who may read it)."""
     shown = detail(db, submission_id, who)
-    return Response(shown.model_dump_json(indent=2), media_type="application/json",
-                    headers={"Content-Disposition": f'attachment; filename="submission-{submission_id}.json"'})
+    return Response(
+        shown.model_dump_json(indent=2),
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="submission-{submission_id}.json"'},
+    )

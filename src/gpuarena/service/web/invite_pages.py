@@ -39,14 +39,16 @@ def join(code: str, request: Request, db: DB, name: Annotated[str, Form()] = "")
             user, plain = invites.accept(session, code, name)
             role = user.role
     except GpuarenaError as exc:
-        return page(request, "join.html", None, status_code=400, code=code, role="?", error=str(exc), token=None,
-                    name=name)
+        return page(
+            request, "join.html", None, status_code=400, code=code, role="?", error=str(exc), token=None, name=name
+        )
     who = sign_in(request, db, plain)
     return page(request, "join.html", who, code=code, role=role, error="", token=plain)
 
 
-def _invites_page(request: Request, db: Database, who: Caller, new: str = "", error: str = "",
-                  status_code: int = 200) -> HTMLResponse:
+def _invites_page(
+    request: Request, db: Database, who: Caller, new: str = "", error: str = "", status_code: int = 200
+) -> HTMLResponse:
     with db.read() as session:
         rows = invites.listed(session, who)
     link = str(request.base_url).rstrip("/") + f"/join/{new}" if new else ""
@@ -59,14 +61,22 @@ def invites_page(request: Request, db: DB, who: STAFF) -> HTMLResponse:
 
 
 @router.post("/invites", response_class=HTMLResponse)
-def make_invite(request: Request, db: DB, who: STAFF, role: Annotated[str, Form()] = "participant",
-                uses: Annotated[str, Form()] = "1", days: Annotated[str, Form()] = "7",
-                note: Annotated[str, Form()] = "") -> Response:
+def make_invite(
+    request: Request,
+    db: DB,
+    who: STAFF,
+    role: Annotated[str, Form()] = "participant",
+    uses: Annotated[str, Form()] = "1",
+    days: Annotated[str, Form()] = "7",
+    note: Annotated[str, Form()] = "",
+) -> Response:
     try:
         count = int(uses)
         lifetime = float(days) if days.strip() else None
     except ValueError:
-        return _invites_page(request, db, who, error=f"uses {uses!r} and days {days!r} must be numbers", status_code=400)
+        return _invites_page(
+            request, db, who, error=f"uses {uses!r} and days {days!r} must be numbers", status_code=400
+        )
     try:
         with db.write() as session:
             _, code = invites.create(session, who, role, count, lifetime, note.strip())

@@ -85,10 +85,24 @@ def status_class(status: str) -> str:
 
 
 def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(markdown=markdown, when=when, epoch_ms=epoch_ms, sci=sci, segment=segment, number=number, time_us=time_us, percent=percent,
-                       status_class=status_class)
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        markdown=markdown,
+        when=when,
+        epoch_ms=epoch_ms,
+        sci=sci,
+        segment=segment,
+        number=number,
+        time_us=time_us,
+        percent=percent,
+        status_class=status_class,
+    )
     env.globals.update(version=__version__, csrf_field=CSRF_FIELD)
     return env
 
@@ -98,6 +112,7 @@ ENV = _environment()
 
 def page(request: Request, template: str, who: Caller | None, status_code: int = 200, **context: Any) -> HTMLResponse:
     """Render a template with what every page needs: the viewer, the CSRF token, the path."""
-    html = ENV.get_template(template).render(request=request, who=who, csrf=csrf_token(request),
-                                             path=request.url.path, **context)
+    html = ENV.get_template(template).render(
+        request=request, who=who, csrf=csrf_token(request), path=request.url.path, **context
+    )
     return HTMLResponse(html, status_code=status_code, headers={"Cache-Control": "no-store"})

@@ -16,9 +16,12 @@ from gpuarena.service.web.session import admin_viewer, signed_in, viewer
 router = APIRouter(include_in_schema=False)
 DB = Annotated[Database, Depends(get_db)]
 WHO = Annotated[Caller | None, Depends(viewer)]
-MODES = [("ranked", "ranked: secret seed, enters the leaderboard"),
-         ("benchmark", "benchmark: timed, public seed"), ("test", "test: correctness only"),
-         ("profile", "profile: Nsight Compute on one workload (GPU kinds)")]
+MODES = [
+    ("ranked", "ranked: secret seed, enters the leaderboard"),
+    ("benchmark", "benchmark: timed, public seed"),
+    ("test", "test: correctness only"),
+    ("profile", "profile: Nsight Compute on one workload (GPU kinds)"),
+]
 
 
 def local_path(target: str | None, default: str = "/") -> str:
@@ -34,22 +37,35 @@ def home(request: Request, db: DB, who: WHO) -> HTMLResponse:
 
 
 @router.get("/submissions", response_class=HTMLResponse)
-def submissions_page(request: Request, db: DB, who: WHO, problem: str = "", user: str = "", device_kind: str = "",
-                     status: str = "") -> HTMLResponse:
+def submissions_page(
+    request: Request, db: DB, who: WHO, problem: str = "", user: str = "", device_kind: str = "", status: str = ""
+) -> HTMLResponse:
     """Every submission, newest first, filtered by problem, user, device kind and status."""
     from gpuarena.errors import GpuarenaError
     from gpuarena.service.submissions import DONE, IN_FLIGHT, search
 
-    filters = dict(problem=problem.strip() or None, user=user.strip() or None,
-                   device_kind=device_kind.strip() or None, status=status.strip() or None)
+    filters = dict(
+        problem=problem.strip() or None,
+        user=user.strip() or None,
+        device_kind=device_kind.strip() or None,
+        status=status.strip() or None,
+    )
     error, rows = "", []
     with db.read() as session:
         try:
             rows = search(session, **filters, limit=SUBMISSIONS_SHOWN)
         except GpuarenaError as exc:  # an unknown user: say so above an empty list
             error = str(exc)
-    return page(request, "submissions.html", who, rows=rows, f=filters, error=error, limit=SUBMISSIONS_SHOWN,
-                statuses=[*IN_FLIGHT, *sorted(DONE)])
+    return page(
+        request,
+        "submissions.html",
+        who,
+        rows=rows,
+        f=filters,
+        error=error,
+        limit=SUBMISSIONS_SHOWN,
+        statuses=[*IN_FLIGHT, *sorted(DONE)],
+    )
 
 
 SUBMISSIONS_SHOWN = 200
@@ -61,8 +77,15 @@ def problems() -> RedirectResponse:
     return RedirectResponse("/#problems", status_code=303)
 
 
-def problem_response(request: Request, db: Database, who: Caller | None, slug: str, error: str = "",
-                     form: dict[str, str] | None = None, status_code: int = 200) -> HTMLResponse:
+def problem_response(
+    request: Request,
+    db: Database,
+    who: Caller | None,
+    slug: str,
+    error: str = "",
+    form: dict[str, str] | None = None,
+    status_code: int = 200,
+) -> HTMLResponse:
     """The problem page; the submit action re-renders it with the error and what was typed."""
     from gpuarena.service.submissions import search
 
@@ -71,8 +94,18 @@ def problem_response(request: Request, db: Database, who: Caller | None, slug: s
     if who is not None:
         with db.read() as session:
             mine = search(session, user=who.name, problem=shown.slug, limit=10)
-    return page(request, "problem.html", who, status_code=status_code, p=shown, modes=MODES,
-                can_manage=views.may_manage(who, shown.owner_id), error=error, form=form or {}, mine=mine)
+    return page(
+        request,
+        "problem.html",
+        who,
+        status_code=status_code,
+        p=shown,
+        modes=MODES,
+        can_manage=views.may_manage(who, shown.owner_id),
+        error=error,
+        form=form or {},
+        mine=mine,
+    )
 
 
 @router.get("/problems/{slug:path}", response_class=HTMLResponse)

@@ -34,14 +34,20 @@ def samples_page(request: Request, db: DB, who: WHO, review: str = "") -> HTMLRe
         rows = []
         for listed in samples.listed(session, review=review or None):
             shown = samples.detail(session, listed.id, who)
-            rows.append({**shown.model_dump(exclude={"files", "report"}), "report": shown.report,
-                         "reviewable": samples.may_review(session, who, session.get(SampleRow, listed.id))})
+            rows.append(
+                {
+                    **shown.model_dump(exclude={"files", "report"}),
+                    "report": shown.report,
+                    "reviewable": samples.may_review(session, who, session.get(SampleRow, listed.id)),
+                }
+            )
     return page(request, "samples.html", who, rows=rows, review=review, error=request.query_params.get("error", ""))
 
 
 @forms.post("/samples/{sample_id}/review")
-def review_sample(sample_id: int, db: DB, who: SIGNED_IN, decision: Annotated[str, Form()],
-                  comment: Annotated[str, Form()] = "") -> Response:
+def review_sample(
+    sample_id: int, db: DB, who: SIGNED_IN, decision: Annotated[str, Form()], comment: Annotated[str, Form()] = ""
+) -> Response:
     """A mistake (accepting a broken sample, not an organizer) comes back on the page."""
     try:
         request = SampleReviewRequest(decision=decision, comment=comment.strip())
@@ -50,4 +56,3 @@ def review_sample(sample_id: int, db: DB, who: SIGNED_IN, decision: Annotated[st
     except (ValueError, GpuarenaError) as exc:
         return RedirectResponse("/samples?error=" + quote(f"sample {sample_id}: {exc}"), status_code=303)
     return RedirectResponse(f"/samples#sample-{sample_id}", status_code=303)
-

@@ -24,8 +24,10 @@ SESSION_COOKIE = "gpuarena_session"
 SESSION_DAYS = 14
 CSRF_FIELD = "csrf_token"
 
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 """No inline script or style at all: even text that escaped escaping could not run."""
 
 
@@ -61,8 +63,10 @@ def secret_key(settings: Settings) -> str:
         time.sleep(0.01)
         key = path.read_text().strip()
     if len(key) < 32:
-        raise GpuarenaError(f"{path}: the web secret key is shorter than 32 characters "
-                            "(fix: delete the file and restart to generate one, or set GPUARENA_SECRET_KEY)")
+        raise GpuarenaError(
+            f"{path}: the web secret key is shorter than 32 characters "
+            "(fix: delete the file and restart to generate one, or set GPUARENA_SECRET_KEY)"
+        )
     return key
 
 
@@ -88,8 +92,9 @@ def check_csrf(request: Request, csrf_token: str = Form("", description="the for
     """Dependency of every form POST: the token must match the session's."""
     expected = request.session.get("csrf")
     if not expected or not csrf_token or not hmac.compare_digest(expected, csrf_token):
-        raise CsrfError("this form is missing its security token or the token is stale: "
-                        "reload the page and send the form again")
+        raise CsrfError(
+            "this form is missing its security token or the token is stale: reload the page and send the form again"
+        )
 
 
 class SecurityHeaders:
@@ -107,8 +112,12 @@ class SecurityHeaders:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                headers += [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-                            (b"referrer-policy", b"same-origin"), (b"x-frame-options", b"DENY")]
+                headers += [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"same-origin"),
+                    (b"x-frame-options", b"DENY"),
+                ]
                 message["headers"] = headers
             await send(message)
 

@@ -40,8 +40,13 @@ def viewer(request: Request, db: Database = Depends(get_db)) -> Caller | None:
             request.session.pop("token_id", None)
             return None
         assert token is not None
-        return Caller(user_id=token.user_id, name=token.user.name, role=token.user.role, token_id=token.id,
-                      device_kinds=tuple(token.device_kinds) if token.device_kinds is not None else None)
+        return Caller(
+            user_id=token.user_id,
+            name=token.user.name,
+            role=token.user.role,
+            token_id=token.id,
+            device_kinds=tuple(token.device_kinds) if token.device_kinds is not None else None,
+        )
 
 
 def signed_in(who: Caller | None = Depends(viewer)) -> Caller:
@@ -66,14 +71,19 @@ def sign_in(request: Request, db: Database, plain_token: str) -> Caller:
             token = authenticate(session, plain)
         except AuthError as exc:  # the API's hint is for the CLI; on the page, say what to do here
             if "unknown token" in str(exc):
-                raise AuthError("this token is not known here: paste the whole token (it starts with gpa_), "
-                                "or ask an admin of this server for a new one") from None
+                raise AuthError(
+                    "this token is not known here: paste the whole token (it starts with gpa_), "
+                    "or ask an admin of this server for a new one"
+                ) from None
             raise
         if token.user.role == "runner":
-            raise AuthError(f"token {token.prefix}… belongs to the runner account {token.user.name!r}; "
-                            "sign in with a person's token")
-        who = Caller(user_id=token.user_id, name=token.user.name, role=token.user.role, token_id=token.id,
-                     device_kinds=None)
+            raise AuthError(
+                f"token {token.prefix}… belongs to the runner account {token.user.name!r}; "
+                "sign in with a person's token"
+            )
+        who = Caller(
+            user_id=token.user_id, name=token.user.name, role=token.user.role, token_id=token.id, device_kinds=None
+        )
     request.session.clear()
     request.session["token_id"] = who.token_id
     rotate_csrf(request)

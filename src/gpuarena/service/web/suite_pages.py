@@ -30,11 +30,26 @@ def suite_page(request: Request, who: WHO, settings: SETTINGS, result: str = "",
     names = list(results)
     baseline = baseline if baseline in results else next((n for n in names if n.startswith("shipped/")), "")
     result = result if result in results else next((n for n in names if n != baseline), "")
-    rows = [{"name": name, "framework": r.framework, "device": r.device_name or r.device,
-             "problems": len(r.problems), "timed": sum(p.time_us is not None for p in r.problems)}
-            for name, r in results.items()]
-    context: dict = {"rows": rows, "unreadable": unreadable, "result": result, "baseline": baseline, "names": names,
-                     "error": "", "comparison": None, "plots": []}
+    rows = [
+        {
+            "name": name,
+            "framework": r.framework,
+            "device": r.device_name or r.device,
+            "problems": len(r.problems),
+            "timed": sum(p.time_us is not None for p in r.problems),
+        }
+        for name, r in results.items()
+    ]
+    context: dict = {
+        "rows": rows,
+        "unreadable": unreadable,
+        "result": result,
+        "baseline": baseline,
+        "names": names,
+        "error": "",
+        "comparison": None,
+        "plots": [],
+    }
     if result and baseline and result != baseline:
         try:
             scored = compare(results[baseline], results[result])

@@ -58,22 +58,39 @@ class Home:
 def home(db: Database) -> Home:
     levels: dict[int, list[dict[str, Any]]] = {}
     with db.read() as session:
-        for p in session.scalars(select(Problem).where(Problem.current, Problem.slug != SAMPLES_SLUG)
-                                 .order_by(Problem.level, Problem.slug)):
-            levels.setdefault(p.level, []).append(dict(slug=p.slug, name=p.name, summary=p.summary,
-                                                       tags=p.spec.get("tags", []), weight=p.weight))
+        for p in session.scalars(
+            select(Problem).where(Problem.current, Problem.slug != SAMPLES_SLUG).order_by(Problem.level, Problem.slug)
+        ):
+            levels.setdefault(p.level, []).append(
+                dict(slug=p.slug, name=p.name, summary=p.summary, tags=p.spec.get("tags", []), weight=p.weight)
+            )
         leaders: dict[tuple[str, str], dict[str, Any]] = {}
-        entries = session.execute(select(Problem.slug, LeaderboardEntry.device_kind, User.name, LeaderboardEntry.score,
-                                         LeaderboardEntry.submission_id)
-                                  .join(Problem, Problem.id == LeaderboardEntry.problem_id)
-                                  .join(User, User.id == LeaderboardEntry.user_id)
-                                  .where(Problem.current).order_by(LeaderboardEntry.score.desc()).limit(LEADER_ROWS))
+        entries = session.execute(
+            select(
+                Problem.slug,
+                LeaderboardEntry.device_kind,
+                User.name,
+                LeaderboardEntry.score,
+                LeaderboardEntry.submission_id,
+            )
+            .join(Problem, Problem.id == LeaderboardEntry.problem_id)
+            .join(User, User.id == LeaderboardEntry.user_id)
+            .where(Problem.current)
+            .order_by(LeaderboardEntry.score.desc())
+            .limit(LEADER_ROWS)
+        )
         for slug, kind, user, score, submission_id in entries:
-            leaders.setdefault((slug, kind), dict(problem=slug, device_kind=kind, user=user, score=score,
-                                                  submission_id=submission_id))
+            leaders.setdefault(
+                (slug, kind), dict(problem=slug, device_kind=kind, user=user, score=score, submission_id=submission_id)
+            )
         recent = [to_out(s) for s in session.scalars(select(Submission).order_by(Submission.id.desc()).limit(10))]
-    return Home(levels=levels, kinds=device_kinds(db), health=health(db),
-                leaders=sorted(leaders.values(), key=lambda r: (r["problem"], r["device_kind"])), recent=recent)
+    return Home(
+        levels=levels,
+        kinds=device_kinds(db),
+        health=health(db),
+        leaders=sorted(leaders.values(), key=lambda r: (r["problem"], r["device_kind"])),
+        recent=recent,
+    )
 
 
 LEADER_ROWS = 20_000
@@ -141,18 +158,35 @@ class ProblemPage:
 
 def _runnable_kinds(session: Session, p: Problem) -> list[str]:
     """The kinds with runners that can run the problem (a migration target: any)."""
-    devices = {"cpu", "cuda"} if is_app(p.spec) else {d for w in p.spec["workloads"]
-                                                       for d in w.get("devices", ["cpu", "cuda"])}
+    devices = (
+        {"cpu", "cuda"}
+        if is_app(p.spec)
+        else {d for w in p.spec["workloads"] for d in w.get("devices", ["cpu", "cuda"])}
+    )
     return [k for k in session.scalars(select(DeviceKind.name).order_by(DeviceKind.name)) if device_type(k) in devices]
 
 
 def board(session: Session, problem_id: int, kind: str, limit: int = 100) -> list[BoardRow]:
     """A leaderboard's rows with their intervals, each marked tied when it overlaps the one above."""
     rows = leaderboard.read(session, problem_id, kind, limit)
-    evaluations = dict(session.execute(select(Result.submission_id, Result.evaluation)
-                                       .where(Result.submission_id.in_([r.submission_id for r in rows]))).all())
-    board = [BoardRow(rank=r.rank, user=r.user, score=r.score, interval=score_interval(evaluations.get(r.submission_id)),
-                      submission_id=r.submission_id, achieved_at=r.achieved_at) for r in rows]
+    evaluations = dict(
+        session.execute(
+            select(Result.submission_id, Result.evaluation).where(
+                Result.submission_id.in_([r.submission_id for r in rows])
+            )
+        ).all()
+    )
+    board = [
+        BoardRow(
+            rank=r.rank,
+            user=r.user,
+            score=r.score,
+            interval=score_interval(evaluations.get(r.submission_id)),
+            submission_id=r.submission_id,
+            achieved_at=r.achieved_at,
+        )
+        for r in rows
+    ]
     for above, row in zip(board, board[1:]):
         row.tied = overlapping(above.interval, row.interval)
     return board
@@ -165,12 +199,19 @@ def overlapping(a: tuple[float, float] | None, b: tuple[float, float] | None) ->
 
 def _history(session: Session, problem_id: int, kind: str) -> list[BestPoint]:
     """Each moment the best ranked score on this device kind went up."""
-    query = (select(Submission.finished_at, Submission.score, User.name, Submission.id)
-             .join(User, User.id == Submission.user_id)
-             .where(Submission.problem_id == problem_id, Submission.device_kind == kind,
-                    Submission.mode == leaderboard.RANKED_MODE, Submission.status == "PASSED",
-                    Submission.score.is_not(None), Submission.finished_at.is_not(None))
-             .order_by(Submission.finished_at, Submission.id))
+    query = (
+        select(Submission.finished_at, Submission.score, User.name, Submission.id)
+        .join(User, User.id == Submission.user_id)
+        .where(
+            Submission.problem_id == problem_id,
+            Submission.device_kind == kind,
+            Submission.mode == leaderboard.RANKED_MODE,
+            Submission.status == "PASSED",
+            Submission.score.is_not(None),
+            Submission.finished_at.is_not(None),
+        )
+        .order_by(Submission.finished_at, Submission.id)
+    )
     points: list[BestPoint] = []
     for at, score, user, sid in session.execute(query):
         if not points or score > points[-1].score:
@@ -194,14 +235,32 @@ def problem_page(db: Database, slug: str) -> ProblemPage:
         owner = session.get(User, p.owner_id) if p.owner_id is not None else None
         spec = p.spec
         page = ProblemPage(
-            id=p.id, slug=p.slug, name=p.name, level=p.level, version=p.version, weight=p.weight, summary=p.summary,
-            tags=spec.get("tags", []), provenance=spec.get("provenance") or {}, workloads=spec["workloads"],
+            id=p.id,
+            slug=p.slug,
+            name=p.name,
+            level=p.level,
+            version=p.version,
+            weight=p.weight,
+            summary=p.summary,
+            tags=spec.get("tags", []),
+            provenance=spec.get("provenance") or {},
+            workloads=spec["workloads"],
             time_limits=TimeLimits.model_validate(spec.get("time_limits") or {}).model_dump(),
-            readme="" if is_app(spec) else p.files.get("README.md", ""), reference=_reference_text(p),
-            solutions_public=p.solutions_public, owner_id=p.owner_id, owner=owner.name if owner else None,
-            kinds=_runnable_kinds(session, p))
-        kinds = sorted(set(page.kinds) | set(session.scalars(
-            select(LeaderboardEntry.device_kind).where(LeaderboardEntry.problem_id == p.id).distinct())))
+            readme="" if is_app(spec) else p.files.get("README.md", ""),
+            reference=_reference_text(p),
+            solutions_public=p.solutions_public,
+            owner_id=p.owner_id,
+            owner=owner.name if owner else None,
+            kinds=_runnable_kinds(session, p),
+        )
+        kinds = sorted(
+            set(page.kinds)
+            | set(
+                session.scalars(
+                    select(LeaderboardEntry.device_kind).where(LeaderboardEntry.problem_id == p.id).distinct()
+                )
+            )
+        )
         for kind in kinds:
             page.boards[kind] = board(session, p.id, kind)
             page.history[kind] = _history(session, p.id, kind)
@@ -240,17 +299,21 @@ def _compare(session: Session, s: Submission) -> dict[str, dict[str, Any]]:
     """The author's best ranked entry and the leader's, on this problem and device kind, with
     their speed-ups per workload, to show beside this submission's."""
     same = (LeaderboardEntry.problem_id == s.problem_id, LeaderboardEntry.device_kind == s.device_kind)
-    picks = {"your best": session.scalar(select(LeaderboardEntry).where(*same, LeaderboardEntry.user_id == s.user_id)),
-             "leader": session.scalar(select(LeaderboardEntry).where(*same)
-                                      .order_by(LeaderboardEntry.score.desc()).limit(1))}
+    picks = {
+        "your best": session.scalar(select(LeaderboardEntry).where(*same, LeaderboardEntry.user_id == s.user_id)),
+        "leader": session.scalar(
+            select(LeaderboardEntry).where(*same).order_by(LeaderboardEntry.score.desc()).limit(1)
+        ),
+    }
     compared: dict[str, dict[str, Any]] = {}
     for label, entry in picks.items():
         if entry is None or entry.submission_id == s.id:
             continue
         evaluation = session.scalar(select(Result.evaluation).where(Result.submission_id == entry.submission_id))
         speedups = {w["name"]: w.get("speedup") for w in (evaluation or {}).get("workloads", [])}
-        compared[label] = dict(submission_id=entry.submission_id, user=entry.user.name, score=entry.score,
-                               speedups=speedups)
+        compared[label] = dict(
+            submission_id=entry.submission_id, user=entry.user.name, score=entry.score, speedups=speedups
+        )
     return compared
 
 
@@ -272,9 +335,15 @@ def submission_page(db: Database, submission_id: int, who: Caller | None) -> Sub
     shown = submission_detail(db, submission_id, who)
     evaluation = shown.evaluation.model_dump(mode="json") if shown.evaluation else None
     profile = shown.evaluation.profile if shown.evaluation else None
-    return SubmissionPage(detail=shown, author_id=author_id, code=code, language=language,
-                          score_interval=score_interval(evaluation), compared=compared,
-                          roofline=Markup(roofline.for_record(profile)) if profile else None)
+    return SubmissionPage(
+        detail=shown,
+        author_id=author_id,
+        code=code,
+        language=language,
+        score_interval=score_interval(evaluation),
+        compared=compared,
+        roofline=Markup(roofline.for_record(profile)) if profile else None,
+    )
 
 
 @dataclass
@@ -301,20 +370,40 @@ def user_page(db: Database, name: str, limit: int = 100) -> UserPage:
         user = session.scalar(select(User).where(User.name == name))
         if user is None:
             raise PageNotFound(f"there is no user {name!r}")
-        subs = [to_out(s) for s in session.scalars(select(Submission).where(Submission.user_id == user.id)
-                                                   .order_by(Submission.id.desc()).limit(limit))]
+        subs = [
+            to_out(s)
+            for s in session.scalars(
+                select(Submission).where(Submission.user_id == user.id).order_by(Submission.id.desc()).limit(limit)
+            )
+        ]
         ranks: list[BestRank] = []
-        entries = session.execute(select(LeaderboardEntry, Problem.slug)
-                                  .join(Problem, Problem.id == LeaderboardEntry.problem_id)
-                                  .where(LeaderboardEntry.user_id == user.id, Problem.current)
-                                  .order_by(Problem.slug, LeaderboardEntry.device_kind)).all()
+        entries = session.execute(
+            select(LeaderboardEntry, Problem.slug)
+            .join(Problem, Problem.id == LeaderboardEntry.problem_id)
+            .where(LeaderboardEntry.user_id == user.id, Problem.current)
+            .order_by(Problem.slug, LeaderboardEntry.device_kind)
+        ).all()
         for entry, slug in entries:
             same = (LeaderboardEntry.problem_id == entry.problem_id, LeaderboardEntry.device_kind == entry.device_kind)
-            above = session.scalar(select(func.count()).select_from(LeaderboardEntry)
-                                   .where(*same, LeaderboardEntry.score > entry.score)) or 0
+            above = (
+                session.scalar(
+                    select(func.count())
+                    .select_from(LeaderboardEntry)
+                    .where(*same, LeaderboardEntry.score > entry.score)
+                )
+                or 0
+            )
             total = session.scalar(select(func.count()).select_from(LeaderboardEntry).where(*same)) or 0
-            ranks.append(BestRank(problem=slug, device_kind=entry.device_kind, rank=above + 1, of=total,
-                                  score=entry.score, submission_id=entry.submission_id))
+            ranks.append(
+                BestRank(
+                    problem=slug,
+                    device_kind=entry.device_kind,
+                    rank=above + 1,
+                    of=total,
+                    score=entry.score,
+                    submission_id=entry.submission_id,
+                )
+            )
         return UserPage(name=user.name, role=user.role, joined=user.created_at, submissions=subs, ranks=ranks)
 
 
@@ -355,25 +444,53 @@ class AdminPage:
 def admin_page(db: Database, limit: int = 200) -> AdminPage:
     now = utcnow()
     with db.read() as session:
-        runners = [RunnerRow(name=r.name, account=account, hostname=r.hostname, device_kinds=list(r.device_kinds),
-                             devices=list(r.devices), version=r.version, jobs_done=r.jobs_done,
-                             last_seen_at=r.last_seen_at, online=now - r.last_seen_at < RUNNER_ONLINE)
-                   for r, account in session.execute(select(Runner, User.name).join(User, User.id == Runner.user_id)
-                                                     .order_by(Runner.last_seen_at.desc()))]
+        runners = [
+            RunnerRow(
+                name=r.name,
+                account=account,
+                hostname=r.hostname,
+                device_kinds=list(r.device_kinds),
+                devices=list(r.devices),
+                version=r.version,
+                jobs_done=r.jobs_done,
+                last_seen_at=r.last_seen_at,
+                online=now - r.last_seen_at < RUNNER_ONLINE,
+            )
+            for r, account in session.execute(
+                select(Runner, User.name).join(User, User.id == Runner.user_id).order_by(Runner.last_seen_at.desc())
+            )
+        ]
         names = {r.id: r.name for r in session.scalars(select(Runner))}
-        query = (select(Job, Problem.slug, User.name)
-                 .join(Submission, Submission.id == Job.submission_id)
-                 .join(Problem, Problem.id == Submission.problem_id)
-                 .join(User, User.id == Submission.user_id)
-                 .where(Job.state.in_(("queued", "leased"))).order_by(Job.id).limit(limit))
-        jobs = [JobRow(id=j.id, submission_id=j.submission_id, problem=slug, user=user, device_kind=j.device_kind,
-                       state=j.state, attempts=j.attempts, queued_at=j.queued_at, lease_expires_at=j.lease_expires_at,
-                       runner=names.get(j.runner_id) if j.runner_id else None)
-                for j, slug, user in session.execute(query)]
+        query = (
+            select(Job, Problem.slug, User.name)
+            .join(Submission, Submission.id == Job.submission_id)
+            .join(Problem, Problem.id == Submission.problem_id)
+            .join(User, User.id == Submission.user_id)
+            .where(Job.state.in_(("queued", "leased")))
+            .order_by(Job.id)
+            .limit(limit)
+        )
+        jobs = [
+            JobRow(
+                id=j.id,
+                submission_id=j.submission_id,
+                problem=slug,
+                user=user,
+                device_kind=j.device_kind,
+                state=j.state,
+                attempts=j.attempts,
+                queued_at=j.queued_at,
+                lease_expires_at=j.lease_expires_at,
+                runner=names.get(j.runner_id) if j.runner_id else None,
+            )
+            for j, slug, user in session.execute(query)
+        ]
     return AdminPage(runners=runners, jobs=jobs, health=health(db))
 
 
 def tokens_of(db: Database, user_id: int) -> list[TokenInfo]:
     with db.read() as session:
-        return [token_info(t)
-                for t in session.scalars(select(Token).where(Token.user_id == user_id).order_by(Token.id.desc()))]
+        return [
+            token_info(t)
+            for t in session.scalars(select(Token).where(Token.user_id == user_id).order_by(Token.id.desc()))
+        ]
