@@ -10,6 +10,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import cast
 
 from gpuarena.contests.model import PASSED, RANKED, Contest, Entry
 from gpuarena.contests.resubmission import counting_entry, screen_group
@@ -55,16 +56,17 @@ def counted(contest: Contest, entries: Iterable[Entry], *, screen_by_default: bo
     only: a submission before the contest or in test mode sets no best to beat."""
     if not screens(contest, screen_by_default):
         return iter_scoped(contest, entries)
-    kept: list[Entry | None] = list(iter_scoped(contest, entries))
+    scoped_entries = list(iter_scoped(contest, entries))
     groups: dict[tuple[str, str, str], list[int]] = {}
-    for i, e in enumerate(kept):
+    for i, e in enumerate(scoped_entries):
         if e.score is not None and e.status == PASSED:
             groups.setdefault((e.contestant, e.problem, e.device_kind), []).append(i)
     policy = contest.resubmission
+    kept: list[Entry | None] = list(scoped_entries)
     for group in groups.values():
         if len(group) > 1:
-            position = {id(kept[i]): i for i in group}
-            for flagged, _, _ in screen_group([kept[i] for i in group], policy):
+            position = {id(scoped_entries[i]): i for i in group}
+            for flagged, _, _ in screen_group([scoped_entries[i] for i in group], policy):
                 kept[position[id(flagged)]] = None
     return [e for e in kept if e is not None]
 
@@ -141,16 +143,18 @@ def best_counted(contest: Contest, entries: Iterable[Entry], *, screen_by_defaul
     screen, policy = screens(contest, screen_by_default), contest.resubmission
     slot_of = {slot[0]: slot for by_device in slots.values() for slot in by_device.values()}
     for (contestant, key), group in groups.items():
-        best = (
+        # grouped entries passed with a speed-up: score is a float
+        chosen = (
             counting_entry(group, policy)
             if screen
-            else min(group, key=lambda e: (-e.score, e.submitted_at, e.submission_id))
+            else min(group, key=lambda e: (-cast(float, e.score), e.submitted_at, e.submission_id))
         )
-        mine = by_contestant[contestant]
-        mine[0][key] = best
-        mine[1][key] = best.score
+        assert chosen.score is not None
+        own = by_contestant[contestant]
+        own[0][key] = chosen
+        own[1][key] = chosen.score
         _, position, _, scores = slot_of[key]
-        scores[position[contestant]] = best.score
+        scores[position[contestant]] = chosen.score
     return Bests(
         entries={c: mine[0] for c, mine in by_contestant.items()},
         scores={c: mine[1] for c, mine in by_contestant.items()},

@@ -135,13 +135,17 @@ def _trusted(cls: type[Strict], fields: dict, names: frozenset[str]) -> Any:
 _ENTRY_FIELDS = frozenset(Entry.model_fields)
 
 
+_DEFAULT_POINTS: list[float] = [10, 8, 6, 5, 4, 3, 2, 1]
+"""fastest's points by place (a fresh copy per rule)."""
+
+
 class FastestRule(Strict):
     """GPU MODE style: per problem and device kind, contestants ranked by their best speed-up."""
 
     name: Literal["fastest"]
     aggregation: Literal["points", "geomean"] = "points"
     """points: sum over problems of points by place; geomean: geometric mean of best speed-ups."""
-    points: list[float] = Field(default_factory=lambda: [10, 8, 6, 5, 4, 3, 2, 1], min_length=1)
+    points: list[float] = Field(default_factory=lambda: _DEFAULT_POINTS.copy(), min_length=1)
     """Points for 1st, 2nd, ... place on a problem; places past the table get 0."""
     floor: float = Field(default=0.1, gt=0)
     """geomean: the speed-up an unsolved problem counts as; a solved problem counts as at least

@@ -38,6 +38,7 @@ def _codes(entry: Entry, best: Entry, policy: ResubmissionPolicy) -> list[FlagCo
     standings update; the contestant's text is written by explain())."""
     codes: list[FlagCode] = []
     low = entry.score_low if entry.score_low is not None else entry.score
+    assert low is not None and best.score is not None  # screened entries only: both have a speed-up
     if low <= best.score:
         codes.append("not-above-best")
     for name, _ in ERROR_FIGURES:
@@ -52,6 +53,7 @@ def explain(entry: Entry, best: Entry, policy: ResubmissionPolicy) -> str:
     """The reasons of a flag, for the contestant."""
     reasons = []
     low = entry.score_low if entry.score_low is not None else entry.score
+    assert low is not None and best.score is not None  # screened entries only: both have a speed-up
     if low <= best.score:
         interval = (
             f" (interval {entry.score_low:.3g}-{entry.score_high:.3g})"

@@ -120,7 +120,7 @@ class _Strip(ast.NodeTransformer):
         node.annotation = None
         return node
 
-    def _body(self, node: ast.AST) -> ast.AST:
+    def _body(self, node: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> ast.AST:
         self.generic_visit(node)
         if hasattr(node, "returns"):
             node.returns = None

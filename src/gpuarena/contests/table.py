@@ -109,6 +109,28 @@ class EntryTable:
 
     names: dict[str, list[str]]
     codes: dict[str, dict[str, int]]
+    submission_id: np.ndarray
+    contestant: np.ndarray
+    problem: np.ndarray
+    level: np.ndarray
+    device_kind: np.ndarray
+    status_passed: np.ndarray
+    ranked: np.ndarray
+    score: np.ndarray
+    score_low: np.ndarray
+    score_high: np.ndarray
+    max_abs_error: np.ndarray
+    max_rel_error: np.ndarray
+    submitted_at: np.ndarray
+    accepted: np.ndarray
+    merged_upstream: np.ndarray
+    bonus: np.ndarray
+    samples_accepted: np.ndarray
+    samples_score: np.ndarray
+    judge_score: np.ndarray
+    completeness: np.ndarray
+    _position: dict[int, int] | None
+    """Row of each submission id, built by the first upsert."""
     cache: dict
     """What is computed from the rows (columnar.counted), until they change."""
 

@@ -56,15 +56,15 @@ def standings(contest: Contest, entries: Iterable[Entry] | EntryTable) -> Standi
     for c, mine in best.items():
         breakdown = {problem: points(e) for problem, e in mine.items()}
         last = max((e.submitted_at for e in mine.values()), default=None)
-        items = len(bonus.get(c, ()))
-        figures: dict[str, int | float | str] = {"bonus items": items, "accepted problems": len(mine)}
+        won = len(bonus.get(c, ()))
+        figures: dict[str, int | float | str] = {"bonus items": won, "accepted problems": len(mine)}
         if last is not None:
             figures["last counted submission"] = last.isoformat()
         candidates.append(
             Candidate(
                 contestant=c,
                 total=math.fsum(breakdown.values()),
-                keys=(items, len(mine), -last.timestamp() if last is not None else WORST),
+                keys=(won, len(mine), -last.timestamp() if last is not None else WORST),
                 breakdown=breakdown,
                 figures=figures,
             )

@@ -6,6 +6,7 @@ the larger completeness (both of that best entry)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 import numpy as np
 
@@ -23,6 +24,7 @@ TIE_RULES = ["larger speed-up", "larger completeness"]
 
 def _merit(e: Entry) -> tuple[float, float, float, float, int]:
     """Judge score, speed-up, completeness, then the earlier submission (larger is better)."""
+    assert e.judge_score is not None  # only entries with a judge score are compared
     return (
         e.judge_score,
         e.score if e.score is not None else WORST,
@@ -46,24 +48,28 @@ def standings(contest: Contest, entries: Iterable[Entry] | EntryTable) -> Standi
                 best[e.contestant] = None
         elif (
             current is None
-            or e.judge_score > current.judge_score
+            or e.judge_score > cast(float, current.judge_score)  # a kept entry has a judge score
             or (e.judge_score == current.judge_score and _merit(e) > _merit(current))
         ):
             best[e.contestant] = e
     candidates = []
-    for c, e in best.items():
-        if e is None:
+    for c, top in best.items():
+        if top is None:
             candidates.append(Candidate(contestant=c, total=0.0, keys=(WORST, WORST)))
             continue
-        judge, speed_up, completeness, _, _ = _merit(e)
-        figures: dict[str, int | float | str] = {"best submission": e.submission_id}
-        if e.score is not None:
-            figures["speed-up"] = e.score
-        if e.completeness is not None:
-            figures["completeness"] = e.completeness
+        judge, speed_up, completeness, _, _ = _merit(top)
+        figures: dict[str, int | float | str] = {"best submission": top.submission_id}
+        if top.score is not None:
+            figures["speed-up"] = top.score
+        if top.completeness is not None:
+            figures["completeness"] = top.completeness
         candidates.append(
             Candidate(
-                contestant=c, total=judge, keys=(speed_up, completeness), breakdown={e.problem: judge}, figures=figures
+                contestant=c,
+                total=judge,
+                keys=(speed_up, completeness),
+                breakdown={top.problem: judge},
+                figures=figures,
             )
         )
     return rank(contest, candidates, TIE_RULES)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from itertools import chain, compress, repeat
+from typing import cast
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def places(board: Board, entries: dict[str, dict[str, Entry]], key: str, wanted:
     cut = sorted(scores, reverse=True)[min(wanted, len(scores)) - 1]
     top = sorted(
         (entries[c][key] for c in compress(board.contestants, map(cut.__le__, scores))),
-        key=lambda e: (-e.score, e.submitted_at, e.contestant),
+        key=lambda e: (-cast(float, e.score), e.submitted_at, e.contestant),  # bests passed: score is a float
     )
     found: list[tuple[Entry, int]] = []
     for i, e in enumerate(top):
