@@ -142,7 +142,7 @@ def _folder(base_fd: int, relative: Path, owner: tuple[int, int] | None) -> int:
     return fd
 
 
-def _write(reader, folder_fd: int, name: str, info: os.stat_result, owner: tuple[int, int] | None) -> None:  # type: ignore[no-untyped-def]
+def _write(reader, folder_fd: int, name: str, info: os.stat_result, owner: tuple[int, int] | None) -> None:
     """The file's bytes, its executable bit and its times (a build tool compares them)."""
     out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder_fd)
     with os.fdopen(out, "wb") as writer:

@@ -37,6 +37,7 @@ import sys
 import sysconfig
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from gpuarena.cache import cache_dir
@@ -260,8 +261,8 @@ def sandbox_argv(
     network: bool,
     tmpfs_bytes: int,
     env: dict[str, str],
-    shared: list[str] = (),
-    readable: list[str] = (),
+    shared: Sequence[str] = (),
+    readable: Sequence[str] = (),
 ) -> list[str]:
     """bubblewrap's command line for a worker (env: the worker's environment; shared: folders
     it may write besides its own; readable: more it may read, such as Nsight Compute's

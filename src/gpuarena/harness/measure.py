@@ -428,6 +428,7 @@ def _samples(reply: dict[str, Any], n: int, host_timed: bool = False) -> tuple[l
     ok = all(isinstance(s, list) and len(s) == n and all(type(v) is int and v >= 0 for v in s) for s in (dev, e2e))
     if not ok:
         raise RunFailure("REJECTED", "the worker returned malformed timing samples")
+    assert isinstance(dev, list) and isinstance(e2e, list)  # checked just above
     if any(d > e for d, e in zip(dev, e2e)):
         raise RunFailure("REJECTED", "device time exceeds the wall-clock time around the same call")
     if host_timed and dev != e2e:

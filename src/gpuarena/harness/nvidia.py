@@ -29,7 +29,7 @@ CUPTI_METHOD = "cupti-device-time"
 """Each call's device time from CUPTI's activity records (cupti_timing.py)."""
 
 
-def l2_read_sweep(device: torch.device) -> Callable[[], None]:
+def l2_read_sweep(device: torch.device) -> Callable[[], object]:
     """A function that reads (never writes) a buffer a few times larger than L2, so the next
     call starts with a clean, cold L2 and no write-back of ours is billed to it."""
     import torch
@@ -54,7 +54,7 @@ class NvidiaCaches(ColdCaches):
     def __init__(self, device: torch.device, icache: bool, image: bytes | None):
         self.device = device
         self._icache_sweep: Callable[[], None] | None = None
-        self._sweep: Callable[[], None] | None = None
+        self._sweep: Callable[[], object] | None = None
         why = "not asked for"
         if icache:  # built now: the worker makes its Timer before importing the solution
             # loaded from the image compiled once per process (the worker's comes with its

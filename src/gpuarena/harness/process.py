@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -160,8 +161,8 @@ class WorkerProcess:
         user: tuple[int, int, bool] | None = None,
         gpu: bool = True,
         exec_argv: list[str] | None = None,
-        readable: list[str] = (),
-        writable: list[str] = (),
+        readable: Sequence[str] = (),
+        writable: Sequence[str] = (),
         warm_triton: bool = False,
     ):
         """user: (uid, gid, dedicated) to run the worker as (see sandbox.worker_identity);

@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # types only: the supervisor imports this module
     from gpuarena.harness.supervisor import Supervisor
 
 T = TypeVar("T")
+C = TypeVar("C")  # what a commit returns
 SOLUTION, REFERENCE = "the solution's request", "the reference's timed block"
 HARNESS, REFERENCE_HARNESS = "the harness alone", "the harness as the reference calls it"
 REFERENCE_TWIN = "the reference through the worker's code"
@@ -221,7 +222,7 @@ class RoundsAudit:
         """The standard error of the observed figure so far, per call."""
         return device_audit.median_error(self.paired_ns) / len(self.session.sets) / 1e3
 
-    def solution(self, request: Callable[[], T], commit: Callable[[], object], calls: int) -> tuple[T, object]:
+    def solution(self, request: Callable[[], T], commit: Callable[[], C], calls: int) -> tuple[T, C]:
         """One timed request of the solution and the commit that ends it, sampled."""
         if not self.on:
             return request(), commit()
@@ -252,7 +253,7 @@ class RoundsAudit:
         """Whether a claim of `claimed_us` a call gets the unswept requests (see the module)."""
         return self.on and claimed_us < UNSWEPT_UNDER_US
 
-    def unswept(self, request: Callable[[], T], commit: Callable[[], object]) -> tuple[T, object]:
+    def unswept(self, request: Callable[[], T], commit: Callable[[], C]) -> tuple[T, C]:
         """One request of the solution's calls without the cache sweeps and the commit that ends
         it, sampled, after the harness alone run the same way."""
         harness = self._sample(UNSWEPT_HARNESS).busy_ns
@@ -488,8 +489,12 @@ class RoundsAudit:
             e2e.extend(twin.block(n, evict=not unswept)[1])
             wall[0] = time.perf_counter_ns() - started
 
+        def block_then_commit() -> None:
+            block()
+            self.commit()
+
         pace = twin.pace_ns
-        window = self._segment(lambda: (block(), self.commit()), name)[1]
+        window = self._segment(block_then_commit, name)[1]
         if name == HARNESS and e2e:
             self._pace(HARNESS, statistics.median(e2e) - pace, wall[0] - pace * n)
         self.twin_ns[name].append(window.busy_ns)

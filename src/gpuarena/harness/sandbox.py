@@ -54,7 +54,7 @@ def _libc() -> ctypes.CDLL | None:
 def isolate_network() -> bool:
     """Enter a fresh network namespace (only loopback, down): True where the platform allows it."""
     libc = _libc()
-    return bool(libc) and libc.unshare(CLONE_NEWNET) == 0
+    return libc is not None and libc.unshare(CLONE_NEWNET) == 0
 
 
 FILE_SIZE_LIMIT = 4 << 30

@@ -26,6 +26,7 @@ import torch
 
 from gpuarena.harness import protocol, triton_key
 from gpuarena.harness.backend import CPU, backend_named
+from gpuarena.harness.backend_base import Backend
 from gpuarena.harness.proctree import children_of
 from gpuarena.harness.range_timer import RangeTimerError
 from gpuarena.harness.timing import Timer
@@ -73,7 +74,7 @@ def _no_tqdm_monitor() -> None:
     """tqdm starts a monitor thread with its first progress bar (Inductor shows one on CUDA),
     which the worker would reject as a thread left running: turn it off, where tqdm exists."""
     try:
-        import tqdm
+        import tqdm  # type: ignore[import-untyped]  # tqdm ships no stubs (types-tqdm is not installed)
     except ImportError:
         return
     tqdm.tqdm.monitor_interval = 0
@@ -123,7 +124,7 @@ class Worker:
         self.rights = rights
         self.solve: Callable[..., Any] | None = None
         self.device = torch.device("cpu")
-        self.backend = CPU
+        self.backend: Backend = CPU
         self._synchronize = CPU.synchronize
         self.timer: Timer | None = None
         self.convention = "return"
@@ -330,6 +331,7 @@ class Worker:
         args = [self.sets[k][name] for name in self.input_names]
         if self.convention == "destination":
             args += self.dests[k]
+        assert self.solve is not None  # set by load (or calibrate) before any call
         return self.solve(*args)
 
     def _outputs(self, k: int, result: Any) -> list[torch.Tensor]:
