@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 import pydantic
+from pydantic_core import ErrorDetails
 
 from gpuarena.bundled import bundled_root
 from gpuarena.errors import FormatError
@@ -104,7 +105,7 @@ def _field_path(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
     return ".".join(parts)
 
 
-def _fix_for(error: dict[str, Any]) -> str:
+def _fix_for(error: ErrorDetails) -> str:
     kind = error["type"]
     if kind == "missing":
         return "add this field"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Literal
+from collections.abc import Mapping
+from typing import Literal, cast
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -21,7 +22,7 @@ DTYPES: dict[str, torch.dtype] = {
     "uint8": torch.uint8,
     "bool": torch.bool,
 }
-DEVICE_KINDS = ("cpu", "cuda")
+DEVICE_KINDS: tuple[Literal["cpu", "cuda"], ...] = ("cpu", "cuda")
 
 
 class Strict(BaseModel):
@@ -70,7 +71,7 @@ class Workload(Strict):
     """Element type of the inputs (float32, bfloat16, ...)."""
     weight: float = Field(default=1.0, gt=0)
     """Weight of this workload in the problem's score (weighted geometric mean)."""
-    devices: list[Literal["cpu", "cuda"]] = Field(default_factory=lambda: ["cpu", "cuda"])
+    devices: list[Literal["cpu", "cuda"]] = Field(default_factory=lambda: list(DEVICE_KINDS))
     """Device kinds this workload runs on; GPU-sized workloads say ["cuda"]."""
 
     @field_validator("dtype")
@@ -234,14 +235,14 @@ def check_formula(text: str) -> ast.Expression:
     return tree
 
 
-def evaluate_formula(text: str, names: dict[str, float]) -> float:
+def evaluate_formula(text: str, names: Mapping[str, float]) -> float:
     """Evaluate a checked formula with the given axis values."""
 
     def walk(node: ast.AST) -> float:
         if isinstance(node, ast.Expression):
             return walk(node.body)
         if isinstance(node, ast.Constant):
-            return node.value
+            return cast(float, node.value)  # check_formula lets only int and float constants through
         if isinstance(node, ast.Name):
             if node.id not in names:
                 known = ", ".join(sorted(names))

@@ -55,7 +55,7 @@ def _from_file(path: Path) -> Solution:
 def _solution(where: Path | str, hint: str, **fields: object) -> Solution:
     """Solution(**fields), its validation errors in a user's words (never pydantic's)."""
     try:
-        return Solution(**fields)  # type: ignore[arg-type]
+        return Solution(**fields)
     except pydantic.ValidationError as exc:
         message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
         raise FormatError(where, None, message, hint) from None
