@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal, cast
 
 import typer
 
@@ -228,9 +228,13 @@ def export_traces(
                 lines += [
                     trace_line(t)
                     for t in traces_from_evaluation(
-                        record, loaded, solution_name=solution_name, definition_name=definition, statistic=statistic
+                        record,
+                        loaded,
+                        solution_name=solution_name,
+                        definition_name=definition,
+                        statistic=cast(Literal["mean", "median"], statistic),  # checked above
                     )
-                ]  # type: ignore[arg-type]
+                ]
     except GpuarenaError as exc:
         fail(exc)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -241,7 +241,7 @@ def _evaluation(
     log = "\n".join(lines) + ("\n" + record.log if record.log else "")
     return TraceEvaluation(
         status=mapped,
-        environment=_environment(record),  # type: ignore[arg-type]
+        environment=_environment(record),
         timestamp=record.started_at or datetime.now(UTC).isoformat(timespec="seconds"),
         log=log,
         correctness=correctness,
@@ -367,14 +367,14 @@ def pack_solution(
     if meta_spec.get("language") == language and meta_spec.get("binding", binding) in (None, binding):
         binding = meta_spec.get("binding")  # left out where it was (tvm-ffi is the spec's default)
     spec = BuildSpec(
-        language=language,  # type: ignore[arg-type]
+        language=language,
         target_hardware=target_hardware
         or meta_spec.get("target_hardware")
         or (["cpu", "cuda"] if language == "python" else ["cuda"]),
         entry_point=entry_point,
         dependencies=meta_spec.get("dependencies", []),
         destination_passing_style=destination,
-        binding=binding,  # type: ignore[arg-type]
+        binding=binding,
     )
     empty = [n for n, text in sources.items() if not text]
     if empty:

@@ -10,6 +10,7 @@ import keyword
 import math
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,7 +90,7 @@ _OPS: dict[type, Any] = {
     ast.Gt: operator.gt,
     ast.GtE: operator.ge,
 }
-_CALLS = {"min": min, "max": max, "abs": abs}
+_CALLS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "abs": abs}
 
 
 def evaluate_constraint(text: str, sizes: dict[str, int]) -> bool:

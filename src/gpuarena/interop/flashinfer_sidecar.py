@@ -5,7 +5,7 @@ flashinfer.json sidecars, and reading them back (for `flashinfer_export`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict
@@ -15,8 +15,8 @@ from gpuarena.interop.flashinfer_trace import Definition, field_path
 
 SIDECAR = "flashinfer.json"
 """The file in an imported problem or solution folder that keeps what gpuarena's own files cannot."""
-PROBLEM_FORMAT = "gpuarena.flashinfer-definition/1"
-SOLUTION_FORMAT = "gpuarena.flashinfer-solution/1"
+PROBLEM_FORMAT: Final = "gpuarena.flashinfer-definition/1"
+SOLUTION_FORMAT: Final = "gpuarena.flashinfer-solution/1"
 REFERENCE_HEADER = "# gpuarena: the FlashInfer-Trace definition's reference, verbatim, down to the marker line below."
 REFERENCE_END = "# ---- gpuarena: end of the FlashInfer-Trace reference ----"
 ADAPTER_FILE = "flashinfer_adapter.py"

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -334,6 +335,6 @@ def gpumode_folders(paths: list[Path]) -> list[Path]:
     return found
 
 
-def import_folders(paths: list[Path | str], out_root: Path | str, **options: Any) -> list[Outcome]:
+def import_folders(paths: Sequence[Path | str], out_root: Path | str, **options: Any) -> list[Outcome]:
     """Every GPU MODE folder among paths imported under out_root; one folder's fault stops no other."""
     return [import_folder(folder, out_root, **options) for folder in gpumode_folders([Path(p) for p in paths])]

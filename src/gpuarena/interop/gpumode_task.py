@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs (types-PyYAML is not installed)
 
 from gpuarena.interop.outcome import SourceError
 
@@ -124,7 +124,8 @@ class Task:
 
 def _cases(yml: dict[str, Any], path: Path) -> list[Case]:
     cases: list[Case] = []
-    for key, kind in (("tests", "test"), ("benchmarks", "bench")):
+    sections: tuple[tuple[str, Literal["test", "bench"]], ...] = (("tests", "test"), ("benchmarks", "bench"))
+    for key, kind in sections:
         entries = yml.get(key) or []
         if not isinstance(entries, list):
             raise GpuModeError(path, f"{key} is a {type(entries).__name__}, not a list of argument mappings")
@@ -183,11 +184,11 @@ def load_namespace(sources: dict[str, str], folder: Path, name: str) -> dict[str
         namespace: dict[str, Any] = {"__name__": name, "__file__": str(folder / "reference.py")}
         exec(compile(sources["reference.py"], str(folder / "reference.py"), "exec"), namespace)
     finally:
-        for key, module in saved.items():
-            if module is None:
+        for key, previous in saved.items():
+            if previous is None:
                 sys.modules.pop(key, None)
             else:
-                sys.modules[key] = module
+                sys.modules[key] = previous
     return namespace
 
 

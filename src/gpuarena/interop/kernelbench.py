@@ -44,6 +44,7 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -397,7 +398,7 @@ def kernelbench_files(paths: list[Path]) -> list[Path]:
     return found
 
 
-def import_files(paths: list[Path | str], out_root: Path | str, **options: Any) -> list[Outcome]:
+def import_files(paths: Sequence[Path | str], out_root: Path | str, **options: Any) -> list[Outcome]:
     """Every KernelBench file among paths imported under out_root; one file's fault stops no other."""
     outcomes = []
     for path in kernelbench_files([Path(p) for p in paths]):

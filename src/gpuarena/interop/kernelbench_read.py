@@ -61,7 +61,12 @@ def with_sizes(tree: ast.Module, sizes: dict[str, int]) -> ast.Module:
             if isinstance(node, ast.AnnAssign)
             else None
         )
-        if isinstance(target, ast.Name) and target.id in sizes and node.value is not None:
+        if (
+            isinstance(node, (ast.Assign, ast.AnnAssign))
+            and isinstance(target, ast.Name)
+            and target.id in sizes
+            and node.value is not None
+        ):
             node.value = ast.copy_location(ast.Constant(sizes[target.id]), node.value)
     return tree
 
