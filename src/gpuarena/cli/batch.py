@@ -134,7 +134,7 @@ def run_batch(
     client,
     spec: BatchSpec,
     timeout_s: float = 3600.0,
-    poll_s: float = 1.0,  # type: ignore[no-untyped-def]
+    poll_s: float = 1.0,
     progress: Callable[[list[Row]], None] | None = None,
     batch_id: str | None = None,
 ) -> tuple[str, list[Row]]:
@@ -171,9 +171,10 @@ def run_batch(
         except GpuarenaError:
             break
         for item in current:
-            row = waiting.get(item["id"])
-            if row is None:
+            found = waiting.get(item["id"])
+            if found is None:
                 continue
+            row = found
             row.status = item["status"]
             if item["done"]:
                 try:
@@ -192,6 +193,7 @@ def run_batch(
                     row.queued_s = round(
                         (dt.datetime.fromisoformat(detail["finished_at"]) - created).total_seconds(), 3
                     )
+                assert row.submission_id is not None  # waiting holds only submitted rows
                 del waiting[row.submission_id]
         if progress:
             progress(rows)

@@ -3,6 +3,8 @@ this, none imports another command module's helpers)."""
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -13,7 +15,7 @@ out = Console(markup=False)
 err = Console(stderr=True, markup=False)
 
 
-def fail(exc: Exception) -> None:
+def fail(exc: Exception) -> NoReturn:
     """Say what went wrong on stderr and exit with status 2."""
     err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
     raise typer.Exit(2)

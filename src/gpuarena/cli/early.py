@@ -12,7 +12,7 @@ _started: tuple[str | None, Any] | None = None
 """(the --device it was started for, the StartedWorker), until `run` takes it."""
 
 
-def worker_ahead(device: str | None):  # type: ignore[no-untyped-def]
+def worker_ahead(device: str | None):
     """A worker started now, before torch is imported here, for the supervisor to take; None
     where it cannot start (the run then starts its own and reports why it could not)."""
     from gpuarena.harness.started import StartedWorker
@@ -34,7 +34,7 @@ def start(device: str | None) -> None:
     _started = (device, worker_ahead(device))
 
 
-def take(device: str | None):  # type: ignore[no-untyped-def]
+def take(device: str | None):
     """The worker started early for this device, or one started now; an early one for another
     device (an argument this module read otherwise than the CLI) is closed."""
     global _started

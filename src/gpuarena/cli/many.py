@@ -19,13 +19,16 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.console import Console
 
 from gpuarena.cli.devices import check_device, default_device
 from gpuarena.errors import GpuarenaError
+
+if TYPE_CHECKING:
+    from gpuarena.harness.records import Mode
 
 MODES = ("test", "benchmark", "ranked")
 err = Console(stderr=True)
@@ -74,7 +77,7 @@ class Judge:
             raise GpuarenaError(f"workload(s) {', '.join(sorted(unknown))} not in {loaded.id}")
         options = RunOptions(
             device=self.device,
-            mode=mode,
+            mode=cast("Mode", mode),  # one of MODES, checked above
             timeout_s=timeout or loaded.spec.time_limit_for(mode),
             budget_s=budget,
             workloads=workloads or None,

@@ -63,7 +63,7 @@ def _num(value: float | None, fmt: str = "{:.1f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def render_profile(record) -> None:  # type: ignore[no-untyped-def]
+def render_profile(record) -> None:
     """Both sides' kernels in one table, the verdict on the profiled call, and the files."""
     colour = "green" if record.status == "PASSED" else "red"
     out.print(

@@ -34,6 +34,7 @@ def _fmt_err(value: float | None) -> str:
 
 def _render_migration(record: Evaluation, console: Console) -> None:
     """A checked port: each golden output's comparison, the verdict and the points."""
+    assert record.migration is not None  # render calls this only for a record with a migration
     table = Table("output", "result", "closeness", "summary", header_style="bold")
     for o in record.migration.get("outputs") or []:
         table.add_row(
@@ -61,7 +62,7 @@ def render(record: Evaluation, console: Console, verbose: bool = False) -> None:
         _render_migration(record, console)
         return
     columns = ("workload", "status", "abs err", "rel err", "time", "reference", "speedup", "ncu Duration", "SOL")
-    rows = []
+    rows: list[list[str | Text]] = []
     for w in record.workloads:
         speedup = "-"
         if w.speedup is not None:

@@ -7,7 +7,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -38,13 +38,13 @@ DatabaseOpt = Annotated[
 ]
 
 
-def _settings(home: Path | None, database: str | None, **more: object):  # type: ignore[no-untyped-def]
+def _settings(home: Path | None, database: str | None, **more: object):
     from gpuarena.service.config import Settings
 
     return Settings.from_env(home=home, database_url=database, **more)
 
 
-def _database(home: Path | None, database: str | None):  # type: ignore[no-untyped-def]
+def _database(home: Path | None, database: str | None):
     """The database the account commands write to, made or migrated first; a new SQLite file
     is said out loud (a server started elsewhere keeps its own)."""
     from gpuarena.service.db import Database
@@ -62,7 +62,7 @@ def _database(home: Path | None, database: str | None):  # type: ignore[no-untyp
     return Database(settings.database_url)
 
 
-def _where(db) -> str:  # type: ignore[no-untyped-def]
+def _where(db) -> str:
     """The database's URL for messages, without a password."""
     return db.write_engine.url.render_as_string(hide_password=True)
 
@@ -160,7 +160,7 @@ def runner(
         if devices_file:
             where = f"--devices-file {devices_file}"
 
-            def list_devices():  # type: ignore[no-untyped-def]
+            def list_devices():
                 try:
                     return parse_devices(devices_file.read_text(), where)
                 except OSError as exc:
@@ -170,7 +170,7 @@ def runner(
         elif devices:
             slots = parse_devices(devices)
 
-            def list_devices():  # type: ignore[no-untyped-def]
+            def list_devices():
                 gpus = {s.device for s in detect(cpu=False)}  # are its GPUs still there?
                 return [s for s in slots if not s.device.startswith("cuda") or s.device in gpus]
         else:
@@ -186,13 +186,14 @@ def runner(
         if not slots:
             raise GpuarenaError("no devices to serve (check --devices / --devices-file)")
         slots = advertise(slots, stack)
+        named: dict[str, Any] = {"name": name} if name else {}  # else the config's default (the host's name)
         config = RunnerConfig(
             slots=slots,
             budget_s=budget,
             list_devices=list_devices,
             health_interval_s=health_interval,
             prewarm=prewarm,
-            **({"name": name} if name else {}),
+            **named,
         )
         agent = Runner(client, config)
         for signum in (signal.SIGTERM, signal.SIGINT):
