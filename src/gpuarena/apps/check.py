@@ -24,6 +24,7 @@ def _performance(
     if port_perf is None and golden_perf is None:
         return None
     if port_perf is None:
+        assert golden_perf is not None  # both None returned above
         return PortPerformance(
             name=golden_perf.name,
             higher_is_better=golden_perf.higher_is_better,

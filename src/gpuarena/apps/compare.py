@@ -212,7 +212,7 @@ def _tokens(got: list[Any], expected: list[Any], compare: Tokens) -> tuple[bool,
     length = max(len(got), len(expected))
     equal = sum(1 for a, b in zip(got, expected) if a == b)
     share = equal / length if length else 1.0
-    worst = []
+    worst: list[Difference] = []
     for i in range(length):
         if len(worst) == WORST:
             break

@@ -162,7 +162,7 @@ def _lines(folder: Path, name: str) -> list[str]:
     """A harvest's raw record file, as kept: name, or name.gz (as the repository keeps it)."""
     for path, opener in ((folder / name, open), (folder / f"{name}.gz", gzip.open)):
         if path.is_file():
-            with opener(path, "rt") as f:  # type: ignore[operator]
+            with opener(path, "rt") as f:
                 return f.read().splitlines()
     return []
 

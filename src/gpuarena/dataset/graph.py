@@ -107,14 +107,14 @@ def residual_norms(calls: Sequence[CallRecord], modules: Sequence[ModuleCall]) -
         add = calls[module.start - 1]
         if list(origin) != [add.index, 0] or add.op != "aten.add.Tensor" or len(add.outputs) != 1:
             continue
-        tensors = [a for a in add.args if a.tensor is not None and a.origins]
+        tensors = [(a.tensor, a.origins) for a in add.args if a.tensor is not None and a.origins]
         shape = add.outputs[0].shape
-        if len(tensors) != 2 or any(a.tensor.shape != shape for a in tensors):
+        if len(tensors) != 2 or any(tensor.shape != shape for tensor, _ in tensors):
             continue
         names = ["residual", "hidden_states"]
         fused.append(ModuleCall(path=module.path + RESIDUAL_SUFFIX, cls=module.cls + RESIDUAL_SUFFIX,
                                 start=add.index, end=module.end,
-                                inputs={name: list(a.origins[0]) for name, a in zip(names, tensors)},
+                                inputs={name: list(origins[0]) for name, (_, origins) in zip(names, tensors)},
                                 outputs=[[add.index, 0], *module.outputs]))
     return fused
 
@@ -137,7 +137,7 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
     def inside(origin: list[int] | tuple[int, ...]) -> bool:
         return module.start <= origin[0] < module.end
 
-    wanted = [tuple(o) for o in module.outputs if inside(o)]
+    wanted = [(o[0], o[1]) for o in module.outputs if inside(o)]  # origins are [call, result] pairs
     if not wanted:
         return "returned no tensor it computed"
     needed: set[tuple[int, int]] = set(wanted)
@@ -145,7 +145,7 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
     for call in reversed(span):  # what leads to the results, and every write into a tensor
         if call.mutates or any((call.index, k) in needed for k in range(len(call.outputs))):
             kept.append(call)
-            needed.update(tuple(o) for a in call.args for o in a.origins or [])
+            needed.update((o[0], o[1]) for a in call.args for o in a.origins or [])
     kept.reverse()
     for call in kept:
         if _base(call.op) in DATA_DEPENDENT_OPS or call.op == "aten.repeat_interleave.Tensor":
@@ -186,8 +186,8 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
 
     sizes: dict[int, str] = {}
     for name, info in inputs.values():
-        for d, size in enumerate(info.shape):
-            sizes.setdefault(size, f"{name}.shape[{d}]")
+        for d, extent in enumerate(info.shape):
+            sizes.setdefault(extent, f"{name}.shape[{d}]")
     fixed: list[int] = []
 
     def size(value: int, bound: bool = False) -> str:
@@ -218,23 +218,23 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
     body += [f"{name} = torch.{'empty' if 0 in info.shape else 'zeros'}({_shape(info, sizes)}, dtype=torch.{info.dtype}, "
              f"device={first_input}.device)" + ("" if 0 in info.shape else "  # the result does not depend on it")
              for name, info in empties.values()]
-    names: dict[tuple[int, int], str] = {key: name for key, (name, _) in [*inputs.items(), *empties.items()]}
+    named: dict[tuple[int, int], str] = {key: name for key, (name, _) in [*inputs.items(), *empties.items()]}
     for call in kept:
         n = len(call.outputs)
         for k in range(n):
-            names[(call.index, k)] = f"t{call.index - module.start}" + (f"_{k}" if n > 1 else "")
-        expression = _call_expression(call, names, size, first_input, reshape=not mutated)
+            named[(call.index, k)] = f"t{call.index - module.start}" + (f"_{k}" if n > 1 else "")
+        expression = _call_expression(call, named, size, first_input, reshape=not mutated)
         if expression is None:
             return f"{call.op}: an argument that cannot be written into a reference yet"
         if call.op.startswith(FIRST_RESULT_ONLY):
             if any((call.index, k) in needed for k in range(1, n)):
                 return f"{call.op}: uses attention's extra results (for its backward)"
-            body.append(f"{names[(call.index, 0)]} = {expression}")
+            body.append(f"{named[(call.index, 0)]} = {expression}")
         elif n == 0:
             body.append(expression)
         else:
-            body.append(f"{', '.join(names[(call.index, k)] for k in range(n))} = _tensors({expression})")
-    results = [names[o] for o in wanted]
+            body.append(f"{', '.join(named[(call.index, k)] for k in range(n))} = _tensors({expression})")
+    results = [named[o] for o in wanted]
     body.append(f"return {results[0]}" if len(results) == 1 else f"return {', '.join(results)}")
     args = [ArgRecord(name=name, kind="tensor", tensor=info) for name, info in inputs.values()]
     outputs = [calls[o[0]].outputs[o[1]] for o in wanted]

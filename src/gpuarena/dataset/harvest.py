@@ -134,7 +134,7 @@ def group_modules(recorder: Recorder, repeats: int = 1) -> list[tuple[Group, Mod
         else:
             key = json.dumps([module.cls, [a.signature() for a in graph.call.args], graph.body])
         by_key.setdefault(key, ([], graph))[0].append(module)
-    groups = []
+    groups: list[tuple[Group, ModuleGraph | None]] = []
     for key, (members, graph) in by_key.items():
         cls = members[0].cls
         seconds = sum(c.seconds for m in members for c in calls[m.start:m.end])

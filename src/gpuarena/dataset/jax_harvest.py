@@ -242,8 +242,8 @@ def groups_of(trace: Trace) -> list[tuple[Group, Piece | None]]:
                           share=0.0)
             if eqn.name in LAYOUT_ONLY:
                 group.status, group.reasons = "metadata", ["moves or makes data XLA folds into its neighbours"]
-            elif reason or (piece and piece.why_not()):
-                group.status, group.reasons = "unsupported", [reason or piece.why_not() or ""]
+            elif why := reason or (piece.why_not() if piece else None):
+                group.status, group.reasons = "unsupported", [why]
             found[key] = (group, piece, [])
         found[key][2].append(eqn.index)
     scopes: dict[str, list[Equation]] = {}

@@ -16,11 +16,14 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
 from gpuarena.dataset.record import TensorInfo
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray  # a literal's aval, typed by jax as AbstractValue
 
 INLINED = ("pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
            "remat", "checkpoint", "custom_lin")
@@ -82,7 +85,8 @@ def _info(value: Any) -> TensorInfo:
         low, high = float(wide.min()), float(wide.max())
     ascending = bool(array.ndim == 1 and array.size > 1 and np.issubdtype(array.dtype, np.integer)
                      and bool((array[1:] >= array[:-1]).all()))
-    stride, step = [], 1
+    stride: list[int] = []
+    step = 1
     for size in reversed(array.shape):
         stride.insert(0, step)
         step *= max(size, 1)
@@ -106,7 +110,7 @@ def flatten(closed: Any) -> Trace:
             ins: list[int | Const] = []
             for var in eqn.invars:
                 if isinstance(var, Literal):
-                    ins.append(Const(var.val, dtype_name(var.aval.dtype)))
+                    ins.append(Const(var.val, dtype_name(cast("ShapedArray", var.aval).dtype)))
                 else:
                     ins.append(env[var])
             scope = "/".join(part for part in (prefix, str(eqn.source_info.name_stack)) if part)
@@ -128,7 +132,10 @@ def flatten(closed: Any) -> Trace:
                 env[var] = fresh()
                 outs.append(env[var])
             equations.append(Equation(len(equations), eqn.primitive, dict(eqn.params), ins, outs, scope))
-        return [Const(v.val, dtype_name(v.aval.dtype)) if isinstance(v, Literal) else env[v] for v in jaxpr.outvars]
+        return [
+            Const(v.val, dtype_name(cast("ShapedArray", v.aval).dtype)) if isinstance(v, Literal) else env[v]
+            for v in jaxpr.outvars
+        ]
 
     constants: dict[int, Any] = {}
 

@@ -188,7 +188,8 @@ def parse_hf(spec: str) -> tuple[str, bool, dict[str, Any]]:
     `size=full` keeps the config class's own defaults, which transformers sets to a published
     model's sizes (LlamaConfig: Llama-2-7B; MistralConfig: Mistral-7B; Qwen2MoeConfig: Qwen1.5-MoE-A2.7B)."""
     name, _, rest = spec.partition(":")
-    full, overrides = False, {}
+    full = False
+    overrides: dict[str, int | float] = {}
     for item in filter(None, rest.split(",")):
         key, eq, value = item.partition("=")
         if not eq:

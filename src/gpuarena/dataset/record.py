@@ -241,7 +241,13 @@ class Recorder(TorchDispatchMode):
             return [self.origin(v) for v in value]
         return None
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+    def __torch_dispatch__(
+        self,
+        func: torch._ops.OpOverload,
+        types: tuple[type, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
         kwargs = kwargs or {}
         schema = func._schema.arguments
         records = [arg_record(schema[i].name if i < len(schema) else f"arg{i}", a, False) for i, a in enumerate(args)]

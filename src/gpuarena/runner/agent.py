@@ -395,7 +395,7 @@ class Runner:
                     item.lost = True
 
     @staticmethod
-    def _quietly(call, *args) -> None:  # type: ignore[no-untyped-def]
+    def _quietly(call: Callable[..., object], *args: object) -> None:
         try:
             call(*args)
         except ApiError as exc:

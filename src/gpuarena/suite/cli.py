@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -11,6 +11,10 @@ from rich.table import Table
 from gpuarena.cli.console import err, fail, out
 from gpuarena.cli.problem_filters import Level, Match, Model, Source, Tag
 from gpuarena.errors import GpuarenaError
+
+if TYPE_CHECKING:
+    from gpuarena.suite.model import SuiteResult
+    from gpuarena.suite.score import Comparison
 
 SHIPPED_BASELINES = Path(__file__).resolve().parent / "baselines"
 """PyTorch eager on the lent GPU machine: every bundled problem on an H100 (H100-pytorch.json,
@@ -24,7 +28,7 @@ suite_app = typer.Typer(
 )
 
 
-def _load(path: Path):  # type: ignore[no-untyped-def]
+def _load(path: Path) -> SuiteResult:
     from gpuarena.suite.model import SuiteResult
 
     try:
@@ -35,7 +39,7 @@ def _load(path: Path):  # type: ignore[no-untyped-def]
         raise GpuarenaError(f"{path}: not a suite result ({str(exc).splitlines()[0]})") from None
 
 
-def _show(comparison) -> None:  # type: ignore[no-untyped-def]
+def _show(comparison: Comparison) -> None:
     table = Table("problem", "level", "weight", "x baseline", "95% interval", header_style="bold")
     for r in comparison.ratios:
         table.add_row(r.problem, str(r.level), f"{r.weight:g}", f"{r.ratio:.3f}", f"{r.low:.3f}-{r.high:.3f}")
@@ -124,7 +128,7 @@ def run_cmd(
                 )
         base = _load(baseline) if baseline is not None else None
 
-        def save(so_far) -> None:  # type: ignore[no-untyped-def]
+        def save(so_far: SuiteResult) -> None:
             output.write_text(so_far.model_dump_json(indent=2) + "\n")
 
         show = lambda text: err.print(text, highlight=False)  # noqa: E731

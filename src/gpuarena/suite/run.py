@@ -26,16 +26,16 @@ def problem_time(problem: Problem, record: Evaluation) -> ProblemTime:
         status=record.status.value,
         reason=record.reason,
     )
-    timed = [w for w in record.workloads if w.time is not None]
+    timed = [(w, w.time) for w in record.workloads if w.time is not None]
     if record.status.value != "PASSED" or not timed:
         return ProblemTime(**base)
-    weights = [w.weight for w in timed]
+    weights = [w.weight for w, _ in timed]
     return ProblemTime(
         **base,
-        time_us=weighted_geomean([w.time.median_us for w in timed], weights),
-        low_us=weighted_geomean([w.time.ci95_low_us for w in timed], weights),
-        high_us=weighted_geomean([w.time.ci95_high_us for w in timed], weights),
-        workloads={w.name: w.time.median_us for w in timed},
+        time_us=weighted_geomean([t.median_us for _, t in timed], weights),
+        low_us=weighted_geomean([t.ci95_low_us for _, t in timed], weights),
+        high_us=weighted_geomean([t.ci95_high_us for _, t in timed], weights),
+        workloads={w.name: t.median_us for w, t in timed},
     )
 
 

@@ -17,6 +17,9 @@ less than the dataset's choice of problems can show.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
@@ -76,6 +79,9 @@ class Comparison(BaseModel):
 PROBLEM_RESAMPLES = 2000
 """Problem sets drawn for the interval over problems."""
 
+_Group = TypeVar("_Group", int, str)
+"""What _by groups the ratios by: a level or a model."""
+
 NOT_MODELS = {"harvested", "prefill", "decode"}
 """Tags a harvested problem carries besides its models' (dataset/assemble.py): its origin and phases."""
 
@@ -88,9 +94,9 @@ def model_tags(tags: list[str], operator: str | None = None) -> list[str]:
     return [t for t in tags if t not in NOT_MODELS and t != operator and "." not in t and ":" not in t]
 
 
-def _by(ratios: list[ProblemRatio], key) -> dict:  # type: ignore[no-untyped-def]
+def _by(ratios: list[ProblemRatio], key: Callable[[ProblemRatio], Iterable[_Group]]) -> dict[_Group, float]:
     """The weighted geometric mean of the ratios per group (a problem may be in several)."""
-    groups: dict = {}
+    groups: dict[_Group, list[ProblemRatio]] = {}
     for r in ratios:
         for group in key(r):
             groups.setdefault(group, []).append(r)
@@ -128,6 +134,8 @@ def compare(baseline: SuiteResult, result: SuiteResult) -> Comparison:
         elif p.time_us is None or b.time_us is None:
             left_out[p.problem] = f"not timed: {p.status if p.time_us is None else 'baseline ' + b.status}"
         else:
+            # a timed problem has its interval too (run.problem_time)
+            assert b.low_us is not None and b.high_us is not None and p.low_us is not None and p.high_us is not None
             ratios.append(
                 ProblemRatio(
                     problem=p.problem,
