@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
 import numpy as np
@@ -159,7 +159,11 @@ class EntryTable:
 
     @classmethod
     def from_columns(
-        cls, columns: dict[str, Sequence], *, failed_scores: bool = True, codes: dict[str, dict[str, int]] | None = None
+        cls,
+        columns: Mapping[str, Sequence],
+        *,
+        failed_scores: bool = True,
+        codes: dict[str, dict[str, int]] | None = None,
     ) -> EntryTable:
         """A table from one sequence per field (COLUMNS); codes: name codes to extend (upsert)."""
         t = cls.__new__(cls)
@@ -223,7 +227,7 @@ class EntryTable:
             setattr(t, name, getattr(self, name)[rows])
         return t
 
-    def upsert(self, columns: dict[str, Sequence], *, failed_scores: bool = True) -> None:
+    def upsert(self, columns: Mapping[str, Sequence], *, failed_scores: bool = True) -> None:
         """Rows (one sequence per field, as from_columns reads them) replace the rows of the
         same submission id, in place, or are added: a changed result or review costs its own
         rows, not a rebuilt table."""

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session
 
 from gpuarena.errors import GpuarenaError
@@ -375,7 +375,7 @@ def withdraw(session: Session, who: Caller, bounty_id: int, note: str = "", now:
 # the harness's side: ranked runs submit and verify speed bounties
 
 
-def _claimed_for(submission: Submission, states: Iterable[str]):  # type: ignore[no-untyped-def]
+def _claimed_for(submission: Submission, states: Iterable[str]) -> Select[Bounty]:
     """The speed bounties in `states` that the submission's author holds on its problem and device kind."""
     return (
         select(Bounty)
@@ -481,14 +481,14 @@ def _run_in_flight(session: Session, bounty: Bounty, queued_by: dt.datetime) -> 
     )
 
 
-def _expiring(now: dt.datetime):  # type: ignore[no-untyped-def]
+def _expiring(now: dt.datetime) -> ColumnElement[bool]:
     """Bounties whose deadline passed; work submitted to an organiser in time waits for them."""
     return and_(
         Bounty.state.in_(LIVE), Bounty.deadline <= now, ~and_(Bounty.state == "submitted", Bounty.category != "speed")
     )
 
 
-def _lapsing(now: dt.datetime):  # type: ignore[no-untyped-def]
+def _lapsing(now: dt.datetime) -> ColumnElement[bool]:
     """Claims whose lock ran out: any claimed bounty, and a submitted speed bounty (its run fell
     short; a feature submitted to an organiser keeps its claim while they look at it)."""
     return and_(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from gpuarena.apps.target import discover_goldens, pack_golden, target_spec
 from gpuarena.dataset.sample_pack import samples_problem
@@ -70,5 +71,5 @@ def _sync_one(db: Database, packed: PackedProblem, spec: dict) -> None:
             continue  # another server synced the same folder at the same moment; look again
 
 
-def current_problem(session, slug: str) -> Problem | None:  # type: ignore[no-untyped-def]
+def current_problem(session: Session, slug: str) -> Problem | None:
     return session.scalar(select(Problem).where(Problem.slug == slug, Problem.current))

@@ -8,13 +8,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+from typing import Any, TypeVarTuple
 
-from sqlalchemy import Row, Text, select, type_coerce
+from sqlalchemy import Row, Select, Text, select, type_coerce
 from sqlalchemy.orm import Session
 
 from gpuarena.contests.model import Entry
 from gpuarena.contests.table import COLUMNS
 from gpuarena.service.tables import ContestEntry, ContestRow, Problem, Submission, User
+
+_Row = TypeVarTuple("_Row")
 
 REVIEWED = {"accepted": True, "rejected": False}
 """A review as Entry.accepted_by_organizer reads it (pending: None)."""
@@ -46,7 +49,7 @@ empty; PostgreSQL's driver decodes it anyway) and the time as SQLite's text (par
 the column type's own parser; PostgreSQL's driver gives a datetime either way)."""
 
 
-def _joined(query):  # type: ignore[no-untyped-def]
+def _joined(query: Select[*_Row]) -> Select[*_Row]:
     return query.join(Submission, Submission.id == ContestEntry.submission_id).join(
         Problem, Problem.id == Submission.problem_id
     )
@@ -71,7 +74,7 @@ _ENTRY_ROWS = _joined(
 def entry_rows(
     session: Session,
     row: ContestRow,
-    query=_ENTRY_ROWS,  # type: ignore[no-untyped-def]
+    query: Select[*tuple[Any, ...]] = _ENTRY_ROWS,
     contestants: set[str] | None = None,
 ) -> list[Row]:
     """Plain rows, not ORM objects: loading a large contest's entries as objects costs a

@@ -8,10 +8,12 @@ import datetime as dt
 import io
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from pydantic import TypeAdapter
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from gpuarena.contests import columnar
@@ -92,7 +94,7 @@ class _Kept:
     """id(shown standings) -> them and their JSON (standings_json); cleared with shown."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def apply(self, rows: list[tuple]) -> bool:
+    def apply(self, rows: Sequence[tuple]) -> bool:
         updated = self.updated
         fresh = [r for r in rows if updated.get(r[0]) != r[-1]] if updated else rows
         if not fresh:
@@ -115,7 +117,9 @@ _kept_lock = threading.Lock()
 def _kept_entries(session: Session, row: ContestRow) -> _Kept:
     """The contest's kept entries, up to date (the caller holds kept.lock)."""
     config = json.dumps(row.config, sort_keys=True)
-    key = (str(session.get_bind().url), row.id)
+    bind = session.get_bind()
+    assert isinstance(bind, Engine)  # Database's sessions are bound to its engines
+    key = (str(bind.url), row.id)
     with _kept_lock:
         kept = _kept.get(key)
         if kept is None or kept.config != config:

@@ -230,6 +230,7 @@ def enter(session: Session, who: Caller, slug: str, submission: Submission, prob
                 ContestEntry.submitted_at >= day,
             )
         )
+        assert today is not None  # count() always gives a row
         if today >= spec.daily_submission_limit:
             raise GpuarenaError(
                 f"{contestant} has made {today} submissions to {slug} today (UTC); the limit is "
@@ -263,12 +264,12 @@ def figures(evaluation: Evaluation) -> dict[str, float | None]:
     checked port's record gives the ccf-migration figures instead (migration_figures)."""
     if evaluation.migration is not None:
         return migration_figures(evaluation)
-    timed = [w for w in evaluation.workloads if w.speedup_ci95 is not None and w.speedup is not None]
+    timed = [(w, w.speedup_ci95) for w in evaluation.workloads if w.speedup_ci95 is not None and w.speedup is not None]
     low = high = None
     if timed and len(timed) == len(evaluation.workloads) and evaluation.score is not None:
-        weights = [w.weight for w in timed]
-        low = min(evaluation.score, weighted_geomean([w.speedup_ci95[0] for w in timed], weights))
-        high = max(evaluation.score, weighted_geomean([w.speedup_ci95[1] for w in timed], weights))
+        weights = [w.weight for w, _ in timed]
+        low = min(evaluation.score, weighted_geomean([ci[0] for _, ci in timed], weights))
+        high = max(evaluation.score, weighted_geomean([ci[1] for _, ci in timed], weights))
     abs_errors = [w.max_abs_error for w in evaluation.workloads if w.max_abs_error is not None]
     rel_errors = [w.max_rel_error for w in evaluation.workloads if w.max_rel_error is not None]
     return {
@@ -411,7 +412,7 @@ def similar(session: Session, row: ContestRow, who: Caller, threshold: float) ->
     for sid, contestant, problem, solution_hash in session.execute(query):
         latest[(contestant, problem)] = (sid, solution_hash)
     hashes = {h for _, h in latest.values()}
-    sources = dict(
+    sources: dict[str, dict[str, str]] = dict(
         session.execute(select(SolutionBlob.hash, SolutionBlob.sources).where(SolutionBlob.hash.in_(hashes))).all()
     )
     solutions = [

@@ -13,12 +13,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from gpuarena.errors import GpuarenaError
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from sqlalchemy.dialects import postgresql, sqlite
 
 
 def normalise_url(url: str) -> str:
@@ -33,7 +40,7 @@ def _sqlite_engine(url: str, immediate: bool) -> Engine:
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy, not the driver, begins transactions
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -43,7 +50,7 @@ def _sqlite_engine(url: str, immediate: bool) -> Engine:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(connection):  # type: ignore[no-untyped-def]
+    def _on_begin(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
@@ -110,7 +117,7 @@ class Database:
             self.read_engine.dispose()
 
 
-def dialect_insert(session: Session, table: type):  # type: ignore[no-untyped-def]
+def dialect_insert(session: Session, table: type) -> postgresql.Insert | sqlite.Insert:
     """An INSERT that supports ON CONFLICT clauses on both SQLite and PostgreSQL."""
     from sqlalchemy.dialects import postgresql, sqlite
 

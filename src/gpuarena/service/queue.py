@@ -13,8 +13,9 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, Subquery, func, select, update
 from sqlalchemy.orm import Session
 
 from gpuarena.dataset.sample import SampleReport
@@ -87,7 +88,7 @@ def _requeue_or_fail(session: Session, job: Job, why: str) -> bool:
     return False
 
 
-def fair_order(device_kinds: list[str]):  # type: ignore[no-untyped-def]
+def fair_order(device_kinds: list[str]) -> Subquery:
     """Jobs for device_kinds, queued or running, with their turn (a job's place among its
     user's jobs in flight: row_number over them, oldest first) and when their user was last
     served on these kinds (the latest claim of any of the user's jobs, None if never). Queued
@@ -110,7 +111,7 @@ def fair_order(device_kinds: list[str]):  # type: ignore[no-untyped-def]
     ).subquery()
 
 
-def claim_order(ordered) -> tuple:  # type: ignore[no-untyped-def]
+def claim_order(ordered: Subquery) -> tuple[ColumnElement[Any], ...]:
     """The order queued jobs of `fair_order` are claimed in (never-served users first)."""
     return (ordered.c.turn, ordered.c.last_claimed.is_not(None), ordered.c.last_claimed, ordered.c.job_id)
 

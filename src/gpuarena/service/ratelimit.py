@@ -46,12 +46,12 @@ def take(session: Session, user_id: int, action: str, limit: int, window_s: int 
     window = now - now % window_s
     connection = session.connection()
     values = {"user": user_id, "act": action, "win": window, "lim": limit}
-    if connection.execute(_TAKE, values).rowcount == 1:  # type: ignore[attr-defined]
+    if connection.execute(_TAKE, values).rowcount == 1:
         return
     connection.execute(
         dialect_insert(session, RateCounter)
         .values(user_id=user_id, action=action, window=window, count=0)
         .on_conflict_do_nothing()
     )
-    if connection.execute(_TAKE, values).rowcount != 1:  # type: ignore[attr-defined]
+    if connection.execute(_TAKE, values).rowcount != 1:
         raise RateLimited(action, limit, window_s, retry_after=window + window_s - now)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from typing import Annotated, Literal
+from collections.abc import AsyncIterator
+from typing import Annotated, Literal, cast
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -165,7 +166,7 @@ def list_runners(who: CALLER, db: DB) -> list[RunnerInfo]:
     runner's hostname is shown only to admins and to the account it runs as: the machines
     of a contest are nobody else's business (and an address to aim at)."""
     with db.read() as session:
-        running: dict[int, list[int]] = {}
+        running: dict[int | None, list[int]] = {}
         for job_id, runner_id in session.execute(select(Job.id, Job.runner_id).where(Job.state == "leased")):
             running.setdefault(runner_id, []).append(job_id)
         online_since = utcnow() - RUNNER_ONLINE
@@ -173,7 +174,7 @@ def list_runners(who: CALLER, db: DB) -> list[RunnerInfo]:
             RunnerInfo(
                 id=r.id,
                 name=r.name,
-                account=session.get(User, r.user_id).name,
+                account=cast(User, session.get(User, r.user_id)).name,  # a runner's account exists (foreign key)
                 hostname=r.hostname if who.role == "admin" or who.user_id == r.user_id else "",
                 version=r.version,
                 online=r.last_seen_at > online_since,
@@ -270,7 +271,7 @@ async def submission_events(submission_id: int, request: Request, db: DB, who: M
     """Server-sent events: the submission each time its status or queue position changes, until it is done."""
     await run_in_threadpool(submissions.detail, db, submission_id, who)  # 404 before the stream starts
 
-    async def stream():  # type: ignore[no-untyped-def]
+    async def stream() -> AsyncIterator[str]:
         last: tuple[str, int | None] | None = None
         quiet = 0.0
         while not await request.is_disconnected():

@@ -122,7 +122,7 @@ def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str], d
             lease_s=settings.lease_s,
             submission_id=submission.id,
             device_kind=job.device_kind,
-            mode=submission.mode,  # type: ignore[arg-type]
+            mode=submission.mode,
             seed=job.seed if submission.mode == "ranked" else None,  # the job's own, drawn by the server
             problem=(
                 samples.packed_dataset(session)

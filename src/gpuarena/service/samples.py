@@ -161,7 +161,7 @@ def _out(session: Session, row: SampleRow, submission: Submission, names: dict[i
         contest=contest.slug if contest is not None else None,
         status=_status(row, session, submission.status),
         score=row.score,
-        review=row.review,  # type: ignore[arg-type]
+        review=row.review,
         review_comment=row.review_comment,
         reviewer=names.get(row.reviewer_id) if row.reviewer_id is not None else None,
         created_at=row.created_at,

@@ -6,8 +6,11 @@ import logging
 import os
 import stat
 import threading
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import uvicorn
 from sqlalchemy import select, update
@@ -20,6 +23,11 @@ from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
 from gpuarena.service.migrate import upgrade
 from gpuarena.service.tables import Token, User, utcnow
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from gpuarena.runner.agent import Runner
 
 log = logging.getLogger("gpuarena.service")
 EMBEDDED_RUNNER = "embedded-runner"
@@ -77,10 +85,10 @@ def embedded_runner_token(db: Database, label: str = "embedded") -> str:
 
 def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gpus: bool = True) -> None:
     db = prepare(settings)
-    runner_holder: dict[str, object] = {}
+    embedded: list[tuple[Runner, threading.Thread]] = []  # the embedded runner and its thread, once started
 
     @asynccontextmanager
-    async def lifespan(_app):  # type: ignore[no-untyped-def]
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if with_runner:
             from gpuarena.client import Client
             from gpuarena.runner.agent import Runner, RunnerConfig
@@ -98,12 +106,12 @@ def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gp
             )
             thread = threading.Thread(target=runner.run, name="embedded-runner", daemon=True)
             thread.start()
-            runner_holder.update(runner=runner, thread=thread)
+            embedded.append((runner, thread))
             log.info("embedded runner on %s", ", ".join(f"{s.device} ({s.kind})" for s in runner.config.slots))
         yield
-        if "runner" in runner_holder:
-            runner_holder["runner"].stop()  # type: ignore[attr-defined]
-            runner_holder["thread"].join(timeout=30)  # type: ignore[attr-defined]
+        for started, started_thread in embedded:
+            started.stop()
+            started_thread.join(timeout=30)
         db.dispose()
 
     app = create_app(settings, db, lifespan)
@@ -111,14 +119,13 @@ def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gp
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=5))
     exit_server = server.handle_exit
 
-    def handle_exit(sig: int, frame: object) -> None:
+    def handle_exit(sig: int, frame: FrameType | None) -> None:
         # the embedded runner stops claiming first: no "claim failed" from a server going away
-        runner = runner_holder.get("runner")
-        if runner is not None:
-            runner.stopping.set()  # type: ignore[attr-defined]
-        exit_server(sig, frame)  # type: ignore[arg-type]
+        for started, _ in embedded:
+            started.stopping.set()
+        exit_server(sig, frame)
 
-    server.handle_exit = handle_exit  # type: ignore[method-assign]
+    server.handle_exit = handle_exit  # type: ignore[method-assign]  # uvicorn's own hook, wrapped
     server.run()
 
 

@@ -73,7 +73,9 @@ def standings_json(db: Database, contest_id: int, shown_frozen: bool) -> bytes:
                 if pool is None:
                     break
     with db.read() as session:
-        return contest_standings.computed_json(session, session.get(ContestRow, contest_id), shown_frozen)
+        row = session.get(ContestRow, contest_id)
+        assert row is not None  # the caller found the contest
+        return contest_standings.computed_json(session, row, shown_frozen)
 
 
 def shutdown() -> None:
@@ -94,4 +96,6 @@ def _in_child(url: str, contest_id: int, shown_frozen: bool) -> bytes:
     if db is None:
         db = _databases[url] = Database(url)
     with db.read() as session:
-        return contest_standings.computed_json(session, session.get(ContestRow, contest_id), shown_frozen)
+        row = session.get(ContestRow, contest_id)
+        assert row is not None  # the caller found the contest
+        return contest_standings.computed_json(session, row, shown_frozen)

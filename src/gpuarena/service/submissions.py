@@ -216,6 +216,7 @@ def _fair_use(session: Session, settings: Settings, who: Caller) -> None:
         .select_from(Submission)
         .where(Submission.user_id == who.user_id, Submission.status.in_(IN_FLIGHT))
     )
+    assert count is not None  # count() always gives a row
     if count >= settings.max_in_flight:
         raise ratelimit.RateLimited(
             "submissions queued or running at once",
@@ -322,7 +323,7 @@ def detail(db: Database, submission_id: int, viewer: Caller | None = None) -> Su
             evaluation=evaluation,
             queue_position=queue.queue_position(session, job) if job is not None else None,
             runner=runner.name if runner else None,
-            runner_device=(job.device or None) if runner else None,
+            runner_device=(job.device or None) if job is not None and runner else None,
             attempts=job.attempts if job is not None else 0,
             log_hidden=hidden and evaluation is not None,
         )

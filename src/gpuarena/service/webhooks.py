@@ -15,6 +15,7 @@ import secrets
 import socket
 import threading
 import time
+from typing import cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -47,7 +48,8 @@ def check_url(url: str, allow_private: bool) -> str:
         raise GpuarenaError("url: give an http:// or https:// address of at most 500 characters")
     if not allow_private:
         try:
-            addresses = {info[4][0] for info in socket.getaddrinfo(parts.hostname, parts.port or 443)}
+            # an IPv4 or IPv6 address's host is text (typeshed's sockaddr also allows other families' int)
+            addresses = {cast(str, info[4][0]) for info in socket.getaddrinfo(parts.hostname, parts.port or 443)}
         except OSError:
             raise GpuarenaError(f"url: {parts.hostname} does not resolve") from None
         for address in addresses:

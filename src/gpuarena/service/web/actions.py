@@ -96,7 +96,7 @@ async def submit(
             settings,
             who,
             SubmissionRequest(problem=problem, device_kind=device_kind, mode=mode, solution=solution),
-        )  # type: ignore[arg-type]
+        )
     except GpuarenaError as exc:
         return await run_in_threadpool(problem_response, request, db, who, problem, str(exc), typed, 400)
     return _back(f"/submissions/{made.id}")

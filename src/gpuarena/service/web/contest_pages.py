@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.orm import Session
 
 from gpuarena.contests.model import BONUS_ITEMS
 from gpuarena.errors import GpuarenaError
@@ -17,7 +18,7 @@ from gpuarena.service.contest_schemas import ReviewRequest, parse_contest
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
 from gpuarena.service.errors import Forbidden, NotFound
-from gpuarena.service.tables import ContestEntry, SolutionBlob, Submission
+from gpuarena.service.tables import ContestEntry, ContestRow, SolutionBlob, Submission
 from gpuarena.service.web.render import page
 from gpuarena.service.web.security import check_csrf
 from gpuarena.service.web.session import NotAllowed, signed_in, viewer
@@ -46,14 +47,14 @@ aggregation = "points"    # fastest: points or geomean
 """
 
 
-def _contest(session, slug: str):  # type: ignore[no-untyped-def]
+def _contest(session: Session, slug: str) -> ContestRow:
     try:
         return contests.get(session, slug)
     except NotFound as exc:
         raise PageNotFound(str(exc)) from None
 
 
-def _organizer(session, row, who: Caller) -> None:  # type: ignore[no-untyped-def]
+def _organizer(session: Session, row: ContestRow, who: Caller) -> None:
     try:
         contests.require_organizer(session, row, who)
     except Forbidden as exc:
@@ -199,6 +200,8 @@ def side_by_side(slug: str, first: int, second: int, request: Request, db: DB, w
             entry = session.get(ContestEntry, sid)
             if entry is None or entry.contest_id != row.id:
                 raise PageNotFound(f"submission {sid} is not an entry of {slug}")
-            blob = session.get(SolutionBlob, session.get(Submission, sid).solution_hash)
+            submission = session.get(Submission, sid)
+            assert submission is not None  # an entry's id is its submission's (a foreign key)
+            blob = session.get(SolutionBlob, submission.solution_hash)
             sides.append({"id": sid, "contestant": entry.contestant, "files": dict(blob.sources) if blob else {}})
     return page(request, "contest_side_by_side.html", who, slug=slug, sides=sides)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, TypedDict
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -44,7 +44,7 @@ def submissions_page(
     from gpuarena.errors import GpuarenaError
     from gpuarena.service.submissions import DONE, IN_FLIGHT, search
 
-    filters = dict(
+    filters = _Filters(
         problem=problem.strip() or None,
         user=user.strip() or None,
         device_kind=device_kind.strip() or None,
@@ -69,6 +69,15 @@ def submissions_page(
 
 
 SUBMISSIONS_SHOWN = 200
+
+
+class _Filters(TypedDict):
+    """The submissions page's filters (submissions.search's keywords; None: any)."""
+
+    problem: str | None
+    user: str | None
+    device_kind: str | None
+    status: str | None
 
 
 @router.get("/problems", include_in_schema=False)

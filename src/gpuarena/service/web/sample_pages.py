@@ -34,11 +34,13 @@ def samples_page(request: Request, db: DB, who: WHO, review: str = "") -> HTMLRe
         rows = []
         for listed in samples.listed(session, review=review or None):
             shown = samples.detail(session, listed.id, who)
+            sample = session.get(SampleRow, listed.id)
+            assert sample is not None  # detail() found it
             rows.append(
                 {
                     **shown.model_dump(exclude={"files", "report"}),
                     "report": shown.report,
-                    "reviewable": samples.may_review(session, who, session.get(SampleRow, listed.id)),
+                    "reviewable": samples.may_review(session, who, sample),
                 }
             )
     return page(request, "samples.html", who, rows=rows, review=review, error=request.query_params.get("error", ""))

@@ -169,7 +169,7 @@ def _runnable_kinds(session: Session, p: Problem) -> list[str]:
 def board(session: Session, problem_id: int, kind: str, limit: int = 100) -> list[BoardRow]:
     """A leaderboard's rows with their intervals, each marked tied when it overlaps the one above."""
     rows = leaderboard.read(session, problem_id, kind, limit)
-    evaluations = dict(
+    evaluations: dict[int, dict[str, Any]] = dict(
         session.execute(
             select(Result.submission_id, Result.evaluation).where(
                 Result.submission_id.in_([r.submission_id for r in rows])
@@ -214,6 +214,7 @@ def _history(session: Session, problem_id: int, kind: str) -> list[BestPoint]:
     )
     points: list[BestPoint] = []
     for at, score, user, sid in session.execute(query):
+        assert at is not None and score is not None  # both selected where not None
         if not points or score > points[-1].score:
             points.append(BestPoint(at=at, score=score, user=user, submission_id=sid))
     return points
