@@ -127,7 +127,8 @@ def _tensor(
         a = np.concatenate([got[k].ravel() for k in sorted(got)]) if got else np.array([])
         b = np.concatenate([expected[k].ravel() for k in sorted(expected)]) if expected else np.array([])
         return _tokens(a.tolist(), b.tolist(), compare)
-    total, good, worst, summaries, matched = 0, 0, [], [], True
+    total, worst, summaries, matched = 0, [], [], True
+    good: float = 0  # equal elements, and a metric's closeness (a share of one)
     for name in sorted(expected):
         a, b = got[name], expected[name]
         label = name or "tensor"
@@ -155,7 +156,7 @@ def _tensor(
             )
             matched &= bool(ok)
             total += 1
-            good += _metric_closeness(compare, value) if not ok else 1.0  # type: ignore[assignment]
+            good += _metric_closeness(compare, value) if not ok else 1.0
         else:
             if isinstance(compare, Exact):
                 within = (a64 == b64) | (np.isnan(a64) & np.isnan(b64))

@@ -112,7 +112,8 @@ def command_for(spec: AppSpec) -> list[str]:
     """The argv of one run: the command ('python' is this interpreter) or the entry-point shim."""
     if spec.run.command is not None:
         return resolve_python(spec.run.command)
-    target, function = spec.run.entry.rsplit(":", 1)  # type: ignore[union-attr]
+    assert spec.run.entry is not None  # exactly one of command or entry (Run's check)
+    target, function = spec.run.entry.rsplit(":", 1)
     return [sys.executable, "-c", _ENTRY_SHIM, target, function, *spec.run.args]
 
 
@@ -177,14 +178,16 @@ def read_figure(performance: Performance, stdout: str, output_dir: Path) -> floa
             return float(text)
         except ValueError:
             raise ValueError(f"performance regex matched {text!r}, not a number") from None
-    path = output_dir / performance.json_file  # type: ignore[operator]
+    # no regex: a json_file and its json_key (Performance's check)
+    assert performance.json_file is not None and performance.json_key is not None
+    path = output_dir / performance.json_file
     if not path.is_file():
         raise ValueError(f"performance file {performance.json_file} was not written")
     try:
         value: object = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"performance file {performance.json_file} is not JSON: {exc}") from None
-    for key in performance.json_key.split("."):  # type: ignore[union-attr]
+    for key in performance.json_key.split("."):
         if not isinstance(value, dict) or key not in value:
             raise ValueError(f"performance file {performance.json_file} has no key {performance.json_key!r}")
         value = value[key]

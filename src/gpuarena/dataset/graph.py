@@ -279,7 +279,7 @@ def _call_expression(call: CallRecord, names: dict[tuple[int, int], str], size: 
     failed after another kernel's on the GPU at the small workload. Not where the graph writes
     into tensors, which may rely on a view sharing its base."""
     if call.op.startswith(FIRST_RESULT_ONLY):
-        per_arg = {(i, j): names[tuple(o)]  # type: ignore[index]
+        per_arg = {(i, j): names[(o[0], o[1])]
                    for i, a in enumerate(call.args) for j, o in enumerate(a.origins or [])}
         portable = _attention(call, per_arg)
         if portable is not None:

@@ -12,7 +12,7 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -86,12 +86,13 @@ def _merged(calls: list[CallRecord]) -> CallRecord:
         return infos[0].model_copy(update={"low": min(lows) if lows else None, "high": max(highs) if highs else None})
 
     args = []
+    # the calls of a group share their signature: each has a tensor (or tensors) where the first has
     for k, arg in enumerate(calls[0].args):
         if arg.tensor is not None:
-            arg = arg.model_copy(update={"tensor": widen([c.args[k].tensor for c in calls])})  # type: ignore[misc]
+            arg = arg.model_copy(update={"tensor": widen([cast(TensorInfo, c.args[k].tensor) for c in calls])})
         elif arg.tensors is not None:
-            arg = arg.model_copy(update={"tensors": [widen([c.args[k].tensors[j] for c in calls])  # type: ignore[index]
-                                                     for j in range(len(arg.tensors))]})
+            arg = arg.model_copy(update={"tensors": [
+                widen([cast(list[TensorInfo], c.args[k].tensors)[j] for c in calls]) for j in range(len(arg.tensors))]})
         args.append(arg)
     return calls[0].model_copy(update={"args": args})
 

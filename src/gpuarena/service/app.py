@@ -82,7 +82,7 @@ class BodyLimit:
             )
         else:
             response = JSONResponse({"error": message}, status_code=413)
-        await response({"type": "http"}, None, send)  # type: ignore[arg-type]
+        await response({"type": "http"}, None, send)  # type: ignore[arg-type]  # a response never calls receive
 
 
 def is_page(path: str) -> bool:

@@ -75,7 +75,7 @@ def accept(session: Session, code: str, name: str) -> tuple[User, str]:
     taken = session.execute(
         update(Invite).where(Invite.id == invite.id, Invite.uses_left > 0).values(uses_left=Invite.uses_left - 1)
     )
-    if taken.rowcount != 1:  # type: ignore[attr-defined]
+    if taken.rowcount != 1:  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult
         raise GpuarenaError("this invite has been used as many times as it allows")
     user = add_user(session, name.strip(), invite.role)
     _, plain = issue_token(session, user, "first (invite)")

@@ -217,7 +217,7 @@ def heartbeat(db: Database, runner_id: int, leases: dict[int, str], lease_s: flo
                 .where(Job.id == job_id, Job.lease_token == token, Job.state == "leased", Job.runner_id == runner_id)
                 .values(lease_expires_at=now + dt.timedelta(seconds=lease_s))
             )
-            if renewed.rowcount != 1:  # type: ignore[attr-defined]
+            if renewed.rowcount != 1:  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult
                 lost.append(job_id)
     return lost
 
