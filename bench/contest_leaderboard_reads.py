@@ -43,7 +43,7 @@ from gpuarena.service.tables import ContestEntry, utcnow  # noqa: E402
 from service import PROBLEM, LeanClient, hammer, percentile, seed, start_server  # noqa: E402
 
 
-def _changes(url: str, every: float, stop, counter) -> None:  # type: ignore[no-untyped-def]
+def _changes(url: str, every: float, stop, counter) -> None:
     """Results and reviews landing: one entry rewritten every `every` seconds."""
     db = Database(url)
     i = 0
@@ -60,7 +60,7 @@ def _changes(url: str, every: float, stop, counter) -> None:  # type: ignore[no-
     db.dispose()
 
 
-def _standings_reader(base: str, stop, results) -> None:  # type: ignore[no-untyped-def]
+def _standings_reader(base: str, stop, results) -> None:
     """A contestant's page polling the standings, flat out."""
     latencies = []
     with LeanClient(base) as http:
@@ -115,7 +115,7 @@ def main() -> None:
             record["first_standings_read_s"] = round(time.perf_counter() - began, 2)
         print(f"first standings read {record['first_standings_read_s']} s", flush=True)
 
-        def read(http, w, i):  # type: ignore[no-untyped-def]
+        def read(http, w, i):
             return http.get("/api/leaderboard", params={"problem": PROBLEM, "device_kind": "cpu"})
 
         hammer(base, 2, 2, read, process.pid)  # warm up

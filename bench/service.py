@@ -323,7 +323,7 @@ class LeanClient:
         self.connection.close()
 
 
-def _client(base: str, worker: int, seconds: float, request, start, results) -> None:  # type: ignore[no-untyped-def]
+def _client(base: str, worker: int, seconds: float, request, start, results) -> None:
     """One client process: `request(http, worker, i)` in a loop until `seconds` have passed."""
     latencies: list[float] = []
     failed = 0
@@ -344,7 +344,7 @@ def _client(base: str, worker: int, seconds: float, request, start, results) -> 
     results.put((latencies, failed))
 
 
-def hammer(base: str, clients: int, seconds: float, request, server_pid: int) -> dict:  # type: ignore[no-untyped-def]
+def hammer(base: str, clients: int, seconds: float, request, server_pid: int) -> dict:
     """Run `request(http, worker, i)` from `clients` client processes (independent, like real
     users: no shared GIL) for `seconds`; latencies of the 2xx answers, and the server's CPU time
     per request (robust to other work on the machine)."""
@@ -459,7 +459,7 @@ def bench(kind: str, args: argparse.Namespace) -> dict:
             },
         }
 
-        def read(http, w, i):  # type: ignore[no-untyped-def]
+        def read(http, w, i):
             return http.get("/api/leaderboard", params={"problem": PROBLEM, "device_kind": "cpu"})
 
         hammer(base, 2, 2, read, process.pid)  # warm up: connections, statement caches

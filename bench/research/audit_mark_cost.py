@@ -36,7 +36,7 @@ def one_size(binary, image_samples: int) -> dict[str, float]:
         marks_ms.append((time.perf_counter() - t0) * 1e3)
         return window
 
-    sampler.mark = timed_mark  # type: ignore[method-assign]
+    sampler.mark = timed_mark
 
     def work() -> None:
         torch.cuda._sleep(SPIN_CYCLES)

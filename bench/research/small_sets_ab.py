@@ -44,7 +44,7 @@ def main() -> None:
 
     shipped = supervisor.count_sets
 
-    def many_small(budget, set_bytes: int) -> int:  # type: ignore[no-untyped-def]
+    def many_small(budget, set_bytes: int) -> int:
         return (
             min(SMALL_SETS, budget.bytes // max(set_bytes, 1))
             if set_bytes <= SMALL_SET_BYTES

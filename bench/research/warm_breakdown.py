@@ -28,11 +28,11 @@ JOB: dict[str, float] = collections.defaultdict(float)
 CALLS: dict[str, int] = collections.defaultdict(int)
 
 
-def timed(owner: object, name: str, label: str | None = None, key=None) -> None:  # type: ignore[no-untyped-def]
+def timed(owner: object, name: str, label: str | None = None, key=None) -> None:
     original = getattr(owner, name)
 
     @functools.wraps(original)
-    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def wrapper(*args, **kwargs):
         started = time.perf_counter()
         try:
             return original(*args, **kwargs)
@@ -62,7 +62,7 @@ def install() -> None:
     timed(process.WorkerProcess, "request", "request", key=lambda a, k: a[1].get("op"))
     request = process.WorkerProcess.request
 
-    def prepare_steps(self, message, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def prepare_steps(self, message, *args, **kwargs):
         reply = request(self, message, *args, **kwargs)
         for name, seconds in (reply.get("steps") or {}).items() if message.get("op") == "prepare" else ():
             JOB[f"prepare.{name}"] += seconds

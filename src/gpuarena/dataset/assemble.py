@@ -27,8 +27,9 @@ import math
 import re
 import shutil
 import tomllib
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -117,7 +118,9 @@ def scale_down(axes: dict[str, int]) -> dict[str, int]:
         inputs.setdefault(name.rsplit("_", 1)[0], []).append(size)
 
     def too_big(f: int) -> bool:
-        most = max(math.prod(v // f if v > SMALL_LIMIT and v % f == 0 else v for v in sizes) for sizes in inputs.values())
+        most = max(
+            math.prod(v // f if v > SMALL_LIMIT and v % f == 0 else v for v in sizes) for sizes in inputs.values()
+        )
         return max(large) // f > SCALED_MAX or most > SCALED_NUMEL
 
     f = 1
@@ -176,7 +179,9 @@ def _module_references(folder: Path, calls: list[CallRecord], groups: list[dict[
         return {}
     written: dict[str, str] = {}
     for group in groups:
-        module = modules.get((group["first_call"], group["op"].removeprefix("module:")))  # a layer and its norm start alike
+        module = modules.get(
+            (group["first_call"], group["op"].removeprefix("module:"))
+        )  # a layer and its norm start alike
         old = folder / group["problem"] / "reference.py"
         if module is None or not old.is_file():
             continue
@@ -184,13 +189,20 @@ def _module_references(folder: Path, calls: list[CallRecord], groups: list[dict[
         made = graph.module_graph(calls, module, [], ignored=ignored, names=names)
         if isinstance(made, graph.ModuleGraph):
             title = old.read_text().split("\n", 1)[0].strip('"')
-            written[group["problem"]] = candidate.render(made.call, title, f"the {made.ops} aten calls of the "
-                                                         "module's forward", made.body)
+            written[group["problem"]] = candidate.render(
+                made.call, title, f"the {made.ops} aten calls of the module's forward", made.body
+            )
     return written
 
 
-def _merge(target: Path, source: Path, harvest: dict[str, Any], share: float, call: CallRecord | None,
-           reference: str | None = None) -> None:
+def _merge(
+    target: Path,
+    source: Path,
+    harvest: dict[str, Any],
+    share: float,
+    call: CallRecord | None,
+    reference: str | None = None,
+) -> None:
     """Add one harvest's problem to the dataset's folder (made from it when new). With the recorded
     call at hand, the reference is written anew from it, by today's candidate writer; a module's
     graph is given written anew (`reference`), or keeps its lines with today's input drawing."""
@@ -219,7 +231,9 @@ def _merge(target: Path, source: Path, harvest: dict[str, Any], share: float, ca
             mine["workloads"].append(recorded)
         mine["weight"] = mine["weight"] + share
         mine["tags"] = list(dict.fromkeys([*mine["tags"], *tags]))
-        mine["provenance"]["models"] = list(dict.fromkeys([*mine["provenance"]["models"], *spec["provenance"]["models"]]))
+        mine["provenance"]["models"] = list(
+            dict.fromkeys([*mine["provenance"]["models"], *spec["provenance"]["models"]])
+        )
         spec = mine
     spec["workloads"] = [w for w in spec["workloads"] if w["name"] != "small"]
     if not any("cpu" in w["devices"] for w in spec["workloads"]):
@@ -234,14 +248,22 @@ def retried(entries: list[Entry], on: Sequence[str] = ()) -> set[str]:
     """The problems a retry assembles again: those the CPU's check left out at assembly, and those
     a recheck on one of the devices `on` left out (its reasons start with "on <device>:"): that
     device has to take them back, so they are checked on it again (`recheck`) before use."""
+
     def again(entry: Entry) -> bool:
         devices = {r.split(":", 1)[0][3:] for r in entry.reasons if r.startswith("on ")}
         return not devices or devices <= set(on)
+
     return {e.problem for e in entries if e.status == "left-out" and again(e)}
 
 
-def add(harvests: list[Path], root: Path, check: bool = True,
-        progress: Any = lambda _text: None, retry: bool = False, retry_on: Sequence[str] = ()) -> Dataset:
+def add(
+    harvests: list[Path],
+    root: Path,
+    check: bool = True,
+    progress: Any = lambda _text: None,
+    retry: bool = False,
+    retry_on: Sequence[str] = (),
+) -> Dataset:
     """Assemble the harvests' written problems into root/level1 (a dataset folder, new or made by
     this command: its problems are merged with the new ones), check each on the CPU, and write
     root/dataset.json. retry: also assemble again, from the harvests given that made them, the
@@ -254,7 +276,9 @@ def add(harvests: list[Path], root: Path, check: bool = True,
     root = Path(root)
     if root.exists() and any(root.iterdir()) and not (root / "dataset.json").exists():
         raise GpuarenaError(f"{root}: not empty and not a dataset folder; give a new folder with -o")
-    previous = Dataset.model_validate_json((root / "dataset.json").read_text()) if (root / "dataset.json").exists() else None
+    previous = (
+        Dataset.model_validate_json((root / "dataset.json").read_text()) if (root / "dataset.json").exists() else None
+    )
     entries = {e.problem: e for e in previous.entries} if previous else {}
     commands = list(previous.harvests) if previous else []
     retrying = retry or bool(retry_on)
@@ -275,8 +299,11 @@ def add(harvests: list[Path], root: Path, check: bool = True,
             commands.append(harvest["command"])
         where = f"{model_slug(harvest['model'])} {harvest['phase']}"
         calls = [CallRecord.model_validate_json(line) for line in _lines(Path(folder), "profile.jsonl")]
-        graphs = _module_references(Path(folder), calls, [g for g in harvest["groups"] if g["status"] == "written"
-                                                          and g.get("kind", "op") == "module"])
+        graphs = _module_references(
+            Path(folder),
+            calls,
+            [g for g in harvest["groups"] if g["status"] == "written" and g.get("kind", "op") == "module"],
+        )
         for group in harvest["groups"]:
             if group["status"] != "written":
                 continue
@@ -315,9 +342,11 @@ def tolerant_check(checker: Callable[[Path], CheckReport], folder: Path) -> Chec
     path = folder / "problem.toml"
     spec = tomllib.loads(path.read_text())
     defaults = ProblemSpec.model_validate(spec)
-    wider = {dtype: {**defaults.tolerance_for(dtype).model_dump(), "outside": outside}
-             for dtype, outside in sorted(report.outside_needed.items())
-             if outside > defaults.tolerance_for(dtype).outside}
+    wider = {
+        dtype: {**defaults.tolerance_for(dtype).model_dump(), "outside": outside}
+        for dtype, outside in sorted(report.outside_needed.items())
+        if outside > defaults.tolerance_for(dtype).outside
+    }
     if not wider:
         return report
     spec.setdefault("tolerance", {}).update(wider)
@@ -360,8 +389,16 @@ def leave_out_failed(root: Path, result: SuiteResult) -> tuple[Dataset, list[Ent
     for entry in dataset.entries:
         run = failed.get(entry.problem)
         if entry.status == "kept" and run is not None:
-            newly.append(_leave_out(root, entry, [f"on {result.device}: {result.framework} of the reference, an honest "
-                                                  f"implementation, gave wrong values on {result.device_name}: {run.reason}"]))
+            newly.append(
+                _leave_out(
+                    root,
+                    entry,
+                    [
+                        f"on {result.device}: {result.framework} of the reference, an honest "
+                        f"implementation, gave wrong values on {result.device_name}: {run.reason}"
+                    ],
+                )
+            )
     return _write(root, dataset.harvests, dataset.entries), newly
 
 
@@ -383,8 +420,13 @@ def _write(root: Path, commands: list[str], entries: list[Entry]) -> Dataset:
     """root/dataset.json: the entries by weight, with the counts."""
     ordered = sorted(entries, key=lambda e: (-e.weight, e.problem))
     left = [e for e in ordered if e.status == "left-out"]
-    result = Dataset(harvests=commands, kept=len(ordered) - len(left), left_out=len(left),
-                     left_out_share=len(left) / len(ordered) if ordered else 0.0, entries=ordered)
+    result = Dataset(
+        harvests=commands,
+        kept=len(ordered) - len(left),
+        left_out=len(left),
+        left_out_share=len(left) / len(ordered) if ordered else 0.0,
+        entries=ordered,
+    )
     root.mkdir(parents=True, exist_ok=True)
     (root / "dataset.json").write_text(result.model_dump_json(indent=2) + "\n")
     return result

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import keyword
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from gpuarena.dataset.record import ArgRecord, CallRecord, TensorInfo
 from gpuarena.problems.model import DTYPES
@@ -62,7 +63,10 @@ FIRST_RESULT_ONLY = ("aten._scaled_dot_product_",)
 offset, a debug mask) are for its backward, and some are left unwritten, so never deterministic."""
 
 
-STABLE_ORDER = {"aten.sort.default": "torch.ops.aten.sort.stable", "aten.argsort.default": "torch.ops.aten.argsort.stable"}
+STABLE_ORDER = {
+    "aten.sort.default": "torch.ops.aten.sort.stable",
+    "aten.argsort.default": "torch.ops.aten.argsort.stable",
+}
 """Sorts written as stable ones: where values tie (a MoE's expert ids, 8 values over 4096 tokens),
 an unstable sort's indices are one order among many, so a correct kernel could not match them;
 ties kept in their input order make the answer unique."""
@@ -117,8 +121,10 @@ def _attention(call: CallRecord, names: dict[tuple[int, int], str]) -> str | Non
     query, key = by_name["query"][1].tensor, by_name["key"][1].tensor
     if query is not None and key is not None and query.shape[-3:-2] != key.shape[-3:-2]:
         parts.append("enable_gqa=True")  # fewer key/value heads than query heads
-    return _laid_out(f"torch.nn.functional.scaled_dot_product_attention({', '.join(parts)})",
-                     call.outputs[0] if call.outputs else None)
+    return _laid_out(
+        f"torch.nn.functional.scaled_dot_product_attention({', '.join(parts)})",
+        call.outputs[0] if call.outputs else None,
+    )
 
 
 def _laid_out(expression: str, recorded: TensorInfo | None) -> str:
@@ -170,8 +176,10 @@ def _finite(value: float | None) -> float | None:
 
 def reference_source(call: CallRecord, title: str) -> str:
     names = param_names(call.args)
-    call_args = [(_expression(a, i, names) if not a.keyword else f"{a.name}={_expression(a, i, names)}")
-                 for i, a in enumerate(call.args)]
+    call_args = [
+        (_expression(a, i, names) if not a.keyword else f"{a.name}={_expression(a, i, names)}")
+        for i, a in enumerate(call.args)
+    ]
     result = _attention(call, names) if call.op.startswith(FIRST_RESULT_ONLY) else None
     if result is None and call.op in STABLE_ORDER:  # every argument but the tensor is keyword-only there
         tail = [f"{a.name}={_expression(a, i, names)}" for i, a in enumerate(call.args) if i > 0]
@@ -192,15 +200,25 @@ def render(call: CallRecord, title: str, what: str, body: list[str], template: s
     for (i, j), name in names.items():
         arg = call.args[i]
         info = arg.tensor if arg.tensor is not None else (arg.tensors or [])[j]
-        specs[name] = {"rank": len(info.shape), "dtype": info.dtype,
-                       "stride": None if info.contiguous else info.stride,
-                       "low": _finite(info.low), "high": _finite(info.high), "spread": _spread(info),
-                       "numel": math.prod(info.shape),
-                       "ascending": info.ascending,
-                       "high_axis": _size_named(call, names, info), "below_axis": _bound_named(call, names, info)}
-    return (template or TEMPLATE).format(title=title, what=what, params=", ".join(names.values()),
-                           body="\n".join(f"    {line}" for line in body),
-                           specs=json.dumps(specs, indent=4).replace("null", "None").replace("true", "True").replace("false", "False"))
+        specs[name] = {
+            "rank": len(info.shape),
+            "dtype": info.dtype,
+            "stride": None if info.contiguous else info.stride,
+            "low": _finite(info.low),
+            "high": _finite(info.high),
+            "spread": _spread(info),
+            "numel": math.prod(info.shape),
+            "ascending": info.ascending,
+            "high_axis": _size_named(call, names, info),
+            "below_axis": _bound_named(call, names, info),
+        }
+    return (template or TEMPLATE).format(
+        title=title,
+        what=what,
+        params=", ".join(names.values()),
+        body="\n".join(f"    {line}" for line in body),
+        specs=json.dumps(specs, indent=4).replace("null", "None").replace("true", "True").replace("false", "False"),
+    )
 
 
 def _spread(info: TensorInfo) -> float | None:
@@ -303,8 +321,16 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(i) for i in items) + "]"
 
 
-def problem_toml(call: CallRecord, name: str, summary: str, weight: float, models: list[str], tags: list[str],
-                 level: int = 1, framework: str = "pytorch") -> str:
+def problem_toml(
+    call: CallRecord,
+    name: str,
+    summary: str,
+    weight: float,
+    models: list[str],
+    tags: list[str],
+    level: int = 1,
+    framework: str = "pytorch",
+) -> str:
     names = param_names(call.args)
     axes: dict[str, int] = {}
     for (i, j), param in names.items():
@@ -338,8 +364,18 @@ devices = ["cpu", "cuda"]
 """
 
 
-def write(folder: Path, call: CallRecord, name: str, summary: str, weight: float, models: list[str],
-          tags: list[str], level: int = 1, reference: str | None = None, framework: str = "pytorch") -> Path:
+def write(
+    folder: Path,
+    call: CallRecord,
+    name: str,
+    summary: str,
+    weight: float,
+    models: list[str],
+    tags: list[str],
+    level: int = 1,
+    reference: str | None = None,
+    framework: str = "pytorch",
+) -> Path:
     """Write the problem folder for this (representative) call, or for a module's graph (its
     reference given, `call` standing for its inputs and results); returns the folder."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,7 @@ class CandidateChecker:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
 
-    def __enter__(self) -> "CandidateChecker":
+    def __enter__(self) -> CandidateChecker:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:

@@ -5,7 +5,7 @@ torch and the harvester are imported inside the command."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -15,78 +15,133 @@ from gpuarena.errors import GpuarenaError
 
 
 def harvest_cmd(
-    model: Annotated[str, typer.Argument(help="tiny-llama, small-llama, llama:dim=..,layers=..,heads=..,vocab=..,ffn=.., "
-                                           "hf:<ModelClass>[:size=full][,key=value...], or a JAX model: "
-                                           "jax:tiny-llama, jax:keras:<Backbone>[,key=value...]")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Folder for the problems, harvest.json and profile.jsonl")],
-    phase: Annotated[str, typer.Option(help="prefill (batch x seq tokens) or decode (one token against a KV cache of --context)")] = "prefill",
+    model: Annotated[
+        str,
+        typer.Argument(
+            help="tiny-llama, small-llama, llama:dim=..,layers=..,heads=..,vocab=..,ffn=.., "
+            "hf:<ModelClass>[:size=full][,key=value...], or a JAX model: "
+            "jax:tiny-llama, jax:keras:<Backbone>[,key=value...]"
+        ),
+    ],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Folder for the problems, harvest.json and profile.jsonl")
+    ],
+    phase: Annotated[
+        str, typer.Option(help="prefill (batch x seq tokens) or decode (one token against a KV cache of --context)")
+    ] = "prefill",
     batch: Annotated[int, typer.Option(min=1, help="Sequences")] = 1,
     seq: Annotated[int, typer.Option(min=1, help="Prefill: tokens per sequence")] = 128,
     context: Annotated[int, typer.Option(min=1, help="Decode: tokens already in the KV cache")] = 128,
-    device: Annotated[str, typer.Option(help="cpu or cuda[:N]: where the model runs and candidates are checked")] = "cpu",
-    min_share: Annotated[float, typer.Option(min=0, max=1, help="Write only groups with at least this share of the measured time")] = 0.01,
+    device: Annotated[
+        str, typer.Option(help="cpu or cuda[:N]: where the model runs and candidates are checked")
+    ] = "cpu",
+    min_share: Annotated[
+        float, typer.Option(min=0, max=1, help="Write only groups with at least this share of the measured time")
+    ] = 0.01,
     seed: Annotated[int, typer.Option(help="Seed of the weights and inputs")] = 0,
     repeats: Annotated[int, typer.Option(min=1, help="Forwards recorded (after one warm-up)")] = 3,
     dtype: Annotated[str, typer.Option(help="The model's dtype: float32, bfloat16 or float16")] = "float32",
-    against: Annotated[Optional[list[Path]], typer.Option(
-        "--against", help="Problem roots a candidate must not repeat (default: the bundled problems)")] = None,
+    against: Annotated[
+        list[Path] | None,
+        typer.Option("--against", help="Problem roots a candidate must not repeat (default: the bundled problems)"),
+    ] = None,
     dedupe: Annotated[bool, typer.Option(help="Leave out candidates that repeat a problem of --against")] = True,
-    modules: Annotated[bool, typer.Option(help="Also write each submodule's calls as a fusion problem (levels 2-4)")] = True,
+    modules: Annotated[
+        bool, typer.Option(help="Also write each submodule's calls as a fusion problem (levels 2-4)")
+    ] = True,
 ) -> None:
     """Harvest problems from a model: every operator call of one phase, grouped by op and shape, and
     every submodule call as a fusion, weighted by its share of the time, checked; writes
     OUTPUT/level1-4/*, harvest.json, profile.jsonl and modules.jsonl."""
-    from gpuarena.dataset.harvest import harvest
-    from gpuarena.dataset.models import build
     import torch
 
-    from gpuarena.dataset.record import KernelTimer, cpu_timer
-
     from gpuarena.bundled import bundled_root
+    from gpuarena.dataset.harvest import harvest
+    from gpuarena.dataset.models import build
+    from gpuarena.dataset.record import KernelTimer, cpu_timer
 
     sizes = f"--seq {seq}" if phase == "prefill" else f"--context {context}"
     roots = (against or [bundled_root()]) if dedupe else []
     compared = " --no-dedupe" if not dedupe else "".join(f" --against {root}" for root in against or [])
-    command = (f"gpuarena harvest {model} --phase {phase} --batch {batch} {sizes} --device {device} "
-               f"--min-share {min_share:g} --seed {seed} --repeats {repeats} --dtype {dtype}{compared}"
-               f"{'' if modules else ' --no-modules'} -o {output}")
+    command = (
+        f"gpuarena harvest {model} --phase {phase} --batch {batch} {sizes} --device {device} "
+        f"--min-share {min_share:g} --seed {seed} --repeats {repeats} --dtype {dtype}{compared}"
+        f"{'' if modules else ' --no-modules'} -o {output}"
+    )
     try:
         if device != "cpu" and not device.startswith("cuda"):
             raise GpuarenaError(f"--device {device!r}: use cpu, cuda or cuda:N")
         if dtype not in ("float32", "bfloat16", "float16"):
             raise GpuarenaError(f"--dtype {dtype!r}: use float32, bfloat16 or float16")
         if model.startswith("jax:"):
-            result = _harvest_jax(model, output, phase, batch, seq, device, min_share, seed, repeats, dtype, modules,
-                                  command)
+            result = _harvest_jax(
+                model, output, phase, batch, seq, device, min_share, seed, repeats, dtype, modules, command
+            )
             _report(result, output)
             return
         workload = build(model, phase, batch, seq, context, device=device, seed=seed, dtype=getattr(torch, dtype))
         with err.status("recording") as status:
-            result = harvest(workload.forward, output, model=model, phase=phase, sizes=workload.sizes,
-                             command=command, device=device, seed=seed, min_share=min_share, repeats=repeats,
-                             timer=cpu_timer if device == "cpu" else KernelTimer(),
-                             progress=lambda text: status.update(text), against=roots,
-                             net=workload.net if modules else None)
+            result = harvest(
+                workload.forward,
+                output,
+                model=model,
+                phase=phase,
+                sizes=workload.sizes,
+                command=command,
+                device=device,
+                seed=seed,
+                min_share=min_share,
+                repeats=repeats,
+                timer=cpu_timer if device == "cpu" else KernelTimer(),
+                progress=lambda text: status.update(text),
+                against=roots,
+                net=workload.net if modules else None,
+            )
     except GpuarenaError as exc:
         fail(exc)
         return
     _report(result, output)
 
 
-def _harvest_jax(model: str, output: Path, phase: str, batch: int, seq: int, device: str, min_share: float, seed: int,
-                 repeats: int, dtype: str, modules: bool, command: str) -> Any:
+def _harvest_jax(
+    model: str,
+    output: Path,
+    phase: str,
+    batch: int,
+    seq: int,
+    device: str,
+    min_share: float,
+    seed: int,
+    repeats: int,
+    dtype: str,
+    modules: bool,
+    command: str,
+) -> Any:
     """A JAX model's harvest (dataset/jax_harvest.py): on the CPU, where its primitives run one by one."""
     from gpuarena.dataset.jax_harvest import harvest_jax
     from gpuarena.dataset.jax_models import build_jax
 
     if device != "cpu":
-        raise GpuarenaError(f"--device {device}: JAX models are harvested on the CPU for now (each primitive is timed "
-                            "alone there); their problems run on any device")
+        raise GpuarenaError(
+            f"--device {device}: JAX models are harvested on the CPU for now (each primitive is timed "
+            "alone there); their problems run on any device"
+        )
     workload = build_jax(model, phase, batch, seq, seed=seed, dtype=dtype)
     with err.status("recording") as status:
-        return harvest_jax(workload.forward, workload.arguments, output, model=model, phase=phase,
-                           sizes=workload.sizes, command=command, seed=seed, min_share=min_share, repeats=repeats,
-                           progress=lambda text: status.update(text), fusions=modules)
+        return harvest_jax(
+            workload.forward,
+            workload.arguments,
+            output,
+            model=model,
+            phase=phase,
+            sizes=workload.sizes,
+            command=command,
+            seed=seed,
+            min_share=min_share,
+            repeats=repeats,
+            progress=lambda text: status.update(text),
+            fusions=modules,
+        )
 
 
 def _report(result: Any, output: Path) -> None:
@@ -94,28 +149,40 @@ def _report(result: Any, output: Path) -> None:
     counts: dict[str, int] = {}
     for group in result.groups:
         counts[group.status] = counts.get(group.status, 0) + 1
-    out.print(f"{result.calls} calls a forward in {len(result.groups)} groups: "
-              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), highlight=False)
+    out.print(
+        f"{result.calls} calls a forward in {len(result.groups)} groups: "
+        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
+        highlight=False,
+    )
     written_share = sum(g.share for g in result.groups if g.status == "written" and g.kind == "op")
-    out.print(f"wrote {result.written} problems to {output}/level1-4 (the ops: {written_share:.1%} of the time); "
-              f"check rejected {result.rejected} (ops: {result.rejected_share:.1%} of the time); {result.duplicates} "
-              f"repeat a problem of the dataset: see {output}/harvest.json",
-              highlight=False)
+    out.print(
+        f"wrote {result.written} problems to {output}/level1-4 (the ops: {written_share:.1%} of the time); "
+        f"check rejected {result.rejected} (ops: {result.rejected_share:.1%} of the time); {result.duplicates} "
+        f"repeat a problem of the dataset: see {output}/harvest.json",
+        highlight=False,
+    )
 
 
-sample_app = typer.Typer(help="Community samples (the CCF dataset track): check one, submit it to a service, review.",
-                         no_args_is_help=True)
+sample_app = typer.Typer(
+    help="Community samples (the CCF dataset track): check one, submit it to a service, review.", no_args_is_help=True
+)
 
 
 @sample_app.command("check")
 def sample_check_cmd(
-    folder: Annotated[Path, typer.Argument(help="The sample's folder (sample.toml, problem/, prompt.md, first and "
-                                                "optimised kernels, report.md)")],
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            help="The sample's folder (sample.toml, problem/, prompt.md, first and optimised kernels, report.md)"
+        ),
+    ],
     device: Annotated[str, typer.Option(help="Where the problem is checked and both kernels run")] = "cpu",
-    problems: Annotated[Optional[list[Path]], typer.Option("--problems", help="Problem roots the sample must not "
-                                                           "repeat (default: the bundled problems)")] = None,
+    problems: Annotated[
+        list[Path] | None,
+        typer.Option("--problems", help="Problem roots the sample must not repeat (default: the bundled problems)"),
+    ] = None,
     budget: Annotated[float, typer.Option(min=0.05, help="Timing budget per workload, seconds")] = 0.5,
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the report here as JSON")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the report here as JSON")] = None,
 ) -> None:
     """Check a sample: its problem passes `gpuarena check`, both kernels pass the harness, their
     speed-ups are measured, and the dataset does not already hold its problem. Exit 1 unless ok."""
@@ -128,9 +195,12 @@ def sample_check_cmd(
     if json_out is not None:
         json_out.write_text(report.model_dump_json(indent=2) + "\n")
     colour = {"ok": "green", "duplicate": "yellow", "broken": "bold red"}[report.verdict]
-    out.print(f"[{colour}]{report.verdict}[/]  {escape(str(folder))}"
-              + (f"  (problem {escape(report.problem)}: {escape(report.problem_check)})" if report.problem else ""),
-              markup=True, highlight=False)
+    out.print(
+        f"[{colour}]{report.verdict}[/]  {escape(str(folder))}"
+        + (f"  (problem {escape(report.problem)}: {escape(report.problem_check)})" if report.problem else ""),
+        markup=True,
+        highlight=False,
+    )
     for part in ("first", "optimised"):
         result = getattr(report, part)
         if result is not None:
@@ -153,12 +223,25 @@ dataset_app = typer.Typer(help="The evaluation dataset: problems assembled from 
 @dataset_app.command("add")
 def dataset_add_cmd(
     harvests: Annotated[list[Path], typer.Argument(help="Folders written by gpuarena harvest -o")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="The dataset's folder (new, or one this command made)")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="The dataset's folder (new, or one this command made)")
+    ],
     check: Annotated[bool, typer.Option(help="Check every problem on the CPU; leave out those that fail")] = True,
-    retry: Annotated[bool, typer.Option("--retry-left-out", help="Assemble again, from the harvests given, the "
-                                        "problems the CPU's check left out, and check only those and new ones")] = False,
-    retry_on: Annotated[list[str] | None, typer.Option("--retry-left-out-on", help="Also those a recheck on this "
-                                                   "device left out (repeatable); recheck them there next")] = None,
+    retry: Annotated[
+        bool,
+        typer.Option(
+            "--retry-left-out",
+            help="Assemble again, from the harvests given, the "
+            "problems the CPU's check left out, and check only those and new ones",
+        ),
+    ] = False,
+    retry_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--retry-left-out-on",
+            help="Also those a recheck on this device left out (repeatable); recheck them there next",
+        ),
+    ] = None,
 ) -> None:
     """Add harvested problems to a dataset: each gets a small CPU workload, the same op on the same
     arguments from several harvests becomes one problem with each one's workload, weights add up;
@@ -167,17 +250,28 @@ def dataset_add_cmd(
 
     try:
         with err.status("assembling") as status:
-            result = add(harvests, output, check=check, progress=lambda text: status.update(text), retry=retry,
-                         retry_on=retry_on or ())
+            result = add(
+                harvests,
+                output,
+                check=check,
+                progress=lambda text: status.update(text),
+                retry=retry,
+                retry_on=retry_on or (),
+            )
     except GpuarenaError as exc:
         fail(exc)
         return
-    out.print(f"{result.kept} problems in {output} from {len(result.harvests)} harvests; {result.left_out} left out "
-              f"({result.left_out_share:.0%} of the candidates) by gpuarena check on the CPU: see {output}/dataset.json",
-              highlight=False)
+    out.print(
+        f"{result.kept} problems in {output} from {len(result.harvests)} harvests; {result.left_out} left out "
+        f"({result.left_out_share:.0%} of the candidates) by gpuarena check on the CPU: see {output}/dataset.json",
+        highlight=False,
+    )
     for device in retry_on or ():
-        out.print(f"run gpuarena dataset recheck {output} --device {device} before using it: what {device} left out "
-                  "passed the CPU's check here", highlight=False)
+        out.print(
+            f"run gpuarena dataset recheck {output} --device {device} before using it: what {device} left out "
+            "passed the CPU's check here",
+            highlight=False,
+        )
 
 
 @dataset_app.command("recheck")
@@ -197,15 +291,22 @@ def dataset_recheck_cmd(
         return
     for entry in newly:
         out.print(f"left out {entry.problem}: {'; '.join(entry.reasons)}", highlight=False)
-    out.print(f"{result.kept} problems kept in {root}; {len(newly)} left out on {device} now, {result.left_out} in all "
-              f"({result.left_out_share:.0%} of the candidates)", highlight=False)
+    out.print(
+        f"{result.kept} problems kept in {root}; {len(newly)} left out on {device} now, {result.left_out} in all "
+        f"({result.left_out_share:.0%} of the candidates)",
+        highlight=False,
+    )
 
 
 @dataset_app.command("leave-out")
 def dataset_leave_out_cmd(
     root: Annotated[Path, typer.Argument(help="The dataset's folder (made by gpuarena dataset add)")],
-    failed_in: Annotated[Path, typer.Option("--failed-in", help="A suite result (gpuarena suite run -o) of an "
-                                                                "honest framework, torch-compile say")],
+    failed_in: Annotated[
+        Path,
+        typer.Option(
+            "--failed-in", help="A suite result (gpuarena suite run -o) of an honest framework, torch-compile say"
+        ),
+    ],
 ) -> None:
     """Leave out the problems whose implementation gave wrong values in a suite run: a tolerance
     an honest implementation fails is unfair (docs/dataset.md)."""
@@ -226,8 +327,9 @@ def dataset_leave_out_cmd(
         return
     for entry in newly:
         out.print(f"left out {entry.problem}: {entry.reasons[0]}", highlight=False)
-    out.print(f"{dataset.kept} problems kept in {root}; {len(newly)} left out now, {dataset.left_out} in all",
-              highlight=False)
+    out.print(
+        f"{dataset.kept} problems kept in {root}; {len(newly)} left out now, {dataset.left_out} in all", highlight=False
+    )
 
 
 def _service_commands() -> None:

@@ -38,8 +38,9 @@ class _Calls(TorchDispatchMode):
         name = func._schema.name.split("::")[-1]
         if func.namespace == "aten" and name not in METADATA_OPS:  # not prim.device and the like
             flat, _ = tree_flatten((args, kwargs or {}))
-            tensors = tuple((tuple(t.shape), str(t.dtype).removeprefix("torch."))
-                            for t in flat if isinstance(t, torch.Tensor))
+            tensors = tuple(
+                (tuple(t.shape), str(t.dtype).removeprefix("torch.")) for t in flat if isinstance(t, torch.Tensor)
+            )
             self.calls[(name, tensors)] += 1
         return func(*args, **(kwargs or {}))
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from gpuarena.dataset.candidate import FIRST_RESULT_ONLY, _attention, _literal
 from gpuarena.dataset.record import ArgRecord, CallRecord, ModuleCall, TensorInfo
@@ -32,14 +33,55 @@ makes about 60, a whole model thousands."""
 SMALL_LIMIT = 32
 """Sizes up to this are kept by the dataset's small workload (assemble.SMALL_LIMIT): written as recorded."""
 
-MATMUL_OPS = frozenset({"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "_grouped_mm", "convolution",
-                        "_convolution", "addmv", "mv", "dot", "_scaled_mm"})
-DATA_DEPENDENT_OPS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "unique", "_unique2",
-                                "unique_consecutive", "unique_dim", "bincount", "item"})
+MATMUL_OPS = frozenset(
+    {
+        "mm",
+        "bmm",
+        "addmm",
+        "baddbmm",
+        "matmul",
+        "linear",
+        "_grouped_mm",
+        "convolution",
+        "_convolution",
+        "addmv",
+        "mv",
+        "dot",
+        "_scaled_mm",
+    }
+)
+DATA_DEPENDENT_OPS = frozenset(
+    {
+        "_local_scalar_dense",
+        "nonzero",
+        "masked_select",
+        "unique",
+        "_unique2",
+        "unique_consecutive",
+        "unique_dim",
+        "bincount",
+        "item",
+    }
+)
 """Ops whose results' sizes (or the Python values they give) depend on the data: a straight-line
 replay on new inputs would keep the recorded sizes (MoE routing's per-expert counts, say)."""
-RANDOM_OPS = frozenset({"bernoulli", "bernoulli_", "rand", "randn", "randint", "rand_like", "randn_like",
-                        "normal", "normal_", "uniform_", "native_dropout", "multinomial", "randperm"})
+RANDOM_OPS = frozenset(
+    {
+        "bernoulli",
+        "bernoulli_",
+        "rand",
+        "randn",
+        "randint",
+        "rand_like",
+        "randn_like",
+        "normal",
+        "normal_",
+        "uniform_",
+        "native_dropout",
+        "multinomial",
+        "randperm",
+    }
+)
 
 
 BOUNDS = frozenset({"start", "end", "length", "split_size", "split_sizes"})
@@ -112,15 +154,26 @@ def residual_norms(calls: Sequence[CallRecord], modules: Sequence[ModuleCall]) -
         if len(tensors) != 2 or any(tensor.shape != shape for tensor, _ in tensors):
             continue
         names = ["residual", "hidden_states"]
-        fused.append(ModuleCall(path=module.path + RESIDUAL_SUFFIX, cls=module.cls + RESIDUAL_SUFFIX,
-                                start=add.index, end=module.end,
-                                inputs={name: list(origins[0]) for name, (_, origins) in zip(names, tensors)},
-                                outputs=[[add.index, 0], *module.outputs]))
+        fused.append(
+            ModuleCall(
+                path=module.path + RESIDUAL_SUFFIX,
+                cls=module.cls + RESIDUAL_SUFFIX,
+                start=add.index,
+                end=module.end,
+                inputs={name: list(origins[0]) for name, (_, origins) in zip(names, tensors)},
+                outputs=[[add.index, 0], *module.outputs],
+            )
+        )
     return fused
 
 
-def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: list[str],
-                 ignored: frozenset[str] = frozenset(), names: list[str] | None = None) -> ModuleGraph | str:
+def module_graph(
+    calls: Sequence[CallRecord],
+    module: ModuleCall,
+    externals: list[str],
+    ignored: frozenset[str] = frozenset(),
+    names: list[str] | None = None,
+) -> ModuleGraph | str:
     """The module call as a graph, or why it cannot be one. `calls`: the recording's calls, by
     index; `externals`: the recording's names of its external tensors (Recorder.externals).
     ignored: inputs the output does not depend on (attention's key bias: softmax takes the same
@@ -128,7 +181,7 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
     degenerate filter's ignored-input test holds for the others.
     names: the graph's input names in the order they are met (an earlier writing's: `names_of`),
     instead of names made from the module's."""
-    span = calls[module.start:module.end]
+    span = calls[module.start : module.end]
     if not span:
         return "made no aten call"
     if len(span) > MAX_CALLS:
@@ -173,7 +226,7 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
                 elif key in arg_names:
                     name = arg_names[key]
                 elif hint.startswith(own + "."):
-                    name = hint[len(own) + 1:]
+                    name = hint[len(own) + 1 :]
                 else:
                     name = hint.rsplit(".", 2)[-2] + "_" + hint.rsplit(".", 1)[-1] if "." in hint else hint or "input"
                 name = _identifier(name)
@@ -214,10 +267,14 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
 
     first_input = next(iter(inputs.values()))[0]
     mutated = {tuple(a.origins[0]) for c in kept if c.mutates for a in c.args[:1] if a.origins}
-    body = [f"{name} = {name}.clone()  # the graph writes into it" for key, (name, _) in inputs.items() if key in mutated]
-    body += [f"{name} = torch.{'empty' if 0 in info.shape else 'zeros'}({_shape(info, sizes)}, dtype=torch.{info.dtype}, "
-             f"device={first_input}.device)" + ("" if 0 in info.shape else "  # the result does not depend on it")
-             for name, info in empties.values()]
+    body = [
+        f"{name} = {name}.clone()  # the graph writes into it" for key, (name, _) in inputs.items() if key in mutated
+    ]
+    body += [
+        f"{name} = torch.{'empty' if 0 in info.shape else 'zeros'}({_shape(info, sizes)}, dtype=torch.{info.dtype}, "
+        f"device={first_input}.device)" + ("" if 0 in info.shape else "  # the result does not depend on it")
+        for name, info in empties.values()
+    ]
     named: dict[tuple[int, int], str] = {key: name for key, (name, _) in [*inputs.items(), *empties.items()]}
     for call in kept:
         n = len(call.outputs)
@@ -239,8 +296,15 @@ def module_graph(calls: Sequence[CallRecord], module: ModuleCall, externals: lis
     args = [ArgRecord(name=name, kind="tensor", tensor=info) for name, info in inputs.values()]
     outputs = [calls[o[0]].outputs[o[1]] for o in wanted]
     ops = [c.op for c in kept if not c.metadata_only]
-    standing = CallRecord(index=module.start, op=f"module:{module.cls}", args=args, outputs=outputs, seconds=0.0,
-                          metadata_only=False, mutates=False)
+    standing = CallRecord(
+        index=module.start,
+        op=f"module:{module.cls}",
+        args=args,
+        outputs=outputs,
+        seconds=0.0,
+        metadata_only=False,
+        mutates=False,
+    )
     if len(ops) < 2:
         return "one op: its own level-1 problem covers it"
     return ModuleGraph(call=standing, body=body, level=level_of(ops), ops=len(ops), fixed=fixed, module=module)
@@ -253,13 +317,18 @@ def names_of(reference: str) -> tuple[list[str], frozenset[str]]:
     signature, _, body = body.partition(")")
     drawn = {n.strip() for n in signature.split(",") if n.strip()}
     lines = body.split("\n\n\ndef ", 1)[0].splitlines()
-    made = {line.strip().split(" = ", 1)[0]: line for line in lines
-            if line.strip().split(" = ", 1)[-1].startswith(("torch.zeros(", "torch.empty("))}
+    made = {
+        line.strip().split(" = ", 1)[0]: line
+        for line in lines
+        if line.strip().split(" = ", 1)[-1].startswith(("torch.zeros(", "torch.empty("))
+    }
     known, seen = drawn | set(made), []
     for line in lines:
         if line.strip().split(" = ", 1)[0] in made or line.strip().endswith("# the graph writes into it"):
             continue
-        for word in re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b(?!\.shape|\.device)", line.split(" = ", 1)[-1]):  # tensors, not sizes
+        for word in re.findall(
+            r"\b[A-Za-z_][A-Za-z0-9_]*\b(?!\.shape|\.device)", line.split(" = ", 1)[-1]
+        ):  # tensors, not sizes
             if word in known and word not in seen:
                 seen.append(word)
     ignored = frozenset(n for n, line in made.items() if "torch.zeros(" in line)
@@ -270,8 +339,9 @@ def _shape(info: TensorInfo, sizes: dict[int, str]) -> str:
     return "[" + ", ".join(sizes.get(d, repr(d)) if d > SMALL_LIMIT else repr(d) for d in info.shape) + "]"
 
 
-def _call_expression(call: CallRecord, names: dict[tuple[int, int], str], size: Any, device_of: str,
-                     reshape: bool = False) -> str | None:
+def _call_expression(
+    call: CallRecord, names: dict[tuple[int, int], str], size: Any, device_of: str, reshape: bool = False
+) -> str | None:
     """`torch.ops.aten.<op>(...)` with tensors by name and sizes as the inputs' sizes; attention as
     the portable op. None where an argument cannot be written. reshape: a view as a reshape (the
     same values; a copy where the strides need one). The portable attention picks its kernel by
@@ -279,8 +349,7 @@ def _call_expression(call: CallRecord, names: dict[tuple[int, int], str], size: 
     failed after another kernel's on the GPU at the small workload. Not where the graph writes
     into tensors, which may rely on a view sharing its base."""
     if call.op.startswith(FIRST_RESULT_ONLY):
-        per_arg = {(i, j): names[(o[0], o[1])]
-                   for i, a in enumerate(call.args) for j, o in enumerate(a.origins or [])}
+        per_arg = {(i, j): names[(o[0], o[1])] for i, a in enumerate(call.args) for j, o in enumerate(a.origins or [])}
         portable = _attention(call, per_arg)
         if portable is not None:
             return portable

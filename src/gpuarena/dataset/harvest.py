@@ -11,8 +11,9 @@ import hashlib
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal, cast
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -80,6 +81,7 @@ class Harvest(BaseModel):
 
 def _merged(calls: list[CallRecord]) -> CallRecord:
     """The first call, with each input's value range widened to cover all calls of the group."""
+
     def widen(infos: list[TensorInfo]) -> TensorInfo:
         lows = [i.low for i in infos if i.low is not None]
         highs = [i.high for i in infos if i.high is not None]
@@ -91,8 +93,14 @@ def _merged(calls: list[CallRecord]) -> CallRecord:
         if arg.tensor is not None:
             arg = arg.model_copy(update={"tensor": widen([cast(TensorInfo, c.args[k].tensor) for c in calls])})
         elif arg.tensors is not None:
-            arg = arg.model_copy(update={"tensors": [
-                widen([cast(list[TensorInfo], c.args[k].tensors)[j] for c in calls]) for j in range(len(arg.tensors))]})
+            arg = arg.model_copy(
+                update={
+                    "tensors": [
+                        widen([cast(list[TensorInfo], c.args[k].tensors)[j] for c in calls])
+                        for j in range(len(arg.tensors))
+                    ]
+                }
+            )
         args.append(arg)
     return calls[0].model_copy(update={"args": args})
 
@@ -110,8 +118,20 @@ def group_calls(calls: list[CallRecord], repeats: int = 1) -> list[tuple[Group, 
         base = _slug(op.split(".")[1])
         name = f"{base}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
         seconds = sum(c.seconds for c in members)
-        groups.append((Group(name=name, op=op, signature=key, calls=len(members) // repeats,
-                             first_call=members[0].index, seconds=seconds, share=seconds / total), _merged(members)))
+        groups.append(
+            (
+                Group(
+                    name=name,
+                    op=op,
+                    signature=key,
+                    calls=len(members) // repeats,
+                    first_call=members[0].index,
+                    seconds=seconds,
+                    share=seconds / total,
+                ),
+                _merged(members),
+            )
+        )
     return groups
 
 
@@ -138,11 +158,18 @@ def group_modules(recorder: Recorder, repeats: int = 1) -> list[tuple[Group, Mod
     groups: list[tuple[Group, ModuleGraph | None]] = []
     for key, (members, graph) in by_key.items():
         cls = members[0].cls
-        seconds = sum(c.seconds for m in members for c in calls[m.start:m.end])
+        seconds = sum(c.seconds for m in members for c in calls[m.start : m.end])
         name = f"{_slug(cls)}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
-        group = Group(name=name, op=f"module:{cls}", signature=hashlib.sha256(key.encode()).hexdigest(),
-                      calls=max(1, len(members) // repeats), first_call=members[0].start, seconds=seconds,
-                      share=seconds / total, kind="module")
+        group = Group(
+            name=name,
+            op=f"module:{cls}",
+            signature=hashlib.sha256(key.encode()).hexdigest(),
+            calls=max(1, len(members) // repeats),
+            first_call=members[0].start,
+            seconds=seconds,
+            share=seconds / total,
+            kind="module",
+        )
         if isinstance(graph, str):
             group.reasons = [graph]
             groups.append((group, None))
@@ -159,19 +186,37 @@ def _slug(text: str) -> str:
 IGNORED = re.compile(r"the output does not depend on input (\w+) ")
 
 
-def _check_graph(checker: Any, graph: ModuleGraph, recorder: Recorder, staged: Path, group: Group, where: str,
-                 models: list[str], phase: str) -> Any:
+def _check_graph(
+    checker: Any,
+    graph: ModuleGraph,
+    recorder: Recorder,
+    staged: Path,
+    group: Group,
+    where: str,
+    models: list[str],
+    phase: str,
+) -> Any:
     """Write and check a module's graph. An input the check finds ignored (attention's key bias,
     which softmax cancels) is made zeros in the reference and the graph checked again: the module
     is still what it computes, and the filter still holds for its other inputs."""
     ignored: frozenset[str] = frozenset()
     while True:
         summary = f"{graph.call.op.removeprefix('module:')} ({graph.ops} ops) as called in {where}"
-        reference = candidate.render(graph.call, summary, f"the {graph.ops} aten calls of the module's forward",
-                                     graph.body)
+        reference = candidate.render(
+            graph.call, summary, f"the {graph.ops} aten calls of the module's forward", graph.body
+        )
         shutil.rmtree(staged, ignore_errors=True)
-        candidate.write(staged, graph.call, group.name, summary, max(group.share, 1e-6), models,
-                        ["harvested", group.op, phase], level=group.level, reference=reference)
+        candidate.write(
+            staged,
+            graph.call,
+            group.name,
+            summary,
+            max(group.share, 1e-6),
+            models,
+            ["harvested", group.op, phase],
+            level=group.level,
+            reference=reference,
+        )
         report = checker(staged)
         found = {m.group(1) for error in report.errors for m in [IGNORED.search(error)] if m}
         if report.ok or not found or found <= ignored or len(ignored) >= 4:
@@ -187,24 +232,45 @@ def _describe(model: str, phase: str, sizes: dict[str, int]) -> str:
     return f"{model} {phase} (" + ", ".join(f"{k} {v}" for k, v in sizes.items()) + ")"
 
 
-def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, sizes: dict[str, int],
-            command: str, device: str = "cpu", seed: int = 0, min_share: float = 0.01, repeats: int = 3,
-            timer: Timer = cpu_timer, progress: Callable[[str], None] = lambda _: None,
-            against: list[Path] | None = None, net: Any = None) -> Harvest:
+def harvest(
+    forward: Callable[[], Any],
+    out: Path,
+    *,
+    model: str,
+    phase: str,
+    sizes: dict[str, int],
+    command: str,
+    device: str = "cpu",
+    seed: int = 0,
+    min_share: float = 0.01,
+    repeats: int = 3,
+    timer: Timer = cpu_timer,
+    progress: Callable[[str], None] = lambda _: None,
+    against: list[Path] | None = None,
+    net: Any = None,
+) -> Harvest:
     """Record forward(), group, check and write the problems under out/level1/ (and, given the
     model `net`, its submodules' graphs under out/level2-4/); returns (and writes) harvest.json.
     out must be new, empty, or a previous harvest's folder (then replaced).
     against: problem roots; a group whose problem repeats one of theirs (the same operators on
     the same shapes, dataset/fingerprint.py) is not written (status duplicate)."""
-    from gpuarena.dataset.fingerprint import fingerprints, index, matches
     from gpuarena.dataset.checker import CandidateChecker
+    from gpuarena.dataset.fingerprint import fingerprints, index, matches
     from gpuarena.problems.loader import load_problem
 
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not (out / "harvest.json").exists():
         raise GpuarenaError(f"{out}: not empty and not a harvest folder; give a new folder with -o")
-    for old in ("level1", "level2", "level3", "level4", ".candidates", "harvest.json", "profile.jsonl",
-                "modules.jsonl"):
+    for old in (
+        "level1",
+        "level2",
+        "level3",
+        "level4",
+        ".candidates",
+        "harvest.json",
+        "profile.jsonl",
+        "modules.jsonl",
+    ):
         shutil.rmtree(out / old, ignore_errors=True) if (out / old).is_dir() else (out / old).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     progress("recording")
@@ -238,20 +304,25 @@ def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, si
             progress(f"checking {n + 1}/{len(groups)}: {group.op}")
             staged = out / ".candidates" / group.name
             summary = f"{group.op} as called in {where}"
-            models = [f"{where}: {group.calls} call(s) a forward, {group.share:.2%} of the measured time "
-                      f"(gpuarena harvest, seed {seed}, on {device})"]
+            models = [
+                f"{where}: {group.calls} call(s) a forward, {group.share:.2%} of the measured time "
+                f"(gpuarena harvest, seed {seed}, on {device})"
+            ]
             if isinstance(made, ModuleGraph):
                 report = _check_graph(checker, made, recorder, staged, group, where, models, phase)
             else:
-                candidate.write(staged, call, group.name, summary, max(group.share, 1e-6), models,
-                                ["harvested", group.op, phase])
+                candidate.write(
+                    staged, call, group.name, summary, max(group.share, 1e-6), models, ["harvested", group.op, phase]
+                )
                 report = checker(staged)
             ours = fingerprints(load_problem(staged)) if report.ok and known else {}
             same = [(problem, pairs) for problem, pairs in matches(ours, known).items() if len(pairs) == len(ours)]
             if same:
                 group.status = "duplicate"
-                group.reasons = [f"repeats {problem} ({', '.join(pairs.values())}): the same op on the same shapes"
-                                 for problem, pairs in same]
+                group.reasons = [
+                    f"repeats {problem} ({', '.join(pairs.values())}): the same op on the same shapes"
+                    for problem, pairs in same
+                ]
             elif report.ok:
                 final = out / f"level{group.level}" / group.name
                 final.parent.mkdir(exist_ok=True)
@@ -262,11 +333,23 @@ def harvest(forward: Callable[[], Any], out: Path, *, model: str, phase: str, si
     shutil.rmtree(out / ".candidates", ignore_errors=True)
     rejected = [g for g, _ in groups if g.status == "rejected"]
     rejected_ops = [g for g in rejected if g.kind == "op"]  # a module's share overlaps its ops' shares
-    result = Harvest(command=command, model=model, phase=phase, sizes=sizes, device=device, seed=seed,
-                     repeats=repeats, min_share=min_share, total_seconds=sum(c.seconds for c in calls),
-                     calls=len(calls) // repeats, written=sum(g.status == "written" for g, _ in groups),
-                     rejected=len(rejected), rejected_share=sum(g.share for g in rejected_ops),
-                     duplicates=sum(g.status == "duplicate" for g, _ in groups),
-                     against=[str(root) for root in against or []], groups=[g for g, _ in groups])
+    result = Harvest(
+        command=command,
+        model=model,
+        phase=phase,
+        sizes=sizes,
+        device=device,
+        seed=seed,
+        repeats=repeats,
+        min_share=min_share,
+        total_seconds=sum(c.seconds for c in calls),
+        calls=len(calls) // repeats,
+        written=sum(g.status == "written" for g, _ in groups),
+        rejected=len(rejected),
+        rejected_share=sum(g.share for g in rejected_ops),
+        duplicates=sum(g.status == "duplicate" for g, _ in groups),
+        against=[str(root) for root in against or []],
+        groups=[g for g, _ in groups],
+    )
     (out / "harvest.json").write_text(result.model_dump_json(indent=2) + "\n")
     return result

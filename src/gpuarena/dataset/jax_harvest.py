@@ -18,8 +18,9 @@ import json
 import math
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -30,8 +31,19 @@ from gpuarena.dataset.record import ArgRecord, CallRecord, TensorInfo
 from gpuarena.errors import GpuarenaError
 from gpuarena.problems.model import DTYPES
 
-LAYOUT_ONLY = frozenset({"reshape", "squeeze", "expand_dims", "broadcast_in_dim", "stop_gradient", "copy", "copy_p",
-                         "convert_element_type", "iota"})
+LAYOUT_ONLY = frozenset(
+    {
+        "reshape",
+        "squeeze",
+        "expand_dims",
+        "broadcast_in_dim",
+        "stop_gradient",
+        "copy",
+        "copy_p",
+        "convert_element_type",
+        "iota",
+    }
+)
 """Primitives that move no data worth a kernel alone (XLA folds them into their neighbours), or
 make it from nothing: part of a fusion's body, never a level-1 problem."""
 IDENTITY = frozenset({"stop_gradient", "copy", "copy_p", "optimization_barrier"})
@@ -118,8 +130,13 @@ class Piece:
     use), its outputs (values used outside it, or the forward's), and its body's lines, with
     canonical names, so that two layers computing alike read alike."""
 
-    def __init__(self, trace: Trace, equations: list[Equation], needed_outside: Callable[[int, set[int]], bool],
-                 zeroed: frozenset[int] = frozenset()):
+    def __init__(
+        self,
+        trace: Trace,
+        equations: list[Equation],
+        needed_outside: Callable[[int, set[int]], bool],
+        zeroed: frozenset[int] = frozenset(),
+    ):
         """zeroed: inputs the check found the outputs do not depend on (the maximum a softmax
         subtracts), written as zeros, as a PyTorch harvest's module graph makes them."""
         self.trace, self.needed_outside, self.zeroed = trace, needed_outside, zeroed
@@ -147,10 +164,17 @@ class Piece:
         for eqn in equations:
             for out in eqn.outputs:
                 names[out] = f"t{len(names) - len(self.inputs)}"
-            args = [literal_source(g) if isinstance(g, Const) else literal_source(written_in[g]) if g in written_in
-                    else names[g] for g in eqn.inputs]
-            outs = ", ".join(names[o] for o in eqn.outputs) + ("," if eqn.primitive.multiple_results and
-                                                               len(eqn.outputs) == 1 else "")
+            args = [
+                literal_source(g)
+                if isinstance(g, Const)
+                else literal_source(written_in[g])
+                if g in written_in
+                else names[g]
+                for g in eqn.inputs
+            ]
+            outs = ", ".join(names[o] for o in eqn.outputs) + (
+                "," if eqn.primitive.multiple_results and len(eqn.outputs) == 1 else ""
+            )
             if eqn.name in IDENTITY and len(args) == len(eqn.outputs) == 1:
                 self.lines.append(f"{outs} = {args[0]}")
                 continue
@@ -164,8 +188,15 @@ class Piece:
     def call(self, op: str, seconds: float) -> CallRecord:
         """The piece as the candidate writer's call: its inputs as x0, x1... and its results."""
         args = [ArgRecord(name=f"x{k}", kind="tensor", tensor=info) for k, info in enumerate(self.input_info)]
-        return CallRecord(index=self.equations[0].index, op=op, args=args, outputs=self.output_info, seconds=seconds,
-                          metadata_only=False, mutates=False)
+        return CallRecord(
+            index=self.equations[0].index,
+            op=op,
+            args=args,
+            outputs=self.output_info,
+            seconds=seconds,
+            metadata_only=False,
+            mutates=False,
+        )
 
     def why_not(self) -> str | None:
         if not self.inputs:
@@ -237,9 +268,15 @@ def groups_of(trace: Trace) -> list[tuple[Group, Piece | None]]:
         shapes = [_signature(trace.info[g]) if isinstance(g, int) else literal_source(g) for g in eqn.inputs]
         key = json.dumps(["op", eqn.name, body, shapes])
         if key not in found:
-            group = Group(name=f"jax-{_slug(eqn.name)}-{hashlib.sha256(key.encode()).hexdigest()[:8]}",
-                          op=f"jax.lax.{eqn.name}", signature=key, calls=0, first_call=eqn.index, seconds=0.0,
-                          share=0.0)
+            group = Group(
+                name=f"jax-{_slug(eqn.name)}-{hashlib.sha256(key.encode()).hexdigest()[:8]}",
+                op=f"jax.lax.{eqn.name}",
+                signature=key,
+                calls=0,
+                first_call=eqn.index,
+                seconds=0.0,
+                share=0.0,
+            )
             if eqn.name in LAYOUT_ONLY:
                 group.status, group.reasons = "metadata", ["moves or makes data XLA folds into its neighbours"]
             elif why := reason or (piece.why_not() if piece else None):
@@ -262,10 +299,17 @@ def groups_of(trace: Trace) -> list[tuple[Group, Piece | None]]:
             piece, body, reason = None, [e.name for e in equations], str(exc)
         key = json.dumps(["scope", normal, body, [_signature(i) for i in (piece.input_info if piece else [])]])
         if key not in found:
-            group = Group(name=f"jax-{_slug(normal.split('/')[-1])}-{hashlib.sha256(key.encode()).hexdigest()[:8]}",
-                          op=f"scope:{normal}", signature=hashlib.sha256(key.encode()).hexdigest(), calls=0,
-                          first_call=equations[0].index, seconds=0.0, share=0.0, kind="module",
-                          level=level_of(equations))
+            group = Group(
+                name=f"jax-{_slug(normal.split('/')[-1])}-{hashlib.sha256(key.encode()).hexdigest()[:8]}",
+                op=f"scope:{normal}",
+                signature=hashlib.sha256(key.encode()).hexdigest(),
+                calls=0,
+                first_call=equations[0].index,
+                seconds=0.0,
+                share=0.0,
+                kind="module",
+                level=level_of(equations),
+            )
             if reason:
                 group.status, group.reasons = "unsupported", [reason]
             found[key] = (group, piece, [])
@@ -290,26 +334,61 @@ def profile_lines(trace: Trace) -> list[str]:
             if isinstance(given, Const):
                 value = np.asarray(given.value).item()
                 kind = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "float"
-                args.append(ArgRecord(name=f"x{k}", kind=kind, value=value if not isinstance(value, float)
-                                      or math.isfinite(value) else str(value)))
+                args.append(
+                    ArgRecord(
+                        name=f"x{k}",
+                        kind=kind,
+                        value=value if not isinstance(value, float) or math.isfinite(value) else str(value),
+                    )
+                )
             else:
                 args.append(ArgRecord(name=f"x{k}", kind="tensor", tensor=trace.info[given]))
-        lines.append(CallRecord(index=eqn.index, op=f"jax.lax.{eqn.name}", args=args,
-                                outputs=[trace.info[o] for o in eqn.outputs], seconds=trace.seconds[eqn.index],
-                                metadata_only=eqn.name in LAYOUT_ONLY, mutates=False).model_dump_json())
+        lines.append(
+            CallRecord(
+                index=eqn.index,
+                op=f"jax.lax.{eqn.name}",
+                args=args,
+                outputs=[trace.info[o] for o in eqn.outputs],
+                seconds=trace.seconds[eqn.index],
+                metadata_only=eqn.name in LAYOUT_ONLY,
+                mutates=False,
+            ).model_dump_json()
+        )
     return lines
 
 
 def _write(staged: Path, group: Group, piece: Piece, summary: str, what: str, models: list[str], phase: str) -> None:
     call = piece.call(group.op, group.seconds)
     reference = candidate.render(call, summary, what, piece.lines, JAX_TEMPLATE)
-    candidate.write(staged, call, group.name, summary, max(group.share, 1e-6), models,
-                    ["harvested", "jax", group.op, phase], level=group.level, reference=reference, framework="jax")
+    candidate.write(
+        staged,
+        call,
+        group.name,
+        summary,
+        max(group.share, 1e-6),
+        models,
+        ["harvested", "jax", group.op, phase],
+        level=group.level,
+        reference=reference,
+        framework="jax",
+    )
 
 
-def harvest_jax(forward: Callable[..., Any], arguments: list[Any], out: Path, *, model: str, phase: str,
-                sizes: dict[str, int], command: str, seed: int = 0, min_share: float = 0.01, repeats: int = 3,
-                progress: Callable[[str], None] = lambda _: None, fusions: bool = True) -> Harvest:
+def harvest_jax(
+    forward: Callable[..., Any],
+    arguments: list[Any],
+    out: Path,
+    *,
+    model: str,
+    phase: str,
+    sizes: dict[str, int],
+    command: str,
+    seed: int = 0,
+    min_share: float = 0.01,
+    repeats: int = 3,
+    progress: Callable[[str], None] = lambda _: None,
+    fusions: bool = True,
+) -> Harvest:
     """Trace forward(*arguments), run it primitive by primitive, group, check and write the
     problems under out/level1-4/; returns (and writes) harvest.json. out must be new, empty, or a
     previous harvest's folder (then replaced)."""
@@ -340,16 +419,24 @@ def harvest_jax(forward: Callable[..., Any], arguments: list[Any], out: Path, *,
             progress(f"checking {n + 1}/{len(groups)}: {group.op}")
             staged = out / ".candidates" / group.name
             summary = f"{group.op} as called in {where}"
-            what = ("the recorded primitive" if group.kind == "op"
-                    else f"the {len(piece.equations)} primitives traced in the layer's scope")
-            models = [f"{where}: {group.calls} call(s) a forward, {group.share:.2%} of the measured time "
-                      f"(gpuarena harvest, seed {seed}, on cpu, each primitive timed alone)"]
+            what = (
+                "the recorded primitive"
+                if group.kind == "op"
+                else f"the {len(piece.equations)} primitives traced in the layer's scope"
+            )
+            models = [
+                f"{where}: {group.calls} call(s) a forward, {group.share:.2%} of the measured time "
+                f"(gpuarena harvest, seed {seed}, on cpu, each primitive timed alone)"
+            ]
             _write(staged, group, piece, summary, what, models, phase)
             report = checker(staged)
             for _ in range(4):  # inputs the outputs ignore are made zeros, and the piece checked again
-                ignored = {piece.inputs[int(m.group(1)[1:])] for error in report.errors
-                           for m in [IGNORED.search(error)] if m and m.group(1)[1:].isdigit()
-                           and int(m.group(1)[1:]) < len(piece.inputs)}
+                ignored = {
+                    piece.inputs[int(m.group(1)[1:])]
+                    for error in report.errors
+                    for m in [IGNORED.search(error)]
+                    if m and m.group(1)[1:].isdigit() and int(m.group(1)[1:]) < len(piece.inputs)
+                }
                 if report.ok or not ignored:
                     break
                 piece = Piece(piece.trace, piece.equations, piece.needed_outside, piece.zeroed | ignored)
@@ -366,9 +453,21 @@ def harvest_jax(forward: Callable[..., Any], arguments: list[Any], out: Path, *,
     shutil.rmtree(out / ".candidates", ignore_errors=True)
     listed = [g for g, _ in groups]
     rejected = [g for g in listed if g.status == "rejected"]
-    result = Harvest(command=command, model=model, phase=phase, sizes=sizes, device="cpu", seed=seed, repeats=repeats,
-                     min_share=min_share, total_seconds=sum(trace.seconds), calls=len(trace.equations),
-                     written=sum(g.status == "written" for g in listed), rejected=len(rejected),
-                     rejected_share=sum(g.share for g in rejected if g.kind == "op"), groups=listed)
+    result = Harvest(
+        command=command,
+        model=model,
+        phase=phase,
+        sizes=sizes,
+        device="cpu",
+        seed=seed,
+        repeats=repeats,
+        min_share=min_share,
+        total_seconds=sum(trace.seconds),
+        calls=len(trace.equations),
+        written=sum(g.status == "written" for g in listed),
+        rejected=len(rejected),
+        rejected_share=sum(g.share for g in rejected if g.kind == "op"),
+        groups=listed,
+    )
     (out / "harvest.json").write_text(result.model_dump_json(indent=2) + "\n")
     return result

@@ -9,18 +9,38 @@ small sizes unless the keys say otherwise). Prefill only: token ids of batch x s
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from gpuarena.errors import GpuarenaError
 
 KERAS_SIZES: dict[str, dict[str, int]] = {
-    "LlamaBackbone": dict(vocabulary_size=512, num_layers=2, num_query_heads=4, num_key_value_heads=2, hidden_dim=128,
-                          intermediate_dim=344),
-    "MistralBackbone": dict(vocabulary_size=512, num_layers=2, num_query_heads=4, num_key_value_heads=2,
-                            hidden_dim=128, intermediate_dim=344),
-    "GemmaBackbone": dict(vocabulary_size=512, num_layers=2, num_query_heads=4, num_key_value_heads=1, hidden_dim=128,
-                          intermediate_dim=512, head_dim=32),
+    "LlamaBackbone": dict(
+        vocabulary_size=512,
+        num_layers=2,
+        num_query_heads=4,
+        num_key_value_heads=2,
+        hidden_dim=128,
+        intermediate_dim=344,
+    ),
+    "MistralBackbone": dict(
+        vocabulary_size=512,
+        num_layers=2,
+        num_query_heads=4,
+        num_key_value_heads=2,
+        hidden_dim=128,
+        intermediate_dim=344,
+    ),
+    "GemmaBackbone": dict(
+        vocabulary_size=512,
+        num_layers=2,
+        num_query_heads=4,
+        num_key_value_heads=1,
+        hidden_dim=128,
+        intermediate_dim=512,
+        head_dim=32,
+    ),
 }
 """Small sizes of the KerasHub backbones known here (any backbone takes key=value sizes)."""
 
@@ -44,8 +64,17 @@ def build_jax(model: str, phase: str, batch: int, seq: int, seed: int = 0, dtype
     raise GpuarenaError(f"unknown JAX model {model!r}: jax:tiny-llama or jax:keras:<Backbone>[,key=value...]")
 
 
-def _tiny_llama(batch: int, seq: int, seed: int, dtype: str, dim: int = 64, layers: int = 2, heads: int = 4,
-                vocab: int = 256, ffn: int = 176) -> JaxWorkload:
+def _tiny_llama(
+    batch: int,
+    seq: int,
+    seed: int,
+    dtype: str,
+    dim: int = 64,
+    layers: int = 2,
+    heads: int = 4,
+    vocab: int = 256,
+    ffn: int = 176,
+) -> JaxWorkload:
     import jax
     import jax.numpy as jnp
 
@@ -55,11 +84,25 @@ def _tiny_llama(batch: int, seq: int, seed: int, dtype: str, dim: int = 64, laye
     def weight(*shape: int) -> Any:
         return (jax.random.normal(next(keys), shape) / shape[0] ** 0.5).astype(kind)
 
-    params = {"embed": weight(vocab, dim), "norm": jnp.ones(dim, kind), "head": weight(dim, vocab),
-              "layers": [{"attn_norm": jnp.ones(dim, kind), "q": weight(dim, dim), "k": weight(dim, dim),
-                          "v": weight(dim, dim), "o": weight(dim, dim), "mlp_norm": jnp.ones(dim, kind),
-                          "gate": weight(dim, ffn), "up": weight(dim, ffn), "down": weight(ffn, dim)}
-                         for _ in range(layers)]}
+    params = {
+        "embed": weight(vocab, dim),
+        "norm": jnp.ones(dim, kind),
+        "head": weight(dim, vocab),
+        "layers": [
+            {
+                "attn_norm": jnp.ones(dim, kind),
+                "q": weight(dim, dim),
+                "k": weight(dim, dim),
+                "v": weight(dim, dim),
+                "o": weight(dim, dim),
+                "mlp_norm": jnp.ones(dim, kind),
+                "gate": weight(dim, ffn),
+                "up": weight(dim, ffn),
+                "down": weight(ffn, dim),
+            }
+            for _ in range(layers)
+        ],
+    }
 
     def rms_norm(x: Any, scale: Any) -> Any:
         wide = x.astype(jnp.float32)

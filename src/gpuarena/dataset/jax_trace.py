@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -25,8 +26,18 @@ from gpuarena.dataset.record import TensorInfo
 if TYPE_CHECKING:
     from jax.core import ShapedArray  # a literal's aval, typed by jax as AbstractValue
 
-INLINED = ("pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
-           "remat", "checkpoint", "custom_lin")
+INLINED = (
+    "pjit",
+    "jit",
+    "closed_call",
+    "core_call",
+    "custom_jvp_call",
+    "custom_vjp_call",
+    "custom_vjp_call_jaxpr",
+    "remat",
+    "checkpoint",
+    "custom_lin",
+)
 """Primitives whose body is a jaxpr of its own, inlined (their parameters name it)."""
 BODY_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
@@ -83,15 +94,26 @@ def _info(value: Any) -> TensorInfo:
     if array.size and numeric:
         wide = array.astype(np.float64)
         low, high = float(wide.min()), float(wide.max())
-    ascending = bool(array.ndim == 1 and array.size > 1 and np.issubdtype(array.dtype, np.integer)
-                     and bool((array[1:] >= array[:-1]).all()))
+    ascending = bool(
+        array.ndim == 1
+        and array.size > 1
+        and np.issubdtype(array.dtype, np.integer)
+        and bool((array[1:] >= array[:-1]).all())
+    )
     stride: list[int] = []
     step = 1
     for size in reversed(array.shape):
         stride.insert(0, step)
         step *= max(size, 1)
-    return TensorInfo(shape=list(array.shape), dtype=dtype_name(array.dtype), stride=stride, contiguous=True,
-                      low=low, high=high, ascending=ascending)
+    return TensorInfo(
+        shape=list(array.shape),
+        dtype=dtype_name(array.dtype),
+        stride=stride,
+        contiguous=True,
+        low=low,
+        high=high,
+        ascending=ascending,
+    )
 
 
 def flatten(closed: Any) -> Trace:
@@ -159,8 +181,7 @@ def flatten(closed: Any) -> Trace:
     return Trace(inputs=arguments + list(constants), outputs=outputs, equations=equations, constants=constants)
 
 
-def run(trace: Trace, arguments: list[Any], repeats: int = 3,
-        clock: Callable[[], float] = time.perf_counter) -> Trace:
+def run(trace: Trace, arguments: list[Any], repeats: int = 3, clock: Callable[[], float] = time.perf_counter) -> Trace:
     """Run the equations one by one, `repeats` times after one untimed run (which compiles each
     primitive for its shapes): each value's TensorInfo from the first run, each equation's
     seconds summed over the timed runs. Returns the trace, filled in."""
@@ -170,9 +191,11 @@ def run(trace: Trace, arguments: list[Any], repeats: int = 3,
     trace.seconds = [0.0] * len(trace.equations)
     for attempt in range(repeats + 1):
         values: dict[int, Any] = dict(constants)
-        values.update(zip(trace.inputs[:len(arguments)], arguments))
+        values.update(zip(trace.inputs[: len(arguments)], arguments))
         for eqn in trace.equations:
-            args = [jax.numpy.asarray(v.value, dtype=v.dtype) if isinstance(v, Const) else values[v] for v in eqn.inputs]
+            args = [
+                jax.numpy.asarray(v.value, dtype=v.dtype) if isinstance(v, Const) else values[v] for v in eqn.inputs
+            ]
             started = clock()
             result = eqn.primitive.bind(*args, **eqn.params)
             jax.block_until_ready(result)

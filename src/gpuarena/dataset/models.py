@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -67,8 +68,9 @@ class Block(nn.Module):
         self.gate_up = nn.Linear(c.dim, 2 * c.ffn, bias=False)
         self.down = nn.Linear(c.ffn, c.dim, bias=False)
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor,
-                cache: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> torch.Tensor:
         b, s, _ = x.shape
         h, hd = self.c.heads, self.c.dim // self.c.heads
         q, k, v = self.qkv(self.attn_norm(x)).view(b, s, 3, h, hd).unbind(2)
@@ -97,8 +99,9 @@ class Llama(nn.Module):
         self.norm = RMSNorm(c.dim, c.eps)
         self.head = nn.Linear(c.dim, c.vocab, bias=False)
 
-    def forward(self, tokens: torch.Tensor, start: int = 0,
-                caches: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> torch.Tensor:
+    def forward(
+        self, tokens: torch.Tensor, start: int = 0, caches: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+    ) -> torch.Tensor:
         positions = torch.arange(start, start + tokens.shape[1], device=tokens.device)
         x = self.embed(tokens)
         for i, block in enumerate(self.blocks):
@@ -151,8 +154,16 @@ class Workload:
     """The model: its submodules' calls become fusion candidates (dataset/graph.py)."""
 
 
-def build(model: str, phase: str, batch: int, seq: int, context: int, device: str = "cpu",
-          seed: int = 0, dtype: torch.dtype = torch.float32) -> Workload:
+def build(
+    model: str,
+    phase: str,
+    batch: int,
+    seq: int,
+    context: int,
+    device: str = "cpu",
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+) -> Workload:
     """The model with seeded weights and inputs for the phase: prefill runs `seq` tokens per
     sequence; decode runs one new token against a KV cache of `context` tokens."""
     if phase not in ("prefill", "decode"):
@@ -172,13 +183,24 @@ def build(model: str, phase: str, batch: int, seq: int, context: int, device: st
         return Workload(lambda: net(tokens), {"batch": batch, "seq": seq}, net)
     tokens = torch.randint(0, config.vocab, (batch, 1), generator=generator, device=device)
     shape = (batch, config.heads, context, config.dim // config.heads)
-    caches = [(torch.randn(shape, generator=generator, device=device, dtype=dtype),
-               torch.randn(shape, generator=generator, device=device, dtype=dtype)) for _ in range(config.layers)]
+    caches = [
+        (
+            torch.randn(shape, generator=generator, device=device, dtype=dtype),
+            torch.randn(shape, generator=generator, device=device, dtype=dtype),
+        )
+        for _ in range(config.layers)
+    ]
     return Workload(lambda: net(tokens, start=context, caches=caches), {"batch": batch, "context": context}, net)
 
 
-TINY_HF_SIZES = {"hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4,
-                 "num_key_value_heads": 4, "vocab_size": 256}
+TINY_HF_SIZES = {
+    "hidden_size": 64,
+    "intermediate_size": 176,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "vocab_size": 256,
+}
 """The sizes of `hf:<ModelClass>` without `size=full`: small enough for a CPU test. Only the
 sizes the config class has are set (a ViT has no vocabulary)."""
 
@@ -209,8 +231,16 @@ def parse_hf(spec: str) -> tuple[str, bool, dict[str, Any]]:
     return name, full, overrides
 
 
-def _hf(spec: str, phase: str, batch: int, seq: int, context: int, device: str, generator: torch.Generator,
-        dtype: torch.dtype) -> Workload:
+def _hf(
+    spec: str,
+    phase: str,
+    batch: int,
+    seq: int,
+    context: int,
+    device: str,
+    generator: torch.Generator,
+    dtype: torch.dtype,
+) -> Workload:
     """A transformers model built from a config of its own config class: tiny sizes, or with
     `size=full` the class's defaults, the published model's; weights seeded, made on the device.
     Decode: the context is prefilled once (not recorded) into the model's KV cache, and each
@@ -228,7 +258,9 @@ def _hf(spec: str, phase: str, batch: int, seq: int, context: int, device: str, 
     unknown = [key for key in overrides if not hasattr(defaults, key)]
     if unknown:
         raise GpuarenaError(f"hf:{spec}: {type(defaults).__name__} has no {', '.join(map(repr, unknown))}")
-    sizes = {key: value for key, value in {**({} if full else TINY_HF_SIZES), **overrides}.items() if hasattr(defaults, key)}
+    sizes = {
+        key: value for key, value in {**({} if full else TINY_HF_SIZES), **overrides}.items() if hasattr(defaults, key)
+    }
     config = cls.config_class(**sizes)  # through the constructor: it derives sizes (head_dim) from these
     vocab = getattr(config, "vocab_size", None)
     if isinstance(getattr(config, "pad_token_id", None), int) and vocab and config.pad_token_id >= vocab:
@@ -255,8 +287,9 @@ def _hf(spec: str, phase: str, batch: int, seq: int, context: int, device: str, 
     return _hf_decode(net, config.vocab_size, batch, context, device, generator)
 
 
-def _hf_decode(net: nn.Module, vocab: int, batch: int, context: int, device: str,
-               generator: torch.Generator) -> Workload:
+def _hf_decode(
+    net: nn.Module, vocab: int, batch: int, context: int, device: str, generator: torch.Generator
+) -> Workload:
     if not hasattr(net, "generate"):
         raise GpuarenaError(f"{type(net).__name__}: decode needs a generating model (a decoder with a KV cache)")
     prompt = torch.randint(0, vocab, (batch, context), generator=generator).to(device)

@@ -54,8 +54,9 @@ def write_pulled(samples: list[DatasetSample], output: Path, source: str) -> lis
     output = Path(output)
     if output.exists() and any(output.iterdir()):
         if not (output / PULL_INDEX).is_file():
-            raise GpuarenaError(f"{output} is not empty and holds no {PULL_INDEX} (not an earlier pull): "
-                                "give a new folder")
+            raise GpuarenaError(
+                f"{output} is not empty and holds no {PULL_INDEX} (not an earlier pull): give a new folder"
+            )
         shutil.rmtree(output)
     output.mkdir(parents=True, exist_ok=True)
     taken: set[str] = set()

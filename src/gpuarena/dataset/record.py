@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import inspect
 import time
-from typing import Any, Callable, Iterator, Literal
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict
@@ -21,13 +22,45 @@ from gpuarena.errors import GpuarenaError
 
 # ops that only make a new view or touch metadata: recorded (they are part of the profile) but
 # not worth a problem, since a kernel for them moves no data
-METADATA_OPS = frozenset({
-    "view", "_unsafe_view", "t", "expand", "detach", "transpose", "permute", "reshape", "unsqueeze",
-    "squeeze", "slice", "select", "alias", "as_strided", "split", "split_with_sizes", "chunk", "unbind",
-    "narrow", "expand_as", "lift_fresh", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
-    "_reshape_alias", "view_as", "unfold", "diagonal", "movedim", "real", "imag", "view_as_real",
-    "view_as_complex", "_local_scalar_dense",
-})
+METADATA_OPS = frozenset(
+    {
+        "view",
+        "_unsafe_view",
+        "t",
+        "expand",
+        "detach",
+        "transpose",
+        "permute",
+        "reshape",
+        "unsqueeze",
+        "squeeze",
+        "slice",
+        "select",
+        "alias",
+        "as_strided",
+        "split",
+        "split_with_sizes",
+        "chunk",
+        "unbind",
+        "narrow",
+        "expand_as",
+        "lift_fresh",
+        "sym_size",
+        "sym_stride",
+        "sym_numel",
+        "sym_storage_offset",
+        "_reshape_alias",
+        "view_as",
+        "unfold",
+        "diagonal",
+        "movedim",
+        "real",
+        "imag",
+        "view_as_real",
+        "view_as_complex",
+        "_local_scalar_dense",
+    }
+)
 
 ArgKind = Literal["tensor", "tensors", "int", "float", "bool", "ints", "floats", "none", "torch", "str", "other"]
 
@@ -71,6 +104,7 @@ class ArgRecord(Strict):
 
     def signature(self) -> Any:
         """The part that makes calls the same problem: shapes, dtypes, strides, values (not ranges)."""
+
         def plain(t: TensorInfo) -> list[Any]:
             return [t.shape, t.dtype, t.stride]
 
@@ -125,10 +159,24 @@ def tensor_info(t: torch.Tensor, ranges: bool = True) -> TensorInfo:
     if ranges and t.numel() and t.dtype != torch.bool and not t.is_complex():
         lo, hi = torch.aminmax(t.detach().reshape(-1))
         low, high = float(lo), float(hi)
-    ascending = bool(ranges and t.dim() == 1 and t.numel() > 1 and not t.dtype.is_floating_point
-                     and t.dtype != torch.bool and not t.is_complex() and bool((t[1:] >= t[:-1]).all()))
-    return TensorInfo(shape=list(t.shape), dtype=_dtype_name(t.dtype), stride=list(t.stride()),
-                      contiguous=t.is_contiguous(), low=low, high=high, ascending=ascending)
+    ascending = bool(
+        ranges
+        and t.dim() == 1
+        and t.numel() > 1
+        and not t.dtype.is_floating_point
+        and t.dtype != torch.bool
+        and not t.is_complex()
+        and bool((t[1:] >= t[:-1]).all())
+    )
+    return TensorInfo(
+        shape=list(t.shape),
+        dtype=_dtype_name(t.dtype),
+        stride=list(t.stride()),
+        contiguous=t.is_contiguous(),
+        low=low,
+        high=high,
+        ascending=ascending,
+    )
 
 
 def arg_record(name: str, value: Any, keyword: bool) -> ArgRecord:
@@ -190,7 +238,7 @@ class KernelTimer:
         return result, 0.0
 
     @contextlib.contextmanager
-    def profiling(self, calls: list["CallRecord"]) -> Iterator[None]:
+    def profiling(self, calls: list[CallRecord]) -> Iterator[None]:
         """Profile the block; on leaving it, set each of `calls` (in call order) to its kernels' seconds."""
         self.count = 0  # call i of this recording runs in range i
         activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
@@ -260,14 +308,21 @@ class Recorder(TorchDispatchMode):
         items = result if isinstance(result, (list, tuple)) else [result]
         for k, t in enumerate(t for t in items if isinstance(t, torch.Tensor)):
             self._origin[t] = (index, k)  # an in-place op's result is its input: later uses see the new value
-        self.calls.append(CallRecord(
-            index=index, op=name, args=records, outputs=_outputs(result), seconds=seconds,
-            metadata_only=name.split(".")[1] in METADATA_OPS or bool(getattr(func, "is_view", False)),
-            mutates=bool(func._schema.is_mutable)))
+        self.calls.append(
+            CallRecord(
+                index=index,
+                op=name,
+                args=records,
+                outputs=_outputs(result),
+                seconds=seconds,
+                metadata_only=name.split(".")[1] in METADATA_OPS or bool(getattr(func, "is_view", False)),
+                mutates=bool(func._schema.is_mutable),
+            )
+        )
         return result
 
     # -- module spans ----------------------------------------------------------------------
-    def __enter__(self) -> "Recorder":
+    def __enter__(self) -> Recorder:
         if self._model is not None:
             for path, module in self._model.named_modules():
                 if path:  # the whole model is every call: not a fusion
@@ -292,20 +347,29 @@ class Recorder(TorchDispatchMode):
                 if isinstance(value, torch.Tensor):
                     inputs[name] = self.origin(value)
                 elif isinstance(value, (list, tuple)):
-                    inputs.update({f"{name}_{k}": self.origin(v) for k, v in enumerate(value) if isinstance(v, torch.Tensor)})
+                    inputs.update(
+                        {f"{name}_{k}": self.origin(v) for k, v in enumerate(value) if isinstance(v, torch.Tensor)}
+                    )
             self._open.append((path, type(module).__name__, len(self.calls), inputs))
+
         return hook
 
     def _left(self, module: torch.nn.Module, args: tuple, kwargs: dict, result: Any) -> None:
         path, cls, start, inputs = self._open.pop()
         items = result if isinstance(result, (list, tuple)) else [result]
         outputs = [self.origin(t) for t in items if isinstance(t, torch.Tensor)]
-        self.modules.append(ModuleCall(path=path, cls=cls, start=start, end=len(self.calls), inputs=inputs,
-                                       outputs=outputs))
+        self.modules.append(
+            ModuleCall(path=path, cls=cls, start=start, end=len(self.calls), inputs=inputs, outputs=outputs)
+        )
 
 
-def record(forward: Callable[[], Any], repeats: int = 1, warmup: int = 1, timer: Timer = cpu_timer,
-           model: torch.nn.Module | None = None) -> Recorder:
+def record(
+    forward: Callable[[], Any],
+    repeats: int = 1,
+    warmup: int = 1,
+    timer: Timer = cpu_timer,
+    model: torch.nn.Module | None = None,
+) -> Recorder:
     """The calls (and with a model, its submodules' calls) of `repeats` runs of forward() (after
     `warmup` unrecorded ones), without autograd."""
     with torch.no_grad():

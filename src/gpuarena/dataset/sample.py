@@ -89,8 +89,9 @@ class SampleReport(BaseModel):
 def read_manifest(folder: Path) -> SampleManifest:
     path = folder / SAMPLE_FILE
     if not path.is_file():
-        raise GpuarenaError(f"{folder}: no {SAMPLE_FILE} (fix: a [sample] table with contributor and llm; "
-                            "see docs/dataset.md)")
+        raise GpuarenaError(
+            f"{folder}: no {SAMPLE_FILE} (fix: a [sample] table with contributor and llm; see docs/dataset.md)"
+        )
     try:
         text = path.read_text()
     except UnicodeDecodeError as exc:
@@ -125,8 +126,10 @@ def layout_errors(folder: Path, manifest: SampleManifest) -> list[str]:
             errors.append(f"{part}: {path} is empty")
     report = folder / manifest.report
     if report.is_file() and 0 < len(report.read_text(errors="replace").split()) < MIN_REPORT_WORDS:
-        errors.append(f"report: {report} has fewer than {MIN_REPORT_WORDS} words (fix: say which model the "
-                      "operator comes from, in which layer and phase, and why the problem's weight)")
+        errors.append(
+            f"report: {report} has fewer than {MIN_REPORT_WORDS} words (fix: say which model the "
+            "operator comes from, in which layer and phase, and why the problem's weight)"
+        )
     return errors
 
 
@@ -139,8 +142,10 @@ def find_duplicates(problem_folder: Path, roots: list[Path]) -> list[DuplicateOf
     if not ours:
         return []
     matched = matches(ours, index(roots, skip=problem_folder))
-    return [DuplicateOf(problem=problem, workloads=pairs, whole=len(pairs) == len(ours))
-            for problem, pairs in sorted(matched.items())]
+    return [
+        DuplicateOf(problem=problem, workloads=pairs, whole=len(pairs) == len(ours))
+        for problem, pairs in sorted(matched.items())
+    ]
 
 
 def _kernel(problem_folder: Path, solution: Path, device: str, budget_s: float) -> KernelResult:
@@ -156,8 +161,9 @@ def _kernel(problem_folder: Path, solution: Path, device: str, budget_s: float) 
     return KernelResult(status=record.status.value, score=record.score, reason=record.reason or "")
 
 
-def check_sample(folder: Path, device: str = "cpu", dataset: list[Path] | None = None,
-                 budget_s: float = 0.5) -> SampleReport:
+def check_sample(
+    folder: Path, device: str = "cpu", dataset: list[Path] | None = None, budget_s: float = 0.5
+) -> SampleReport:
     """Check a sample folder (see the module docstring). `dataset`: the problem roots it must
     not repeat (default: the bundled problems)."""
     from gpuarena.bundled import bundled_root

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -32,12 +32,18 @@ def _line(s: dict) -> str:
 
 
 def submit_cmd(
-    folder: Annotated[Path, typer.Argument(help="The sample's folder (sample.toml, problem/, prompt.md, first and "
-                                                "optimised kernels, report.md)")],
-    contest: Annotated[Optional[str], typer.Option("--contest", help="Enter it into this ccf-dataset contest")] = None,
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            help="The sample's folder (sample.toml, problem/, prompt.md, first and optimised kernels, report.md)"
+        ),
+    ],
+    contest: Annotated[str | None, typer.Option("--contest", help="Enter it into this ccf-dataset contest")] = None,
     device: Annotated[str, typer.Option("--device", help="Device kind its check runs on, e.g. cpu or H100")] = "cpu",
     wait: Annotated[bool, typer.Option(help="Follow the check until a runner has made it")] = True,
-    server: ServerOpt = None, token: TokenOpt = None, json_out: JsonOpt = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Submit a sample: a runner checks it as `gpuarena sample check` does, then organizers
     review it. Exit 0 when its check is ok (or, with --no-wait, once it is queued)."""
@@ -66,10 +72,11 @@ def submit_cmd(
 
 
 def list_cmd(
-    review: Annotated[Optional[str], typer.Option(help="pending, accepted or rejected")] = None,
-    user: Annotated[Optional[str], typer.Option(help="Only this user's samples")] = None,
-    status: Annotated[Optional[str], typer.Option(help="queued, checking, ok, duplicate, broken, error")] = None,
-    server: ServerOpt = None, json_out: JsonOpt = False,
+    review: Annotated[str | None, typer.Option(help="pending, accepted or rejected")] = None,
+    user: Annotated[str | None, typer.Option(help="Only this user's samples")] = None,
+    status: Annotated[str | None, typer.Option(help="queued, checking, ok, duplicate, broken, error")] = None,
+    server: ServerOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Samples, newest first, with their check's verdict and review (the review queue:
     --status ok --review pending)."""
@@ -83,13 +90,25 @@ def list_cmd(
         return _print_json(found)
     table = Table("id", "contributor", "problem", "contest", "check", "score", "review", "comment", header_style="bold")
     for s in found:
-        table.add_row(str(s["id"]), s["contributor"], s["problem"], s["contest"] or "", s["status"],
-                      f"{s['score']:.2f}" if s["score"] else "", s["review"], s["review_comment"])
+        table.add_row(
+            str(s["id"]),
+            s["contributor"],
+            s["problem"],
+            s["contest"] or "",
+            s["status"],
+            f"{s['score']:.2f}" if s["score"] else "",
+            s["review"],
+            s["review_comment"],
+        )
     out.print(table)
 
 
-def show_cmd(sample_id: Annotated[int, typer.Argument(help="The sample's id")], server: ServerOpt = None,
-             token: TokenOpt = None, json_out: JsonOpt = False) -> None:
+def show_cmd(
+    sample_id: Annotated[int, typer.Argument(help="The sample's id")],
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
     """One sample: its check's report and review (its files for its contributor and organizers)."""
     try:
         shown = server_client(server, token, need_token=False).get(f"/api/samples/{sample_id}")
@@ -116,15 +135,22 @@ def review_cmd(
     accept: Annotated[bool, typer.Option("--accept", help="Accept it (only a sample whose check was ok)")] = False,
     reject: Annotated[bool, typer.Option("--reject", help="Reject it")] = False,
     comment: Annotated[str, typer.Option(help="Shown to the contributor")] = "",
-    server: ServerOpt = None, token: TokenOpt = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Organizers: accept or reject a checked sample, with a comment. Accepted, it joins the
     dataset and counts for the ccf-dataset contest it was entered in."""
     if accept == reject:
         fail(GpuarenaError("give one of --accept or --reject"))
     try:
-        shown = server_client(server, token).post(f"/api/samples/{sample_id}/review", {
-            "decision": "accepted" if accept else "rejected", "comment": comment}).json()
+        shown = (
+            server_client(server, token)
+            .post(
+                f"/api/samples/{sample_id}/review",
+                {"decision": "accepted" if accept else "rejected", "comment": comment},
+            )
+            .json()
+        )
     except GpuarenaError as exc:
         fail(exc)
         return
@@ -146,5 +172,6 @@ def pull_cmd(
     except GpuarenaError as exc:
         fail(exc)
         return
-    out.print(f"{len(written)} accepted samples from {client.server} in {output}: "
-              f"`gpuarena check {output}`", highlight=False)
+    out.print(
+        f"{len(written)} accepted samples from {client.server} in {output}: `gpuarena check {output}`", highlight=False
+    )

@@ -42,8 +42,11 @@ MAX_REPORT_BYTES = 1 << 20
 def reason(report: SampleReport) -> str:
     """One line for the submission's list: the verdict and why."""
     if report.verdict == "ok":
-        speed = (f": optimised {report.optimised.score:.2f}x over the reference"
-                 if report.optimised and report.optimised.score else "")
+        speed = (
+            f": optimised {report.optimised.score:.2f}x over the reference"
+            if report.optimised and report.optimised.score
+            else ""
+        )
         return f"ok{speed}"
     if report.verdict == "duplicate":
         return "duplicate: repeats " + ", ".join(d.problem for d in report.duplicates if d.whole)
@@ -56,14 +59,22 @@ def _without(report: SampleReport, folder: Path, name: str) -> SampleReport:
     return SampleReport.model_validate_json(text).model_copy(update={"sample": name})
 
 
-def check_sample_job(dataset: PackedProblem, solution: Solution, device: str, mode: Mode,
-                     budget_s: float) -> tuple[Evaluation, SampleReport]:
+def check_sample_job(
+    dataset: PackedProblem, solution: Solution, device: str, mode: Mode, budget_s: float
+) -> tuple[Evaluation, SampleReport]:
     """Check the sample; a sample that cannot even be written out is broken, with the reason."""
     from gpuarena.bundled import bundled_root
 
     started, t0 = dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), time.monotonic()
-    base = dict(problem=SAMPLES_SLUG, solution_hash=solution.hash, solution_name=solution.name,
-                language=solution.manifest.language, device=device, mode=mode, started_at=started)
+    base = dict(
+        problem=SAMPLES_SLUG,
+        solution_hash=solution.hash,
+        solution_name=solution.name,
+        language=solution.manifest.language,
+        device=device,
+        mode=mode,
+        started_at=started,
+    )
     with tempfile.TemporaryDirectory(prefix="gpuarena-sample-") as root:
         try:
             if evaluation_hash(dataset.files) != dataset.hash:
@@ -73,10 +84,15 @@ def check_sample_job(dataset: PackedProblem, solution: Solution, device: str, mo
         except GpuarenaError as exc:
             report = SampleReport(sample=solution.name, device=device, verdict="broken", errors=[str(exc)])
         else:
-            report = _without(contained_check(folder, [bundled_root(), accepted], device, budget_s), folder,
-                              solution.name)
-    evaluation = Evaluation(status=Status.PASSED if report.ok else Status.REJECTED, reason=reason(report),
-                            duration_s=time.monotonic() - t0, **base)
+            report = _without(
+                contained_check(folder, [bundled_root(), accepted], device, budget_s), folder, solution.name
+            )
+    evaluation = Evaluation(
+        status=Status.PASSED if report.ok else Status.REJECTED,
+        reason=reason(report),
+        duration_s=time.monotonic() - t0,
+        **base,
+    )
     return evaluation, report
 
 
@@ -84,8 +100,9 @@ def _broken(folder: Path, device: str, why: str) -> SampleReport:
     return SampleReport(sample=str(folder), device=device, verdict="broken", errors=[why])
 
 
-def contained_check(folder: Path, dataset: list[Path], device: str, budget_s: float,
-                    time_limit_s: float = CHECK_LIMIT_S) -> SampleReport:
+def contained_check(
+    folder: Path, dataset: list[Path], device: str, budget_s: float, time_limit_s: float = CHECK_LIMIT_S
+) -> SampleReport:
     """`gpuarena sample check` on folder in the harness's sandbox, against copies of the
     dataset's problem roots; its report read back as untrusted data."""
     from gpuarena.apps.runner import OUTPUT_DIR
@@ -94,8 +111,12 @@ def contained_check(folder: Path, dataset: list[Path], device: str, budget_s: fl
 
     problem = containment.sandbox_problem()
     if problem:
-        return _broken(folder, device, f"this runner cannot check samples: a sample's problem and kernels run only "
-                                       f"in the harness's sandbox, and there is none here ({problem})")
+        return _broken(
+            folder,
+            device,
+            f"this runner cannot check samples: a sample's problem and kernels run only "
+            f"in the harness's sandbox, and there is none here ({problem})",
+        )
     with tempfile.TemporaryDirectory(prefix="gpuarena-sample-check-") as tmp:
         run_root = Path(tmp)
         work, output_dir = run_root / "work", run_root / OUTPUT_DIR
@@ -110,16 +131,30 @@ def contained_check(folder: Path, dataset: list[Path], device: str, budget_s: fl
         box = Sandbox(run_root, work, output_dir, device)
         box.give(output_dir)
         out = output_dir / "report.json"
-        command = [sys.executable, "-m", "gpuarena.cli", "sample", "check", str(work / "sample"), "--device", device,
-                   *roots, "--budget", str(budget_s), "--json", str(out)]
+        command = [
+            sys.executable,
+            "-m",
+            "gpuarena.cli",
+            "sample",
+            "check",
+            str(work / "sample"),
+            "--device",
+            device,
+            *roots,
+            "--budget",
+            str(budget_s),
+            "--json",
+            str(out),
+        ]
         # one sandbox cannot start another: the check's workers are its own processes in this one
         env = {"GPUARENA_SANDBOX": "0", "GPUARENA_WORKER_ISOLATION": "0", "PYTHONDONTWRITEBYTECODE": "1"}
         run, _ = run_sandboxed(command, box, env, time_limit_s)
         if run.timed_out:
             return _broken(folder, device, f"the check passed its time limit of {time_limit_s:g} s and was killed")
         if not out.is_file() or out.is_symlink():
-            return _broken(folder, device, f"the check wrote no report (exit status {run.exit_code}): "
-                                           f"{run.stderr_tail[-800:]}")
+            return _broken(
+                folder, device, f"the check wrote no report (exit status {run.exit_code}): {run.stderr_tail[-800:]}"
+            )
         if out.stat().st_size > MAX_REPORT_BYTES:
             return _broken(folder, device, f"the check's report is larger than {MAX_REPORT_BYTES} bytes")
         try:

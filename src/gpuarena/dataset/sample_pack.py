@@ -50,9 +50,15 @@ def is_sample(spec: dict[str, Any]) -> bool:
 def samples_problem() -> tuple[PackedProblem, dict[str, Any]]:
     """The samples problem as the catalog stores it: a README, no workloads."""
     files = {"README.md": SAMPLES_README}
-    spec = {"kind": SAMPLE_KIND, "name": SAMPLES_SLUG, "level": 0, "weight": 0.0, "tags": ["dataset"],
-            "summary": "Community dataset samples: submit with `gpuarena sample submit`, reviewed on /samples.",
-            "workloads": []}
+    spec = {
+        "kind": SAMPLE_KIND,
+        "name": SAMPLES_SLUG,
+        "level": 0,
+        "weight": 0.0,
+        "tags": ["dataset"],
+        "summary": "Community dataset samples: submit with `gpuarena sample submit`, reviewed on /samples.",
+        "workloads": [],
+    }
     return PackedProblem(id=SAMPLES_SLUG, files=files, hash=evaluation_hash(files)), spec
 
 
@@ -72,8 +78,11 @@ def sample_solution(folder: Path) -> Solution:
         raise GpuarenaError(f"{folder}: not a folder (a sample is a folder with {SAMPLE_FILE}; docs/dataset.md)")
     inspect(folder)
     sources = text_files(folder, MAX_SAMPLE_BYTES, "a sample", "a problem makes its inputs in make_inputs()")
-    return Solution(name=folder.resolve().name, sources=sources,
-                    manifest=SolutionManifest(language=SAMPLE_LANGUAGE, entry_point=SAMPLE_FILE))
+    return Solution(
+        name=folder.resolve().name,
+        sources=sources,
+        manifest=SolutionManifest(language=SAMPLE_LANGUAGE, entry_point=SAMPLE_FILE),
+    )
 
 
 def inspect(folder: Path) -> SampleInfo:
@@ -104,7 +113,7 @@ def problem_files(solution: Solution) -> dict[str, str]:
     """The sample's problem folder's files (relative to it), as the dataset takes them."""
     manifest = parse_manifest(solution.sources[SAMPLE_FILE], SAMPLE_FILE)
     prefix = Path(manifest.problem).as_posix().strip("/") + "/"
-    return {name[len(prefix):]: text for name, text in solution.sources.items() if name.startswith(prefix)}
+    return {name[len(prefix) :]: text for name, text in solution.sources.items() if name.startswith(prefix)}
 
 
 def pack_dataset(problems: dict[str, dict[str, str]]) -> PackedProblem:

@@ -48,8 +48,13 @@ def _same(a: tuple[torch.Tensor, ...], b: tuple[torch.Tensor, ...]) -> bool:
     return all(bitwise_equal(x, y) for x, y in zip(a, b))
 
 
-def _passes(problem: Problem, workload: Workload, candidate: tuple[torch.Tensor, ...], ref: tuple[torch.Tensor, ...],
-            inputs: dict[str, Any]) -> bool:
+def _passes(
+    problem: Problem,
+    workload: Workload,
+    candidate: tuple[torch.Tensor, ...],
+    ref: tuple[torch.Tensor, ...],
+    inputs: dict[str, Any],
+) -> bool:
     """Whether `candidate` would pass as the outputs for `inputs`, as the harness judges it."""
     checker = problem.checker
     if checker is not None:
@@ -77,14 +82,21 @@ torch.compile of the dataset's bfloat16 fusions missed the bound on 3 of 500 mil
 elements where the float32 computation met it everywhere (docs/dataset.md)."""
 
 
-def rounding_share(problem: Problem, workload: Workload, exact: tuple[torch.Tensor, ...],
-                   ref: tuple[torch.Tensor, ...], within: float = 1.0) -> float | None:
+def rounding_share(
+    problem: Problem,
+    workload: Workload,
+    exact: tuple[torch.Tensor, ...],
+    ref: tuple[torch.Tensor, ...],
+    within: float = 1.0,
+) -> float | None:
     """The largest share, over the outputs, of elements where `exact` (the reference computed in
     float32, rounded back) falls outside the elementwise bound (scaled by `within`); None where
     more than that fails (NaN or Inf where the reference is finite, the L2 bound, an integer
     output that differs)."""
     tol = problem.spec.tolerance_for(workload.dtype)
-    every = tol.model_copy(update={"outside": 1.0, "atol": tol.atol * within, "rtol": tol.rtol * within})  # count them all
+    every = tol.model_copy(
+        update={"outside": 1.0, "atol": tol.atol * within, "rtol": tol.rtol * within}
+    )  # count them all
     shares = [0.0]
     for name, e, r in zip(problem.spec.outputs, exact, ref):
         comparison = compare(name, e, r, every)
@@ -105,8 +117,13 @@ def derived_outside(share: float) -> float | None:
     return float(f"{rounded:.1g}") if rounded <= OUTSIDE_CAP else None
 
 
-def _rounding_amplified(problem: Problem, workload: Workload, inputs: dict[str, Any],
-                        ref: tuple[torch.Tensor, ...], needs: dict[str, float] | None = None) -> list[str]:
+def _rounding_amplified(
+    problem: Problem,
+    workload: Workload,
+    inputs: dict[str, Any],
+    ref: tuple[torch.Tensor, ...],
+    needs: dict[str, float] | None = None,
+) -> list[str]:
     """A reduced-precision problem must tolerate rounding: the reference computed in float32 from
     the same inputs (rounded back to the workload's dtype) has to pass against the reference
     itself. Where it does not, the problem amplifies rounding (a saturated softmax, say), and an
@@ -120,7 +137,7 @@ def _rounding_amplified(problem: Problem, workload: Workload, inputs: dict[str, 
     wide = {n: v.float() if isinstance(v, torch.Tensor) and v.dtype in REDUCED else v for n, v in inputs.items()}
     try:
         exact = _run(problem, wide)
-    except Exception:  # noqa: BLE001  a reference written for its dtype only: nothing to compare
+    except Exception:  # a reference written for its dtype only: nothing to compare
         return []
     if len(exact) != len(ref) or any(not isinstance(e, torch.Tensor) or e.shape != r.shape for e, r in zip(exact, ref)):
         return []
@@ -134,17 +151,25 @@ def _rounding_amplified(problem: Problem, workload: Workload, inputs: dict[str, 
     share = rounding_share(problem, workload, rounded, ref) if problem.checker is None else None
     hint = "draw the inputs at the model's scale or widen the tolerance"
     if share is not None:
-        hint = (f"{share * 100:.3g}% of its elements fall outside the elementwise bound "
-                + (f"({near * 100:.3g}% beyond half of it); " if near is not None else "; ")
-                + (f"a tolerance with outside = {outside:g} would allow that" if outside is not None
-                   else f"too many for a tolerance to let fall outside ({OUTSIDE_MARGIN} times the share beyond "
-                        f"half the bound is over the most, {OUTSIDE_CAP:g})"))
-    return [f"workload {workload.name}: the reference computed in float32 from the same inputs fails against the "
-            f"{workload.dtype} reference, so rounding alone fails honest kernels; {hint}"]
+        hint = (
+            f"{share * 100:.3g}% of its elements fall outside the elementwise bound "
+            + (f"({near * 100:.3g}% beyond half of it); " if near is not None else "; ")
+            + (
+                f"a tolerance with outside = {outside:g} would allow that"
+                if outside is not None
+                else f"too many for a tolerance to let fall outside ({OUTSIDE_MARGIN} times the share beyond "
+                f"half the bound is over the most, {OUTSIDE_CAP:g})"
+            )
+        )
+    return [
+        f"workload {workload.name}: the reference computed in float32 from the same inputs fails against the "
+        f"{workload.dtype} reference, so rounding alone fails honest kernels; {hint}"
+    ]
 
 
-def check_workload(problem: Problem, workload: Workload, device: torch.device,
-                   needs: dict[str, float] | None = None) -> list[str]:
+def check_workload(
+    problem: Problem, workload: Workload, device: torch.device, needs: dict[str, float] | None = None
+) -> list[str]:
     """Everything wrong with one workload of a problem (`needs`: see _rounding_amplified)."""
     where = f"workload {workload.name}"
     names = problem.input_names
@@ -161,12 +186,18 @@ def check_workload(problem: Problem, workload: Workload, device: torch.device,
                 errors.append(f"{where}: input {name} is constant; draw random values with a random scale and offset")
     if errors:
         return errors
-    if not _same(tuple(v for v in inputs.values() if isinstance(v, torch.Tensor)),
-                 tuple(v for v in _draw(problem, workload, device, 1).values() if isinstance(v, torch.Tensor))):
-        errors.append(f"{where}: make_inputs() is not reproducible from the generator; draw every random number from it")
+    if not _same(
+        tuple(v for v in inputs.values() if isinstance(v, torch.Tensor)),
+        tuple(v for v in _draw(problem, workload, device, 1).values() if isinstance(v, torch.Tensor)),
+    ):
+        errors.append(
+            f"{where}: make_inputs() is not reproducible from the generator; draw every random number from it"
+        )
     ref = _run(problem, inputs)
     if len(ref) != len(problem.spec.outputs) or not all(isinstance(r, torch.Tensor) for r in ref):
-        return errors + [f"{where}: reference() returned {len(ref)} value(s); problem.toml names outputs {problem.spec.outputs}"]
+        return errors + [
+            f"{where}: reference() returned {len(ref)} value(s); problem.toml names outputs {problem.spec.outputs}"
+        ]
     for out_name, r in zip(problem.spec.outputs, ref):
         if r.is_floating_point() and not bool(torch.isfinite(r).all()):
             errors.append(f"{where}: output {out_name} has NaN or Inf values")
@@ -174,8 +205,10 @@ def check_workload(problem: Problem, workload: Workload, device: torch.device,
             errors.append(f"{where}: output {out_name} is constant, so a constant answer would pass")
         tol = problem.spec.tolerance_for(workload.dtype)
         if r.is_floating_point() and r.numel() and tol.atol > 0 and float(r.abs().max()) < tol.atol:
-            errors.append(f"{where}: output {out_name} is smaller than atol={tol.atol:g} everywhere "
-                          f"(max {float(r.abs().max()):.3g}), so elementwise checks cannot tell it from zeros; scale the inputs")
+            errors.append(
+                f"{where}: output {out_name} is smaller than atol={tol.atol:g} everywhere "
+                f"(max {float(r.abs().max()):.3g}), so elementwise checks cannot tell it from zeros; scale the inputs"
+            )
     if not _same(ref, _run(problem, inputs)):
         errors.append(f"{where}: reference() is not deterministic (two runs on the same inputs differ)")
     if problem.checker is not None:
@@ -186,7 +219,9 @@ def check_workload(problem: Problem, workload: Workload, device: torch.device,
         return errors
     errors += _rounding_amplified(problem, workload, inputs, ref, needs)
     if _passes(problem, workload, tuple(torch.zeros_like(r) for r in ref), ref, inputs):
-        errors.append(f"{where}: returning zeros passes the tolerance; scale the inputs so outputs are not tiny, or tighten the tolerance")
+        errors.append(
+            f"{where}: returning zeros passes the tolerance; scale the inputs so outputs are not tiny, or tighten the tolerance"
+        )
     # the mean of a one-element output is that output: only outputs of several elements are
     # replaced by their mean (integer and boolean outputs are kept exact)
     spread = [r.is_floating_point() and r.numel() > 1 for r in ref]
@@ -194,7 +229,12 @@ def check_workload(problem: Problem, workload: Workload, device: torch.device,
     if any(spread) and _passes(problem, workload, means, ref, inputs):
         errors.append(f"{where}: returning the mean everywhere passes; outputs must vary more than the tolerance")
     for name, value in inputs.items():
-        if isinstance(value, torch.Tensor) and len(ref) == 1 and value.shape == ref[0].shape and value.dtype == ref[0].dtype:
+        if (
+            isinstance(value, torch.Tensor)
+            and len(ref) == 1
+            and value.shape == ref[0].shape
+            and value.dtype == ref[0].dtype
+        ):
             if _passes(problem, workload, (value.clone(),), ref, inputs):
                 errors.append(f"{where}: returning input {name} unchanged passes")
     other = _draw(problem, workload, device, 2)
@@ -206,7 +246,9 @@ def check_workload(problem: Problem, workload: Workload, device: torch.device,
         if bitwise_equal(other[name], value):
             errors.append(f"{where}: input {name} is the same for two seeds; draw it from the generator")
         elif _passes(problem, workload, _run(problem, changed), ref, inputs):
-            errors.append(f"{where}: the output does not depend on input {name} (a fresh {name} gives a passing output)")
+            errors.append(
+                f"{where}: the output does not depend on input {name} (a fresh {name} gives a passing output)"
+            )
     return errors
 
 
@@ -215,7 +257,7 @@ def check_problem(folder: Path | str, device: str = "cpu") -> CheckReport:
     try:
         problem = load_problem(folder)
         report.name = problem.id
-        problem.module  # import the reference now, so errors show here
+        _ = problem.module  # import the reference now, so errors show here
     except GpuarenaError as exc:
         report.errors.append(str(exc))
         return report
@@ -225,14 +267,17 @@ def check_problem(folder: Path | str, device: str = "cpu") -> CheckReport:
     # (an imported GPU MODE task, say) passes when checked on the GPU
     if not runnable:
         where = "the CPU" if dev.type == "cpu" else dev.type.upper()
-        report.errors.append(f"{problem.path / 'problem.toml'}: no workload runs on {where} "
-                             "(fix: add small workloads with devices = [\"cpu\", \"cuda\"])")
+        report.errors.append(
+            f"{problem.path / 'problem.toml'}: no workload runs on {where} "
+            '(fix: add small workloads with devices = ["cpu", "cuda"])'
+        )
     for workload in runnable:
         try:
             report.errors += check_workload(problem, workload, dev, report.outside_needed)
         except Exception as exc:
             report.errors.append(f"workload {workload.name}: {type(exc).__name__}: {exc}")
     n_gpu = len(problem.spec.workloads) - len(problem.spec.workloads_for("cpu"))
-    report.summary = (f"level {problem.spec.level}, {len(runnable)} workload(s) checked on {dev.type}"
-                      + (f", {n_gpu} GPU-only not run here" if dev.type == "cpu" and n_gpu else ""))
+    report.summary = f"level {problem.spec.level}, {len(runnable)} workload(s) checked on {dev.type}" + (
+        f", {n_gpu} GPU-only not run here" if dev.type == "cpu" and n_gpu else ""
+    )
     return report

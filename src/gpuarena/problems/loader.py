@@ -6,10 +6,11 @@ import importlib.util
 import inspect
 import sys
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import pydantic
 from pydantic_core import ErrorDetails
@@ -56,8 +57,10 @@ class Problem:
             return None
         found = getattr(self.module, self.spec.checker, None)
         if not callable(found):
-            raise ValueError(f"problem {self.id}: problem.toml names checker {self.spec.checker!r}, "
-                             f"which reference.py does not define as a function")
+            raise ValueError(
+                f"problem {self.id}: problem.toml names checker {self.spec.checker!r}, "
+                f"which reference.py does not define as a function"
+            )
         return found
 
     @property
@@ -87,7 +90,9 @@ def _import_reference(path: Path) -> ModuleType:
         raise FormatError(path, None, f"importing it failed: {type(exc).__name__}: {exc}") from exc
     for required in ("reference", "make_inputs"):
         if not callable(getattr(module, required, None)):
-            raise FormatError(path, required, f"no function {required}() defined", f"define {required}(...) as docs/formats.md shows")
+            raise FormatError(
+                path, required, f"no function {required}() defined", f"define {required}(...) as docs/formats.md shows"
+            )
     params = inspect.signature(module.make_inputs).parameters
     if len(params) != 4:
         raise FormatError(path, "make_inputs", "must take (axes, dtype, device, generator)", "use that signature")
@@ -157,8 +162,12 @@ def resolve_problem(name: str | Path) -> Problem:
     bundled = bundled_root() / str(name)
     if (bundled / PROBLEM_FILE).is_file():
         return load_problem(bundled, root=bundled_root())
-    raise FormatError(name, None, "no problem folder here and no bundled problem by that id",
-                      "give a folder holding problem.toml, or an id from `gpuarena list`")
+    raise FormatError(
+        name,
+        None,
+        "no problem folder here and no bundled problem by that id",
+        "give a folder holding problem.toml, or an id from `gpuarena list`",
+    )
 
 
 def problem_folder(name: str | Path) -> Path | None:

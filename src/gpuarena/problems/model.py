@@ -168,7 +168,9 @@ class ProblemSpec(Strict):
     def _faithful_dtypes(cls, value: list[str]) -> list[str]:
         for key in value:
             if key not in ("float32", "float16", "bfloat16", "float64"):
-                raise ValueError(f"faithful_dtypes names {key!r}; use floating dtypes (float32, float16, bfloat16, float64)")
+                raise ValueError(
+                    f"faithful_dtypes names {key!r}; use floating dtypes (float32, float16, bfloat16, float64)"
+                )
         return value
 
     def faithful(self, dtype: str) -> bool:

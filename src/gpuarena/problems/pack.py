@@ -44,8 +44,12 @@ def pack_problem(problem: Problem) -> PackedProblem:
             raise FormatError(path, None, "is not UTF-8 text", "a problem folder holds text files only") from None
         total += len(text)
         if total > MAX_PROBLEM_BYTES:
-            raise FormatError(problem.path, None, f"holds more than {MAX_PROBLEM_BYTES} bytes",
-                              "keep data out of problem folders; make_inputs() generates inputs")
+            raise FormatError(
+                problem.path,
+                None,
+                f"holds more than {MAX_PROBLEM_BYTES} bytes",
+                "keep data out of problem folders; make_inputs() generates inputs",
+            )
         files[path.relative_to(problem.path).as_posix()] = text
     return PackedProblem(id=problem.id, files=files, hash=evaluation_hash(files))
 
@@ -57,7 +61,9 @@ def unpack_problem(packed: PackedProblem, cache: Path) -> Problem:
     root = cache / packed.hash
     folder = root / packed.id
     if not folder.resolve().is_relative_to(root.resolve()) or not packed.id.strip("/."):
-        raise FormatError(packed.id, "id", "is not a folder path under the problem root", "use an id like level1/softmax")
+        raise FormatError(
+            packed.id, "id", "is not a folder path under the problem root", "use an id like level1/softmax"
+        )
     for relative, text in packed.files.items():
         target = (folder / relative).resolve()
         if not target.is_relative_to(folder.resolve()):

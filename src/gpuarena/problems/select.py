@@ -25,10 +25,17 @@ class ProblemFilter:
     """The reference's framework (provenance.framework: pytorch, jax, ...)."""
 
     @classmethod
-    def of(cls, patterns: list[str] | None = None, levels: list[int] | None = None, tags: list[str] | None = None,
-           models: list[str] | None = None, frameworks: list[str] | None = None) -> ProblemFilter:
-        return cls(tuple(patterns or ()), tuple(levels or ()), tuple(tags or ()), tuple(models or ()),
-                   tuple(frameworks or ()))
+    def of(
+        cls,
+        patterns: list[str] | None = None,
+        levels: list[int] | None = None,
+        tags: list[str] | None = None,
+        models: list[str] | None = None,
+        frameworks: list[str] | None = None,
+    ) -> ProblemFilter:
+        return cls(
+            tuple(patterns or ()), tuple(levels or ()), tuple(tags or ()), tuple(models or ()), tuple(frameworks or ())
+        )
 
     def __bool__(self) -> bool:
         return any((self.patterns, self.levels, self.tags, self.models, self.frameworks))
@@ -37,11 +44,13 @@ class ProblemFilter:
         spec = problem.spec
         named = " ".join(spec.provenance.models).lower()
         framework = spec.provenance.framework.lower()
-        return ((not self.patterns or any(fnmatch.fnmatchcase(problem.id, p) for p in self.patterns))
-                and (not self.levels or spec.level in self.levels)
-                and (not self.tags or bool(set(self.tags) & set(spec.tags)))
-                and (not self.models or any(m.lower() in named for m in self.models))
-                and (not self.frameworks or framework in {f.lower() for f in self.frameworks}))
+        return (
+            (not self.patterns or any(fnmatch.fnmatchcase(problem.id, p) for p in self.patterns))
+            and (not self.levels or spec.level in self.levels)
+            and (not self.tags or bool(set(self.tags) & set(spec.tags)))
+            and (not self.models or any(m.lower() in named for m in self.models))
+            and (not self.frameworks or framework in {f.lower() for f in self.frameworks})
+        )
 
     def admits_folder(self, folder: Path) -> bool:
         """Whether the problem in `folder` is admitted; one that does not load is (its check says why)."""
@@ -51,9 +60,17 @@ class ProblemFilter:
             return True
 
     def describe(self) -> str:
-        parts = [f"{name} {', '.join(map(str, values))}" for name, values in (
-            ("id", self.patterns), ("level", self.levels), ("tag", self.tags), ("model", self.models),
-            ("source", self.frameworks)) if values]
+        parts = [
+            f"{name} {', '.join(map(str, values))}"
+            for name, values in (
+                ("id", self.patterns),
+                ("level", self.levels),
+                ("tag", self.tags),
+                ("model", self.models),
+                ("source", self.frameworks),
+            )
+            if values
+        ]
         return "; ".join(parts) or "none"
 
 
@@ -61,6 +78,8 @@ def select(problems: list[Problem], where: ProblemFilter) -> list[Problem]:
     """The problems `where` admits; an error that names the filters when none is left."""
     chosen = [p for p in problems if where.admits(p)]
     if not chosen:
-        raise GpuarenaError(f"no problem matches the filters ({where.describe()}): gpuarena list shows the "
-                            "problems with their levels and tags")
+        raise GpuarenaError(
+            f"no problem matches the filters ({where.describe()}): gpuarena list shows the "
+            "problems with their levels and tags"
+        )
     return chosen
