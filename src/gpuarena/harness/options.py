@@ -16,6 +16,9 @@ class RunOptions:
     device: str = "cpu"
     mode: Mode = "benchmark"
     timeout_s: float = 600.0
+    """The solution's time limit: from the worker's start-up done to the run's end. Start-up
+    (our interpreter, torch, the device's context) is ours, not the solution's, and has its
+    own limit (supervisor.START_UP_LIMIT_S): a busy machine never times out an honest run."""
     trials: int = 3
     """Correctness trials per workload, each on fresh inputs."""
     budget_s: float = 2.0

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -42,6 +42,10 @@ from gpuarena.solutions import runtimes
 from gpuarena.solutions.model import Solution
 
 Progress = Callable[[str], None]
+
+START_UP_LIMIT_S = 120.0
+"""How long the worker's start-up may take (no solution code runs in it: a slow start is a
+busy machine's, not the solution's); the run's time limit starts when it is done."""
 
 
 class Supervisor:
@@ -156,7 +160,7 @@ class Supervisor:
 
     def run(self) -> Evaluation:
         started = time.monotonic()
-        self.deadline = started + self.options.timeout_s
+        self.deadline = started + START_UP_LIMIT_S  # then the solution's own limit (_run)
         record = Evaluation(
             status=Status.PASSED,
             problem=self.problem.id,
@@ -321,7 +325,7 @@ class Supervisor:
         if record.environment is not None:
             record.environment.worker_containment = worker.containment
         with self.phases(START_UP):  # the worker's own imports end here
-            reply = (
+            reply: dict[str, Any] = (
                 {"ok": True}
                 if self.prepared
                 else worker.request(
@@ -330,6 +334,7 @@ class Supervisor:
                     "preparing the device",
                 )
             )
+        self.deadline = time.monotonic() + self.options.timeout_s  # the solution's time starts here
         if not reply.get("ok"):
             raise RunFailure(
                 "RUNTIME_ERROR",
@@ -395,7 +400,8 @@ class Supervisor:
             return
         timed = [w for w in record.workloads if w.speedup]
         if timed:
-            record.score = weighted_geomean([w.speedup for w in timed], [w.weight for w in timed])
+            # timed holds only workloads with a speedup
+            record.score = weighted_geomean([cast(float, w.speedup) for w in timed], [w.weight for w in timed])
 
     def _kernel_durations(
         self, worker: WorkerProcess, measured: list[tuple[WorkloadSession, WorkloadResult]], record: Evaluation
@@ -483,6 +489,7 @@ class Supervisor:
             if inputs is None:
                 inputs = session.make("trial", trial)
                 ref = session.reference(inputs)
+            assert ref is not None  # given with the first trial's inputs, computed for the others
             session.fill(0, inputs)
             poison(session.dests[0])
             session.sync()
@@ -507,6 +514,8 @@ class Supervisor:
             for name, out, expected in zip(self.problem.spec.outputs, session.dests[0], ref):
                 verdict = compare(name, out, expected, tol)
                 if verdict.max_abs_error is not None:
+                    # compare gives the three figures together
+                    assert verdict.max_rel_error is not None and verdict.l2_rel_error is not None
                     worst["abs"] = max(worst["abs"], verdict.max_abs_error)
                     worst["rel"] = max(worst["rel"], verdict.max_rel_error)
                     worst["l2"] = max(worst["l2"], verdict.l2_rel_error)

@@ -221,7 +221,8 @@ class Runner:
             pass
         if self.config.prewarm and is_gpu(slot) and not self.stopping.is_set():
             self._start_spare(slot, env)
-        deadline = time.monotonic() + self.config.timeout_s + 120
+        # the run's own limit, its worker's start-up limit (harness START_UP_LIMIT_S, 120 s) and room to report
+        deadline = time.monotonic() + self.config.timeout_s + 240
         while process.poll() is None:
             if item.lost or self.stopping.is_set() or not slot.healthy or time.monotonic() > deadline:
                 self._terminate(item)
