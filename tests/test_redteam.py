@@ -11,10 +11,12 @@ the latter, so one case cannot poison the next.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from gpuarena.harness.evaluator import Evaluator
 from gpuarena.harness.records import Status
 from gpuarena.redteam import Case, load_cases, run_case
 
@@ -91,9 +93,18 @@ def _param(case: Case):
     return pytest.param(case, id=_case_id(case), marks=marks)
 
 
+@pytest.fixture(scope="module")
+def evaluator() -> Iterator[Evaluator]:
+    """The product's warm path (harness/evaluator.py): the next case's worker is started while
+    this one is judged (as `gpuarena redteam` does); each case still has a fresh worker."""
+    with Evaluator("cpu") as warm:
+        yield warm
+
+
+@pytest.mark.harness
 @pytest.mark.parametrize("case", [_param(c) for c in CPU_CASES])
-def test_case(case: Case, isolated_case) -> None:
-    outcome = run_case(case, "cpu")
+def test_case(case: Case, isolated_case, evaluator: Evaluator) -> None:
+    outcome = run_case(case, "cpu", evaluator=evaluator)
     assert outcome.ok, (
         f"{_case_id(case)} [{case.family}]: expected {' | '.join(case.expect)}, "
         f"got {outcome.got}: {outcome.reason or '(no reason given)'}"

@@ -23,9 +23,14 @@ import ast
 import os
 import signal
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpuarena.harness.evaluator import Evaluator
+    from gpuarena.harness.records import Mode
 
 LEAKS = Path(tempfile.gettempdir()) / "gpuarena-redteam-leaks"
 """Where cases record the pids of processes they leave behind (one empty file per pid)."""
@@ -46,7 +51,7 @@ class Case:
     expect: list[str]
     problem: str
     devices: list[str]
-    mode: str
+    mode: Mode
     workloads: list[str] | None
     timeout: float
     honest: bool = False
@@ -109,7 +114,7 @@ def load_cases(corpus: Path) -> list[Case]:
 def kill_leaked_processes() -> list[int]:
     """Kill, by pid, the processes that cases recorded as leaked (if they still run a case's
     program), and make the record folder writable by workers of any user (sticky, like /tmp)."""
-    killed = []
+    killed: list[int] = []
     try:
         LEAKS.mkdir(exist_ok=True)
         if LEAKS.stat().st_uid == os.geteuid():
@@ -154,7 +159,10 @@ class Scheduling:
         self.group_nice = _autogroup_nice()
 
     def restore(self) -> None:
-        steps = [lambda: os.sched_setaffinity(0, self.affinity), lambda: os.setpriority(os.PRIO_PROCESS, 0, self.nice)]
+        steps: list[Callable[[], object]] = [
+            lambda: os.sched_setaffinity(0, self.affinity),
+            lambda: os.setpriority(os.PRIO_PROCESS, 0, self.nice),
+        ]
         if self.group_nice is not None:
             steps.append(lambda: Path("/proc/self/autogroup").write_text(str(self.group_nice)))
         for step in steps:
@@ -180,18 +188,20 @@ def problem_location(case: Case) -> str:
     return name
 
 
-def run_case(case: Case, device: str, budget_s: float = 0.3) -> Outcome:
-    """Judge one case through the real harness, cleaning up after it (see the module docstring)."""
+def run_case(case: Case, device: str, budget_s: float = 0.3, evaluator: Evaluator | None = None) -> Outcome:
+    """Judge one case through the real harness, cleaning up after it (see the module docstring).
+    evaluator: the warm path (harness/evaluator.py) for a series of cases, whose next case's
+    worker starts ahead; each case still has a fresh worker of its own."""
     scheduling = Scheduling()
     kill_leaked_processes()
     try:
-        return _run_case(case, device, budget_s)
+        return _run_case(case, device, budget_s, evaluator)
     finally:
         kill_leaked_processes()
         scheduling.restore()
 
 
-def _run_case(case: Case, device: str, budget_s: float) -> Outcome:
+def _run_case(case: Case, device: str, budget_s: float, evaluator: Evaluator | None) -> Outcome:
     from gpuarena.harness.supervisor import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
@@ -202,7 +212,8 @@ def _run_case(case: Case, device: str, budget_s: float) -> Outcome:
         kind = "cuda" if device.startswith("cuda") else "cpu"
         workloads = [w.name for w in problem.spec.workloads_for(kind)][:1]
     options = RunOptions(device=device, mode=case.mode, timeout_s=case.timeout, budget_s=budget_s, workloads=workloads)
-    record = evaluate(problem, load_solution(case.path), options)
+    solution = load_solution(case.path)
+    record = evaluate(problem, solution, options) if evaluator is None else evaluator.judge(problem, solution, options)
     got = record.status.value
     return Outcome(
         case=case,

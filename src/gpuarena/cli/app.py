@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 from rich.markup import escape
@@ -26,6 +26,9 @@ from gpuarena.dataset import cli as dataset_cli
 from gpuarena.errors import GpuarenaError
 from gpuarena.interop import cli as interop_cli
 from gpuarena.suite import cli as suite_cli
+
+if TYPE_CHECKING:
+    from gpuarena.harness.records import Mode
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -91,7 +94,7 @@ def run(
             device_ahead.close()
 
 
-def _device_ahead(device: str | None, mode: str):  # type: ignore[no-untyped-def]
+def _device_ahead(device: str | None, mode: str):
     """The PM sampler (benchmark and ranked modes) and nvidia-smi's reading of the run's GPU,
     started now, before torch is imported here (harness/ahead.py); None on the CPU."""
     target = device or ("cuda" if Path("/dev/nvidiactl").exists() else "cpu")
@@ -118,7 +121,7 @@ def _run(
     ahead,
     ncu: bool | None = None,
     device_ahead=None,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from gpuarena.cli.render import render
     from gpuarena.harness.supervisor import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
@@ -144,7 +147,12 @@ def _run(
         highlight=False,
     )
     options = RunOptions(
-        device=device, mode=mode, timeout_s=limit, budget_s=budget, workloads=workload or None, kernel_duration=ncu
+        device=device,
+        mode=cast("Mode", mode),  # run checked it is one of the modes
+        timeout_s=limit,
+        budget_s=budget,
+        workloads=workload or None,
+        kernel_duration=ncu,
     )
     with err.status("starting") as status:
         record = evaluate(
@@ -351,11 +359,13 @@ def redteam(
         cases = [c for c in load_cases(corpus) if kind in c.devices and (not family or family in c.family)]
     except (OSError, ValueError, SyntaxError) as exc:
         fail(exc)
+    from gpuarena.harness.evaluator import Evaluator
+
     outcomes = []
-    with err.status("running the corpus") as status:
+    with err.status("running the corpus") as status, Evaluator(device) as evaluator:  # workers started ahead
         for i, case in enumerate(cases):
             status.update(f"[{i + 1}/{len(cases)}] {case.family}: {case.name}")
-            outcomes.append(run_case(case, device))
+            outcomes.append(run_case(case, device, evaluator=evaluator))
     if json_out:
         rows = [
             {
