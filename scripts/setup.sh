@@ -23,11 +23,17 @@ if ! python -c "import torch" 2>/dev/null; then
     python -m pip install --progress-bar on torch==2.13.0
   fi
 fi
-say "installing gpuarena and its test tools into .venv"
-python -m pip install -q -e ".[test]"
-# FlashInfer-Bench's own schema loaders, to prove that what gpuarena writes in their format is
-# read by them (tests/interop); without its runtime dependencies (flashinfer, tvm-ffi: CUDA)
-python -m pip install -q --no-deps "flashinfer-bench==0.1.2" || say "flashinfer-bench not installed: tests/interop's loader checks skip"
+# pip is asked again only when pyproject.toml changed since the last install (a stamp in .venv)
+stamp=".venv/.gpuarena-installed-$( (cat pyproject.toml; echo "$0") | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  say "installing gpuarena and its test tools into .venv"
+  python -m pip install -q -e ".[test]"
+  # FlashInfer-Bench's own schema loaders, to prove that what gpuarena writes in their format is
+  # read by them (tests/interop); without its runtime dependencies (flashinfer, tvm-ffi: CUDA)
+  python -m pip install -q --no-deps "flashinfer-bench==0.1.2" || say "flashinfer-bench not installed: tests/interop's loader checks skip"
+  rm -f .venv/.gpuarena-installed-*
+  touch "$stamp"
+fi
 # the worker's sandbox (harness/containment.py): Debian's bubblewrap; without it workers run
 # with in-process guards only, and every record says so
 if ! command -v bwrap >/dev/null 2>&1; then

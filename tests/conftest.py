@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.databases import Templates
 
 from gpuarena.harness.records import Evaluation
 from gpuarena.harness.supervisor import RunOptions, evaluate
 from gpuarena.problems import load_problem, resolve_problem
 from gpuarena.solutions import load_solution
+
+pytest_plugins = ["tests.lanes"]
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -44,3 +48,11 @@ def softmax_small():
         return judge("level1/softmax", solution, **options)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def database_templates(tmp_path_factory) -> Iterator[Templates]:
+    """Migrated databases that tests copy (tests/databases.py), made once per test process."""
+    templates = Templates(tmp_path_factory.mktemp("database-templates"))
+    yield templates
+    templates.close()

@@ -177,6 +177,7 @@ def test_the_timer_takes_every_device_step_from_its_backend() -> None:
     )
 
 
+@pytest.mark.harness
 def test_the_supervisor_goes_through_the_backend(monkeypatch) -> None:
     """A whole run judged with a stand-in backend: the run's device steps are its."""
     backend = RecordingBackend()

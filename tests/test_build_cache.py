@@ -56,6 +56,7 @@ def store(tmp_path, monkeypatch):
     return tmp_path / "cache" / "solution-caches"
 
 
+@pytest.mark.harness
 @needs_root
 def test_a_solution_finds_what_its_own_earlier_run_compiled_and_nothing_of_another_s(tmp_path, store):
     first = tmp_path / "a.py"

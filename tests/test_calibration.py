@@ -3,11 +3,14 @@ solution is built (harness/calibration.py), in real runs with real worker proces
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import SOLUTIONS, judge
 from gpuarena.harness import calibration, process
 from gpuarena.harness.worker import Worker
 
 
+@pytest.mark.harness
 def test_the_worker_s_extra_is_measured_before_the_solution_is_built(monkeypatch):
     """Every calibration request comes before `build`, and the extra it finds is the worker's
     process at work (its socket, its sandbox): more than nothing per request, and it is what
@@ -38,7 +41,7 @@ def test_the_worker_s_extra_is_measured_before_the_solution_is_built(monkeypatch
 def test_a_worker_with_a_solution_loaded_refuses_to_calibrate():
     """From the build on, a harness-only block would be the solution's to shape (burn CPU in it,
     and the allowance grows): the worker says no, and the supervisor never asks."""
-    worker = Worker(None)  # type: ignore[arg-type]  # in-process: no connection needed
+    worker = Worker(None)  # in-process: no connection needed
     worker.solve = lambda *args: None
     reply = worker.handle({"op": "calibrate", "n": 1, "device": "cpu", "input_names": ["x"], "output_names": ["y"]})
     assert reply == {"op": "calibrate", "ok": False, "reason": "a solution is loaded"}
@@ -61,7 +64,7 @@ def test_a_harness_only_block_runs_the_worker_s_own_time_code():
 
 def _harness_only_blocks() -> None:
     for convention, output_names in (("return", ["y"]), ("destination", ["y", "z"])):
-        worker = Worker(None)  # type: ignore[arg-type]
+        worker = Worker(None)
         setup = {"device": "cpu", "convention": convention, "input_names": ["a", "b"], "output_names": output_names}
         reply = worker.handle({"op": "calibrate", "n": 3, **setup})
         assert reply["ok"] and len(reply["e2e_ns"]) == 3 and all(v > 0 for v in reply["e2e_ns"])

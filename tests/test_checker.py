@@ -58,6 +58,7 @@ def _run(solution_source: str, tmp_path: Path, problem: Path = ARGSORT, mode: st
     )
 
 
+@pytest.mark.harness
 def test_a_right_answer_in_another_order_passes(tmp_path) -> None:
     record = _run(OTHER_ORDER, tmp_path)
     assert record.status == "PASSED", record.reason
@@ -71,11 +72,13 @@ def test_a_right_answer_in_another_order_passes(tmp_path) -> None:
         (NOT_A_PERMUTATION, "not a permutation"),
     ],
 )
+@pytest.mark.harness
 def test_a_wrong_answer_fails_with_the_checker_s_words(tmp_path, source, words) -> None:
     record = _run(source, tmp_path, mode="test")
     assert record.status == "WRONG_VALUES" and words in record.reason, record.reason
 
 
+@pytest.mark.harness
 def test_a_checker_that_breaks_on_an_output_rejects_it_and_the_run_ends_with_a_verdict(tmp_path) -> None:
     problem = tmp_path / "argsort_fragile"
     shutil.copytree(ARGSORT, problem)

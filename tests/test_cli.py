@@ -26,6 +26,7 @@ def gpuarena(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subproces
     )
 
 
+@pytest.mark.e2e
 def test_run_passing_solution_prints_table_verdict_and_score():
     result = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -34,6 +35,7 @@ def test_run_passing_solution_prints_table_verdict_and_score():
     assert "score:" in result.stdout and "speedup" in result.stdout
 
 
+@pytest.mark.e2e
 def test_run_failing_solution_exits_nonzero_with_reason():
     result = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "broken.py"), *FAST)
     assert result.returncode == 1
@@ -41,6 +43,7 @@ def test_run_failing_solution_exits_nonzero_with_reason():
     assert "elements outside" in result.stdout
 
 
+@pytest.mark.e2e
 def test_run_json_prints_the_evaluation_record():
     result = gpuarena(
         "run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--mode", "test", "--json"
@@ -67,6 +70,7 @@ def test_run_json_prints_the_evaluation_record():
         assert key in workload
 
 
+@pytest.mark.e2e
 def test_run_benchmark_json_has_timing_fields():
     result = gpuarena("run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--json")
     record = json.loads(result.stdout)
@@ -96,12 +100,14 @@ def test_run_benchmark_json_has_timing_fields():
         (["run", "level9/x[bold]y[/]", "x.py"], "level9/x[bold]y[/]"),
     ],
 )
+@pytest.mark.e2e
 def test_bad_arguments_get_a_clear_error(args, words):
     result = gpuarena(*args, env={"CUDA_VISIBLE_DEVICES": ""})
     assert result.returncode == 2
     assert words in result.stderr.replace("\n", " ")
 
 
+@pytest.mark.e2e
 def test_list_shows_bundled_problems():
     result = gpuarena("list", "--json")
     rows = json.loads(result.stdout)
@@ -119,6 +125,7 @@ def test_list_shows_bundled_problems():
     assert "level1/softmax" in table.stdout
 
 
+@pytest.mark.e2e
 def test_pack_writes_json_with_hash(tmp_path):
     target = tmp_path / "packed.json"
     result = gpuarena("pack", str(EXAMPLES / "softmax" / "cuda"), "-o", str(target))
@@ -128,6 +135,7 @@ def test_pack_writes_json_with_hash(tmp_path):
     assert "softmax.cu" in packed["sources"]
 
 
+@pytest.mark.e2e
 def test_new_problem_passes_check_and_new_solution_passes_run(tmp_path):
     folder = tmp_path / "level1" / "my_op"
     assert gpuarena("new", "problem", str(folder)).returncode == 0
@@ -142,6 +150,7 @@ def test_new_problem_passes_check_and_new_solution_passes_run(tmp_path):
     assert again.returncode == 2 and "already exists" in again.stderr
 
 
+@pytest.mark.e2e
 def test_new_solution_for_every_bundled_problem_passes_in_test_mode(tmp_path):
     rows = json.loads(gpuarena("list", "--json").stdout)
     for row in rows[:: max(1, len(rows) // 5)]:  # a spread over the levels, to keep this quick
@@ -151,6 +160,7 @@ def test_new_solution_for_every_bundled_problem_passes_in_test_mode(tmp_path):
         assert run.returncode == 0, f"{row['id']}: {run.stdout[-2000:]}"
 
 
+@pytest.mark.e2e
 def test_check_rejects_outputs_too_small_to_check(tmp_path):
     folder = tmp_path / "tiny"
     gpuarena("new", "problem", str(folder))
@@ -166,6 +176,7 @@ def test_check_rejects_outputs_too_small_to_check(tmp_path):
     assert "smaller than atol" in result.stdout
 
 
+@pytest.mark.e2e
 def test_check_rejects_a_tolerance_that_lets_zeros_pass(tmp_path):
     folder = tmp_path / "lax"
     gpuarena("new", "problem", str(folder))
@@ -180,6 +191,7 @@ def test_check_rejects_a_tolerance_that_lets_zeros_pass(tmp_path):
     assert "returning zeros passes" in result.stdout
 
 
+@pytest.mark.e2e
 def test_check_rejects_output_independent_of_an_input(tmp_path):
     folder = tmp_path / "tiny"
     gpuarena("new", "problem", str(folder))
@@ -190,12 +202,14 @@ def test_check_rejects_output_independent_of_an_input(tmp_path):
     assert "does not depend on input bias" in result.stdout
 
 
+@pytest.mark.e2e
 def test_check_all_bundled_problems():
     result = gpuarena("check", str(ROOT / "problems"))
     assert result.returncode == 0, result.stdout
     assert "FAIL" not in result.stdout
 
 
+@pytest.mark.e2e
 def test_check_takes_a_bundled_id_like_run(tmp_path):
     """Every command that takes a problem takes a bundled id (it failed with "problem.toml: not
     found"); a missing one gets the loader's message, not a traceback."""
@@ -223,11 +237,13 @@ def test_a_local_problem_folder_names_the_server_s_problem(tmp_path):
     assert problem_id(lone) == "lone"
 
 
+@pytest.mark.e2e
 def test_schema_command_writes_schemas(tmp_path):
     assert gpuarena("schema", "-o", str(tmp_path)).returncode == 0
     assert {p.name for p in tmp_path.iterdir()} >= {"problem.schema.json", "evaluation.schema.json"}
 
 
+@pytest.mark.e2e
 def test_bad_solutions_are_refused_with_the_reason_not_a_traceback(tmp_path):
     """The same checks as the server's door (an empty file, a folder whose manifest names
     '../' sources), in the user's words."""
@@ -246,6 +262,7 @@ def test_bad_solutions_are_refused_with_the_reason_not_a_traceback(tmp_path):
     assert result.returncode != 0 and "'..' parts" in result.stderr, result.stderr
 
 
+@pytest.mark.e2e
 def test_a_problem_s_time_limit_is_shown_and_ends_an_infinite_loop(tmp_path):
     """Per-problem, per-mode limits ([time_limits] in problem.toml): `gpuarena run` says the
     limit it runs under and a `while True: pass` ends TIMEOUT there, not after 10 minutes."""
@@ -267,6 +284,7 @@ def test_a_problem_s_time_limit_is_shown_and_ends_an_infinite_loop(tmp_path):
     assert resolve_problem(problem).spec.time_limit_for("ranked") == 600.0  # the defaults for the others
 
 
+@pytest.mark.e2e
 def test_run_verbose_shows_where_the_time_went():
     result = gpuarena(
         "run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py"), *FAST, "--mode", "test", "--verbose"
@@ -282,6 +300,7 @@ def test_run_verbose_shows_where_the_time_went():
     )
 
 
+@pytest.mark.e2e
 def test_run_starts_its_worker_ahead_and_leaves_nothing_behind(tmp_path):
     """`gpuarena run` starts the worker before importing torch itself (the imports overlap);
     the run takes it, and a run refused before it starts (an unknown workload) stops it: no
@@ -306,6 +325,7 @@ def test_run_starts_its_worker_ahead_and_leaves_nothing_behind(tmp_path):
     assert not list(tmp_path.glob("gpuarena-run-*"))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("code, status, stderr", [("3", 3, ""), ("None", 0, ""), ("'bad input'", 1, "bad input")])
 def test_a_run_leaves_without_teardown_but_pays_what_an_exit_owes(code, status, stderr):
     """`gpuarena run` ends with `leave`: the exit status SystemExit would give, atexit hooks run
@@ -324,6 +344,7 @@ def test_a_run_leaves_without_teardown_but_pays_what_an_exit_owes(code, status, 
     assert stderr in result.stderr
 
 
+@pytest.mark.harness
 def test_the_console_script_s_early_worker_is_taken_only_for_the_device_it_was_started_for():
     """`gpuarena run` starts its worker before the CLI's imports (cli/entry.py), reading --device
     itself; `run` takes that worker only for the device typer parsed, and closes it otherwise."""

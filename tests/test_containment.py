@@ -36,6 +36,7 @@ def _argv(tmp_path: Path, gpu: bool) -> list[str]:
     )
 
 
+@pytest.mark.harness
 @needs_bwrap
 def test_the_worker_runs_in_a_sandbox_and_the_record_says_so(softmax_small):
     record = softmax_small(ROOT / "examples" / "softmax" / "pytorch.py")
@@ -71,6 +72,7 @@ def test_no_home_folder_is_bound_for_a_bin_folder_in_it(monkeypatch):
     assert "/root" not in tools and os.path.expanduser("~") not in tools and "/usr" in tools
 
 
+@pytest.mark.harness
 @needs_bwrap
 def test_files_written_to_dev_shm_stay_in_the_sandbox(softmax_small, tmp_path):
     solution = _solution(
@@ -87,6 +89,7 @@ def solve(x):
     assert not Path("/dev/shm/gpuarena-test-left-behind").exists()
 
 
+@pytest.mark.harness
 @needs_bwrap
 def test_shared_anonymous_memory_counts_against_the_memory_limit(tmp_path):
     """RLIMIT_DATA does not count MAP_SHARED|MAP_ANONYMOUS memory; the cgroup does."""
@@ -115,6 +118,7 @@ def solve(x):
     )
 
 
+@pytest.mark.harness
 @needs_bwrap
 def test_without_a_cgroup_the_memory_limit_is_watched_from_outside(tmp_path, monkeypatch, softmax_small):
     """Where no cgroup counts memory (cgroup v2 without the memory controller delegated, as on
@@ -142,14 +146,18 @@ def solve(x):
     assert honest.status == "PASSED", honest.reason  # a worker's own footprint stays under it
 
 
+@pytest.mark.harness
 @needs_bwrap
 def test_the_run_leaves_no_cgroup_behind(softmax_small):
-    before = {str(p) for p in Path("/sys/fs/cgroup").rglob("gpuarena-*")} if os.geteuid() == 0 else set()
+    # the cgroups this process made (named after its pid): other test processes run beside it
+    mine = f"gpuarena-{os.getpid()}-*"
+    before = {str(p) for p in Path("/sys/fs/cgroup").rglob(mine)} if os.geteuid() == 0 else set()
     softmax_small(ROOT / "examples" / "softmax" / "pytorch.py", mode="test")
-    after = {str(p) for p in Path("/sys/fs/cgroup").rglob("gpuarena-*")} if os.geteuid() == 0 else set()
+    after = {str(p) for p in Path("/sys/fs/cgroup").rglob(mine)} if os.geteuid() == 0 else set()
     assert after <= before
 
 
+@pytest.mark.harness
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 def test_the_sandbox_can_be_turned_off_and_the_record_says_so(softmax_small, monkeypatch):
     monkeypatch.setenv("GPUARENA_SANDBOX", "0")
@@ -158,6 +166,7 @@ def test_the_sandbox_can_be_turned_off_and_the_record_says_so(softmax_small, mon
     assert record.environment.worker_containment.startswith("none: no sandbox (turned off")
 
 
+@pytest.mark.harness
 @needs_bwrap
 def test_two_torch_compile_solutions_in_a_row_both_pass(softmax_small):
     """Inductor keeps its cache in /tmp/torchinductor_$USER: a later worker of another user

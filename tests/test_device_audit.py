@@ -321,6 +321,7 @@ def audited_on_the_cpu(tmp_path, monkeypatch):
     return run
 
 
+@pytest.mark.harness
 def test_the_audit_passes_a_claim_the_counters_do_not_contradict(audited_on_the_cpu):
     record, audit = audited_on_the_cpu({})
     assert record.status == "PASSED", record.reason
@@ -333,6 +334,7 @@ def test_the_audit_passes_a_claim_the_counters_do_not_contradict(audited_on_the_
     assert record.phases["device audit"] > 0 and record.phases["timing"] > 0
 
 
+@pytest.mark.harness
 def test_every_timed_request_is_audited_and_nothing_else_is_sent(audited_on_the_cpu, monkeypatch):
     """Audited requests are the timed rounds' requests: each of the solution's timed requests
     is a sampled segment, and no request of another kind is sent for the audit."""
@@ -365,6 +367,7 @@ def test_every_timed_request_is_audited_and_nothing_else_is_sent(audited_on_the_
     assert REFERENCE_HARNESS not in PlannedSampler.seen  # softmax's reference and solution both return
 
 
+@pytest.mark.harness
 def test_a_round_s_blocks_are_sampled_back_to_back_and_nothing_else_is_chained(audited_on_the_cpu, monkeypatch):
     """A round's sampled blocks (twins, the harness's block, the solution's request, the
     reference's block) share marks; the first of each round starts afresh, after the inputs'
@@ -411,6 +414,7 @@ def unswept_for_every_claim(monkeypatch):
     monkeypatch.setattr(rounds_audit, "UNSWEPT_UNDER_US", 1e12)
 
 
+@pytest.mark.harness
 def test_small_kernels_are_also_sampled_without_the_sweeps(audited_on_the_cpu, unswept_for_every_claim, monkeypatch):
     """After the timed rounds, a claim under UNSWEPT_UNDER_US gets UNSWEPT_REQUESTS requests of
     the same calls without the cache sweeps, each on fresh inputs, its outputs checked, each
@@ -452,6 +456,7 @@ def test_small_kernels_are_also_sampled_without_the_sweeps(audited_on_the_cpu, u
     assert len(audit.unswept_per_request) == UNSWEPT_REQUESTS and audit.unswept_us_per_call == 0
 
 
+@pytest.mark.harness
 def test_a_small_claim_under_what_the_counters_saw_back_to_back_is_rejected(
     audited_on_the_cpu, unswept_for_every_claim
 ):
@@ -467,6 +472,7 @@ def test_a_small_claim_under_what_the_counters_saw_back_to_back_is_rejected(
     assert audit.unswept_us_per_call == 0
 
 
+@pytest.mark.harness
 def test_large_claims_get_no_unswept_requests(audited_on_the_cpu, monkeypatch):
     from gpuarena.harness import rounds_audit
 
@@ -476,6 +482,7 @@ def test_large_claims_get_no_unswept_requests(audited_on_the_cpu, monkeypatch):
     assert rounds_audit.UNSWEPT not in PlannedSampler.seen and audit.unswept_us_per_call is None
 
 
+@pytest.mark.harness
 def test_the_audit_rejects_a_claim_far_under_what_the_counters_saw(audited_on_the_cpu):
     record, audit = audited_on_the_cpu({SOLUTION: 1e9})  # a second of SM time per request
     assert record.status == "REJECTED"
@@ -483,6 +490,7 @@ def test_the_audit_rejects_a_claim_far_under_what_the_counters_saw(audited_on_th
     assert audit.observed_us_per_call > 1e4 and audit.inflation_us == 0
 
 
+@pytest.mark.harness
 def test_the_harness_s_share_is_taken_off(audited_on_the_cpu):
     """The sweeps and copies in a timed request are the harness's: what the same code does
     with no solution is taken off (the least busy of its blocks)."""
@@ -491,6 +499,7 @@ def test_the_harness_s_share_is_taken_off(audited_on_the_cpu):
     assert audit.observed_us_per_call == 0 and audit.harness_us_per_call > 1e4
 
 
+@pytest.mark.harness
 def test_requests_that_skip_the_harness_s_own_work_are_rejected(audited_on_the_cpu):
     """The cache sweeps run in the worker's process: a solution that turns them off times warm
     calls, and its requests show the GPU doing less than the harness alone (the twin, in the
@@ -502,6 +511,7 @@ def test_requests_that_skip_the_harness_s_own_work_are_rejected(audited_on_the_c
     assert record.status == "PASSED", record.reason
 
 
+@pytest.mark.harness
 def test_requests_whose_sweeps_read_nothing_are_rejected_however_busy_they_kept_the_gpu(audited_on_the_cpu):
     """A solution can replace the L2 sweep with work that keeps an SM busy as long and reads
     nothing (warm_caches/sweeps_replaced_by_a_wait): the busy time matches the harness alone's,
@@ -519,6 +529,7 @@ def test_requests_whose_sweeps_read_nothing_are_rejected_however_busy_they_kept_
     assert record.status == "PASSED" and audit.read_mb_per_call > 0  # its own inputs, read on top
 
 
+@pytest.mark.harness
 def test_a_chip_without_a_traffic_counter_is_audited_on_busy_time_and_says_so(audited_on_the_cpu, monkeypatch):
     monkeypatch.setattr(PlannedSampler, "traffic", "")
     record, audit = audited_on_the_cpu({HARNESS: 1e9, SOLUTION: 1e9}, reads={HARNESS: 1e9})
@@ -526,6 +537,7 @@ def test_a_chip_without_a_traffic_counter_is_audited_on_busy_time_and_says_so(au
     assert audit.traffic == "" and "reads none" in audit.traffic_skipped and audit.read_mb_per_call is None
 
 
+@pytest.mark.harness
 def test_the_clocks_drift_falls_out_of_each_pair(audited_on_the_cpu):
     """The GPU's clocks move whole requests by a few percent, far more than a small kernel's
     time: each request is judged against the harness block sampled just before it, so a
@@ -545,6 +557,7 @@ def test_the_clocks_drift_falls_out_of_each_pair(audited_on_the_cpu):
     assert audit.noise_us == 0
 
 
+@pytest.mark.harness
 def test_a_rough_figure_keeps_the_rounds_going_until_it_can_judge_the_claim(audited_on_the_cpu):
     """The smallest kernels are judged on a few µs out of ~160 of harness work per call: while
     the observed figure's error is over a quarter of the claim, more requests are sampled (up
@@ -586,6 +599,7 @@ def test_how_many_requests_the_audit_wants():
     assert not wants_more([float(k % 2) * 1e9 for k in range(MAX_REQUESTS)], 1.0)
 
 
+@pytest.mark.harness
 def test_the_harness_s_block_is_spaced_out_as_the_solution_s_calls_are(audited_on_the_cpu, tmp_path):
     """The counters are read per sample, and work sharing a sample counts less than its parts:
     the harness's block waits in each call as long as the solution's calls spend on the host
@@ -627,6 +641,7 @@ def test_claimed_host_time_spaces_the_harness_s_block_out_no_more_than_the_super
     assert twin.pace_ns == MAX_PACE_NS
 
 
+@pytest.mark.harness
 def test_what_the_counters_add_to_the_reference_is_taken_off_in_a_real_run(audited_on_the_cpu):
     record, audit = audited_on_the_cpu({REFERENCE_TWIN: 1e11, SOLUTION: 1e9})
     assert record.status == "PASSED", record.reason
@@ -634,6 +649,7 @@ def test_what_the_counters_add_to_the_reference_is_taken_off_in_a_real_run(audit
     assert audit.inflation_us == audit.reference_observed_us_per_call - audit.reference_claimed_us
 
 
+@pytest.mark.harness
 def test_work_under_the_reference_s_timing_rejects_the_run(audited_on_the_cpu):
     """Work that is not the harness's running while the reference is timed (a solution's
     kernel queued to start later) slows the reference: its timed blocks, far busier than its
@@ -645,6 +661,7 @@ def test_work_under_the_reference_s_timing_rejects_the_run(audited_on_the_cpu):
     assert record.status == "PASSED", record.reason
 
 
+@pytest.mark.harness
 def test_a_gpu_that_stays_busy_before_the_rounds_rejects_the_run(audited_on_the_cpu, monkeypatch):
     """A solution's helper could keep the GPU busy to have the audit skipped: a busy GPU is
     looked at again, and one that never gets quiet ends the run, never passes it."""
@@ -656,6 +673,7 @@ def test_a_gpu_that_stays_busy_before_the_rounds_rejects_the_run(audited_on_the_
     assert len(looks) == device_audit.QUIET_ATTEMPTS and SOLUTION not in PlannedSampler.seen
 
 
+@pytest.mark.harness
 def test_a_gpu_busy_for_a_moment_is_waited_for(audited_on_the_cpu, monkeypatch):
     looks: list[int] = []
     monkeypatch.setattr(device_audit, "QUIET_WAIT_S", 0.01)
@@ -665,6 +683,7 @@ def test_a_gpu_busy_for_a_moment_is_waited_for(audited_on_the_cpu, monkeypatch):
     assert not audit.skipped and audit.calls > 0 and len(looks) >= 3
 
 
+@pytest.mark.harness
 def test_counters_that_cannot_be_read_mid_run_reject_it(audited_on_the_cpu, monkeypatch):
     """A solution could hold the GPU's counters to make the audit fail: once the sampler has
     started in a run, a sampler that fails is a REJECTED run, never an unaudited pass."""
@@ -712,10 +731,11 @@ def test_a_sampler_that_will_not_start_again_in_a_run_rejects_it(tmp_path, monke
     supervisor.release_sampler()
     assert supervisor.sampler is None and supervisor.sampler_lost and "HARDWARE_BUSY" in supervisor.sampler_missing
     with pytest.raises(RunFailure, match="could earlier in this run"):
-        RoundsAudit(supervisor, None, enabled=True)  # type: ignore[arg-type]
-    assert RoundsAudit(supervisor, None, enabled=False).sampler is None  # type: ignore[arg-type]  # the CPU's
+        RoundsAudit(supervisor, None, enabled=True)
+    assert RoundsAudit(supervisor, None, enabled=False).sampler is None  # the CPU's
 
 
+@pytest.mark.harness
 def test_a_destination_passing_problem_s_reference_is_judged_with_its_own_harness_share(audited_on_the_cpu):
     """The reference returns its outputs, the solution writes into destinations: the reference's
     harness share (copying outputs out) is sampled on its own and taken off the reference."""
@@ -728,6 +748,7 @@ def test_a_destination_passing_problem_s_reference_is_judged_with_its_own_harnes
     assert record.status == "REJECTED" and audit.inflation_us == 0 and audit.reference_observed_us_per_call == 0
 
 
+@pytest.mark.harness
 def test_a_sampler_started_ahead_is_the_run_s_own(audited_on_the_cpu, monkeypatch):
     """`gpuarena run` starts the PM sampler before it imports torch (harness/ahead.py): the run
     takes that one, of its own device, instead of starting another; one of another device is

@@ -6,6 +6,8 @@ import pytest
 
 from conftest import EXAMPLES, judge
 
+pytestmark = pytest.mark.harness
+
 
 def test_pytorch_softmax_passes_every_cpu_workload_with_timing():
     record = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="benchmark")

@@ -34,7 +34,7 @@ NVCC = shutil.which("nvcc")
 
 pytestmark = [
     pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH"),
-    pytest.mark.slow,  # torch/extension.h makes one compile take a minute or two
+    pytest.mark.e2e,  # the CLI compiles; torch/extension.h makes one compile take a minute or two
 ]
 
 # Headers that the full (non-GPUARENA_COMPILE_CHECK) build includes transitively.

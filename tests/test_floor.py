@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import EXAMPLES, judge
 from gpuarena.harness.peaks import floor_seconds
 
@@ -13,6 +15,7 @@ def test_floor_is_the_larger_of_bytes_and_flops_terms():
     assert floor_seconds(peaks, None, None) is None
 
 
+@pytest.mark.harness
 def test_run_below_the_floor_is_rejected():
     impossible = {"bandwidth_gbs": 1e-6, "tflops_bf16": 1e-9, "tflops_fp32": 1e-9}
     record = judge(
@@ -26,6 +29,7 @@ def test_run_below_the_floor_is_rejected():
     assert "below the physical floor" in record.reason
 
 
+@pytest.mark.harness
 def test_speed_of_light_is_reported_against_peaks():
     generous = {"bandwidth_gbs": 1e6, "tflops_bf16": 1e6, "tflops_fp32": 1e6}
     record = judge(
@@ -40,6 +44,7 @@ def test_speed_of_light_is_reported_against_peaks():
     assert sol.bytes == 2 * 64 * 1000 * 4 and sol.bandwidth_fraction < 1 and sol.floor_us > 0
 
 
+@pytest.mark.harness
 def test_a_cpu_time_below_what_its_cores_could_do_is_rejected(monkeypatch):
     """On the CPU no peaks are measured, but no core moves more than 2 TB/s or computes more
     than 4 TFLOP/s: a time under that (a patched clock ticking a nanosecond a call) is impossible,
@@ -70,6 +75,7 @@ def test_the_cpu_bound_allows_the_median_twin_block_not_the_latest():
     assert not budget.holds()
 
 
+@pytest.mark.harness
 def test_the_cpu_bound_holds_with_many_threads_beside_the_supervisor():
     """The twin measures the harness's share in the supervisor's process, which may hold many
     threads (a runner's, a test suite's). Enumerating them, and reading each one's children, made

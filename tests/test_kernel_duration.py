@@ -105,6 +105,7 @@ def profiled_on_the_cpu(profiled_run):
     return lambda *args, **kwargs: profiled_run(*args, **kwargs).workloads[0]
 
 
+@pytest.mark.harness
 def test_both_sides_get_ncu_s_figure_in_a_real_run(profiled_on_the_cpu):
     workload = profiled_on_the_cpu()
     assert workload.time.kernel_duration_us == pytest.approx(PER_CALL_US)
@@ -115,12 +116,14 @@ def test_both_sides_get_ncu_s_figure_in_a_real_run(profiled_on_the_cpu):
     assert workload.time.median_us != PER_CALL_US  # the ranked figure is still the stream cost
 
 
+@pytest.mark.harness
 def test_no_profiler_here_leaves_the_figure_out_and_says_why(profiled_on_the_cpu):
     workload = profiled_on_the_cpu(None, why="no CUDA toolkit found (nvcc)")
     assert workload.time.kernel_duration_us is None and workload.reference_time.kernel_duration_us is None
     assert workload.kernel_duration_skipped == "no CUDA toolkit found (nvcc)"
 
 
+@pytest.mark.harness
 def test_a_profiler_that_fails_in_the_worker_is_no_verdict_on_the_solution(profiled_on_the_cpu):
     workload = profiled_on_the_cpu(FAILS_IN_THE_WORKER)
     assert workload.time.kernel_duration_us is None
@@ -166,6 +169,7 @@ def test_a_timer_block_opens_small_and_grows_when_a_call_launches_more_kernels(t
         timer.run_block(lambda i: i, 1, kernel_library=library)
 
 
+@pytest.mark.harness
 def test_the_phase_can_be_switched_off_and_the_record_says_so(profiled_run, monkeypatch, counters_folder):
     monkeypatch.setenv("GPUARENA_KERNEL_DURATION", "0")
     record = profiled_run()
@@ -179,6 +183,7 @@ def test_the_phase_can_be_switched_off_and_the_record_says_so(profiled_run, monk
     assert (counters_folder / "opens").read_text() == ""
 
 
+@pytest.mark.harness
 def test_the_phase_runs_in_ranked_mode_and_elsewhere_only_when_asked(profiled_run, monkeypatch, counters_folder):
     """It ranks nothing and costs a profiler opening (about 4 s on an H100): a benchmark run is
     quick unless it asks (--ncu); a ranked run always has it, its check included."""
@@ -258,6 +263,7 @@ def test_no_gpu_no_instruction_cache_sweep_and_why():
     assert sweep is None and why
 
 
+@pytest.mark.harness
 def test_the_cli_shows_the_figure_or_why_it_is_missing(profiled_on_the_cpu):
     from rich.console import Console
 
@@ -281,6 +287,7 @@ def test_the_cli_shows_the_figure_or_why_it_is_missing(profiled_on_the_cpu):
     assert _kernel_duration_summary(record) == "ncu Duration: not measured (no toolkit)"
 
 
+@pytest.mark.harness
 def test_the_submission_page_shows_the_figure_only_where_measured(profiled_on_the_cpu):
     from types import SimpleNamespace
 
@@ -315,6 +322,7 @@ def test_the_submission_page_shows_the_figure_only_where_measured(profiled_on_th
     assert "ncu Duration" not in html()
 
 
+@pytest.mark.harness
 def test_each_side_opens_the_profiler_once_per_run_and_never_both_at_once(profiled_run, counters_folder):
     """On an H100 the Range Profiler's first window after opening costs about 4 s, and a
     second process cannot open it while one holds it: opened per block, the phase took over
@@ -327,6 +335,7 @@ def test_each_side_opens_the_profiler_once_per_run_and_never_both_at_once(profil
     assert (counters_folder / "opens").read_text() == "open\nopen\n"
 
 
+@pytest.mark.harness
 def test_a_second_run_reads_the_reference_s_figure_from_the_cache_and_opens_once(
     profiled_run, counters_folder, monkeypatch, tmp_path
 ):
@@ -349,6 +358,7 @@ def test_a_second_run_reads_the_reference_s_figure_from_the_cache_and_opens_once
     assert (counters_folder / "opens").read_text() == "open\n" * 5
 
 
+@pytest.mark.harness
 def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeypatch, counters_folder, profiled_run):
     """The PM sampler holds the GPU's counters while it runs (on an H100 the range timer then
     got CUPTI_ERROR_HARDWARE_BUSY): it audits every workload, then is quit before the phase.
@@ -393,6 +403,7 @@ def solve(x):
 """
 
 
+@pytest.mark.harness
 def test_outputs_wrong_only_under_the_profiler_leave_the_figure_out_not_a_verdict(
     tmp_path, monkeypatch, counters_folder
 ):

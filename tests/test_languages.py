@@ -19,6 +19,7 @@ SOLUTIONS = FIXTURES / "solutions"
 
 
 # -- JAX ---------------------------------------------------------------------------------------
+@pytest.mark.harness
 def test_the_jax_softmax_example_passes_every_cpu_workload_with_timing():
     pytest.importorskip("jax")
     record = judge("level1/softmax", EXAMPLES / "softmax" / "jax.py", mode="benchmark")
@@ -28,6 +29,7 @@ def test_the_jax_softmax_example_passes_every_cpu_workload_with_timing():
     assert all(w.time and w.reference_time and w.speedup for w in record.workloads)
 
 
+@pytest.mark.harness
 def test_the_pallas_softmax_example_passes_on_the_cpu_in_pallas_s_interpreter():
     """The same kernel that lowers to Triton on a GPU (tests/gpu), interpreted here."""
     pytest.importorskip("jax.experimental.pallas")
@@ -36,18 +38,21 @@ def test_the_pallas_softmax_example_passes_on_the_cpu_in_pallas_s_interpreter():
     assert record.language == "jax" and [w.status for w in record.workloads] == ["PASSED", "PASSED"]
 
 
+@pytest.mark.harness
 def test_a_jax_solution_gets_its_destination_filled_where_the_problem_passes_one():
     pytest.importorskip("jax")
     record = judge("axpy_dest", SOLUTIONS / "jax_dest.py")
     assert record.status == "PASSED", record.reason + record.log[-2000:]
 
 
+@pytest.mark.harness
 def test_a_wrong_jax_answer_is_judged_not_crashed():
     pytest.importorskip("jax")
     record = judge("level1/softmax", SOLUTIONS / "jax_wrong.py", workloads=["small-64x1000"])
     assert record.status == "WRONG_VALUES", record.reason
 
 
+@pytest.mark.harness
 def test_the_jax_runtime_s_threads_are_no_licence_for_the_solution_s_own():
     pytest.importorskip("jax")
     record = judge("level1/softmax", SOLUTIONS / "jax_leaves_thread.py", workloads=["small-64x1000"])
@@ -67,6 +72,7 @@ def test_a_file_that_imports_jax_is_a_jax_solution_and_keeps_its_hash_when_packe
 needs_compiler = pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")
 
 
+@pytest.mark.harness
 @needs_compiler
 def test_a_cpp_solution_bound_through_tvm_ffi_passes_on_the_cpu():
     pytest.importorskip("tvm_ffi")
@@ -77,6 +83,7 @@ def test_a_cpp_solution_bound_through_tvm_ffi_passes_on_the_cpu():
     assert record.workloads[0].time and record.workloads[0].speedup
 
 
+@pytest.mark.harness
 @needs_compiler
 def test_a_tvm_ffi_compile_error_shows_the_compiler_s_message():
     pytest.importorskip("tvm_ffi")
@@ -85,6 +92,7 @@ def test_a_tvm_ffi_compile_error_shows_the_compiler_s_message():
     assert "undeclared_name_in_broken_cc" in record.reason + record.log
 
 
+@pytest.mark.harness
 @needs_compiler
 def test_a_tvm_ffi_module_without_the_entry_point_is_a_compile_error(tmp_path):
     pytest.importorskip("tvm_ffi")
@@ -98,7 +106,7 @@ def test_a_tvm_ffi_module_without_the_entry_point_is_a_compile_error(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
-@pytest.mark.slow
+@pytest.mark.harness  # nvcc builds the example
 def test_the_tvm_ffi_cuda_example_compiles(tmp_path, monkeypatch):
     """nvcc compiles the example's kernels and binding to an object (no GPU here to link or run it)."""
     tvm_ffi_cpp = pytest.importorskip("tvm_ffi.cpp")
@@ -120,6 +128,7 @@ def test_a_file_that_imports_tilelang_is_a_tilelang_solution():
     assert solution.manifest.language == "tilelang"
 
 
+@pytest.mark.harness
 def test_a_tilelang_solution_where_tilelang_is_missing_is_a_compile_error_naming_it():
     """TileLang kernels need a GPU (and the package is large): CI has neither, so this is the
     CPU path a TileLang user meets there. The example passes on the lent GPU (tests/gpu)."""
@@ -136,6 +145,7 @@ def test_a_file_that_imports_cutlass_is_a_cute_dsl_solution():
     assert solution.manifest.language == "cute-dsl"
 
 
+@pytest.mark.harness
 def test_a_cute_dsl_solution_where_the_package_is_missing_is_a_compile_error_naming_it():
     """CuTe DSL compiles for NVIDIA GPUs only: CI meets this path. The example passes on the lent
     GPU (tests/gpu)."""
@@ -153,6 +163,7 @@ def test_a_language_whose_package_is_missing_is_a_compile_error_naming_the_packa
         build(load_solution(EXAMPLES / "softmax" / "jax.py"), tmp_path)
 
 
+@pytest.mark.harness
 def test_a_new_jax_solution_takes_the_inputs_and_says_what_to_write(tmp_path):
     """`gpuarena new solution --language jax`: inputs only (a JAX function returns its outputs,
     whatever the problem's convention), and a clear error until it is written."""

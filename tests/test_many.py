@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import EXAMPLES
 from gpuarena.harness.evaluator import Evaluator
 from gpuarena.harness.supervisor import RunOptions
@@ -54,6 +56,7 @@ def gpuarena(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.e2e
 def test_run_stdin_answers_every_line_in_order_and_bad_ones_with_an_error(tmp_path):
     requests = [
         {
@@ -90,6 +93,7 @@ def test_run_stdin_answers_every_line_in_order_and_bad_ones_with_an_error(tmp_pa
     assert answers[6]["status"] == "WRONG_VALUES"
 
 
+@pytest.mark.e2e
 def test_run_many_gives_each_solution_a_worker_of_its_own(tmp_path):
     leaves, looks = tmp_path / "leaves.py", tmp_path / "looks.py"
     leaves.write_text(LEAVES)
@@ -128,6 +132,7 @@ def test_run_many_gives_each_solution_a_worker_of_its_own(tmp_path):
     assert broken.returncode == 1 and "PASSED" in broken.stdout and "not found" in broken.stdout
 
 
+@pytest.mark.harness
 def test_workers_started_ahead_outlive_the_job_that_started_them():
     """Closing a run's worker kills its orphans (processes handed to the supervisor): not the
     next run's worker, started while it ran."""

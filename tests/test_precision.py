@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 import torch
 
 from conftest import judge
@@ -29,6 +30,7 @@ def test_a_reference_that_casts_to_float32_still_runs_in_float64():
     assert torch.allclose(exact, a.double() @ b.double(), rtol=0, atol=1e-12)
 
 
+@pytest.mark.harness
 def test_records_carry_both_errors_against_float64(softmax_small):
     record = softmax_small(ROOT / "examples" / "softmax" / "pytorch.py", mode="test")
     workload = record.workloads[0]
@@ -36,6 +38,7 @@ def test_records_carry_both_errors_against_float64(softmax_small):
     assert 0 <= workload.error_vs_float64 < 1e-5 and 0 < workload.reference_error_vs_float64 < 1e-5
 
 
+@pytest.mark.harness
 def test_faithful_float32_rejects_tf32_like_inputs_and_passes_honest_orderings():
     record = judge("level1/matmul", TF32_LIKE, mode="test", workloads=["small-128x256x192"])
     assert record.status == "WRONG_VALUES"
@@ -46,6 +49,7 @@ def test_faithful_float32_rejects_tf32_like_inputs_and_passes_honest_orderings()
         assert w.error_vs_float64 <= precision.FAITHFUL_FACTOR * w.reference_error_vs_float64
 
 
+@pytest.mark.harness
 def test_without_the_setting_the_elementwise_tolerance_alone_judges(tmp_path):
     folder = tmp_path / "matmul"
     shutil.copytree(ROOT / "problems" / "level1" / "matmul", folder)

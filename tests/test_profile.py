@@ -222,6 +222,7 @@ def fake_ncu(tmp_path: Path) -> str:
     return str(ncu)
 
 
+@pytest.mark.harness
 def test_a_profile_run_checks_the_profiled_call_and_keeps_both_reports(tmp_path, fake_ncu):
     problem = resolve_problem("level1/softmax")
     record = run_profile(
@@ -240,6 +241,7 @@ def test_a_profile_run_checks_the_profiled_call_and_keeps_both_reports(tmp_path,
     assert Path(record.roofline).read_text().startswith("<svg")
 
 
+@pytest.mark.harness
 def test_a_wrong_solution_s_profile_says_its_call_computed_something_else(tmp_path, fake_ncu):
     wrong = tmp_path / "wrong.py"
     wrong.write_text("import torch\n\ndef solve(x):\n    return torch.softmax(x, dim=0)\n")
@@ -250,6 +252,7 @@ def test_a_wrong_solution_s_profile_says_its_call_computed_something_else(tmp_pa
     assert record.solution_profile.kernels  # the profile is still shown
 
 
+@pytest.mark.harness
 def test_a_solution_that_fails_under_the_profiler_gives_the_reason(tmp_path, fake_ncu):
     broken = tmp_path / "broken.py"
     broken.write_text("def solve(x):\n    raise RuntimeError('no kernel today')\n")
@@ -260,6 +263,7 @@ def test_a_solution_that_fails_under_the_profiler_gives_the_reason(tmp_path, fak
     assert "no kernel today" in record.reason or "RuntimeError" in record.reason
 
 
+@pytest.mark.harness
 def test_the_profiled_process_runs_sandboxed_and_cannot_write_the_supervisor_s_files(tmp_path, fake_ncu):
     """The profiled call runs in the worker's sandbox: a file the supervisor owns stays as it was."""
     target = tmp_path / "supervisor-secret.txt"

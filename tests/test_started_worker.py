@@ -9,10 +9,14 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES
 from gpuarena.harness.supervisor import RunOptions, StartedWorker, evaluate
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
+
+pytestmark = pytest.mark.harness
 
 AXPY = FIXTURES / "problems" / "axpy_dest"
 

@@ -23,6 +23,7 @@ from gpuarena.suite.run import discover
 from gpuarena.suite.score import compare, model_tags
 
 
+@pytest.mark.harness
 def test_a_framework_s_implementation_passes_return_and_destination_problems() -> None:
     for problem in (resolve_problem("level1/softmax"), load_problem(FIXTURES / "problems" / "axpy_dest")):
         record = evaluate(problem, framework_solution(problem, "pytorch"), RunOptions(device="cpu", mode="test"))
@@ -156,6 +157,7 @@ def test_the_score_by_model_counts_each_problem_for_every_model_it_came_from() -
     assert "<script" not in ratio_bars([("<script>alert(1)</script>", 1.5)], "t")  # labels are escaped
 
 
+@pytest.mark.e2e
 def test_suite_run_and_compare_from_the_command_line(tmp_path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -238,6 +240,7 @@ def test_the_shipped_baselines_cover_the_bundled_problems_and_the_dataset() -> N
     assert len(h100.problems) >= 0.95 * len(dataset) and all(p.status == "PASSED" for p in h100.problems)
 
 
+@pytest.mark.e2e
 def test_a_run_spread_over_several_processes_merges_in_order_and_names_a_dead_one(tmp_path, monkeypatch) -> None:
     """Each slot's process times its share (real processes, the CPU here, a GPU each on a GPU
     host); the result lists the problems in their order, and a slot whose process dies leaves its
@@ -289,6 +292,7 @@ def test_gpus_is_refused_off_cuda(tmp_path) -> None:
     assert not (tmp_path / "s.json").exists()
 
 
+@pytest.mark.harness
 def test_a_problem_whose_reference_is_jax_is_judged_checked_and_timed_as_jax() -> None:
     """A reference written in JAX (provenance.framework = "jax") is called through DLPack by the
     harness: `gpuarena check` passes it, a PyTorch solution is judged against it, and the suite's

@@ -128,6 +128,7 @@ def solve(x):
     ],
     ids=["honest", "wrong-int", "wrong-bool", "wrong-0dim"],
 )
+@pytest.mark.harness
 def test_integer_boolean_and_0_dim_outputs_get_a_verdict(tmp_path, source, status, words):
     solution = tmp_path / "solution.py"
     solution.write_text(source)
@@ -142,6 +143,7 @@ def test_check_handles_integer_boolean_and_0_dim_outputs():
     assert report.ok, report
 
 
+@pytest.mark.harness
 def test_times_that_cannot_be_bounded_on_the_cpu_are_no_pass(monkeypatch, tmp_path):
     """Where the worker's CPU time cannot be read from outside, its reported times are its word
     alone: the run is REJECTED with the reason, never PASSED on them."""

@@ -35,6 +35,7 @@ def worker_writable_tmp():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.harness
 def test_worker_sees_neither_seed_nor_reference_outputs(worker_writable_tmp, monkeypatch):
     tmp_path = worker_writable_tmp
     monkeypatch.setenv("TMPDIR", str(tmp_path))

@@ -10,6 +10,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES
 from gpuarena.harness import process
 from gpuarena.harness.started import StartedWorker
@@ -32,7 +34,7 @@ def _requests(monkeypatch) -> list[str]:
     sent: list[str] = []
     original = process.WorkerProcess.request
 
-    def request(self, message, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def request(self, message, *args, **kwargs):
         if threading.current_thread() is threading.main_thread():
             sent.append(message["op"])
         return original(self, message, *args, **kwargs)
@@ -58,16 +60,19 @@ def _judged_with_a_prepared_worker(tmp_path, monkeypatch, prepared_on: str = "cp
     return sent
 
 
+@pytest.mark.harness
 def test_a_worker_prepared_ahead_is_not_prepared_again(tmp_path, monkeypatch) -> None:
     sent = _judged_with_a_prepared_worker(tmp_path, monkeypatch)
     assert "prepare" not in sent and sent[0] == "build"
 
 
+@pytest.mark.harness
 def test_a_worker_prepared_for_another_device_is_prepared_for_this_one(tmp_path, monkeypatch) -> None:
     sent = _judged_with_a_prepared_worker(tmp_path, monkeypatch, prepared_on="cuda:3")  # as if made on another GPU
     assert sent[0] == "prepare"
 
 
+@pytest.mark.harness
 def test_preparing_ahead_waits_for_the_gpu_lock(tmp_path) -> None:
     lock = threading.Lock()
     lock.acquire()  # a job is timing
@@ -83,6 +88,7 @@ def test_preparing_ahead_waits_for_the_gpu_lock(tmp_path) -> None:
     assert not lock.locked()
 
 
+@pytest.mark.harness
 def test_closing_a_worker_while_it_prepares_does_not_hang() -> None:
     lock = threading.Lock()
     lock.acquire()
@@ -117,10 +123,11 @@ def test_a_kept_sampler_whose_process_died_is_not_handed_out() -> None:
 
     warm = Warm()
     dead = Dead()
-    warm.sampler = dead  # type: ignore[assignment]
+    warm.sampler = dead
     assert warm.take_sampler() is None and dead.closed and warm.sampler is None
 
 
+@pytest.mark.harness
 def test_jobs_through_a_warm_evaluator_leave_no_worker_behind(tmp_path) -> None:
     """Workers retired in the background are all gone once the warm state is closed."""
     solution = tmp_path / "axpy.py"
@@ -154,6 +161,7 @@ def solve(a, x, b, y):
 """
 
 
+@pytest.mark.harness
 def test_a_worker_started_ahead_on_a_gpu_computes_triton_s_key_before_the_build(tmp_path, monkeypatch) -> None:
     """A Triton kernel's first launch hashes Triton's 500 MB library for its cache key; a worker
     started ahead on a GPU computes it in a thread from its first moment (harness/triton_key.py),

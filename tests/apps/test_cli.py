@@ -34,6 +34,7 @@ def mlp_golden(tmp_path_factory):
     make_writable(folder)
 
 
+@pytest.mark.harness
 def test_golden_record_is_read_only_and_hashed(mlp_golden):
     golden = json.loads((mlp_golden / "golden.json").read_text())
     assert sorted(golden["outputs"]) == ["logits.npy", "mlp_out.npy", "probs.npy", "tokens.json"]
@@ -46,6 +47,7 @@ def test_golden_record_is_read_only_and_hashed(mlp_golden):
     assert again.exit_code == 2 and "not empty" in again.output
 
 
+@pytest.mark.harness
 def test_correct_port(mlp_golden, tmp_path):
     result = invoke("check", EXAMPLES / "mlp_port", "--golden", mlp_golden, "-o", tmp_path / "report", "--json")
     assert result.exit_code == 0, result.output
@@ -68,6 +70,7 @@ def test_correct_port(mlp_golden, tmp_path):
     assert report["golden_environment"]["app_containment"].startswith("bubblewrap:" if sandboxed else "none:")
 
 
+@pytest.mark.harness
 def test_broken_port(mlp_golden, tmp_path):
     result = invoke("check", EXAMPLES / "mlp_port_broken", "--golden", mlp_golden, "-o", tmp_path / "r")
     assert result.exit_code == 0, result.output
@@ -80,6 +83,7 @@ def test_broken_port(mlp_golden, tmp_path):
     assert "probs.npy" in (tmp_path / "r" / "report.html").read_text()
 
 
+@pytest.mark.harness
 def test_deterministic_speedup_and_a_mismatch(tmp_path):
     """Apps reporting fixed figures: the whole score is known by hand."""
     golden = tmp_path / "golden"
@@ -96,6 +100,7 @@ def test_deterministic_speedup_and_a_mismatch(tmp_path):
     make_writable(golden)
 
 
+@pytest.mark.harness
 def test_did_not_run_and_tampered_golden(tmp_path):
     golden = tmp_path / "golden"
     tensor_app(tmp_path / "ref", name="ref")

@@ -13,6 +13,8 @@ from gpuarena.apps.golden import make_writable
 
 from .test_cli import EXAMPLES, invoke
 
+pytestmark = pytest.mark.harness
+
 
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory):

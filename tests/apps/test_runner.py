@@ -26,6 +26,7 @@ def run(folder: Path, tmp_path: Path, **kw):
     return run_app(folder, load_app(folder), root, **kw)
 
 
+@pytest.mark.harness
 def test_environment_and_entry_args(tmp_path):
     folder = make_app(
         tmp_path / "app",
@@ -52,6 +53,7 @@ def test_environment_and_entry_args(tmp_path):
     assert "device cpu" in result.runs[0].stdout_tail
 
 
+@pytest.mark.harness
 def test_command_setup_and_failure(tmp_path):
     folder = make_app(
         tmp_path / "app",
@@ -64,6 +66,7 @@ def test_command_setup_and_failure(tmp_path):
     assert result.setup[0].exit_code == 0
 
 
+@pytest.mark.harness
 def test_timeout_kills_the_group(tmp_path):
     folder = make_app(
         tmp_path / "app",
@@ -82,6 +85,7 @@ def test_timeout_kills_the_group(tmp_path):
     assert "passed the time limit of 1 s" in result.reason and len(result.runs) == 1
 
 
+@pytest.mark.e2e
 def test_writing_into_its_source_folder_fails(tmp_path, monkeypatch):
     # without the sandbox (which would not show the folder at all) the hash check catches it
     monkeypatch.setenv("GPUARENA_SANDBOX", "0")
@@ -97,6 +101,7 @@ def test_writing_into_its_source_folder_fails(tmp_path, monkeypatch):
     assert "wrote outside its working folder" in result.reason and "app/app.py (changed)" in result.reason
 
 
+@pytest.mark.e2e
 def test_writing_into_the_golden_folder_fails(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUARENA_SANDBOX", "0")
     golden = tmp_path / "golden"
@@ -133,6 +138,7 @@ def attempts(result) -> dict[str, str]:
     return json.loads((Path(result.output_dir) / "tries.json").read_text())
 
 
+@pytest.mark.harness
 @needs_sandbox
 def test_sandbox_keeps_the_golden_and_source_folders_unwritable(tmp_path):
     golden = tmp_path / "golden"
@@ -159,6 +165,7 @@ def test_sandbox_keeps_the_golden_and_source_folders_unwritable(tmp_path):
     assert (source / "app.py").read_text() == before and result.changed == []
 
 
+@pytest.mark.harness
 @needs_sandbox
 def test_sandbox_hides_the_supervisors_files(tmp_path):
     secret = tmp_path / "private"
@@ -178,6 +185,7 @@ def test_sandbox_hides_the_supervisors_files(tmp_path):
     assert tries["net"] == ["lo"]  # a network namespace of its own: loopback only
 
 
+@pytest.mark.harness
 @needs_sandbox
 @pytest.mark.parametrize("how", ["time limit", "exit"])
 def test_sandbox_kills_what_the_app_left_running(tmp_path, how):
@@ -215,6 +223,7 @@ def test_sandbox_kills_what_the_app_left_running(tmp_path, how):
     assert result.sandboxed
 
 
+@pytest.mark.harness
 def test_a_symbolic_link_in_the_output_folder_is_not_read(tmp_path):
     secret = tmp_path / "secret.json"
     secret.write_text('{"tokens_per_s": 1}')
@@ -233,6 +242,7 @@ def test_a_symbolic_link_in_the_output_folder_is_not_read(tmp_path):
     assert not result.ran and "y.npy (symbolic link)" in result.reason and "not a plain file" in result.reason
 
 
+@pytest.mark.harness
 def test_unreadable_figure_is_reported(tmp_path):
     folder = make_app(
         tmp_path / "app",
@@ -252,6 +262,7 @@ def test_unreadable_figure_is_reported(tmp_path):
     assert "found nothing in stdout" in result.runs[0].figure_error
 
 
+@pytest.mark.harness
 def test_a_command_that_cannot_start(tmp_path):
     folder = make_app(tmp_path / "app", "", run='command = ["./no-such-program"]')
     result = run(folder, tmp_path)

@@ -40,6 +40,7 @@ def golden_root(tmp_path_factory):
     make_writable(root)
 
 
+@pytest.mark.harness
 def test_a_golden_folder_under_a_root_is_a_migration_target(golden_root) -> None:
     (found,) = discover_goldens(golden_root)
     assert found[0] == "migration/t"
@@ -99,6 +100,7 @@ def test_an_app_is_never_built_as_a_kernel(tmp_path) -> None:
         build(port_solution(tensor_app(tmp_path / "port")), tmp_path / "build")
 
 
+@pytest.mark.harness
 def test_an_app_job_checks_the_port_and_scores_it(golden_root, tmp_path) -> None:
     packed = pack_golden("migration/t", golden_root / "migration" / "t")
     good = evaluate_app(
@@ -139,6 +141,7 @@ def test_a_runner_names_its_stack_in_its_device_kinds() -> None:
         advertise(slots, "a b")
 
 
+@pytest.mark.harness
 def test_a_port_cannot_copy_the_golden_outputs_it_is_checked_against(golden_root, tmp_path) -> None:
     """The runner's copy of the golden record lies outside what the sandbox shows: a port that
     knows its path and copies y.npy from it finds nothing there, so it does not match."""
@@ -161,6 +164,7 @@ def test_a_port_cannot_copy_the_golden_outputs_it_is_checked_against(golden_root
     assert record_.status == "PASSED" and not record_.migration["outputs"][0]["matched"], record_.reason
 
 
+@pytest.mark.e2e
 def test_a_ranked_check_without_the_sandbox_is_the_runner_s_failure_not_a_verdict(
     golden_root, tmp_path, monkeypatch
 ) -> None:
@@ -186,6 +190,7 @@ def test_a_port_that_asks_for_more_time_than_the_runner_gives_is_refused_before_
     assert refused.migration is None and refused.score is None
 
 
+@pytest.mark.harness
 def test_a_ranked_check_times_the_port_from_outside_so_a_boasting_port_gets_no_speed_points(
     golden_root, tmp_path
 ) -> None:
@@ -202,6 +207,7 @@ def test_a_ranked_check_times_the_port_from_outside_so_a_boasting_port_gets_no_s
     assert ranked.migration["score"]["total"] == 100
 
 
+@pytest.mark.harness
 def test_a_port_runs_with_the_reference_s_seed_whatever_its_own_app_toml_says(tmp_path) -> None:
     code = """
         import os

@@ -44,8 +44,17 @@ def test_problem_toml_is_written_back_as_it_was_read():
 def _harvest(tmp_path: Path, name: str, seed: int, device: str = "cpu") -> Path:
     out = tmp_path / name
     workload = build(TINY, "prefill", batch=1, seq=8, context=0, seed=seed)
-    harvest(workload.forward, out, model=TINY, phase="prefill", sizes=workload.sizes,
-            command=f"gpuarena harvest {TINY} --seed {seed} -o {out}", seed=seed, min_share=0.02, against=[])
+    harvest(
+        workload.forward,
+        out,
+        model=TINY,
+        phase="prefill",
+        sizes=workload.sizes,
+        command=f"gpuarena harvest {TINY} --seed {seed} -o {out}",
+        seed=seed,
+        min_share=0.02,
+        against=[],
+    )
     if device != "cpu":  # as a GPU harvest writes it: its recorded shapes run on the GPU only
         report = json.loads((out / "harvest.json").read_text())
         (out / "harvest.json").write_text(json.dumps({**report, "device": device}))
@@ -54,14 +63,19 @@ def _harvest(tmp_path: Path, name: str, seed: int, device: str = "cpu") -> Path:
 
 def test_harvests_merge_into_checked_weighted_problems(tmp_path):
     first, second = _harvest(tmp_path, "a", seed=0, device="cuda"), _harvest(tmp_path, "b", seed=1)
-    written = {g["problem"]: g["share"] for g in json.loads((first / "harvest.json").read_text())["groups"]
-               if g["status"] == "written"}
+    written = {
+        g["problem"]: g["share"]
+        for g in json.loads((first / "harvest.json").read_text())["groups"]
+        if g["status"] == "written"
+    }
     # one candidate broken on purpose: check must leave it out and say why. Without the profile,
     # the harvest's own references are taken as written (with it, they are written anew)
     (first / "profile.jsonl").unlink()
     broken = sorted(written)[0]
-    (first / broken / "reference.py").write_text("def reference(x):\n    return x * 0\n\n"
-                                                 + (first / broken / "reference.py").read_text().split("def reference", 1)[0])
+    (first / broken / "reference.py").write_text(
+        "def reference(x):\n    return x * 0\n\n"
+        + (first / broken / "reference.py").read_text().split("def reference", 1)[0]
+    )
     root = tmp_path / "dataset"
     result = add([first], root)
     assert isinstance(result, Dataset) and result.kept + result.left_out == len(written)
@@ -69,8 +83,11 @@ def test_harvests_merge_into_checked_weighted_problems(tmp_path):
     assert out.status == "left-out" and out.reasons and not (root / broken).exists()
     # a problem both harvests kept (an op near the harvest's 2% floor of time shares can be in one
     # harvest and not the other, as the timing on a busy CPU goes)
-    shares = {g["problem"]: g["share"] for g in json.loads((second / "harvest.json").read_text())["groups"]
-              if g["status"] == "written"}
+    shares = {
+        g["problem"]: g["share"]
+        for g in json.loads((second / "harvest.json").read_text())["groups"]
+        if g["status"] == "written"
+    }
     kept = next(e for e in result.entries if e.status == "kept" and e.problem in shares)
     problem = load_problem(root / kept.problem)
     names = [w.name for w in problem.spec.workloads]
@@ -84,8 +101,9 @@ def test_harvests_merge_into_checked_weighted_problems(tmp_path):
     assert len(again.harvests) == 2
     merged = next(e for e in again.entries if e.problem == kept.problem)
     assert merged.harvests == [f"{model_slug(TINY)} prefill"]
-    assert load_problem(root / kept.problem).spec.weight == pytest.approx(written[kept.problem] + shares[kept.problem],
-                                                                         rel=1e-4)
+    assert load_problem(root / kept.problem).spec.weight == pytest.approx(
+        written[kept.problem] + shares[kept.problem], rel=1e-4
+    )
     assert check_problem(root / kept.problem).ok
 
 
@@ -100,9 +118,10 @@ def test_recheck_leaves_out_what_fails_on_a_device_and_says_so(tmp_path):
     broken = kept[0]
     source = (root / broken / "reference.py").read_text()  # now returns zeros of the right shape
     params = source.split("def reference(", 1)[1].split(")", 1)[0]
-    (root / broken / "reference.py").write_text(source.replace("def reference(", "def _recorded(", 1)
-                                                + f"\n\ndef reference({params}):\n"
-                                                  f"    return _recorded({params}) * 0\n")
+    (root / broken / "reference.py").write_text(
+        source.replace("def reference(", "def _recorded(", 1) + f"\n\ndef reference({params}):\n"
+        f"    return _recorded({params}) * 0\n"
+    )
     result = CliRunner().invoke(app, ["dataset", "recheck", str(root), "--device", "cpu"])
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
@@ -124,8 +143,11 @@ def test_a_retry_assembles_again_what_the_cpu_s_check_left_out_and_checks_only_t
     is named (`--retry-left-out-on cuda`)."""
     first = _harvest(tmp_path, "a", seed=0)
     (first / "profile.jsonl").unlink()  # the harvest's own references, as written
-    shares = {g["problem"]: g["share"] for g in json.loads((first / "harvest.json").read_text())["groups"]
-              if g["status"] == "written"}
+    shares = {
+        g["problem"]: g["share"]
+        for g in json.loads((first / "harvest.json").read_text())["groups"]
+        if g["status"] == "written"
+    }
     broken = sorted(shares)[0]
     reference = first / broken / "reference.py"
     mended = reference.read_text()
@@ -187,10 +209,14 @@ def test_the_shipped_dataset_is_what_its_index_says():
     assert len({m.split()[0] for m in models}) >= 8  # harvests of at least 8 models
     assert {p.split("/")[0] for p in kept} == {"level1", "level2", "level3", "level4"}  # ops, and modules' graphs
     # attention recorded as cuDNN's op was written anew from the profile as the portable op
-    attention = [e.problem for e in index.entries if e.status == "kept" and e.problem.startswith("level1/")
-                 and "attention" in e.problem]
-    assert attention and all("functional.scaled_dot_product_attention(" in (DATASET / p / "reference.py").read_text()
-                             for p in attention)
+    attention = [
+        e.problem
+        for e in index.entries
+        if e.status == "kept" and e.problem.startswith("level1/") and "attention" in e.problem
+    ]
+    assert attention and all(
+        "functional.scaled_dot_product_attention(" in (DATASET / p / "reference.py").read_text() for p in attention
+    )
 
 
 def _sample_of_the_dataset() -> list[Path]:
@@ -211,10 +237,13 @@ def test_a_problem_of_each_level_and_framework_in_the_dataset_passes_check_on_th
     assert not failures, failures
 
 
-@pytest.mark.slow
+@pytest.mark.harness  # checks every shipped problem's reference: minutes
 def test_every_shipped_dataset_problem_passes_check_on_the_cpu():
-    failures = {p.parent.name: r.errors for p in sorted(DATASET.glob("level*/*/problem.toml"))
-                if not (r := check_problem(p.parent)).ok}
+    failures = {
+        p.parent.name: r.errors
+        for p in sorted(DATASET.glob("level*/*/problem.toml"))
+        if not (r := check_problem(p.parent)).ok
+    }
     assert not failures, failures
 
 
@@ -234,11 +263,19 @@ def test_problems_an_honest_framework_failed_in_a_suite_run_are_left_out_with_it
     def timed(problem: str, status: str, reason: str = "") -> ProblemTime:
         return ProblemTime(problem=problem, level=1, weight=1.0, status=status, reason=reason)
 
-    run = SuiteResult(framework="torch-compile", device="cuda", device_name="NVIDIA H200", environment={},
-                      command="gpuarena suite run", problems=[
-                          timed(wrong, "WRONG_VALUES", "workload w: 3 of 9 elements outside"),
-                          timed(passed, "PASSED"), timed(crashed, "ERROR", "out of memory"),
-                          timed("level1/elsewhere", "WRONG_VALUES", "not in this dataset")])
+    run = SuiteResult(
+        framework="torch-compile",
+        device="cuda",
+        device_name="NVIDIA H200",
+        environment={},
+        command="gpuarena suite run",
+        problems=[
+            timed(wrong, "WRONG_VALUES", "workload w: 3 of 9 elements outside"),
+            timed(passed, "PASSED"),
+            timed(crashed, "ERROR", "out of memory"),
+            timed("level1/elsewhere", "WRONG_VALUES", "not in this dataset"),
+        ],
+    )
     (tmp_path / "run.json").write_text(run.model_dump_json())
     (tmp_path / "bad.json").write_text("{}")
     cli = CliRunner()
@@ -250,7 +287,9 @@ def test_problems_an_honest_framework_failed_in_a_suite_run_are_left_out_with_it
     index = Dataset.model_validate_json((root / "dataset.json").read_text())
     entry = next(e for e in index.entries if e.problem == wrong)
     assert entry.status == "left-out" and not (root / wrong).exists()
-    assert entry.reasons == ["on cuda: torch-compile of the reference, an honest implementation, gave wrong values "
-                             "on NVIDIA H200: workload w: 3 of 9 elements outside"]
+    assert entry.reasons == [
+        "on cuda: torch-compile of the reference, an honest implementation, gave wrong values "
+        "on NVIDIA H200: workload w: 3 of 9 elements outside"
+    ]
     assert index.kept == made.kept - 1 and (root / passed).is_dir() and (root / crashed).is_dir()
     assert wrong in retried(index.entries, ["cuda"]) and wrong not in retried(index.entries)

@@ -79,8 +79,17 @@ def test_a_module_becomes_a_problem_that_computes_what_it_computed(tmp_path: Pat
     assert not isinstance(graph, str)
     assert [a.name for a in graph.call.args] == ["x", "weight"]  # the module's argument and its parameter
     assert graph.level == 2 and graph.ops >= 4
-    folder = candidate.write(tmp_path / "norm", graph.call, "norm", "Norm", 1.0, [], [], level=graph.level,
-                             reference=candidate.render(graph.call, "Norm", "its calls", graph.body))
+    folder = candidate.write(
+        tmp_path / "norm",
+        graph.call,
+        "norm",
+        "Norm",
+        1.0,
+        [],
+        [],
+        level=graph.level,
+        reference=candidate.render(graph.call, "Norm", "its calls", graph.body),
+    )
     problem = load_problem(folder)
     assert problem.spec.level == 2
     torch.testing.assert_close(problem.reference(x=x, weight=net.norm.weight.detach()), net.norm(x).detach())
@@ -116,8 +125,17 @@ def test_attention_s_output_keeps_the_recorded_layout_whichever_backend_runs_it(
     (attention,) = [c for c in recorder.calls if "attention" in c.op]
     assert not attention.outputs[0].contiguous  # the CPU's flash kernel: heads inside the sequence
     assert ".permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)" in "\n".join(graph.body)
-    folder = candidate.write(tmp_path / "attend", graph.call, "attend", "Attend", 1.0, [], [], level=graph.level,
-                             reference=candidate.render(graph.call, "Attend", "its calls", graph.body))
+    folder = candidate.write(
+        tmp_path / "attend",
+        graph.call,
+        "attend",
+        "Attend",
+        1.0,
+        [],
+        [],
+        level=graph.level,
+        reference=candidate.render(graph.call, "Attend", "its calls", graph.body),
+    )
     problem = load_problem(folder)
     expected = net(x).detach()
     with sdpa_kernel(SDPBackend.MATH):  # contiguous output: the bare view would raise
@@ -133,8 +151,17 @@ def test_sizes_are_written_as_the_inputs_sizes_so_a_smaller_workload_computes_th
     source = "\n".join(graph.body)
     assert "x.shape[1]" in source and "48" not in source  # the sequence, whatever its length
     assert ".shape[0] // 4, " in source or ".shape[2] // 4, " in source  # head_dim: the width over the heads
-    folder = candidate.write(tmp_path / "heads", graph.call, "heads", "Heads", 1.0, [], [], level=graph.level,
-                             reference=candidate.render(graph.call, "Heads", "its calls", graph.body))
+    folder = candidate.write(
+        tmp_path / "heads",
+        graph.call,
+        "heads",
+        "Heads",
+        1.0,
+        [],
+        [],
+        level=graph.level,
+        reference=candidate.render(graph.call, "Heads", "its calls", graph.body),
+    )
     problem = load_problem(folder)
     small = Heads(128, 4).eval()  # every size over 32 halved, as the dataset's small workload does
     y = torch.randn(1, 24, 128)
@@ -170,8 +197,9 @@ def test_a_mask_of_the_dtypes_extreme_is_redrawn_as_a_mask(tmp_path: Path):
     scores = torch.randn(4, 4)
     (call,) = [c for c in record(lambda: torch.softmax(scores + mask, -1)).calls if c.op == "aten.add.Tensor"]
     problem = load_problem(candidate.write(tmp_path / "m", call, "add", "add", 1.0, [], []))
-    inputs = problem.make_inputs(dict(problem.spec.workloads[0].axes), torch.float32, torch.device("cpu"),
-                                 torch.Generator().manual_seed(0))
+    inputs = problem.make_inputs(
+        dict(problem.spec.workloads[0].axes), torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0)
+    )
     values = set(inputs["other"].unique().tolist())
     assert values == {0.0, torch.finfo(torch.float32).min}  # no overflow to inf, so no NaN downstream
 
@@ -179,12 +207,25 @@ def test_a_mask_of_the_dtypes_extreme_is_redrawn_as_a_mask(tmp_path: Path):
 def test_harvest_writes_module_problems_and_the_dataset_gives_them_a_small_workload(tmp_path: Path):
     pytest.importorskip("transformers")
     out = tmp_path / "llama"
-    result = CliRunner().invoke(app, ["harvest", "hf:LlamaForCausalLM:hidden_size=1024,intermediate_size=2048,num_attention_heads=8,num_key_value_heads=8",
-                                      "--seq", "48", "--min-share", "0.02", "-o", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "harvest",
+            "hf:LlamaForCausalLM:hidden_size=1024,intermediate_size=2048,num_attention_heads=8,num_key_value_heads=8",
+            "--seq",
+            "48",
+            "--min-share",
+            "0.02",
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = Harvest.model_validate_json((out / "harvest.json").read_text())
     modules = {g.op: g for g in report.groups if g.kind == "module" and g.status == "written"}
-    assert {"module:LlamaRMSNorm", "module:LlamaMLP", "module:LlamaAttention", "module:LlamaDecoderLayer"} <= set(modules)
+    assert {"module:LlamaRMSNorm", "module:LlamaMLP", "module:LlamaAttention", "module:LlamaDecoderLayer"} <= set(
+        modules
+    )
     assert modules["module:LlamaAttention"].level == 4 and modules["module:LlamaMLP"].level == 3
     assert modules["module:LlamaDecoderLayer"].calls == 2  # one group for the two layers
     assert (out / "modules.jsonl").is_file()
@@ -197,7 +238,9 @@ def test_harvest_writes_module_problems_and_the_dataset_gives_them_a_small_workl
     assert attention in kept and modules["module:LlamaDecoderLayer"].problem in kept
     ours, theirs = ((root / attention / "reference.py").read_text() for root in (tmp_path / "ds", out))
     signature = "def reference("
-    assert ours.split(signature)[1].split(")")[0] == theirs.split(signature)[1].split(")")[0]  # written anew, same names
+    assert (
+        ours.split(signature)[1].split(")")[0] == theirs.split(signature)[1].split(")")[0]
+    )  # written anew, same names
     small = [w for w in load_problem(tmp_path / "ds" / attention).spec.workloads if w.name == "small"]
     assert small and dict(small[0].axes)["hidden_states_1"] == 12  # 48 tokens over 4, as the widths are
 
@@ -227,20 +270,30 @@ def test_a_norm_after_a_residual_add_is_fused_with_it_across_the_module_boundary
     fused = residual_norms(recorder.calls, recorder.modules)
     assert [m.path for m in fused] == ["norm+residual"]  # not the first norm (no add), not the biased one
     (m,) = fused
-    assert recorder.calls[m.start].op == "aten.add.Tensor" and m.end == next(n.end for n in recorder.modules
-                                                                             if n.path == "norm")
+    assert recorder.calls[m.start].op == "aten.add.Tensor" and m.end == next(
+        n.end for n in recorder.modules if n.path == "norm"
+    )
     made = module_graph(recorder.calls, m, recorder.externals)
     assert not isinstance(made, str) and made.level == 2
     assert [a.name for a in made.call.args] == ["residual", "hidden_states", "weight"]  # the norm's weight by its name
     # the harvest writes it as a level-2 problem returning the sum and the norm, and it passes check
-    result = harvest(lambda: net(torch.randn(2, 5, 16)), tmp_path, model="prenorm", phase="prefill",
-                     sizes={"batch": 2}, command="test", min_share=0, net=net)
+    result = harvest(
+        lambda: net(torch.randn(2, 5, 16)),
+        tmp_path,
+        model="prenorm",
+        phase="prefill",
+        sizes={"batch": 2},
+        command="test",
+        min_share=0,
+        net=net,
+    )
     (group,) = [g for g in result.groups if g.op == "module:Norm+residual"]
     assert group.status == "written" and group.level == 2 and group.calls == 1
     problem = load_problem(tmp_path / group.problem)
     assert problem.spec.outputs == ["out0", "out1"]
-    inputs = problem.make_inputs(dict(problem.spec.workloads[0].axes), torch.float32, torch.device("cpu"),
-                                 torch.Generator().manual_seed(0))
+    inputs = problem.make_inputs(
+        dict(problem.spec.workloads[0].axes), torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0)
+    )
     total, normed = problem.reference(**inputs)
     assert torch.equal(total, inputs["residual"] + inputs["hidden_states"])
     assert torch.allclose(normed, total * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + 1e-6) * inputs["weight"])

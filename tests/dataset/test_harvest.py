@@ -29,8 +29,14 @@ def shapes(call, name):
 def test_recorder_sees_the_ops_with_shapes():
     calls = record(build(TINY, "prefill", batch=2, seq=8, context=0).forward).calls
     ops = {c.op for c in calls}
-    assert {"aten.embedding.default", "aten.mm.default", "aten._softmax.default", "aten.rsqrt.default",
-            "aten.silu.default", "aten.bmm.default"} <= ops
+    assert {
+        "aten.embedding.default",
+        "aten.mm.default",
+        "aten._softmax.default",
+        "aten.rsqrt.default",
+        "aten.silu.default",
+        "aten.bmm.default",
+    } <= ops
     mms = [c for c in calls if c.op == "aten.mm.default"]
     assert [16, 32] in [shapes(c, "self") for c in mms]  # batch x seq tokens of width dim
     softmax = next(c for c in calls if c.op == "aten._softmax.default")
@@ -56,8 +62,9 @@ def test_groups_count_calls_per_forward_and_shares_sum_to_one():
 
 def test_written_problems_load_and_pass_check(tmp_path: Path):
     work = build(TINY, "prefill", batch=2, seq=8, context=0)
-    result = harvest(work.forward, tmp_path, model=TINY, phase="prefill", sizes=work.sizes, command="test",
-                     min_share=0.0, repeats=1)
+    result = harvest(
+        work.forward, tmp_path, model=TINY, phase="prefill", sizes=work.sizes, command="test", min_share=0.0, repeats=1
+    )
     written = [g for g in result.groups if g.status == "written"]
     assert written and {"aten.mm.default", "aten._softmax.default"} <= {g.op for g in written}
     for group in written:
@@ -76,8 +83,9 @@ def test_degenerate_candidates_are_rejected_with_reasons(tmp_path: Path):
     def forward():
         return torch.zeros_like(x), x.clone(), torch.softmax(x, dim=-1)
 
-    result = harvest(forward, tmp_path, model="toy", phase="prefill", sizes={"batch": 1}, command="test",
-                     min_share=0.0, repeats=1)
+    result = harvest(
+        forward, tmp_path, model="toy", phase="prefill", sizes={"batch": 1}, command="test", min_share=0.0, repeats=1
+    )
     status = {g.op: g for g in result.groups}
     assert status["aten._softmax.default"].status == "written"
     assert status["aten.zeros_like.default"].status == "rejected"
@@ -102,16 +110,32 @@ def test_a_candidate_that_repeats_a_dataset_problem_is_left_out(tmp_path: Path):
     def forward():
         return torch.softmax(known, dim=-1), torch.softmax(new, dim=-1)
 
-    result = harvest(forward, tmp_path, model="toy", phase="prefill", sizes={"batch": 1}, command="test",
-                     min_share=0.0, repeats=1, against=[bundled_root()])
+    result = harvest(
+        forward,
+        tmp_path,
+        model="toy",
+        phase="prefill",
+        sizes={"batch": 1},
+        command="test",
+        min_share=0.0,
+        repeats=1,
+        against=[bundled_root()],
+    )
     by_status = {g.status: g for g in result.groups}
     assert set(by_status) == {"duplicate", "written"} and result.duplicates == 1 and result.written == 1
-    assert by_status["duplicate"].reasons == [
-        "repeats level1/softmax (small-64x1000): the same op on the same shapes"]
+    assert by_status["duplicate"].reasons == ["repeats level1/softmax (small-64x1000): the same op on the same shapes"]
     assert by_status["duplicate"].problem is None and len(list((tmp_path / "level1").iterdir())) == 1
     assert result.against == [str(bundled_root())]
-    alone = harvest(forward, tmp_path / "alone", model="toy", phase="prefill", sizes={"batch": 1}, command="test",
-                    min_share=0.0, repeats=1)  # compared with nothing: both written
+    alone = harvest(
+        forward,
+        tmp_path / "alone",
+        model="toy",
+        phase="prefill",
+        sizes={"batch": 1},
+        command="test",
+        min_share=0.0,
+        repeats=1,
+    )  # compared with nothing: both written
     assert alone.written == 2 and alone.duplicates == 0 and alone.against == []
 
 
@@ -128,8 +152,23 @@ def without_timings(data):
 
 def test_cli_end_to_end_and_reproducible(tmp_path: Path):
     out = tmp_path / "harvest"
-    args = ["harvest", TINY, "--phase", "decode", "--batch", "2", "--context", "16", "--min-share", "0",
-            "--repeats", "1", "--no-dedupe", "-o", str(out)]
+    args = [
+        "harvest",
+        TINY,
+        "--phase",
+        "decode",
+        "--batch",
+        "2",
+        "--context",
+        "16",
+        "--min-share",
+        "0",
+        "--repeats",
+        "1",
+        "--no-dedupe",
+        "-o",
+        str(out),
+    ]
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     assert "problems" in first.output
@@ -167,7 +206,10 @@ def test_hf_model_specs_name_sizes_and_refuse_unknown_ones():
 
     assert parse_hf("LlamaForCausalLM") == ("LlamaForCausalLM", False, {})
     assert parse_hf("MistralForCausalLM:size=full,num_hidden_layers=4,rms_norm_eps=1e-6") == (
-        "MistralForCausalLM", True, {"num_hidden_layers": 4, "rms_norm_eps": 1e-6})
+        "MistralForCausalLM",
+        True,
+        {"num_hidden_layers": 4, "rms_norm_eps": 1e-6},
+    )
     for bad, words in [("X:size=huge", "use full"), ("X:layers", "key=value"), ("X:hidden_size=big", "not a number")]:
         with pytest.raises(GpuarenaError, match=words):
             parse_hf(bad)
@@ -179,8 +221,13 @@ def test_hf_model_specs_name_sizes_and_refuse_unknown_ones():
 def test_transformers_models_decoder_and_vision_record_their_real_shapes():
     pytest.importorskip("transformers")
     # the sizes given win over the tiny ones, and the head size follows (the config's constructor derives it)
-    llama = build("hf:LlamaForCausalLM:hidden_size=96,num_attention_heads=6,num_key_value_heads=2", "prefill",
-                  batch=2, seq=8, context=0)
+    llama = build(
+        "hf:LlamaForCausalLM:hidden_size=96,num_attention_heads=6,num_key_value_heads=2",
+        "prefill",
+        batch=2,
+        seq=8,
+        context=0,
+    )
     mms = [c for c in record(llama.forward).calls if c.op == "aten.mm.default"]
     assert [16, 96] in [shapes(c, "self") for c in mms]  # 2 x 8 tokens of width 96
     assert [16, 2 * 16] in [c.outputs[0].shape for c in mms]  # k and v: 2 kv heads of 16
@@ -227,16 +274,21 @@ def test_offsets_are_redrawn_sorted_and_several_results_keep_their_tensors(tmp_p
     problem = load_problem(candidate.write(tmp_path / "p", call, "searchsorted", "searchsorted", 1.0, [], []))
     workload = problem.spec.workloads[0]
     for seed in range(5):
-        inputs = problem.make_inputs(dict(workload.axes), workload.torch_dtype, torch.device("cpu"),
-                                     torch.Generator().manual_seed(seed))
+        inputs = problem.make_inputs(
+            dict(workload.axes), workload.torch_dtype, torch.device("cpu"), torch.Generator().manual_seed(seed)
+        )
         seq = inputs["sorted_sequence"]
         assert bool((seq[1:] >= seq[:-1]).all()) and int(seq[-1]) == 9
     # several results (aten.sort: values and indices) come back as the tensors recorded, in order
     x = torch.randn(8)
     (call,) = record(lambda: torch.ops.aten.sort.default(x)).calls
     problem = load_problem(candidate.write(tmp_path / "s", call, "sort", "sort", 1.0, [], []))
-    inputs = problem.make_inputs(dict(problem.spec.workloads[0].axes), problem.spec.workloads[0].torch_dtype,
-                                 torch.device("cpu"), torch.Generator().manual_seed(0))
+    inputs = problem.make_inputs(
+        dict(problem.spec.workloads[0].axes),
+        problem.spec.workloads[0].torch_dtype,
+        torch.device("cpu"),
+        torch.Generator().manual_seed(0),
+    )
     values, indices = problem.reference(**inputs)
     assert torch.equal(values, inputs["x"][indices]) and indices.dtype == torch.int64
 
@@ -249,14 +301,21 @@ def test_a_sort_with_ties_is_written_as_a_stable_sort_so_its_indices_are_one_ans
     from gpuarena.dataset import candidate
 
     ids = torch.randint(0, 8, (64,))
-    for op in (lambda: torch.ops.aten.sort.default(ids), lambda: torch.ops.aten.sort.default(ids, 0, True),
-               lambda: torch.ops.aten.argsort.default(ids, 0, True)):
+    for op in (
+        lambda: torch.ops.aten.sort.default(ids),
+        lambda: torch.ops.aten.sort.default(ids, 0, True),
+        lambda: torch.ops.aten.argsort.default(ids, 0, True),
+    ):
         (call,) = record(op).calls
         folder = candidate.write(tmp_path / f"s{len(list(tmp_path.iterdir()))}", call, "sort", "sort", 1.0, [], [])
         assert ".stable(x, stable=True" in (folder / "reference.py").read_text()
         problem = load_problem(folder)
-        inputs = problem.make_inputs(dict(problem.spec.workloads[0].axes), problem.spec.workloads[0].torch_dtype,
-                                     torch.device("cpu"), torch.Generator().manual_seed(0))
+        inputs = problem.make_inputs(
+            dict(problem.spec.workloads[0].axes),
+            problem.spec.workloads[0].torch_dtype,
+            torch.device("cpu"),
+            torch.Generator().manual_seed(0),
+        )
         x, descending = inputs["x"], len(call.args) > 2
         assert len(torch.unique(x)) < x.numel()  # ties, drawn as recorded
         stable = torch.sort(x, stable=True, descending=descending).indices
@@ -274,18 +333,34 @@ def test_attention_candidates_return_only_the_attention_output(tmp_path):
     problem = load_problem(folder)
     assert problem.spec.outputs == ["output"]
     assert check_problem(folder).ok, check_problem(folder).errors
-    inputs = problem.make_inputs(dict(problem.spec.workloads[0].axes), problem.spec.workloads[0].torch_dtype,
-                                 torch.device("cpu"), torch.Generator().manual_seed(0))
-    expected = torch.nn.functional.scaled_dot_product_attention(inputs["query"], inputs["key"], inputs["value"],
-                                                                is_causal=True)
+    inputs = problem.make_inputs(
+        dict(problem.spec.workloads[0].axes),
+        problem.spec.workloads[0].torch_dtype,
+        torch.device("cpu"),
+        torch.Generator().manual_seed(0),
+    )
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        inputs["query"], inputs["key"], inputs["value"], is_causal=True
+    )
     torch.testing.assert_close(problem.reference(**inputs), expected)
 
 
 def test_harvest_of_a_scaled_down_transformers_model_from_the_command_line(tmp_path):
     pytest.importorskip("transformers")
     out = tmp_path / "mixtral"
-    result = CliRunner().invoke(app, ["harvest", "hf:MixtralForCausalLM:num_local_experts=4,num_experts_per_tok=2",
-                                      "--seq", "16", "--min-share", "0.02", "-o", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "harvest",
+            "hf:MixtralForCausalLM:num_local_experts=4,num_experts_per_tok=2",
+            "--seq",
+            "16",
+            "--min-share",
+            "0.02",
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = Harvest.model_validate_json((out / "harvest.json").read_text())
     assert report.model == "hf:MixtralForCausalLM:num_local_experts=4,num_experts_per_tok=2" and report.written > 0
@@ -301,11 +376,15 @@ def test_offsets_that_end_at_a_size_follow_that_size_in_a_smaller_workload(tmp_p
     from gpuarena.dataset import candidate
 
     x, w, offs = torch.randn(16, 8), torch.randn(4, 8, 8), torch.tensor([3, 3, 10, 16], dtype=torch.int32)
-    (call,) = [c for c in record(lambda: torch._grouped_mm(x, w, offs=offs)).calls if c.op.startswith("aten._grouped_mm")]
+    (call,) = [
+        c for c in record(lambda: torch._grouped_mm(x, w, offs=offs)).calls if c.op.startswith("aten._grouped_mm")
+    ]
     problem = load_problem(candidate.write(tmp_path / "g", call, "grouped_mm", "grouped_mm", 1.0, [], []))
     axes = dict(problem.spec.workloads[0].axes)
     assert axes["x_0"] == 16 and problem.module.INPUTS["offs"]["high_axis"] == "x_0"
-    inputs = problem.make_inputs({**axes, "x_0": 40}, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))
+    inputs = problem.make_inputs(
+        {**axes, "x_0": 40}, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0)
+    )
     assert int(inputs["offs"][-1]) == 40 and bool((inputs["offs"][1:] >= inputs["offs"][:-1]).all())
     assert problem.reference(**inputs).shape == (40, 8)
 
@@ -314,13 +393,16 @@ def test_indices_stay_below_the_size_they_index_in_a_smaller_workload(tmp_path):
     from gpuarena.dataset import candidate
 
     table, rows = torch.randn(300, 8), torch.tensor([5, 290, 17, 0])
-    (call,) = [c for c in record(lambda: torch.ops.aten.index.Tensor(table, [rows])).calls if c.op == "aten.index.Tensor"]
+    (call,) = [
+        c for c in record(lambda: torch.ops.aten.index.Tensor(table, [rows])).calls if c.op == "aten.index.Tensor"
+    ]
     problem = load_problem(candidate.write(tmp_path / "i", call, "index", "index", 1.0, [], []))
     assert problem.module.INPUTS["indices_0"]["below_axis"] == "x_0"
     axes = dict(problem.spec.workloads[0].axes)
     for size, seed in ((300, 0), (40, 1)):
-        inputs = problem.make_inputs({**axes, "x_0": size}, torch.float32, torch.device("cpu"),
-                                     torch.Generator().manual_seed(seed))
+        inputs = problem.make_inputs(
+            {**axes, "x_0": size}, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(seed)
+        )
         assert int(inputs["indices_0"].max()) < size and problem.reference(**inputs).shape == (4, 8)
     assert check_problem(problem.path).ok
 

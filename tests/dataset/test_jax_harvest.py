@@ -28,8 +28,9 @@ from gpuarena.problems.check import check_problem  # noqa: E402
 def harvested(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("jax") / "tiny"
     # --min-share 0: every group is written or rejected on its merits, never dropped by a busy CPU's timing
-    result = CliRunner().invoke(app, ["harvest", "jax:tiny-llama", "--seq", "16", "--repeats", "1", "--min-share", "0",
-                                      "-o", str(out)])
+    result = CliRunner().invoke(
+        app, ["harvest", "jax:tiny-llama", "--seq", "16", "--repeats", "1", "--min-share", "0", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "wrote" in result.output
     return out
@@ -64,8 +65,12 @@ def test_a_whole_forward_written_as_a_reference_computes_what_the_model_did():
     jax_trace.run(trace, workload.arguments, repeats=0)
     piece = jax_harvest.Piece(trace, trace.equations, lambda value, inside: value in trace.outputs)
     values = {**trace.constants, **dict(zip(trace.inputs, workload.arguments))}
-    source = "def whole(" + ", ".join(f"x{k}" for k in range(len(piece.inputs))) + "):\n" + "".join(
-        f"    {line}\n" for line in piece.lines)
+    source = (
+        "def whole("
+        + ", ".join(f"x{k}" for k in range(len(piece.inputs)))
+        + "):\n"
+        + "".join(f"    {line}\n" for line in piece.lines)
+    )
     scope: dict = {"jax": jax, "jnp": jnp}
     exec(source, scope)
     got = scope["whole"](*[values[i] for i in piece.inputs])
@@ -76,6 +81,7 @@ def test_a_scope_s_outputs_are_what_equations_outside_it_use_wherever_they_are()
     """A scope's equations need not be contiguous (an einsum's operand transposed inside the
     softmax's vmap scope, after the einsum that took the softmax): its outputs are the values an
     equation outside it takes, not those taken after its last equation."""
+
     def forward(x, v):
         with jax.named_scope("model"):
             with jax.named_scope("inner"):
@@ -93,10 +99,21 @@ def test_a_scope_s_outputs_are_what_equations_outside_it_use_wherever_they_are()
     assert len(piece.outputs) == 2 and piece.lines[-1].startswith("return (")  # relu's, used by the add, and v's
 
 
-@pytest.mark.parametrize("value", [jnp.dtype("bfloat16"), jax.lax.Precision.HIGHEST, (1,), ((1, 2), (0,)), float("-inf"),
-                                   jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
-                                                                  start_index_map=(0,)),
-                                   jax.lax.GatherScatterMode.FILL_OR_DROP, None, True, 3])
+@pytest.mark.parametrize(
+    "value",
+    [
+        jnp.dtype("bfloat16"),
+        jax.lax.Precision.HIGHEST,
+        (1,),
+        ((1, 2), (0,)),
+        float("-inf"),
+        jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,)),
+        jax.lax.GatherScatterMode.FILL_OR_DROP,
+        None,
+        True,
+        3,
+    ],
+)
 def test_parameters_are_written_as_source_that_rebuilds_them(value):
     rebuilt = eval(jax_harvest.param_source(value), {"jax": jax, "jnp": jnp})
     assert rebuilt == value or (isinstance(value, float) and rebuilt == value)

@@ -62,6 +62,7 @@ def softmax_sample(tmp_path: Path, extra_workload: str = "") -> Path:
     return sample
 
 
+@pytest.mark.harness
 def test_an_honest_sample_is_ok_with_both_kernels_speed_ups(tmp_path):
     out = tmp_path / "report.json"
     result = CliRunner().invoke(app, ["sample", "check", str(HONEST), "--json", str(out)])
@@ -76,6 +77,7 @@ def test_an_honest_sample_is_ok_with_both_kernels_speed_ups(tmp_path):
     assert "speed-up" in result.output
 
 
+@pytest.mark.harness
 def test_a_sample_that_repeats_a_dataset_problem_is_a_duplicate(tmp_path):
     """Same operator on the same shapes as level1/softmax's small-64x1000, through F.softmax
     instead of torch.softmax(x.float()).to(x.dtype): a duplicate (exit 1)."""
@@ -83,18 +85,23 @@ def test_a_sample_that_repeats_a_dataset_problem_is_a_duplicate(tmp_path):
     report = check_sample(sample)
     assert report.verdict == "duplicate" and not report.ok and report.errors == []
     assert [(d.problem, d.workloads, d.whole) for d in report.duplicates] == [
-        ("level1/softmax", {"rows-64": "small-64x1000"}, True)]
+        ("level1/softmax", {"rows-64": "small-64x1000"}, True)
+    ]
     result = CliRunner().invoke(app, ["sample", "check", str(sample)])
     assert result.exit_code == 1 and "repeats level1/softmax: rows-64 = small-64x1000" in result.output
 
 
+@pytest.mark.harness
 def test_a_sample_that_adds_a_shape_overlaps_but_is_ok(tmp_path):
-    extra = '\n[[workloads]]\nname = "rows-96"\naxes = { rows = 96, cols = 1000 }\ndtype = "float32"\ndevices = ["cpu"]\n'
+    extra = (
+        '\n[[workloads]]\nname = "rows-96"\naxes = { rows = 96, cols = 1000 }\ndtype = "float32"\ndevices = ["cpu"]\n'
+    )
     report = check_sample(softmax_sample(tmp_path, extra), budget_s=0.1)
     assert report.verdict == "ok", report.errors
     assert [(d.problem, d.whole) for d in report.duplicates] == [("level1/softmax", False)]
 
 
+@pytest.mark.harness
 def test_the_dataset_to_compare_with_can_be_named(tmp_path):
     """--problems: the sample is checked against these roots instead of the bundled problems."""
     root = tmp_path / "dataset"
@@ -104,6 +111,7 @@ def test_the_dataset_to_compare_with_can_be_named(tmp_path):
     assert report.duplicates[0].problem == "level1/rms_scale" and report.duplicates[0].whole
 
 
+@pytest.mark.harness
 def test_a_kernel_with_wrong_values_makes_the_sample_broken(tmp_path):
     sample = copy_sample(tmp_path)
     (sample / "first.py").write_text("import torch\n\n\ndef solve(x):\n    return x * 0.5\n")
@@ -114,6 +122,7 @@ def test_a_kernel_with_wrong_values_makes_the_sample_broken(tmp_path):
     assert (sample / "first.py").exists()  # nothing of the sample is touched
 
 
+@pytest.mark.harness
 def test_missing_and_empty_parts_are_named(tmp_path):
     sample = copy_sample(tmp_path)
     (sample / "optimised.py").unlink()
@@ -130,19 +139,25 @@ def test_missing_and_empty_parts_are_named(tmp_path):
 def test_a_problem_that_check_rejects_makes_the_sample_broken(tmp_path):
     sample = copy_sample(tmp_path)
     reference = sample / "problem" / "reference.py"
-    reference.write_text(reference.read_text().replace(
-        "return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + EPS)", "return torch.zeros_like(x)"))
+    reference.write_text(
+        reference.read_text().replace(
+            "return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + EPS)", "return torch.zeros_like(x)"
+        )
+    )
     report = check_sample(sample)
     assert report.verdict == "broken" and report.first is None  # no kernel runs on a broken problem
     assert any(e.startswith("problem: ") for e in report.errors)
 
 
-@pytest.mark.parametrize("manifest, words", [
-    (None, "no sample.toml"),
-    ("[sample]\ncontributor = 'alice'\n", "sample.llm: Field required"),
-    ("[sample]\ncontributor = 'a'\nllm = 'b'\nfirst = '../../etc/passwd'\n", "outside the sample's folder"),
-    ("[sample\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "manifest, words",
+    [
+        (None, "no sample.toml"),
+        ("[sample]\ncontributor = 'alice'\n", "sample.llm: Field required"),
+        ("[sample]\ncontributor = 'a'\nllm = 'b'\nfirst = '../../etc/passwd'\n", "outside the sample's folder"),
+        ("[sample\n", "not valid TOML"),
+    ],
+)
 def test_a_bad_manifest_says_what_to_fix(tmp_path, manifest, words):
     sample = copy_sample(tmp_path)
     if manifest is None:
@@ -173,7 +188,7 @@ def test_a_reference_that_needs_real_values_is_fingerprinted_on_small_inputs():
     assert small and set(small) <= set(found)
 
 
-SNOOPING_REFERENCE = '''import os
+SNOOPING_REFERENCE = """import os
 from pathlib import Path
 
 import torch
@@ -192,9 +207,10 @@ def make_inputs(axes, dtype, device, generator):
         found = f"unreadable: {{type(exc).__name__}}"
     Path("{loot}").parent.mkdir(parents=True, exist_ok=True)
     raise RuntimeError("the runner's secret: " + found)
-'''
+"""
 
 
+@pytest.mark.harness
 def test_a_samples_code_runs_in_the_sandbox_away_from_the_runners_files(tmp_path):
     """A sample's reference is the contributor's code: on a runner the check runs in the
     harness's sandbox, so a reference that reads the runner's files finds nothing there, and
@@ -215,7 +231,8 @@ def test_a_samples_code_runs_in_the_sandbox_away_from_the_runners_files(tmp_path
     secret.chmod(0o600)
     sample = copy_sample(tmp_path / "snoop")
     (sample / "problem" / "reference.py").write_text(
-        SNOOPING_REFERENCE.format(secret=secret, loot=tmp_path / "runner" / "loot" / "x"))
+        SNOOPING_REFERENCE.format(secret=secret, loot=tmp_path / "runner" / "loot" / "x")
+    )
     snooped = contained_check(sample, [bundled_root()], "cpu", 0.2)
     assert snooped.verdict == "broken"
     text = snooped.model_dump_json()

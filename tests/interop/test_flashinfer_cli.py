@@ -15,6 +15,8 @@ from gpuarena.interop import flashinfer_trace as fit
 
 from .conftest import INVALID, RMSNORM, ROOT
 
+pytestmark = pytest.mark.e2e
+
 
 def gpuarena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -27,7 +29,6 @@ def gpuarena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.slow
 def test_import_run_and_export_from_the_command_line(tmp_path):
     problem, honest, wrong = tmp_path / "rmsnorm", tmp_path / "honest", tmp_path / "wrong"
     done = gpuarena(

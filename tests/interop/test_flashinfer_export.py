@@ -157,6 +157,7 @@ def real_records(rmsnorm_problem, tmp_path_factory):
     }
 
 
+@pytest.mark.harness
 def test_real_records_export_and_read_back(real_records, rmsnorm_problem, tmp_path):
     timed = traces_from_evaluation(real_records["timed"], rmsnorm_problem, solution_name="rmsnorm_torch_steps")
     assert [t.evaluation.status for t in timed] == ["PASSED"] * 3

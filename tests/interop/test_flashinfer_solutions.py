@@ -28,6 +28,7 @@ def _judge(problem, folder, **options):
     return evaluate(problem, load_solution(folder), RunOptions(**defaults))
 
 
+@pytest.mark.harness
 def test_an_honest_value_returning_solution_passes_on_a_destination_problem(rmsnorm_problem, tmp_path):
     folder = import_solution(SOLUTIONS / "python_returning.json", rmsnorm_problem, tmp_path / "s")
     assert load_solution(folder).manifest.entry_point == f"{ADAPTER_FILE}:solve"  # returned outputs copied in
@@ -36,6 +37,7 @@ def test_an_honest_value_returning_solution_passes_on_a_destination_problem(rmsn
     assert len(record.workloads) == 3 and all(w.status == "PASSED" for w in record.workloads)
 
 
+@pytest.mark.harness
 def test_a_wrong_solution_is_judged_wrong(rmsnorm_problem, tmp_path):
     folder = import_solution(SOLUTIONS / "python_wrong.json", rmsnorm_problem, tmp_path / "s")
     assert load_solution(folder).manifest.entry_point == "wrong.py:run"  # destination-passing: called as is
@@ -44,6 +46,7 @@ def test_a_wrong_solution_is_judged_wrong(rmsnorm_problem, tmp_path):
     assert "output output" in record.reason
 
 
+@pytest.mark.harness
 def test_a_triton_solution_of_two_files_passes_under_the_interpreter(rmsnorm_problem, tmp_path, monkeypatch):
     pytest.importorskip("triton")
     monkeypatch.setenv("TRITON_INTERPRET", "1")
@@ -54,6 +57,7 @@ def test_a_triton_solution_of_two_files_passes_under_the_interpreter(rmsnorm_pro
     assert record.status == "PASSED", record.reason + record.log[-2000:]
 
 
+@pytest.mark.harness
 def test_a_destination_passing_solution_gets_its_outputs_on_a_return_problem(softmax_problem, tmp_path):
     solution = {
         "name": "softmax_dps",
@@ -85,6 +89,7 @@ def test_a_solution_for_another_definition_is_refused(softmax_problem):
         solution_files(solution, softmax_problem)
 
 
+@pytest.mark.harness
 def test_a_cpp_solution_bound_through_tvm_ffi_passes(rmsnorm_problem, tmp_path):
     """The spec's default binding for C++ and CUDA is tvm-ffi: gpuarena builds it with TVM-FFI."""
     pytest.importorskip("tvm_ffi")

@@ -82,6 +82,7 @@ def test_import_writes_checked_problems_and_carries_over_a_checker_of_its_own(im
     assert load_problem(outcomes["vectoradd_py"].folder).spec.checker is None  # a tolerance, read from its source
 
 
+@pytest.mark.e2e
 def test_a_carried_over_checker_judges_answers_the_reference_does_not_give(imported):
     _, outcomes = imported
     folder = outcomes["argsort_py"].folder
@@ -129,6 +130,7 @@ def test_the_seed_comes_from_the_harness_and_data_is_rebuilt(imported):
     assert problem.spec.outputs == ["output0", "output1", "output2"]
 
 
+@pytest.mark.e2e
 def test_import_and_run_submissions_from_the_command_line(tmp_path):
     out = tmp_path / "problems"
     done = gpuarena("import", "gpumode", GM / "vectoradd_py", GM / "rowstats_py", GM / "histogram_py", "-o", out)
@@ -173,6 +175,7 @@ def test_import_and_run_submissions_from_the_command_line(tmp_path):
     )
 
 
+@pytest.mark.e2e
 def test_bad_folders_give_errors_that_name_the_file(tmp_path):
     missing = import_folder(GM / "invalid" / "no_task_yml", tmp_path)
     assert missing.status == "error"

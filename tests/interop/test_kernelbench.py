@@ -189,6 +189,7 @@ def test_a_solution_file_given_to_the_importer_is_refused_without_running_it(tmp
     assert outcome.status == "error" and "it is a KernelBench solution" in outcome.messages[0]
 
 
+@pytest.mark.harness
 def test_model_new_on_a_problem_not_from_kernelbench_says_so():
     problem = load_problem(ROOT / "problems" / "level1" / "add")
     record = evaluate(problem, load_solution(SOLUTIONS / "matmul_new.py"), RunOptions(device="cpu", mode="test"))
@@ -196,7 +197,7 @@ def test_model_new_on_a_problem_not_from_kernelbench_says_so():
     assert "imported with `gpuarena import kernelbench`" in record.reason
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_import_and_run_model_new_files_from_the_command_line(tmp_path):
     out = tmp_path / "problems"
     done = gpuarena("import", "kernelbench", KB / "level1", KB / "level2", "-o", out)
@@ -220,7 +221,7 @@ def test_import_and_run_model_new_files_from_the_command_line(tmp_path):
         assert run.returncode == (0 if status == "PASSED" else 1)
 
 
-@pytest.mark.slow
+@pytest.mark.harness
 def test_a_load_inline_cpp_model_new_runs_unmodified(tmp_path):
     """A ModelNew compiling C++ with torch.utils.cpp_extension.load_inline at import (CPU
     build, about a minute on two cores)."""

@@ -1,55 +1,40 @@
-"""Service fixtures: a fresh database per test, on SQLite and (when one is running) PostgreSQL.
-
-scripts/test.sh starts PostgreSQL and sets GPUARENA_TEST_POSTGRES_URL; without it the
-PostgreSQL half is skipped, unless GPUARENA_REQUIRE_POSTGRES=1 (CI), where it fails."""
+"""Service fixtures: a fresh database per test, on SQLite and (when one is running)
+PostgreSQL, copied from a migrated template (tests/databases.py)."""
 
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, text
+from tests.databases import Templates, postgres_database
 
 from gpuarena.service.app import create_app
 from gpuarena.service.auth import add_user, issue_token
 from gpuarena.service.catalog import sync_problems
 from gpuarena.service.config import Settings
-from gpuarena.service.db import Database, normalise_url
-from gpuarena.service.migrate import upgrade
+from gpuarena.service.db import Database
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_PROBLEMS = ROOT / "tests" / "fixtures" / "problems"
-POSTGRES = os.environ.get("GPUARENA_TEST_POSTGRES_URL")
 
 
 def _postgres_database() -> Iterator[str]:
-    if not POSTGRES:
-        if os.environ.get("GPUARENA_REQUIRE_POSTGRES") == "1":
-            pytest.fail("GPUARENA_TEST_POSTGRES_URL is not set (scripts/test.sh starts PostgreSQL and sets it)")
-        pytest.skip("no PostgreSQL: run scripts/postgres.sh and set GPUARENA_TEST_POSTGRES_URL")
-    name = "gpuarena_test_" + secrets.token_hex(6)
-    admin = create_engine(normalise_url(POSTGRES), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f"CREATE DATABASE {name}"))
-    url = POSTGRES.rsplit("/", 1)[0] + "/" + name
-    try:
+    """An empty PostgreSQL database for a server that migrates it itself (next() it; close() drops it)."""
+    with postgres_database() as url:
         yield url
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request, tmp_path) -> Iterator[str]:
+def database_url(request, tmp_path, database_templates: Templates) -> Iterator[str]:
+    """A migrated database of the test's own, on SQLite and on PostgreSQL (tests/databases.py)."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'gpuarena.db'}"
+        yield database_templates.sqlite(tmp_path / "gpuarena.db")
     else:
-        yield from _postgres_database()
+        with database_templates.postgres() as url:
+            yield url
 
 
 @pytest.fixture
@@ -67,7 +52,6 @@ def settings(database_url, tmp_path) -> Settings:
 
 @pytest.fixture
 def db(settings) -> Iterator[Database]:
-    upgrade(settings.database_url)
     database = Database(settings.database_url)
     sync_problems(database, settings.all_problem_roots())
     yield database

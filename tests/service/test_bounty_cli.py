@@ -53,7 +53,7 @@ def test_bounty_commands_against_a_server(api, live, tmp_path, monkeypatch) -> N
     )
     cli = CliRunner()
 
-    def bounty(*args: str, token: str | None = None, code: int = 0):  # type: ignore[no-untyped-def]
+    def bounty(*args: str, token: str | None = None, code: int = 0):
         done = cli.invoke(app, ["bounty", *args, "--server", live, *(["--token", token] if token else [])])
         assert done.exit_code == code, done.output
         return done
@@ -201,7 +201,7 @@ def test_bounty_commands_against_a_server(api, live, tmp_path, monkeypatch) -> N
     assert "no bounty 99" in bounty("show", "99", code=2).stderr
 
 
-def _write(folder, name: str, text: str):  # type: ignore[no-untyped-def]
+def _write(folder, name: str, text: str):
     path = folder / name
     path.write_text(text)
     return path

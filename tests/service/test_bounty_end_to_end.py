@@ -20,7 +20,7 @@ from sqlalchemy import create_engine, text
 from tests.service.conftest import ROOT, _postgres_database
 from tests.service.processes import Server, _cli, _wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 PROBLEM = "level1/softmax"
 EXAMPLE = ROOT / "examples" / "softmax" / "pytorch.py"
 """The bundled step-by-step softmax: on a CPU about a third of the reference's speed, so a 0.1x

@@ -11,7 +11,7 @@ import json
 import pytest
 from tests.service.processes import SOLUTIONS, _cli
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 TOML = """
 slug = "e2e-kernels"

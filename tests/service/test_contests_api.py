@@ -373,7 +373,7 @@ def test_api_standings_are_computed_beside_the_server_process(api, monkeypatch) 
     beside = c.standings()
     assert [r["contestant"] for r in beside["standings"]["rows"]] == ["alice", "bob"]
     assert not [key for key in contest_standings._kept if key[1] == contest_id]
-    for pid in list(standings_process._pool._processes):  # type: ignore[union-attr]
+    for pid in list(standings_process._pool._processes):
         os.kill(pid, signal.SIGKILL)
     assert c.standings()["standings"]["rows"] == beside["standings"]["rows"]
     monkeypatch.setenv("GPUARENA_STANDINGS_PROCESS", "0")

@@ -18,7 +18,7 @@ from tests.service.processes import Server, _cli, _wait_for
 
 from gpuarena.apps.golden import make_writable
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 APPS = ROOT / "examples" / "apps"
 KIND = "cpu@numpy-port"
 

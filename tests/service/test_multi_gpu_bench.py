@@ -11,7 +11,7 @@ import sys
 import pytest
 from tests.service.conftest import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 def test_multi_gpu_bench_runs_on_two_fake_devices(tmp_path) -> None:

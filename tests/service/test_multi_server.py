@@ -19,7 +19,7 @@ from tests.service.processes import SOLUTIONS, Server, _cli, _wait_for
 
 from gpuarena.client import Client
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 def _runner(env: dict, name: str, server: str, token: str, *extra: str) -> subprocess.Popen:

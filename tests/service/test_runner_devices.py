@@ -36,6 +36,7 @@ def test_health_check_verdicts() -> None:
     assert "cpu:1 disappeared" in health_check(gone, {"cpu:0"})
 
 
+@pytest.mark.e2e
 def test_runner_refuses_a_bad_device_list(tmp_path) -> None:
     done = subprocess.run(
         [

@@ -18,7 +18,7 @@ from tests.service.test_samples import broken, duplicate, honest
 
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 def flat(text: str) -> str:

@@ -15,7 +15,7 @@ import pytest
 from tests.web.conftest import ARTIFACTS, csrf_of
 from tests.web.test_browser import _sign_in, _watch_errors
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 PROBLEM = "level1/softmax"
 
 

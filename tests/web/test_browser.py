@@ -15,7 +15,7 @@ from gpuarena.service.auth import issue_token
 from gpuarena.service.db import Database
 from gpuarena.service.tables import User
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 PROBLEM = "level1/softmax"
 SOFTMAX = "import torch\n\n\ndef solve(x):\n    return torch.softmax(x.float(), dim=-1).to(x.dtype)\n"
 HOSTILE = "<script>window.__pwned = 1</script>"

@@ -14,7 +14,7 @@ import pytest
 from tests.web.conftest import csrf_of
 from tests.web.test_browser import SOFTMAX, _shot, _sign_in, _watch_errors
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 PROBLEM = "level1/softmax"
 
 

@@ -7,7 +7,6 @@ import subprocess
 import sys
 import zipfile
 
-import pytest
 from tests.web.conftest import ROOT
 
 from gpuarena.service.web.render import STATIC, TEMPLATES
@@ -33,7 +32,6 @@ def test_pages_reference_no_other_host() -> None:
         assert (STATIC / "vendor" / name).is_file(), f"{name} is missing: run scripts/vendor_assets.sh"
 
 
-@pytest.mark.slow
 def test_the_wheel_contains_templates_and_static_files(tmp_path) -> None:
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
-from tests.service.conftest import _postgres_database
 from tests.web.conftest import ROOT, csrf_of
 
 from gpuarena.harness.records import Evaluation
@@ -21,7 +20,6 @@ from gpuarena.service.auth import issue_token
 from gpuarena.service.catalog import sync_problems
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
-from gpuarena.service.migrate import upgrade
 from gpuarena.service.tables import DeviceKind, Problem, SolutionBlob, Submission, Token, User, utcnow
 from gpuarena.service.web.render import markdown
 from gpuarena.service.web.security import SECRET_FILE, SESSION_COOKIE
@@ -44,7 +42,6 @@ class Site:
             bundled_problems=False,
             submit_limit_per_minute=1000,
         )
-        upgrade(self.settings.database_url)
         self.db = Database(self.settings.database_url)
         sync_problems(self.db, self.settings.all_problem_roots())
         self.app = create_app(self.settings, self.db)
@@ -71,18 +68,19 @@ class Site:
         return client
 
 
-def _sqlite_database(tmp: Path) -> Iterator[str]:
-    yield f"sqlite:///{tmp / 'db.sqlite'}"
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
-def site(request, tmp_path) -> Iterator[Site]:
-    """On SQLite, and on PostgreSQL where scripts/test.sh started one (else skipped there)."""
-    databases = _postgres_database() if request.param == "postgresql" else _sqlite_database(tmp_path)
-    made = Site(tmp_path, next(databases))
-    yield made
-    made.db.dispose()
-    databases.close()  # drops the PostgreSQL database
+def site(request, tmp_path, database_templates) -> Iterator[Site]:
+    """On SQLite, and on PostgreSQL where scripts/test.sh started one (else skipped there); each
+    database a copy of a migrated template (tests/databases.py)."""
+    if request.param == "sqlite":
+        made = Site(tmp_path, database_templates.sqlite(tmp_path / "db.sqlite"))
+        yield made
+        made.db.dispose()
+        return
+    with database_templates.postgres() as url:
+        made = Site(tmp_path, url)
+        yield made
+        made.db.dispose()
 
 
 def _submit(client: TestClient, code: str = CODE, mode: str = "test") -> int:

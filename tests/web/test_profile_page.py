@@ -13,7 +13,7 @@ import pytest
 from tests.web.test_browser import SOFTMAX, _sign_in, _watch_errors
 from tests.web.test_contest_pages import _wait_done
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "profile-triton-H200.json"
 
 
