@@ -16,6 +16,7 @@ from gpuarena.harness import supervisor as supervisor_module
 from gpuarena.harness.backend import CPU, NVIDIA_PIECES, CpuBackend, UnsupportedDevice, backend_for
 from gpuarena.harness.backend_base import ColdCaches, InputBudget
 from gpuarena.harness.block import BlockSamples
+from gpuarena.harness.process import RunFailure
 from gpuarena.harness.records import Environment
 from gpuarena.harness.supervisor import RunOptions, evaluate
 from gpuarena.harness.timing import Timer
@@ -215,3 +216,19 @@ def test_input_sets_fill_the_budget_and_reach_a_few_where_there_is_room():
     assert count_sets(InputBudget(2 * gib, 16), 3 * gib) == 2  # never fewer than two
     assert count_sets(gpu, 64 << 20) == count_sets(gpu, 1000) == 16  # the cap
     assert count_sets(InputBudget(256 << 20, 8), 1000) == 8
+
+
+def test_the_supervisor_chooses_the_timing_method_and_a_worker_that_cannot_follow_fails_the_machine() -> None:
+    """The method for both sides is the supervisor's (its options, then the backend): the
+    worker's harness says what its timer does in its `prepare` reply, before any solution code
+    runs; a worker that cannot time that way is the machine's failure, and never changes the
+    method the reference is timed with."""
+    problem = resolve_problem("level1/softmax")
+    solution = load_solution(EXAMPLES / "softmax" / "pytorch.py")
+    supervisor = supervisor_module.Supervisor(problem, solution, RunOptions(device="cpu"))
+    assert supervisor._timer({"method": "cpu-perf-counter", "icache_sweep": False}).method == "cpu-perf-counter"
+    for said in ({"method": "cuda-sync-wallclock"}, {}):
+        with pytest.raises(RunFailure) as failed:
+            supervisor._timer(said)
+        assert failed.value.status == "RUNTIME_ERROR"
+        assert "cannot time with cpu-perf-counter" in failed.value.reason

@@ -65,7 +65,8 @@ HARNESS_NS_PER_CALL = 5_000
 
 
 MIN_REQUESTS = 3
-"""Requests the bound needs before it judges (a median of fewer is one outlier away)."""
+"""Requests the bound needs before it judges (a median of fewer is one outlier away); a
+workload's timing goes on until it has them, whatever its budget."""
 
 
 class TimeBudget:
@@ -129,6 +130,11 @@ class TimeBudget:
         allowance = self.allowance_ns(len(e2e_ns))
         self.allowances.append(allowance)
         self.unexplained.append(worker_cpu_ns - allowance - reported * self.cores)
+
+    def can_judge(self) -> bool:
+        """Whether the bound has the requests it judges on (always, where there is none to
+        judge): the timing loop goes on until it has, so that no workload stops before it."""
+        return not (self.cpu and self.measured) or len(self.unexplained) >= MIN_REQUESTS
 
     def _median_unexplained(self) -> float | None:
         if not (self.cpu and self.measured and len(self.unexplained) >= MIN_REQUESTS):
@@ -246,7 +252,6 @@ def measure_workload(
 
     def blocks(round_no: int) -> list[tuple[int, list[torch.Tensor]]]:
         """The round's timed blocks, the reference's and the solution's, in turn."""
-        nonlocal sol_method
         solution_first = round_no % 2 == 0
         committed: list[tuple[int, list[torch.Tensor]]] = []
         for who in ("sol", "ref") if solution_first else ("ref", "sol"):
@@ -274,7 +279,12 @@ def measure_workload(
                 sol_dev.extend(dev)
                 sol_rounds.append(list(dev))
                 sol_e2e.extend(e2e)
-                sol_method = str(reply.get("method", sol_method))
+                if reply.get("method") != sol_method:  # the supervisor chose it (Supervisor._timer)
+                    raise RunFailure(
+                        "REJECTED",
+                        f"the worker timed {session.workload.name} with {reply.get('method')!r} where the "
+                        f"supervisor asked for {sol_method!r}",
+                    )
         return committed
 
     audit = RoundsAudit(
@@ -291,6 +301,8 @@ def measure_workload(
             one_round(round_no)
             elapsed = time.monotonic() - started
             if audit.wants_more(statistics.median(sol_dev) / 1e3):  # the audit's noise must average down first
+                continue
+            if not budget.can_judge():  # a workload never ends before its bound can judge it
                 continue
             if len(sol_dev) >= plan.max_samples:
                 break

@@ -63,6 +63,9 @@ class StartedWorker:
         self.user: tuple[int, int, bool] | None = None
         self.prepared_on: str | None = None
         """The device the worker made its context and timer on ahead of its job (None: not yet)."""
+        self.prepared: dict[str, object] = {}
+        """The worker's `prepare` reply ahead of its job (what its timer does, said before any
+        solution code ran)."""
         self._preparing: threading.Thread | None = None
         if self.isolate:
             protect_supervisor(True)
@@ -98,7 +101,7 @@ class StartedWorker:
         except Exception:  # the run sends `prepare` itself and reports what it gets
             return
         if reply.get("ok"):
-            self.prepared_on = device
+            self.prepared, self.prepared_on = reply, device
 
     def wait_prepared(self) -> None:
         """Wait for the preparation started ahead, if any (the run then talks to the worker alone)."""

@@ -86,9 +86,11 @@ class Supervisor:
         self.deadline = 0.0
         self.peaks: dict[str, float] | None = None
         self.timer: Timer | None = None
+        """Times the reference, with the method the supervisor chose for both sides (_timer)."""
         self.process_extra: ProcessExtra | None = None
         """On the CPU: what the worker's process adds to the harness's CPU time (calibration.py)."""
-        """Times the reference, with the method the worker uses for the solution."""
+        self.prepared_reply: dict[str, Any] = {}
+        """The worker's `prepare` reply: its harness's own word, before any solution code ran."""
         self.details: list[str] = []
         """Tracebacks and other detail that belongs in the log, not the verdict."""
         self.phases = Phases()
@@ -224,7 +226,32 @@ class Supervisor:
             and self.options.timing_method is None
             and torch.device(ready.prepared_on) == self.device
         )
+        if self.prepared:
+            self.prepared_reply = dict(ready.prepared)
         return ready
+
+    def _timer(self, prepared: dict[str, Any]) -> Timer:
+        """The reference's timer, with the method the supervisor chose for both sides: the run's
+        option, else the backend's best. The worker's harness said what its timer does in its
+        `prepare` reply, before any solution code ran; a worker that cannot time that way (a
+        sandbox that hides CUPTI, say) is the machine's failure, not a verdict, and nothing the
+        worker says later changes the method (each `time` reply must carry it)."""
+        chosen = self.backend.timing_method(self.options.timing_method)
+        if prepared.get("method") != chosen:
+            raise RunFailure(
+                "RUNTIME_ERROR",
+                f"the worker's timer cannot time with {chosen} on {self.device} (it has "
+                f"{prepared.get('method') or 'nothing'}): the sandbox hides what that method needs",
+            )
+        # the reference starts each call from the caches the solution's calls start from
+        worker_icache = prepared.get("icache_sweep") is True
+        timer = Timer(self.device, method=chosen, icache=worker_icache, backend=self.backend)
+        if worker_icache and not timer.has_icache_sweep:
+            self.details.append(
+                "\n[gpuarena] the worker has an instruction-cache sweep and the supervisor none: "
+                "the solution's calls start colder than the reference's\n"
+            )
+        return timer
 
     def gpu_alone(self) -> AbstractContextManager[None]:
         """While timing: no worker of ours starts or leaves the GPU (harness/warm.py)."""
@@ -326,7 +353,7 @@ class Supervisor:
             record.environment.worker_containment = worker.containment
         with self.phases(START_UP):  # the worker's own imports end here
             reply: dict[str, Any] = (
-                {"ok": True}
+                self.prepared_reply
                 if self.prepared
                 else worker.request(
                     {"op": "prepare", **setup, **self.backend.worker_setup(str(self.device))},
@@ -334,6 +361,7 @@ class Supervisor:
                     "preparing the device",
                 )
             )
+            self.prepared_reply = reply
         self.deadline = time.monotonic() + self.options.timeout_s  # the solution's time starts here
         if not reply.get("ok"):
             raise RunFailure(
@@ -341,6 +369,9 @@ class Supervisor:
                 f"the worker could not prepare {self.device}: {reply.get('reason', '')}",
                 str(reply.get("traceback", "")),
             )
+        with self.phases(START_UP):  # the reference's timer, with the method chosen for both sides
+            self.timer = self._timer(reply)
+        setup["method"] = self.timer.method
         language = self.solution.manifest.language
         with self.phases(BUILD):
             if language in runtimes.STARTED_AHEAD:  # its threads are the harness's (solutions/runtimes.py)
@@ -361,15 +392,7 @@ class Supervisor:
             raise worker_failure({"reason": "build failed", **reply}, default="COMPILE_ERROR")
         if record.environment is not None and reply.get("runtime"):
             record.environment.solution_runtime = str(reply["runtime"])
-        method = reply.get("method", "")
-        # the reference starts each call from the caches the solution's calls start from
-        worker_icache = reply.get("icache_sweep") is True
-        self.timer = Timer(self.device, method=method or None, icache=worker_icache, backend=self.backend)
-        if worker_icache and not self.timer.has_icache_sweep:
-            self.details.append(
-                "\n[gpuarena] the worker has an instruction-cache sweep and the supervisor none: "
-                "the solution's calls start colder than the reference's\n"
-            )
+        method = self.timer.method
         if record.environment is not None:
             record.environment.worker_network = str(reply.get("network", "unknown"))
             record.environment.timer_eviction = self.timer.eviction or None

@@ -200,7 +200,15 @@ class Worker:
         )
         # seconds per step, for bench/research/warm_breakdown.py (the Timer's own are in it)
         steps = {"context": context - begun, "timer": time.perf_counter() - context, **self.timer.startup_s}
-        return {"op": "prepare", "ok": True, "steps": {k: round(v, 4) for k, v in steps.items()}}
+        # what this timer does, said by the harness before any solution code runs: the supervisor
+        # decides the run's method with it and never reads one from a later reply
+        return {
+            "op": "prepare",
+            "ok": True,
+            "method": self.timer.method,
+            "icache_sweep": self.timer.has_icache_sweep,
+            "steps": {k: round(v, 4) for k, v in steps.items()},
+        }
 
     def runtime(self, request: dict[str, Any]) -> dict[str, Any]:
         """The solution's language runtime brought up as harness work, before the solution is
@@ -287,10 +295,8 @@ class Worker:
         return {
             "op": "build",
             "ok": True,
-            "method": self.timer.method,
             "network": self.network,
             "rights": self.rights,
-            "icache_sweep": self.timer.has_icache_sweep,
             "runtime": runtimes.describe(solution.manifest.language),
         }
 
