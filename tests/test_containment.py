@@ -66,10 +66,28 @@ def test_a_gpu_run_s_view_has_the_gpu_device_files(tmp_path, monkeypatch):
 
 
 def test_no_home_folder_is_bound_for_a_bin_folder_in_it(monkeypatch):
-    env = {"PATH": f"/root/bin:/usr/bin:{os.path.expanduser('~')}/bin"}
+    env = {"PATH": f"/root/bin:/usr/bin:{os.path.expanduser('~')}/bin:/home/ann/bin"}
     monkeypatch.setattr(os.path, "isdir", lambda p: True)
     tools = containment._tool_paths(env)
-    assert "/root" not in tools and os.path.expanduser("~") not in tools and "/usr" in tools
+    assert not [t for t in tools if t.startswith(("/root", "/home", os.path.expanduser("~")))]
+    assert "/usr/bin" in tools
+
+
+def test_a_path_entry_shows_itself_never_its_parent_nor_a_temporary_folder(monkeypatch, tmp_path):
+    """A PATH entry `X/bin` used to show the whole of X read-only: an organiser's wrapper in
+    /tmp/bin replaced the worker's private /tmp with the host's. Each entry is now bound as
+    itself, none under /tmp, /var/tmp or /dev/shm; a whole installation is named on purpose."""
+    tool = tmp_path / "opt-tool"
+    (tool / "bin").mkdir(parents=True)
+    (tool / "secret").mkdir()
+    monkeypatch.setattr(containment, "TEMPORARY_ROOTS", ("/var/tmp", "/dev/shm", "/nonexistent-tmp"))
+    env = {"PATH": f"{tool / 'bin'}:/usr/bin"}
+    tools = containment._tool_paths(env)
+    assert str(tool / "bin") in tools and str(tool) not in tools
+    monkeypatch.setattr(containment, "TEMPORARY_ROOTS", ("/tmp", "/var/tmp", "/dev/shm"))
+    assert not [t for t in containment._tool_paths({"PATH": "/tmp/bin:/var/tmp/x:/usr/bin"}) if "tmp" in t]
+    monkeypatch.setenv("GPUARENA_SANDBOX_TOOLS", str(tool))
+    assert str(tool) in containment._tool_paths(env)  # named by the deployment: the whole installation
 
 
 @pytest.mark.harness

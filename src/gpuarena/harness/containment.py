@@ -195,19 +195,27 @@ def _python_paths(env: dict[str, str]) -> list[str]:
     return sorted(os.path.realpath(p) for p in paths if p and os.path.isdir(p))
 
 
+TEMPORARY_ROOTS = ("/tmp", "/var/tmp", "/dev/shm")
+"""Folders anyone may write: a PATH entry there is no installation, and is never shown."""
+
+
 def _tool_paths(env: dict[str, str]) -> list[str]:
-    """Where the programs the worker may run live: every folder on its PATH and those of its
-    CC and CXX, each with its installation (a .../bin folder's parent: compilers need their
-    lib and libexec folders too)."""
+    """Where the programs the worker may run live: each folder on its PATH and those of its CC
+    and CXX, as itself (never its parent: a PATH entry `X/bin` must not show the whole of X),
+    none in a temporary folder or a home; and the whole installations a deployment names in
+    GPUARENA_SANDBOX_TOOLS (colon-separated: a compiler's lib and libexec beside its bin).
+    The system folders, the Python environment and CUDA's toolkit are shown in their own
+    right (SYSTEM_PATHS, _python_paths, _cuda_paths)."""
     folders = [p for p in env.get("PATH", "").split(":") if p]
     folders += [os.path.dirname(env[v]) for v in ("CC", "CXX") if os.path.isabs(env.get(v, ""))]
-    homes = {"/root", os.path.realpath(os.path.expanduser("~"))}
+    homes = {"/root", os.path.realpath(os.path.expanduser("~")), "/home"}
     found = []
     for folder in folders:
         real = os.path.realpath(folder)
-        parent = os.path.dirname(real)
-        home = parent in homes or (parent.startswith("/home/") and parent.count("/") == 2)
-        found.append(parent if os.path.basename(real) == "bin" and not home else real)  # never a whole home
+        personal = any(real == root or real.startswith(root.rstrip("/") + "/") for root in (*homes, *TEMPORARY_ROOTS))
+        if not personal:
+            found.append(real)
+    found += [os.path.realpath(p) for p in os.environ.get("GPUARENA_SANDBOX_TOOLS", "").split(":") if p]
     return [f for f in found if f not in ("/", "") and os.path.isdir(f)]
 
 
