@@ -90,6 +90,21 @@ def test_a_path_entry_shows_itself_never_its_parent_nor_a_temporary_folder(monke
     assert str(tool) in containment._tool_paths(env)  # named by the deployment: the whole installation
 
 
+def test_a_compiler_s_own_installation_is_shown_as_it_names_it(monkeypatch, tmp_path):
+    """A gcc in /opt/gcc/bin runs cc1 from /opt/gcc/libexec: the installation the compiler names
+    (`-print-search-dirs`) is shown whole, not its PATH folder's parent (the lent H200's gcc)."""
+    root = tmp_path / "opt-gcc"
+    (root / "bin").mkdir(parents=True)
+    (root / "libexec").mkdir()
+    gcc = root / "bin" / "gcc"
+    gcc.write_text(f"#!/bin/sh\necho 'install: {root}/lib/gcc/x86_64-linux-gnu/13/'\n")
+    gcc.chmod(0o755)
+    monkeypatch.setattr(containment, "TEMPORARY_ROOTS", ("/var/tmp", "/dev/shm", "/nonexistent-tmp"))
+    containment._compiler_root.cache_clear()
+    tools = containment._tool_paths({"PATH": f"{root / 'bin'}:/usr/bin"})
+    assert str(root) in tools and str(root / "bin") in tools
+
+
 @pytest.mark.harness
 @needs_bwrap
 def test_files_written_to_dev_shm_stay_in_the_sandbox(softmax_small, tmp_path):

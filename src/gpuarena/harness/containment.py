@@ -28,6 +28,7 @@ in-process guards and the per-run user then remain, with the limits docs/harness
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -198,25 +199,52 @@ def _python_paths(env: dict[str, str]) -> list[str]:
 TEMPORARY_ROOTS = ("/tmp", "/var/tmp", "/dev/shm")
 """Folders anyone may write: a PATH entry there is no installation, and is never shown."""
 
+COMPILERS = ("gcc", "g++", "cc", "c++")
+"""Compilers the worker may call (Triton, torch's inductor and extensions build with them)."""
+
+
+def _personal(path: str) -> bool:
+    """A home, a temporary folder or the root: never shown whole for a tool."""
+    roots = ("/root", "/home", os.path.realpath(os.path.expanduser("~")), *TEMPORARY_ROOTS)
+    return path in ("/", "") or any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+@functools.lru_cache(maxsize=16)
+def _compiler_root(compiler: str) -> str | None:
+    """The installation a compiler says it runs from (`-print-search-dirs`: its cc1, its
+    libraries and headers beside its bin), e.g. /opt/gcc for /opt/gcc/bin/gcc; None if it
+    does not say."""
+    try:
+        said = subprocess.run(
+            [compiler, "-print-search-dirs"], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in said.splitlines():
+        if line.startswith("install:") and "/lib/gcc/" in line:
+            return os.path.realpath(line.split(":", 1)[1].strip().split("/lib/gcc/", 1)[0] or "/")
+    return None
+
 
 def _tool_paths(env: dict[str, str]) -> list[str]:
-    """Where the programs the worker may run live: each folder on its PATH and those of its CC
-    and CXX, as itself (never its parent: a PATH entry `X/bin` must not show the whole of X),
-    none in a temporary folder or a home; and the whole installations a deployment names in
-    GPUARENA_SANDBOX_TOOLS (colon-separated: a compiler's lib and libexec beside its bin).
-    The system folders, the Python environment and CUDA's toolkit are shown in their own
-    right (SYSTEM_PATHS, _python_paths, _cuda_paths)."""
-    folders = [p for p in env.get("PATH", "").split(":") if p]
-    folders += [os.path.dirname(env[v]) for v in ("CC", "CXX") if os.path.isabs(env.get(v, ""))]
-    homes = {"/root", os.path.realpath(os.path.expanduser("~")), "/home"}
-    found = []
-    for folder in folders:
-        real = os.path.realpath(folder)
-        personal = any(real == root or real.startswith(root.rstrip("/") + "/") for root in (*homes, *TEMPORARY_ROOTS))
-        if not personal:
-            found.append(real)
+    """Where the programs the worker may run live: each folder on its PATH as itself (never its
+    parent: a PATH entry `X/bin` must not show the whole of X), none in a home or a temporary
+    folder; the installation each compiler it may call names itself (a gcc in /opt/gcc/bin
+    needs /opt/gcc/libexec and lib); and the whole installations a deployment names in
+    GPUARENA_SANDBOX_TOOLS (colon-separated). The system folders, the Python environment and
+    CUDA's toolkit are shown in their own right (SYSTEM_PATHS, _python_paths, _cuda_paths)."""
+    path = env.get("PATH", "")
+    folders = [p for p in path.split(":") if p]
+    compilers = [env[v] for v in ("CC", "CXX") if os.path.isabs(env.get(v, ""))]
+    compilers += [where for name in COMPILERS if (where := shutil.which(name, path=path))]
+    folders += [os.path.dirname(c) for c in compilers]
+    found = [real for real in (os.path.realpath(f) for f in folders) if not _personal(real)]
+    for compiler in dict.fromkeys(os.path.realpath(c) for c in compilers):
+        root = _compiler_root(compiler)
+        if root is not None and not _personal(root):
+            found.append(root)
     found += [os.path.realpath(p) for p in os.environ.get("GPUARENA_SANDBOX_TOOLS", "").split(":") if p]
-    return [f for f in found if f not in ("/", "") and os.path.isdir(f)]
+    return [f for f in dict.fromkeys(found) if f not in ("/", "") and os.path.isdir(f)]
 
 
 def _cuda_paths() -> list[str]:
