@@ -2,7 +2,8 @@
 
 Every test runs in exactly one lane, named by its marker:
 - quick: no worker process, no server, no browser, no PostgreSQL (the default);
-- harness: a real supervisor and sandboxed worker (`judge`, `evaluate`, the red-team corpus);
+- harness: a real supervisor and sandboxed worker (`judge`, `evaluate`, the red-team corpus;
+  the GPU tests, `pytest -m gpu` on a GPU machine, unless marked otherwise);
 - service: the database on SQLite and PostgreSQL, the API in process;
 - e2e: real servers, runners, Chromium, the CLI as a subprocess.
 
@@ -43,6 +44,8 @@ def lane_of(item: pytest.Item) -> str:
         raise pytest.UsageError(f"{item.nodeid} is marked for lanes {marked}: one lane a test")
     if marked:
         return marked[0]
+    if item.get_closest_marker("gpu"):
+        return "harness"  # GPU tests judge on the GPU (run there with `pytest -m gpu`)
     fixtures = set(getattr(item, "fixturenames", ()))
     if fixtures & E2E_FIXTURES:
         return "e2e"

@@ -1,4 +1,4 @@
-"""Rewrites the worker's `build` reply to name a host-clock timing method
+"""Neutralised exploit (monkeypatching timers): rewrites the worker's `build` reply to name a host-clock timing method
 (``cuda-sync-wallclock``): the supervisor used to time the *reference* with the method the
 worker named there, and on a GPU a host clock reads small kernels several times slower than
 their device time, so the same honest kernel scored 2.83 instead of 1.65 (7-11x on the small
