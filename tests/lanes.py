@@ -35,6 +35,7 @@ E2E_FIXTURES = {"server", "served", "env", "deployed", "browser", "page"}
 SERVICE_FIXTURES = {"database_url", "db", "api", "settings", "site", "database_templates"}
 """Fixtures that give a test a database (SQLite and PostgreSQL)."""
 SLOWEST = 25
+_LANE = pytest.StashKey[str]()
 
 
 def lane_of(item: pytest.Item) -> str:
@@ -74,9 +75,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.stash[_LANE] = lane
         if not item.get_closest_marker(lane):
             item.add_marker(lane)  # so that `-m quick` selects it
-
-
-_LANE = pytest.StashKey[str]()
 
 
 def _forbidden_in_quick(args: object) -> str | None:
@@ -124,11 +122,9 @@ def _lane_guard(request: pytest.FixtureRequest) -> Iterator[None]:
             started.append(what)
         return original(self, args, *rest, **options)
 
-    subprocess.Popen.__init__ = guarded
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", guarded)
         yield
-    finally:
-        subprocess.Popen.__init__ = original
     if started:
         pytest.fail(
             f"{request.node.nodeid} is in the quick lane but started {started[0]}: mark it "
