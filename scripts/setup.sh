@@ -23,8 +23,9 @@ if ! python -c "import torch" 2>/dev/null; then
     python -m pip install --progress-bar on torch==2.13.0
   fi
 fi
-# pip is asked again only when pyproject.toml changed since the last install (a stamp in .venv)
-stamp=".venv/.gpuarena-installed-$( (cat pyproject.toml; echo "$0") | sha256sum | cut -c1-16)"
+# pip is asked again only when pyproject.toml or this script changed since the last install (a
+# stamp in .venv)
+stamp=".venv/.gpuarena-installed-$(cat pyproject.toml "$0" | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   say "installing gpuarena and its test tools into .venv"
   python -m pip install -q -e ".[test]"

@@ -28,7 +28,7 @@ failed=()
 if [ "$lint" = 1 ]; then
   say "lint and types (ruff, mypy)"
   ruff check . || failed+=(ruff)
-  ruff format --check . >/dev/null || { ruff format --check . || true; failed+=("ruff format"); }
+  ruff format --check . || failed+=("ruff format")
   mypy || failed+=(mypy)
   say "lint and types: $((SECONDS - started)) s"
 fi

@@ -41,7 +41,9 @@ def test_problem_toml_is_written_back_as_it_was_read():
     assert tomllib.loads(dump_problem_toml(spec)) == spec
 
 
-def _harvest(tmp_path: Path, name: str, seed: int, device: str = "cpu", min_share: float = 0.02) -> Path:
+def _harvest(tmp_path: Path, name: str, seed: int, device: str = "cpu") -> Path:
+    """A tiny model's harvest with every op written, whatever its share of the time: which ops
+    pass a floor of shares is the busy CPU's timing, and these tests are about assembly."""
     out = tmp_path / name
     workload = build(TINY, "prefill", batch=1, seq=8, context=0, seed=seed)
     harvest(
@@ -52,7 +54,7 @@ def _harvest(tmp_path: Path, name: str, seed: int, device: str = "cpu", min_shar
         sizes=workload.sizes,
         command=f"gpuarena harvest {TINY} --seed {seed} -o {out}",
         seed=seed,
-        min_share=min_share,
+        min_share=0.0,
         against=[],
     )
     if device != "cpu":  # as a GPU harvest writes it: its recorded shapes run on the GPU only
@@ -62,9 +64,7 @@ def _harvest(tmp_path: Path, name: str, seed: int, device: str = "cpu", min_shar
 
 
 def test_harvests_merge_into_checked_weighted_problems(tmp_path):
-    # every op written, whatever its share: which pass the 2% floor is the busy CPU's timing
-    first = _harvest(tmp_path, "a", seed=0, device="cuda", min_share=0.0)
-    second = _harvest(tmp_path, "b", seed=1, min_share=0.0)
+    first, second = _harvest(tmp_path, "a", seed=0, device="cuda"), _harvest(tmp_path, "b", seed=1)
     written = {
         g["problem"]: g["share"]
         for g in json.loads((first / "harvest.json").read_text())["groups"]
@@ -83,8 +83,7 @@ def test_harvests_merge_into_checked_weighted_problems(tmp_path):
     assert isinstance(result, Dataset) and result.kept + result.left_out == len(written)
     out = next(e for e in result.entries if e.problem == broken)
     assert out.status == "left-out" and out.reasons and not (root / broken).exists()
-    # a problem both harvests kept (an op near the harvest's 2% floor of time shares can be in one
-    # harvest and not the other, as the timing on a busy CPU goes)
+    # a problem both harvests kept
     shares = {
         g["problem"]: g["share"]
         for g in json.loads((second / "harvest.json").read_text())["groups"]
@@ -115,7 +114,7 @@ def test_recheck_leaves_out_what_fails_on_a_device_and_says_so(tmp_path):
     removed, and dataset.json counts it."""
     root = tmp_path / "dataset"
     # every op kept, whatever its share: which ops pass the 2% floor is the busy CPU's timing
-    made = add([_harvest(tmp_path, "a", seed=0, min_share=0.0)], root)
+    made = add([_harvest(tmp_path, "a", seed=0)], root)
     kept = [e.problem for e in made.entries if e.status == "kept"]
     assert len(kept) >= 2
     broken = kept[0]
@@ -259,7 +258,7 @@ def test_problems_an_honest_framework_failed_in_a_suite_run_are_left_out_with_it
     from gpuarena.suite.model import ProblemTime, SuiteResult
 
     root = tmp_path / "dataset"
-    made = add([_harvest(tmp_path, "a", seed=0, min_share=0.0)], root)
+    made = add([_harvest(tmp_path, "a", seed=0)], root)
     kept = sorted(e.problem for e in made.entries if e.status == "kept")
     wrong, passed, crashed = kept[0], kept[1], kept[2]
 
