@@ -28,11 +28,18 @@ def _solution(tmp_path: Path, body: str) -> Path:
     return path
 
 
-def _argv(tmp_path: Path, gpu: bool) -> list[str]:
+def _argv(tmp_path: Path, gpu: bool, gpu_files: tuple[str, ...] | list[str] = ()) -> list[str]:
     run = tmp_path / "run"
     (run / "work").mkdir(parents=True)
     return containment.sandbox_argv(
-        "/usr/bin/bwrap", run, run / "work", gpu=gpu, network=True, tmpfs_bytes=1 << 28, env=scrubbed_env()
+        "/usr/bin/bwrap",
+        run,
+        run / "work",
+        gpu=gpu,
+        network=True,
+        tmpfs_bytes=1 << 28,
+        env=scrubbed_env(),
+        gpu_files=gpu_files,
     )
 
 
@@ -58,11 +65,62 @@ def test_a_cpu_run_s_view_has_no_gpu_device_files_and_no_home_or_repository(tmp_
 
 
 def test_a_gpu_run_s_view_has_the_gpu_device_files(tmp_path, monkeypatch):
-    monkeypatch.setattr(containment, "_gpu_device_files", lambda: ["/dev/nvidia0", "/dev/nvidiactl"])
-    argv = _argv(tmp_path, gpu=True)
+    argv = _argv(tmp_path, gpu=True, gpu_files=["/dev/nvidia0", "/dev/nvidiactl"])
     assert ["--dev-bind", "/dev/nvidia0", "/dev/nvidia0"] == argv[
         argv.index("--dev-bind") : argv.index("--dev-bind") + 3
     ]
+
+
+def _driver_table(tmp_path: Path, models: list[str]) -> tuple[Path, Path]:
+    """A stand-in for /proc/driver/nvidia/gpus and /dev on a host of len(models) GPUs."""
+    table, devices = tmp_path / "gpus", tmp_path / "dev"
+    devices.mkdir()
+    for name in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "dri", "null"):
+        (devices / name).touch()
+    for index, model in enumerate(models):
+        folder = table / f"0000:{0x18 + index * 0x10:02x}:00.0"
+        folder.mkdir(parents=True)
+        (folder / "information").write_text(
+            f"Model: \t\t {model}\nIRQ:   \t\t 100\nGPU UUID: \t GPU-{index}aaaa-bbbb\nDevice Minor: \t {index}\n"
+        )
+        (devices / f"nvidia{index}").touch()
+    return table, devices
+
+
+def test_a_gpu_job_sees_its_own_gpus_device_files_only(tmp_path):
+    """Every /dev/nvidia* in each GPU job's sandbox let a child without CUDA_VISIBLE_DEVICES reach
+    the GPUs where other users' runs were being timed."""
+    from gpuarena.harness.gpu_view import gpu_view
+
+    table, devices = _driver_table(tmp_path, ["NVIDIA H200"] * 4)
+    view = gpu_view({"CUDA_VISIBLE_DEVICES": "2"}, table, devices)
+    shown = sorted(Path(f).name for f in view.files)
+    assert shown == ["nvidia-modeset", "nvidia-uvm", "nvidia-uvm-tools", "nvidia2", "nvidiactl"]
+    assert view.visible == "GPU-2aaaa-bbbb"  # by UUID: the sandbox numbers only the GPUs it can open
+    assert "1 GPU(s) of 4" in view.described
+    both = gpu_view({"CUDA_VISIBLE_DEVICES": "GPU-3aaaa,1"}, table, devices)
+    assert both.visible == "GPU-3aaaa-bbbb,GPU-1aaaa-bbbb" and {"nvidia1", "nvidia3"} <= {
+        Path(f).name for f in both.files
+    }
+    assert "nvidia0" not in {Path(f).name for f in both.files}
+
+
+def test_where_the_gpus_cannot_be_told_apart_every_gpu_is_shown_and_said(tmp_path):
+    from gpuarena.harness.gpu_view import gpu_view
+
+    mixed, devices = _driver_table(tmp_path, ["NVIDIA H200", "NVIDIA A100"])
+    for env in (
+        {},  # nothing named: the job may use them all
+        {"CUDA_VISIBLE_DEVICES": "1"},  # CUDA's order may not be the bus order on mixed models
+        {"CUDA_VISIBLE_DEVICES": "MIG-1234"},
+        {"CUDA_VISIBLE_DEVICES": "7"},
+    ):
+        view = gpu_view(env, mixed, devices)
+        assert view.visible is None and "every GPU" in view.described
+        assert {"nvidia0", "nvidia1", "dri"} <= {Path(f).name for f in view.files}
+    ordered = gpu_view({"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, mixed, devices)
+    assert ordered.visible == "GPU-1aaaa-bbbb"
+    assert gpu_view({"CUDA_VISIBLE_DEVICES": "0"}, tmp_path / "no-driver", devices).visible is None
 
 
 def test_no_home_folder_is_bound_for_a_bin_folder_in_it(monkeypatch):

@@ -282,6 +282,28 @@ def test_the_profiled_process_runs_sandboxed_and_cannot_write_the_supervisor_s_f
     assert target.read_text() == "kept"
 
 
+@pytest.mark.harness
+def test_a_link_planted_where_ncu_writes_its_report_is_not_followed(tmp_path, fake_ncu):
+    """The solution plants a link to a root-only file of the host where its report will be
+    written: the supervisor (root) used to copy the host's file into the report folder."""
+    secret = tmp_path / "root-only.txt"
+    secret.write_text("the host's secret")
+    secret.chmod(0o600)
+    planter = tmp_path / "planter.py"
+    planter.write_text(
+        "import glob, os, torch\n\ndef solve(x):\n"
+        "    for folder in glob.glob('/tmp/gpuarena-profile-solution-*'):\n"
+        f"        os.symlink({str(secret)!r}, os.path.join(folder, 'solution.ncu-rep'))\n"
+        "    return torch.softmax(x, dim=-1)\n"
+    )
+    record = run_profile(
+        resolve_problem("level1/softmax"), load_solution(planter), "cpu", tmp_path / "out", timeout_s=300, ncu=fake_ncu
+    )
+    assert record.status != "PASSED"
+    copies = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and b"the host's secret" in p.read_bytes()]
+    assert not copies, copies
+
+
 def test_profile_mode_on_the_cli_needs_a_gpu_and_one_workload():
     runner = CliRunner()
     result = runner.invoke(

@@ -52,6 +52,7 @@ FAMILIES = {
     "network",
     "tampering with the supervisor",
     "crashing the supervisor",  # replies too deep or too large to parse, forged statuses, a huge log
+    "moving work between calls",  # one call doing another's: what ranks is the block's total (may pass, gaining nothing)
 }
 
 SCORE_CAP = 5.0
@@ -142,7 +143,9 @@ def test_case_metadata_is_sound() -> None:
         in_honest = case.path.parent == CORPUS / "honest"
         assert case.honest == in_honest, f"{where}: EXPECT ['PASSED'] belongs in honest/, anything else in exploits/"
         if not case.honest:
-            assert "PASSED" not in case.expect, f"{where}: an exploit may never expect PASSED"
+            assert "PASSED" not in case.expect or case.max_score is not None, (
+                f"{where}: an exploit may expect PASSED only at a score it cannot gain on (MAX_SCORE)"
+            )
         assert case.mode in ("test", "benchmark", "ranked"), f"{where}: MODE {case.mode!r}"
         assert set(case.devices) <= {"cpu", "cuda"} and case.devices, f"{where}: DEVICES {case.devices}"
         docstring = ast.get_docstring(ast.parse(case.path.read_text()))

@@ -157,3 +157,51 @@ def test_times_that_cannot_be_bounded_on_the_cpu_are_no_pass(monkeypatch, tmp_pa
     )
     assert record.status == "REJECTED", record.reason
     assert "CPU time could not be read from outside" in record.reason
+
+
+@pytest.mark.harness
+def test_a_worker_that_shrinks_its_shared_input_gets_a_record_not_a_dead_supervisor(tmp_path):
+    """Without a sandbox the worker could open the arena's files by name and truncate the one
+    behind its input: the supervisor's next read of it died with SIGBUS, and no record came
+    back. The shared memory is now a sealed memfd: the run is judged as any other. Run in a
+    process of its own, so that a regression fails this test instead of killing the suite."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    case = Path(__file__).parent / "redteam" / "exploits" / "crashing_the_supervisor" / "truncates_the_shared_inputs.py"
+    script = (
+        "from gpuarena.harness.supervisor import RunOptions, evaluate\n"
+        "from gpuarena.problems import resolve_problem\n"
+        "from gpuarena.solutions import load_solution\n"
+        f"record = evaluate(resolve_problem('level1/softmax'), load_solution({str(case)!r}), "
+        "RunOptions(device='cpu', mode='test', workloads=['small-64x1000']))\n"
+        "print(record.status.value)\n"
+    )
+    env = {**os.environ, "GPUARENA_SANDBOX": "0", "GPUARENA_WORKER_ISOLATION": "0", "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "WRONG_VALUES"
+
+
+@pytest.mark.harness
+def test_an_exception_in_the_supervisor_is_an_error_record_with_its_reason(monkeypatch, tmp_path):
+    """Whatever breaks in the supervisor outside the judging (here the shared memory's teardown)
+    gives an ERROR record that says what broke, never a crash without a record."""
+    from gpuarena.harness.transport import SharedArena
+
+    def broken_close(self):
+        raise RuntimeError("the arena would not close")
+
+    monkeypatch.setattr(SharedArena, "close", broken_close)
+    honest = tmp_path / "axpy.py"
+    honest.write_text("import torch\n\n\ndef solve(a, x, b, y):\n    torch.addcmul(b, a, x, out=y)\n")
+    record = evaluate(
+        load_problem(FIXTURES / "problems" / "axpy_dest"),
+        load_solution(honest),
+        RunOptions(device="cpu", mode="test", workloads=["n4096"]),
+    )
+    assert record.status == "ERROR"
+    assert record.reason == "the harness failed: RuntimeError: the arena would not close"
+    assert "Traceback" in record.log

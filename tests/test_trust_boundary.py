@@ -101,35 +101,68 @@ def test_reported_times_are_bounded_by_the_supervisors_clocks():
     # more call time than the request took on the supervisor's clock
     with pytest.raises(RunFailure, match="supervisor's clock"):
         budget(1).add([600_000, 600_000], wall_ns=1_000_000, worker_cpu_ns=1_200_000)
-    # honest: CPU time beyond the harness's share is covered by the reported times, even
-    # when a few requests are slowed down by the machine
+    # honest: the request's time and CPU time beyond the harness's share are the reported
+    # times, even when a few requests are slowed down by the machine
     honest = budget(1)
     for i in range(10):
         slowed = 5_000_000 if i % 4 == 0 else 0
-        honest.add([100_000] * 8, wall_ns=9_000_000, worker_cpu_ns=8 * 100_000 + 400_000 + slowed)
+        honest.add([100_000] * 8, wall_ns=1_200_000 + slowed, worker_cpu_ns=8 * 100_000 + 400_000 + slowed)
     honest.check()
     # a clock that ticks 1 ns per call while each call really did 60 µs of work
     forged = budget(2)
     for _ in range(10):
-        forged.add([1] * 8, wall_ns=3_000_000, worker_cpu_ns=int(allowance) + 8 * 60_000)
+        forged.add([1] * 8, wall_ns=8 * 60_000 + 400_000, worker_cpu_ns=int(allowance) + 8 * 60_000)
     assert not forged.holds()
     with pytest.raises(RunFailure, match="tampered"):
         forged.check()
     # judged again on fresh requests only: a slow stretch of the machine is forgotten
     forged.restart()
     for _ in range(5):
-        forged.add([100_000] * 8, wall_ns=3_000_000, worker_cpu_ns=8 * 100_000 + 400_000)
+        forged.add([100_000] * 8, wall_ns=1_200_000, worker_cpu_ns=8 * 100_000 + 400_000)
     assert forged.holds()
     forged.check()
+    # one thread's time reported divided by the two cores: the CPU time of all threads is
+    # covered at two cores, but the main thread's time on a core is not (no core count there)
+    halved = budget(2)
+    for _ in range(5):
+        halved.add([50_000] * 8, wall_ns=1_200_000, worker_cpu_ns=1_200_000, main_cpu_ns=1_150_000)
+    assert (halved.threads.median() or 0) <= 0 and (halved.main_thread.median() or 0) > 0
+    with pytest.raises(RunFailure, match="main thread's time on a core"):
+        halved.check()
+    # work done outside the calls inside the request, by threads (the worker waited for them)
+    hidden = budget(4)
+    for _ in range(5):
+        hidden.add(
+            [10_000] * 8, wall_ns=8 * 100_000 + 400_000, worker_cpu_ns=8 * 100_000 + 400_000, main_cpu_ns=500_000
+        )
+    with pytest.raises(RunFailure, match="supervisor's clock"):
+        hidden.check()
+    # an honest request under another process's load: its main thread waited 1.2 ms for a core
+    # while nothing else of the worker ran; that wait is taken off the clock
+    loaded = budget(1)
+    for _ in range(5):
+        loaded.add([100_000] * 8, wall_ns=2_400_000, worker_cpu_ns=1_200_000, excused_ns=1_200_000)
+    loaded.check()
+    assert budget(1).clock.median() is None  # no request yet: no verdict
     # fewer requests than the median needs: no verdict yet
     early = budget(2)
     for _ in range(2):
         early.add([1] * 8, wall_ns=3_000_000, worker_cpu_ns=10_000_000)
     early.check()
-    # on CUDA the CPU-time bound does not apply (spinning syncs, profiler work)
+    # on CUDA the CPU bounds do not apply (spinning syncs, profiler work; the device audit judges)
     cuda = TimeBudget(cpu=False, cores=1)
     cuda.add([1] * 8, wall_ns=3_000_000, worker_cpu_ns=10_000_000)
     cuda.check()
+
+
+def test_what_ranks_is_the_blocks_total_per_call():
+    """Work moved between the calls of a block (every set computed in the first call, calls
+    skipped and filled by the last) leaves the block's total as it was: that is what ranks."""
+    from gpuarena.harness.measure import block_mean
+
+    assert block_mean([800, 1, 1, 1, 1, 1, 1, 1]) == [101] * 8
+    assert block_mean([100] * 8) == [100] * 8
+    assert block_mean([]) == []
 
 
 def test_supervisor_is_non_dumpable_while_protected():

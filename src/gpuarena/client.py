@@ -206,5 +206,6 @@ class Client:
             body["sample"] = sample.model_dump(mode="json")
         return self.post(f"/api/runner/jobs/{job_id}/result", body).json()
 
-    def release(self, job_id: int, lease_token: str, error: str = "") -> None:
-        self.post(f"/api/runner/jobs/{job_id}/release", {"lease_token": lease_token, "error": error})
+    def release(self, job_id: int, lease_token: str, error: str = "", harness_failed: bool = False) -> None:
+        body = {"lease_token": lease_token, "error": error, "harness_failed": harness_failed}
+        self.post(f"/api/runner/jobs/{job_id}/release", body)

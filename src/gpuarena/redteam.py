@@ -10,6 +10,8 @@ is hostile code: the supervisor never imports it):
     DEVICES = ["cpu", "cuda"]         # optional; where the case applies
     MODE = "benchmark"                # optional
     WORKLOADS = ["small-64x1000"]     # optional
+    MAX_SCORE = 1.5                   # optional: a PASSED verdict counts only at this score
+                                      # or less (work moved, never hidden, gains nothing)
 
 Cases are hostile: some try to outlive the run (processes whose pids they record in
 $TMPDIR/gpuarena-redteam-leaks/) or to lower the caller's CPU share. `run_case` kills the
@@ -41,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "MODE": "benchmark",
     "WORKLOADS": None,
     "TIMEOUT": 60.0,
+    "MAX_SCORE": None,
 }
 
 
@@ -55,6 +58,8 @@ class Case:
     workloads: list[str] | None
     timeout: float
     honest: bool = False
+    max_score: float | None = None
+    """Where a case may pass: the highest score a pass may have (an exploit that gains nothing)."""
 
     @property
     def name(self) -> str:
@@ -105,7 +110,8 @@ def load_cases(corpus: Path) -> list[Case]:
                 mode=meta["MODE"],
                 workloads=meta["WORKLOADS"],
                 timeout=float(meta["TIMEOUT"]),
-                honest=expect == ["PASSED"],
+                honest=expect == ["PASSED"] and meta["MAX_SCORE"] is None,
+                max_score=None if meta["MAX_SCORE"] is None else float(meta["MAX_SCORE"]),
             )
         )
     return cases
@@ -215,11 +221,15 @@ def _run_case(case: Case, device: str, budget_s: float, evaluator: Evaluator | N
     solution = load_solution(case.path)
     record = evaluate(problem, solution, options) if evaluator is None else evaluator.judge(problem, solution, options)
     got = record.status.value
+    ok = got in case.expect
+    reason = record.reason
+    if ok and got == "PASSED" and case.max_score is not None and (record.score or 0.0) > case.max_score:
+        ok, reason = False, f"passed with score {record.score:.2f}, above the {case.max_score:g} it may gain"
     return Outcome(
         case=case,
         got=got,
-        reason=record.reason,
-        ok=got in case.expect,
+        reason=reason,
+        ok=ok,
         details={
             "score": record.score,
             "workloads": [w.name for w in record.workloads],

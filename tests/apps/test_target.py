@@ -237,6 +237,22 @@ def test_outside_timing_leaves_each_side_s_cold_first_run_out() -> None:
     from gpuarena.apps.runner import AppRun, RunResult
 
     runs = [RunResult(command=["x"], exit_code=0, wall_s=w) for w in (9.0, 1.0, 1.02, 0.98)]
-    perf = _outside_performance(AppRun(ran=True, runs=runs, output_dir="/nowhere"), [12.0, 1.0, 1.01, 0.99])
+    perf = _outside_performance(AppRun(ran=True, runs=runs, output_dir="/nowhere"), [12.0, 1.0, 1.01, 0.99], [])
     assert perf.samples == [1.0, 1.02, 0.98] and perf.golden.samples == [1.0, 1.01, 0.99]
     assert 0.9 < perf.speedup.ratio < 1.1
+
+
+def test_outside_timing_times_setup_with_the_runs() -> None:
+    """Setup runs once, before the runs, knowing their seed: a port that does all its work there
+    and only copies outputs in its runs (0.05 s a run after 4 s of setup) gains nothing; an honest
+    port's setup (a build) costs it its share, as the reference's setup costs the reference."""
+    from gpuarena.apps.check import _outside_performance
+    from gpuarena.apps.runner import AppRun, RunResult
+
+    golden = [1.2, 1.0, 1.01, 0.99]
+    setup = [RunResult(command=["precompute"], exit_code=0, wall_s=4.0)]
+    runs = [RunResult(command=["x"], exit_code=0, wall_s=w) for w in (0.3, 0.05, 0.05, 0.05)]
+    perf = _outside_performance(AppRun(ran=True, setup=setup, runs=runs, output_dir="/nowhere"), golden, [])
+    assert perf.samples == [1.05, 1.05, 1.05] and perf.speedup.ratio < 1.0
+    built = _outside_performance(AppRun(ran=True, setup=setup, runs=runs, output_dir="/nowhere"), golden, [4.0])
+    assert built.golden.samples == [2.0, 2.01, 1.99] and 1.8 < built.speedup.ratio < 2.0

@@ -586,6 +586,45 @@ def test_a_runner_s_error_becomes_a_reason_without_its_paths(api) -> None:
     assert listed[0]["reason"] == shown["reason"]
 
 
+def test_each_attempt_of_a_ranked_job_draws_a_fresh_seed(api) -> None:
+    """A job re-queued (its runner lost, its device failed) is judged again on inputs and checked
+    calls no earlier attempt saw: a solution that learned something from the first attempt, or
+    crashed it on purpose to see the inputs again, gains nothing."""
+    runner_headers, runner_id = api.runner()
+    api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice"))
+    claim = {"runner_id": runner_id, "device_kinds": ["cpu"]}
+    seeds = []
+    for _ in range(2):
+        job = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()
+        seeds.append(job["seed"])
+        api.http.post(
+            f"/api/runner/jobs/{job['job_id']}/release",
+            headers=runner_headers,
+            json={"lease_token": job["lease_token"], "error": "device cpu failed its health check"},
+        )
+    job = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()
+    seeds.append(job["seed"])
+    assert all(isinstance(seed, int) for seed in seeds) and len(set(seeds)) == 3
+
+
+def test_a_solution_whose_harness_died_on_a_healthy_device_is_not_run_again(api) -> None:
+    """The harness died without a record while the device stayed healthy: the solution may be
+    what killed it, so it ends as ERROR with the reason at once, not re-run up to three times."""
+    runner_headers, runner_id = api.runner()
+    sid = api.http.post("/api/submissions", json=submission_body(), headers=api.user("alice")).json()["id"]
+    claim = {"runner_id": runner_id, "device_kinds": ["cpu"]}
+    job = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()
+    released = api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/release",
+        headers=runner_headers,
+        json={"lease_token": job["lease_token"], "error": "the harness exited with -7", "harness_failed": True},
+    )
+    assert released.status_code == 200
+    assert api.http.post("/api/runner/claim", json={**claim, "wait_s": 1}, headers=runner_headers).status_code == 204
+    shown = api.http.get(f"/api/submissions/{sid}").json()
+    assert shown["status"] == "ERROR" and "the harness exited with -7" in shown["reason"]
+
+
 def test_a_ranked_job_queued_without_a_seed_gets_one_at_its_claim(api) -> None:
     """Jobs queued before migration 0004 have no seed: the claim draws one and keeps it with
     the job (the seed a verdict came from stays on record), instead of a seed shared by all."""

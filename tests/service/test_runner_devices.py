@@ -19,7 +19,7 @@ def test_device_lists() -> None:
         ("cpu:1", "fake-gpu", True),
         ("cuda:5", "H100", True),
     ]
-    assert pinning(slots[2]) == ("cuda", {"CUDA_VISIBLE_DEVICES": "5"})
+    assert pinning(slots[2]) == ("cuda", {"CUDA_VISIBLE_DEVICES": "5", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
     assert pinning(slots[1]) == ("cpu", {})
     for bad, words in (
         ("gpu0", "not a device"),

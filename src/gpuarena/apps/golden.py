@@ -63,6 +63,9 @@ class Golden(BaseModel):
     run_wall_s: list[float] = []
     """Each run's wall-clock seconds, measured by gpuarena outside the app: what a ranked check's
     speed-up compares (an app's own figure is its word; records made before this field: none)."""
+    setup_wall_s: list[float] = []
+    """Each setup command's wall-clock seconds, measured the same way: a ranked check times setup
+    with the runs (records made before this field: none, taken as no setup)."""
     environment: dict[str, str]
     """python, torch, numpy versions (and those of gpuarena.stack.STACK_PACKAGES installed), the platform
     and the device's name (no hostname); and
@@ -145,6 +148,7 @@ def record(app_dir: Path, golden_dir: Path, device: str = "cpu") -> tuple[Golden
         outputs=hashes,
         performance=performance,
         run_wall_s=[r.wall_s for r in run.runs],
+        setup_wall_s=[r.wall_s for r in run.setup],
         environment={**environment(device), "app_containment": run.containment},
     )
     (golden_dir / GOLDEN_FILE).write_text(golden.model_dump_json(indent=2) + "\n", encoding="utf-8")

@@ -1,5 +1,6 @@
-"""What the worker's process adds to the harness's CPU time on this machine, measured before any
-solution code is in it: the allowance's per-request part for the CPU-time bound (measure.TimeBudget).
+"""What the worker's process adds to the harness's CPU time and to the supervisor's clock around
+a request on this machine, measured before any solution code is in it: the allowances'
+per-request parts for the bounds on the CPU (measure.TimeBudget).
 
 The bound allows a solution's request the harness's own CPU work, measured on the reference's
 block run through the worker's `time` code in the supervisor (twin.ReferenceTwin). That twin
@@ -39,14 +40,27 @@ SIZES = (1, 8)
 
 @dataclass(frozen=True)
 class ProcessExtra:
-    """The worker's CPU time beyond the twin's for the same harness-only block: per request
-    and per call, each at least 0."""
+    """The worker's CPU time beyond the twin's for the same harness-only block, and the
+    supervisor's clock around the worker's request beyond the twin's: per request and per
+    call, each at least 0."""
 
     per_request_ns: float
     per_call_ns: float
+    wall_per_request_ns: float = 0.0
+    wall_per_call_ns: float = 0.0
 
     def for_request(self, calls: int) -> float:
         return self.per_request_ns + self.per_call_ns * calls
+
+    def wall_for_request(self, calls: int) -> float:
+        return self.wall_per_request_ns + self.wall_per_call_ns * calls
+
+
+def _split(extra: dict[int, float]) -> tuple[float, float]:
+    """(per request, per call) from the extras of the blocks of SIZES calls."""
+    small, large = SIZES
+    per_call = max(0.0, (extra[large] - extra[small]) / (large - small))
+    return max(0.0, extra[small] - per_call * small), per_call
 
 
 def calibrate(
@@ -63,9 +77,12 @@ def calibrate(
     twin.sets, twin.dests = stand_in_buffers(twin.input_names, twin.output_names, device)
     twin.solve = no_op_solve("return", twin.dests[0])  # the run's twin is the reference: it returns
     extra: dict[int, float] = {}
+    wall: dict[int, float] = {}
     for n in SIZES:
         theirs: list[int] = []
         ours: list[int] = []
+        their_wall: list[int] = []
+        our_wall: list[int] = []
         for _ in range(ROUNDS):
             reply = worker.request({"op": "calibrate", "n": n, **setup}, deadline, "calibrating the harness")
             if not reply.get("ok"):
@@ -73,10 +90,13 @@ def calibrate(
             if worker.last_cpu_ns is None:
                 return None
             theirs.append(worker.last_cpu_ns)
+            their_wall.append(worker.last_wall_ns - worker.last_excused_ns)
             started = time.thread_time_ns()
             twin.time({"n": n})
             ours.append(time.thread_time_ns() - started)
+            our_wall.append(ours[-1])  # the twin's harness only works: its CPU time is its time
         extra[n] = statistics.median(theirs) - statistics.median(ours)
-    small, large = SIZES
-    per_call = max(0.0, (extra[large] - extra[small]) / (large - small))
-    return ProcessExtra(per_request_ns=max(0.0, extra[small] - per_call * small), per_call_ns=per_call)
+        wall[n] = statistics.median(their_wall) - statistics.median(our_wall)
+    per_request, per_call = _split(extra)
+    wall_per_request, wall_per_call = _split(wall)
+    return ProcessExtra(per_request, per_call, wall_per_request, wall_per_call)

@@ -1,7 +1,8 @@
 """The worker's cgroup, where this machine lets the supervisor make one (v2, or v1's memory,
-pids and cpuacct hierarchies): a memory limit that counts every kind of memory (shared
-anonymous, tmpfs files), a process limit, and the CPU time of everything in it, read from
-outside the worker. containment.py says what else contains a worker."""
+pids, cpuacct, freezer and cpuset hierarchies): a memory limit that counts every kind of memory
+(shared anonymous, tmpfs files), a process limit, the CPU time of everything in it, read from
+outside the worker, the freezer that stops all of it between requests (freeze.py), and the
+cores it may run on. containment.py says what else contains a worker."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 
 PROCESS_LIMIT = 512
 """Processes and threads the worker's cgroup may hold at once (a fork bomb stops there)."""
+V1_ROLES = ("memory", "pids", "cpuacct", "freezer", "cpuset")
+"""The v1 hierarchies the worker gets a folder in, where they are mounted and writable."""
 
 
 def _own_cgroups() -> dict[str, str]:
@@ -47,8 +50,10 @@ class Cgroup:
     """The worker's cgroup(s): made before it starts, removed (everything in it killed) after."""
 
     folders: dict[str, Path] = field(default_factory=dict)
-    """Role ('v2', 'memory', 'pids', 'cpuacct') -> the folder made for this worker."""
+    """Role ('v2', or a v1 hierarchy of V1_ROLES) -> the folder made for this worker."""
     limits: list[str] = field(default_factory=list)
+    cores: frozenset[int] = frozenset()
+    """The cores the worker is pinned to by a cpuset (empty: not pinned, its affinity only)."""
 
     @classmethod
     def make(cls, name: str, memory_bytes: int | None) -> Cgroup:
@@ -61,7 +66,7 @@ class Cgroup:
             if fstype == "cgroup2":
                 roles, path = ["v2"], own.get("")
             else:
-                roles = [r for r in ("memory", "pids", "cpuacct") if r in options.split(",")]
+                roles = [r for r in V1_ROLES if r in options.split(",")]
                 key = next((k for k in own if roles and roles[0] in k.split(",")), None)
                 path = own.get(key) if key else None
             if not roles or path is None or any(r in group.folders for r in roles):
@@ -96,6 +101,69 @@ class Cgroup:
                 self.limits.append(f"memory.limit_in_bytes {memory_bytes >> 20} MiB")
         if self._write("v2", "pids.max", str(PROCESS_LIMIT)) or self._write("pids", "pids.max", str(PROCESS_LIMIT)):
             self.limits.append(f"pids.max {PROCESS_LIMIT}")
+        self._pin()
+
+    def _pin(self) -> None:
+        """The worker's cores: this process's own (a runner's slot, a taskset), as a cpuset the
+        worker cannot widen from inside, as it could its affinity. A v1 cpuset takes no task
+        before its cores and memory nodes are set; a v1 folder that cannot be set is dropped."""
+        try:
+            cores = frozenset(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            return
+        listed = ",".join(str(c) for c in sorted(cores))
+        if self._write("v2", "cpuset.cpus", listed):
+            self.cores = cores
+        elif "cpuset" in self.folders:
+            folder = self.folders["cpuset"]
+            try:
+                mems = (folder.parent / "cpuset.mems").read_text().strip()
+            except OSError:
+                mems = ""
+            if mems and self._write("cpuset", "cpuset.mems", mems) and self._write("cpuset", "cpuset.cpus", listed):
+                self.cores = cores
+            else:
+                self._drop("cpuset")
+        if self.cores:
+            self.limits.append(f"cpuset {listed}")
+
+    def _drop(self, role: str) -> None:
+        folder = self.folders.pop(role)
+        if folder not in self.folders.values():
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+
+    @property
+    def freezes(self) -> str | None:
+        """How this cgroup freezes its processes ('cgroup.freeze' on v2, 'freezer.state' on v1),
+        or None where it cannot."""
+        for role, name in (("v2", "cgroup.freeze"), ("freezer", "freezer.state")):
+            folder = self.folders.get(role)
+            if folder is not None and (folder / name).exists():
+                return name
+        return None
+
+    def set_frozen(self, frozen: bool) -> bool:
+        """Ask the kernel to freeze (or thaw) everything in the cgroup; False where it cannot."""
+        if self.freezes == "cgroup.freeze":
+            return self._write("v2", "cgroup.freeze", "1" if frozen else "0")
+        if self.freezes == "freezer.state":
+            return self._write("freezer", "freezer.state", "FROZEN" if frozen else "THAWED")
+        return False
+
+    def is_frozen(self) -> bool:
+        """Whether every process of the cgroup is frozen now (a freeze takes effect shortly after
+        it is asked for: a task in a system call is frozen as it leaves it)."""
+        try:
+            if self.freezes == "cgroup.freeze":
+                return "frozen 1" in (self.folders["v2"] / "cgroup.events").read_text().splitlines()
+            if self.freezes == "freezer.state":
+                return (self.folders["freezer"] / "freezer.state").read_text().strip() == "FROZEN"
+        except OSError:
+            pass
+        return False
 
     @property
     def counts_memory(self) -> bool:
@@ -128,26 +196,10 @@ class Cgroup:
                 pass
         return None
 
-    def memory_peak_exceeded(self) -> bool:
-        """Whether the memory limit was hit (the kernel refused or reclaimed for it)."""
-        for role, name, key in (("v2", "memory.events", "max"), ("memory", "memory.failcnt", None)):
-            folder = self.folders.get(role)
-            if folder is None:
-                continue
-            try:
-                text = (folder / name).read_text()
-            except OSError:
-                continue
-            if key is None:
-                return int(text.strip() or 0) > 0
-            for line in text.splitlines():
-                k, v = line.split()
-                if k in ("oom", "oom_kill") and int(v) > 0:
-                    return True
-        return False
-
     def remove(self) -> None:
-        """Kill whatever is still inside, then remove the folders."""
+        """Kill whatever is still inside (thawed first: a v1 frozen task takes no signal), then
+        remove the folders."""
+        self.set_frozen(False)
         for folder in set(self.folders.values()):
             if (folder / "cgroup.kill").exists():
                 try:
@@ -169,6 +221,3 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.02)
-
-
-# -- the namespace, from outside -----------------------------------------------------------

@@ -49,9 +49,6 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 PRIVATE_ETC = ("/etc/gpuarena", "/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/ssl/private")
 """Parts of /etc hidden from the worker (an empty folder or /dev/null is mounted over them)."""
 
-GPU_DEVICE_PREFIXES = ("nvidia", "dri", "kfd")
-"""Device files of GPUs (NVIDIA, and AMD's for ROCm), bound on GPU runs only."""
-
 DEFAULT_TMPFS_BYTES = 2 << 30
 """Size of the worker's private /dev/shm and /tmp, each, unless its memory limit is lower."""
 
@@ -253,14 +250,6 @@ def _cuda_paths() -> list[str]:
     return found
 
 
-def _gpu_device_files() -> list[str]:
-    try:
-        names = os.listdir("/dev")
-    except OSError:
-        return []
-    return [f"/dev/{n}" for n in sorted(names) if n.startswith(GPU_DEVICE_PREFIXES)]
-
-
 def _outside(path: str, folders: list[str]) -> bool:
     return not any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
@@ -299,10 +288,12 @@ def sandbox_argv(
     env: dict[str, str],
     shared: Sequence[str] = (),
     readable: Sequence[str] = (),
+    gpu_files: Sequence[str] = (),
 ) -> list[str]:
     """bubblewrap's command line for a worker (env: the worker's environment; shared: folders
     it may write besides its own; readable: more it may read, such as Nsight Compute's
-    installation in profile mode): what it sees, and nothing else."""
+    installation in profile mode; gpu_files: the device files of its GPUs, gpu_view.py): what
+    it sees, and nothing else."""
     args = _namespace_args(binary, network)
     extra, readable = list(readable), []
     for path in [*SYSTEM_PATHS, *_python_paths(env), *_tool_paths(env), *(_cuda_paths() if gpu else []), *extra]:
@@ -338,7 +329,7 @@ def sandbox_argv(
         elif os.path.exists(hidden):
             args += ["--ro-bind", "/dev/null", hidden]
     if gpu:
-        for device in _gpu_device_files():
+        for device in gpu_files:
             args += ["--dev-bind", device, device]
         if os.path.isdir("/sys"):
             args += ["--ro-bind", "/sys", "/sys"]  # the CUDA driver reads the PCI topology

@@ -11,16 +11,20 @@ budget is spent.
 
 The bound on the samples (`TimeBudget`): the worker's times are measured inside the
 solution's process, which can rewrite the clock, the timer or the reply. The supervisor
-knows two things the solution cannot change: its own clock around each `time` request, and
-the worker's CPU time over it (the kernel's account of all the worker's threads). The
-reported wall times of a block cannot sum to more than the request took, and on the CPU,
-where all work is CPU time, they must cover the worker's CPU time, spread over at most the
-cores it may use, less the harness's own share. That share is measured, not guessed: on the
-CPU the reference's block runs through the worker's own timing code in the supervisor
-(`ReferenceTwin`), in the same round and on the same buffers, and the supervisor's CPU
-time over it less the calls' windows is the harness's cost there. What the worker's process
-adds to that (its socket, its sandbox, its threads) is measured once a run, before the
-solution is built (calibration.py).
+knows what the solution cannot change: its own clock around each `time` request (the worker
+is frozen between requests, freeze.py, so it cannot work outside them) and the worker's CPU
+time over it (the cgroup's account of all its threads and processes). The reported wall
+times of a block cannot sum to more than the request took; on the CPU they are a breakdown
+of what the supervisor measured: the request's time less the harness's share, the main
+thread's time on a core and the CPU time of all the worker's threads (TimeBudget says how
+each is judged). The harness's share is measured, not guessed: on the CPU the reference's block runs
+through the worker's own timing code in the supervisor (`ReferenceTwin`), in the same round
+and on the same buffers; what the worker's process adds to that (its socket, its sandbox,
+its freezing) is measured once a run, before the solution is built (calibration.py).
+
+What ranks is each block's total per call (`block_mean`), on both sides: a call that does
+another call's work (every set computed in the first call, calls skipped and filled by the
+last) changes nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -65,21 +69,65 @@ HARNESS_NS_PER_CALL = 5_000
 
 
 MIN_REQUESTS = 3
-"""Requests the bound needs before it judges (a median of fewer is one outlier away); a
+"""Requests the bounds need before they judge (a median of fewer is one outlier away); a
 workload's timing goes on until it has them, whatever its budget."""
+CLOCK_TOLERANCE = 0.25
+"""The share of a request's time on the supervisor's clock (less the waits another process
+caused) that the reported times may leave unexplained beyond the harness's measured share:
+the machine's hiccups in the harness's part of a request, and a solution's own work outside
+its windows (joined threads leaving the kernel). Work hidden outside the calls gains at most
+this."""
+MAIN_THREAD_TOLERANCE = 0.10
+"""The same for the worker's main thread's time on a core, which no load stretches."""
+
+
+@dataclass
+class Bound:
+    """One supervisor-measured figure per request that the reported times must explain. The
+    harness's share is applied when the bound is judged, from all the reference's blocks by
+    then: a share taken as each request came used the first blocks' (a cold first block
+    allowed 10 ms a request, and a forged clock passed on the three requests judged then)."""
+
+    name: str
+    tolerance: float
+    """The share of the figure that may go unexplained besides the harness's share."""
+    share: Callable[[int], float]
+    """The harness's share of a request of that many calls."""
+    requests: list[tuple[int, float, int]] = field(default_factory=list)
+    """Per request: the figure, what the reported times explain of it, the calls."""
+
+    def add(self, figure: int, explained: float, calls: int) -> None:
+        self.requests.append((figure, explained, calls))
+
+    def allowances(self) -> list[float]:
+        return [self.share(calls) + self.tolerance * figure for figure, _, calls in self.requests]
+
+    def unexplained(self) -> list[float]:
+        return [figure - explained - a for (figure, explained, _), a in zip(self.requests, self.allowances())]
+
+    def median(self) -> float | None:
+        values = self.unexplained()
+        return sorted(values)[len(values) // 2] if len(values) >= MIN_REQUESTS else None
 
 
 class TimeBudget:
-    """The supervisor-side bound on the worker's reported times (see the module docstring).
+    """The supervisor-side bounds on the worker's reported times (see the module docstring).
 
-    Per `time` request the supervisor knows its own wall clock around it and the worker's
-    CPU time over it (the kernel's account). Reported times may never sum to more than the
-    wall clock. On the CPU, the worker's CPU time beyond the harness's allowance is the
-    solution's work, which the reported times (spread over at most `cores` cores) must
-    cover. The allowance comes from the reference's block of the same round, run through
-    the same harness code in the supervisor (`ReferenceTwin`). A request can be slowed by
-    the machine (page faults, another process), never sped up, so the bound is judged on
-    the median request, robust to such outliers."""
+    Per `time` request the supervisor measures, from outside the worker: its own clock from
+    the thaw to the worker frozen again (freeze.py), less the time the worker's main thread
+    waited for a core while nothing else of the worker ran (another process's load); the
+    main thread's time on a core (the kernel's schedstat); and the CPU time of all its
+    threads and processes (its cgroup). Reported times may never sum to more than the clock.
+    On the CPU they are a breakdown of what the supervisor measured, judged from the first
+    request on, and must explain, beyond the harness's own share (measured on the reference's
+    block run through the same harness code in the supervisor, `ReferenceTwin`, and on the
+    worker's process before the solution, calibration.py):
+    - the clock, within CLOCK_TOLERANCE: no work outside the calls, on any thread;
+    - the main thread's time on a core, within MAIN_THREAD_TOLERANCE, with no core count:
+      a single thread's time divided by the cores is not a breakdown of it;
+    - the CPU time of every thread, spread over the cores the worker is pinned to.
+    A request can be slowed by the machine (page faults, another process), never sped up, so
+    the bounds are judged on the median request, robust to such outliers."""
 
     def __init__(self, cpu: bool, cores: int, process_extra: ProcessExtra | None = None):
         self.cpu, self.cores = cpu, max(1, cores)
@@ -87,13 +135,9 @@ class TimeBudget:
         """What the worker's process adds to the twin's harness share (calibration.py)."""
         self.harness_blocks: list[int] = []
         """The harness's CPU time in each reference block so far (the caller adds them)."""
-        self.unexplained: list[float] = []
-        """Per request: CPU time the reported times and the allowance leave unexplained."""
-        self.allowances: list[float] = []
-        self.worker_cpu = 0
-        self.reported = 0
-        self.calls = 0
+        self.reported = self.calls = 0
         self.measured = True
+        self.restart()
 
     def add_harness(self, ns: int) -> None:
         """A reference block's harness CPU time (ReferenceTwin.block's third figure)."""
@@ -103,17 +147,36 @@ class TimeBudget:
     def harness_ns(self) -> int | None:
         """The harness's CPU time in a reference block: the median block so far. One block's
         figure swings by half either way (a cache or page fault more or less); the median
-        of the run's blocks is what the harness costs."""
+        of the run's blocks is what the harness costs. The harness only computes there, so
+        this is also its time on the clock (what the worker's process adds to that, waking
+        up and being frozen, is ProcessExtra's)."""
         if not self.harness_blocks:
             return None
-        return sorted(self.harness_blocks)[len(self.harness_blocks) // 2]
+        return sorted(self.harness_blocks)[(len(self.harness_blocks) - 1) // 2]  # the lower of two middles
 
     def allowance_ns(self, calls: int) -> float:
+        """The harness's CPU time in a request of `calls` calls."""
         harness = self.harness_ns
         assert harness is not None
         return HARNESS_MARGIN * harness + self.process_extra.for_request(calls) + HARNESS_NS_PER_CALL * calls
 
-    def add(self, e2e_ns: list[int], wall_ns: int, worker_cpu_ns: int | None) -> None:
+    def clock_allowance_ns(self, calls: int) -> float:
+        """The harness's share of a request of `calls` calls on the supervisor's clock."""
+        harness = self.harness_ns
+        assert harness is not None
+        return HARNESS_MARGIN * harness + self.process_extra.wall_for_request(calls) + HARNESS_NS_PER_CALL * calls
+
+    def add(
+        self,
+        e2e_ns: list[int],
+        wall_ns: int,
+        worker_cpu_ns: int | None,
+        excused_ns: int = 0,
+        main_cpu_ns: int | None = None,
+    ) -> None:
+        """One request's figures (process.WorkerProcess's last_*): the reported times, the
+        clock, the CPU time of all the worker's threads, the main thread's wait that another
+        process caused (excused_ns), the main thread's time on a core."""
         reported = sum(e2e_ns)
         if reported > wall_ns:
             raise RunFailure(
@@ -123,38 +186,42 @@ class TimeBudget:
             )
         self.reported += reported
         self.calls += len(e2e_ns)
-        if worker_cpu_ns is None or self.harness_ns is None:
+        if not self.cpu or self.harness_ns is None:
+            return
+        calls = len(e2e_ns)
+        worked = wall_ns - min(excused_ns, wall_ns - reported)  # never below the reported times
+        self.clock.add(worked, reported, calls)
+        if worker_cpu_ns is None:
             self.measured = False
             return
-        self.worker_cpu += worker_cpu_ns
-        allowance = self.allowance_ns(len(e2e_ns))
-        self.allowances.append(allowance)
-        self.unexplained.append(worker_cpu_ns - allowance - reported * self.cores)
+        self.threads.add(worker_cpu_ns, reported * self.cores, calls)
+        if main_cpu_ns is not None:
+            self.main_thread.add(main_cpu_ns, reported, calls)
 
     def can_judge(self) -> bool:
-        """Whether the bound has the requests it judges on (always, where there is none to
-        judge): the timing loop goes on until it has, so that no workload stops before it."""
-        return not (self.cpu and self.measured) or len(self.unexplained) >= MIN_REQUESTS
+        """Whether the bounds have the requests they judge on (always, where there is none to
+        judge): the timing loop goes on until they have, so that no workload stops before it."""
+        return not (self.cpu and self.measured) or len(self.threads.requests) >= MIN_REQUESTS
 
-    def _median_unexplained(self) -> float | None:
-        if not (self.cpu and self.measured and len(self.unexplained) >= MIN_REQUESTS):
-            return None
-        return sorted(self.unexplained)[len(self.unexplained) // 2]
+    def _failed(self) -> list[Bound]:
+        if not (self.cpu and self.measured):
+            return []
+        return [b for b in (self.clock, self.main_thread, self.threads) if (b.median() or 0) > 0]
 
     def holds(self) -> bool:
-        median = self._median_unexplained()
-        return median is None or median <= 0
+        return not self._failed()
 
     def restart(self) -> None:
         """Forget the requests so far: the next check judges only the requests after this."""
-        self.unexplained, self.allowances = [], []
-        self.worker_cpu = self.reported = self.calls = 0
+        self.clock = Bound("clock", CLOCK_TOLERANCE, self.clock_allowance_ns)
+        self.main_thread = Bound("main thread", MAIN_THREAD_TOLERANCE, self.allowance_ns)
+        self.threads = Bound("threads", 0.0, self.allowance_ns)
+        self.reported = self.calls = 0
 
     def check(self) -> None:
-        """On the CPU: in the median request, the reported times must account for the
-        worker's CPU time beyond the harness's allowance. A bound that could not be checked
-        (the worker's CPU time unreadable from outside) is no pass: the times are the worker's
-        word alone."""
+        """On the CPU: in the median request, the reported times explain every figure the
+        supervisor measured (see the class). A bound that could not be checked (the worker's
+        CPU time unreadable from outside) is no pass: the times are the worker's word alone."""
         if self.cpu and not self.measured:
             raise RunFailure(
                 "REJECTED",
@@ -162,20 +229,28 @@ class TimeBudget:
                 "and its process's clock unreadable), so the times it reported cannot be "
                 "bounded on the CPU",
             )
-        median = self._median_unexplained()
-        if median is not None and median > 0:
-            middle = len(self.unexplained) // 2
-            per_call = self.calls / len(self.unexplained)
-            allowance = sorted(self.allowances)[middle] / per_call
-            raise RunFailure(
-                "REJECTED",
-                f"the worker's CPU time is not explained by the times it reported: in the median request it spent "
-                f"{median / per_call / 1e3:.0f} µs per call more than its reported times (over {self.cores} core(s)) "
-                f"and the harness's own share ({allowance / 1e3:.0f} µs per call, measured on the reference); over "
-                f"{self.calls} timed calls it reported {self.reported / 1e3:.0f} µs and spent "
-                f"{self.worker_cpu / 1e3:.0f} µs of CPU time (judged again on fresh rounds, with the same "
-                "outcome): its times were tampered with",
-            )
+        failed = self._failed()
+        if not failed:
+            return
+        bound = failed[0]
+        requests = len(bound.requests)
+        per_call = max(1.0, self.calls / max(1, requests))
+        middle = requests // 2
+        what = {
+            "clock": "the time its requests took on the supervisor's clock (less waits another process caused)",
+            "main thread": "its main thread's time on a core (no core count: one thread runs on one core)",
+            "threads": f"the CPU time of all its threads, over the {self.cores} core(s) it is pinned to",
+        }[bound.name]
+        raise RunFailure(
+            "REJECTED",
+            f"the times the worker reported do not explain {what}: in the median request "
+            f"{sorted(bound.unexplained())[middle] / per_call / 1e3:.0f} µs per call went unexplained beyond the "
+            f"harness's own share and the tolerance ({sorted(bound.allowances())[middle] / per_call / 1e3:.0f} µs "
+            f"per call, measured on the reference); over {self.calls} timed calls it reported "
+            f"{self.reported / 1e3:.0f} µs against {sum(r[0] for r in bound.requests) / 1e3:.0f} µs measured "
+            "(judged again on "
+            "fresh rounds, with the same outcome): its times were tampered with, or it worked outside its calls",
+        )
 
 
 @dataclass
@@ -239,7 +314,8 @@ def measure_workload(
     sol_e2e: list[int] = []
     sol_method = timer.method
     on_cpu = supervisor.backend.host_timed  # the worker's CPU time bounds its claim (twin.py)
-    budget = TimeBudget(cpu=on_cpu, cores=_cores(), process_extra=supervisor.process_extra)
+    pinned = worker.cgroup.cores if worker.cgroup is not None else frozenset()
+    budget = TimeBudget(cpu=on_cpu, cores=len(pinned) or _cores(), process_extra=supervisor.process_extra)
     twin = ReferenceTwin(supervisor, session) if on_cpu else None
     started = time.monotonic()
 
@@ -262,6 +338,7 @@ def measure_workload(
                 else:
                     block = audit.reference(reference_block)
                     dev, e2e = block.device_ns, block.e2e_ns
+                dev, e2e = block_mean(dev), block_mean(e2e)
                 ref_dev.extend(dev)
                 ref_rounds.append(list(dev))
                 ref_e2e.extend(e2e)
@@ -275,7 +352,10 @@ def measure_workload(
                 )
                 raise_on_failure(reply)
                 dev, e2e = _samples(reply, n_sets, host_timed=on_cpu)
-                budget.add(e2e, worker.last_wall_ns, worker.last_cpu_ns)
+                budget.add(
+                    e2e, worker.last_wall_ns, worker.last_cpu_ns, worker.last_excused_ns, worker.last_main_cpu_ns
+                )
+                dev, e2e = block_mean(dev), block_mean(e2e)
                 sol_dev.extend(dev)
                 sol_rounds.append(list(dev))
                 sol_e2e.extend(e2e)
@@ -308,7 +388,8 @@ def measure_workload(
                 break
             if elapsed >= plan.budget_s and len(sol_dev) >= plan.min_samples:
                 break
-            if converged(sol_dev, plan.min_samples) and converged(ref_dev, plan.min_samples):
+            least = max(MIN_REQUESTS, -(-plan.min_samples // n_sets))  # rounds, each one sample
+            if converged([r[0] for r in sol_rounds], least) and converged([r[0] for r in ref_rounds], least):
                 break
 
         # judged on the median request: cold caches and page faults of one block even out
@@ -350,6 +431,15 @@ def measure_workload(
     result.round_spread = round_spread(ref_rounds, sol_rounds)
     result.noisy = result.round_spread > NOISY_SPREAD
     _speed_of_light(supervisor, session, result)
+
+
+def block_mean(samples: list[int]) -> list[int]:
+    """A block's samples, each replaced by the block's mean: what ranks is the block's total
+    per call, so that no call can do another's work unseen (every set computed in the first
+    call, or calls skipped and filled by the last, leave the total as it was). The samples keep
+    their count, so that rounds and sample counts read as before."""
+    mean = round(sum(samples) / len(samples)) if samples else 0
+    return [mean] * len(samples)
 
 
 def reference_call(session: WorkloadSession) -> Callable[[int], Any]:

@@ -14,7 +14,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from gpuarena.harness import cgroup, containment, protocol, triton_key
+from gpuarena.harness import allocator, cgroup, containment, protocol, triton_key
+from gpuarena.harness.freeze import FreezeFailure, Freezer, descendants
+from gpuarena.harness.gpu_view import gpu_view
 from gpuarena.harness.proctree import HARNESS_PROCESSES, children_of, kill_new_children, process_cpu_ns
 from gpuarena.harness.sandbox import become_subreaper
 
@@ -27,6 +29,7 @@ ENV_KEPT = (
     "VIRTUAL_ENV",
     "PYTHONPATH",
     "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
     "CUDA_HOME",
     "CUDA_PATH",
     "LD_LIBRARY_PATH",
@@ -73,11 +76,6 @@ def worker_failure(reply: dict[str, Any], default: str = "RUNTIME_ERROR") -> Run
     return RunFailure(status, reason[:4000], detail[:64000])
 
 
-THREAD_EXIT_GRACE_S = 0.5
-"""A thread the solution joined before returning has finished its Python code, but the kernel
-may list it for a moment longer (on a loaded machine, milliseconds); one still listed after
-this is running."""
-
 IDLE_CPU_ALLOWANCE_NS = 20_000_000
 IDLE_CPU_FRACTION = 0.02
 """A waiting worker may use this much CPU time over the whole run (plus this share of all its
@@ -108,6 +106,7 @@ def scrubbed_env(
     # inductor compiles in-process: a pool of compile workers would be a child process
     # left running, which the worker rejects
     env.update(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", TORCHINDUCTOR_COMPILE_THREADS="1")
+    env.update(allocator.WORKER_ENV)  # the supervisor's own policy (allocator.py)
     # no thread pools of their own in numerical libraries: a thread that appears after the
     # solution's import is the solution's (the supervisor counts the worker's threads)
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -179,6 +178,12 @@ class WorkerProcess:
         """The supervisor's clock around the last request: send to reply."""
         self.last_cpu_ns: int | None = None
         """The worker's CPU time (all threads, from the kernel) over the last request."""
+        self.last_main_cpu_ns: int | None = None
+        """The worker's main thread's time on a core over the last request (the kernel's schedstat)."""
+        self.last_excused_ns = 0
+        """How long in the last request the worker's main thread waited for a core beyond what
+        the rest of the worker ran meanwhile: another process's load, not the worker's work
+        (a thread of the solution's holding the main thread's core is not excused)."""
         self.idle_since: tuple[int, int] | None = None
         """(wall ns, CPU ns) at the last reply once the solution is loaded: the worker waits
         from then on, and a waiting worker works for nobody (check_idle)."""
@@ -195,6 +200,9 @@ class WorkerProcess:
         """The memory limit watched from outside, where no cgroup counts memory."""
         self.threads: set[int] | None = None
         """The worker's thread ids as the harness left them (counted from outside), once known."""
+        self._freezer: Freezer | None = None
+        self.gpus_shown = ""
+        """Which GPUs' device files the sandbox shows (gpu_view.py), for the record."""
         become_subreaper()
         self._children_before = children_of(os.getpid())
         ours, theirs = socket.socketpair()
@@ -256,6 +264,10 @@ class WorkerProcess:
         info_path = run_folder.with_name(run_folder.name + ".sandbox.json")
         info_fd = os.open(info_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         shared = containment.shared_folders(env, bool(self.user and self.user[2]), list(CACHE_VARIABLES))
+        view = gpu_view(env) if self.gpu else None
+        if view is not None and view.visible is not None:
+            env["CUDA_VISIBLE_DEVICES"] = view.visible  # by UUID: the sandbox numbers only its own GPUs
+        self.gpus_shown = view.described if view is not None else ""
         argv = containment.sandbox_argv(
             binary,
             run_folder,
@@ -266,6 +278,7 @@ class WorkerProcess:
             env=env,
             shared=shared + self.writable,
             readable=self.readable,
+            gpu_files=view.files if view is not None else (),
         )
         # the options go through a pipe (--args), not the command line: /proc/1/cmdline inside
         # the sandbox would otherwise show the worker every path bound or hidden from it
@@ -305,17 +318,29 @@ class WorkerProcess:
             raise OSError("the sandboxed worker did not start")
 
     @property
+    def freezer(self) -> Freezer:
+        """Freezes the worker between requests (freeze.py): its cgroup's freezer, else SIGSTOP."""
+        if self._freezer is None:
+            pid = self.worker_pid or self.proc.pid
+            self._freezer = Freezer(self.cgroup, lambda: descendants(pid))
+        return self._freezer
+
+    @property
     def containment(self) -> str:
         """Which containment the worker runs in, for the record."""
         if self.sandbox_problem:
-            return f"none: no sandbox ({self.sandbox_problem}); in-process guards only"
+            return (
+                f"none: no sandbox ({self.sandbox_problem}); in-process guards only; frozen between "
+                f"requests ({self.freezer.method})"
+            )
         limits = ", ".join(self.cgroup.limits) if self.cgroup and self.cgroup.limits else "no cgroup limits"
         if self.memory_watch is not None:
             limits += f", memory watched from outside ({self.memory_watch.limit_bytes >> 20} MiB resident)"
         network = ", network" if "--unshare-net" in self.sandbox_options else ""
         return (
             f"bubblewrap: PID, mount, IPC, UTS{network} namespaces, read-only system view, private /tmp and "
-            f"/dev/shm{', GPU device files' if self.gpu else ', no GPU device files'}; {limits}"
+            f"/dev/shm, {self.gpus_shown if self.gpu else 'no GPU device files'}; {limits}; "
+            f"frozen between requests ({self.freezer.method})"
         )
 
     def cpu_ns(self) -> int | None:
@@ -350,16 +375,11 @@ class WorkerProcess:
         if now is None:
             return
         new = now - self.threads
-        settle = time.monotonic() + THREAD_EXIT_GRACE_S
-        while new and time.monotonic() < settle:  # a joined thread may take a moment to leave the kernel
-            time.sleep(0.005)
-            now = containment.namespace_threads(self.init_pid, 2) or set()
-            new = now - self.threads
-        if new:
+        if new:  # the worker is frozen: no grace, whatever the thread would do next
             raise RunFailure(
                 "REJECTED",
-                f"{what} left {len(new)} thread(s) running in the worker after {doing} "
-                "(counted from outside the worker)",
+                f"{what} left {len(new)} thread(s) in the worker after {doing} "
+                "(counted from outside the worker, frozen at its reply)",
             )
         self.threads = now
 
@@ -378,9 +398,11 @@ class WorkerProcess:
         it unless it reads the worker's memory, and a reply for another request is refused.
         fds: file descriptors to pass with the request (SCM_RIGHTS), right after it."""
         nonce = secrets.token_hex(8)
+        main_before = self._main_thread()
         cpu_before = self.cpu_ns()
+        self.check_idle(time.perf_counter_ns(), cpu_before, doing)
+        self.freezer.thaw()
         started = time.perf_counter_ns()
-        self.check_idle(started, cpu_before, doing)
         try:
             protocol.send_request(self.conn, {**message, "nonce": nonce})
             if fds:
@@ -400,9 +422,18 @@ class WorkerProcess:
                 f"the worker {describe_exit(self.exit_code)} while {doing}"
                 " (a crash, or the solution ended the process)",
             ) from None
+        if reply is not None:  # frozen before anything of the reply is read or checked
+            self._freeze(doing)
         self.last_wall_ns = time.perf_counter_ns() - started
         cpu_after = self.cpu_ns()
+        main_after = self._main_thread()
         self.last_cpu_ns = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+        self.last_excused_ns, self.last_main_cpu_ns = 0, None
+        if main_before is not None and main_after is not None:
+            ran, waited = main_after[0] - main_before[0], main_after[1] - main_before[1]
+            self.last_main_cpu_ns = ran
+            if self.last_cpu_ns is not None:
+                self.last_excused_ns = max(0, waited - max(0, self.last_cpu_ns - ran))
         if reply is None:
             self._dump_stacks()
             raise RunFailure("TIMEOUT", f"no answer within the time limit while {doing}")
@@ -424,6 +455,22 @@ class WorkerProcess:
         if message.get("op") == "build" or self.idle_since is not None:
             self.idle_since = (time.perf_counter_ns(), self.cpu_ns() or 0)
         return reply
+
+    def _main_thread(self) -> tuple[int, int] | None:
+        """The worker's main thread's time on a core and time waiting for one (ns, the kernel's
+        schedstat), or None where the kernel does not keep them."""
+        try:
+            with open(f"/proc/{self.worker_pid or self.proc.pid}/schedstat") as f:
+                ran, waited = f.read().split()[:2]
+            return int(ran), int(waited)
+        except (OSError, ValueError):
+            return None
+
+    def _freeze(self, doing: str) -> None:
+        try:
+            self.freezer.freeze()
+        except FreezeFailure as exc:
+            raise RunFailure("REJECTED", f"the worker could not be frozen after {doing}: {exc}") from None
 
     def check_idle(self, now_ns: int, cpu_ns: int | None, doing: str) -> None:
         """From outside the worker: between a reply and the next request the worker only waits,
@@ -479,6 +526,8 @@ class WorkerProcess:
         self._stopped = True
         if self.memory_watch is not None:
             self.memory_watch.stop()
+        if self._freezer is not None:
+            self._freezer.thaw()  # a frozen worker takes no request, and in cgroup v1 no signal
         if ask and self.proc.poll() is None:
             try:
                 protocol.send_request(self.conn, {"op": "exit"})

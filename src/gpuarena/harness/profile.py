@@ -13,18 +13,20 @@ computed something else says so. Nothing ranks on a profile.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import glob
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
@@ -227,10 +229,12 @@ def _side(
             protect_supervisor(False)
     try:
         report = report_base.with_suffix(".ncu-rep")
-        if not report.is_file():
-            raise ProfileFailure("RUNTIME_ERROR", _why(log, side, code))
         kept = out_dir / report.name
-        shutil.copyfile(report, kept)
+        with _written_by_the_sandbox(written, report.name) as reader:
+            if reader is None:
+                raise ProfileFailure("RUNTIME_ERROR", _why(log, side, code))
+            with open(kept, "wb") as writer:
+                shutil.copyfileobj(reader, writer, 1 << 20)
         try:
             kernels = _import(ncu, kept)
         except NcuError as exc:
@@ -240,12 +244,33 @@ def _side(
                 "RUNTIME_ERROR",
                 f"ncu profiled no kernel in the {side}'s call: it launched no GPU work inside the profiled range",
             )
-        outputs = torch.load(written / OUTPUTS, weights_only=True) if (written / OUTPUTS).is_file() else None
+        with _written_by_the_sandbox(written, OUTPUTS) as reader:
+            outputs = torch.load(reader, weights_only=True) if reader is not None else None
         if outputs is None:
             raise ProfileFailure("RUNTIME_ERROR", _why(log, side, code))
         return outputs, ProfileSide(kernels=kernels, report=str(kept))
     finally:
         shutil.rmtree(written, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _written_by_the_sandbox(folder: Path, name: str) -> Iterator[BinaryIO | None]:
+    """A file the sandbox wrote into `folder`, opened without following a link (the solution
+    may plant one where ncu writes its report: the supervisor, as root, copied a root-only host
+    file into the report folder that way); None unless it is a regular file with one name (a
+    hard link to a file of the host's is not the report either)."""
+    folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder_fd)
+        except OSError:
+            yield None
+            return
+        with os.fdopen(fd, "rb") as reader:
+            info = os.fstat(fd)
+            yield reader if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 else None
+    finally:
+        os.close(folder_fd)
 
 
 def _why(log: str, side: str, code: int | None) -> str:

@@ -22,6 +22,9 @@ class Status(str, Enum):
     WRONG_DTYPE = "WRONG_DTYPE"
     WRONG_VALUES = "WRONG_VALUES"
     REJECTED = "REJECTED"
+    ERROR = "ERROR"
+    """The harness itself failed (an exception or signal in the supervisor): no verdict on the
+    solution, and the reason says what broke."""
     SKIPPED = "SKIPPED"
     """A workload not run because an earlier one failed (never a whole-run verdict)."""
 

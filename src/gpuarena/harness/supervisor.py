@@ -19,7 +19,8 @@ from typing import Any, cast
 
 import torch
 
-from gpuarena.harness import build_cache, device_audit, kernel_duration, precision
+from gpuarena.errors import GpuarenaError
+from gpuarena.harness import allocator, build_cache, device_audit, kernel_duration, precision
 from gpuarena.harness.ahead import DeviceAhead
 from gpuarena.harness.backend import Backend, backend_for
 from gpuarena.harness.calibration import ProcessExtra, calibrate
@@ -162,6 +163,7 @@ class Supervisor:
 
     def run(self) -> Evaluation:
         started = time.monotonic()
+        allocator.steady()  # the worker's policy: the reference's frees cost what the solution's do
         self.deadline = started + START_UP_LIMIT_S  # then the solution's own limit (_run)
         record = Evaluation(
             status=Status.PASSED,
@@ -174,20 +176,29 @@ class Supervisor:
             started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         )
         self.phases = Phases()
-        with self.phases(START_UP):
-            ready = self._start_up(record)
         try:
-            self._run_with(ready, record)
-        finally:
+            with self.phases(START_UP):
+                ready = self._start_up(record)
+            try:
+                self._run_with(ready, record)
+            finally:
+                with self.phases(TEARDOWN):
+                    if self.warm is not None and ready.process.init_pid is not None:
+                        # while the next job starts; never while one times. Unsandboxed, closing kills
+                        # every child of ours that came after the worker, so it cannot overlap a job
+                        self.warm.retire(ready.close)
+                    else:
+                        ready.close()
             with self.phases(TEARDOWN):
-                if self.warm is not None and ready.process.init_pid is not None:
-                    # while the next job starts; never while one times. Unsandboxed, closing kills
-                    # every child of ours that came after the worker, so it cannot overlap a job
-                    self.warm.retire(ready.close)
-                else:
-                    ready.close()
-        with self.phases(TEARDOWN):
-            self.backend.finish(record.environment, self.device)
+                self.backend.finish(record.environment, self.device)
+        except GpuarenaError:  # the caller's mistake (no such device, say): said to the caller
+            raise
+        except Exception as exc:  # the harness failed, not the solution: a record that says so
+            import traceback
+
+            record.status = Status.ERROR
+            record.reason = redact(f"the harness failed: {type(exc).__name__}: {str(exc)[:300]}")
+            record.log += redact("\n[gpuarena] " + traceback.format_exc())
         record.duration_s = round(time.monotonic() - started, 3)
         record.phases = self.phases.record()
         return record
@@ -330,7 +341,7 @@ class Supervisor:
     def _keep_caches(self, parent_fd: int, folder: str) -> None:
         try:
             build_cache.keep(self.solution.hash, parent_fd, folder)
-        except OSError as exc:  # the next run compiles again
+        except Exception as exc:  # the next run compiles again; the verdict stands
             self.details.append(f"\n[gpuarena] the solution's caches could not be kept: {exc}\n")
         finally:
             os.close(parent_fd)

@@ -15,6 +15,7 @@ request is its own.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import pickle
@@ -61,6 +62,8 @@ class SharedArena:
         for s in shape:
             numel *= s
         nbytes = numel * dtype.itemsize
+        if nbytes and hasattr(os, "memfd_create"):
+            return self._sealed(tuple(shape), dtype, nbytes)
         self._count += 1
         path = os.path.join(self._dir, f"t{self._count}")
         if nbytes == 0:
@@ -75,6 +78,26 @@ class SharedArena:
         if self.by_fd and nbytes:
             self._fds.append(os.open(path, os.O_RDWR))
             handle.update(kind="cpu-fd", fd=len(self._fds) - 1, path="")
+        return tensor, handle
+
+    def _sealed(self, shape: tuple[int, ...], dtype: torch.dtype, nbytes: int) -> tuple[torch.Tensor, Any]:
+        """Host memory for the worker: a memfd whose size is sealed, sent as a descriptor. A file
+        the worker could shrink (one it holds read-write, or opens by its name without a
+        sandbox) left the supervisor's own mapping past its end, and the supervisor died with
+        SIGBUS on its next read, without a record."""
+        fd = os.memfd_create("gpuarena-shared", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(fd, nbytes)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+            raw = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=nbytes, dtype=torch.uint8)
+        except BaseException:
+            os.close(fd)
+            raise
+        tensor = raw.view(dtype).view(shape)
+        self._keep.append(tensor)
+        self._fds.append(fd)
+        handle = {"kind": "cpu-fd", "fd": len(self._fds) - 1, "path": "", "nbytes": nbytes}
+        handle.update(dtype=str(dtype), shape=list(shape))
         return tensor, handle
 
     def _cuda_by_fd(self, shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, Any]:

@@ -489,6 +489,30 @@ def _flush_c_stdio() -> None:
         pass
 
 
+THREAD_EXIT_WAIT_S = 0.5
+"""How long the worker waits, before it replies, for threads the solution joined to leave the
+kernel (a joined thread has finished its Python code, but the kernel may list it a moment
+longer). The supervisor freezes the worker at the reply and rejects any thread left then: the
+wait is part of the request, on its clock and its CPU time."""
+CHECKED_OPS = frozenset({"build", "call", "time", "calibrate"})
+"""The requests after which the supervisor counts the worker's threads (not the harness's own
+set-up, whose threads stay: the CUDA driver's, the profilers')."""
+
+
+def _tasks() -> set[str]:
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return set()
+
+
+def _wait_for_threads(before: set[str]) -> None:
+    """Until the threads that came during the request have left the kernel, or the wait is over."""
+    until = time.monotonic() + THREAD_EXIT_WAIT_S
+    while not _tasks() <= before and time.monotonic() < until:
+        time.sleep(0.0005)
+
+
 def main(argv: list[str], network: str = "unknown", rights: str = "unknown") -> None:
     """Serve requests until told to exit (started by gpuarena.harness.sandbox)."""
     conn = Connection(int(argv[0]))
@@ -509,6 +533,7 @@ def main(argv: list[str], network: str = "unknown", rights: str = "unknown") -> 
             _flush_c_stdio()  # in case C stdio holds what compiled code printed: _exit skips the flush
             _send_reply(conn, {"op": "exit", "nonce": nonce})
             os._exit(0)
+        tasks_before = _tasks()
         try:
             reply = worker.handle(request)
         except BaseException as exc:
@@ -520,4 +545,6 @@ def main(argv: list[str], network: str = "unknown", rights: str = "unknown") -> 
             }
         sys.stdout.flush()
         sys.stderr.flush()
+        if request["op"] in CHECKED_OPS and "kernel_library" not in request:
+            _wait_for_threads(tasks_before)
         _send_reply(conn, {**reply, "nonce": nonce})

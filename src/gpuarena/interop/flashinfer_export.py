@@ -73,6 +73,7 @@ STATUS = {
     "WRONG_DTYPE": "INCORRECT_DTYPE",
     "WRONG_VALUES": "INCORRECT_NUMERICAL",
     "REJECTED": "RUNTIME_ERROR",
+    "ERROR": "RUNTIME_ERROR",
 }
 """gpuarena status -> FlashInfer-Trace status (SKIPPED workloads are not exported)."""
 

@@ -185,7 +185,7 @@ class Runner:
             elif evaluation is not None:
                 self._post(job, evaluation, item.sample)
             else:
-                self._quietly(self.client.release, job.job_id, job.lease_token, error or "the harness failed")
+                self._quietly(self.client.release, job.job_id, job.lease_token, error or "the harness failed", True)
         finally:
             with self.lock:
                 self.running.pop(job.job_id, None)

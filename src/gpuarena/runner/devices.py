@@ -150,9 +150,11 @@ def is_gpu(slot: DeviceSlot) -> bool:
 
 def pinning(slot: DeviceSlot) -> tuple[str, dict[str, str]]:
     """The harness device and the environment that pin a job (or a health check) to slot:
-    CUDA_VISIBLE_DEVICES=N for cuda:N, so the child process sees exactly that GPU as cuda."""
+    CUDA_VISIBLE_DEVICES=N for cuda:N, so the child process sees exactly that GPU as cuda, with
+    CUDA numbering the GPUs in PCI bus order as nvidia-smi does (the slots' numbers are
+    nvidia-smi's; CUDA's own order, fastest first, can differ on a host of mixed models)."""
     if is_gpu(slot):
-        return "cuda", {"CUDA_VISIBLE_DEVICES": slot.device.partition(":")[2]}
+        return "cuda", {"CUDA_VISIBLE_DEVICES": slot.device.partition(":")[2], "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     return "cpu", {}
 
 

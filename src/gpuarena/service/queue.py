@@ -85,6 +85,8 @@ def _requeue_or_fail(session: Session, job: Job, why: str) -> bool:
         return True
     job.state = "queued"
     submission.status = "QUEUED"
+    if job.seed is not None:  # a ranked job's next attempt draws inputs no earlier attempt saw
+        job.seed = secrets.randbits(62)
     return False
 
 
@@ -284,16 +286,21 @@ def requeue_runner(db: Database, runner_id: int, why: str) -> list[int]:
         ]
 
 
-def give_back(db: Database, runner_id: int, job_id: int, lease_token: str, error: str = "") -> bool:
-    """The runner lets go of a job: shutting down (error empty; the attempt is not counted)
-    or the harness itself failed (error says how; counted, so a job that kills runners ends).
-    True when that was its last attempt and the submission ended as ERROR."""
+def give_back(
+    db: Database, runner_id: int, job_id: int, lease_token: str, error: str = "", harness_failed: bool = False
+) -> bool:
+    """The runner lets go of a job: shutting down (error empty; the attempt is not counted),
+    its device failed (error says how; counted, so a job that kills runners ends), or its
+    harness died without a record on a healthy device (harness_failed: the solution may have
+    broken it, and is not run again blindly). True when the submission ended as ERROR."""
     with db.write() as session:
         job = _held(session, db, job_id, lease_token)
         if job.state != "leased" or job.runner_id != runner_id:
             raise LeaseLost(f"job {job_id} is {job.state}, not leased to this runner")
         if not error:
             job.attempts -= 1
+        elif harness_failed:
+            job.attempts = max(job.attempts, job.max_attempts)
         # the error is the runner's (a crashed job process's last lines): it can become the
         # submission's public reason, so the machine's paths and name come out first
         error = redact(error, [session.scalar(select(Runner.hostname).where(Runner.id == runner_id))])

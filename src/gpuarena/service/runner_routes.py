@@ -203,7 +203,7 @@ def release(job_id: int, body: Release, who: RUNNER, db: DB) -> ResultReply:
     if runner_id is None:
         raise queue.LeaseLost(f"job {job_id} is not leased")
     _own_runner(db, who, runner_id)
-    if queue.give_back(db, runner_id, job_id, body.lease_token, body.error):
+    if queue.give_back(db, runner_id, job_id, body.lease_token, body.error, body.harness_failed):
         with db.read() as session:
             job = session.get(Job, job_id)
             assert job is not None

@@ -312,3 +312,6 @@ class ResultReply(Model):
 class Release(Model):
     lease_token: str
     error: str = ""
+    harness_failed: bool = False
+    """The job's harness died without a record while its device stayed healthy: the solution
+    may be what broke it, so the job is not run again blindly (the submission ends as ERROR)."""
