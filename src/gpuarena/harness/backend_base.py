@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the worker's prepare and a run started ahead look a backend up before torch is imported
     import torch
 
-    from gpuarena.harness.block import BlockSamples
+    from gpuarena.harness.block import BlockSamples, BlockTimer
     from gpuarena.harness.records import Environment
-    from gpuarena.harness.timing import Timer
 
 
 @dataclass(frozen=True)
@@ -86,7 +85,7 @@ class Backend:
         that sweep already compiled for device, from `worker_setup`)."""
         return ColdCaches()
 
-    def time_block(self, timer: Timer, call: Any, n: int, prepare: Any, after: Any) -> BlockSamples | None:
+    def time_block(self, timer: BlockTimer, call: Any, n: int, prepare: Any, after: Any) -> BlockSamples | None:
         """A block of calls timed by the device's own method, or None: the host's clock around
         each call (Timer._block_wallclock) does."""
         return None

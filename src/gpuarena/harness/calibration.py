@@ -26,7 +26,7 @@ import torch
 
 from gpuarena.harness.process import RunFailure, WorkerProcess
 from gpuarena.harness.timing import Timer
-from gpuarena.harness.twin import TrustedWorker
+from gpuarena.harness.trusted_worker import TrustedWorker
 from gpuarena.harness.worker import no_op_solve, stand_in_buffers
 
 if TYPE_CHECKING:  # types only

@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from gpuarena.harness.block import CALL_RANGE, HARNESS_RANGE, BlockSamples
-
-if TYPE_CHECKING:
-    from gpuarena.harness.timing import Timer
+from gpuarena.harness.block import CALL_RANGE, HARNESS_RANGE, BlockSamples, BlockTimer
 
 METHOD = "cupti-device-time"
 
 
 def cupti_block(
-    timer: Timer,
+    timer: BlockTimer,
     call: Callable[[int], Any],
     n: int,
     prepare: Callable[[int], None] | None,

@@ -43,8 +43,8 @@ from gpuarena.harness.records import Status, WorkloadResult
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.problems.pack import pack_problem
 
-if TYPE_CHECKING:  # types only: the supervisor imports this module
-    from gpuarena.harness.supervisor import Supervisor
+if TYPE_CHECKING:
+    from gpuarena.harness.run_context import RunContext
 
 ROUNDS = 4
 """Blocks of each side per workload (one call per input set each, fresh inputs each): the
@@ -100,7 +100,7 @@ def record(result: WorkloadResult, solution_ns: list[int], reference_ns: list[in
             timing.kernel_duration_calls = len(samples)
 
 
-def measure(supervisor: Supervisor, worker: WorkerProcess, timed: list[tuple[WorkloadSession, WorkloadResult]]) -> None:
+def measure(supervisor: RunContext, worker: WorkerProcess, timed: list[tuple[WorkloadSession, WorkloadResult]]) -> None:
     """ncu's figure for every timed workload, once all are timed.
 
     CUPTI's Range Profiler admits one process at a time and its first window after opening
@@ -195,7 +195,7 @@ def stream_cost_understated(result: WorkloadResult) -> str:
     )
 
 
-def reference_cache_key(supervisor: Supervisor, session: WorkloadSession, library: Path) -> str:
+def reference_cache_key(supervisor: RunContext, session: WorkloadSession, library: Path) -> str:
     """What the reference's ncu figure depends on: the problem's files, the workload, the
     number of calls, the device (its UUID), the driver, PyTorch, CUDA, the range timer's build
     and the harness. Inputs are drawn fresh each run; the figure's spread between draws is tens
@@ -247,7 +247,7 @@ def _rounds(session: WorkloadSession, block: Callable[[], list[int]], check: Cal
 
 
 def _solution_kernels(
-    supervisor: Supervisor, worker: WorkerProcess, session: WorkloadSession, library: Path
+    supervisor: RunContext, worker: WorkerProcess, session: WorkloadSession, library: Path
 ) -> list[int]:
     n_sets = len(session.sets)
     reply = worker.request(

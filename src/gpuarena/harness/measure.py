@@ -48,8 +48,8 @@ from gpuarena.harness.session import WorkloadSession, poison
 from gpuarena.harness.stats import bootstrap_median, bootstrap_rounds, converged, round_spread
 from gpuarena.harness.twin import ReferenceTwin
 
-if TYPE_CHECKING:  # types only: the supervisor imports this module
-    from gpuarena.harness.supervisor import Supervisor
+if TYPE_CHECKING:
+    from gpuarena.harness.run_context import RunContext
 
 WARMUP_CALLS = 3
 NOISY_SPREAD = 0.05
@@ -283,7 +283,7 @@ def summarize(device_ns: list[int], e2e_ns: list[int], method: str, rounds: list
 
 
 def measure_workload(
-    supervisor: Supervisor, worker: WorkerProcess, session: WorkloadSession, result: WorkloadResult, plan: TimingPlan
+    supervisor: RunContext, worker: WorkerProcess, session: WorkloadSession, result: WorkloadResult, plan: TimingPlan
 ) -> None:
     n_sets = len(session.sets)
     timer = supervisor.timer
@@ -462,7 +462,7 @@ def refresh_sets(session: WorkloadSession, round_no: int, purpose: str) -> None:
     session.sync()
 
 
-def commit_checked(supervisor: Supervisor, session: WorkloadSession) -> list[tuple[int, list[torch.Tensor]]]:
+def commit_checked(supervisor: RunContext, session: WorkloadSession) -> list[tuple[int, list[torch.Tensor]]]:
     """Right after the solution's request: the calls whose outputs will be checked, chosen only
     now, and a copy of those outputs. The copy is the commit point: an output a call had not
     finished by then (work delayed on the GPU past the reply, say) is wrong."""
@@ -477,7 +477,7 @@ def commit_copies(session: WorkloadSession, picks: Iterable[int]) -> list[tuple[
 
 
 def check_outputs(
-    supervisor: Supervisor,
+    supervisor: RunContext,
     session: WorkloadSession,
     doing: str,
     committed: list[tuple[int, list[torch.Tensor]]] | None = None,
@@ -554,7 +554,7 @@ def raise_on_failure(reply: dict[str, Any]) -> None:
         raise worker_failure(reply)
 
 
-def _speed_of_light(supervisor: Supervisor, session: WorkloadSession, result: WorkloadResult) -> None:
+def _speed_of_light(supervisor: RunContext, session: WorkloadSession, result: WorkloadResult) -> None:
     """Achieved rates against measured peaks; a time under the physical floor is impossible."""
     moved, flops = supervisor.problem.spec.cost(session.workload)
     env = supervisor.peaks

@@ -18,9 +18,8 @@ from gpuarena.harness.backend_base import Backend, ColdCaches, InputBudget
 if TYPE_CHECKING:  # imported without torch: a run started ahead asks for worker_setup while torch loads
     import torch
 
-    from gpuarena.harness.block import BlockSamples
+    from gpuarena.harness.block import BlockSamples, BlockTimer
     from gpuarena.harness.records import Environment
-    from gpuarena.harness.timing import Timer
 
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
 WALLCLOCK_METHOD = "cuda-sync-wallclock"
@@ -120,7 +119,7 @@ class NvidiaBackend(Backend):
     def cold_caches(self, device: torch.device, icache: bool, image: bytes | None) -> ColdCaches:
         return NvidiaCaches(device, icache, image)
 
-    def time_block(self, timer: Timer, call: Any, n: int, prepare: Any, after: Any) -> BlockSamples | None:
+    def time_block(self, timer: BlockTimer, call: Any, n: int, prepare: Any, after: Any) -> BlockSamples | None:
         if timer.method != CUPTI_METHOD:
             return None
         from gpuarena.harness import cupti_timing

@@ -63,8 +63,8 @@ from gpuarena.harness.records import DeviceAudit, WorkloadResult
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.harness.twin import ReferenceTwin
 
-if TYPE_CHECKING:  # types only: the supervisor imports this module
-    from gpuarena.harness.supervisor import Supervisor
+if TYPE_CHECKING:
+    from gpuarena.harness.run_context import RunContext
 
 T = TypeVar("T")
 C = TypeVar("C")  # what a commit returns
@@ -136,7 +136,7 @@ class RoundsAudit:
 
     def __init__(
         self,
-        supervisor: Supervisor,
+        supervisor: RunContext,
         session: WorkloadSession,
         enabled: bool = True,
         commit: Callable[[], object] = lambda: None,

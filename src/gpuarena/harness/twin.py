@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import mmap
 import os
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gpuarena.harness.proctree import children_of, children_of_thread
+from gpuarena.harness.proctree import children_of
 from gpuarena.harness.session import WorkloadSession
-from gpuarena.harness.worker import CallFailure, Worker
+from gpuarena.harness.trusted_worker import TrustedWorker
 
-if TYPE_CHECKING:  # types only: the supervisor imports this module
-    from gpuarena.harness.supervisor import Supervisor
+if TYPE_CHECKING:
+    from gpuarena.harness.run_context import RunContext
 
 
 class ReferenceTwin:
@@ -31,7 +30,7 @@ class ReferenceTwin:
     The reference is trusted; its outputs go to buffers of the supervisor's own, never to
     the shared destinations the solution's outputs are checked in."""
 
-    def __init__(self, supervisor: Supervisor, session: WorkloadSession, solve: Any = None, convention: str = "return"):
+    def __init__(self, supervisor: RunContext, session: WorkloadSession, solve: Any = None, convention: str = "return"):
         self.worker = TrustedWorker(None)  # type: ignore[arg-type]  # no connection: used in-process
         w = self.worker
         w.timer = supervisor.timer
@@ -48,7 +47,7 @@ class ReferenceTwin:
     """How long each call of a no-op twin waits on the host before it returns (see no_op)."""
 
     @classmethod
-    def no_op(cls, supervisor: Supervisor, session: WorkloadSession, convention: str | None = None) -> ReferenceTwin:
+    def no_op(cls, supervisor: RunContext, session: WorkloadSession, convention: str | None = None) -> ReferenceTwin:
         """The harness alone: a solve() that does nothing (destination convention) or returns
         ready outputs of the right shapes, through the worker's own `time` code. What the GPU
         shows for it is the harness's share of a solution's request (poisoning, copying
@@ -104,26 +103,3 @@ def shared_like(tensor: torch.Tensor) -> torch.Tensor:
     finally:
         os.close(fd)
     return torch.frombuffer(mapping, dtype=torch.uint8).view(tensor.dtype).view(tensor.shape)
-
-
-class TrustedWorker(Worker):
-    """The worker's `time` code, in the supervisor. Its process checks look at this thread alone:
-    a supervisor's process may hold many threads (a runner's, a server's, a test suite's) that a
-    worker never has, and enumerating them, and reading each one's children, is harness cost the
-    worker never pays. With 60 idle threads beside it the twin's share was 199 µs a call against
-    75, and a timer forged to report 2-3 µs a call PASSED (monkeypatch_timers, in CI)."""
-
-    @staticmethod
-    def _threads() -> set[threading.Thread]:
-        return {t for t in (threading.current_thread(),) if t.is_alive()}
-
-    def _left_running(self, threads_before: set[threading.Thread], children_before: set[int] | None) -> None:
-        self._threads() - threads_before  # a worker's checks, at a worker's cost; the reference is trusted
-        if children_before is not None:
-            children_of_thread(os.getpid(), threading.get_native_id())
-
-    def _outputs(self, k: int, result: Any) -> list[torch.Tensor]:
-        try:  # the same checks, for the same cost; a reference may return a view of an input
-            return super()._outputs(k, result)
-        except CallFailure:
-            return list(result) if isinstance(result, (tuple, list)) else [result]
