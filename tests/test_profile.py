@@ -290,10 +290,10 @@ def test_a_link_planted_where_ncu_writes_its_report_is_not_followed(tmp_path, fa
     secret.write_text("the host's secret")
     secret.chmod(0o600)
     planter = tmp_path / "planter.py"
-    planter.write_text(
-        "import glob, os, torch\n\ndef solve(x):\n"
-        "    for folder in glob.glob('/tmp/gpuarena-profile-solution-*'):\n"
-        f"        os.symlink({str(secret)!r}, os.path.join(folder, 'solution.ncu-rep'))\n"
+    planter.write_text(  # where ncu writes: the folder its run's spec names (argv of the profiled child)
+        "import json, os, sys, torch\n\ndef solve(x):\n"
+        "    folder = json.load(open(sys.argv[1]))['out']\n"
+        f"    os.symlink({str(secret)!r}, os.path.join(folder, 'solution.ncu-rep'))\n"
         "    return torch.softmax(x, dim=-1)\n"
     )
     record = run_profile(

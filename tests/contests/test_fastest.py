@@ -150,3 +150,20 @@ def test_bad_fastest_config(rule, message):
 def test_rule_checks_its_config():
     with pytest.raises(ValueError, match="not fastest"):
         fastest.standings(contest({"name": "fast_p"}, PROBLEMS), [])
+
+
+def test_an_entry_an_organizer_rejected_never_counts():
+    """`gpuarena contest review SLUG ID --reject` changed nothing in a `fastest` contest: the
+    rejected entry (a copy, say) kept its points. A rejected entry is out of every rule's scope."""
+    from gpuarena.contests import standings
+    from gpuarena.contests.table import EntryTable
+
+    entries = [
+        entry("alice", "p1", 3.0, hours=1, accepted_by_organizer=False),  # rejected: a copy
+        entry("alice", "p1", 1.5, hours=2),
+        entry("bob", "p1", 2.0, hours=2),
+    ]
+    c = contest(POINTS, ["p1"])
+    for given in (entries, EntryTable.from_entries(entries)):
+        rows = {row.contestant: row.total for row in standings(c, given).rows}
+        assert rows == {"bob": 10, "alice": 8}, rows

@@ -215,12 +215,12 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(board, api) -> None:
         ("/api/bounties/999/claim", board.bob, None, 404, "no bounty 999"),
         (f"/api/bounties/{feature}/claim", runner_account, None, 403, "runner account"),
         (f"/api/bounties/{bounty}/renew", board.bob, None, 403, "claimed by alice"),
-        (f"/api/bounties/{bounty}/release", board.bob, None, 403, "only they or an organiser"),
+        (f"/api/bounties/{bounty}/release", board.bob, None, 403, "only they or the bounty's poster"),
         (f"/api/bounties/{feature}/release", board.org, None, 400, "open, not claimed"),
         (f"/api/bounties/{bounty}/verify", board.org, None, 400, "only a ranked run"),
-        (f"/api/bounties/{bounty}/verify", board.alice, None, 403, "only an admin or organiser"),
+        (f"/api/bounties/{bounty}/verify", board.alice, None, 403, "who posted bounty"),
         (f"/api/bounties/{bounty}/pay", board.org, None, 400, "only a verified bounty"),
-        (f"/api/bounties/{bounty}/withdraw", board.alice, None, 403, "only an admin or organiser"),
+        (f"/api/bounties/{bounty}/withdraw", board.alice, None, 403, "who posted bounty"),
         (f"/api/bounties/{bounty}/submit", board.alice, {"note": "done"}, 400, "submitted by queueing a ranked run"),
         (f"/api/bounties/{feature}/submit", board.alice, {"note": "pr"}, 400, "no claim to submit"),
         (f"/api/bounties/{bounty}/release", board.alice, {"note": "x" * 3000}, 422, "note"),
@@ -404,3 +404,28 @@ def test_the_service_sweeps_with_a_given_time(board) -> None:
         assert bounties.due(session, start + dt.timedelta(days=2, seconds=1))
         assert bounties.sweep(session, start + dt.timedelta(days=2, seconds=1)) == [bounty]
     assert board.get(bounty)["state"] == "open"
+
+
+def test_only_the_bounty_s_poster_or_an_admin_verifies_and_pays_and_never_their_own_claim(api) -> None:
+    """Any organiser could verify and pay any bounty, their own claim included."""
+    board = Board(api)
+    other = api.user("other-org", "organiser")
+    admin = api.user("root", "admin")
+    feature = board.create(category="feature", problem=None, device_kind=None, target_over=None, target_speedup=None)
+    board.act(feature["id"], "claim", other)  # an organiser may claim as anyone may
+    board.act(feature["id"], "submit", other, note="PR 12")
+    refused = board.act(feature["id"], "verify", other, status=403)
+    assert "org, who posted bounty" in refused["error"]
+    board.act(feature["id"], "verify", board.org)
+    assert board.act(feature["id"], "pay", other, status=403)
+    board.act(feature["id"], "pay", board.org, note="wire 42")
+    assert board.get(feature["id"])["state"] == "paid"
+    own = board.create(
+        title="docs", category="feature", problem=None, device_kind=None, target_over=None, target_speedup=None
+    )
+    board.act(own["id"], "claim", board.org)
+    board.act(own["id"], "submit", board.org, note="PR 13")
+    assert "your own claim" in board.act(own["id"], "verify", board.org, status=403)["error"]
+    board.act(own["id"], "verify", admin)
+    assert "your own claim" in board.act(own["id"], "pay", board.org, status=403)["error"]
+    board.act(own["id"], "pay", admin, note="wire 43")

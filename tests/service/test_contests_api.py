@@ -120,7 +120,7 @@ def test_bad_contests_get_a_clear_error_and_write_nothing(api) -> None:
             422,
             "one team only",
         ),
-        (alice, contest_body(), 403, "needs an organiser or admin"),
+        (alice, contest_body(), 403, "needs an admin or organiser"),
     ]
     for who, body, code, message in cases:
         answer = api.http.post("/api/contests", json=body, headers=who)
@@ -132,6 +132,25 @@ def test_bad_contests_get_a_clear_error_and_write_nothing(api) -> None:
     again = api.http.post("/api/contests", json=contest_body(), headers=c.olga)
     assert again.status_code == 400 and "exists already" in again.json()["error"]
     assert [x["spec"]["slug"] for x in api.http.get("/api/contests").json()] == ["spring"]
+
+
+def test_an_oversized_contest_file_is_refused_before_it_is_validated(api) -> None:
+    """20,000 problem ids (189 KB) held the server's event loop for 30 s: the uniqueness check
+    was quadratic and ran, on the body, before the role check. A participant is now refused by
+    role before the body is validated, the check is linear, and a contest has at most
+    MAX_PROBLEMS problems."""
+    from gpuarena.contests.model import MAX_PROBLEMS
+
+    c = Contest(api)
+    alice = api.user("alice")
+    flood = contest_body(problems=[f"p{i}" for i in range(20_000)])
+    refused = api.http.post("/api/contests", json=flood, headers=alice)
+    assert refused.status_code == 403 and "needs an admin or organiser" in refused.json()["error"]
+    too_many = api.http.post("/api/contests", json=flood, headers=c.olga)
+    assert too_many.status_code == 422 and f"at most {MAX_PROBLEMS}" in too_many.text
+    repeated = api.http.post("/api/contests", json=contest_body(problems=["p1", "p2"] * 1000), headers=c.olga)
+    assert repeated.status_code == 422 and "repeated: p1, p2" in repeated.json()["error"]
+    assert api.http.get("/api/health").status_code == 200
 
 
 def test_entries_are_checked_when_submitted_and_a_refused_one_leaves_nothing(api) -> None:
@@ -284,6 +303,27 @@ def test_frozen_standings_hide_late_entries_but_not_from_organizers(api) -> None
     assert refused.status_code == 403 and "frozen" in refused.json()["error"]
     live = c.standings(who=c.olga, live=True)
     assert live["live"] and rows(live) == [(1, "alice", 10.0, None)]
+
+
+def test_an_entry_s_code_is_seen_by_its_contest_s_organizers_not_another_contest_s(api) -> None:
+    """The organiser role was global: an organiser of contest B read the code and log of contest
+    A's entries. Now a submission's private parts are its author's, admins', the problem's
+    owner's and its own contest's organisers'."""
+    c = Contest(api)
+    alice, bob = api.user("alice"), api.user("bob")
+    oscar, admin = api.user("oscar", "organiser"), api.user("root", "admin")
+    c.create()
+    made = api.http.post("/api/contests", json=contest_body(slug="autumn"), headers=oscar)
+    assert made.status_code == 201, made.text
+    entry = c.submit(alice).json()["id"]
+    failing = evaluation(None, status="RUNTIME_ERROR")
+    failing.update(reason="boom", log="Traceback: secret_helper() at sol.py line 3")
+    c.judge({entry: failing})
+    for who, code in ((alice, 200), (c.olga, 200), (admin, 200), (oscar, 403), (bob, 403)):
+        assert api.http.get(f"/api/submissions/{entry}/code", headers=who).status_code == code, who
+    shown = api.http.get(f"/api/submissions/{entry}", headers=oscar).json()
+    assert "secret_helper" not in str(shown.get("evaluation"))
+    assert "secret_helper" in str(api.http.get(f"/api/submissions/{entry}", headers=c.olga).json()["evaluation"])
 
 
 def test_similar_code_is_flagged_to_organizers_only(api) -> None:

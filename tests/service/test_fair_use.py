@@ -83,3 +83,29 @@ def test_cancel_a_queued_and_a_running_submission(api) -> None:
     assert api.http.get(f"/api/submissions/{running}").json()["status"] == "CANCELLED"
     twice = api.http.post(f"/api/submissions/{running}/cancel", headers=ann)
     assert twice.status_code == 400 and "already finished (CANCELLED)" in twice.json()["error"]
+
+
+def test_the_in_flight_cap_holds_against_simultaneous_submissions(api) -> None:
+    """30 submissions at once from one user: on PostgreSQL each transaction counted the others'
+    uncommitted rows as absent, and 30, 27 and 17 were accepted against a cap of 5. The user's
+    row is locked from the count to the commit."""
+    import threading
+
+    api.runner()
+    ann = api.user("ann")
+    api.settings.max_in_flight = limit = 5
+    answers: list[int] = []
+    start = threading.Barrier(30)
+
+    def submit(i: int) -> None:
+        start.wait()
+        answers.append(api.http.post("/api/submissions", json=_body(1000 + i), headers=ann).status_code)
+
+    threads = [threading.Thread(target=submit, args=(i,)) for i in range(30)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(answers) == [201] * limit + [429] * (30 - limit)
+    listed = api.http.get("/api/submissions", params={"user": "ann"}).json()
+    assert len(listed) == limit

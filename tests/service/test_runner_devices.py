@@ -56,3 +56,30 @@ def test_runner_refuses_a_bad_device_list(tmp_path) -> None:
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
     )
     assert done.returncode == 2 and "'tpu:0' is not a device" in done.stderr
+
+
+def test_a_second_server_on_a_taken_port_changes_nothing(settings, db) -> None:
+    """A second `serve` on a taken port started its embedded runner first, which revoked the
+    running server's runner token (all judging stopped), and only then failed to bind. Now the
+    port is bound before anything else, and a taken one is said at once."""
+    import socket
+
+    from sqlalchemy import select
+
+    from gpuarena.service.server import embedded_runner_token, serve
+    from gpuarena.service.tables import Token
+
+    running = socket.socket()
+    running.bind(("127.0.0.1", 0))
+    running.listen()
+    port = running.getsockname()[1]
+    try:
+        label = f"embedded@127.0.0.1:{port}"
+        embedded_runner_token(db, label)  # the running server's own runner
+        with pytest.raises(GpuarenaError, match="is another gpuarena server running there"):
+            serve(settings, "127.0.0.1", port, with_runner=True, runner_gpus=False)
+        with db.read() as session:
+            tokens = list(session.scalars(select(Token).where(Token.name == label)))
+        assert len(tokens) == 1 and tokens[0].revoked_at is None
+    finally:
+        running.close()

@@ -167,7 +167,9 @@ def test_markdown_drops_raw_html_and_script_links() -> None:
     assert ESCAPED in html
 
 
-def test_code_visibility_follows_author_staff_and_the_public_flag(site) -> None:
+def test_code_visibility_follows_the_author_admins_the_owner_and_the_public_flag(site) -> None:
+    """An organiser account sees a submission's code only through a contest it organises that
+    the submission was entered in (tests/service/test_contests_api.py): the role is not global."""
     _, alice_token = site.account("alice")
     bob_id, bob_token = site.account("bob")
     _, organiser_token = site.account("olga", "organiser")
@@ -179,8 +181,8 @@ def test_code_visibility_follows_author_staff_and_the_public_flag(site) -> None:
     def sees(client: TestClient) -> bool:
         return "secret-kernel" in client.get(f"/submissions/{sid}").text
 
-    assert sees(alice) and sees(olga) and sees(root)
-    assert not sees(bob) and not sees(anonymous)
+    assert sees(alice) and sees(root)
+    assert not sees(bob) and not sees(anonymous) and not sees(olga)
     assert "secret-kernel" not in anonymous.get(f"/submissions/{sid}/live").text
 
     # bob is not the owner: he may not open the solutions, and the page shows him no settings form
@@ -221,8 +223,8 @@ def test_code_visibility_follows_author_staff_and_the_public_flag(site) -> None:
 
 def test_logs_follow_the_code_visibility_and_show_no_host_paths(site) -> None:
     """A submission's log (what the solution printed, tracebacks quoting its code) is on its
-    page for the author, organisers and admins only, until the solutions are public; the
-    machine's folders and name are out of it for everyone."""
+    page for the author and admins only (and its contest's organisers), until the solutions are
+    public; the machine's folders and name are out of it for everyone."""
     _, alice_token = site.account("alice")
     _, bob_token = site.account("bob")
     _, organiser_token = site.account("olga", "organiser")
@@ -237,12 +239,12 @@ def test_logs_follow_the_code_visibility_and_show_no_host_paths(site) -> None:
     )
     _finish(site, sid, log=log, reason="output y: 3 elements wrong")
 
-    for client in (alice, olga, root):
+    for client in (alice, root):
         for path in (f"/submissions/{sid}", f"/submissions/{sid}/live"):
             html = client.get(path).text
             assert "log-secret-42" in html and "&#34;&lt;run&gt;/work/solution/sol.py&#34;, line 9" in html, path
             assert run not in html and "/home/judge" not in html and "~/.cache" in html
-    for client in (bob, anonymous):
+    for client in (bob, anonymous, olga):
         for path in (f"/submissions/{sid}", f"/submissions/{sid}/live"):
             html = client.get(path).text
             assert "log-secret-42" not in html and "gpuarena-run" not in html, path
@@ -265,6 +267,9 @@ def test_every_form_needs_the_session_csrf_token(site) -> None:
         ("/signout", {}),
         ("/problem-settings", {"problem": "axpy_dest", "solutions_public": "on"}),
         ("/signin", {"token": token}),
+        ("/invites", {"role": "participant", "uses": "10000", "days": "7"}),
+        ("/invites/1/revoke", {}),
+        ("/join/inv_anything", {"name": "made-by-another-page"}),
     ]
     for path, data in forms:
         for extra in ({}, {"csrf_token": other_token}, {"csrf_token": ""}):

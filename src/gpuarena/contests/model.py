@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from collections import Counter
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -28,10 +29,18 @@ def as_utc(value: dt.datetime) -> dt.datetime:
     return value.astimezone(dt.UTC)
 
 
+MAX_PROBLEMS = 2000
+"""Problems in one contest: the whole dataset (366) several times over."""
+MAX_DEVICE_KINDS = 64
+
+
 def _unique(values: list, what: str) -> list:
-    repeated = sorted({str(v) for v in values if values.count(v) > 1})
+    """values, or a ValueError naming the repeated ones: in one pass (a count per value was
+    quadratic, and 20,000 problem ids held the server's event loop for 30 s)."""
+    repeated = sorted(str(v) for v, n in Counter(values).items() if n > 1)
     if repeated:
-        raise ValueError(f"{what} must be unique; repeated: {', '.join(repeated)}")
+        shown = ", ".join(repeated[:20]) + (f" and {len(repeated) - 20} more" if len(repeated) > 20 else "")
+        raise ValueError(f"{what} must be unique; repeated: {shown}")
     return values
 
 
@@ -236,9 +245,9 @@ class Contest(Strict):
     """Entries submitted at or after this count (UTC; naive is read as UTC)."""
     end: dt.datetime
     """Entries submitted at or after this do not count."""
-    problems: list[str] = Field(min_length=1)
+    problems: list[str] = Field(min_length=1, max_length=MAX_PROBLEMS)
     """Problem ids in the contest; entries for other problems never count."""
-    device_kinds: list[str] = Field(min_length=1)
+    device_kinds: list[str] = Field(min_length=1, max_length=MAX_DEVICE_KINDS)
     """Device kinds judged; entries judged on others never count."""
     rule: Rule
     """The scoring rule, by name, with its parameters."""

@@ -229,10 +229,11 @@ def _name(session: Session, user_id: int | None) -> str:
 def _claimer_only(session: Session, who: Caller, bounty: Bounty, what: str, staff_too: bool = False) -> None:
     if bounty.state not in HELD:
         raise GpuarenaError(f"bounty {bounty.id} is {bounty.state}, not claimed: there is no claim to {what}")
-    if bounty.claimer_id != who.user_id and not (staff_too and who.is_staff):
+    manages = who.role == "admin" or who.user_id == bounty.created_by
+    if bounty.claimer_id != who.user_id and not (staff_too and manages):
         raise Forbidden(
             f"bounty {bounty.id} is claimed by {_name(session, bounty.claimer_id)}: only they"
-            + (" or an organiser" if staff_too else "")
+            + (" or the bounty's poster" if staff_too else "")
             + f" can {what} it"
         )
 
@@ -306,17 +307,23 @@ def submit_work(session: Session, who: Caller, bounty_id: int, note: str, now: d
     return bounty
 
 
-def _staff(who: Caller, what: str) -> None:
-    if not who.is_staff:
-        raise Forbidden(f"{who.name} is a {who.role}; only an admin or organiser can {what} a bounty")
+def _poster(session: Session, who: Caller, bounty: Bounty, what: str) -> None:
+    """Only the bounty's own poster (or an admin) manages it, and nobody their own claim: an
+    organiser of anything could verify and pay any bounty, their own claim included."""
+    if who.role != "admin" and who.user_id != bounty.created_by:
+        raise Forbidden(
+            f"only {_name(session, bounty.created_by)}, who posted bounty {bounty.id}, or an admin can {what} it"
+        )
+    if bounty.claimer_id is not None and bounty.claimer_id == who.user_id:
+        raise Forbidden(f"bounty {bounty.id} is your own claim: another admin or its poster must {what} it")
 
 
 def verify(session: Session, who: Caller, bounty_id: int, note: str = "", now: dt.datetime | None = None) -> Bounty:
     """An organiser accepts the claimer's work on a feature, bug or hardware bounty."""
     now = now or utcnow()
-    _staff(who, "verify")
     sweep(session, now)
     bounty = _held(session, bounty_id)
+    _poster(session, who, bounty, "verify")
     if bounty.category == "speed":
         raise GpuarenaError(
             f"bounty {bounty.id} is a speed bounty: only a ranked run of its claimer that reaches the "
@@ -340,9 +347,9 @@ def verify(session: Session, who: Caller, bounty_id: int, note: str = "", now: d
 def pay(session: Session, who: Caller, bounty_id: int, note: str = "", now: dt.datetime | None = None) -> Bounty:
     """An organiser records that a verified bounty's reward was paid (the note: its reference)."""
     now = now or utcnow()
-    _staff(who, "pay")
     sweep(session, now)
     bounty = _held(session, bounty_id)
+    _poster(session, who, bounty, "pay")
     if bounty.state != "verified":
         raise GpuarenaError(f"bounty {bounty.id} is {bounty.state}; only a verified bounty can be paid")
     _change(
@@ -360,9 +367,9 @@ def pay(session: Session, who: Caller, bounty_id: int, note: str = "", now: dt.d
 def withdraw(session: Session, who: Caller, bounty_id: int, note: str = "", now: dt.datetime | None = None) -> Bounty:
     """An organiser takes a bounty off the board before it is verified."""
     now = now or utcnow()
-    _staff(who, "withdraw")
     sweep(session, now)
     bounty = _held(session, bounty_id)
+    _poster(session, who, bounty, "withdraw")
     if bounty.state not in LIVE:
         raise GpuarenaError(
             f"bounty {bounty.id} is {bounty.state}; only an open, claimed or submitted bounty can be withdrawn"

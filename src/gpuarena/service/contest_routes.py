@@ -12,17 +12,20 @@ from gpuarena.contests.similarity import SimilarPair
 from gpuarena.service import contest_standings, contests, standings_process
 from gpuarena.service.contest_schemas import ContestInfo, ContestSpec, EntryOut, ReviewRequest, StandingsOut, Team
 from gpuarena.service.db import Database
-from gpuarena.service.deps import Caller, caller, get_db, optional_caller
+from gpuarena.service.deps import Caller, caller, get_db, optional_caller, staff
 
 router = APIRouter(prefix="/api/contests", tags=["contests"])
 
 DB = Annotated[Database, Depends(get_db)]
 CALLER = Annotated[Caller, Depends(caller)]
 MAYBE = Annotated[Caller | None, Depends(optional_caller)]
+STAFF = Annotated[Caller, Depends(staff)]
+"""An organiser or admin, checked before the request's body is validated: a participant's
+oversized contest file is refused at once, never validated."""
 
 
 @router.post("", status_code=201)
-def create_contest(spec: ContestSpec, who: CALLER, db: DB) -> ContestInfo:
+def create_contest(who: STAFF, spec: ContestSpec, db: DB) -> ContestInfo:
     """Organisers and admins: a new contest from its file (`gpuarena contest create contest.toml`)."""
     with db.write() as session:
         return contests.info(session, contests.create(session, who, spec))

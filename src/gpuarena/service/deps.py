@@ -41,12 +41,6 @@ class Caller:
         return self.role in ("admin", "organiser")
 
 
-def private_visible(viewer: Caller | None, author_id: int, solutions_public: bool) -> bool:
-    """Who sees what a submission keeps private (its code, its log): the author, organisers and
-    admins always; everyone once the problem's solutions are public."""
-    return solutions_public or (viewer is not None and (viewer.user_id == author_id or viewer.is_staff))
-
-
 def caller(
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer), db: Database = Depends(get_db)
 ) -> Caller:

@@ -22,6 +22,7 @@ from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, admin, caller, get_db, get_settings, optional_caller
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
+from gpuarena.service.rights import sees_private
 from gpuarena.service.schemas import (
     DeviceKindInfo,
     Health,
@@ -250,13 +251,17 @@ def cancel_submission(submission_id: int, who: CALLER, db: DB) -> SubmissionOut:
 
 @router.get("/submissions/{submission_id}/code", tags=["submissions"])
 def get_code(submission_id: int, who: CALLER, db: DB) -> dict[str, str]:
-    """The sources: for the author, organisers, and everyone once the problem's solutions are public."""
+    """The sources: for the author, admins, the problem's owner, the organisers of a contest the
+    submission was entered in, and everyone once the problem's solutions are public (rights.py)."""
     with db.read() as session:
         s = session.get(Submission, submission_id)
         if s is None:
             raise NotFound(f"no submission {submission_id}")
-        if not (s.user_id == who.user_id or who.is_staff or s.problem.solutions_public):
-            raise Forbidden("only the author and organisers see this code until the problem's solutions are public")
+        if not sees_private(session, who, s):
+            raise Forbidden(
+                "only the author, admins, the problem's owner and the organisers of a contest it was entered in "
+                "see this code until the problem's solutions are public"
+            )
         blob = session.get(SolutionBlob, s.solution_hash)
         assert blob is not None
         return dict(blob.sources)

@@ -20,9 +20,10 @@ from gpuarena.harness.records import Evaluation
 from gpuarena.problems.pack import PackedProblem
 from gpuarena.service import contests
 from gpuarena.service.contest_schemas import ReviewRequest
-from gpuarena.service.deps import Caller, private_visible
+from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden, NotFound
 from gpuarena.service.redact import redact_json
+from gpuarena.service.rights import sees_private
 from gpuarena.service.sample_schemas import SampleDetail, SampleOut, SampleReviewRequest, SampleStatus
 from gpuarena.service.tables import ContestEntry, ContestRow, SampleRow, SolutionBlob, Submission, User, utcnow
 from gpuarena.solutions.model import Solution
@@ -201,7 +202,7 @@ def detail(session: Session, sample_id: int, viewer: Caller | None) -> SampleDet
     row = _get(session, sample_id)
     submission = session.get(Submission, sample_id)
     assert submission is not None
-    visible = private_visible(viewer, row.user_id, submission.problem.solutions_public)
+    visible = sees_private(session, viewer, submission)
     blob = session.get(SolutionBlob, submission.solution_hash) if visible else None
     out = _out(session, row, submission, _names(session, [row]))
     return SampleDetail(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import stat
 import threading
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ import uvicorn
 from sqlalchemy import select, update
 from sqlalchemy.engine import make_url
 
+from gpuarena.errors import GpuarenaError
 from gpuarena.service.app import create_app
 from gpuarena.service.auth import add_user, issue_token
 from gpuarena.service.catalog import sync_problems
@@ -83,7 +85,26 @@ def embedded_runner_token(db: Database, label: str = "embedded") -> str:
         return plain
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything else is done: a second `serve` on a taken
+    port used to start its embedded runner first, revoking the running server's runner token
+    (every submission then stayed QUEUED), and only then fail to bind."""
+    family, kind, proto, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: no wait after a restart
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise GpuarenaError(
+            f"cannot listen on {host}:{port} ({exc.strerror}): is another gpuarena server running there? "
+            "Stop it, or pick another port (--port, GPUARENA_PORT); nothing was changed"
+        ) from None
+    return sock
+
+
 def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gpus: bool = True) -> None:
+    sock = listening_socket(host, port)
     db = prepare(settings)
     embedded: list[tuple[Runner, threading.Thread]] = []  # the embedded runner and its thread, once started
 
@@ -126,7 +147,7 @@ def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gp
         exit_server(sig, frame)
 
     server.handle_exit = handle_exit  # type: ignore[method-assign]  # uvicorn's own hook, wrapped
-    server.run()
+    server.run(sockets=[sock])
 
 
 class QuietPolling(logging.Filter):

@@ -14,11 +14,22 @@ from gpuarena.harness.records import Evaluation
 from gpuarena.service import bounties, contests, queue, ratelimit, samples
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
-from gpuarena.service.deps import Caller, private_visible
+from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
 from gpuarena.service.redact import redact, redact_evaluation
+from gpuarena.service.rights import sees_private
 from gpuarena.service.schemas import SubmissionDetail, SubmissionOut, SubmissionRequest
-from gpuarena.service.tables import DeviceKind, Job, Problem, Result, Runner, SolutionBlob, Submission, device_type
+from gpuarena.service.tables import (
+    DeviceKind,
+    Job,
+    Problem,
+    Result,
+    Runner,
+    SolutionBlob,
+    Submission,
+    User,
+    device_type,
+)
 from gpuarena.solutions.model import PackedSolution, Solution
 
 DONE = {
@@ -211,6 +222,10 @@ def _fair_use(session: Session, settings: Settings, who: Caller) -> None:
     running at once (with the per-minute rate limit, one user cannot fill the queue)."""
     if not settings.max_in_flight:
         return
+    # one of the user's submissions at a time from here to the commit: counted and inserted
+    # by concurrent transactions, 30 at once were accepted up to 30 times against a cap of 5 on
+    # PostgreSQL (SQLite has one writer anyway; FOR UPDATE is nothing there)
+    session.execute(select(User.id).where(User.id == who.user_id).with_for_update())
     count = session.scalar(
         select(func.count())
         .select_from(Submission)
@@ -312,7 +327,7 @@ def detail(db: Database, submission_id: int, viewer: Caller | None = None) -> Su
         job = session.scalar(select(Job).where(Job.submission_id == submission_id))
         runner = session.get(Runner, job.runner_id) if job is not None and job.runner_id is not None else None
         evaluation = Evaluation.model_validate(result.evaluation) if result else None
-        hidden = not private_visible(viewer, submission.user_id, submission.problem.solutions_public)
+        hidden = not sees_private(session, viewer, submission)
         if evaluation is not None:
             # redacted when stored too; again here for records stored before the service did it
             evaluation = redact_evaluation(evaluation, [runner.hostname if runner else None])

@@ -125,9 +125,9 @@ class Problem(Base):
     Older rows keep the seed their ranked runs used before migration 0004, so that those
     verdicts can still be reproduced; it never leaves the database."""
     solutions_public: Mapped[bool] = mapped_column(Boolean, default=False)
-    """Everyone may read the code submitted to this problem (set by its owner or staff on the web page)."""
+    """Everyone may read the code submitted to this problem (set by its owner or an admin on the web page)."""
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
-    """The account that may make the solutions public (besides admins and organisers)."""
+    """The account that may make the solutions public (besides admins)."""
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 

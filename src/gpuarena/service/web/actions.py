@@ -118,10 +118,10 @@ def problem_settings(
     solutions_public: Annotated[str, Form()] = "",
     owner: Annotated[str | None, Form()] = None,
 ) -> Response:
-    """Open or close a problem's solutions (owner, admins, organisers); admins also set the owner.
-    Every version of the problem changes, so older submissions follow the same rule."""
-    if not views.may_manage(who, views.problem_owner_id(db, problem)):
-        raise NotAllowed("only the problem's owner, admins and organisers change who sees its solutions")
+    """Open or close a problem's solutions (its owner, admins); admins also set the owner. Every
+    version of the problem changes, so older submissions follow the same rule."""
+    if not views.may_manage(db, who, problem):
+        raise NotAllowed("only the problem's owner and admins change who sees its solutions")
     assert who is not None
     try:
         with db.write() as session:

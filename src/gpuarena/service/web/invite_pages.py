@@ -1,5 +1,7 @@
 """The invite pages: /join/<code> (pick a name, get an account, signed in, the token shown once)
-and /invites (organisers and admins: make, list and withdraw invite links)."""
+and /invites (organisers and admins: make, list and withdraw invite links). Every form POST
+depends on `check_csrf`: without it a page elsewhere could make an organiser's browser create a
+10,000-use invite, or sign a visitor's browser into an account of the page's choosing."""
 
 from __future__ import annotations
 
@@ -13,12 +15,14 @@ from gpuarena.service import invites
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
 from gpuarena.service.web.render import page
+from gpuarena.service.web.security import check_csrf
 from gpuarena.service.web.session import sign_in, signed_in, viewer
 
 router = APIRouter(include_in_schema=False)
 DB = Annotated[Database, Depends(get_db)]
 WHO = Annotated[Caller | None, Depends(viewer)]
 STAFF = Annotated[Caller, Depends(signed_in)]
+CSRF = [Depends(check_csrf)]
 
 
 @router.get("/join/{code}", response_class=HTMLResponse)
@@ -31,7 +35,7 @@ def join_form(code: str, request: Request, db: DB, who: WHO) -> HTMLResponse:
         return page(request, "join.html", who, code=code, role=invite.role, error="", token=None)
 
 
-@router.post("/join/{code}", response_class=HTMLResponse)
+@router.post("/join/{code}", response_class=HTMLResponse, dependencies=CSRF)
 def join(code: str, request: Request, db: DB, name: Annotated[str, Form()] = "") -> HTMLResponse:
     """An account from the invite, signed in at once; its token is shown once, for the CLI."""
     try:
@@ -60,7 +64,7 @@ def invites_page(request: Request, db: DB, who: STAFF) -> HTMLResponse:
     return _invites_page(request, db, who)
 
 
-@router.post("/invites", response_class=HTMLResponse)
+@router.post("/invites", response_class=HTMLResponse, dependencies=CSRF)
 def make_invite(
     request: Request,
     db: DB,
@@ -85,7 +89,7 @@ def make_invite(
     return _invites_page(request, db, who, new=code)
 
 
-@router.post("/invites/{invite_id}/revoke")
+@router.post("/invites/{invite_id}/revoke", dependencies=CSRF)
 def revoke_invite(invite_id: int, request: Request, db: DB, who: STAFF) -> Response:
     with db.write() as session:
         invites.revoke(session, who, invite_id)

@@ -110,7 +110,7 @@ def problem_response(
         status_code=status_code,
         p=shown,
         modes=MODES,
-        can_manage=views.may_manage(who, shown.owner_id),
+        can_manage=views.may_manage(db, who, shown.slug),
         error=error,
         form=form or {},
         mine=mine,

@@ -20,10 +20,11 @@ from gpuarena.service import leaderboard
 from gpuarena.service.catalog import current_problem
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller
+from gpuarena.service.rights import manages_problem, sees_private
 from gpuarena.service.routes import RUNNER_ONLINE, device_kinds, health, token_info
 from gpuarena.service.schemas import DeviceKindInfo, Health, SubmissionDetail, SubmissionOut, TokenInfo
 from gpuarena.service.submissions import detail as submission_detail
-from gpuarena.service.submissions import private_visible, to_out
+from gpuarena.service.submissions import to_out
 from gpuarena.service.tables import (
     DeviceKind,
     Job,
@@ -268,17 +269,12 @@ def problem_page(db: Database, slug: str) -> ProblemPage:
     return page
 
 
-def may_manage(who: Caller | None, owner_id: int | None) -> bool:
-    """Who may make a problem's solutions public: its owner, admins and organisers."""
-    return who is not None and (who.is_staff or (owner_id is not None and who.user_id == owner_id))
-
-
-def problem_owner_id(db: Database, slug: str) -> int | None:
+def may_manage(db: Database, who: Caller | None, slug: str) -> bool:
+    """Who may make a problem's solutions public: admins and its owner (rights.manages_problem)."""
     with db.read() as session:
-        p = current_problem(session, slug)
-        if p is None:
+        if current_problem(session, slug) is None:
             raise PageNotFound(f"there is no problem {slug!r}")
-        return p.owner_id
+        return manages_problem(session, who, slug)
 
 
 @dataclass
@@ -318,11 +314,6 @@ def _compare(session: Session, s: Submission) -> dict[str, dict[str, Any]]:
     return compared
 
 
-code_visible = private_visible
-"""The author, admins and organisers always; everyone once the problem's solutions are public
-(the code and the log alike)."""
-
-
 def submission_page(db: Database, submission_id: int, who: Caller | None) -> SubmissionPage:
     with db.read() as session:
         s = session.get(Submission, submission_id)
@@ -330,7 +321,7 @@ def submission_page(db: Database, submission_id: int, who: Caller | None) -> Sub
             raise PageNotFound(f"there is no submission {submission_id}")
         blob = session.get(SolutionBlob, s.solution_hash)
         assert blob is not None
-        visible = code_visible(who, s.user_id, s.problem.solutions_public)
+        visible = sees_private(session, who, s)
         author_id, language, code = s.user_id, blob.language, dict(blob.sources) if visible else None
         compared = _compare(session, s) if s.mode != "test" else {}
     shown = submission_detail(db, submission_id, who)
