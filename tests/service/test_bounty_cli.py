@@ -173,7 +173,7 @@ def test_bounty_commands_against_a_server(api, live, tmp_path, monkeypatch) -> N
     assert "bounty 1 (claimed, claimed by alice until" in bounty("claim", "1", token=alice).stdout
     assert "already claimed by alice" in bounty("claim", "1", token=bob, code=2).stderr
     assert "claimed by alice until" in bounty("renew", "1", token=alice).stdout
-    assert "only they or an organiser" in bounty("release", "1", token=bob, code=2).stderr
+    assert "only they or the bounty's poster" in bounty("release", "1", token=bob, code=2).stderr
     assert "bounty 1 (open)" in bounty("release", "1", "--note", "busy elsewhere", token=alice).stdout
     assert "no token for" in bounty("claim", "3", code=2).stderr
 
@@ -181,7 +181,7 @@ def test_bounty_commands_against_a_server(api, live, tmp_path, monkeypatch) -> N
     assert (
         "(submitted, claimed by bob" in bounty("submit", "3", "--note", "https://example.org/pull/9", token=bob).stdout
     )
-    assert "only an admin or organiser" in bounty("verify", "3", token=bob, code=2).stderr
+    assert "who posted bounty" in bounty("verify", "3", token=bob, code=2).stderr
     assert "(verified, by bob)" in bounty("verify", "3", "--note", "works on an MI300", token=org).stdout
     assert "(paid, by bob): 2500 EUR" in bounty("pay", "3", "--note", "SEPA 4711", token=org).stdout
     assert "(withdrawn)" in bounty("withdraw", "2", "--note", "superseded", token=org).stdout

@@ -43,8 +43,7 @@ def scope(contest: Contest, t: EntryTable) -> Scoped:
     problem = _index(t.names["problem"], contest.problems)[t.problem]
     device = _index(t.names["device_kind"], contest.device_kinds)[t.device_kind]
     at = t.submitted_at
-    window = (at >= micros(contest.start)) & (at < micros(contest.end))
-    mask = t.ranked & (problem >= 0) & (device >= 0) & window & (t.accepted != 0)  # 0: rejected by an organizer
+    mask = t.ranked & (problem >= 0) & (device >= 0) & (at >= micros(contest.start)) & (at < micros(contest.end))
     rows = np.flatnonzero(mask)
     kinds = len(contest.device_kinds)
     return Scoped(

@@ -1,6 +1,5 @@
 """Which entries a contest counts: ranked runs, submitted inside the window, on the contest's
-problems and device kinds, not rejected by an organizer (in every rule: a rejected entry kept
-its points in a `fastest` contest), and (where screening is on) not flagged as resubmissions.
+problems and device kinds, and (where screening is on) not flagged as resubmissions.
 
 Standings are recomputed from every entry of a contest (500,000 in bench/standings.py), and
 touching an entry costs far more than the work done with it: each function here reads an
@@ -29,7 +28,6 @@ def in_scope(contest: Contest, entry: Entry) -> bool:
         and contest.start <= entry.submitted_at < contest.end
         and entry.problem in contest.problems
         and entry.device_kind in contest.device_kinds
-        and entry.accepted_by_organizer is not False
     )
 
 
@@ -38,13 +36,7 @@ def iter_scoped(contest: Contest, entries: Iterable[Entry]) -> Iterator[Entry]:
     problems, devices = set(contest.problems), set(contest.device_kinds)
     start, end = contest.start, contest.end
     for e in entries:
-        if (
-            e.mode == RANKED
-            and e.problem in problems
-            and e.device_kind in devices
-            and start <= e.submitted_at < end
-            and e.accepted_by_organizer is not False
-        ):
+        if e.mode == RANKED and e.problem in problems and e.device_kind in devices and start <= e.submitted_at < end:
             yield e
 
 
@@ -126,7 +118,7 @@ def best_counted(contest: Contest, entries: Iterable[Entry], *, screen_by_defaul
         except KeyError:
             continue  # not a problem or device kind of the contest
         at = fields["submitted_at"]
-        if at < start or at >= end or fields["accepted_by_organizer"] is False:
+        if at < start or at >= end:
             continue
         contestant = fields["contestant"]
         try:

@@ -185,14 +185,21 @@ class EntryTable:
         t.level = np.array(columns["level"], dtype=np.int64)
         for name in _FLOATS:
             setattr(t, name, np.array(columns[name], dtype=np.float64).reshape(n))
+        t.accepted = np.array(list(map(_ACCEPTED.__getitem__, columns["accepted_by_organizer"])), dtype=np.int8)
+        t.status_passed &= t.accepted != 0  # an entry an organizer rejected passes no rule (rules.counting)
         if not failed_scores:
             for name in ("score", "score_low", "score_high"):
                 setattr(t, name, np.where(t.status_passed, getattr(t, name), np.nan))
         t.submitted_at = _times(columns["submitted_at"])
-        t.accepted = np.array(list(map(_ACCEPTED.__getitem__, columns["accepted_by_organizer"])), dtype=np.int8)
         t.merged_upstream = np.array(columns["merged_upstream"], dtype=bool).reshape(n)
         t.bonus = np.fromiter(map(_bonus_mask, columns["bonus"]), dtype=np.uint8, count=n)
         t.samples_accepted = np.array(columns["samples_accepted"], dtype=np.int64).reshape(n)
+        rejected = t.accepted == 0  # nothing of a rejected entry counts (rules.counting)
+        if rejected.any():
+            for name in ("score", "score_low", "score_high", "judge_score", "samples_score"):
+                getattr(t, name)[rejected] = np.nan if name != "samples_score" else 0.0
+            t.samples_accepted[rejected] = 0
+            t.bonus[rejected] = 0
         t._position, t.cache = None, {}
         return t
 

@@ -77,8 +77,9 @@ caused) that the reported times may leave unexplained beyond the harness's measu
 the machine's hiccups in the harness's part of a request, and a solution's own work outside
 its windows (joined threads leaving the kernel). Work hidden outside the calls gains at most
 this."""
-MAIN_THREAD_TOLERANCE = 0.10
-"""The same for the worker's main thread's time on a core, which no load stretches."""
+MAIN_THREAD_TOLERANCE = 0.20
+"""The same for the worker's main thread's time on a core, which a busy machine stretches far less than the
+clock (its caches, not its waits): an honest gelu under four processes on 2 cores needed 17%."""
 
 
 @dataclass

@@ -14,7 +14,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from gpuarena.harness import allocator, cgroup, containment, protocol, triton_key
+from gpuarena.harness import allocator, cgroup, containment, protocol, schedstat, triton_key
 from gpuarena.harness.freeze import FreezeFailure, Freezer, descendants
 from gpuarena.harness.gpu_view import gpu_view
 from gpuarena.harness.proctree import HARNESS_PROCESSES, children_of, kill_new_children, process_cpu_ns
@@ -182,8 +182,10 @@ class WorkerProcess:
         """The worker's main thread's time on a core over the last request (the kernel's schedstat)."""
         self.last_excused_ns = 0
         """How long in the last request the worker's main thread waited for a core beyond what
-        the rest of the worker ran meanwhile: another process's load, not the worker's work
-        (a thread of the solution's holding the main thread's core is not excused)."""
+        the rest of the worker ran meanwhile, and the supervisor's own thread waited for one:
+        another process's load, not the worker's work (a thread of the solution's holding the
+        main thread's core is not excused; what the worker runs to delay the supervisor is its
+        CPU time, which the other bounds bill)."""
         self.idle_since: tuple[int, int] | None = None
         """(wall ns, CPU ns) at the last reply once the solution is loaded: the worker waits
         from then on, and a waiting worker works for nobody (check_idle)."""
@@ -398,7 +400,7 @@ class WorkerProcess:
         it unless it reads the worker's memory, and a reply for another request is refused.
         fds: file descriptors to pass with the request (SCM_RIGHTS), right after it."""
         nonce = secrets.token_hex(8)
-        main_before = self._main_thread()
+        main_before, own_before = schedstat.main_thread(self.worker_pid or self.proc.pid), schedstat.this_thread()
         cpu_before = self.cpu_ns()
         self.check_idle(time.perf_counter_ns(), cpu_before, doing)
         self.freezer.thaw()
@@ -426,7 +428,7 @@ class WorkerProcess:
             self._freeze(doing)
         self.last_wall_ns = time.perf_counter_ns() - started
         cpu_after = self.cpu_ns()
-        main_after = self._main_thread()
+        main_after, own_after = schedstat.main_thread(self.worker_pid or self.proc.pid), schedstat.this_thread()
         self.last_cpu_ns = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
         self.last_excused_ns, self.last_main_cpu_ns = 0, None
         if main_before is not None and main_after is not None:
@@ -434,6 +436,8 @@ class WorkerProcess:
             self.last_main_cpu_ns = ran
             if self.last_cpu_ns is not None:
                 self.last_excused_ns = max(0, waited - max(0, self.last_cpu_ns - ran))
+        if own_before is not None and own_after is not None:  # the supervisor's own waits for a core
+            self.last_excused_ns += max(0, own_after[1] - own_before[1])
         if reply is None:
             self._dump_stacks()
             raise RunFailure("TIMEOUT", f"no answer within the time limit while {doing}")
@@ -455,16 +459,6 @@ class WorkerProcess:
         if message.get("op") == "build" or self.idle_since is not None:
             self.idle_since = (time.perf_counter_ns(), self.cpu_ns() or 0)
         return reply
-
-    def _main_thread(self) -> tuple[int, int] | None:
-        """The worker's main thread's time on a core and time waiting for one (ns, the kernel's
-        schedstat), or None where the kernel does not keep them."""
-        try:
-            with open(f"/proc/{self.worker_pid or self.proc.pid}/schedstat") as f:
-                ran, waited = f.read().split()[:2]
-            return int(ran), int(waited)
-        except (OSError, ValueError):
-            return None
 
     def _freeze(self, doing: str) -> None:
         try:

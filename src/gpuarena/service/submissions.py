@@ -16,6 +16,7 @@ from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
 from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
+from gpuarena.service.public_reason import public_reason
 from gpuarena.service.redact import redact, redact_evaluation
 from gpuarena.service.rights import sees_private
 from gpuarena.service.schemas import SubmissionDetail, SubmissionOut, SubmissionRequest
@@ -79,7 +80,7 @@ def _repeat(db: Database, who: Caller, request: SubmissionRequest, solution: Sol
                 f"client_key {request.client_key!r} was used for submission {earlier.id}, a different "
                 "problem, device kind, mode or solution; use a new key for a new submission"
             )
-        return to_out(earlier)
+        return to_out(earlier, private=True)
 
 
 def create(db: Database, settings: Settings, who: Caller, request: SubmissionRequest) -> SubmissionOut:
@@ -253,7 +254,7 @@ def cancel(db: Database, who: Caller, submission_id: int) -> SubmissionOut:
         if submission.user_id != who.user_id and who.role != "admin":
             raise Forbidden(f"submission {submission_id} is not yours: only its author or an admin can cancel it")
         queue.cancel(session, submission, who.name)
-        return to_out(submission)
+        return to_out(submission, private=True)
 
 
 def search(
@@ -282,9 +283,10 @@ def search(
     return [to_out(s) for s in session.scalars(query)]
 
 
-def to_out(s: Submission) -> SubmissionOut:
-    """A submission as anyone may list it; the reason is redacted again when shown (it may
-    have been stored before the service redacted what it stores)."""
+def to_out(s: Submission, private: bool = False) -> SubmissionOut:
+    """A submission as anyone may list it (private: as one who may read its code sees it: the
+    reason in full, not public_reason's); the reason is redacted again when shown (it may have
+    been stored before the service redacted what it stores)."""
     return SubmissionOut(
         id=s.id,
         problem=s.problem.slug,
@@ -293,7 +295,7 @@ def to_out(s: Submission) -> SubmissionOut:
         device_kind=s.device_kind,
         mode=s.mode,
         status=s.status,
-        reason=redact(s.reason),
+        reason=redact(s.reason if private else public_reason(s.status, s.reason)),
         score=s.score,
         solution_hash=s.solution_hash,
         created_at=s.created_at,
@@ -312,8 +314,16 @@ def _public_view(evaluation: Evaluation) -> Evaluation:
     if migration is not None:
         quiet = [{**run, "stdout_tail": "", "stderr_tail": ""} for run in migration.get("runs") or []]
         migration = {**migration, "runs": quiet}
+    workloads = [w.model_copy(update={"reason": public_reason(w.status.value, w.reason)}) for w in evaluation.workloads]
     return evaluation.model_copy(
-        update={"log": "", "environment": environment, "profile": None, "migration": migration}
+        update={
+            "log": "",
+            "environment": environment,
+            "profile": None,
+            "migration": migration,
+            "reason": public_reason(evaluation.status.value, evaluation.reason),
+            "workloads": workloads,
+        }
     )
 
 
@@ -334,7 +344,7 @@ def detail(db: Database, submission_id: int, viewer: Caller | None = None) -> Su
             if hidden:
                 evaluation = _public_view(evaluation)
         return SubmissionDetail(
-            **to_out(submission).model_dump(),
+            **to_out(submission, private=not hidden).model_dump(),
             evaluation=evaluation,
             queue_position=queue.queue_position(session, job) if job is not None else None,
             runner=runner.name if runner else None,

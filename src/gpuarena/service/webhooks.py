@@ -108,7 +108,7 @@ def notify(db: Database, submission_id: int) -> None:
         ]
         if not targets:
             return
-        shown: SubmissionOut = to_out(submission)
+        shown: SubmissionOut = to_out(submission, private=True)  # the author's own hooks
     body = json.dumps(
         {"event": "submission.finished", "submission": json.loads(shown.model_dump_json())}, sort_keys=True
     ).encode()
