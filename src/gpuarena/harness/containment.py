@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuarena.cache import cache_dir
+from gpuarena.harness.proctree import states
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt/conda")
 """System folders the worker may read (libraries, compilers, ld.so's cache, locales)."""
@@ -377,40 +378,14 @@ def read_info(path: Path, proc: subprocess.Popen, timeout: float = 30.0) -> int:
 def namespace_processes(init_pid: int) -> dict[int, str] | None:
     """Every live process in the sandbox's PID namespace: namespace pid -> state letter, read
     through the namespace's own /proc from outside. None when it cannot be read."""
-    root = f"/proc/{init_pid}/root/proc"
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return None
-    found: dict[int, str] = {}
-    for name in names:
-        if name.isdigit():
-            try:
-                with open(f"{root}/{name}/stat") as f:
-                    found[int(name)] = f.read().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                pass  # gone between the listing and the read
-    return found
+    return states(f"/proc/{init_pid}/root/proc")
 
 
 def namespace_threads(init_pid: int, ns_pid: int) -> set[int] | None:
     """Live thread ids of one process of the sandbox (its /proc/<pid>/task, less threads that
     are exiting), from outside."""
-    folder = f"/proc/{init_pid}/root/proc/{ns_pid}/task"
-    try:
-        tids = os.listdir(folder)
-    except OSError:
-        return None
-    live = set()
-    for tid in tids:
-        try:
-            with open(f"{folder}/{tid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue  # gone between the listing and the read
-        if state not in ("Z", "X"):
-            live.add(int(tid))
-    return live
+    found = states(f"/proc/{init_pid}/root/proc/{ns_pid}/task")
+    return None if found is None else {tid for tid, state in found.items() if state not in ("Z", "X")}
 
 
 class MemoryWatch:

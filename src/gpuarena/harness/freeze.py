@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from gpuarena.harness.cgroup import Cgroup
-from gpuarena.harness.proctree import children_of
+from gpuarena.harness.proctree import children_of, states
 
 FREEZE_LIMIT_S = 5.0
 """How long a freeze may take to hold: a task is frozen as it leaves the kernel, and one in an
@@ -88,19 +88,8 @@ def _signal(pid: int, sig: signal.Signals) -> None:
 
 def _stopped(pid: int) -> bool:
     """Whether every thread of a process is stopped (or the process is gone)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue  # gone between the listing and the read
-        if state not in ("T", "t", "Z", "X"):
-            return False
-    return True
+    found = states(f"/proc/{pid}/task")
+    return found is None or all(state in ("T", "t", "Z", "X") for state in found.values())
 
 
 def descendants(pid: int) -> list[int]:

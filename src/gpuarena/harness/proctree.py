@@ -11,6 +11,25 @@ import signal
 import time
 
 
+def states(folder: str) -> dict[int, str] | None:
+    """Every process (a /proc folder) or thread (a /proc/<pid>/task folder) listed in folder:
+    its id -> its state letter; None where the folder cannot be listed. An entry gone between
+    the listing and the read is left out."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    found: dict[int, str] = {}
+    for name in names:
+        if name.isdigit():
+            try:
+                with open(f"{folder}/{name}/stat") as f:
+                    found[int(name)] = f.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                pass
+    return found
+
+
 def children_of(pid: int) -> set[int]:
     """Direct children of a process, from /proc (every thread's children list)."""
     try:
