@@ -71,12 +71,14 @@ HARNESS_NS_PER_CALL = 5_000
 MIN_REQUESTS = 3
 """Requests the bounds need before they judge (a median of fewer is one outlier away); a
 workload's timing goes on until it has them, whatever its budget."""
-CLOCK_TOLERANCE = 0.25
+CLOCK_TOLERANCE = 0.5
 """The share of a request's time on the supervisor's clock (less the waits another process
 caused) that the reported times may leave unexplained beyond the harness's measured share:
 the machine's hiccups in the harness's part of a request, and a solution's own work outside
 its windows (joined threads leaving the kernel). Work hidden outside the calls gains at most
-this."""
+this share; a forged breakdown of the calls' own time is the main thread's bound's to catch.
+At 25% an honest destination-passing axpy of 24 µs a call failed it in CI (2 tests at once on 2
+cores): the harness's share there is three times the call."""
 MAIN_THREAD_TOLERANCE = 0.20
 """The same for the worker's main thread's time on a core, which a busy machine stretches far less than the
 clock (its caches, not its waits): an honest gelu under four processes on 2 cores needed 17%."""
