@@ -175,7 +175,7 @@ class WorkerProcess:
         self.user = user
         self.gpu = gpu
         self.last_wall_ns = 0
-        """The supervisor's clock around the last request: send to reply."""
+        """The supervisor's clock around the last request: from the thaw to the worker frozen again."""
         self.last_cpu_ns: int | None = None
         """The worker's CPU time (all threads, from the kernel) over the last request."""
         self.last_main_cpu_ns: int | None = None
