@@ -62,8 +62,8 @@ def test_a_cpu_time_below_what_its_cores_could_do_is_rejected(monkeypatch):
 def test_the_cpu_bound_allows_the_median_twin_block_not_the_latest():
     """One twin block's harness figure swings by half either way; judged against the latest, a
     forged clock on a small softmax passed CI twice (monkeypatch_timers). The median holds."""
+    from gpuarena.harness.bounds import HARNESS_MARGIN, HARNESS_NS_PER_CALL, TimeBudget
     from gpuarena.harness.calibration import ProcessExtra
-    from gpuarena.harness.measure import HARNESS_MARGIN, HARNESS_NS_PER_CALL, TimeBudget
 
     budget = TimeBudget(cpu=True, cores=2, process_extra=ProcessExtra(per_request_ns=4_000, per_call_ns=0))
     for block in (600_000, 1_200_000, 640_000):  # 8 calls a block: 75, 150 (an outlier), 80 µs a call

@@ -88,8 +88,8 @@ def test_worker_environment_is_scrubbed(monkeypatch):
 
 
 def test_reported_times_are_bounded_by_the_supervisors_clocks():
+    from gpuarena.harness.bounds import HARNESS_MARGIN, HARNESS_NS_PER_CALL, TimeBudget
     from gpuarena.harness.calibration import ProcessExtra
-    from gpuarena.harness.measure import HARNESS_MARGIN, HARNESS_NS_PER_CALL, TimeBudget
     from gpuarena.harness.process import RunFailure
 
     def budget(cores: int) -> TimeBudget:

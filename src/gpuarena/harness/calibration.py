@@ -1,6 +1,6 @@
 """What the worker's process adds to the harness's CPU time and to the supervisor's clock around
 a request on this machine, measured before any solution code is in it: the allowances'
-per-request parts for the bounds on the CPU (measure.TimeBudget).
+per-request parts for the bounds on the CPU (bounds.TimeBudget).
 
 The bound allows a solution's request the harness's own CPU work, measured on the reference's
 block run through the worker's `time` code in the supervisor (twin.ReferenceTwin). That twin
@@ -68,7 +68,7 @@ def calibrate(
 ) -> ProcessExtra | None:
     """The worker's extra over the twin, from ROUNDS alternating pairs of blocks of each size in
     SIZES (medians); None where the worker's CPU time cannot be read from outside (the bound
-    then rejects: measure.TimeBudget.check). Must run before the worker builds the solution
+    then rejects: bounds.TimeBudget.check). Must run before the worker builds the solution
     (it refuses after)."""
     twin = TrustedWorker(None)  # type: ignore[arg-type]  # no connection: used in-process
     twin.timer = Timer(device, backend=backend)

@@ -1,6 +1,6 @@
 """A thread's time on a core and time waiting for one, from the kernel (`schedstat`, in ns):
 what the supervisor reads around each request, from outside the worker, to tell the worker's
-own work from another process's load (measure.TimeBudget)."""
+own work from another process's load (bounds.TimeBudget)."""
 
 from __future__ import annotations
 

@@ -85,15 +85,7 @@ class SharedArena:
         the worker could shrink (one it holds read-write, or opens by its name without a
         sandbox) left the supervisor's own mapping past its end, and the supervisor died with
         SIGBUS on its next read, without a record."""
-        fd = os.memfd_create("gpuarena-shared", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        try:
-            os.ftruncate(fd, nbytes)
-            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
-            raw = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=nbytes, dtype=torch.uint8)
-        except BaseException:
-            os.close(fd)
-            raise
-        tensor = raw.view(dtype).view(shape)
+        tensor, fd = memfd_tensor(shape, dtype)
         self._keep.append(tensor)
         self._fds.append(fd)
         handle = {"kind": "cpu-fd", "fd": len(self._fds) - 1, "path": "", "nbytes": nbytes}
@@ -138,6 +130,24 @@ class SharedArena:
                 mapping.close()
             self._mappings.clear()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def memfd_tensor(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, int]:
+    """A host tensor in shared memory reachable by no name (a memfd), its size sealed, and the
+    memfd's descriptor (the caller sends or closes it; the mapping outlives it)."""
+    numel = 1
+    for n in shape:
+        numel *= n
+    nbytes = numel * dtype.itemsize
+    fd = os.memfd_create("gpuarena-shared", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, nbytes)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        raw = torch.from_file(f"/proc/self/fd/{fd}", shared=True, size=nbytes, dtype=torch.uint8)
+    except BaseException:
+        os.close(fd)
+        raise
+    return raw.view(dtype).view(shape), fd
 
 
 _worker_mappings: list[Any] = []

@@ -4,7 +4,6 @@ CPU time) and on CUDA (what the GPU's counters see of it, for the device audit).
 
 from __future__ import annotations
 
-import mmap
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ import torch
 
 from gpuarena.harness.proctree import children_of
 from gpuarena.harness.session import WorkloadSession
+from gpuarena.harness.transport import memfd_tensor
 from gpuarena.harness.trusted_worker import TrustedWorker
 
 if TYPE_CHECKING:
@@ -89,17 +89,12 @@ class ReferenceTwin:
 
 def shared_like(tensor: torch.Tensor) -> torch.Tensor:
     """A buffer of the supervisor's own of the same kind as a shared destination: on the host,
-    shared memory (a memfd, reachable by no name), which the worker's copies write to at
+    shared memory (transport.memfd_tensor, as the arena's), which the worker's copies write to at
     another cost than to private memory (4 KiB pages: 130 µs a call against the worker's 460
     for a 2 MiB softmax output on the 2-core VM, which its wall-clock bound then took for the
     solution's). Device memory elsewhere."""
     if not tensor.is_cpu or tensor.numel() == 0 or not hasattr(os, "memfd_create"):
         return torch.empty_like(tensor)
-    nbytes = tensor.numel() * tensor.element_size()
-    fd = os.memfd_create("gpuarena-twin", os.MFD_CLOEXEC)
-    try:
-        os.ftruncate(fd, nbytes)
-        mapping = mmap.mmap(fd, nbytes)
-    finally:
-        os.close(fd)
-    return torch.frombuffer(mapping, dtype=torch.uint8).view(tensor.dtype).view(tensor.shape)
+    shared, fd = memfd_tensor(tuple(tensor.shape), tensor.dtype)
+    os.close(fd)
+    return shared
