@@ -48,7 +48,7 @@ def _harness_sweep() -> Callable[[], None]:
     import torch
 
     _import_gpuarena()
-    from gpuarena.harness.timing import Timer
+    from gpuarena.harness.device.timing import Timer
 
     return Timer(torch.device("cuda")).evict_caches
 
@@ -88,8 +88,8 @@ def measure_gpuarena(op: str, b: Budget) -> dict[str, Any]:
     import torch
 
     _import_gpuarena()
+    from gpuarena.harness.device.timing import Timer
     from gpuarena.harness.stats import bootstrap_median, converged
-    from gpuarena.harness.timing import Timer
 
     call, timer = make_call(op, 8), Timer(torch.device("cuda"))
     timer.run_block(call, 5)  # warm-up: sweep buffer, cuBLAS handle, allocator; discarded
@@ -195,7 +195,7 @@ def measure_hw(op: str, b: Budget) -> dict[str, Any]:
 
     _import_gpuarena()
     from gpuarena.harness import kernel_duration
-    from gpuarena.harness.timing import Timer
+    from gpuarena.harness.device.timing import Timer
 
     library, why = kernel_duration.library()
     if library is None:

@@ -16,6 +16,14 @@ Measures, as issue 4 asks:
     python3 bench/service.py [--databases sqlite,postgresql] [--stored 100000] [--seconds 10]
                              [--clients 8] [--out bench/results] [--note TEXT]
 
+The stream-flood scenario (issue 46, item 7) measures leaderboard reads alone, then with
+--streams anonymous live event streams (GET /api/submissions/ID/events) open on queued
+submissions, the server's per-client stream cap lifted (all streams come from one address):
+
+    python3 bench/service.py --scenario stream-flood --streams 120 [--databases ...] [--stored ...]
+
+It writes service-stream-flood.json and .md instead of service.json and .md.
+
 PostgreSQL comes from scripts/postgres.sh (a throwaway cluster with fsync on, port 55433).
 Load generator and server share the machine, as they would on a 2-core box.
 """
@@ -248,9 +256,15 @@ def seed(url: str, stored: int, users: int) -> dict:
     return {"tokens": tokens, "runner_id": runner_id}
 
 
-def start_server(url: str, home: Path) -> tuple[subprocess.Popen, str]:
+def start_server(url: str, home: Path, **extra_env: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    env = {**os.environ, "GPUARENA_SUBMIT_LIMIT": "0", "GPUARENA_MAX_IN_FLIGHT": "0", "PYTHONPATH": str(ROOT / "src")}
+    env = {
+        **os.environ,
+        "GPUARENA_SUBMIT_LIMIT": "0",
+        "GPUARENA_MAX_IN_FLIGHT": "0",
+        "PYTHONPATH": str(ROOT / "src"),
+        **extra_env,
+    }
     log = open(home / f"serve-{port}.log", "w")
     process = subprocess.Popen(
         [
@@ -502,6 +516,142 @@ def bench(kind: str, args: argparse.Namespace) -> dict:
     }
 
 
+def open_streams(base: str, submission_ids: list[int], count: int) -> tuple[threading.Event, list[threading.Thread]]:
+    """`count` anonymous live event streams, spread over the submissions, each read in a
+    thread until the event is set; returns once every stream has its first event."""
+    stop, started = threading.Event(), threading.Semaphore(0)
+    refused: list[int] = []
+
+    def listen(i: int) -> None:
+        sid = submission_ids[i % len(submission_ids)]
+        first = True
+        try:
+            with httpx.Client(base_url=base, timeout=httpx.Timeout(30.0, read=None)) as http:
+                with http.stream("GET", f"/api/submissions/{sid}/events") as response:
+                    if response.status_code != 200:
+                        refused.append(response.status_code)
+                        return
+                    for _ in response.iter_lines():
+                        if first:
+                            started.release()
+                            first = False
+                        if stop.is_set():
+                            return
+        except httpx.HTTPError:
+            if not stop.is_set():  # the server going away at the end is no news
+                raise
+        finally:
+            if first:
+                started.release()
+
+    threads = [threading.Thread(target=listen, args=(i,), daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for _ in threads:
+        started.acquire(timeout=120)
+    if refused:
+        raise RuntimeError(f"{len(refused)} streams refused: {sorted(set(refused))}")
+    return stop, threads
+
+
+def flood_bench(kind: str, args: argparse.Namespace) -> dict:
+    """Leaderboard reads without, then with, args.streams live event streams open."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"gpuarena-bench-flood-{kind}-"))
+    url = fresh_database(kind, workdir)
+    seeded = seed(url, args.stored, args.users)
+    # every stream from this one address: lift the per-client cap (the total cap stays 500)
+    process, base = start_server(url, workdir, GPUARENA_STREAMS_PER_CLIENT="0")
+    try:
+        body = {
+            "problem": PROBLEM,
+            "device_kind": "cpu",
+            "mode": "ranked",
+            "solution": {
+                "name": "s",
+                "manifest": {"language": "pytorch", "entry_point": "s.py:solve"},
+                "sources": {"s.py": SOURCE},
+            },
+        }
+        queued = []
+        with httpx.Client(base_url=base, timeout=60) as http:  # waiting jobs: their streams poll queue positions
+            for i in range(4):
+                headers = {"Authorization": f"Bearer {seeded['tokens'][f'user{i}']}"}
+                answer = http.post("/api/submissions", json=body, headers=headers)
+                assert answer.status_code == 201, answer.text
+                queued.append(answer.json()["id"])
+
+        def read(http, w, i):
+            return http.get("/api/leaderboard", params={"problem": PROBLEM, "device_kind": "cpu"})
+
+        hammer(base, 2, 2, read, process.pid)  # warm up
+        quiet_one = hammer(base, 1, args.seconds, read, process.pid)
+        quiet = hammer(base, args.clients, args.seconds, read, process.pid)
+        print(f"[{kind}] leaderboard reads, no streams: 1 client {quiet_one}; {args.clients} clients {quiet}")
+        cpu_before, idle_began = cpu_seconds(process.pid), time.monotonic()
+        stop, threads = open_streams(base, queued, args.streams)
+        time.sleep(args.seconds)  # the streams alone: what they cost the server while nobody reads
+        idle_cpu = (cpu_seconds(process.pid) - cpu_before) / (time.monotonic() - idle_began)
+        flooded_one = hammer(base, 1, args.seconds, read, process.pid)
+        flooded = hammer(base, args.clients, args.seconds, read, process.pid)
+        print(
+            f"[{kind}] leaderboard reads, {args.streams} streams open: 1 client {flooded_one}; "
+            f"{args.clients} clients {flooded}; streams alone {idle_cpu:.3f} CPU s/s"
+        )
+        stop.set()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return {
+        "database": kind,
+        "stored_submissions": args.stored,
+        "streams": args.streams,
+        "clients": args.clients,
+        "leaderboard_reads_1_client_no_streams": quiet_one,
+        "leaderboard_reads_no_streams": quiet,
+        "leaderboard_reads_1_client_with_streams": flooded_one,
+        "leaderboard_reads_with_streams": flooded,
+        "server_cpu_seconds_per_second_streams_alone": round(idle_cpu, 4),
+    }
+
+
+def flood_main(args: argparse.Namespace, machine: dict) -> None:
+    results = {
+        "machine": machine,
+        "command": shlex.join(["python3", "bench/service.py", *sys.argv[1:]]),
+        "runs": [flood_bench(kind, args) for kind in args.databases.split(",")],
+    }
+    machine["finished_utc"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "service-stream-flood.json").write_text(json.dumps(results, indent=2) + "\n")
+    lines = [
+        f"# Leaderboard reads under a flood of live event streams ({machine['started_utc']})",
+        "",
+        f"Command: `{results['command']}`",
+        "",
+        f"Machine: {machine['cpus']} cores ({machine['cpu']}), load average at start "
+        f"{machine['load_average_at_start']}; one `gpuarena serve --no-runner` process, the streams and the "
+        "readers on the same cores. " + (machine["note"] or ""),
+        "",
+        "Before issue 46 (item 7), 120 anonymous streams took the leaderboard's p99 from 15 ms to 1.3-2.7 s: each "
+        "stream read its submission's detail (queue position included) four times a second. Now one poller reads "
+        "once per 0.5 s for all of them.",
+        "",
+        "| database | stored | streams | read p99, 1 client | with streams | read p99, N clients | with streams | "
+        "reads/s | with streams | server CPU, streams alone |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results["runs"]:
+        q1, q = r["leaderboard_reads_1_client_no_streams"], r["leaderboard_reads_no_streams"]
+        f1, f = r["leaderboard_reads_1_client_with_streams"], r["leaderboard_reads_with_streams"]
+        lines.append(
+            f"| {r['database']} | {r['stored_submissions']:,} | {r['streams']} | {q1['p99_ms']} ms | {f1['p99_ms']} ms "
+            f"| {q['p99_ms']} ms ({r['clients']}) | {f['p99_ms']} ms | {q['per_second']} | {f['per_second']} | "
+            f"{100 * r['server_cpu_seconds_per_second_streams_alone']:.1f}% of a core |"
+        )
+    (args.out / "service-stream-flood.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -522,6 +672,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--note", default="", help="What else ran on the machine meanwhile, for the record")
+    parser.add_argument("--scenario", choices=["all", "stream-flood"], default="all")
+    parser.add_argument("--streams", type=int, default=120, help="stream-flood: live event streams held open")
     args = parser.parse_args()
     machine = {
         "cpus": os.cpu_count(),
@@ -532,6 +684,9 @@ def main() -> None:
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "note": args.note,
     }
+    if args.scenario == "stream-flood":
+        flood_main(args, machine)
+        return
     results = {
         "machine": machine,
         "command": shlex.join(["python3", "bench/service.py", *sys.argv[1:]]),

@@ -35,7 +35,7 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.gpuarena-installed-*
   touch "$stamp"
 fi
-# the worker's sandbox (harness/containment.py): Debian's bubblewrap; without it workers run
+# the worker's sandbox (harness/launch/containment.py): Debian's bubblewrap; without it workers run
 # with in-process guards only, and every record says so
 if ! command -v bwrap >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

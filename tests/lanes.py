@@ -88,8 +88,8 @@ def _forbidden_in_quick(args: object) -> str | None:
     program = Path(words[0]).name
     line = " ".join(words)
     for needle, what in (
-        ("gpuarena.harness.sandbox", "a worker"),
-        ("gpuarena.harness.worker", "a worker"),
+        ("gpuarena.harness.inside.sandbox", "a worker"),
+        ("gpuarena.harness.inside.worker", "a worker"),
         ("gpuarena.runner", "a runner's job process"),
         ("gpuarena.cli", "the gpuarena CLI"),
     ):

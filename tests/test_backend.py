@@ -11,15 +11,16 @@ import pytest
 import torch
 from tests.conftest import EXAMPLES, judge
 
-from gpuarena.harness import backend as backend_module
+from gpuarena.harness import messages
 from gpuarena.harness import supervisor as supervisor_module
-from gpuarena.harness.backend import CPU, NVIDIA_PIECES, CpuBackend, UnsupportedDevice, backend_for
-from gpuarena.harness.backend_base import ColdCaches, InputBudget
-from gpuarena.harness.block import BlockSamples
-from gpuarena.harness.process import RunFailure
+from gpuarena.harness.device import backend as backend_module
+from gpuarena.harness.device.backend import CPU, NVIDIA_PIECES, CpuBackend, UnsupportedDevice, backend_for
+from gpuarena.harness.device.backend_base import ColdCaches, InputBudget
+from gpuarena.harness.device.block import BlockSamples
+from gpuarena.harness.device.timing import Timer
+from gpuarena.harness.failure import RunFailure
+from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.harness.records import Environment
-from gpuarena.harness.supervisor import RunOptions, evaluate
-from gpuarena.harness.timing import Timer
 from gpuarena.problems import resolve_problem
 from gpuarena.solutions.loader import load_solution
 
@@ -58,10 +59,12 @@ def test_a_build_without_cuda_that_answers_to_cuda_is_refused(monkeypatch) -> No
 
 # -- the backend is the interface the run goes through -----------------------------------------
 
+HARNESS = Path(backend_module.__file__).parent.parent
 GENERIC = sorted(
     p
-    for p in Path(backend_module.__file__).parent.glob("*.py")
-    if p.name not in {m.strip() for k in NVIDIA_PIECES for m in k.split(",")} | {"backend.py", "backend_base.py"}
+    for p in HARNESS.rglob("*.py")
+    if p.relative_to(HARNESS).as_posix()
+    not in {m.strip() for k in NVIDIA_PIECES for m in k.split(",")} | {"device/backend.py", "device/backend_base.py"}
 )
 
 
@@ -226,8 +229,8 @@ def test_the_supervisor_chooses_the_timing_method_and_a_worker_that_cannot_follo
     problem = resolve_problem("level1/softmax")
     solution = load_solution(EXAMPLES / "softmax" / "pytorch.py")
     supervisor = supervisor_module.Supervisor(problem, solution, RunOptions(device="cpu"))
-    assert supervisor._timer({"method": "cpu-perf-counter", "icache_sweep": False}).method == "cpu-perf-counter"
-    for said in ({"method": "cuda-sync-wallclock"}, {}):
+    assert supervisor._timer(messages.Prepared(method="cpu-perf-counter")).method == "cpu-perf-counter"
+    for said in (messages.Prepared(method="cuda-sync-wallclock"), messages.Prepared()):
         with pytest.raises(RunFailure) as failed:
             supervisor._timer(said)
         assert failed.value.status == "RUNTIME_ERROR"

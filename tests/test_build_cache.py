@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import judge
-from gpuarena.harness import build_cache
+from gpuarena.harness.launch import build_cache
 
 # writes a mark into its compile cache at import; a run that finds one left by an earlier run
 # answers with zeros (WRONG_VALUES), so the verdict says whether anything was left for it

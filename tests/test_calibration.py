@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import SOLUTIONS, judge
-from gpuarena.harness import calibration, process
-from gpuarena.harness.worker import Worker
+from gpuarena.harness import calibration, messages
+from gpuarena.harness.inside.worker import HANDLERS, Worker
+from gpuarena.harness.launch import process
 
 
 @pytest.mark.harness
@@ -20,7 +21,7 @@ def test_the_worker_s_extra_is_measured_before_the_solution_is_built(monkeypatch
     request, calibrate = process.WorkerProcess.request, calibration.calibrate
 
     def spy(self, message, *args, **kwargs):
-        ops.append(message["op"])
+        ops.append(message.op)
         return request(self, message, *args, **kwargs)
 
     def noted(*args, **kwargs):
@@ -43,8 +44,9 @@ def test_a_worker_with_a_solution_loaded_refuses_to_calibrate():
     and the allowance grows): the worker says no, and the supervisor never asks."""
     worker = Worker(None)  # in-process: no connection needed
     worker.solve = lambda *args: None
-    reply = worker.handle({"op": "calibrate", "n": 1, "device": "cpu", "input_names": ["x"], "output_names": ["y"]})
-    assert reply == {"op": "calibrate", "ok": False, "reason": "a solution is loaded"}
+    setup = messages.RunSetup(device="cpu", input_names=["x"], output_names=["y"])
+    reply = HANDLERS[messages.Calibrate](worker, messages.Calibrate(n=1, setup=setup))
+    assert reply == messages.Failure(status="RUNTIME_ERROR", reason="a solution is loaded")
 
 
 def test_a_harness_only_block_runs_the_worker_s_own_time_code():
@@ -65,7 +67,10 @@ def test_a_harness_only_block_runs_the_worker_s_own_time_code():
 def _harness_only_blocks() -> None:
     for convention, output_names in (("return", ["y"]), ("destination", ["y", "z"])):
         worker = Worker(None)
-        setup = {"device": "cpu", "convention": convention, "input_names": ["a", "b"], "output_names": output_names}
-        reply = worker.handle({"op": "calibrate", "n": 3, **setup})
-        assert reply["ok"] and len(reply["e2e_ns"]) == 3 and all(v > 0 for v in reply["e2e_ns"])
+        setup = messages.RunSetup(
+            device="cpu", convention=convention, input_names=["a", "b"], output_names=output_names
+        )
+        reply = HANDLERS[messages.Calibrate](worker, messages.Calibrate(n=3, setup=setup))
+        assert isinstance(reply, messages.Timed) and reply.op == "calibrate"
+        assert reply.e2e_ns is not None and len(reply.e2e_ns) == 3 and all(v > 0 for v in reply.e2e_ns)
         assert worker.solve is None and worker.sets == [] and worker.dests == []

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.problems import load_problem
 from gpuarena.problems.check import check_problem
 from gpuarena.solutions import load_solution

@@ -1,4 +1,4 @@
-"""The worker's sandbox (harness/containment.py): what a solution can see and start, checked
+"""The worker's sandbox (harness/launch/containment.py): what a solution can see and start, checked
 through real runs on this machine (bubblewrap, cgroups where the machine gives them)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, judge
-from gpuarena.harness import cgroup, containment
-from gpuarena.harness.process import scrubbed_env
-from gpuarena.harness.sandbox import default_memory_limit
+from gpuarena.harness.inside.sandbox import default_memory_limit
+from gpuarena.harness.launch import cgroup, containment
+from gpuarena.harness.launch.worker_env import scrubbed_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,7 +90,7 @@ def _driver_table(tmp_path: Path, models: list[str]) -> tuple[Path, Path]:
 def test_a_gpu_job_sees_its_own_gpus_device_files_only(tmp_path):
     """Every /dev/nvidia* in each GPU job's sandbox let a child without CUDA_VISIBLE_DEVICES reach
     the GPUs where other users' runs were being timed."""
-    from gpuarena.harness.gpu_view import gpu_view
+    from gpuarena.harness.launch.gpu_view import gpu_view
 
     table, devices = _driver_table(tmp_path, ["NVIDIA H200"] * 4)
     view = gpu_view({"CUDA_VISIBLE_DEVICES": "2"}, table, devices)
@@ -106,7 +106,7 @@ def test_a_gpu_job_sees_its_own_gpus_device_files_only(tmp_path):
 
 
 def test_where_the_gpus_cannot_be_told_apart_every_gpu_is_shown_and_said(tmp_path):
-    from gpuarena.harness.gpu_view import gpu_view
+    from gpuarena.harness.launch.gpu_view import gpu_view
 
     mixed, devices = _driver_table(tmp_path, ["NVIDIA H200", "NVIDIA A100"])
     for env in (
@@ -339,3 +339,76 @@ def test_the_memory_cap_is_half_the_machine_shared_by_the_workers_its_gpus_may_r
     assert default_memory_limit(560 * gib, gpus=8) == 35 * gib
     assert default_memory_limit(8 * gib, gpus=8) == 4 * gib  # never under 4 GiB
     assert default_memory_limit() >= 4 * gib
+
+
+def test_the_host_s_other_gpus_are_hidden_in_sys_and_proc(tmp_path):
+    """/sys bound whole showed every GPU of the host to each job (its PCI folder: identity, link,
+    NUMA node): the other GPUs' folders are mounted over, empty, after /sys and /proc."""
+    from gpuarena.harness.launch.gpu_view import gpu_view
+
+    table, devices = _driver_table(tmp_path, ["NVIDIA H200"] * 3)
+    sys_root = tmp_path / "sys"
+    for bus in sorted(p.name for p in table.iterdir()):
+        real = sys_root / "devices" / "pci0000:00" / bus
+        real.mkdir(parents=True)
+        (sys_root / "bus" / "pci" / "devices").mkdir(parents=True, exist_ok=True)
+        (sys_root / "bus" / "pci" / "devices" / bus).symlink_to(real)
+    view = gpu_view({"CUDA_VISIBLE_DEVICES": "1"}, table, devices, sys_root)
+    buses = sorted(p.name for p in table.iterdir())
+    expected = {str(table / buses[i]) for i in (0, 2)} | {
+        str(sys_root / "devices" / "pci0000:00" / buses[i]) for i in (0, 2)
+    }
+    assert set(view.hidden) == expected  # the real folders, not the links to them
+    assert "the other 2 hidden" in view.described
+    run = tmp_path / "run"
+    (run / "work").mkdir(parents=True)
+    argv = containment.sandbox_argv(
+        "/usr/bin/bwrap",
+        run,
+        run / "work",
+        gpu=True,
+        network=True,
+        tmpfs_bytes=1 << 28,
+        env=scrubbed_env(),
+        gpu_hidden=view.hidden,
+    )
+    assert argv.index("/sys") < min(argv.index(folder) for folder in view.hidden)
+    assert all(argv[argv.index(folder) - 1] == "--tmpfs" for folder in view.hidden)
+    assert gpu_view({"CUDA_VISIBLE_DEVICES": "0"}, table, devices, tmp_path / "no-sys").hidden == tuple(
+        str(table / bus) for bus in buses[1:]
+    )
+
+
+@pytest.mark.harness
+@needs_bwrap
+def test_a_hidden_gpu_s_pci_folder_is_empty_inside_the_sandbox(tmp_path):
+    """The mechanism on this machine's own /sys: one PCI device's folder is mounted over (a
+    GPU's, on a GPU host) and the sandbox sees it empty, while its neighbours stay readable."""
+    pci = Path("/sys/bus/pci/devices")
+    devices = sorted(pci.iterdir()) if pci.is_dir() else []
+    if len(devices) < 2:
+        pytest.skip("this machine shows fewer than two PCI devices")
+    hidden, kept = os.path.realpath(devices[0]), os.path.realpath(devices[1])
+    run = tmp_path / "run"
+    (run / "work").mkdir(parents=True)
+    argv = containment.sandbox_argv(
+        containment.bwrap_path(),
+        run,
+        run / "work",
+        gpu=True,
+        network=True,
+        tmpfs_bytes=1 << 28,
+        env=scrubbed_env(),
+        gpu_hidden=[hidden],
+    )
+    import subprocess
+
+    listed = subprocess.run(
+        [*argv, "--", "/bin/sh", "-c", f"ls -A {hidden} | wc -l; ls -A {kept} | wc -l"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert [int(n) for n in listed.stdout.split()][0] == 0
+    assert [int(n) for n in listed.stdout.split()][1] > 0

@@ -1,4 +1,4 @@
-"""Building the harness's CUPTI programs (harness/cupti_build.py), for each of them: the PM
+"""Building the harness's CUPTI programs (harness/device/cupti_build.py), for each of them: the PM
 sampler of the device audit and the range timer. What runs without a GPU: the refusals with a
 reason, the compiler's words on a broken toolkit, and a compile-only check against this
 machine's CUDA headers. Linking and running them happen on an NVIDIA GPU."""
@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from gpuarena.harness import cupti_build, device_audit, range_timer
+from gpuarena.harness.device import cupti_build, device_audit, range_timer
 
 BUILDS = {
     "PM sampler": (device_audit.build_sampler, device_audit.compile_sampler, "cupti_pmsampling.h", ()),

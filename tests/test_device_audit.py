@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, SOLUTIONS, judge
-from gpuarena.harness import device_audit
-from gpuarena.harness.backend import CpuBackend
-from gpuarena.harness.device_audit import DeviceSampler, SamplerError, Window
+from gpuarena.harness import messages
+from gpuarena.harness.device import device_audit
+from gpuarena.harness.device.backend import CpuBackend
+from gpuarena.harness.device.device_audit import DeviceSampler, SamplerError, Window
 
 STAND_IN = """#!{python}
 import json, sys
@@ -47,6 +48,11 @@ for line in sys.stdin:
         print(json.dumps({{"busy_ns": 4000 * marks, "span_ns": 10000 * marks, "samples": 3 * marks,
                           "overflow": 0, "read_bytes": 5e6 * marks if chosen else -1}}), flush=True)
 """
+
+
+def _plain(request: messages.Time) -> bool:
+    """A timed block of the rounds: no warm-up calls, the caches swept, no kernel profiler."""
+    return not request.warmup and request.evict and request.kernel_library is None
 
 
 def stand_in(tmp_path: Path, good_marks: int = 100, dies: bool = False) -> Path:
@@ -338,24 +344,24 @@ def test_the_audit_passes_a_claim_the_counters_do_not_contradict(audited_on_the_
 def test_every_timed_request_is_audited_and_nothing_else_is_sent(audited_on_the_cpu, monkeypatch):
     """Audited requests are the timed rounds' requests: each of the solution's timed requests
     is a sampled segment, and no request of another kind is sent for the audit."""
-    from gpuarena.harness import process
+    from gpuarena.harness.launch import process
 
-    sent: list[dict] = []
+    sent: list[messages.Time] = []
     request = process.WorkerProcess.request
 
     def spy(self, message, *args, **kwargs):
-        if message.get("op") == "time":
-            sent.append(dict(message))
+        if isinstance(message, messages.Time):
+            sent.append(message)
         return request(self, message, *args, **kwargs)
 
     monkeypatch.setattr(process.WorkerProcess, "request", spy)
     record, audit = audited_on_the_cpu({})
     assert record.status == "PASSED", record.reason
-    timed = [m for m in sent if m.get("n")]
-    assert timed and all(set(m) == {"op", "n"} and m["n"] == timed[0]["n"] for m in timed)
+    timed = [m for m in sent if m.n]
+    assert timed and all(_plain(m) and m.n == timed[0].n for m in timed)
     assert len(timed) >= FEW_REQUESTS  # the rounds go on until the audit has enough
-    assert PlannedSampler.seen.count(SOLUTION) == len(timed) == audit.calls // timed[0]["n"]
-    assert PlannedSampler.seen.count(REFERENCE) == record.workloads[0].reference_time.samples // timed[0]["n"]
+    assert PlannedSampler.seen.count(SOLUTION) == len(timed) == audit.calls // timed[0].n
+    assert PlannedSampler.seen.count(REFERENCE) == record.workloads[0].reference_time.samples // timed[0].n
     # on a GPU found quiet first; the twins in the rounds' conditions, from the first round on
     assert PlannedSampler.seen[0] == "an idle GPU"
     assert PlannedSampler.seen.index(REFERENCE_TWIN) < PlannedSampler.seen.index(SOLUTION) + 4
@@ -419,17 +425,18 @@ def test_small_kernels_are_also_sampled_without_the_sweeps(audited_on_the_cpu, u
     """After the timed rounds, a claim under UNSWEPT_UNDER_US gets UNSWEPT_REQUESTS requests of
     the same calls without the cache sweeps, each on fresh inputs, its outputs checked, each
     paired with the harness alone run the same way; nothing else is added."""
-    from gpuarena.harness import measure, process
+    from gpuarena.harness import measure
+    from gpuarena.harness.launch import process
     from gpuarena.harness.rounds_audit import UNSWEPT, UNSWEPT_HARNESS, UNSWEPT_REQUESTS
 
-    sent: list[dict] = []
+    sent: list[messages.Time] = []
     events: list[str] = []
     request, refresh, check = process.WorkerProcess.request, measure.refresh_sets, measure.check_outputs
 
     def spy(self, message, *args, **kwargs):
-        if message.get("op") == "time" and message.get("n"):
-            sent.append(dict(message))
-            events.append("unswept" if message.get("evict") is False else "timed")
+        if isinstance(message, messages.Time) and message.n:
+            sent.append(message)
+            events.append("unswept" if not message.evict else "timed")
         return request(self, message, *args, **kwargs)
 
     def noted_refresh(*args, **kwargs):
@@ -445,10 +452,10 @@ def test_small_kernels_are_also_sampled_without_the_sweeps(audited_on_the_cpu, u
     monkeypatch.setattr(measure, "check_outputs", noted_check)
     record, audit = audited_on_the_cpu({})
     assert record.status == "PASSED", record.reason
-    unswept = [m for m in sent if m.get("evict") is False]
-    assert len(unswept) == UNSWEPT_REQUESTS and all(set(m) == {"op", "n", "evict"} for m in unswept)
+    unswept = [m for m in sent if not m.evict]
+    assert len(unswept) == UNSWEPT_REQUESTS and all(not m.warmup and m.kernel_library is None for m in unswept)
     assert sent[-UNSWEPT_REQUESTS:] == unswept  # after every timed request
-    assert all(set(m) == {"op", "n"} for m in sent[:-UNSWEPT_REQUESTS])
+    assert all(_plain(m) for m in sent[:-UNSWEPT_REQUESTS])
     tail = events[events.index("unswept") - 1 :]
     assert tail == ["refresh", "unswept", "check"] * UNSWEPT_REQUESTS  # fresh inputs, outputs checked
     pairs = [PlannedSampler.seen[i - 1] for i, what in enumerate(PlannedSampler.seen) if what == UNSWEPT]
@@ -704,7 +711,7 @@ def test_a_sampler_that_will_not_start_again_in_a_run_rejects_it(tmp_path, monke
     """The sampler starts before any of the solution's code runs; one that started and then
     cannot start again (after the range profiler's pass, say) may be kept out by the solution:
     the next audit rejects the run instead of skipping."""
-    from gpuarena.harness.process import RunFailure
+    from gpuarena.harness.failure import RunFailure
     from gpuarena.harness.rounds_audit import RoundsAudit
     from gpuarena.harness.supervisor import RunOptions, Supervisor
     from gpuarena.problems import resolve_problem
@@ -750,13 +757,13 @@ def test_a_destination_passing_problem_s_reference_is_judged_with_its_own_harnes
 
 @pytest.mark.harness
 def test_a_sampler_started_ahead_is_the_run_s_own(audited_on_the_cpu, monkeypatch):
-    """`gpuarena run` starts the PM sampler before it imports torch (harness/ahead.py): the run
+    """`gpuarena run` starts the PM sampler before it imports torch (harness/launch/ahead.py): the run
     takes that one, of its own device, instead of starting another; one of another device is
     quit and the run starts its own; a sampler no run took is quit by close()."""
     from types import SimpleNamespace
 
-    from gpuarena.harness.ahead import DeviceAhead
-    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.harness.launch.ahead import DeviceAhead
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
 
@@ -809,7 +816,7 @@ def test_what_starts_ahead_does_not_import_torch():
     import subprocess
 
     code = (
-        "import sys; import gpuarena.harness.ahead, gpuarena.harness.started, gpuarena.harness.triton_key; "
+        "import sys; import gpuarena.harness.launch.ahead, gpuarena.harness.launch.started, gpuarena.harness.inside.triton_key; "
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import EXAMPLES, judge
-from gpuarena.harness.peaks import floor_seconds
+from gpuarena.harness.device.peaks import floor_seconds
 
 
 def test_floor_is_the_larger_of_bytes_and_flops_terms():
@@ -49,7 +49,7 @@ def test_a_cpu_time_below_what_its_cores_could_do_is_rejected(monkeypatch):
     """On the CPU no peaks are measured, but no core moves more than 2 TB/s or computes more
     than 4 TFLOP/s: a time under that (a patched clock ticking a nanosecond a call) is impossible,
     whatever the statistical CPU-time bound made of it."""
-    from gpuarena.harness import peaks
+    from gpuarena.harness.device import peaks
 
     assert peaks.cpu_ceiling(2) == {"bandwidth_gbs": 4000.0, "tflops_bf16": 8.0, "tflops_fp32": 8.0}
     # the honest softmax (about 20 µs) is far above the real ceiling's floor (0.13 µs on 2 cores)

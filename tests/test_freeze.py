@@ -1,4 +1,4 @@
-"""The worker frozen between requests (harness/freeze.py): a frozen process does no work at all,
+"""The worker frozen between requests (harness/launch/freeze.py): a frozen process does no work at all,
 whatever its threads do, through the cgroup's freezer where the machine gives one and SIGSTOP
 elsewhere; a thawed one runs again."""
 
@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from gpuarena.harness import cgroup
-from gpuarena.harness.freeze import Freezer, descendants
+from gpuarena.harness.launch import cgroup
+from gpuarena.harness.launch.freeze import Freezer, descendants
 from gpuarena.harness.proctree import process_cpu_ns
 
 pytestmark = pytest.mark.harness

@@ -92,3 +92,89 @@ def test_circles_are_found():
 
 def test_the_package_has_no_import_circles():
     assert circles(import_graph()) == []
+
+
+SHARED = {
+    "records",
+    "profile_record",
+    "messages",
+    "protocol",
+    "transport",
+    "cuda_vmm",
+    "proctree",
+    "stats",
+    "phases",
+    "redact",
+    "options",
+    "compare",
+    "precision",
+    "failure",
+    "status",
+}
+"""The contracts and helpers both sides of the socket use, at the harness's root."""
+TOP = {"judge", "evaluator"}
+"""The entry points: they may import every floor, and nothing in the harness imports them."""
+FLOORS_BELOW = {
+    "shared": {"shared"},
+    "device": {"shared", "device"},
+    "inside": {"shared", "device", "inside"},
+    "launch": {"shared", "device", "inside", "launch"},
+    "supervisor": {"shared", "device", "inside", "launch", "supervisor"},
+    "profile": {"shared", "device", "inside", "launch", "supervisor", "profile"},
+    "top": {"shared", "device", "inside", "launch", "supervisor", "profile", "top"},
+}
+"""What each floor may import: its own floor and those below it (docs/harness.md)."""
+
+
+def floor(module: str) -> str:
+    """The floor of a harness module: its folder, or shared / top / supervisor at the root."""
+    parts = module.removeprefix("gpuarena.harness.").split(".")
+    if len(parts) > 1:
+        return parts[0]
+    if parts[0] in SHARED:
+        return "shared"
+    return "top" if parts[0] in TOP else "supervisor"
+
+
+def floor_breaches(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, imports in graph.items():
+        if not module.startswith("gpuarena.harness.") or module.count(".") == 1 and module.endswith("__init__"):
+            continue
+        for imported in imports:
+            if imported.startswith("gpuarena.harness.") and floor(imported) not in FLOORS_BELOW[floor(module)]:
+                found.append(f"{module} ({floor(module)}) imports {imported} ({floor(imported)})")
+    return sorted(found)
+
+
+def test_a_breach_of_the_floors_is_found():
+    graph = {
+        "gpuarena.harness.inside.worker": {"gpuarena.harness.launch.process", "gpuarena.harness.records"},
+        "gpuarena.harness.device.timing": {"gpuarena.harness.device.block"},
+        "gpuarena.harness.records": {"gpuarena.harness.supervisor"},
+    }
+    assert floor_breaches(graph) == [
+        "gpuarena.harness.inside.worker (inside) imports gpuarena.harness.launch.process (launch)",
+        "gpuarena.harness.records (shared) imports gpuarena.harness.supervisor (supervisor)",
+    ]
+
+
+def test_the_harness_imports_only_downwards_by_floor():
+    assert floor_breaches(import_graph()) == []
+
+
+def test_every_harness_module_is_on_a_known_floor():
+    folders = {p.name for p in (PACKAGE / "harness").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == {"device", "inside", "launch", "profile"}
+
+
+def test_a_worker_is_started_ahead_before_torch_or_pydantic_is_imported():
+    """`gpuarena run` starts its worker before importing anything heavy (launch/started.py): the
+    typed messages (pydantic: 70 ms on the 2-core VM, before the worker's start) load only once
+    the first request is made."""
+    import subprocess
+    import sys
+
+    probe = "import sys, gpuarena.harness.launch.started; print(sorted({'torch', 'pydantic'} & set(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, judge
-from gpuarena.harness import kernel_duration, range_timer
-from gpuarena.harness.backend import CpuBackend
-from gpuarena.harness.range_timer import RangeTimerError
-from gpuarena.harness.timing import KERNEL_DURATION_METHOD, Timer
+from gpuarena.harness import kernel_duration
+from gpuarena.harness.device import range_timer
+from gpuarena.harness.device.backend import CpuBackend
+from gpuarena.harness.device.range_timer import RangeTimerError
+from gpuarena.harness.device.timing import KERNEL_DURATION_METHOD, Timer
 from test_range_timer import STAND_IN, compile_stand_in
 
 torch = pytest.importorskip("torch")
@@ -232,7 +233,7 @@ def test_the_cpu_timer_makes_no_caches_cold():
 def test_the_instruction_cache_sweep_compiles_to_more_code_than_an_sm_caches(tmp_path):
     """The PTX the driver loads is valid, and on sm_90 it is more than 128 KB of machine code
     (the point of it); ptxas here stands in for the driver's own."""
-    from gpuarena.harness import icache_sweep
+    from gpuarena.harness.device import icache_sweep
 
     (tmp_path / "sweep.ptx").write_text(icache_sweep.ptx())
     done = subprocess.run(
@@ -249,7 +250,7 @@ def test_the_instruction_cache_sweep_compiles_to_more_code_than_an_sm_caches(tmp
 
 
 def test_the_ptx_constants_are_distinct_so_no_fma_can_be_folded():
-    from gpuarena.harness import icache_sweep
+    from gpuarena.harness.device import icache_sweep
 
     fmas = [line for line in icache_sweep.ptx(64).splitlines() if "fma.rn.f32" in line]
     assert len(fmas) == 64 and len(set(fmas)) == 64
@@ -257,7 +258,7 @@ def test_the_ptx_constants_are_distinct_so_no_fma_can_be_folded():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is seen where there is no GPU")
 def test_no_gpu_no_instruction_cache_sweep_and_why():
-    from gpuarena.harness import icache_sweep
+    from gpuarena.harness.device import icache_sweep
 
     sweep, why = icache_sweep.build(torch.device("cuda"))
     assert sweep is None and why
@@ -365,7 +366,7 @@ def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeyp
     Here it holds the stand-in's lock, as the real one holds the counters."""
     import fcntl
 
-    from gpuarena.harness import device_audit
+    from gpuarena.harness.device import device_audit
     from test_device_audit import PlannedSampler
 
     starts = tmp_path / "sampler-starts"

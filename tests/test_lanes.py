@@ -33,7 +33,7 @@ def test_with_a_database(db):
 
 @pytest.mark.harness
 def test_marked_harness():
-    subprocess.run([sys.executable, "-c", "pass", "gpuarena.harness.sandbox"], check=True)
+    subprocess.run([sys.executable, "-c", "pass", "gpuarena.harness.inside.sandbox"], check=True)
 
 
 @pytest.mark.gpu
@@ -46,7 +46,7 @@ def test_a_helper_program_is_fine():
 
 
 def test_starts_a_worker_unmarked():
-    subprocess.run([sys.executable, "-c", "pass", "gpuarena.harness.sandbox"], check=True)
+    subprocess.run([sys.executable, "-c", "pass", "gpuarena.harness.inside.sandbox"], check=True)
 """
 
 

@@ -11,7 +11,7 @@ import torch
 
 from conftest import judge
 from gpuarena.harness import precision
-from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 

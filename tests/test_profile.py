@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from conftest import EXAMPLES
 from gpuarena.cli.app import app
-from gpuarena.harness import ncu_report, roofline
-from gpuarena.harness.ncu_report import ProfileRecord, ProfileSide
-from gpuarena.harness.profile import pick_workload, run_profile
+from gpuarena.harness.profile import ncu_report, roofline
+from gpuarena.harness.profile.run import pick_workload, run_profile
+from gpuarena.harness.profile_record import ProfileRecord, ProfileSide
 from gpuarena.problems import resolve_problem
 from gpuarena.solutions import load_solution
 
@@ -345,7 +345,7 @@ def test_the_record_round_trips_as_json():
 
 def test_evaluate_in_profile_mode_gives_a_record_with_the_reason_it_could_not_run():
     """What a runner gets for a profile job where ncu cannot run: a record, never a crash."""
-    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.harness.judge import RunOptions, evaluate
 
     record = evaluate(
         resolve_problem("level1/softmax"),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuarena.harness.range_timer import KernelDurations, RangeTimerError, TooManyKernels
+from gpuarena.harness.device.range_timer import KernelDurations, RangeTimerError, TooManyKernels
 
 COMPILER = shutil.which("g++") or shutil.which("c++")
 

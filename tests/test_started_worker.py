@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from gpuarena.harness.supervisor import RunOptions, StartedWorker, evaluate
+from gpuarena.harness.judge import RunOptions, evaluate
+from gpuarena.harness.launch.started import StartedWorker
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 

@@ -85,7 +85,7 @@ def test_timeout_kills_the_worker_and_leaves_nothing_behind(softmax_small):
 def test_a_slow_start_up_is_not_the_solutions_time(softmax_small, monkeypatch):
     """The time limit starts once the worker has started: a busy machine's slow start-up (here
     5 s more than usual) never times out an honest run under a 4 s limit."""
-    from gpuarena.harness.started import StartedWorker
+    from gpuarena.harness.launch.started import StartedWorker
 
     usual = StartedWorker.wait_prepared
 

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import FIXTURES, ROOT
 
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.problems import load_problem, resolve_problem
 from gpuarena.problems.select import ProblemFilter, select
 from gpuarena.suite.frameworks import framework_solution

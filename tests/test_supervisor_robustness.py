@@ -9,9 +9,10 @@ import random
 import pytest
 
 from conftest import FIXTURES
-from gpuarena.harness import protocol
-from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
-from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.harness import messages, protocol
+from gpuarena.harness.failure import RunFailure, worker_failure
+from gpuarena.harness.judge import RunOptions, evaluate
+from gpuarena.harness.launch.process import WorkerProcess
 from gpuarena.problems import load_problem
 from gpuarena.problems.check import check_problem
 from gpuarena.solutions import load_solution
@@ -62,16 +63,13 @@ def test_no_frame_makes_the_parser_raise():
 
 
 def test_failure_replies_carry_only_a_worker_s_statuses():
-    assert worker_failure({"status": "RUNTIME_ERROR", "reason": "boom"}).status == "RUNTIME_ERROR"
-    for forged in (
-        {"status": "PASSED"},
-        {"status": "SKIPPED"},
-        {"status": 3},
-        {"status": "OK"},
-        {"status": "COMPILE_ERROR", "reason": ["not", "a", "string"]},
-    ):
-        failure = worker_failure(forged)
-        assert isinstance(failure, RunFailure) and failure.status == "REJECTED", forged
+    assert worker_failure(messages.Failure(status="RUNTIME_ERROR", reason="boom")).status == "RUNTIME_ERROR"
+    for status in ("PASSED", "SKIPPED", "OK", "", "WRONG_VALUES"):
+        failure = worker_failure(messages.Failure(status=status))
+        assert isinstance(failure, RunFailure) and failure.status == "REJECTED", status
+    for forged in ({"status": 3}, {"status": "COMPILE_ERROR", "reason": ["not", "a", "string"]}, {}):
+        with pytest.raises(messages.NotAReply):
+            messages.read_reply({"op": "failure", **forged}, messages.Call(index=0))
 
 
 def test_the_log_is_read_within_its_limit_whatever_its_size(tmp_path):
@@ -172,7 +170,7 @@ def test_a_worker_that_shrinks_its_shared_input_gets_a_record_not_a_dead_supervi
 
     case = Path(__file__).parent / "redteam" / "exploits" / "crashing_the_supervisor" / "truncates_the_shared_inputs.py"
     script = (
-        "from gpuarena.harness.supervisor import RunOptions, evaluate\n"
+        "from gpuarena.harness.judge import RunOptions, evaluate\n"
         "from gpuarena.problems import resolve_problem\n"
         "from gpuarena.solutions import load_solution\n"
         f"record = evaluate(resolve_problem('level1/softmax'), load_solution({str(case)!r}), "

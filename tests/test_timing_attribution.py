@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from gpuarena.harness.block import CALL_RANGE, HARNESS_RANGE
-from gpuarena.harness.cupti_timing import device_busy_ns
+from gpuarena.harness.device.block import CALL_RANGE, HARNESS_RANGE
+from gpuarena.harness.device.cupti_timing import device_busy_ns
 
 CPU, CUDA = torch.autograd.DeviceType.CPU, torch.autograd.DeviceType.CUDA
 

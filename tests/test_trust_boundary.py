@@ -78,7 +78,7 @@ def test_ranked_runs_draw_a_secret_seed_each_time():
 
 
 def test_worker_environment_is_scrubbed(monkeypatch):
-    from gpuarena.harness.process import scrubbed_env
+    from gpuarena.harness.launch.worker_env import scrubbed_env
 
     monkeypatch.setenv("GPUARENA_TOKEN", "secret-token")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
@@ -90,7 +90,7 @@ def test_worker_environment_is_scrubbed(monkeypatch):
 def test_reported_times_are_bounded_by_the_supervisors_clocks():
     from gpuarena.harness.bounds import HARNESS_MARGIN, HARNESS_NS_PER_CALL, TimeBudget
     from gpuarena.harness.calibration import ProcessExtra
-    from gpuarena.harness.process import RunFailure
+    from gpuarena.harness.failure import RunFailure
 
     def budget(cores: int) -> TimeBudget:
         b = TimeBudget(cpu=True, cores=cores, process_extra=ProcessExtra(per_request_ns=22_000, per_call_ns=1_000))
@@ -168,7 +168,7 @@ def test_what_ranks_is_the_blocks_total_per_call():
 def test_supervisor_is_non_dumpable_while_protected():
     import ctypes
 
-    from gpuarena.harness.sandbox import PR_GET_DUMPABLE, protect_supervisor
+    from gpuarena.harness.inside.sandbox import PR_GET_DUMPABLE, protect_supervisor
 
     libc = ctypes.CDLL("libc.so.6")
     before = libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
@@ -182,7 +182,7 @@ def test_supervisor_is_non_dumpable_while_protected():
 
 
 def test_each_run_gets_a_worker_user_of_its_own():
-    from gpuarena.harness.sandbox import worker_identity
+    from gpuarena.harness.inside.sandbox import worker_identity
 
     first, second = worker_identity(), worker_identity()
     if os.geteuid() != 0:

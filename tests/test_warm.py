@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from gpuarena.harness import process
-from gpuarena.harness.started import StartedWorker
-from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.harness.judge import RunOptions, evaluate
+from gpuarena.harness.launch import process
+from gpuarena.harness.launch.started import StartedWorker
 from gpuarena.harness.warm import Warm
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
@@ -36,7 +36,7 @@ def _requests(monkeypatch) -> list[str]:
 
     def request(self, message, *args, **kwargs):
         if threading.current_thread() is threading.main_thread():
-            sent.append(message["op"])
+            sent.append(message.op)
         return original(self, message, *args, **kwargs)
 
     monkeypatch.setattr(process.WorkerProcess, "request", request)
@@ -164,10 +164,10 @@ def solve(a, x, b, y):
 @pytest.mark.harness
 def test_a_worker_started_ahead_on_a_gpu_computes_triton_s_key_before_the_build(tmp_path, monkeypatch) -> None:
     """A Triton kernel's first launch hashes Triton's 500 MB library for its cache key; a worker
-    started ahead on a GPU computes it in a thread from its first moment (harness/triton_key.py),
+    started ahead on a GPU computes it in a thread from its first moment (harness/inside/triton_key.py),
     over before the solution is imported. Not on the CPU (the interpreter needs no key); asked
     for here, the worker does it on the CPU too."""
-    from gpuarena.harness import started as started_module
+    from gpuarena.harness.launch import started as started_module
 
     assert started_module.warm_triton("cuda:0") is True  # Triton is installed here
     assert started_module.warm_triton("cpu") is False and started_module.warm_triton(None) is False

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def sampler_costs(windows: int) -> dict:
-    from gpuarena.harness import device_audit
+    from gpuarena.harness.device import device_audit
 
     t0 = time.perf_counter()
     binary, why = device_audit.build_sampler()

@@ -18,7 +18,7 @@ import time
 import torch
 from probe_result import emit, out_path
 
-from gpuarena.harness import device_audit
+from gpuarena.harness.device import device_audit
 
 SEGMENTS = 100
 SPIN_CYCLES = 200_000

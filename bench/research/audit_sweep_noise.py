@@ -21,8 +21,8 @@ import statistics
 import torch
 from probe_result import emit
 
-from gpuarena.harness import device_audit
-from gpuarena.harness.nvidia import l2_read_sweep
+from gpuarena.harness.device import device_audit
+from gpuarena.harness.device.nvidia import l2_read_sweep
 
 CALLS = 30
 BLOCKS = 15

@@ -1,4 +1,4 @@
-"""What the device audit's memory-traffic counter sees (harness/pm_sampler.cpp, `read_bytes`):
+"""What the device audit's memory-traffic counter sees (harness/device/pm_sampler.cpp, `read_bytes`):
 the harness's L2 sweep, a wait of the same length (torch.cuda._sleep) that keeps one SM as busy
 and reads nothing, and a small softmax, each sampled as a segment of 16 calls, several times.
 The audit rejects requests that read far less than the harness alone (rounds_audit._check_reads);
@@ -15,7 +15,7 @@ import statistics
 
 import torch
 
-from gpuarena.harness import device_audit, nvidia
+from gpuarena.harness.device import device_audit, nvidia
 
 CALLS = 16
 REPEATS = 8

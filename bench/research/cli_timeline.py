@@ -5,7 +5,7 @@ process that marks, on one clock, the moments it passes: the interpreter up, the
 imported, the worker started ahead, the supervisor (torch) imported, evaluate() begun and
 ended, the record printed, the last atexit hook; the parent adds the spawn and the reap.
 Prints each gap, median over the runs, as JSON. TIMELINE_NO_WARM_TRITON=1: the worker started
-ahead does not compute Triton's cache key (harness/triton_key.py), for an A/B on one machine.
+ahead does not compute Triton's cache key (harness/inside/triton_key.py), for an A/B on one machine.
 
     python3 bench/research/cli_timeline.py --n 3 --out t.json -- level1/softmax examples/softmax/triton.py \
         --device cuda --workload square-8192
@@ -38,7 +38,7 @@ atexit.register(dump)  # registered first: runs last
 from gpuarena.cli import early, entry
 mark("entry imported")
 if os.environ.get("TIMELINE_NO_WARM_TRITON"):  # the worker's Triton key left to the first launch (A/B)
-    from gpuarena.harness import started as _started
+    from gpuarena.harness.launch import started as _started
     _started.warm_triton = lambda prepare_on: False
 ahead, take = early.worker_ahead, early.take
 def worker_ahead(*a, **k):
@@ -54,13 +54,15 @@ def timed_take(*a, **k):
     return take(*a, **k)
 def timed_run(*a, **k):
     mark("_run begun")
-    from gpuarena.harness import started, supervisor
+    from gpuarena.harness.launch import started
+    from gpuarena.harness import judge
     mark("supervisor and torch imported")
-    evaluate, wait = supervisor.evaluate, started.StartedWorker.wait_prepared
-    from gpuarena.harness import icache_sweep, process
+    evaluate, wait = judge.evaluate, started.StartedWorker.wait_prepared
+    from gpuarena.harness.device import icache_sweep
+    from gpuarena.harness.launch import process
     request, image = process.WorkerProcess.request, icache_sweep.image_text
     def timed_request(self, message, *a, **k):
-        op = message.get("op")
+        op = message.op
         if op in ("ready", "prepare"):
             mark(f"worker {op} asked")
         try:
@@ -87,7 +89,7 @@ def timed_run(*a, **k):
             return evaluate(*a, **k)
         finally:
             mark("evaluate ended")
-    supervisor.evaluate, started.StartedWorker.wait_prepared = timed_evaluate, wait_prepared
+    judge.evaluate, started.StartedWorker.wait_prepared = timed_evaluate, wait_prepared
     try:
         return run(*a, **k)
     finally:

@@ -28,7 +28,7 @@ def child(mode: str, uid: int, gid: int, fd: int) -> None:
         fds += got
     payload = pickle.loads(bytes.fromhex(data.decode().strip()))
     if uid >= 0:
-        from gpuarena.harness.sandbox import drop_privileges
+        from gpuarena.harness.inside.sandbox import drop_privileges
 
         print("child rights:", drop_privileges(uid, gid, False), flush=True)
     import torch
@@ -57,7 +57,7 @@ def parent() -> None:
     import torch
 
     from gpuarena.harness import cuda_vmm
-    from gpuarena.harness.sandbox import protect_supervisor
+    from gpuarena.harness.inside.sandbox import protect_supervisor
     from gpuarena.harness.transport import SharedArena
 
     base = (1 << 30) + 12345 * 256

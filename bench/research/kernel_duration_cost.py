@@ -19,8 +19,8 @@ import time
 
 import torch
 
-from gpuarena.harness import range_timer
-from gpuarena.harness.timing import Timer
+from gpuarena.harness.device import range_timer
+from gpuarena.harness.device.timing import Timer
 
 SHAPES = {"softmax-64x1000": (64, 1000), "softmax-8192x8192": (8192, 8192)}
 

@@ -1,6 +1,6 @@
 """Prints what torch.profiler's kineto events look like on this GPU (names, types, correlation).
 
-Used to check the attribution in gpuarena.harness.cupti_timing.device_busy_ns on a new torch.
+Used to check the attribution in gpuarena.harness.device.cupti_timing.device_busy_ns on a new torch.
 Run: python bench/research/kineto_probe.py
 """
 
@@ -9,8 +9,8 @@ import ctypes
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from gpuarena.harness.cupti_timing import device_busy_ns
-from gpuarena.harness.timing import Timer
+from gpuarena.harness.device.cupti_timing import device_busy_ns
+from gpuarena.harness.device.timing import Timer
 
 x = torch.randn(1 << 24, device="cuda", dtype=torch.bfloat16)
 side = torch.cuda.Stream()

@@ -43,14 +43,14 @@ TLB_BYTES, TLB_STRIDE = 16 << 30, 64 << 10  # one byte read per 64 KB over 16 GB
 
 
 def code_sweep() -> Callable[[], None]:
-    """The harness's instruction-cache sweep (harness/icache_sweep.py: 236 KB of straight-line
+    """The harness's instruction-cache sweep (harness/device/icache_sweep.py: 236 KB of straight-line
     code on every SM), so the call's instructions are no longer in the SMs' instruction caches
     (the L2 sweep after it takes them out of L2 too). The recorded run (commit 7216c23) used a
     Triton kernel of the same 8192 FMAs instead, which took minutes to compile."""
     import torch
 
     _import_gpuarena()
-    from gpuarena.harness import icache_sweep
+    from gpuarena.harness.device import icache_sweep
 
     sweep, why = icache_sweep.build(torch.device("cuda"))
     if sweep is None:
@@ -72,8 +72,8 @@ def child(op: str, condition: str, metrics: tuple[str, ...], calls: int) -> dict
     import torch
 
     _import_gpuarena()
-    from gpuarena.harness.nvidia import l2_read_sweep
-    from gpuarena.harness.range_timer import KernelDurations
+    from gpuarena.harness.device.nvidia import l2_read_sweep
+    from gpuarena.harness.device.range_timer import KernelDurations
 
     call, data_sweep = make_call(op, 8), l2_read_sweep(torch.device("cuda"))  # L2 alone: the conditions add the rest
     parts = ([code_sweep()] if "code" in condition else []) + ([tlb_sweep()] if "tlb" in condition else [])

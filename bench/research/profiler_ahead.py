@@ -20,7 +20,7 @@ import time
 import torch
 from probe_result import emit, out_path
 
-from gpuarena.harness import device_audit, range_timer
+from gpuarena.harness.device import device_audit, range_timer
 
 
 def kernel_rate(seconds: float, stop: threading.Event | None = None) -> dict[str, float]:

@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from gpuarena.harness import icache_sweep, range_timer
+from gpuarena.harness.device import icache_sweep, range_timer
 
 
 def _ms(t0: float) -> float:
@@ -75,7 +75,7 @@ def activity_kernels() -> int:
 
 HOLDER = """
 import sys, time
-from gpuarena.harness import range_timer
+from gpuarena.harness.device import range_timer
 p = range_timer.KernelDurations(0, library=sys.argv[1])
 p.measure(lambda: None)
 print("holding", flush=True)

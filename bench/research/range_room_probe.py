@@ -9,7 +9,7 @@ import ctypes
 import torch
 from probe_result import emit, out_path
 
-from gpuarena.harness import range_timer
+from gpuarena.harness.device import range_timer
 
 out = out_path(__doc__)
 library, why = range_timer.build_range_timer()

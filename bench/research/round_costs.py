@@ -50,7 +50,9 @@ def wrap(owner: Any, attribute: str, name: str | None = None) -> None:
 def instrument() -> None:
     from torch.autograd import profiler
 
-    from gpuarena.harness import device_audit, measure, process, rounds_audit, stats, supervisor, timing, twin
+    from gpuarena.harness import measure, rounds_audit, stats, supervisor, twin
+    from gpuarena.harness.device import device_audit, timing
+    from gpuarena.harness.launch import process
 
     for attribute in (
         "refresh_sets",
@@ -89,7 +91,7 @@ def main() -> None:
     device = rest[rest.index("--device") + 1] if "--device" in rest else "cuda"
     workloads = [rest[i + 1] for i, a in enumerate(rest) if a == "--workload"] or None
 
-    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
 

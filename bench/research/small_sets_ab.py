@@ -38,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from gpuarena.harness import supervisor
-    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
 

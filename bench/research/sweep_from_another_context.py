@@ -27,7 +27,7 @@ ROUNDS = 2
 def _parent(conn) -> None:
     import torch
 
-    from gpuarena.harness.timing import Timer
+    from gpuarena.harness.device.timing import Timer
 
     timer = Timer(torch.device("cuda"))
     conn.send(timer.eviction)
@@ -57,7 +57,7 @@ def main() -> None:
 
     import torch
 
-    from gpuarena.harness.timing import Timer
+    from gpuarena.harness.device.timing import Timer
 
     own, none = Timer(torch.device("cuda")), Timer(torch.device("cuda"), evict=False, icache=False)
 

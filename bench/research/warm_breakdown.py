@@ -48,23 +48,16 @@ def timed(owner: object, name: str, label: str | None = None, key=None) -> None:
 
 def install() -> None:
     """Wraps the supervisor's steps (and those inside each timed round) to time them."""
-    from gpuarena.harness import (
-        device_audit,
-        environment,
-        measure,
-        process,
-        rounds_audit,
-        started,
-        supervisor,
-        transport,
-    )
+    from gpuarena.harness import measure, messages, rounds_audit, supervisor, transport
+    from gpuarena.harness.device import device_audit, environment
+    from gpuarena.harness.launch import process, started
 
-    timed(process.WorkerProcess, "request", "request", key=lambda a, k: a[1].get("op"))
+    timed(process.WorkerProcess, "request", "request", key=lambda a, k: a[1].op)
     request = process.WorkerProcess.request
 
     def prepare_steps(self, message, *args, **kwargs):
         reply = request(self, message, *args, **kwargs)
-        for name, seconds in (reply.get("steps") or {}).items() if message.get("op") == "prepare" else ():
+        for name, seconds in reply.steps.items() if isinstance(reply, messages.Prepared) else ():
             JOB[f"prepare.{name}"] += seconds
         return reply
 
@@ -76,7 +69,7 @@ def install() -> None:
     timed(device_audit.DeviceSampler, "close", "sampler.close")
     timed(started.StartedWorker, "__init__", "worker.start")
     timed(transport.SharedArena, "close", "arena.close")
-    timed(supervisor.Supervisor, "_restore_caches", "restore_caches")
+    timed(supervisor, "restore_caches", "restore_caches")
     timed(measure, "measure_workload", "measure_workload")
     timed(supervisor, "redact", "redact")
     supervisor.measure_workload = measure.measure_workload
@@ -102,7 +95,8 @@ def install() -> None:
         timed(rounds_audit.RoundsAudit, name, f"audit.{name}")
     for name in ("segment", "mark"):
         timed(device_audit.DeviceSampler, name, f"sampler.{name}")
-    from gpuarena.harness import session, timing, twin
+    from gpuarena.harness import session, twin
+    from gpuarena.harness.device import timing
 
     for name in ("make", "fill", "reference", "modified_input", "allocate"):
         timed(session.WorkloadSession, name, f"session.{name}")

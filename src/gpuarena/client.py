@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -147,26 +148,45 @@ class Client:
         return self.post(f"/api/submissions/{submission_id}/cancel", {}).json()
 
     def watch(self, submission_id: int) -> Iterator[dict[str, Any]]:
-        """The submission each time its status changes, until it is done (server-sent events)."""
+        """The submission each time its status changes, until it is done (server-sent events;
+        polled every few seconds instead when the server has no stream to spare: 429 or 503)."""
         try:
             with self.http.stream(
                 "GET", f"{self.server}/api/submissions/{submission_id}/events", timeout=httpx.Timeout(30.0, read=60.0)
             ) as response:
-                if response.status_code >= 400:
+                if response.status_code in (429, 503):
+                    response.read()
+                    busy = True
+                elif response.status_code >= 400:
                     response.read()
                     raise ApiError(
                         f"watching submission {submission_id}: {response.status_code}: {response.text}",
                         response.status_code,
                     )
-                for event, data in parse_events(response.iter_lines()):
-                    if event == "status":
-                        yield data
-                    elif event == "done":
-                        return
+                else:
+                    busy = False
+                    for event, data in parse_events(response.iter_lines()):
+                        if event == "status":
+                            yield data
+                        elif event == "done":
+                            return
         except httpx.HTTPError as exc:
             server = self.server
             self._next_server()
             raise ApiError(f"lost the connection to {server}: {exc}") from None
+        if busy:
+            yield from self._poll(submission_id)
+
+    def _poll(self, submission_id: int, every_s: float = 2.0) -> Iterator[dict[str, Any]]:
+        last = None
+        while True:
+            current = self.submission(submission_id)
+            if (current["status"], current.get("queue_position")) != last:
+                last = (current["status"], current.get("queue_position"))
+                yield current
+            if current.get("done"):
+                return
+            time.sleep(every_s)
 
     def leaderboard(self, problem: str, device_kind: str) -> dict[str, Any]:
         return self.get("/api/leaderboard", problem=problem, device_kind=device_kind)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from gpuarena.apps.golden import make_writable
 from gpuarena.cli.app import app
-from gpuarena.harness.containment import sandbox_problem
+from gpuarena.harness.launch.containment import sandbox_problem
 
 from .helpers import tensor_app
 

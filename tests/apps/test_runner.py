@@ -13,7 +13,7 @@ import pytest
 
 from gpuarena.apps.model import load_app
 from gpuarena.apps.runner import run_app
-from gpuarena.harness.containment import sandbox_problem
+from gpuarena.harness.launch.containment import sandbox_problem
 
 from .helpers import make_app, tensor_app
 

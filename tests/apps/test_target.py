@@ -145,7 +145,7 @@ def test_a_runner_names_its_stack_in_its_device_kinds() -> None:
 def test_a_port_cannot_copy_the_golden_outputs_it_is_checked_against(golden_root, tmp_path) -> None:
     """The runner's copy of the golden record lies outside what the sandbox shows: a port that
     knows its path and copies y.npy from it finds nothing there, so it does not match."""
-    from gpuarena.harness import containment
+    from gpuarena.harness.launch import containment
 
     if containment.sandbox_problem():
         pytest.skip(f"no sandbox here: {containment.sandbox_problem()}")

@@ -217,7 +217,7 @@ def test_a_samples_code_runs_in_the_sandbox_away_from_the_runners_files(tmp_path
     an honest sample is ok through the same sandbox."""
     from gpuarena.bundled import bundled_root
     from gpuarena.dataset.sample_job import contained_check
-    from gpuarena.harness.containment import sandbox_problem
+    from gpuarena.harness.launch.containment import sandbox_problem
 
     if sandbox_problem():
         pytest.skip(f"no sandbox here: {sandbox_problem()}")

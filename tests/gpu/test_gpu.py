@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from conftest import EXAMPLES, SOLUTIONS, judge, keep
-from gpuarena.harness.nvidia import CU_LIMIT_PERSISTING_L2_CACHE_SIZE
-from gpuarena.harness.timing import Timer
+from gpuarena.harness.device.nvidia import CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+from gpuarena.harness.device.timing import Timer
 
 pytestmark = [
     pytest.mark.gpu,
@@ -156,7 +156,7 @@ def test_the_range_profiler_grows_for_a_call_of_many_kernels():
     """It opens with room for range_timer.FIRST_RANGES kernels (the first window's host cost grows
     with the room); a call of more kernels is run again under a larger one, and every kernel is
     counted: 300 additions read as 300 times one."""
-    from gpuarena.harness import range_timer
+    from gpuarena.harness.device import range_timer
 
     x = torch.zeros(1024, device="cuda")
     library = _kernel_library()
@@ -180,7 +180,7 @@ def test_the_range_profiler_grows_for_a_call_of_many_kernels():
 def test_the_sweep_compiled_once_makes_caches_as_cold_as_the_ptx():
     """Workers load the sweep compiled by the supervisor (icache_sweep.image) instead of
     compiling its PTX each: the same kernel, so the same cold start."""
-    from gpuarena.harness import icache_sweep
+    from gpuarena.harness.device import icache_sweep
 
     device = torch.device("cuda")
     compiled = icache_sweep.image(device)
@@ -199,8 +199,8 @@ def test_a_worker_prepared_ahead_serves_its_run_without_preparing_again(monkeypa
     """The warm path's worker makes its CUDA context before its job (harness/warm.py)."""
     import threading
 
-    from gpuarena.harness import process
     from gpuarena.harness.evaluator import Evaluator
+    from gpuarena.harness.launch import process
     from gpuarena.harness.supervisor import RunOptions
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
@@ -212,7 +212,7 @@ def test_a_worker_prepared_ahead_serves_its_run_without_preparing_again(monkeypa
 
     def request(self, message, *args, **kwargs):  # the run's own requests, not the prepare threads'
         if threading.current_thread() is threading.main_thread():
-            sent.append(message["op"])
+            sent.append(message.op)
         return original(self, message, *args, **kwargs)
 
     monkeypatch.setattr(process.WorkerProcess, "request", request)
@@ -352,7 +352,7 @@ def test_worker_of_its_own_user_maps_cuda_buffers():
 def test_profile_mode_on_the_softmax_examples(language, path, tmp_path):
     """ncu, run as the sandboxed worker's user, profiles the solution's call and the
     reference's: kernels with their figures, both reports kept, the outputs checked."""
-    from gpuarena.harness.profile import find_ncu, run_profile
+    from gpuarena.harness.profile.run import find_ncu, run_profile
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
 

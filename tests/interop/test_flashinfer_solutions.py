@@ -8,7 +8,7 @@ import json
 import pytest
 
 from gpuarena.errors import FormatError
-from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.interop import flashinfer_trace as fit
 from gpuarena.interop.flashinfer_export import pack_solution
 from gpuarena.interop.flashinfer_import import import_solution, solution_files

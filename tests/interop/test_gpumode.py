@@ -252,7 +252,7 @@ def test_a_task_yml_that_is_not_yaml_is_named(tmp_path):
 @pytest.mark.gpu
 def test_an_inline_cuda_submission_runs_unmodified(tmp_path):
     """A custom_kernel compiling CUDA with load_inline at import, on the GPU's workloads."""
-    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.interop.gpumode import import_folder
 
     outcome = import_folder(GM / "vectoradd_py", tmp_path, check_device="cuda")

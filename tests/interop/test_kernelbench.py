@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpuarena.harness.supervisor import RunOptions, evaluate
+from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.interop.kernelbench import (
     CPU_MAX_ELEMENTS,
     SEED,

@@ -4,10 +4,14 @@ PostgreSQL, copied from a migrated template (tests/databases.py)."""
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 from tests.databases import Templates, postgres_database
 
@@ -82,6 +86,25 @@ class Api:
 @pytest.fixture
 def api(settings, db) -> Api:
     return Api(settings, db)
+
+
+@pytest.fixture
+def live(api) -> Iterator[str]:
+    """The test's app on a free port, served by uvicorn in a thread; its URL (a real HTTP
+    server over the test's database, for clients that stream or run as a user would)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(api.http.app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=30)
 
 
 GOOD = "import torch\n\n\ndef solve(a, x, b, y):\n    torch.addcmul(b, a, x, out=y)\n"

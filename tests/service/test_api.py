@@ -324,7 +324,7 @@ def test_expired_lease_requeues_then_gives_up(api) -> None:
         headers=runner_headers,
         json={"runner_id": runner_id, "leases": {str(first["job_id"]): first["lease_token"]}},
     )
-    assert beat.json() == {"lost": []}
+    assert beat.json() == {"lost": [], "preempted": []}
     second = api.http.post("/api/runner/claim", json=claim, headers=runner_headers).json()  # after expiry
     assert second["job_id"] == first["job_id"] and second["lease_token"] != first["lease_token"]
     late = api.http.post(
@@ -338,7 +338,7 @@ def test_expired_lease_requeues_then_gives_up(api) -> None:
         headers=runner_headers,
         json={"runner_id": runner_id, "leases": {str(first["job_id"]): first["lease_token"]}},
     )
-    assert beat.json() == {"lost": [first["job_id"]]}
+    assert beat.json() == {"lost": [first["job_id"]], "preempted": []}
     third = api.http.post("/api/runner/claim", json={**claim, "wait_s": 1}, headers=runner_headers)
     assert third.status_code == 204  # out of attempts: failed, not re-queued
     detail = api.http.get(f"/api/submissions/{sid}").json()

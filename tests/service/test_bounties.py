@@ -182,7 +182,6 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(board, api) -> None:
     before = board.snapshot()
     past = (utcnow() - dt.timedelta(hours=1)).isoformat()
     creations = [
-        ({"device_kind": "TPU"}, 400, "no runner has brought a device of kind 'TPU'"),
         ({"problem": "level9/nope"}, 400, "unknown problem 'level9/nope'"),
         ({"problem": None}, 400, "a speed bounty names a problem"),
         ({"device_kind": None}, 400, "device_kind: a speed bounty names"),
@@ -278,7 +277,7 @@ def test_a_lock_waits_for_a_ranked_run_queued_in_time(board) -> None:
         session.execute(
             update(Submission).where(Submission.id == sid).values(created_at=utcnow() - dt.timedelta(hours=2))
         )
-    board.set(bounty, claim_expires_at=utcnow() - dt.timedelta(hours=1))
+    board.set(bounty, claim_expires_at=utcnow() - dt.timedelta(hours=1), created_at=utcnow() - dt.timedelta(hours=3))
     assert board.get(bounty)["state"] == "submitted"  # still held: its run is in flight
     board.finish(sid, score=3.0)
     assert board.get(bounty)["state"] == "verified"
@@ -290,6 +289,33 @@ def test_a_lock_waits_for_a_ranked_run_queued_in_time(board) -> None:
     shown = board.get(late)
     assert (shown["state"], shown["submission_id"]) == ("open", None)
     assert [e["action"] for e in shown["history"]] == ["created", "claimed", "claim lapsed"]
+
+
+def test_a_run_queued_before_the_bounty_was_posted_verifies_nothing(board) -> None:
+    """A ranked run waiting in the queue when a speed bounty is posted (and claimed) was not
+    made for it: its verdict is no attempt at the bounty; a run queued after the posting is."""
+    early = board.http.post("/api/submissions", json=submission_body(), headers=board.alice).json()["id"]
+    with board.api.db.write() as session:  # queued a minute before the bounty below
+        session.execute(
+            update(Submission).where(Submission.id == early).values(created_at=utcnow() - dt.timedelta(minutes=1))
+        )
+    bounty = board.create()["id"]
+    board.act(bounty, "claim", board.alice)
+    board.finish(early, score=9.0)
+    shown = board.get(bounty)
+    assert (shown["state"], shown["submission_id"]) == ("claimed", None)
+    assert [e["action"] for e in shown["history"]] == ["created", "claimed"]
+    late = board.run(board.alice, score=9.0)
+    shown = board.get(bounty)
+    assert (shown["state"], shown["submission_id"]) == ("verified", late)
+
+
+def test_a_speed_bounty_on_a_device_kind_no_runner_has_brought_is_posted_with_a_warning(board) -> None:
+    made = board.create(device_kind="TPU")
+    assert made["state"] == "open" and made["device_kind"] == "TPU"
+    assert len(made["warnings"]) == 1 and "no runner of device kind 'TPU' has been seen yet" in made["warnings"][0]
+    assert board.create()["warnings"] == []  # cpu: the runner is online
+    assert board.get(made["id"])["warnings"] == []
 
 
 def test_a_passed_deadline_expires_the_bounty(board) -> None:

@@ -15,7 +15,7 @@ from gpuarena.apps.model import AppError, load_app
 from gpuarena.apps.report import MigrationReport
 from gpuarena.apps.target import unpack_golden, write_port
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness import containment
+from gpuarena.harness.launch import containment
 from gpuarena.harness.records import Evaluation, Mode, Status
 from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuarena.apps.model import AppSpec, Performance
 from gpuarena.apps.sandboxed import STDOUT_SCAN_BYTES, TAIL_BYTES, THREAD_CAPS, RunResult, Sandbox, run_sandboxed
-from gpuarena.harness import containment
+from gpuarena.harness.launch import containment
 
 OUTPUT_DIR = "_gpuarena_output"
 """The output folder's name, inside the run's folder and beside the working folder."""

@@ -1,6 +1,6 @@
 """Each run (and each setup command) runs in the harness's bubblewrap sandbox, as kernels do
-(harness/process.py `WorkerProcess` with `exec_argv`; containment.py says what the sandbox
-shows): the sandbox's entry point (harness/sandbox.py) applies its guards and then becomes the
+(harness/launch/process.py `WorkerProcess` with `exec_argv`; containment.py says what the sandbox
+shows): the sandbox's entry point (harness/inside/sandbox.py) applies its guards and then becomes the
 app. So an app runs
 
 - as an unprivileged worker user of its own (`sandbox.worker_identity()`, when gpuarena runs
@@ -18,7 +18,7 @@ app. So an app runs
   home (tmpfs, gone with the run). The app's source folder and the golden folder are not
   shown at all (or read-only, where they lie inside a folder the sandbox shows).
 
-Its environment is the worker's (process.scrubbed_env: PATH, the Python, CUDA and compiler
+Its environment is the worker's (launch/worker_env.scrubbed_env: PATH, the Python, CUDA and compiler
 variables, a home and TMPDIR of its own; nothing else of the supervisor's) plus
 GPUARENA_APP_SEED, GPUARENA_APP_OUTPUT, GPUARENA_APP_DEVICE and PYTHONHASHSEED; the worker's
 one-thread caps (OMP_NUM_THREADS and the like) are not imposed on apps.
@@ -36,16 +36,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.harness.process import WorkerProcess
-from gpuarena.harness.sandbox import default_memory_limit, needs_read_search, protect_supervisor, worker_identity
-from gpuarena.harness.started import _switch
+from gpuarena.harness.inside.sandbox import default_memory_limit, needs_read_search, protect_supervisor, worker_identity
+from gpuarena.harness.launch.process import WorkerProcess
+from gpuarena.harness.launch.started import _switch
 
 TAIL_BYTES = 16_384
 """How much of stdout and stderr a report keeps (the end)."""
 STDOUT_SCAN_BYTES = 4 * 1024 * 1024
 """How much of stdout the performance regex reads (the end)."""
 THREAD_CAPS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS")
-"""The worker's one-thread settings (process.scrubbed_env), which an app does not get: its
+"""The worker's one-thread settings (launch/worker_env.scrubbed_env), which an app does not get: its
 numerical libraries keep the thread pools they have outside gpuarena."""
 
 _LAUNCH = """\

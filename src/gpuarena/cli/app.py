@@ -96,11 +96,11 @@ def run(
 
 def _device_ahead(device: str | None, mode: str):
     """The PM sampler (benchmark and ranked modes) and nvidia-smi's reading of the run's GPU,
-    started now, before torch is imported here (harness/ahead.py); None on the CPU."""
+    started now, before torch is imported here (harness/launch/ahead.py); None on the CPU."""
     target = device or ("cuda" if Path("/dev/nvidiactl").exists() else "cpu")
     if not target.startswith("cuda"):
         return None
-    from gpuarena.harness.ahead import DeviceAhead
+    from gpuarena.harness.launch.ahead import DeviceAhead
 
     try:
         return DeviceAhead(int(target.split(":", 1)[1]) if ":" in target else 0, sampler=mode != "test")
@@ -123,7 +123,7 @@ def _run(
     device_ahead=None,
 ) -> None:
     from gpuarena.cli.render import render
-    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
 

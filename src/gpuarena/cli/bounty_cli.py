@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from gpuarena.cli.console import fail, out
+from gpuarena.cli.console import err, fail, out
 from gpuarena.cli.server import ServerOpt, TokenOpt, server_client
 from gpuarena.errors import GpuarenaError
 
@@ -191,6 +191,8 @@ def create(
                     f"{_said(made[-1])}" + (f"\n  target: {made[-1]['target']}" if made[-1]["target"] else ""),
                     highlight=False,
                 )
+            for warning in made[-1].get("warnings", []):
+                err.print(f"warning: bounty {made[-1]['id']}: {warning}", highlight=False)
     except GpuarenaError as exc:
         fail(exc)
     if json_out:

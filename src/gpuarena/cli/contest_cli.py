@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gpuarena.cli.console import fail, out
+from gpuarena.cli.console import err, fail, out
 from gpuarena.cli.server import ServerOpt, TokenOpt, server_client
 from gpuarena.errors import GpuarenaError
 
@@ -60,6 +60,8 @@ def create(
         f"{', '.join(made['organizers'])}",
         highlight=False,
     )
+    for warning in made.get("warnings", []):
+        err.print(f"warning: {warning}", highlight=False)
 
 
 @contest_app.command("list")

@@ -15,7 +15,7 @@ _started: tuple[str | None, Any] | None = None
 def worker_ahead(device: str | None):
     """A worker started now, before torch is imported here, for the supervisor to take; None
     where it cannot start (the run then starts its own and reports why it could not)."""
-    from gpuarena.harness.started import StartedWorker
+    from gpuarena.harness.launch.started import StartedWorker
 
     gpu = device != "cpu" if device else Path("/dev/nvidiactl").exists()
     # its CUDA context too, while this process imports torch: a fresh process's current

@@ -1,5 +1,5 @@
 """`gpuarena run ... --mode profile`: the run and its table (the harness does the work in
-harness/profile.py; this module only starts it and shows what it gave)."""
+harness/profile/run.py; this module only starts it and shows what it gave)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def run_profile_command(
     profile_out: Path,
 ) -> None:
     from gpuarena.cli.devices import default_device
-    from gpuarena.harness.profile import preflight, run_profile
+    from gpuarena.harness.profile.run import preflight, run_profile
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
 

@@ -149,7 +149,7 @@ def find_duplicates(problem_folder: Path, roots: list[Path]) -> list[DuplicateOf
 
 
 def _kernel(problem_folder: Path, solution: Path, device: str, budget_s: float) -> KernelResult:
-    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.problems.loader import load_problem
     from gpuarena.solutions import load_solution
 

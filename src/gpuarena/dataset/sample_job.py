@@ -107,7 +107,7 @@ def contained_check(
     dataset's problem roots; its report read back as untrusted data."""
     from gpuarena.apps.runner import OUTPUT_DIR
     from gpuarena.apps.sandboxed import Sandbox, run_sandboxed
-    from gpuarena.harness import containment
+    from gpuarena.harness.launch import containment
 
     problem = containment.sandbox_problem()
     if problem:

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpuarena.harness.calibration import ProcessExtra
-from gpuarena.harness.process import RunFailure
+from gpuarena.harness.failure import RunFailure
+from gpuarena.harness.records import Status
 
 HARNESS_MARGIN = 1.15
 """The worker's own CPU work in a `time` request (outside the calls' windows: receiving the
@@ -146,7 +147,7 @@ class TimeBudget:
         reported = sum(e2e_ns)
         if reported > wall_ns:
             raise RunFailure(
-                "REJECTED",
+                Status.REJECTED,
                 f"the worker reported {reported / 1e3:.0f} µs of calls in a request that took "
                 f"{wall_ns / 1e3:.0f} µs on the supervisor's clock (tampered timing)",
             )
@@ -190,7 +191,7 @@ class TimeBudget:
         CPU time unreadable from outside) is no pass: the times are the worker's word alone."""
         if self.cpu and not self.measured:
             raise RunFailure(
-                "REJECTED",
+                Status.REJECTED,
                 "the worker's CPU time could not be read from outside it (no cgroup account, "
                 "and its process's clock unreadable), so the times it reported cannot be "
                 "bounded on the CPU",
@@ -208,7 +209,7 @@ class TimeBudget:
             "threads": f"the CPU time of all its threads, over the {self.cores} core(s) it is pinned to",
         }[bound.name]
         raise RunFailure(
-            "REJECTED",
+            Status.REJECTED,
             f"the times the worker reported do not explain {what}: in the median request "
             f"{sorted(bound.unexplained())[middle] / per_call / 1e3:.0f} µs per call went unexplained beyond the "
             f"harness's own share and the tolerance ({sorted(bound.allowances())[middle] / per_call / 1e3:.0f} µs "

@@ -20,17 +20,20 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
-from gpuarena.harness.process import RunFailure, WorkerProcess
-from gpuarena.harness.timing import Timer
+from gpuarena.harness import messages
+from gpuarena.harness.device.timing import Timer
+from gpuarena.harness.failure import RunFailure
+from gpuarena.harness.inside.stand_in import no_op_solve, stand_in_buffers
+from gpuarena.harness.launch.process import WorkerProcess
+from gpuarena.harness.records import Status
 from gpuarena.harness.trusted_worker import TrustedWorker
-from gpuarena.harness.worker import no_op_solve, stand_in_buffers
 
 if TYPE_CHECKING:  # types only
-    from gpuarena.harness.backend_base import Backend
+    from gpuarena.harness.device.backend_base import Backend
 
 ROUNDS = 7
 """Pairs of blocks per size: the median of seven is one busy moment away from nothing."""
@@ -64,7 +67,7 @@ def _split(extra: dict[int, float]) -> tuple[float, float]:
 
 
 def calibrate(
-    worker: WorkerProcess, device: torch.device, backend: Backend, setup: dict[str, Any], deadline: float
+    worker: WorkerProcess, device: torch.device, backend: Backend, setup: messages.RunSetup, deadline: float
 ) -> ProcessExtra | None:
     """The worker's extra over the twin, from ROUNDS alternating pairs of blocks of each size in
     SIZES (medians); None where the worker's CPU time cannot be read from outside (the bound
@@ -73,7 +76,7 @@ def calibrate(
     twin = TrustedWorker(None)  # type: ignore[arg-type]  # no connection: used in-process
     twin.timer = Timer(device, backend=backend)
     twin.device = device
-    twin.input_names, twin.output_names = list(setup["input_names"]), list(setup["output_names"])
+    twin.input_names, twin.output_names = list(setup.input_names), list(setup.output_names)
     twin.sets, twin.dests = stand_in_buffers(twin.input_names, twin.output_names, device)
     twin.solve = no_op_solve("return", twin.dests[0])  # the run's twin is the reference: it returns
     extra: dict[int, float] = {}
@@ -84,15 +87,15 @@ def calibrate(
         their_wall: list[int] = []
         our_wall: list[int] = []
         for _ in range(ROUNDS):
-            reply = worker.request({"op": "calibrate", "n": n, **setup}, deadline, "calibrating the harness")
-            if not reply.get("ok"):
-                raise RunFailure("RUNTIME_ERROR", f"the harness could not be calibrated: {reply.get('reason', '')}")
+            reply = worker.request(messages.Calibrate(n=n, setup=setup), deadline, "calibrating the harness")
+            if isinstance(reply, messages.Failure):
+                raise RunFailure(Status.RUNTIME_ERROR, f"the harness could not be calibrated: {reply.reason}")
             if worker.last_cpu_ns is None:
                 return None
             theirs.append(worker.last_cpu_ns)
             their_wall.append(worker.last_wall_ns - worker.last_excused_ns)
             started = time.thread_time_ns()
-            twin.time({"n": n})
+            twin.time(messages.Time(n=n))
             ours.append(time.thread_time_ns() - started)
             our_wall.append(ours[-1])  # the twin's harness only works: its CPU time is its time
         extra[n] = statistics.median(theirs) - statistics.median(ours)

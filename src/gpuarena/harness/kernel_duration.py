@@ -35,10 +35,12 @@ import torch
 
 from gpuarena import HARNESS_VERSION
 from gpuarena.cache import cache_dir
-from gpuarena.harness import range_timer
-from gpuarena.harness.measure import check_outputs, raise_on_failure, reference_call, refresh_sets
-from gpuarena.harness.process import RunFailure, WorkerProcess
-from gpuarena.harness.range_timer import RangeTimerError
+from gpuarena.harness import messages
+from gpuarena.harness.device import range_timer
+from gpuarena.harness.device.range_timer import RangeTimerError
+from gpuarena.harness.failure import RunFailure
+from gpuarena.harness.launch.process import WorkerProcess
+from gpuarena.harness.measure import check_outputs, reference_call, refresh_sets
 from gpuarena.harness.records import Status, WorkloadResult
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.problems.pack import pack_problem
@@ -118,9 +120,7 @@ def measure(supervisor: RunContext, worker: WorkerProcess, timed: list[tuple[Wor
     try:
         for session, result in timed:
             name = session.workload.name
-            raise_on_failure(
-                worker.request({"op": "select", "workload": name}, supervisor.deadline, f"returning to {name}")
-            )
+            worker.ask(messages.Select(workload=name), supervisor.deadline, f"returning to {name}")
             try:
                 solution[name] = _rounds(
                     session,
@@ -128,16 +128,16 @@ def measure(supervisor: RunContext, worker: WorkerProcess, timed: list[tuple[Wor
                     lambda: check_outputs(supervisor, session, f"reading kernel durations on {name}"),
                 )
             except RunFailure as failure:
-                if failure.status == Status.WRONG_VALUES.value:
+                if failure.status == Status.WRONG_VALUES:
                     # outputs the timed rounds found right come out wrong under the profiler: CUDA
                     # graphs are not replayed under it (H100, 2026-11-23: an honest graph-replay
                     # softmax). No figure for this workload; never a verdict from the profiler
                     skip([result], f"the solution's outputs were wrong under CUPTI's Range Profiler ({failure.reason})")
                     continue
-                result.status, result.reason = Status(failure.status), failure.reason  # the verdict is on its calls
+                result.status, result.reason = failure.status, failure.reason  # the verdict is on its calls
                 raise RunFailure(failure.status, f"workload {name}: {failure.reason}", failure.detail) from None
         # (a failure above ends the run, and the worker with it, which frees the counters)
-        raise_on_failure(worker.request({"op": "kernel_close"}, supervisor.deadline, "closing the worker's profiler"))
+        worker.ask(messages.CloseKernelProfiler(), supervisor.deadline, "closing the worker's profiler")
         keys = {session.workload.name: reference_cache_key(supervisor, session, path) for session, _ in timed}
         cached = {name: samples for name, samples in ((name, _cached(key)) for name, key in keys.items()) if samples}
         reference.update(cached)
@@ -169,7 +169,7 @@ def measure(supervisor: RunContext, worker: WorkerProcess, timed: list[tuple[Wor
         problem = stream_cost_understated(result)
         if problem:
             result.status, result.reason = Status.REJECTED, problem
-            raise RunFailure("REJECTED", f"workload {session.workload.name}: {problem}")
+            raise RunFailure(Status.REJECTED, f"workload {session.workload.name}: {problem}")
 
 
 CONSISTENCY_FACTOR = 2.5
@@ -250,17 +250,16 @@ def _solution_kernels(
     supervisor: RunContext, worker: WorkerProcess, session: WorkloadSession, library: Path
 ) -> list[int]:
     n_sets = len(session.sets)
-    reply = worker.request(
-        {"op": "time", "n": n_sets, "kernel_library": str(_for_the_worker(library, worker))},
+    reply = worker.ask(
+        messages.Time(n=n_sets, kernel_library=str(_for_the_worker(library, worker))),
         supervisor.deadline,
         f"reading kernel durations on {session.workload.name}",
     )
-    raise_on_failure(reply)
-    if "kernel_error" in reply:
-        raise Unavailable(str(reply["kernel_error"]))
-    dev = reply.get("device_ns")
-    if not (isinstance(dev, list) and len(dev) == n_sets and all(type(v) is int and v >= 0 for v in dev)):
-        raise RunFailure("REJECTED", "the worker returned malformed kernel durations")
+    if reply.kernel_error is not None:
+        raise Unavailable(reply.kernel_error)
+    dev = reply.device_ns
+    if not (dev is not None and len(dev) == n_sets and all(v >= 0 for v in dev)):
+        raise RunFailure(Status.REJECTED, "the worker returned malformed kernel durations")
     return dev
 
 

@@ -26,12 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gpuarena.harness import peaks
+from gpuarena.harness import messages
 from gpuarena.harness.bounds import MIN_REQUESTS, TimeBudget
 from gpuarena.harness.compare import compare, judged
+from gpuarena.harness.device import peaks
+from gpuarena.harness.failure import RunFailure, worker_failure
+from gpuarena.harness.launch.process import WorkerProcess
 from gpuarena.harness.phases import DEVICE_AUDIT, TIMING
-from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
-from gpuarena.harness.records import SpeedOfLight, Timing, WorkloadResult
+from gpuarena.harness.records import SpeedOfLight, Status, Timing, WorkloadResult
 from gpuarena.harness.rounds_audit import UNSWEPT_REQUESTS, RoundsAudit
 from gpuarena.harness.session import WorkloadSession, poison
 from gpuarena.harness.stats import bootstrap_median, bootstrap_rounds, converged, round_spread
@@ -94,12 +96,11 @@ def measure_workload(
     # warm-up: compilation, autotuning and allocator growth stay out of the samples
     refresh(0)
     timer.run_block(call_reference, WARMUP_CALLS)
-    reply = worker.request(
-        {"op": "time", "n": 0, "warmup": max(WARMUP_CALLS, n_sets)},
+    worker.ask(
+        messages.Time(n=0, warmup=max(WARMUP_CALLS, n_sets)),
         supervisor.deadline,
         f"warming up on {session.workload.name}",
     )
-    raise_on_failure(reply)
 
     ref_dev: list[int] = []
     ref_rounds: list[list[int]] = []
@@ -140,12 +141,13 @@ def measure_workload(
             else:
                 reply, committed = audit.solution(
                     lambda: worker.request(
-                        {"op": "time", "n": n_sets}, supervisor.deadline, f"timing {session.workload.name}"
+                        messages.Time(n=n_sets), supervisor.deadline, f"timing {session.workload.name}"
                     ),
                     lambda: commit_checked(supervisor, session),
                     n_sets,
                 )
-                raise_on_failure(reply)
+                if isinstance(reply, messages.Failure):  # raised once the audit's window is closed
+                    raise worker_failure(reply)
                 dev, e2e = _samples(reply, n_sets, host_timed=on_cpu)
                 budget.add(
                     e2e, worker.last_wall_ns, worker.last_cpu_ns, worker.last_excused_ns, worker.last_main_cpu_ns
@@ -154,10 +156,10 @@ def measure_workload(
                 sol_dev.extend(dev)
                 sol_rounds.append(list(dev))
                 sol_e2e.extend(e2e)
-                if reply.get("method") != sol_method:  # the supervisor chose it (Supervisor._timer)
+                if reply.method != sol_method:  # the supervisor chose it (Supervisor._timer)
                     raise RunFailure(
-                        "REJECTED",
-                        f"the worker timed {session.workload.name} with {reply.get('method')!r} where the "
+                        Status.REJECTED,
+                        f"the worker timed {session.workload.name} with {reply.method!r} where the "
                         f"supervisor asked for {sol_method!r}",
                     )
         return committed
@@ -205,13 +207,14 @@ def measure_workload(
                 with audit.chained():
                     reply, committed = audit.unswept(
                         lambda: worker.request(
-                            {"op": "time", "n": n_sets, "evict": False},
+                            messages.Time(n=n_sets, evict=False),
                             supervisor.deadline,
                             f"timing {session.workload.name} without the cache sweeps",
                         ),
                         lambda: commit_checked(supervisor, session),
                     )
-                raise_on_failure(reply)
+                if isinstance(reply, messages.Failure):
+                    raise worker_failure(reply)
                 check_outputs(supervisor, session, f"timing {session.workload.name}", committed)
         result.time = summarize(sol_dev, sol_e2e, sol_method, sol_rounds)
         result.reference_time = summarize(ref_dev, ref_e2e, timer.method, ref_rounds)
@@ -286,7 +289,7 @@ def check_outputs(
     for k in range(len(session.sets)):
         changed = session.modified_input(k)
         if changed:
-            raise RunFailure("REJECTED", f"solve() modified its input {changed} during timing")
+            raise RunFailure(Status.REJECTED, f"solve() modified its input {changed} during timing")
     tol = session.problem.spec.tolerance_for(session.workload.dtype)
     checker = session.problem.checker
     for i, outputs in committed:
@@ -302,7 +305,7 @@ def check_outputs(
             if not verdict.ok:
                 raise RunFailure(verdict.status, f"a timed call returned wrong values: {verdict.reason}")
     if time.monotonic() > supervisor.deadline:
-        raise RunFailure("TIMEOUT", f"the time limit ran out while {doing}")
+        raise RunFailure(Status.TIMEOUT, f"the time limit ran out while {doing}")
 
 
 def _cores() -> int:
@@ -316,37 +319,29 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _samples(reply: dict[str, Any], n: int, host_timed: bool = False) -> tuple[list[int], list[int]]:
+def _samples(reply: messages.Timed, n: int, host_timed: bool = False) -> tuple[list[int], list[int]]:
     """Raw samples from the worker: exactly n non-negative integers each, or the run is rejected.
     host_timed: the device is the host (CPU), where a call's device time *is* its end-to-end
     time: a device time that differs was forged (and only the end-to-end one is bounded by
     the worker's CPU time)."""
-    dev, e2e = reply.get("device_ns"), reply.get("e2e_ns")
-    ok = all(isinstance(s, list) and len(s) == n and all(type(v) is int and v >= 0 for v in s) for s in (dev, e2e))
-    if not ok:
-        raise RunFailure("REJECTED", "the worker returned malformed timing samples")
-    assert isinstance(dev, list) and isinstance(e2e, list)  # checked just above
+    dev, e2e = reply.device_ns, reply.e2e_ns
+    if dev is None or e2e is None or not all(len(s) == n and all(v >= 0 for v in s) for s in (dev, e2e)):
+        raise RunFailure(Status.REJECTED, "the worker returned malformed timing samples")
     if any(d > e for d, e in zip(dev, e2e)):
-        raise RunFailure("REJECTED", "device time exceeds the wall-clock time around the same call")
+        raise RunFailure(Status.REJECTED, "device time exceeds the wall-clock time around the same call")
     if host_timed and dev != e2e:
         raise RunFailure(
-            "REJECTED",
+            Status.REJECTED,
             "on the CPU a call's device time is its end-to-end time, and the worker "
             "reported them different (tampered timing)",
         )
     if min(dev) <= 0:
         raise RunFailure(
-            "REJECTED",
+            Status.REJECTED,
             "a timed call did no measurable work on the device (a cached result, "
             "work done elsewhere, or a tampered clock)",
         )
     return dev, e2e
-
-
-def raise_on_failure(reply: dict[str, Any]) -> None:
-    """A worker's failure reply as the run's verdict (checked: process.worker_failure)."""
-    if reply.get("op") == "failure":
-        raise worker_failure(reply)
 
 
 def _speed_of_light(supervisor: RunContext, session: WorkloadSession, result: WorkloadResult) -> None:
@@ -370,7 +365,7 @@ def _speed_of_light(supervisor: RunContext, session: WorkloadSession, result: Wo
             if seconds < peaks.FLOOR_MARGIN * floor:
                 result.speed_of_light = sol
                 raise RunFailure(
-                    "REJECTED",
+                    Status.REJECTED,
                     f"impossible time: {seconds * 1e6:.2f} µs is below the physical floor "
                     f"of {floor * 1e6:.2f} µs for this workload on this device",
                 )
@@ -380,7 +375,7 @@ def _speed_of_light(supervisor: RunContext, session: WorkloadSession, result: Wo
         if floor is not None and seconds < floor:
             result.speed_of_light = sol
             raise RunFailure(
-                "REJECTED",
+                Status.REJECTED,
                 f"impossible time: {seconds * 1e6:.3f} µs is below what {cores} CPU core(s) "
                 f"could do at best for this workload ({floor * 1e6:.3f} µs, at "
                 f"{peaks.CPU_CORE_CEILING['bandwidth_gbs']:.0f} GB/s and "

@@ -1,8 +1,9 @@
 """Messages between supervisor and worker over one socket.
 
-Supervisor -> worker: pickled dicts (the worker trusts the supervisor).
+Supervisor -> worker: pickled request models (messages.py; the worker trusts the supervisor).
 Worker -> supervisor: JSON only, size-capped: the supervisor never unpickles anything the
-untrusted side produced, so a hostile solution cannot run code in the supervisor.
+untrusted side produced, so a hostile solution cannot run code in the supervisor; the JSON is
+then validated against the request's reply model (messages.read_reply).
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 import json
 import pickle
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpuarena.harness.messages import Request
 
 MAX_REPLY_BYTES = 64 << 20
 
@@ -19,15 +23,21 @@ class WorkerGone(Exception):
     """The worker closed its end: it exited or crashed."""
 
 
-def send_request(conn: Connection, message: dict[str, Any]) -> None:
+def send_request(conn: Connection, message: Request[Any]) -> None:
     conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def receive_request(conn: Connection) -> dict[str, Any]:
-    return pickle.loads(conn.recv_bytes())
+def receive_request(conn: Connection) -> Request[Any]:
+    from gpuarena.harness.messages import Request  # pydantic: the worker has it loaded by now
+
+    request = pickle.loads(conn.recv_bytes())
+    if not isinstance(request, Request):
+        raise TypeError(f"not a harness request: {type(request).__name__}")
+    return request
 
 
 def send_reply(conn: Connection, message: dict[str, Any]) -> None:
+    """A reply in its wire form: the reply model's JSON fields and the request's nonce."""
     conn.send_bytes(json.dumps(message).encode())
 
 

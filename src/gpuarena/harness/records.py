@@ -2,32 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuarena import HARNESS_VERSION
-from gpuarena.harness.ncu_report import ProfileRecord
-
-
-class Status(str, Enum):
-    """Verdicts, from best to worst; each failure names what went wrong."""
-
-    PASSED = "PASSED"
-    COMPILE_ERROR = "COMPILE_ERROR"
-    RUNTIME_ERROR = "RUNTIME_ERROR"
-    TIMEOUT = "TIMEOUT"
-    WRONG_SHAPE = "WRONG_SHAPE"
-    WRONG_DTYPE = "WRONG_DTYPE"
-    WRONG_VALUES = "WRONG_VALUES"
-    REJECTED = "REJECTED"
-    ERROR = "ERROR"
-    """The harness itself failed (an exception or signal in the supervisor): no verdict on the
-    solution, and the reason says what broke."""
-    SKIPPED = "SKIPPED"
-    """A workload not run because an earlier one failed (never a whole-run verdict)."""
-
+from gpuarena.harness.profile_record import ProfileRecord
+from gpuarena.harness.status import Status
 
 Mode = Literal["test", "benchmark", "ranked", "profile"]
 
@@ -233,7 +214,7 @@ class Evaluation(Record):
     duration_s: float = 0.0
     profile: ProfileRecord | None = None
     """Profile mode: both sides' kernels under Nsight Compute on one workload
-    (harness/profile.py); nothing in it ranks."""
+    (harness/profile/run.py); nothing in it ranks."""
     migration: dict[str, Any] | None = None
     """An app job (a port checked against a migration target): the migration report, as
     gpuarena.apps.report.MigrationReport writes it; score is then its points (0-150)."""

@@ -56,10 +56,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
-from gpuarena.harness import device_audit
-from gpuarena.harness.device_audit import SamplerError, Window
-from gpuarena.harness.process import RunFailure
-from gpuarena.harness.records import DeviceAudit, WorkloadResult
+from gpuarena.harness import messages
+from gpuarena.harness.audit_checks import ReadSamples, check_reads, check_unswept
+from gpuarena.harness.device import device_audit
+from gpuarena.harness.device.device_audit import SamplerError, Window
+from gpuarena.harness.failure import RunFailure
+from gpuarena.harness.records import DeviceAudit, Status, WorkloadResult
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.harness.twin import ReferenceTwin
 
@@ -108,21 +110,11 @@ of that work: the cache sweeps run in the worker's process, and a solution that 
 times its calls with warm caches (warm_caches/skips_the_cache_sweeps). Honest requests read at
 least their kernels' time over the harness's (the L2 sweep alone is about 58 µs a call of the
 harness's 150 on an H100)."""
-MISSING_READS_FRACTION = 0.10
-MISSING_READS_SIGMAS = 5.0
-"""Requests whose median shows the GPU reading less from device memory than the harness alone by
-more than this share of the harness's reads (plus this many times the figure's error) did not
-evict the caches: a solution can replace the L2 sweep with work that keeps an SM as busy for as
-long and reads nothing (warm_caches/sweeps_replaced_by_a_wait), which the busy time alone cannot
-tell from the sweep. Honest requests read the sweep's 3 x L2 a call and their own inputs on top."""
 UNSWEPT_UNDER_US = 50.0
 """Claims (median µs a call) under this get the unswept requests after the timed rounds: above
 it the sweeps' noise (±4 µs a call in one request, ±0.3-0.5 µs in the median, H200) is a small
 part of the claim and the margin bounds a forgery."""
 UNSWEPT_REQUESTS = 8
-UNSWEPT_FLOOR_US = 0.5
-"""Allowed a call beyond 3 x the unswept figure's error, for the counters' scatter on what is
-left: the harness's own copies in each request, taken off by its pair."""
 REFERENCE_SHARED_FRACTION = 0.05
 REFERENCE_SHARED_NS_PER_CALL = 2_000
 """The reference's timed blocks may be this much busier (median) than its twin's before the
@@ -146,7 +138,7 @@ class RoundsAudit:
         self.sampler = supervisor.sampler if enabled else None
         if enabled and self.sampler is None and supervisor.sampler_lost:
             raise RunFailure(
-                "REJECTED",
+                Status.REJECTED,
                 f"the GPU's counters could not be read for the device audit "
                 f"({supervisor.sampler_missing}) after they could earlier in this run: "
                 "nothing may hold them while a job runs",
@@ -238,8 +230,8 @@ class RoundsAudit:
                 wall[0] = time.perf_counter_ns() - started
 
         (reply, committed), window = self._segment(lambda: (timed_request(), commit()), SOLUTION)
-        e2e = reply.get("e2e_ns") if isinstance(reply, dict) else None
-        if isinstance(e2e, list) and e2e and all(isinstance(v, (int, float)) for v in e2e):
+        e2e = reply.e2e_ns if isinstance(reply, messages.Timed) else None
+        if e2e:
             self._pace(SOLUTION, statistics.median(e2e), wall[0])
         self.solution_ns.append(window.busy_ns)
         self.paired_ns.append(window.busy_ns - harness)
@@ -320,7 +312,7 @@ class RoundsAudit:
             audit.reference_timed_us_per_call = per_call(timed)
             if timed > (1 + REFERENCE_SHARED_FRACTION) * reference_twin + REFERENCE_SHARED_NS_PER_CALL * n:
                 raise RunFailure(
-                    "REJECTED",
+                    Status.REJECTED,
                     f"the GPU did more while the reference was timed "
                     f"({audit.reference_timed_us_per_call:.2f} µs per call) than for the same "
                     f"calls with more harness work around them "
@@ -333,14 +325,15 @@ class RoundsAudit:
             MISSING_HARNESS_FRACTION * audit.harness_us_per_call + MISSING_HARNESS_SIGMAS * audit.noise_us
         ):
             raise RunFailure(
-                "REJECTED",
+                Status.REJECTED,
                 f"the GPU did less in the solution's timed requests than the harness's own work "
                 f"around its calls ({-paired_us:.2f} µs a call less, of "
                 f"{audit.harness_us_per_call:.2f}): the cache sweeps or copies before and "
                 "after its calls did not run",
             )
-        self._check_reads(audit, n)
-        self._check_unswept(audit, n)
+        assert self.sampler is not None  # checked above
+        check_reads(audit, self.sampler, ReadSamples(self.paired_ns, self.paired_bytes, self.harness_bytes), n)
+        check_unswept(audit, self.unswept_ns, n)
         if audit.claimed_us is not None and device_audit.understated(
             audit.claimed_us, audit.observed_us_per_call, audit.inflation_us, audit.noise_us
         ):
@@ -354,7 +347,7 @@ class RoundsAudit:
                 f"{audit.noise_us:.2f} µs and the counters' {device_audit.FLOOR_US:g} µs scatter on small kernels"
             )
             raise RunFailure(
-                "REJECTED",
+                Status.REJECTED,
                 f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
                 f"the GPU's own counters saw from outside the worker "
                 f"({audit.observed_us_per_call:.2f} µs per call in the median of "
@@ -362,48 +355,6 @@ class RoundsAudit:
                 f"off{allowance})",
             )
         return audit
-
-    def _check_unswept(self, audit: DeviceAudit, n: int) -> None:
-        """The claim against what the counters saw of the calls without the sweeps (small kernels)."""
-        if not self.unswept_ns:
-            return
-        audit.unswept_us_per_call = max(statistics.median(self.unswept_ns), 0.0) / n / 1e3
-        audit.unswept_noise_us = device_audit.median_error(self.unswept_ns) / n / 1e3
-        audit.unswept_per_request = [round(ns / n / 1e3, 3) for ns in self.unswept_ns]
-        if audit.claimed_us is not None and device_audit.understated(
-            audit.claimed_us, audit.unswept_us_per_call, noise_us=audit.unswept_noise_us, floor_us=UNSWEPT_FLOOR_US
-        ):
-            raise RunFailure(
-                "REJECTED",
-                f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
-                f"the GPU's own counters saw of the same calls run one by one without the "
-                f"cache sweeps ({audit.unswept_us_per_call:.2f} µs per call in the median of "
-                f"{len(self.unswept_ns)} requests on fresh inputs, the harness's share taken "
-                f"off, less {device_audit.NOISE_SIGMAS:g} x its error of "
-                f"{audit.unswept_noise_us:.2f} µs and {UNSWEPT_FLOOR_US:g} µs): warm caches "
-                "only make honest calls faster",
-            )
-
-    def _check_reads(self, audit: DeviceAudit, n: int) -> None:
-        """The harness's cache sweeps read in the solution's requests what they read alone."""
-        assert self.sampler is not None
-        audit.traffic = self.sampler.traffic
-        if not audit.traffic or len(self.paired_bytes) < len(self.paired_ns) or not self.paired_bytes:
-            audit.traffic_skipped = self.sampler.traffic_missing or "no memory-traffic figures from the sampler"
-            audit.traffic = ""
-            return
-        harness = statistics.median(self.harness_bytes) / n / 1e6
-        paired = statistics.median(self.paired_bytes) / n / 1e6
-        error = device_audit.median_error(self.paired_bytes) / n / 1e6
-        audit.harness_read_mb_per_call, audit.read_mb_per_call = round(harness, 3), round(paired, 3)
-        if paired < -(MISSING_READS_FRACTION * harness + MISSING_READS_SIGMAS * error):
-            raise RunFailure(
-                "REJECTED",
-                f"the GPU read {-paired:.1f} MB a call less from device memory in the "
-                f"solution's timed requests than the harness alone reads around its calls "
-                f"({harness:.1f} MB a call, nearly all the L2 sweep's): the cache sweeps "
-                "before its calls did not evict the caches",
-            )
 
     def stop(self) -> None:
         """Sampling off (idempotent; a sampler that fails to stop is closed by the run's end)."""
@@ -510,7 +461,7 @@ class RoundsAudit:
                 return
             time.sleep(device_audit.QUIET_WAIT_S)
         raise RunFailure(
-            "REJECTED",
+            Status.REJECTED,
             f"the GPU stayed {idle.busy_ns / max(idle.span_ns, 1):.0%} busy with work that is "
             f"not the harness's before {before} (the device audit needs the GPU to itself: "
             "run the job again on a quiet GPU)",
@@ -521,7 +472,7 @@ class RoundsAudit:
         that happen (by holding the GPU's counters), so the run is not passed unaudited."""
         self.stop()
         return RunFailure(
-            "REJECTED",
+            Status.REJECTED,
             f"the GPU's counters could not be read during the device audit ({exc}); "
             "nothing may hold them while a job runs",
         )

@@ -13,9 +13,10 @@ from typing import Any
 import torch
 
 from gpuarena.harness import precision
-from gpuarena.harness.backend import backend_named
-from gpuarena.harness.backend_base import InputBudget
-from gpuarena.harness.process import RunFailure
+from gpuarena.harness.device.backend import backend_named
+from gpuarena.harness.device.backend_base import InputBudget
+from gpuarena.harness.failure import RunFailure
+from gpuarena.harness.records import Status
 from gpuarena.harness.transport import SharedArena
 from gpuarena.problems.loader import Problem
 from gpuarena.problems.model import Workload
@@ -64,7 +65,9 @@ class WorkloadSession:
         inputs = self.problem.make_inputs(dict(self.workload.axes), self.workload.torch_dtype, self.device, generator)
         if not isinstance(inputs, dict) or list(inputs) != self.input_names:
             got = list(inputs) if isinstance(inputs, dict) else type(inputs).__name__
-            raise RunFailure("REJECTED", f"problem bug: make_inputs() returned {got}, expected keys {self.input_names}")
+            raise RunFailure(
+                Status.REJECTED, f"problem bug: make_inputs() returned {got}, expected keys {self.input_names}"
+            )
         return inputs
 
     def reference(self, inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
@@ -73,7 +76,7 @@ class WorkloadSession:
             outs = as_outputs(self.problem.reference(**inputs))
         if len(outs) != len(self.problem.spec.outputs):
             raise RunFailure(
-                "REJECTED",
+                Status.REJECTED,
                 f"problem bug: reference() returned {len(outs)} outputs, "
                 f"problem.toml names {len(self.problem.spec.outputs)}",
             )
@@ -103,7 +106,7 @@ class WorkloadSession:
             if isinstance(value, torch.Tensor):
                 self.sets[k][name].copy_(value)
             elif value != self.sets[k][name]:
-                raise RunFailure("REJECTED", f"problem bug: scalar input {name} changes between draws")
+                raise RunFailure(Status.REJECTED, f"problem bug: scalar input {name} changes between draws")
         while len(self.private) <= k:
             self.private.append({})
         self.private[k] = inputs

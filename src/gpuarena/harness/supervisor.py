@@ -15,26 +15,30 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, cast
+from typing import cast
 
 import torch
 
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness import allocator, build_cache, device_audit, kernel_duration, precision
-from gpuarena.harness.ahead import DeviceAhead
-from gpuarena.harness.backend import Backend, backend_for
+from gpuarena.harness import kernel_duration, messages
 from gpuarena.harness.calibration import ProcessExtra, calibrate
-from gpuarena.harness.compare import compare, judged
+from gpuarena.harness.correctness import check_correctness
+from gpuarena.harness.device import device_audit
+from gpuarena.harness.device.backend import Backend, backend_for
+from gpuarena.harness.device.timing import Timer
+from gpuarena.harness.failure import RunFailure, worker_failure
+from gpuarena.harness.launch import allocator
+from gpuarena.harness.launch.ahead import DeviceAhead
+from gpuarena.harness.launch.kept_caches import keep_caches, restore_caches
+from gpuarena.harness.launch.process import WorkerProcess
+from gpuarena.harness.launch.started import StartedWorker, _switch
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.options import PUBLIC_SEED, RunOptions
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
-from gpuarena.harness.process import RunFailure, WorkerProcess, worker_failure
 from gpuarena.harness.records import Environment, Evaluation, Status, WorkloadResult
 from gpuarena.harness.redact import redact
-from gpuarena.harness.session import WorkloadSession, bitwise_equal, count_sets, input_bytes, poison
-from gpuarena.harness.started import StartedWorker, _switch
+from gpuarena.harness.session import WorkloadSession, count_sets, input_bytes
 from gpuarena.harness.stats import weighted_geomean
-from gpuarena.harness.timing import Timer
 from gpuarena.harness.transport import SharedArena
 from gpuarena.harness.warm import Warm
 from gpuarena.problems.loader import Problem
@@ -65,7 +69,7 @@ class Supervisor:
         """Set up ahead by the caller, used once; None: the run starts its own."""
         self.ahead = ahead
         """The sampler and nvidia-smi's reading, started by the caller before it imported torch
-        (harness/ahead.py); used where they are of this run's device."""
+        (harness/launch/ahead.py); used where they are of this run's device."""
         self.warm = warm
         """What a long-lived caller keeps between jobs (harness/warm.py): the sampler is taken
         from it and handed back, the GPU's lock is held while timing, the worker is torn down
@@ -74,7 +78,7 @@ class Supervisor:
         """Whether the worker made its context and timer on this device before the run."""
         self.progress = progress or (lambda text: None)
         self.backend: Backend = backend_for(torch.device(options.device))
-        """Every device-specific step of the run (harness/backend.py)."""
+        """Every device-specific step of the run (harness/device/backend.py)."""
         self.device = self.backend.pin(torch.device(options.device))
         if options.mode == "ranked":
             self.seed = options.seed if options.seed is not None else secrets.randbits(62)
@@ -90,7 +94,7 @@ class Supervisor:
         """Times the reference, with the method the supervisor chose for both sides (_timer)."""
         self.process_extra: ProcessExtra | None = None
         """On the CPU: what the worker's process adds to the harness's CPU time (calibration.py)."""
-        self.prepared_reply: dict[str, Any] = {}
+        self.prepared_reply: messages.Prepared | None = None
         """The worker's `prepare` reply: its harness's own word, before any solution code ran."""
         self.details: list[str] = []
         """Tracebacks and other detail that belongs in the log, not the verdict."""
@@ -157,7 +161,7 @@ class Supervisor:
             names = set(self.options.workloads)
             unknown = names - {w.name for w in self.problem.spec.workloads}
             if unknown:
-                raise RunFailure("REJECTED", f"unknown workload(s): {', '.join(sorted(unknown))}")
+                raise RunFailure(Status.REJECTED, f"unknown workload(s): {', '.join(sorted(unknown))}")
             chosen = [w for w in self.problem.spec.workloads if w.name in names]
         return chosen
 
@@ -238,24 +242,24 @@ class Supervisor:
             and torch.device(ready.prepared_on) == self.device
         )
         if self.prepared:
-            self.prepared_reply = dict(ready.prepared)
+            self.prepared_reply = ready.prepared
         return ready
 
-    def _timer(self, prepared: dict[str, Any]) -> Timer:
+    def _timer(self, prepared: messages.Prepared) -> Timer:
         """The reference's timer, with the method the supervisor chose for both sides: the run's
         option, else the backend's best. The worker's harness said what its timer does in its
         `prepare` reply, before any solution code ran; a worker that cannot time that way (a
         sandbox that hides CUPTI, say) is the machine's failure, not a verdict, and nothing the
         worker says later changes the method (each `time` reply must carry it)."""
         chosen = self.backend.timing_method(self.options.timing_method)
-        if prepared.get("method") != chosen:
+        if prepared.method != chosen:
             raise RunFailure(
-                "RUNTIME_ERROR",
+                Status.RUNTIME_ERROR,
                 f"the worker's timer cannot time with {chosen} on {self.device} (it has "
-                f"{prepared.get('method') or 'nothing'}): the sandbox hides what that method needs",
+                f"{prepared.method or 'nothing'}): the sandbox hides what that method needs",
             )
         # the reference starts each call from the caches the solution's calls start from
-        worker_icache = prepared.get("icache_sweep") is True
+        worker_icache = prepared.icache_sweep
         timer = Timer(self.device, method=chosen, icache=worker_icache, backend=self.backend)
         if worker_icache and not timer.has_icache_sweep:
             self.details.append(
@@ -284,7 +288,8 @@ class Supervisor:
             owner=(started.user[0], started.user[1]) if started.user else None,
             by_fd=started.process.init_pid is not None,
         )
-        workdir_fd = self._restore_caches(started)
+        with self.phases(BUILD):
+            workdir_fd = restore_caches(started, self.solution.hash, self.details)
         try:
             self._run(started.process, arena, record)
         except RunFailure as failure:
@@ -305,7 +310,7 @@ class Supervisor:
             with self.phases(TEARDOWN):
                 started.process.stop()  # its output is complete; its process may still be leaving
                 if workdir_fd is not None:
-                    self._keep_caches(workdir_fd, started.process.cache_root.name)
+                    keep_caches(self.solution.hash, workdir_fd, started.process.cache_root.name, self.details)
                 arena.close()
                 if self._sampler is not None:
                     if self.warm is not None:
@@ -319,95 +324,63 @@ class Supervisor:
                 for workload in record.workloads:
                     workload.reason = redact(workload.reason)
 
-    def _restore_caches(self, started: StartedWorker) -> int | None:
-        """What earlier runs of this very solution compiled, put back into its worker's cache
-        folder while the worker is idle (build_cache.py); a descriptor of the folder above it,
-        to keep the caches once the run ends, or None where the worker's caches are not per run."""
-        if not started.caches_per_run or started.user is None:
-            return None
-        with self.phases(BUILD):
-            root = started.process.cache_root
-            try:
-                parent_fd = build_cache.open_parent(root, started.process.init_pid)
-            except OSError as exc:
-                self.details.append(f"\n[gpuarena] the worker's caches could not be reached to keep them: {exc}\n")
-                return None
-            try:
-                build_cache.restore(self.solution.hash, parent_fd, root.name, (started.user[0], started.user[1]))
-            except OSError as exc:  # it compiles again
-                self.details.append(f"\n[gpuarena] the solution's kept caches could not be restored: {exc}\n")
-            return parent_fd
-
-    def _keep_caches(self, parent_fd: int, folder: str) -> None:
-        try:
-            build_cache.keep(self.solution.hash, parent_fd, folder)
-        except Exception as exc:  # the next run compiles again; the verdict stands
-            self.details.append(f"\n[gpuarena] the solution's caches could not be kept: {exc}\n")
-        finally:
-            os.close(parent_fd)
-
     def _run(self, worker: WorkerProcess, arena: SharedArena, record: Evaluation) -> None:
         workloads = self.workloads()
         if not workloads:
             raise RunFailure(
-                "REJECTED", f"problem {self.problem.id} has no workloads for device kind {self.device.type}"
+                Status.REJECTED, f"problem {self.problem.id} has no workloads for device kind {self.device.type}"
             )
         self.progress(f"building {self.solution.name} ({self.solution.manifest.language})")
-        setup = {
-            "device": str(self.device),
-            "convention": self.problem.spec.convention,
-            "input_names": self.problem.input_names,
-            "output_names": self.problem.spec.outputs,
-            "method": self.options.timing_method,
-        }
+        setup = messages.RunSetup(
+            device=str(self.device),
+            convention=self.problem.spec.convention,
+            input_names=self.problem.input_names,
+            output_names=self.problem.spec.outputs,
+            method=self.options.timing_method,
+        )
         if record.environment is not None:
             record.environment.worker_containment = worker.containment
         with self.phases(START_UP):  # the worker's own imports end here
-            reply: dict[str, Any] = (
-                self.prepared_reply
-                if self.prepared
-                else worker.request(
-                    {"op": "prepare", **setup, **self.backend.worker_setup(str(self.device))},
-                    self.deadline,
-                    "preparing the device",
-                )
-            )
-            self.prepared_reply = reply
+            prepared: messages.Prepared | messages.Failure
+            if self.prepared and self.prepared_reply is not None:
+                prepared = self.prepared_reply
+            else:
+                request = messages.Prepare(setup=setup.model_copy(update=self.backend.worker_setup(str(self.device))))
+                prepared = worker.request(request, self.deadline, "preparing the device")
         self.deadline = time.monotonic() + self.options.timeout_s  # the solution's time starts here
-        if not reply.get("ok"):
+        if isinstance(prepared, messages.Failure):
             raise RunFailure(
-                "RUNTIME_ERROR",
-                f"the worker could not prepare {self.device}: {reply.get('reason', '')}",
-                str(reply.get("traceback", "")),
+                Status.RUNTIME_ERROR,
+                f"the worker could not prepare {self.device}: {prepared.reason}",
+                prepared.traceback,
             )
+        self.prepared_reply = prepared
         with self.phases(START_UP):  # the reference's timer, with the method chosen for both sides
-            self.timer = self._timer(reply)
-        setup["method"] = self.timer.method
+            self.timer = self._timer(prepared)
+        setup = setup.model_copy(update={"method": self.timer.method})
         language = self.solution.manifest.language
         with self.phases(BUILD):
             if language in runtimes.STARTED_AHEAD:  # its threads are the harness's (solutions/runtimes.py)
-                reply = worker.request(
-                    {"op": "runtime", "language": language, **setup}, self.deadline, f"starting the {language} runtime"
+                worker.ask(
+                    messages.StartRuntime(language=language, setup=setup),
+                    self.deadline,
+                    f"starting the {language} runtime",
                 )
-                if not reply.get("ok"):
-                    raise worker_failure(reply, default="COMPILE_ERROR")
             if self.backend.host_timed and self.options.mode != "test":  # the CPU-time bound's allowance,
                 # measured while no solution code is loaded
                 self.process_extra = calibrate(worker, self.device, self.backend, setup, self.deadline)
-            reply = worker.request(
-                {"op": "build", "solution": self.solution.model_dump(mode="json"), **setup},
+            built = worker.ask(
+                messages.Build(solution=self.solution.model_dump(mode="json"), setup=setup),
                 self.deadline,
                 "building the solution",
             )
-        if not reply.get("ok"):
-            raise worker_failure({"reason": "build failed", **reply}, default="COMPILE_ERROR")
-        if record.environment is not None and reply.get("runtime"):
-            record.environment.solution_runtime = str(reply["runtime"])
+        if record.environment is not None and built.runtime:
+            record.environment.solution_runtime = built.runtime
         method = self.timer.method
         if record.environment is not None:
-            record.environment.worker_network = str(reply.get("network", "unknown"))
+            record.environment.worker_network = built.network
             record.environment.timer_eviction = self.timer.eviction or None
-        self.details.append(f"\n[gpuarena] worker rights: {reply.get('rights', 'unknown')}\n")
+        self.details.append(f"\n[gpuarena] worker rights: {built.rights}\n")
         measured: list[tuple[WorkloadSession, WorkloadResult]] = []
         for index, workload in enumerate(workloads):
             self.progress(f"workload {index + 1}/{len(workloads)}: {workload.name}")
@@ -473,7 +446,9 @@ class Supervisor:
             fds = arena.take_fds()  # CUDA buffers for a worker of its own user (see transport)
             try:
                 reply = worker.request(
-                    {"op": "setup", "workload": workload.name, **session.handles},
+                    messages.Share(
+                        workload=workload.name, sets=session.handles["sets"], dests=session.handles["dests"]
+                    ),
                     self.deadline,
                     f"sharing inputs of {workload.name}",
                     fds=fds,
@@ -481,7 +456,7 @@ class Supervisor:
             finally:
                 for fd in fds:
                     os.close(fd)
-        if not reply.get("ok"):
+        if isinstance(reply, messages.Failure):
             # the worker could not map the shared buffers (CUDA IPC refused, say): say so, with
             # the worker's traceback, rather than fail later on buffers it does not have
             failure = worker_failure(reply)
@@ -493,7 +468,7 @@ class Supervisor:
             return session, result
         try:
             with self.phases(CORRECTNESS):
-                self._check_correctness(worker, session, result, first, first_ref)
+                check_correctness(self, self.options.trials, worker, session, result, first, first_ref)
             if timing and result.status == Status.PASSED:
                 plan = TimingPlan(
                     budget_s=self.options.budget_s,
@@ -507,112 +482,3 @@ class Supervisor:
             if failure.detail:
                 self.details.append(f"\n[gpuarena] {workload.name}: {failure.reason}\n{failure.detail}")
         return session, result
-
-    def _check_correctness(
-        self,
-        worker: WorkerProcess,
-        session: WorkloadSession,
-        result: WorkloadResult,
-        first: dict[str, Any],
-        first_ref: tuple[torch.Tensor, ...],
-    ) -> None:
-        tol = self.problem.spec.tolerance_for(session.workload.dtype)
-        worst = {"abs": 0.0, "rel": 0.0, "l2": 0.0}
-        for trial in range(self.options.trials):
-            inputs, ref = (first, first_ref) if trial == 0 else (None, None)
-            if inputs is None:
-                inputs = session.make("trial", trial)
-                ref = session.reference(inputs)
-            assert ref is not None  # given with the first trial's inputs, computed for the others
-            session.fill(0, inputs)
-            poison(session.dests[0])
-            session.sync()
-            reply = worker.request(
-                {"op": "call", "set": 0},
-                self.deadline,
-                f"calling solve() on {session.workload.name}, trial {trial + 1}",
-            )
-            result.trials = trial + 1
-            if reply.get("op") == "failure":
-                raise worker_failure(reply)
-            session.sync()
-            for name, value in inputs.items():
-                if isinstance(value, torch.Tensor) and not bitwise_equal(session.sets[0][name], value):
-                    raise RunFailure("REJECTED", f"solve() modified its input {name}")
-            checker = self.problem.checker
-            if checker is not None:  # the problem's own judgement, for answers that are not unique
-                verdict = judged(checker, self.problem.spec.outputs, session.dests[0], ref, inputs)
-                if not verdict.ok:
-                    raise RunFailure(verdict.status, f"trial {trial + 1}: {verdict.reason}")
-                continue
-            for name, out, expected in zip(self.problem.spec.outputs, session.dests[0], ref):
-                verdict = compare(name, out, expected, tol)
-                if verdict.max_abs_error is not None:
-                    # compare gives the three figures together
-                    assert verdict.max_rel_error is not None and verdict.l2_rel_error is not None
-                    worst["abs"] = max(worst["abs"], verdict.max_abs_error)
-                    worst["rel"] = max(worst["rel"], verdict.max_rel_error)
-                    worst["l2"] = max(worst["l2"], verdict.l2_rel_error)
-                    result.max_abs_error, result.max_rel_error, result.l2_rel_error = (
-                        worst["abs"],
-                        worst["rel"],
-                        worst["l2"],
-                    )
-                if not verdict.ok:
-                    raise RunFailure(verdict.status, f"trial {trial + 1}: {verdict.reason}")
-            self._precision(session, result, inputs, ref, trial)
-
-    def _precision(
-        self,
-        session: WorkloadSession,
-        result: WorkloadResult,
-        inputs: dict[str, Any],
-        ref: tuple[torch.Tensor, ...],
-        trial: int,
-    ) -> None:
-        """Both sides' errors against the reference in float64 (the worst over trials), and the
-        faithful-math rule where the problem asks for it (harness/precision.py)."""
-        if not session.workload.torch_dtype.is_floating_point or result.float64_skipped:
-            return
-        if self.problem.spec.checker is not None:  # a valid answer need not be close to one computation
-            result.float64_skipped = "judged by the problem's own checker"
-            return
-        exact = precision.float64_reference(self.problem.reference, inputs)
-        if isinstance(exact, str):
-            result.float64_skipped = exact
-            return
-        solution_error = precision.worst_error(session.dests[0], exact)
-        reference_error = precision.worst_error(ref, exact)
-        if solution_error is None or reference_error is None:
-            return
-        result.error_vs_float64 = max(result.error_vs_float64 or 0.0, solution_error)
-        result.reference_error_vs_float64 = max(result.reference_error_vs_float64 or 0.0, reference_error)
-        if self.problem.spec.faithful(session.workload.dtype):
-            why = precision.unfaithful(solution_error, reference_error)
-            if why:
-                raise RunFailure("WRONG_VALUES", f"trial {trial + 1}: lower precision than asked: {why}")
-
-
-def evaluate(
-    problem: Problem,
-    solution: Solution,
-    options: RunOptions | None = None,
-    progress: Progress | None = None,
-    worker: StartedWorker | None = None,
-    warm: Warm | None = None,
-    ahead: DeviceAhead | None = None,
-) -> Evaluation:
-    """Judge one solution on one problem on one device: the harness's single entry point.
-    worker: one set up ahead (StartedWorker), which the run uses and closes; warm: what a
-    long-lived caller keeps between jobs (harness/warm.py); ahead: the device's sampler and
-    reading started before torch was imported (harness/ahead.py; the caller closes it). Profile mode goes to
-    harness/profile.py, which starts workers of its own."""
-    options = options or RunOptions()
-    backend_for(torch.device(options.device))  # another vendor's GPU is refused here, with the gap named
-    if options.mode == "profile":
-        from gpuarena.harness.profile import profile_evaluation
-
-        if worker is not None:
-            worker.close()
-        return profile_evaluation(problem, solution, options.device, options.workloads, options.timeout_s, progress)
-    return Supervisor(problem, solution, options, progress, worker, warm, ahead).run()

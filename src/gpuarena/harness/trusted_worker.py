@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
+from gpuarena.harness.inside.worker import CallFailure, Worker
 from gpuarena.harness.proctree import children_of_thread
-from gpuarena.harness.worker import CallFailure, Worker
 
 
 class TrustedWorker(Worker):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from gpuarena.harness import messages
 from gpuarena.harness.proctree import children_of
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.harness.transport import memfd_tensor
@@ -82,9 +83,10 @@ class ReferenceTwin:
         """n timed calls: device samples, end-to-end samples, the harness's CPU time."""
         started = time.thread_time_ns()
         with torch.no_grad():  # entered once, outside the calls' windows
-            reply = self.worker.time({"n": n, "evict": evict})
+            reply = self.worker.time(messages.Time(n=n, evict=evict))
         spent = time.thread_time_ns() - started
-        return reply["device_ns"], reply["e2e_ns"], max(spent - sum(reply["e2e_ns"]), 0)
+        assert reply.device_ns is not None and reply.e2e_ns is not None  # the trusted worker's own samples
+        return reply.device_ns, reply.e2e_ns, max(spent - sum(reply.e2e_ns), 0)
 
 
 def shared_like(tensor: torch.Tensor) -> torch.Tensor:

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # types only
-    from gpuarena.harness.device_audit import DeviceSampler
+    from gpuarena.harness.device.device_audit import DeviceSampler
 
 QUIET_WAIT_S = 60.0
 """The longest a job waits for the GPU to be its own (a waiting worker's CUDA start takes

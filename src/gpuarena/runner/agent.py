@@ -392,7 +392,7 @@ class Runner:
                 with self.lock:
                     item = self.running.get(job_id)
                 if item is not None:
-                    log.warning("lost the lease on job %s; stopping it", job_id)
+                    log.warning("lost the lease on job %s (cancelled, expired or pre-empted); stopping it", job_id)
                     item.lost = True
 
     @staticmethod

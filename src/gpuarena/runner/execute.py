@@ -62,8 +62,8 @@ def _die_with_the_runner() -> None:
 
 
 def main() -> int:
-    from gpuarena.harness.started import StartedWorker
-    from gpuarena.harness.supervisor import RunOptions, evaluate
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.harness.launch.started import StartedWorker
     from gpuarena.problems.pack import unpack_problem
 
     # the runner stops a job with SIGTERM: unwind, so the supervisor stops its worker

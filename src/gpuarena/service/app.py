@@ -16,11 +16,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuarena import __version__
 from gpuarena.errors import GpuarenaError
-from gpuarena.service import bounty_routes, contest_routes, redact, routes, runner_routes, sample_routes, web
+from gpuarena.service import bounty_routes, contest_routes, live, redact, routes, runner_routes, sample_routes, web
 from gpuarena.service.auth import AuthError
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
-from gpuarena.service.errors import Forbidden, NotFound, TooLarge
+from gpuarena.service.errors import Forbidden, NotFound, TooLarge, Unavailable
 from gpuarena.service.queue import LeaseLost
 from gpuarena.service.ratelimit import RateLimited
 
@@ -33,6 +33,7 @@ STATUS = [
     (LeaseLost, 409),
     (TooLarge, 413),
     (RateLimited, 429),
+    (Unavailable, 503),
     (GpuarenaError, 400),
 ]
 """Which error answers with which status; the first match wins (GpuarenaError last)."""
@@ -153,6 +154,9 @@ def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAP
         "Send tokens as `Authorization: Bearer <token>`.",
     )
     app.state.settings, app.state.db = settings, db
+    app.state.streams = live.Streams(
+        db, settings.stream_poll_s, settings.streams_per_client, settings.streams_total
+    )  # one poller for every live event stream (live.py)
     redact.remember_service(settings.home, settings.database_url)  # never shown in a log or reason
     app.include_router(routes.router)
     app.include_router(runner_routes.router)
@@ -168,7 +172,8 @@ def create_app(settings: Settings, db: Database, lifespan: Any = None) -> FastAP
     @app.exception_handler(GpuarenaError)
     async def _known(request: Request, exc: GpuarenaError) -> Response:
         status = next(code for kind, code in STATUS if isinstance(exc, kind))
-        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
+        retry_after = getattr(exc, "retry_after", None)  # RateLimited, Unavailable
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
         if status == 401:
             headers = {"WWW-Authenticate": "Bearer"}
         if is_page(request.url.path):

@@ -30,7 +30,7 @@ from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden, NotFound
 from gpuarena.service.leaderboard import RANKED_MODE, counts, read_rows
-from gpuarena.service.tables import Bounty, BountyEvent, DeviceKind, Problem, Submission, User, device_type, utcnow
+from gpuarena.service.tables import Bounty, BountyEvent, Problem, Submission, User, device_type, utcnow
 
 CATEGORIES = ("speed", "feature", "bug", "hardware")
 STATES = ("open", "claimed", "submitted", "verified", "paid", "expired", "withdrawn")
@@ -85,8 +85,8 @@ def _naive_utc(value: dt.datetime) -> dt.datetime:
 
 def _speed_target(session: Session, request: BountyRequest) -> tuple[str, str, str, float, float, float]:
     """(problem, device kind, target_over, speed-up, baseline score, required score) of a speed
-    bounty, each checked: the problem is current, a runner has the device kind and the problem
-    runs on it, the target is a positive speed-up over something that exists."""
+    bounty, each checked: the problem is current and runs on the device kind (which no runner
+    need have brought yet: the reply warns of that, `device_kinds.runner_warnings`), the target is a positive speed-up over something that exists."""
     if not request.problem:
         raise GpuarenaError(
             "problem: a speed bounty names a problem, e.g. level1/softmax (GET /api/problems lists them)"
@@ -98,12 +98,6 @@ def _speed_target(session: Session, request: BountyRequest) -> tuple[str, str, s
         raise GpuarenaError(f"problem: unknown problem {request.problem!r} (GET /api/problems lists them)")
     if not request.device_kind:
         raise GpuarenaError("device_kind: a speed bounty names the device kind its ranked run must use, e.g. H100")
-    if session.get(DeviceKind, request.device_kind) is None:
-        known = ", ".join(session.scalars(select(DeviceKind.name).order_by(DeviceKind.name))) or "none yet"
-        raise GpuarenaError(
-            f"device_kind: no runner has brought a device of kind {request.device_kind!r} (known: "
-            f"{known}), so no ranked run could ever verify this bounty"
-        )
     target = device_type(request.device_kind)
     if not any(target in w.get("devices", ["cpu", "cuda"]) for w in problem.spec["workloads"]):
         raise GpuarenaError(f"device_kind: {problem.slug} has no workload that runs on {target} devices")
@@ -425,14 +419,16 @@ def on_submission(session: Session, submission: Submission, now: dt.datetime | N
 def on_result(session: Session, submission: Submission) -> list[int]:
     """A finished ranked run of a claimer: verifies each of their speed bounties on its problem
     and device kind whose required score it reaches (the service is the actor); a run that falls
-    short is noted in the history. Only runs queued while the claim (and the deadline) held
-    count. Called in the transaction that accepts the result; returns the bounties verified."""
+    short is noted in the history. Only runs queued after the bounty was posted, while the claim
+    (and the deadline) held, count: a run queued before the bounty existed was not made for it. Called in the transaction that accepts the result; returns the bounties verified."""
     if submission.mode != RANKED_MODE:
         return []
     now = submission.finished_at or utcnow()
     verified = []
     for bounty in session.scalars(_claimed_for(submission, HELD)):
         made = submission.created_at
+        if made < bounty.created_at:
+            continue  # queued before the bounty was posted
         if (bounty.claim_expires_at is not None and made > bounty.claim_expires_at) or (
             bounty.deadline is not None and made > bounty.deadline
         ):
@@ -481,6 +477,7 @@ def _run_in_flight(session: Session, bounty: Bounty, queued_by: dt.datetime) -> 
                 Submission.mode == RANKED_MODE,
                 Submission.status.in_(IN_FLIGHT),
                 Submission.created_at <= queued_by,
+                Submission.created_at >= bounty.created_at,  # runs from before the bounty do not count
             )
             .limit(1)
         )

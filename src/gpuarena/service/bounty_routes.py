@@ -23,6 +23,7 @@ from gpuarena.service.bounty_schemas import (
 )
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, caller, get_db
+from gpuarena.service.device_kinds import runner_warnings
 from gpuarena.service.tables import Bounty
 
 router = APIRouter(prefix="/api/bounties", tags=["bounties"])
@@ -80,9 +81,16 @@ def _changed(db: Database, change: Callable[[Session], Bounty]) -> BountyDetail:
 
 @router.post("", status_code=201)
 def create_bounty(body: BountyRequest, who: CALLER, db: DB) -> BountyDetail:
-    """Post a bounty (organisers and admins). Speed bounties need a current problem, a device kind
-    a runner has brought, and a target speed-up over the reference or the leaderboard's best."""
-    return _changed(db, lambda session: bounties.create(session, who, body))
+    """Post a bounty (organisers and admins). Speed bounties need a current problem that runs on
+    their device kind, and a target speed-up over the reference or the leaderboard's best; a
+    device kind no runner serves yet is allowed, with a warning in the reply."""
+    with db.write() as session:
+        bounty = bounties.create(session, who, body)
+        session.flush()
+        made = bounties.detail(session, bounty.id)
+        if bounty.device_kind:
+            made.warnings = runner_warnings(session, [bounty.device_kind])
+        return made
 
 
 @router.post("/{bounty_id}/claim")

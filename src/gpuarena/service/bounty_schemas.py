@@ -130,3 +130,5 @@ class BountyDetail(BountyOut):
     """A bounty with its whole history, oldest first."""
 
     history: list[BountyEventOut]
+    warnings: list[str] = Field(default_factory=list)
+    """On creation: what will not work yet, such as a device kind no runner has brought."""

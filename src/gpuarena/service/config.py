@@ -48,6 +48,19 @@ class Settings(BaseModel):
     """How long a runner's claim holds without a heartbeat (GPUARENA_LEASE_S)."""
     max_attempts: int = 3
     """Claims per job before it ends as ERROR (a job whose runner keeps dying; GPUARENA_MAX_ATTEMPTS)."""
+    preempt_after_s: float = 120.0
+    """A running job is pre-empted (stopped, queued again, not counted as an attempt) when other
+    users' jobs have waited this long while its user holds more than their share of the busy
+    slots of its device kind (GPUARENA_PREEMPT_AFTER_S; 0: never)."""
+    max_preemptions: int = 2
+    """Times one job may be pre-empted; then it runs to its end (GPUARENA_MAX_PREEMPTIONS)."""
+    streams_per_client: int = 8
+    """Live event streams (GET /api/submissions/ID/events) one client may hold open at once: a
+    signed-in user, else one address (GPUARENA_STREAMS_PER_CLIENT; 0: no limit)."""
+    streams_total: int = 500
+    """Live event streams open at once on this server process (GPUARENA_STREAMS_TOTAL; 0: no limit)."""
+    stream_poll_s: float = 0.5
+    """How often the one poller behind every live event stream reads the database (GPUARENA_STREAM_POLL_S)."""
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -62,6 +75,11 @@ class Settings(BaseModel):
             ("max_request_bytes", "GPUARENA_MAX_REQUEST_BYTES"),
             ("lease_s", "GPUARENA_LEASE_S"),
             ("max_attempts", "GPUARENA_MAX_ATTEMPTS"),
+            ("preempt_after_s", "GPUARENA_PREEMPT_AFTER_S"),
+            ("max_preemptions", "GPUARENA_MAX_PREEMPTIONS"),
+            ("streams_per_client", "GPUARENA_STREAMS_PER_CLIENT"),
+            ("streams_total", "GPUARENA_STREAMS_TOTAL"),
+            ("stream_poll_s", "GPUARENA_STREAM_POLL_S"),
             ("webhooks_allow_private", "GPUARENA_WEBHOOK_ALLOW_PRIVATE"),
         ):
             if os.environ.get(name):

@@ -13,6 +13,7 @@ from gpuarena.service import contest_standings, contests, standings_process
 from gpuarena.service.contest_schemas import ContestInfo, ContestSpec, EntryOut, ReviewRequest, StandingsOut, Team
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, caller, get_db, optional_caller, staff
+from gpuarena.service.device_kinds import runner_warnings
 
 router = APIRouter(prefix="/api/contests", tags=["contests"])
 
@@ -26,9 +27,12 @@ oversized contest file is refused at once, never validated."""
 
 @router.post("", status_code=201)
 def create_contest(who: STAFF, spec: ContestSpec, db: DB) -> ContestInfo:
-    """Organisers and admins: a new contest from its file (`gpuarena contest create contest.toml`)."""
+    """Organisers and admins: a new contest from its file (`gpuarena contest create contest.toml`).
+    Every mistake is named at once; a device kind no runner serves yet is allowed, with a warning."""
     with db.write() as session:
-        return contests.info(session, contests.create(session, who, spec))
+        made = contests.info(session, contests.create(session, who, spec))
+        made.warnings = runner_warnings(session, spec.device_kinds)
+        return made
 
 
 @router.get("")

@@ -73,6 +73,8 @@ class ContestInfo(BaseModel):
     """frozen: running, with the public standings stopped at the freeze."""
     organizers: list[str]
     entries_count: int = 0
+    warnings: list[str] = Field(default_factory=list)
+    """On creation: what will not work yet, such as a device kind no runner has brought."""
 
 
 class ReviewRequest(BaseModel):

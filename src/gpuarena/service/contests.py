@@ -12,7 +12,7 @@ import datetime as dt
 import math
 from typing import Literal
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from gpuarena.contests.model import as_utc
@@ -30,7 +30,6 @@ from gpuarena.service.tables import (
     ContestEntry,
     ContestOrganizer,
     ContestRow,
-    DeviceKind,
     Problem,
     SampleRow,
     SolutionBlob,
@@ -96,34 +95,53 @@ def require_organizer(session: Session, row: ContestRow, who: Caller) -> None:
         )
 
 
+def _missing_users(session: Session, names: list[str], what: str) -> str | None:
+    """The mistake of naming users that do not exist, or None."""
+    found = set(session.scalars(select(User.name).where(User.name.in_(names))))
+    missing = [n for n in dict.fromkeys(names) if n not in found]
+    if not missing:
+        return None
+    return (
+        f"{what}: no user named {', '.join(map(repr, missing))} "
+        "(accounts come first: `gpuarena users add NAME` or an invite)"
+    )
+
+
 def _user_ids(session: Session, names: list[str], what: str) -> dict[str, int]:
     found = dict(session.execute(select(User.name, User.id).where(User.name.in_(names))).all())
-    missing = [n for n in names if n not in found]
-    if missing:
-        raise GpuarenaError(
-            f"{what}: no user named {', '.join(map(repr, missing))} "
-            "(accounts come first: `gpuarena users add NAME` or an invite)"
-        )
+    if (mistake := _missing_users(session, names, what)) is not None:
+        raise GpuarenaError(mistake)
     return found
 
 
-def create(session: Session, who: Caller, spec: ContestSpec) -> ContestRow:
-    """A new contest, checked against what the service knows: problems, device kinds, users."""
-    if not who.is_staff:
-        raise Forbidden(f"{who.name} is a {who.role}; creating a contest needs an organiser or admin account")
+def check(session: Session, spec: ContestSpec) -> list[str]:
+    """Every mistake of a contest file against what the service knows (the slug in use, unknown
+    problems, unknown users), all at once; a device kind no runner has brought yet is not one
+    (`device_kinds.runner_warnings` says so instead)."""
+    mistakes = []
     if session.scalar(select(ContestRow.id).where(ContestRow.slug == spec.slug)) is not None:
-        raise GpuarenaError(f"a contest named {spec.slug!r} exists already; pick another slug")
+        mistakes.append(f"slug: a contest named {spec.slug!r} exists already; pick another slug")
     known = set(session.scalars(select(Problem.slug).where(Problem.current, Problem.slug.in_(spec.problems))))
     unknown = [p for p in spec.problems if p not in known]
     if unknown:
-        raise GpuarenaError(f"unknown problem {', '.join(map(repr, unknown))} (GET /api/problems lists them)")
-    kinds = set(session.scalars(select(DeviceKind.name)))
-    missing = [k for k in spec.device_kinds if k not in kinds]
-    if missing:
-        raise GpuarenaError(
-            f"no runner has brought device kind {', '.join(map(repr, missing))} (known: "
-            f"{', '.join(sorted(kinds)) or 'none yet'}); connect a runner with that device first"
-        )
+        mistakes.append(f"problems: unknown problem {', '.join(map(repr, unknown))} (GET /api/problems lists them)")
+    for names, what in (
+        (spec.organizers, "organizers"),
+        ([m for t in spec.teams for m in t.members], "team members"),
+    ):
+        if (mistake := _missing_users(session, names, what)) is not None:
+            mistakes.append(mistake)
+    return mistakes
+
+
+def create(session: Session, who: Caller, spec: ContestSpec) -> ContestRow:
+    """A new contest, checked against what the service knows: problems and users (every mistake
+    named at once). Its device kinds need no runner yet: the reply warns of those none serves."""
+    if not who.is_staff:
+        raise Forbidden(f"{who.name} is a {who.role}; creating a contest needs an organiser or admin account")
+    mistakes = check(session, spec)
+    if mistakes:
+        raise GpuarenaError(mistakes[0] if len(mistakes) == 1 else f"{len(mistakes)} mistakes: " + "; ".join(mistakes))
     organizers = _user_ids(session, sorted({who.name, *spec.organizers}), "organizers")
     members = _user_ids(session, [m for t in spec.teams for m in t.members], "team members")
     row = ContestRow(
@@ -170,7 +188,7 @@ def set_team(session: Session, row: ContestRow, who: Caller, team: Team) -> None
 
 def info(session: Session, row: ContestRow) -> ContestInfo:
     spec = spec_of(row)
-    count = session.scalar(select(func.count()).select_from(ContestEntry).where(ContestEntry.contest_id == row.id))
+    count = row.entries_count  # kept by enter(): a count of the entries grew with them
     return ContestInfo(
         spec=spec, phase=phase(spec), organizers=organizer_names(session, row.id), entries_count=count or 0
     )
@@ -191,6 +209,29 @@ def contestant_of(session: Session, row: ContestRow, who: Caller) -> str:
             f"({', '.join(organizer_names(session, row.id))})"
         )
     return member.team
+
+
+def open_for(session: Session, who: Caller | None, problem: str, now: dt.datetime | None = None) -> list[ContestInfo]:
+    """The contests `who` may enter a submission to `problem` into now: open (started, not
+    ended), with the problem, and (team contests) with `who` on a team. The submit form's
+    choices; `enter` checks again (device kind, mode, daily limit) when one is chosen."""
+    if who is None or who.role == "runner":
+        return []
+    now = now or utcnow()
+    rows = session.scalars(
+        select(ContestRow)
+        .where(ContestRow.start <= now, ContestRow.end > now)
+        .order_by(ContestRow.end, ContestRow.slug)
+    )
+    found = []
+    for row in rows:
+        spec = spec_of(row)
+        if problem not in spec.problems:
+            continue
+        if row.teams and session.get(TeamMember, (row.id, who.user_id)) is None:
+            continue
+        found.append(ContestInfo(spec=spec, phase=phase(spec, now), organizers=[]))
+    return found
 
 
 def enter(session: Session, who: Caller, slug: str, submission: Submission, problem: str) -> ContestEntry:
@@ -250,6 +291,11 @@ def enter(session: Session, who: Caller, slug: str, submission: Submission, prob
         samples_score=0.0,
     )
     session.add(entry)
+    session.execute(
+        update(ContestRow).where(ContestRow.id == row.id).values(entries_count=ContestRow.entries_count + 1)
+    )
+    if when == "frozen":  # its result is held until the end (holdback.py)
+        submission.held_until = naive(spec.end)
     return entry
 
 

@@ -15,3 +15,11 @@ class Forbidden(GpuarenaError):
 
 class TooLarge(GpuarenaError):
     """HTTP 413."""
+
+
+class Unavailable(GpuarenaError):
+    """HTTP 503 with Retry-After: the server is at a limit of its own (not the caller's)."""
+
+    def __init__(self, message: str, retry_after: int):
+        self.retry_after = retry_after
+        super().__init__(message)

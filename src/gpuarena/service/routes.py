@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator
 from typing import Annotated, Literal, cast
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
@@ -16,11 +14,12 @@ from gpuarena import __version__
 from gpuarena.apps.target import is_app, reference_app_toml
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG
 from gpuarena.harness.records import Mode
-from gpuarena.service import auth, invites, leaderboard, submissions, webhooks
+from gpuarena.service import auth, holdback, invites, leaderboard, live, submissions, webhooks
 from gpuarena.service.catalog import current_problem
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, admin, caller, get_db, get_settings, optional_caller
+from gpuarena.service.device_kinds import RUNNER_ONLINE, online_kinds
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
 from gpuarena.service.rights import sees_private
 from gpuarena.service.schemas import (
@@ -62,8 +61,6 @@ from gpuarena.service.tables import (
 from gpuarena.solutions.loader import solution_from_upload
 
 router = APIRouter(prefix="/api")
-RUNNER_ONLINE = dt.timedelta(minutes=2)
-"""A runner heard from within this long counts as online."""
 
 DB = Annotated[Database, Depends(get_db)]
 SETTINGS = Annotated[Settings, Depends(get_settings)]
@@ -146,10 +143,7 @@ def get_problem(problem_id: str, db: DB) -> ProblemDetail:
 def device_kinds(db: DB) -> list[DeviceKindInfo]:
     """Device kinds that runners have brought, with runners online and jobs waiting."""
     with db.read() as session:
-        online: dict[str, int] = {}
-        for kinds in session.scalars(select(Runner.device_kinds).where(Runner.last_seen_at > utcnow() - RUNNER_ONLINE)):
-            for kind in kinds:
-                online[kind] = online.get(kind, 0) + 1
+        online = online_kinds(session)
         queued = dict(
             session.execute(
                 select(Job.device_kind, func.count()).where(Job.state == "queued").group_by(Job.device_kind)
@@ -217,6 +211,7 @@ async def submit_upload(
 @router.get("/submissions", tags=["submissions"])
 def list_submissions(
     db: DB,
+    who: MAYBE,
     user: str | None = None,
     problem: str | None = None,
     device_kind: str | None = None,
@@ -226,10 +221,19 @@ def list_submissions(
         str | None, Query(description="Only these submissions: comma-separated ids", pattern=r"^\d+(,\d+)*$")
     ] = None,
 ) -> list[SubmissionOut]:
-    """Submissions, newest first: by user, problem, device kind and status (QUEUED, PASSED, ...)."""
+    """Submissions, newest first: by user, problem, device kind and status (QUEUED, PASSED, ...).
+    A contest entry made during its contest's freeze is listed as HELD, without its result, to
+    all but its author, the contest's organisers and admins until the contest ends."""
     with db.read() as session:
         return submissions.search(
-            session, user, problem, device_kind, status, limit, [int(i) for i in ids.split(",")] if ids else None
+            session,
+            user,
+            problem,
+            device_kind,
+            status,
+            limit,
+            [int(i) for i in ids.split(",")] if ids else None,
+            viewer=who,
         )
 
 
@@ -273,28 +277,23 @@ def get_code(submission_id: int, who: CALLER, db: DB) -> dict[str, str]:
     response_description="text/event-stream: `status` events with the submission, then `done`",
 )
 async def submission_events(submission_id: int, request: Request, db: DB, who: MAYBE) -> StreamingResponse:
-    """Server-sent events: the submission each time its status or queue position changes, until it is done."""
-    await run_in_threadpool(submissions.detail, db, submission_id, who)  # 404 before the stream starts
-
-    async def stream() -> AsyncIterator[str]:
-        last: tuple[str, int | None] | None = None
-        quiet = 0.0
-        while not await request.is_disconnected():
-            current = await run_in_threadpool(submissions.detail, db, submission_id, who)
-            if (current.status, current.queue_position) != last:  # a move up the queue is news too
-                last = (current.status, current.queue_position)
-                quiet = 0.0
-                yield f"event: status\ndata: {current.model_dump_json()}\n\n"
-            if current.done:
-                yield "event: done\ndata: {}\n\n"
-                return
-            await asyncio.sleep(0.25)
-            quiet += 0.25
-            if quiet >= 15:
-                quiet = 0.0
-                yield ": keep-alive\n\n"
-
-    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+    """Server-sent events: the submission each time its status or queue position changes, until it is done.
+    One poller serves every open stream (live.py); a client holds at most a few streams at once
+    and the server a few hundred: beyond that a stream is refused with 429 or 503 (poll this
+    submission instead)."""
+    streams: live.Streams = request.app.state.streams
+    client = f"user:{who.user_id}" if who is not None else f"address:{request.client.host if request.client else ''}"
+    release = streams.admit(client)  # refused before it reads anything
+    try:
+        first = await run_in_threadpool(submissions.detail, db, submission_id, who)  # 404 before the stream starts
+    except BaseException:
+        release()
+        raise
+    return StreamingResponse(
+        streams.stream(first, who, release, request.is_disconnected),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store"},
+    )
 
 
 _CURRENT_VERSION = select(Problem.id, Problem.slug, Problem.version).where(
@@ -304,14 +303,17 @@ _CURRENT_VERSION = select(Problem.id, Problem.slug, Problem.version).where(
 
 @router.get("/leaderboard", tags=["leaderboards"], response_model=Leaderboard)
 def get_leaderboard(
-    db: DB, problem: str, device_kind: str, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+    db: DB, who: MAYBE, problem: str, device_kind: str, limit: Annotated[int, Query(ge=1, le=1000)] = 100
 ) -> Response:
-    """Each user's best ranked, passing submission on one problem and device kind."""
+    """Each user's best ranked, passing submission on one problem and device kind. A result held
+    by a contest's freeze counts once the contest ends (before, for its author and the contest's
+    organisers and admins only)."""
+    leaderboard.release_due(db)
     with db.read() as session:
         p = session.connection().execute(_CURRENT_VERSION, {"slug": problem}).first()  # not the problem's files
         if p is None:
             raise NotFound(f"unknown problem {problem!r}")
-        rows = leaderboard.read_rows(session, p.id, device_kind, limit)
+        rows = leaderboard.read_rows(session, p.id, device_kind, limit, holdback.scope(session, who))
     board = Leaderboard.model_validate(
         {
             "problem": p.slug,
@@ -319,7 +321,7 @@ def get_leaderboard(
             "device_kind": device_kind,
             "rows": [
                 {"rank": i + 1, "user": name, "score": score, "submission_id": sid, "achieved_at": at}
-                for i, (score, sid, at, name) in enumerate(rows)
+                for i, (score, sid, at, name, *_) in enumerate(rows)
             ],
         }
     )

@@ -164,9 +164,13 @@ async def claim(
 def heartbeat(
     body: HeartbeatRequest, who: RUNNER, db: DB, settings: Annotated[Settings, Depends(get_settings)]
 ) -> HeartbeatReply:
-    """Renew the runner's leases; the reply names jobs it no longer holds."""
+    """Renew the runner's leases; the reply names jobs it no longer holds: cancelled, expired,
+    or pre-empted (another user's job waited too long while this job's user held more than their
+    share of the slots: it is queued again, and the runner stops it)."""
     _own_runner(db, who, body.runner_id)
     lost = queue.heartbeat(db, body.runner_id, body.leases, settings.lease_s)
+    preempted = queue.preempt(db, body.runner_id, settings.preempt_after_s, settings.max_preemptions)
+    lost = sorted(set(lost) | set(preempted))
     if body.devices is not None:
         kinds = _allowed_kinds(who, sorted({d.kind for d in body.devices if d.healthy}))
         with db.write() as session:
@@ -174,7 +178,7 @@ def heartbeat(
             assert runner is not None
             runner.devices = [d.model_dump() for d in body.devices]
             runner.device_kinds = kinds
-    return HeartbeatReply(lost=lost)
+    return HeartbeatReply(lost=lost, preempted=preempted)
 
 
 @router.post("/jobs/{job_id}/result")

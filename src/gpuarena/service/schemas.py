@@ -92,6 +92,9 @@ class SubmissionOut(Model):
     created_at: dt.datetime
     finished_at: dt.datetime | None
     done: bool
+    held_until: dt.datetime | None = None
+    """A contest entry made during the contest's freeze: until then its result is shown to its
+    author, the contest's organisers and admins only; to everyone else its status is HELD."""
 
 
 class SubmissionDetail(SubmissionOut):
@@ -274,6 +277,8 @@ class HeartbeatRequest(Model):
 class HeartbeatReply(Model):
     lost: list[int]
     """Jobs whose lease is gone: stop working on them."""
+    preempted: list[int] = []
+    """Those of `lost` that were pre-empted: queued again for later, behind other users' jobs."""
 
 
 class ResultPost(Model):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from gpuarena.apps.target import APP_LANGUAGE, is_app
 from gpuarena.dataset.sample_pack import SAMPLE_LANGUAGE, SAMPLES_SLUG, is_sample
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
-from gpuarena.service import bounties, contests, queue, ratelimit, samples
+from gpuarena.service import bounties, contests, holdback, queue, ratelimit, samples
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
 from gpuarena.service.deps import Caller
@@ -30,6 +30,7 @@ from gpuarena.service.tables import (
     Submission,
     User,
     device_type,
+    utcnow,
 )
 from gpuarena.solutions.model import PackedSolution, Solution
 
@@ -265,28 +266,57 @@ def search(
     status: str | None = None,
     limit: int = 50,
     ids: list[int] | None = None,
+    viewer: Caller | None = None,
 ) -> list[SubmissionOut]:
-    """Submissions, newest first, filtered (the API's list and the web's submissions page)."""
+    """Submissions, newest first, filtered (the API's list and the web's pages), as `viewer`
+    may see them: a result held by a contest's freeze is listed as HELD to those who may not
+    see it yet, and found by no status filter (holdback.py). One indexed query whatever the
+    number stored (newest first by user, by problem, or overall), with only the columns shown
+    of each submission's user and problem (not the problem's files)."""
     from gpuarena.service import auth
 
-    query = select(Submission).order_by(Submission.id.desc()).limit(limit)
+    now = utcnow()
+    who = holdback.scope(session, viewer)
+    query = (
+        select(Submission)
+        .options(
+            joinedload(Submission.problem).load_only(Problem.slug, Problem.version),
+            joinedload(Submission.user).load_only(User.name),
+        )
+        .order_by(Submission.id.desc())
+        .limit(limit)
+    )
     if ids:
         query = query.where(Submission.id.in_(ids))
     if user:
         query = query.where(Submission.user_id == auth.user_by_name(session, user).id)
     if problem:
-        query = query.join(Problem, Problem.id == Submission.problem_id).where(Problem.slug == problem)
+        versions = select(Problem.id).where(Problem.slug == problem).scalar_subquery()
+        query = query.where(Submission.problem_id.in_(versions))
     if device_kind:
         query = query.where(Submission.device_kind == device_kind)
     if status:
-        query = query.where(Submission.status == status.upper())
-    return [to_out(s) for s in session.scalars(query)]
+        query = query.where(Submission.status == status.upper(), holdback.result_visible(who, now))
+    found = list(session.scalars(query))
+    held = holdback.hidden(session, who, found, now)
+    return [to_out(s, held=s.id in held) for s in found]
 
 
-def to_out(s: Submission, private: bool = False) -> SubmissionOut:
+def to_out(s: Submission, private: bool = False, held: bool = False) -> SubmissionOut:
     """A submission as anyone may list it (private: as one who may read its code sees it: the
     reason in full, not public_reason's); the reason is redacted again when shown (it may have
-    been stored before the service redacted what it stores)."""
+    been stored before the service redacted what it stores). held: its result is held by a
+    contest's freeze from this viewer (status HELD, no score, no reason)."""
+    if held:
+        assert s.held_until is not None
+        status, score = holdback.HELD, None
+        reason = (
+            "a contest entry made during the freeze: its result shows when the contest ends "
+            f"({s.held_until:%Y-%m-%d %H:%M} UTC)"
+        )
+    else:
+        status, score = s.status, s.score
+        reason = redact(s.reason if private else public_reason(s.status, s.reason))
     return SubmissionOut(
         id=s.id,
         problem=s.problem.slug,
@@ -294,13 +324,14 @@ def to_out(s: Submission, private: bool = False) -> SubmissionOut:
         user=s.user.name,
         device_kind=s.device_kind,
         mode=s.mode,
-        status=s.status,
-        reason=redact(s.reason if private else public_reason(s.status, s.reason)),
-        score=s.score,
+        status=status,
+        reason=reason,
+        score=score,
         solution_hash=s.solution_hash,
         created_at=s.created_at,
         finished_at=s.finished_at,
         done=s.status in DONE,
+        held_until=s.held_until if held or holdback.is_held(s.held_until, utcnow()) else None,
     )
 
 
@@ -338,13 +369,16 @@ def detail(db: Database, submission_id: int, viewer: Caller | None = None) -> Su
         runner = session.get(Runner, job.runner_id) if job is not None and job.runner_id is not None else None
         evaluation = Evaluation.model_validate(result.evaluation) if result else None
         hidden = not sees_private(session, viewer, submission)
+        held = bool(holdback.hidden(session, holdback.scope(session, viewer), [submission], utcnow()))
+        if held:  # the result is held by a contest's freeze: not even the public record
+            evaluation = None
         if evaluation is not None:
             # redacted when stored too; again here for records stored before the service did it
             evaluation = redact_evaluation(evaluation, [runner.hostname if runner else None])
             if hidden:
                 evaluation = _public_view(evaluation)
         return SubmissionDetail(
-            **to_out(submission, private=not hidden).model_dump(),
+            **to_out(submission, private=not hidden, held=held).model_dump(),
             evaluation=evaluation,
             queue_position=queue.queue_position(session, job) if job is not None else None,
             runner=runner.name if runner else None,

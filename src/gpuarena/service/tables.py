@@ -149,6 +149,8 @@ class Submission(Base):
     __tablename__ = "submissions"
     __table_args__ = (
         Index("ix_submissions_user_created", "user_id", "created_at"),
+        Index("ix_submissions_user_newest", "user_id", "id"),
+        Index("ix_submissions_problem_newest", "problem_id", "id"),
         UniqueConstraint("user_id", "client_key", name="uq_submissions_client_key"),
     )
 
@@ -168,6 +170,9 @@ class Submission(Base):
     client_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
     """The client's idempotency key: a repeat of the same key by the same user returns this
     submission instead of making another (safe retries through failing API servers)."""
+    held_until: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    """A contest entry made during its contest's freeze: until then (the contest's end) its
+    result is shown to its author and the contest's organisers and admins only (holdback.py)."""
 
     user: Mapped[User] = relationship(lazy="joined")
     problem: Mapped[Problem] = relationship(lazy="joined")
@@ -193,7 +198,12 @@ class Job(Base):
     device: Mapped[str] = mapped_column(String(64), default="")
     """The runner's device slot that holds (or last held) the job, e.g. cuda:1."""
     queued_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    """When queued, or queued again after a pre-emption (it goes behind the jobs that waited)."""
     claimed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    """The last claim, or pre-emption (its user counts as served then: queue.queue_order)."""
+    preemptions: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Times a runner was told to stop it so that other users' waiting jobs could run
+    (queue.preempt; not attempts: a pre-empted job was not at fault)."""
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     last_error: Mapped[str] = mapped_column(Text, default="")
     seed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
@@ -251,10 +261,14 @@ class DeviceKind(Base):
 
 class LeaderboardEntry(Base):
     """Each user's best ranked, passing submission per problem version and device kind, kept
-    up to date in the transaction that accepts a result, so a read is one indexed query."""
+    up to date in the transaction that accepts a result, so a read is one indexed query. Only
+    results everyone may see: a result held by a contest's freeze waits in HeldBest."""
 
     __tablename__ = "leaderboard_entries"
-    __table_args__ = (Index("ix_leaderboard_read", "problem_id", "device_kind", "score"),)
+    __table_args__ = (
+        Index("ix_leaderboard_read", "problem_id", "device_kind", "score"),
+        Index("ix_leaderboard_user", "user_id"),
+    )
 
     problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id"), primary_key=True)
     device_kind: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -262,8 +276,56 @@ class LeaderboardEntry(Base):
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"))
     score: Mapped[float] = mapped_column(Float)
     achieved_at: Mapped[dt.datetime] = mapped_column(DateTime)
+    score_low: Mapped[float | None] = mapped_column(Float, nullable=True)
+    score_high: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """The score's 95% interval (leaderboard.score_interval), copied from the record when the
+    result is accepted, so that a leaderboard shows ties without reading the records."""
 
     user: Mapped[User] = relationship(lazy="joined")
+
+
+class HeldBest(Base):
+    """A user's best result on a problem and device kind among their entries to one contest made
+    during its freeze: held from the public leaderboards until held_until (the contest's end),
+    then folded into LeaderboardEntry (leaderboard.release_due). Its author and the contest's
+    organisers and admins see it on the leaderboards meanwhile."""
+
+    __tablename__ = "held_bests"
+    __table_args__ = (
+        Index("ix_held_bests_board", "problem_id", "device_kind", "score"),
+        Index("ix_held_bests_until", "held_until"),
+    )
+
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id"), primary_key=True)
+    device_kind: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    contest_id: Mapped[int] = mapped_column(ForeignKey("contests.id"), primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"))
+    score: Mapped[float] = mapped_column(Float)
+    achieved_at: Mapped[dt.datetime] = mapped_column(DateTime)
+    score_low: Mapped[float | None] = mapped_column(Float, nullable=True)
+    score_high: Mapped[float | None] = mapped_column(Float, nullable=True)
+    held_until: Mapped[dt.datetime] = mapped_column(DateTime)
+
+
+class BestPointRow(Base):
+    """A moment the best ranked score of a problem and device kind went up (the problem page's
+    history), written when the result is accepted: a result is written when it beats every
+    public point before it. A held result's point carries its hold (held_until, contest_id) and
+    is shown as the result is; a read keeps the points that beat those before them."""
+
+    __tablename__ = "best_points"
+    __table_args__ = (Index("ix_best_points_board", "problem_id", "device_kind", "at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id"))
+    device_kind: Mapped[str] = mapped_column(String(64))
+    at: Mapped[dt.datetime] = mapped_column(DateTime)
+    score: Mapped[float] = mapped_column(Float)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"))
+    held_until: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    contest_id: Mapped[int | None] = mapped_column(ForeignKey("contests.id"), nullable=True)
 
 
 class RateCounter(Base):
@@ -301,6 +363,9 @@ class ContestRow(Base):
     """Entries are by team (a named set of users) instead of by user."""
     created_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    entries_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Its entries, counted as they are made (contests.enter): the contest's pages show the
+    number without counting them."""
 
 
 class ContestOrganizer(Base):

@@ -52,7 +52,7 @@ def _build_python(solution: Solution, folder: Path) -> Callable[..., Any]:
 def _compiled_sources(solution: Solution) -> tuple[Path, list[Path]]:
     """The C++/CUDA sources copied beside the solution's build folder: at a path that is the
     same in every run, left as they are when unchanged. ninja rebuilds when a command (which
-    names the paths) or a source's time changes, and a kept build (harness/build_cache.py) is
+    names the paths) or a source's time changes, and a kept build (harness/launch/build_cache.py) is
     then up to date."""
     build_dir = cache_dir() / "builds" / solution.hash[:24]
     build_dir.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Suite plots as standalone SVG: one horizontal bar per row for a time ratio against the
 baseline, on a log scale around 1 (the baseline's speed), right of it faster, left slower.
-Drawn here, with no plotting library and nothing loaded from elsewhere (as harness/roofline.py),
+Drawn here, with no plotting library and nothing loaded from elsewhere (as harness/profile/roofline.py),
 so the web page inlines them and `gpuarena suite compare --plots` writes them."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ stream: a WRONG_VALUES here is a harness bug (sync not captured before the solut
 
 import torch
 
-from gpuarena.harness import nvidia
+from gpuarena.harness.device import nvidia
 
 FAMILY = "monkeypatching synchronisation"
 EXPECT = ["PASSED"]

@@ -2,7 +2,7 @@
 ``time.perf_counter``, ``time.monotonic_ns`` and ``time.time_ns`` with clocks that tick one
 nanosecond per reading.
 
-The harness bound its clock (``gpuarena.harness.timing._perf_counter_ns``) at import,
+The harness bound its clock (``gpuarena.harness.device.timing._perf_counter_ns``) at import,
 before any solution code ran, so patching the ``time`` module changes nothing it reads:
 the case is timed honestly and must pass at an ordinary speed. (Patching the harness
 module's own attribute is not neutralised: exploits/monkeypatch_timers/module_clock_ticks.py.)

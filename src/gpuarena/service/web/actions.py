@@ -78,12 +78,14 @@ async def submit(
     problem: Annotated[str, Form()],
     device_kind: Annotated[str, Form()] = "",
     mode: Annotated[str, Form()] = "ranked",
+    contest: Annotated[str, Form()] = "",
     code: Annotated[str, Form()] = "",
     filename: Annotated[str, Form()] = "solution.py",
     file: Annotated[UploadFile | None, File()] = None,
 ) -> Response:
-    """Queue a solution from the problem page's form, then show its submission page."""
-    typed = dict(device_kind=device_kind, mode=mode, code=code, filename=filename)
+    """Queue a solution from the problem page's form (entered into the contest chosen, if one
+    is), then show its submission page."""
+    typed = dict(device_kind=device_kind, mode=mode, contest=contest, code=code, filename=filename)
     try:
         if mode not in get_args(Mode):
             raise GpuarenaError(f"mode {mode!r}: choose one of {', '.join(get_args(Mode))}")
@@ -95,7 +97,9 @@ async def submit(
             db,
             settings,
             who,
-            SubmissionRequest(problem=problem, device_kind=device_kind, mode=mode, solution=solution),
+            SubmissionRequest(
+                problem=problem, device_kind=device_kind, mode=mode, solution=solution, contest=contest or None
+            ),
         )
     except GpuarenaError as exc:
         return await run_in_threadpool(problem_response, request, db, who, problem, str(exc), typed, 400)

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 from sqlalchemy import select
 
+from gpuarena.service import holdback, leaderboard
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
 from gpuarena.service.submissions import detail, search
@@ -54,13 +55,15 @@ def _file(rows: list[dict[str, Any]], name: str, fmt: Format, fields: list[str])
 
 
 @router.get("/leaderboard.{fmt}")
-def leaderboard_file(fmt: Format, problem: str, device_kind: str, db: DB) -> Response:
-    """Every entry of one leaderboard, with its 95% interval and whether it is tied with the one above."""
+def leaderboard_file(fmt: Format, problem: str, device_kind: str, db: DB, who: WHO) -> Response:
+    """Every entry of one leaderboard, with its 95% interval and whether it is tied with the one
+    above (a result held by a contest's freeze only where this viewer may see it)."""
+    leaderboard.release_due(db)
     with db.read() as session:
         problem_id = session.scalar(select(Problem.id).where(Problem.slug == problem, Problem.current))
         if problem_id is None:
             raise PageNotFound(f"there is no problem {problem!r}")
-        board = views.board(session, problem_id, device_kind, limit=10_000)
+        board = views.board(session, problem_id, device_kind, limit=10_000, who=holdback.scope(session, who))
     rows = [
         {
             "rank": r.rank,
@@ -78,10 +81,10 @@ def leaderboard_file(fmt: Format, problem: str, device_kind: str, db: DB) -> Res
 
 
 @router.get("/results.{fmt}")
-def results_file(fmt: Format, user: str, db: DB) -> Response:
+def results_file(fmt: Format, user: str, db: DB, who: WHO) -> Response:
     """A user's submissions (newest first, up to 10,000): status, score and when."""
     with db.read() as session:
-        found = search(session, user=user, limit=10_000)
+        found = search(session, user=user, limit=10_000, viewer=who)
     rows = [
         {
             "id": s.id,

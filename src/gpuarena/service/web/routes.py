@@ -7,6 +7,7 @@ from typing import Annotated, TypedDict
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from gpuarena.service.contest_schemas import ContestInfo
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
 from gpuarena.service.web import views
@@ -33,7 +34,7 @@ def local_path(target: str | None, default: str = "/") -> str:
 
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, db: DB, who: WHO) -> HTMLResponse:
-    return page(request, "home.html", who, home=views.home(db))
+    return page(request, "home.html", who, home=views.home(db, who))
 
 
 @router.get("/submissions", response_class=HTMLResponse)
@@ -53,7 +54,7 @@ def submissions_page(
     error, rows = "", []
     with db.read() as session:
         try:
-            rows = search(session, **filters, limit=SUBMISSIONS_SHOWN)
+            rows = search(session, **filters, limit=SUBMISSIONS_SHOWN, viewer=who)
         except GpuarenaError as exc:  # an unknown user: say so above an empty list
             error = str(exc)
     return page(
@@ -86,6 +87,16 @@ def problems() -> RedirectResponse:
     return RedirectResponse("/#problems", status_code=303)
 
 
+def _open_contests(db: Database, who: Caller | None, slug: str) -> list[ContestInfo]:
+    """The submit form's contest choices (contests.open_for); none without a viewer."""
+    from gpuarena.service.contests import open_for
+
+    if who is None:
+        return []
+    with db.read() as session:
+        return open_for(session, who, slug)
+
+
 def problem_response(
     request: Request,
     db: Database,
@@ -98,11 +109,11 @@ def problem_response(
     """The problem page; the submit action re-renders it with the error and what was typed."""
     from gpuarena.service.submissions import search
 
-    shown = views.problem_page(db, slug)
+    shown = views.problem_page(db, slug, who)
     mine = []
     if who is not None:
         with db.read() as session:
-            mine = search(session, user=who.name, problem=shown.slug, limit=10)
+            mine = search(session, user=who.name, problem=shown.slug, limit=10, viewer=who)
     return page(
         request,
         "problem.html",
@@ -114,6 +125,7 @@ def problem_response(
         error=error,
         form=form or {},
         mine=mine,
+        contests=_open_contests(db, who, shown.slug),
     )
 
 
@@ -136,7 +148,7 @@ def submission_live(submission_id: int, request: Request, db: DB, who: WHO) -> H
 
 @router.get("/users/{name:path}", response_class=HTMLResponse)
 def user(name: str, request: Request, db: DB, who: WHO) -> HTMLResponse:
-    return page(request, "user.html", who, u=views.user_page(db, name))
+    return page(request, "user.html", who, u=views.user_page(db, name, who=who))
 
 
 @router.get("/admin", response_class=HTMLResponse)

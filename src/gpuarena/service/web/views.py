@@ -4,7 +4,6 @@ template, so rendering never touches a closed session)."""
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,9 +13,9 @@ from sqlalchemy.orm import Session
 
 from gpuarena.apps.target import is_app, reference_app_toml
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG
-from gpuarena.harness import roofline
+from gpuarena.harness.profile import roofline
 from gpuarena.problems.model import TimeLimits
-from gpuarena.service import leaderboard
+from gpuarena.service import holdback, leaderboard
 from gpuarena.service.catalog import current_problem
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller
@@ -24,9 +23,10 @@ from gpuarena.service.rights import manages_problem, sees_private
 from gpuarena.service.routes import RUNNER_ONLINE, device_kinds, health, token_info
 from gpuarena.service.schemas import DeviceKindInfo, Health, SubmissionDetail, SubmissionOut, TokenInfo
 from gpuarena.service.submissions import detail as submission_detail
-from gpuarena.service.submissions import to_out
+from gpuarena.service.submissions import search
 from gpuarena.service.tables import (
     DeviceKind,
+    HeldBest,
     Job,
     LeaderboardEntry,
     Problem,
@@ -56,7 +56,8 @@ class Home:
     """The newest submissions."""
 
 
-def home(db: Database) -> Home:
+def home(db: Database, who: Caller | None = None) -> Home:
+    leaderboard.release_due(db)
     levels: dict[int, list[dict[str, Any]]] = {}
     with db.read() as session:
         for p in session.scalars(
@@ -65,6 +66,7 @@ def home(db: Database) -> Home:
             levels.setdefault(p.level, []).append(
                 dict(slug=p.slug, name=p.name, summary=p.summary, tags=p.spec.get("tags", []), weight=p.weight)
             )
+        scope = holdback.scope(session, who)
         leaders: dict[tuple[str, str], dict[str, Any]] = {}
         entries = session.execute(
             select(
@@ -79,12 +81,17 @@ def home(db: Database) -> Home:
             .where(Problem.current)
             .order_by(LeaderboardEntry.score.desc())
             .limit(LEADER_ROWS)
-        )
-        for slug, kind, user, score, submission_id in entries:
+        ).all()
+        slugs = dict(session.execute(select(Problem.id, Problem.slug).where(Problem.current)).all())
+        held = [
+            (slugs[r.problem_id], r.device_kind, r.name, r.score, r.submission_id)
+            for r in leaderboard.held_bests(session, scope, utcnow(), HeldBest.problem_id.in_(list(slugs)))
+        ]
+        for slug, kind, user, score, submission_id in sorted([*entries, *held], key=lambda r: -r[3]):
             leaders.setdefault(
                 (slug, kind), dict(problem=slug, device_kind=kind, user=user, score=score, submission_id=submission_id)
             )
-        recent = [to_out(s) for s in session.scalars(select(Submission).order_by(Submission.id.desc()).limit(10))]
+        recent = search(session, limit=10, viewer=who)
     return Home(
         levels=levels,
         kinds=device_kinds(db),
@@ -98,18 +105,7 @@ LEADER_ROWS = 20_000
 """Leaderboard entries read for the home page's leaders (the best per problem and kind)."""
 
 
-def score_interval(evaluation: dict[str, Any] | None) -> tuple[float, float] | None:
-    """The score's interval: the weighted geometric mean of the workloads' 95% speedup bounds
-    (the score is the same mean of the speedups); None when a workload has no interval."""
-    if not evaluation:
-        return None
-    bounds = [(w.get("weight", 1.0), w.get("speedup_ci95")) for w in evaluation.get("workloads", [])]
-    if not bounds or any(b is None or min(b) <= 0 for _, b in bounds):
-        return None
-    total = sum(weight for weight, _ in bounds)
-    low = math.exp(sum(weight * math.log(b[0]) for weight, b in bounds) / total)
-    high = math.exp(sum(weight * math.log(b[1]) for weight, b in bounds) / total)
-    return low, high
+score_interval = leaderboard.score_interval
 
 
 @dataclass
@@ -167,26 +163,21 @@ def _runnable_kinds(session: Session, p: Problem) -> list[str]:
     return [k for k in session.scalars(select(DeviceKind.name).order_by(DeviceKind.name)) if device_type(k) in devices]
 
 
-def board(session: Session, problem_id: int, kind: str, limit: int = 100) -> list[BoardRow]:
-    """A leaderboard's rows with their intervals, each marked tied when it overlaps the one above."""
-    rows = leaderboard.read(session, problem_id, kind, limit)
-    evaluations: dict[int, dict[str, Any]] = dict(
-        session.execute(
-            select(Result.submission_id, Result.evaluation).where(
-                Result.submission_id.in_([r.submission_id for r in rows])
-            )
-        ).all()
-    )
+def board(
+    session: Session, problem_id: int, kind: str, limit: int = 100, who: holdback.Scope = holdback.ANONYMOUS
+) -> list[BoardRow]:
+    """A leaderboard's rows with their intervals (kept with each row), each marked tied when it
+    overlaps the one above; with the held bests `who` may see."""
     board = [
         BoardRow(
             rank=r.rank,
             user=r.user,
             score=r.score,
-            interval=score_interval(evaluations.get(r.submission_id)),
+            interval=r.interval,
             submission_id=r.submission_id,
             achieved_at=r.achieved_at,
         )
-        for r in rows
+        for r in leaderboard.read(session, problem_id, kind, limit, who)
     ]
     for above, row in zip(board, board[1:]):
         row.tied = overlapping(above.interval, row.interval)
@@ -198,27 +189,12 @@ def overlapping(a: tuple[float, float] | None, b: tuple[float, float] | None) ->
     return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
 
 
-def _history(session: Session, problem_id: int, kind: str) -> list[BestPoint]:
-    """Each moment the best ranked score on this device kind went up."""
-    query = (
-        select(Submission.finished_at, Submission.score, User.name, Submission.id)
-        .join(User, User.id == Submission.user_id)
-        .where(
-            Submission.problem_id == problem_id,
-            Submission.device_kind == kind,
-            Submission.mode == leaderboard.RANKED_MODE,
-            Submission.status == "PASSED",
-            Submission.score.is_not(None),
-            Submission.finished_at.is_not(None),
-        )
-        .order_by(Submission.finished_at, Submission.id)
-    )
-    points: list[BestPoint] = []
-    for at, score, user, sid in session.execute(query):
-        assert at is not None and score is not None  # both selected where not None
-        if not points or score > points[-1].score:
-            points.append(BestPoint(at=at, score=score, user=user, submission_id=sid))
-    return points
+def _history(session: Session, problem_id: int, kind: str, who: holdback.Scope) -> list[BestPoint]:
+    """Each moment the best ranked score on this device kind went up (kept rows: leaderboard.history)."""
+    return [
+        BestPoint(at=p.at, score=p.score, user=p.user, submission_id=p.submission_id)
+        for p in leaderboard.history(session, problem_id, kind, who)
+    ]
 
 
 def _reference_text(p: Problem) -> str:
@@ -229,8 +205,13 @@ def _reference_text(p: Problem) -> str:
     return p.files.get("reference.py", "")
 
 
-def problem_page(db: Database, slug: str) -> ProblemPage:
+def problem_page(db: Database, slug: str, who: Caller | None = None) -> ProblemPage:
+    """The problem, its leaderboards and their history: bounded, indexed reads of kept rows
+    (leaderboard.py), whatever the number of stored submissions; a result held by a contest's
+    freeze shows to `who` only where they may see it (holdback.py)."""
+    leaderboard.release_due(db)
     with db.read() as session:
+        scope = holdback.scope(session, who)
         p = current_problem(session, slug)
         if p is None:
             raise PageNotFound(f"there is no problem {slug!r}; the home page lists them")
@@ -264,8 +245,8 @@ def problem_page(db: Database, slug: str) -> ProblemPage:
             )
         )
         for kind in kinds:
-            page.boards[kind] = board(session, p.id, kind)
-            page.history[kind] = _history(session, p.id, kind)
+            page.boards[kind] = board(session, p.id, kind, who=scope)
+            page.history[kind] = _history(session, p.id, kind, scope)
     return page
 
 
@@ -289,7 +270,7 @@ class SubmissionPage:
     """'your best' and 'leader': the leaderboard submission each is, and its speed-up per
     workload (absent when it is this submission, or there is none)."""
     roofline: Markup | None = None
-    """Profile mode: the roofline plot of the record's profile (SVG drawn by harness/roofline.py)."""
+    """Profile mode: the roofline plot of the record's profile (SVG drawn by harness/profile/roofline.py)."""
 
 
 def _compare(session: Session, s: Submission) -> dict[str, dict[str, Any]]:
@@ -357,43 +338,51 @@ class UserPage:
     ranks: list[BestRank]
 
 
-def user_page(db: Database, name: str, limit: int = 100) -> UserPage:
+def user_page(db: Database, name: str, limit: int = 100, who: Caller | None = None) -> UserPage:
+    """A user's newest submissions and their best on each leaderboard with its rank: indexed
+    reads bounded by `limit` and by the leaderboards' rows, not by the submissions stored. A
+    result held by a contest's freeze shows to `who` only where they may see it."""
+    leaderboard.release_due(db)
     with db.read() as session:
         user = session.scalar(select(User).where(User.name == name))
         if user is None:
             raise PageNotFound(f"there is no user {name!r}")
-        subs = [
-            to_out(s)
-            for s in session.scalars(
-                select(Submission).where(Submission.user_id == user.id).order_by(Submission.id.desc()).limit(limit)
-            )
-        ]
+        subs = search(session, user=name, limit=limit, viewer=who)
+        scope = holdback.scope(session, who)
+        slugs = dict(session.execute(select(Problem.id, Problem.slug).where(Problem.current)).all())
+        best: dict[tuple[int, str], tuple[float, int]] = {}
+        for problem_id, kind, score, sid in session.execute(
+            select(
+                LeaderboardEntry.problem_id,
+                LeaderboardEntry.device_kind,
+                LeaderboardEntry.score,
+                LeaderboardEntry.submission_id,
+            ).where(LeaderboardEntry.user_id == user.id, LeaderboardEntry.problem_id.in_(list(slugs)))
+        ):
+            best[(problem_id, kind)] = (score, sid)
+        for r in leaderboard.held_bests(session, scope, utcnow(), HeldBest.user_id == user.id):
+            kept = best.get((r.problem_id, r.device_kind))
+            if r.problem_id in slugs and (kept is None or r.score > kept[0]):
+                best[(r.problem_id, r.device_kind)] = (r.score, r.submission_id)
         ranks: list[BestRank] = []
-        entries = session.execute(
-            select(LeaderboardEntry, Problem.slug)
-            .join(Problem, Problem.id == LeaderboardEntry.problem_id)
-            .where(LeaderboardEntry.user_id == user.id, Problem.current)
-            .order_by(Problem.slug, LeaderboardEntry.device_kind)
-        ).all()
-        for entry, slug in entries:
-            same = (LeaderboardEntry.problem_id == entry.problem_id, LeaderboardEntry.device_kind == entry.device_kind)
+        for (problem_id, kind), (score, sid) in sorted(best.items(), key=lambda b: (slugs[b[0][0]], b[0][1])):
+            same = (LeaderboardEntry.problem_id == problem_id, LeaderboardEntry.device_kind == kind)
+            others = (*same, LeaderboardEntry.user_id != user.id)
             above = (
                 session.scalar(
-                    select(func.count())
-                    .select_from(LeaderboardEntry)
-                    .where(*same, LeaderboardEntry.score > entry.score)
+                    select(func.count()).select_from(LeaderboardEntry).where(*others, LeaderboardEntry.score > score)
                 )
                 or 0
             )
-            total = session.scalar(select(func.count()).select_from(LeaderboardEntry).where(*same)) or 0
+            total = (session.scalar(select(func.count()).select_from(LeaderboardEntry).where(*others)) or 0) + 1
             ranks.append(
                 BestRank(
-                    problem=slug,
-                    device_kind=entry.device_kind,
+                    problem=slugs[problem_id],
+                    device_kind=kind,
                     rank=above + 1,
                     of=total,
-                    score=entry.score,
-                    submission_id=entry.submission_id,
+                    score=score,
+                    submission_id=sid,
                 )
             )
         return UserPage(name=user.name, role=user.role, joined=user.created_at, submissions=subs, ranks=ranks)

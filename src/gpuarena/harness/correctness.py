@@ -1,0 +1,103 @@
+"""The correctness phase of one workload: trials on fresh inputs, each call's outputs compared
+with the reference's (or judged by the problem's checker), its inputs checked untouched, and
+both sides' errors against a float64 computation (precision.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from gpuarena.harness import messages, precision
+from gpuarena.harness.compare import compare, judged
+from gpuarena.harness.failure import RunFailure, worker_failure
+from gpuarena.harness.launch.process import WorkerProcess
+from gpuarena.harness.records import Status, WorkloadResult
+from gpuarena.harness.run_context import RunContext
+from gpuarena.harness.session import WorkloadSession, bitwise_equal, poison
+from gpuarena.problems.loader import Problem
+
+
+def check_correctness(
+    run: RunContext,
+    trials: int,
+    worker: WorkerProcess,
+    session: WorkloadSession,
+    result: WorkloadResult,
+    first: dict[str, Any],
+    first_ref: tuple[torch.Tensor, ...],
+) -> None:
+    tol = run.problem.spec.tolerance_for(session.workload.dtype)
+    worst = {"abs": 0.0, "rel": 0.0, "l2": 0.0}
+    for trial in range(trials):
+        inputs, ref = (first, first_ref) if trial == 0 else (None, None)
+        if inputs is None:
+            inputs = session.make("trial", trial)
+            ref = session.reference(inputs)
+        assert ref is not None  # given with the first trial's inputs, computed for the others
+        session.fill(0, inputs)
+        poison(session.dests[0])
+        session.sync()
+        reply = worker.request(
+            messages.Call(index=0), run.deadline, f"calling solve() on {session.workload.name}, trial {trial + 1}"
+        )
+        result.trials = trial + 1
+        if isinstance(reply, messages.Failure):
+            raise worker_failure(reply)
+        session.sync()
+        for name, value in inputs.items():
+            if isinstance(value, torch.Tensor) and not bitwise_equal(session.sets[0][name], value):
+                raise RunFailure(Status.REJECTED, f"solve() modified its input {name}")
+        checker = run.problem.checker
+        if checker is not None:  # the problem's own judgement, for answers that are not unique
+            verdict = judged(checker, run.problem.spec.outputs, session.dests[0], ref, inputs)
+            if not verdict.ok:
+                raise RunFailure(verdict.status, f"trial {trial + 1}: {verdict.reason}")
+            continue
+        for name, out, expected in zip(run.problem.spec.outputs, session.dests[0], ref):
+            verdict = compare(name, out, expected, tol)
+            if verdict.max_abs_error is not None:
+                # compare gives the three figures together
+                assert verdict.max_rel_error is not None and verdict.l2_rel_error is not None
+                worst["abs"] = max(worst["abs"], verdict.max_abs_error)
+                worst["rel"] = max(worst["rel"], verdict.max_rel_error)
+                worst["l2"] = max(worst["l2"], verdict.l2_rel_error)
+                result.max_abs_error, result.max_rel_error, result.l2_rel_error = (
+                    worst["abs"],
+                    worst["rel"],
+                    worst["l2"],
+                )
+            if not verdict.ok:
+                raise RunFailure(verdict.status, f"trial {trial + 1}: {verdict.reason}")
+        _precision(run.problem, session, result, inputs, ref, trial)
+
+
+def _precision(
+    problem: Problem,
+    session: WorkloadSession,
+    result: WorkloadResult,
+    inputs: dict[str, Any],
+    ref: tuple[torch.Tensor, ...],
+    trial: int,
+) -> None:
+    """Both sides' errors against the reference in float64 (the worst over trials), and the
+    faithful-math rule where the problem asks for it (harness/precision.py)."""
+    if not session.workload.torch_dtype.is_floating_point or result.float64_skipped:
+        return
+    if problem.spec.checker is not None:  # a valid answer need not be close to one computation
+        result.float64_skipped = "judged by the problem's own checker"
+        return
+    exact = precision.float64_reference(problem.reference, inputs)
+    if isinstance(exact, str):
+        result.float64_skipped = exact
+        return
+    solution_error = precision.worst_error(session.dests[0], exact)
+    reference_error = precision.worst_error(ref, exact)
+    if solution_error is None or reference_error is None:
+        return
+    result.error_vs_float64 = max(result.error_vs_float64 or 0.0, solution_error)
+    result.reference_error_vs_float64 = max(result.reference_error_vs_float64 or 0.0, reference_error)
+    if problem.spec.faithful(session.workload.dtype):
+        why = precision.unfaithful(solution_error, reference_error)
+        if why:
+            raise RunFailure(Status.WRONG_VALUES, f"trial {trial + 1}: lower precision than asked: {why}")

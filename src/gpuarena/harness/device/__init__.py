@@ -1,0 +1,1 @@
+"""The device floor: backends, their timing methods and what reads the GPU's own counters."""

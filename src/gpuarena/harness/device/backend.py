@@ -1,0 +1,121 @@
+"""The device backend: every device-specific step of a run, behind one small interface.
+
+The supervisor, the worker, the workload session and the timer are written once for every
+device: where a step depends on the device (making it current, waiting for its work, making
+the caches cold between timed calls, choosing how a call is timed, describing the machine,
+measuring its peaks), they ask the run's `Backend`. Whether the device's own counters bound a
+claimed time from outside (the device audit) and whether a second per-kernel figure comes
+from the hardware (the kernel-duration phase) are the backend's to say too.
+
+There are two backends: the CPU (here) and NVIDIA GPUs through CUDA (`harness/device/nvidia.py`,
+which uses the modules named in `NVIDIA_PIECES`). docs/harness.md ("Device backends") says
+what a ROCm (HIP) or MetaX (MACA) backend must provide for each method. A PyTorch built for
+another vendor still answers to `torch.device("cuda")`, so without the check in `backend_for`
+a ROCm machine would start a run and fail deep inside CUPTI; it is refused at the door
+instead, naming the gap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gpuarena.errors import GpuarenaError
+from gpuarena.harness.device.backend_base import Backend
+
+if TYPE_CHECKING:
+    import torch
+
+    from gpuarena.harness.records import Environment
+
+
+class CpuBackend(Backend):
+    """The host's cores: a call's time is the host clock around it, the worker's CPU time bounds it."""
+
+    name = "cpu"
+    timer = "cpu-perf-counter"
+    memory_sharing = "shared memory files"
+    host_timed = True
+
+    def timing_method(self, asked: str | None) -> str:
+        import torch
+
+        # supervisor and worker time in turn on the same cores: one thread each, so an idle
+        # process's spinning thread pool cannot steal cycles from the one being timed
+        torch.set_num_threads(1)
+        return self.timer
+
+    def describe(self, device: torch.device, state: dict[str, Any] | None = None) -> Environment:
+        from gpuarena.harness.device import environment
+
+        return environment.capture_cpu()
+
+
+CPU = CpuBackend()
+
+NVIDIA_PIECES: dict[str, str] = {
+    "device/nvidia.py": "the NVIDIA backend: the methods above, for CUDA devices",
+    "device/cupti_timing.py": "each call's device time from CUPTI activity records of the calls' kernels",
+    "device/range_timer.py, kernel_duration.py": "each kernel's gpu__time_duration from CUPTI's range profiler and ncu",
+    "device/device_audit.py, rounds_audit.py, launch/ahead.py": "the GPU's PM counters sampled from outside the "
+    "worker (CUPTI PM sampling), started ahead of torch's import",
+    "device/cupti_build.py": "building those CUPTI programs against the CUDA toolkit",
+    "device/icache_sweep.py": "an instruction-cache sweep kernel compiled with nvcc for the device's architecture",
+    "cuda_vmm.py, transport.py": "device buffers shared with the worker (cuMem* with POSIX file descriptors, CUDA IPC)",
+    "device/peaks.py, device/environment.py": "the device's peaks and identity (nvidia-smi, clocks)",
+    "profile/run.py, profile/child.py, profile/ncu_report.py": "profile mode under Nsight Compute",
+}
+"""The harness's NVIDIA-specific modules (paths under harness/) and what each does: what another vendor's backend replaces."""
+
+
+class UnsupportedDevice(GpuarenaError):
+    """A device the harness has no backend for."""
+
+
+def backend_named(device_type: str) -> Backend:
+    """The backend for a device type (`cpu`, `cuda`), without the vendor checks of `backend_for`:
+    for the worker and for work started before torch is imported, once a run has been let in."""
+    if device_type.partition(":")[0] == "cpu":
+        return CPU
+    from gpuarena.harness.device.nvidia import nvidia_backend
+
+    return nvidia_backend()
+
+
+def worker_setup(device: str) -> dict[str, Any]:
+    """Backend.worker_setup for a device named as text, without importing torch (a worker started
+    ahead is prepared while the run still imports it)."""
+    if device.partition(":")[0] == "cpu":
+        return CPU.worker_setup(device)
+    from gpuarena.harness.device.nvidia import NvidiaBackend
+
+    return NvidiaBackend.worker_setup(device)
+
+
+def compiles_triton(device: str) -> bool:
+    """Whether Triton compiles kernels for a device named as text, without importing torch: the
+    GPU's backend does; on the CPU Triton's interpreter runs them (no cache key, nothing to warm)."""
+    return device.partition(":")[0] != "cpu"
+
+
+def backend_for(device: torch.device) -> Backend:
+    """The backend for device, or UnsupportedDevice naming what is missing."""
+    import torch
+
+    if device.type == "cpu":
+        return CPU
+    if device.type != "cuda":
+        raise UnsupportedDevice(f"device {device}: gpuarena judges on cpu and cuda devices only")
+    if getattr(torch.version, "hip", None):
+        raise UnsupportedDevice(
+            f"this PyTorch is built for ROCm (HIP {torch.version.hip}): gpuarena's GPU backend times kernels with "
+            "NVIDIA's CUPTI and audits them with NVIDIA's counters, and has no ROCm backend yet (docs/harness.md, "
+            "'Device backends', lists what one needs: rocprofiler-sdk kernel tracing for the timer, its counters for "
+            "the audit). Judge on cpu, or on an NVIDIA GPU"
+        )
+    if not torch.version.cuda:
+        raise UnsupportedDevice(
+            "this PyTorch answers to 'cuda' but was not built with CUDA (torch.version.cuda is empty: another "
+            "vendor's build, such as MetaX MACA?): gpuarena's GPU backend needs NVIDIA's CUPTI; docs/harness.md, "
+            "'Device backends', lists what another vendor's backend must provide"
+        )
+    return backend_named("cuda")

@@ -1,0 +1,44 @@
+"""Triton's cache key computed in a worker before it imports torch (no torch here, on purpose).
+
+A Triton kernel's first launch in a process, cached on disk or not, computes Triton's cache key:
+a hash of Triton's own files and of its 500 MB library (0.9 s on the 2-core VM; on an H100 most
+of the 0.5 s a Triton run's worker spent in its first call). The worker's interpreter and torch
+take seconds to import, and that is the run's longest path (bench/research/cli_timeline.py), so a
+worker started ahead on a GPU computes the key in a thread from its first moment: hashing and
+reading let the import go on. The thread is the harness's and is over before the solution is
+imported (the worker's build joins it); Triton's own `lru_cache` keeps the key for the launch.
+"""
+
+from __future__ import annotations
+
+import threading
+
+FLAG = "--warm-triton"
+"""The worker's command-line switch for it (harness/inside/sandbox.py)."""
+
+_thread: threading.Thread | None = None
+
+
+def _compute() -> None:
+    try:
+        from triton.runtime.cache import triton_key
+    except Exception:  # no Triton, or one that keeps it elsewhere: nothing to warm
+        return
+    try:
+        triton_key()
+    except Exception:  # left for the solution's own launch to meet
+        pass
+
+
+def start() -> None:
+    """Compute the key in a thread of the harness's (once per process)."""
+    global _thread
+    if _thread is None:
+        _thread = threading.Thread(target=_compute, name="gpuarena-triton-key", daemon=True)
+        _thread.start()
+
+
+def join() -> None:
+    """Wait for it: before any solution code runs."""
+    if _thread is not None:
+        _thread.join()

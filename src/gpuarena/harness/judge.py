@@ -1,0 +1,43 @@
+"""The harness's single entry point: one solution judged on one problem on one device, by the
+supervisor (supervisor.py) or, in profile mode, under Nsight Compute (profile/run.py). The top
+floor of the harness: nothing in it imports this module."""
+
+from __future__ import annotations
+
+import torch
+
+from gpuarena.harness.device.backend import backend_for
+from gpuarena.harness.launch.ahead import DeviceAhead
+from gpuarena.harness.launch.started import StartedWorker
+from gpuarena.harness.options import RunOptions
+from gpuarena.harness.profile.run import profile_evaluation
+from gpuarena.harness.records import Evaluation
+from gpuarena.harness.supervisor import Progress, Supervisor
+from gpuarena.harness.warm import Warm
+from gpuarena.problems.loader import Problem
+from gpuarena.solutions.model import Solution
+
+__all__ = ["Progress", "RunOptions", "evaluate"]
+
+
+def evaluate(
+    problem: Problem,
+    solution: Solution,
+    options: RunOptions | None = None,
+    progress: Progress | None = None,
+    worker: StartedWorker | None = None,
+    warm: Warm | None = None,
+    ahead: DeviceAhead | None = None,
+) -> Evaluation:
+    """Judge one solution on one problem on one device: the harness's single entry point.
+    worker: one set up ahead (StartedWorker), which the run uses and closes; warm: what a
+    long-lived caller keeps between jobs (harness/warm.py); ahead: the device's sampler and
+    reading started before torch was imported (harness/launch/ahead.py; the caller closes it). Profile mode goes to
+    harness/profile/run.py, which starts workers of its own."""
+    options = options or RunOptions()
+    backend_for(torch.device(options.device))  # another vendor's GPU is refused here, with the gap named
+    if options.mode == "profile":
+        if worker is not None:
+            worker.close()
+        return profile_evaluation(problem, solution, options.device, options.workloads, options.timeout_s, progress)
+    return Supervisor(problem, solution, options, progress, worker, warm, ahead).run()

@@ -1,0 +1,1 @@
+"""Profile mode: the solution's kernels under Nsight Compute, read and drawn as a roofline."""
