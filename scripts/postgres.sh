@@ -9,6 +9,10 @@ URL="postgresql://postgres@127.0.0.1:$PORT/postgres"
 
 bindir() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
 if [ -z "$(bindir)" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "PostgreSQL is not installed: sudo apt-get install postgresql, then run this again" >&2
+    exit 1
+  fi
   echo "installing PostgreSQL from Debian's packages" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null && apt-get install -y -qq postgresql >/dev/null

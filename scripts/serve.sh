@@ -7,7 +7,7 @@
 #   GPUARENA_HOST, GPUARENA_PORT: where to listen (default 127.0.0.1:8000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh serve  # gpuarena and its service (.[server]), not the test extras
 . .venv/bin/activate
 export GPUARENA_HOME=${GPUARENA_HOME:-$PWD/.gpuarena}
 mkdir -p "$GPUARENA_HOME"

@@ -16,10 +16,27 @@ case "${1:-}" in
   --lane) lanes=${2:?--lane needs a lane: quick, harness, service or e2e}; lint=0; shift 2 ;;
 esac
 say() { echo "test.sh: $*" >&2; }
-as_root() {  # Debian's packages need root: sudo where we are not root and it is there
-  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else
-    say "cannot run '$*' without root: install it yourself (sudo apt-get install ...) and run again"; exit 1; fi
+# Debian's packages need root: apt-get runs as root, or through sudo where sudo asks no password
+# (never a prompt); else the script says what to install and goes on with what it can run
+can_root() { [ "$(id -u)" = 0 ] || { command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; }; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
+# apt_install WHY PACKAGE...: installs them where it can (an apt-get that fails there stops the
+# script, as CI wants); elsewhere it says what to install and returns 1
+apt_install() {
+  local why=$1
+  shift
+  if ! can_root; then
+    say "not root (and no sudo without a password): install $* yourself for $why (sudo apt-get install $*), then run again"
+    return 1
+  fi
+  say "installing $* from Debian's packages ($why)"
+  { as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null; } || {
+    say "apt-get could not install $*"
+    exit 1
+  }
 }
+postgres_installed() { ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1; }
 bash scripts/setup.sh
 . .venv/bin/activate
 mkdir -p tests/artifacts
@@ -33,16 +50,18 @@ if [ "$lint" = 1 ]; then
   say "lint and types: $((SECONDS - started)) s"
 fi
 case " $lanes " in *" service "*|*" e2e "*)
-  GPUARENA_TEST_POSTGRES_URL=$(bash scripts/postgres.sh | tail -1)
-  export GPUARENA_TEST_POSTGRES_URL GPUARENA_REQUIRE_POSTGRES=1 ;;
+  postgres_installed || apt_install "the service's tests on PostgreSQL" postgresql || true
+  if postgres_installed; then
+    GPUARENA_TEST_POSTGRES_URL=$(bash scripts/postgres.sh | tail -1)
+    export GPUARENA_TEST_POSTGRES_URL GPUARENA_REQUIRE_POSTGRES=1
+  else
+    say "no PostgreSQL: the service's tests run on SQLite only (their PostgreSQL half is skipped)"
+  fi ;;
 esac
 case " $lanes " in *" e2e "*)
-  # the web tests drive Debian's Chromium through Playwright (never `playwright install`)
-  if [ ! -x /usr/bin/chromium ]; then
-    say "installing Chromium from Debian's packages (for the e2e lane's browser tests)"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  fi ;;
+  # the web tests drive Debian's Chromium through Playwright (never `playwright install`); without
+  # it they fail, saying so, and the lane's other tests run
+  [ -x /usr/bin/chromium ] || apt_install "the e2e lane's browser tests" chromium || true ;;
 esac
 # two test processes a lane (pytest-xdist), idle ones taking tests from busy ones' queues:
 # the harness's verdicts hold with a neighbour judging beside them (bench/redteam_concurrency.py)

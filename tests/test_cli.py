@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,32 @@ def test_run_passing_solution_prints_table_verdict_and_score():
     assert "small-64x1000" in result.stdout
     assert "verdict: PASSED" in result.stdout
     assert "score:" in result.stdout and "speedup" in result.stdout
+
+
+@pytest.mark.e2e
+def test_run_through_a_pipe_prints_whole_rows_without_columns_set():
+    """stdout is a pipe and COLUMNS is unset (a script, `| tee`, CI): the results table is not
+    cut to 80 columns; each workload's row holds its name, times and speed-up on one line."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    result = subprocess.run(
+        [sys.executable, "-m", "gpuarena", "run", "level1/softmax", str(EXAMPLES / "softmax" / "pytorch.py")]
+        + ["--device", "cpu", "--budget", "0.3"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if "workload" in line and "status" in line)
+    assert all(column in header for column in ("abs err", "rel err", "time", "reference", "speedup"))
+    assert len(header) > 80
+    for workload in ("small-64x1000", "small-128x4096"):
+        row = next(line for line in lines if workload in line)
+        assert "PASSED" in row and row.count("s ±") == 2, row  # both times with their half-widths
+        assert re.search(r"\d\.\d+x \(\d+\.\d+-\d+\.\d+\)", row), row  # the speed-up with its interval
+    assert "mode benchmark" in lines[0]
 
 
 @pytest.mark.e2e
@@ -158,6 +185,18 @@ def test_new_solution_for_every_bundled_problem_passes_in_test_mode(tmp_path):
         assert gpuarena("new", "solution", row["id"], "-o", str(solution)).returncode == 0
         run = gpuarena("run", row["id"], str(solution), "--device", "cpu", "--mode", "test")
         assert run.returncode == 0, f"{row['id']}: {run.stdout[-2000:]}"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("problem", ["level1/softmax", "level4/moe_topk_router"])
+def test_new_jax_solution_passes_in_test_mode(tmp_path, problem):
+    pytest.importorskip("jax")
+    solution = tmp_path / "jax_solution.py"
+    made = gpuarena("new", "solution", problem, "-o", str(solution), "--language", "jax")
+    assert made.returncode == 0, made.stdout + made.stderr
+    run = gpuarena("run", problem, str(solution), "--device", "cpu", "--mode", "test")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "(jax, " in run.stdout and "verdict: PASSED" in run.stdout
 
 
 @pytest.mark.e2e

@@ -88,16 +88,30 @@ import triton.language as tl  # noqa: F401
 def solve({params}):
 {body}
 ''',
-    "jax": '''"""A JAX solution for {problem}. solve() takes the inputs as JAX arrays (passed without a copy)
-and returns the outputs as JAX arrays; jax.jit compiles it once per shape, before any timed call."""
+    "jax": '''"""A JAX solution for {problem}: solve() takes the inputs as JAX arrays (passed without a copy)
+and returns the outputs as JAX arrays. As written it passes by running the reference's own math
+in PyTorch on the same memory (DLPack, no copy); replace _reference_math with jax.numpy, drop the
+crossing and put @jax.jit on solve: it then compiles once per shape, before any timed call
+(examples/softmax/jax.py)."""
 
 import jax
 import jax.numpy as jnp  # noqa: F401
+import torch
 
 
-@jax.jit
-def solve({params}):
+def _reference_math({params}):
 {body}
+
+
+def solve({params}):
+    outputs = _reference_math(*(_to_torch(value) for value in ({params},)))
+    if isinstance(outputs, tuple):
+        return tuple(jax.dlpack.from_dlpack(o.contiguous()) for o in outputs)
+    return jax.dlpack.from_dlpack(outputs.contiguous())
+
+
+def _to_torch(value):
+    return torch.from_dlpack(value) if isinstance(value, jax.Array) else value
 ''',
 }
 
@@ -125,18 +139,17 @@ def write_solution(problem: Problem, path: Path, language: str) -> Path:
         raise GpuarenaError(f"{path} exists; choose another file with -o")
     destination = problem.spec.convention == "destination" and language != "jax"  # JAX returns, always
     params = problem.input_names + (problem.spec.outputs if destination else [])
-    if language == "jax":
-        lines = ["raise NotImplementedError('compute the outputs with jax.numpy and return them')"]
-    elif destination:
+    if destination:
         lines = ["raise NotImplementedError('write the outputs into the given tensors')"]
     else:
         lines = _reference_body(problem.reference_source)
     text = SOLUTION_PY[language].format(
         problem=problem.id, params=", ".join(params), body="\n".join("    " + line if line else "" for line in lines)
     )
-    helpers = _module_helpers(problem) if language != "jax" else ""
+    helpers = _module_helpers(problem)
     if helpers:
-        text = text.replace("\n\ndef solve(", f"\n\n{helpers}\n\n\ndef solve(", 1)
+        first = "\n\ndef _reference_math(" if language == "jax" else "\n\ndef solve("
+        text = text.replace(first, f"\n\n{helpers}\n\n\n{first.lstrip()}", 1)
     path.write_text(text)
     return path
 

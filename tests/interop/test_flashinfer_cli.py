@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from gpuarena.interop import flashinfer_sidecar
 from gpuarena.interop import flashinfer_trace as fit
+from gpuarena.solutions import loader
 
 from .conftest import INVALID, RMSNORM, ROOT
 
@@ -86,6 +88,37 @@ def test_import_run_and_export_from_the_command_line(tmp_path):
     assert fit.parse_solution(json.loads(done.stdout)) == fit.read_solution(
         RMSNORM / "solutions" / "python_returning.json"
     )
+
+
+def test_readme_walkthrough_links_traces_to_the_exported_solution(tmp_path):
+    """README's "Coming from FlashInfer-Bench", command by command (on the CPU): the traces find
+    the record's problem without --problem, and name the solution as `export solution` does."""
+    problem = "problems/flashinfer/rmsnorm"
+    done = gpuarena(
+        "import", "flashinfer", RMSNORM / "definition.json", "-w", RMSNORM / "workloads.jsonl", "-o", problem,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    solution = RMSNORM / "solutions" / "python_returning.json"
+    done = gpuarena(
+        "import", "flashinfer-solution", solution, "--problem", problem, "-o", "my_solution",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    run = gpuarena("run", problem, "my_solution", "--device", "cpu", "--budget", "0.3", "--json", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (tmp_path / "record.json").write_text(run.stdout)
+    done = gpuarena("export", "traces", "record.json", "-o", "traces.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    traces = fit.read_traces(tmp_path / "traces.jsonl")
+    assert traces and {t.evaluation.status for t in traces} == {"PASSED"}
+    exported = gpuarena("export", "solution", "my_solution", "-o", "my_solution.json", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    name = fit.read_solution(tmp_path / "my_solution.json").name
+    assert name == fit.read_solution(solution).name  # the name it was imported with
+    assert {t.solution for t in traces} == {name}
+    assert loader.IMPORTED_SIDECAR == flashinfer_sidecar.SIDECAR  # how the loader knows an imported one
+    assert {t.definition for t in traces} == {fit.read_solution(tmp_path / "my_solution.json").definition}
 
 
 def test_import_errors_are_one_clear_line(tmp_path):

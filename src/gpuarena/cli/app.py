@@ -18,7 +18,7 @@ from rich.text import Text
 from gpuarena import __version__
 from gpuarena.apps import cli as apps_cli
 from gpuarena.cli import bounty_cli, early, many, service_cli
-from gpuarena.cli.console import err, fail, out
+from gpuarena.cli.console import SERVER_MODULES, err, fail, out, server_missing
 from gpuarena.cli.devices import check_device as _check_device
 from gpuarena.cli.devices import default_device
 from gpuarena.cli.problem_filters import Level, Match, Model, Source, Tag
@@ -419,6 +419,11 @@ def main() -> None:
         if _LEAVE_FAST:
             leave(exc.code)
         raise
+    except ImportError as exc:  # a command that reached the service's packages without the extra
+        if (exc.name or "").split(".")[0] not in (*SERVER_MODULES, "multipart", "starlette"):
+            raise
+        err.print(f"error: {server_missing(' '.join(sys.argv[1:2]) or 'gpuarena', exc.name or '')}", highlight=False)
+        raise SystemExit(2) from None
 
 
 def leave(code: object) -> None:

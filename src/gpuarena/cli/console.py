@@ -3,6 +3,7 @@ this, none imports another command module's helpers)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from typing import NoReturn
@@ -33,3 +34,35 @@ def fail(exc: Exception) -> NoReturn:
     """Say what went wrong on stderr and exit with status 2."""
     err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
     raise typer.Exit(2)
+
+
+SERVER_INSTALL = "pip install 'gpuarena[server]'"
+SERVER_MODULES = ("fastapi", "uvicorn", "sqlalchemy", "alembic", "itsdangerous", "markdown_it", "python_multipart")
+"""The service's packages (pyproject.toml's `server` extra), by the module each installs: `pip
+install gpuarena` leaves them out; the commands that run the service (serve, db, users, tokens)
+need them, every other command imports none of them."""
+_ALSO = {"python_multipart": ("multipart",)}  # python-multipart before 0.0.13
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def server_missing(command: str, module: str) -> str:
+    """What to say when a service command finds one of the service's packages missing."""
+    return (
+        f"`gpuarena {command}` runs the service, and the service's packages are not installed here "
+        f"(no module named {module!r}): {SERVER_INSTALL}"
+    )
+
+
+def need_server(command: str) -> None:
+    """Exit with status 2 and the line to install them where the service's packages are missing
+    (checked without importing them)."""
+    for module in SERVER_MODULES:
+        if not any(_importable(name) for name in (module, *_ALSO.get(module, ()))):
+            err.print(f"[bold red]error:[/] {escape(server_missing(command, module))}", markup=True, highlight=False)
+            raise typer.Exit(2)

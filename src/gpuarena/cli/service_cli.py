@@ -12,13 +12,22 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from gpuarena.cli.console import err, fail, out
+from gpuarena.cli.console import err, fail, need_server, out
 from gpuarena.cli.server import ServerOpt, TokenOpt, credentials_path, server_client
 from gpuarena.errors import GpuarenaError
 
 db_app = typer.Typer(no_args_is_help=True, help="The service's database: migrations.")
 users_app = typer.Typer(no_args_is_help=True, help="Accounts, made directly in the configured database.")
 tokens_app = typer.Typer(no_args_is_help=True, help="API tokens, managed directly in the configured database.")
+
+
+@db_app.callback()
+@users_app.callback()
+@tokens_app.callback()
+def _needs_the_service(context: typer.Context) -> None:
+    """These commands work on the service's database: they need the `server` extra."""
+    need_server(f"{context.info_name} {context.invoked_subcommand or ''}".strip())
+
 
 HomeOpt = Annotated[
     Path | None,
@@ -81,6 +90,7 @@ def serve(
     ] = False,
 ) -> None:
     """Run the server: JSON API (docs at /docs), the database (SQLite by default), and a runner for this machine's devices."""
+    need_server("serve")
     from gpuarena.service.server import serve as run_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -196,10 +196,17 @@ def export_traces(
     records: Annotated[list[Path], typer.Argument(help="Evaluation records (`gpuarena run --json` output)")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The traces file to write (.jsonl)")],
     problem: Annotated[
-        str | None, typer.Option(help="The problem the records judge [default: each record's own]")
+        str | None,
+        typer.Option(
+            help="The problem the records judge [default: each record's own: a bundled one, else the problem "
+            "folder below this one whose path ends with its name]"
+        ),
     ] = None,
     solution_name: Annotated[
-        str | None, typer.Option(help="The solution's name in the traces [default: the record's]")
+        str | None,
+        typer.Option(
+            help="The solution's name in the traces [default: the record's, which is the name `export solution` gives]"
+        ),
     ] = None,
     definition: Annotated[
         str | None,
@@ -212,6 +219,7 @@ def export_traces(
     from gpuarena.interop.flashinfer_export import read_evaluations, traces_from_evaluation
     from gpuarena.interop.flashinfer_trace import trace_line
     from gpuarena.problems import resolve_problem
+    from gpuarena.problems.loader import find_problem
 
     if statistic not in ("mean", "median"):
         fail(ValueError(f"--statistic must be mean or median, not {statistic!r}"))
@@ -220,11 +228,13 @@ def export_traces(
         for path in records:
             for record in read_evaluations(path):
                 try:
-                    loaded = resolve_problem(problem or record.problem)
+                    loaded = (
+                        resolve_problem(problem)
+                        if problem
+                        else find_problem(record.problem, Path.cwd(), [w.name for w in record.workloads])
+                    )
                 except GpuarenaError as exc:
-                    raise GpuarenaError(
-                        f"{path}: {exc} (the record's problem is {record.problem!r}; --problem FOLDER gives it)"
-                    ) from None
+                    raise GpuarenaError(f"{path}: {exc}") from None
                 lines += [
                     trace_line(t)
                     for t in traces_from_evaluation(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -168,6 +169,38 @@ def resolve_problem(name: str | Path) -> Problem:
         "no problem folder here and no bundled problem by that id",
         "give a folder holding problem.toml, or an id from `gpuarena list`",
     )
+
+
+def find_problem(name: str, near: Path, workloads: Iterable[str] = ()) -> Problem:
+    """The problem a record names (its `problem`: a bundled id, a folder path, or a local
+    folder's name, as `gpuarena run` wrote it): resolved as `resolve_problem` does, else the one
+    problem folder below `near` whose path ends with it and that has every workload named."""
+    try:
+        return resolve_problem(name)
+    except FormatError:
+        pass
+    parts, wanted = Path(name).parts, set(workloads)
+    found: list[Problem] = []
+    for folder, subfolders, files in os.walk(near):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _NOT_PROBLEMS)
+        if PROBLEM_FILE in files and Path(folder).parts[-len(parts) :] == parts:
+            try:
+                problem = load_problem(Path(folder))
+            except FormatError:
+                continue
+            if wanted <= {w.name for w in problem.spec.workloads}:
+                found.append(problem)
+    if len(found) == 1:
+        return found[0]
+    where = (
+        f"{len(found)} problem folders below {near} match it ({', '.join(str(p.path) for p in found)})"
+        if found
+        else f"no problem folder below {near} with that name has the record's workloads"
+    )
+    raise FormatError(name, None, f"not a bundled problem, and {where}", "give the problem's folder with --problem")
+
+
+_NOT_PROBLEMS = {"node_modules", "__pycache__", "site-packages"}
 
 
 def problem_folder(name: str | Path) -> Path | None:

@@ -125,7 +125,29 @@ def _from_folder(folder: Path) -> Solution:
         if not file.is_file():
             raise FormatError(manifest_path, "sources", f"lists {name!r}, which does not exist", "fix the list")
         sources[name] = _read_text(file)
-    return _solution(manifest_path, "see docs/formats.md", name=folder.name, manifest=manifest, sources=sources)
+    return _solution(
+        manifest_path, "see docs/formats.md", name=_folder_name(folder), manifest=manifest, sources=sources
+    )
+
+
+IMPORTED_SIDECAR = "flashinfer.json"
+"""What `gpuarena import flashinfer-solution` keeps beside an imported solution
+(interop/flashinfer_sidecar.py's SIDECAR)."""
+
+
+def _folder_name(folder: Path) -> str:
+    """A solution folder's name: an imported FlashInfer-Trace solution keeps the name it was
+    imported with (so its records' traces and `gpuarena export solution` name it alike, and
+    FlashInfer-Bench links them); any other, the folder's."""
+    if not (folder / IMPORTED_SIDECAR).is_file():
+        return folder.name  # (interop's models, 90 ms of imports, only for an imported one)
+    from gpuarena.interop.flashinfer_sidecar import read_solution_sidecar
+
+    try:
+        name = (read_solution_sidecar(folder) or {}).get("name")
+    except FormatError:  # said where it matters: `gpuarena export solution`
+        return folder.name
+    return name if isinstance(name, str) and name else folder.name
 
 
 def _from_pack(path: Path) -> Solution:
