@@ -11,7 +11,17 @@ from sqlalchemy import func, select, update
 from tests.service.conftest import submission_body
 
 from gpuarena.harness.records import Evaluation, Status
-from gpuarena.service.tables import Job, LeaderboardEntry, Problem, Result, SolutionBlob, Submission, Token
+from gpuarena.service.tables import (
+    Job,
+    LeaderboardEntry,
+    Problem,
+    Result,
+    Runner,
+    SolutionBlob,
+    Submission,
+    Token,
+    User,
+)
 
 
 def _counts(api) -> tuple[int, int, int]:
@@ -242,6 +252,34 @@ def test_runner_endpoints_need_a_runner_token(api) -> None:
         "/api/runner/hello", json={"name": "x", "devices": [{"device": "cpu", "kind": "cpu"}]}, headers=scoped
     )
     assert answer.status_code == 403 and "H100" in answer.json()["error"]
+
+
+def test_an_admin_token_cannot_act_as_a_runner_nor_receive_seeds(api) -> None:
+    """Claiming hands out a ranked job's secret seed: runner tokens only, not an admin's, even
+    for a runner the admin's account holds (one registered before this rule, say)."""
+    api.runner()  # cpu is a kind a runner serves, so alice may submit for it
+    admin = api.user("root", "admin")
+    hello = {"name": "admin-box", "devices": [{"device": "cpu", "kind": "cpu"}]}
+    answer = api.http.post("/api/runner/hello", json=hello, headers=admin)
+    assert answer.status_code == 403 and "runner token" in answer.json()["error"]
+    with api.db.write() as session:
+        root = session.scalar(select(User).where(User.name == "root"))
+        assert root is not None
+        held = Runner(user_id=root.id, name="admin-box", device_kinds=["cpu"], devices=hello["devices"])
+        session.add(held)
+        session.flush()
+        runner_id = held.id
+    sid = api.http.post("/api/submissions", json=submission_body(mode="ranked"), headers=api.user("alice")).json()["id"]
+    claim = {"runner_id": runner_id, "device_kinds": ["cpu"]}
+    answer = api.http.post("/api/runner/claim", json=claim, headers=admin)
+    assert answer.status_code == 403 and "seed" not in answer.text
+    beat = api.http.post("/api/runner/heartbeat", json={"runner_id": runner_id}, headers=admin)
+    assert beat.status_code == 403
+    with api.db.read() as session:
+        job = session.scalar(select(Job).where(Job.submission_id == sid))
+        assert job is not None and job.state == "queued" and job.runner_id is None
+    result = {"lease_token": "f" * 32, "evaluation": _evaluation(score=1.0)}
+    assert api.http.post(f"/api/runner/jobs/{job.id}/result", json=result, headers=admin).status_code == 403
 
 
 def test_claim_result_exactly_once_and_leaderboard(api) -> None:

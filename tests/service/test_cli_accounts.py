@@ -4,6 +4,9 @@ and `tokens revoke`."""
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
@@ -87,3 +90,22 @@ def test_account_commands_reach_the_server_s_database_from_its_clone(tmp_path, m
     elsewhere = cli.invoke(app, ["users", "add", "bob"])
     assert elsewhere.exit_code == 0 and "no database at" in elsewhere.stderr
     assert (tmp_path / "user-home" / ".gpuarena" / "gpuarena.db").is_file()
+
+
+def test_a_new_sqlite_database_is_the_owner_s_alone_from_its_first_command(tmp_path, monkeypatch) -> None:
+    """`gpuarena db upgrade` (or `users add`) on a fresh path makes the file 0600 and its folder
+    0700, under the usual umask: it holds seeds and token hashes before `serve` ever starts."""
+    monkeypatch.delenv("GPUARENA_DATABASE_URL", raising=False)
+    monkeypatch.setenv("GPUARENA_HOME", str(tmp_path / "home"))
+    old = os.umask(0o022)
+    try:
+        upgraded = CliRunner().invoke(app, ["db", "upgrade"])
+        other = tmp_path / "elsewhere" / "accounts.db"
+        added = CliRunner().invoke(app, ["users", "add", "alice", "--database", f"sqlite:///{other}"])
+    finally:
+        os.umask(old)
+    assert upgraded.exit_code == 0, upgraded.output
+    assert added.exit_code == 0, added.output
+    for database in (tmp_path / "home" / "gpuarena.db", other):
+        assert stat.S_IMODE(database.stat().st_mode) == 0o600, database
+        assert stat.S_IMODE(database.parent.stat().st_mode) == 0o700, database.parent

@@ -4,11 +4,17 @@ devices in the runners API, a restarted runner's jobs re-queued, the migration c
 
 from __future__ import annotations
 
+import http.server
+import json
 import threading
+import time
 
+import httpx
 from sqlalchemy import func, select, update
-from tests.service.conftest import submission_body
+from tests.service.conftest import GOOD, submission_body
+from typer.testing import CliRunner
 
+from gpuarena.cli.app import app
 from gpuarena.harness.records import Evaluation, Status
 from gpuarena.service.migrate import current
 from gpuarena.service.tables import Job, Result, Submission
@@ -193,3 +199,68 @@ def test_a_restarted_runner_gets_its_old_jobs_requeued(api) -> None:
         assert "box restarted" in job.last_error
     again = _claim(api, headers, runner_id, ["cpu"])
     assert again["job_id"] == held["job_id"]  # oldest first: the job it lost
+
+
+class _LosesTheAnswer(http.server.BaseHTTPRequestHandler):
+    """A server in front of the real one that passes a POST on and drops its answer: the
+    submission is made, and the client hears only that the connection closed."""
+
+    upstream = ""
+    bodies: list[dict] = []
+
+    def do_POST(self) -> None:  # http.server's name
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        _LosesTheAnswer.bodies.append(json.loads(body))
+        httpx.post(
+            _LosesTheAnswer.upstream + self.path,
+            content=body,
+            headers={"Authorization": self.headers["Authorization"], "Content-Type": "application/json"},
+        )
+        self.close_connection = True  # no status line: the answer is lost
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_gpuarena_submit_retries_a_lost_answer_with_its_key_and_makes_one_submission(
+    api, live, tmp_path, monkeypatch
+) -> None:
+    """`gpuarena submit` sends an idempotency key of its own (one per invocation) and retries a
+    POST whose answer was lost with the same key (through the next server): one submission."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    api.runner()
+    alice = api.user("alice")
+    _LosesTheAnswer.upstream, _LosesTheAnswer.bodies = live, []
+    front = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _LosesTheAnswer)
+    threading.Thread(target=front.serve_forever, daemon=True).start()
+    solution = tmp_path / "sol.py"
+    solution.write_text(GOOD)
+
+    def cancel_it() -> None:  # nothing runs it here: its author cancels it, which ends the follow
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with api.db.read() as session:
+                made = session.scalar(select(Submission.id))
+            if made is not None:
+                api.http.post(f"/api/submissions/{made}/cancel", headers=alice)
+                return
+            time.sleep(0.1)
+
+    canceller = threading.Thread(target=cancel_it)
+    canceller.start()
+    try:
+        token = alice["Authorization"].removeprefix("Bearer ")
+        done = CliRunner().invoke(
+            app,
+            ["submit", "axpy_dest", str(solution), "--device", "cpu", "--mode", "test"]
+            + ["--server", f"http://127.0.0.1:{front.server_address[1]},{live}", "--token", token],
+        )
+    finally:
+        canceller.join()
+        front.shutdown()
+    assert done.exit_code == 1, done.output  # CANCELLED: not PASSED, and not a failed submit
+    assert "trying again" in done.output and "CANCELLED" in done.output
+    (first,) = _LosesTheAnswer.bodies
+    with api.db.read() as session:
+        (made,) = session.scalars(select(Submission)).all()  # the retry made no second one
+    assert first["client_key"].startswith("submit-") and made.client_key == first["client_key"]

@@ -123,3 +123,44 @@ def test_a_submission_that_ends_as_error_is_posted_too(api, receiver_url) -> Non
     _wait_for(_Receiver.calls, 1)
     sent = json.loads(_Receiver.calls[0][1])["submission"]
     assert (sent["id"], sent["status"]) == (mine, "ERROR") and "gave up after 3 attempts" in sent["reason"]
+
+
+def test_a_target_is_checked_again_when_it_is_called(api, receiver_url) -> None:
+    """A target checked once, when it was made, could later resolve to a private address (a
+    name whose record changed): each delivery resolves the host again, checks every address and
+    posts to the address it checked. Here the target passed when made (private addresses were
+    allowed then) and fails when called: it is not posted to, and the webhook says why."""
+    runner_headers, runner_id = api.runner()
+    alice = api.user("alice")
+    api.settings.webhooks_allow_private = True
+    made = api.http.post("/api/webhooks", json={"url": receiver_url}, headers=alice)
+    assert made.status_code == 201
+    api.settings.webhooks_allow_private = False  # the check at delivery now refuses 127.0.0.1
+    mine = api.http.post("/api/submissions", json=submission_body(mode="test"), headers=alice).json()["id"]
+    job = api.http.post(
+        "/api/runner/claim", json={"runner_id": runner_id, "device_kinds": ["cpu"]}, headers=runner_headers
+    ).json()
+    assert job["submission_id"] == mine
+    evaluation = {"status": "PASSED", "problem": "axpy_dest", "solution_hash": "0" * 64, "device": "cpu"}
+    done = api.http.post(
+        f"/api/runner/jobs/{job['job_id']}/result",
+        headers=runner_headers,
+        json={"lease_token": job["lease_token"], "evaluation": {**evaluation, "mode": "test"}},
+    )
+    assert done.status_code == 200, done.text
+    deadline = time.monotonic() + 10
+    while not (status := api.http.get("/api/webhooks", headers=alice).json()[0]["last_status"]):
+        assert time.monotonic() < deadline, "the delivery was not recorded"
+        time.sleep(0.05)
+    assert status.startswith("not called") and "private or local address" in status
+    assert _Receiver.calls == []
+
+    # allowed again, the same target is called: through the address it was checked at, with
+    # the URL's own host in the Host header
+    api.settings.webhooks_allow_private = True
+    queued = api.http.post("/api/submissions", json=submission_body(mode="benchmark"), headers=alice).json()["id"]
+    api.http.post(f"/api/submissions/{queued}/cancel", headers=alice)
+    _wait_for(_Receiver.calls, 1)
+    headers, body = _Receiver.calls[0]
+    assert json.loads(body)["submission"]["id"] == queued
+    assert headers["Host"] == receiver_url.split("/")[2]

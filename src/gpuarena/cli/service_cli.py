@@ -106,9 +106,52 @@ def serve(
         fail(exc)
 
 
+RUNNER_TOKEN_IN_PS = (
+    "warning: --token on the command line shows the runner's token to every user of this machine "
+    "(ps, /proc/PID/cmdline) for as long as the runner runs; set GPUARENA_TOKEN or use --token-file FILE "
+    "(mode 0600) instead"
+)
+
+
+def _runner_token(context: typer.Context, token: str | None, token_file: Path | None) -> str | None:
+    """The runner's token: from GPUARENA_TOKEN or --token-file, which `ps` does not show; --token
+    typed on the command line still works (scripts use it) but is warned about."""
+    # by name: typer may carry its own copy of click, whose ParameterSource is another enum
+    from_command_line = getattr(context.get_parameter_source("token"), "name", "") == "COMMANDLINE"
+    if token_file is not None:
+        if from_command_line:
+            raise GpuarenaError("give --token-file or --token, not both")
+        try:
+            token = token_file.read_text().strip()
+        except OSError as exc:
+            raise GpuarenaError(f"--token-file {token_file}: {exc.strerror}") from None
+        if not token:
+            raise GpuarenaError(f"--token-file {token_file} is empty")
+    elif from_command_line and token:
+        err.print(RUNNER_TOKEN_IN_PS, style="yellow", highlight=False)
+    return token
+
+
 def runner(
+    context: typer.Context,
     server: ServerOpt = None,
-    token: TokenOpt = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="GPUARENA_TOKEN",
+            help="Runner token [default: GPUARENA_TOKEN, --token-file, or `gpuarena login`]; on the command line "
+            "it shows in ps: prefer GPUARENA_TOKEN or --token-file",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file",
+            envvar="GPUARENA_TOKEN_FILE",
+            help="Read the runner token from this file (keep it mode 0600)",
+        ),
+    ] = None,
     name: Annotated[str | None, typer.Option(help="This runner's name [default: the host name]")] = None,
     device: Annotated[list[str] | None, typer.Option(help="Serve only this device: cpu or cuda:N (repeatable)")] = None,
     devices: Annotated[
@@ -164,7 +207,7 @@ def runner(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the runner's heartbeats and polls, every few seconds
     try:
-        client = server_client(server, token)
+        client = server_client(server, _runner_token(context, token, token_file))
         if devices and devices_file:
             raise GpuarenaError("give --devices or --devices-file, not both")
         if devices_file:
@@ -374,6 +417,31 @@ def login(
     out.print(f"signed in to {server} as {me['name']} ({me['role']}); saved to {path}", highlight=False)
 
 
+SUBMIT_ATTEMPTS = 4
+
+
+def _submit_once(client, problem: str, solution, device: str, mode: str, contest: str | None) -> dict[str, Any]:
+    """POST the submission, retried where its answer may have been lost (the server could not be
+    reached, or answered 502/503/504: the client moves to the next server, if any) with one
+    idempotency key for this invocation: a retry of a POST that did reach the server returns
+    the submission it made instead of queueing a second."""
+    import time
+    import uuid
+
+    from gpuarena.client import ApiError
+
+    key = f"submit-{uuid.uuid4().hex}"
+    for attempt in range(SUBMIT_ATTEMPTS):
+        try:
+            return client.submit(problem, solution, device, mode, client_key=key, contest=contest)
+        except ApiError as exc:
+            if exc.status not in (None, 502, 503, 504) or attempt == SUBMIT_ATTEMPTS - 1:
+                raise
+            err.print(f"submitting: {exc}; trying again", highlight=False)
+            time.sleep(0.5 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
 def submit(
     problem: Annotated[str, typer.Argument(help="Problem id on the server, e.g. level1/softmax (or its local folder)")],
     solution: Annotated[Path, typer.Argument(help="A .py file, a folder with solution.toml, or a pack")],
@@ -402,7 +470,7 @@ def submit(
     try:
         loaded = load_solution(solution)
         client = server_client(server, token)
-        created = client.submit(problem_id(problem), loaded, device, mode, contest=contest)
+        created = _submit_once(client, problem_id(problem), loaded, device, mode, contest)
         submission_id = created["id"]
         err.print(
             f"submission {submission_id} queued on {client.server} (stop it with `gpuarena cancel {submission_id}`)",

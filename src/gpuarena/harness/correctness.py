@@ -27,6 +27,8 @@ def check_correctness(
     first: dict[str, Any],
     first_ref: tuple[torch.Tensor, ...],
 ) -> None:
+    """`trials` calls on fresh inputs (the first trial's given), each judged in the supervisor;
+    the first wrong one ends the workload with its verdict (RunFailure)."""
     tol = run.problem.spec.tolerance_for(session.workload.dtype)
     worst = {"abs": 0.0, "rel": 0.0, "l2": 0.0}
     for trial in range(trials):

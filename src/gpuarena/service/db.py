@@ -9,6 +9,7 @@ takes row locks (SELECT ... FOR UPDATE SKIP LOCKED).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -57,9 +58,19 @@ def _sqlite_engine(url: str, immediate: bool) -> Engine:
 
 
 def ensure_sqlite_folder(url: str) -> None:
+    """Make a SQLite database's folder (mode 0700, where gpuarena makes it) and an empty file
+    for it (mode 0600), before SQLite opens it: the database holds every solution's code,
+    every job's seed and the token hashes, so it is never world-readable, not even between
+    `gpuarena db upgrade` and the first `serve` (SQLite makes -wal and -shm with its mode)."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        path = Path(parsed.database)
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass  # an existing database keeps its mode (`serve` tightens its own)
 
 
 class Database:

@@ -83,6 +83,12 @@ def admin(who: Caller = Depends(caller)) -> Caller:
 
 
 def runner_account(who: Caller = Depends(caller)) -> Caller:
-    if who.role not in ("runner", "admin"):
-        raise Forbidden(f"{who.name} is a {who.role}; runner endpoints need a runner or admin token")
+    """Runner tokens only, admins' included out: a claim hands out the job's secret seed, which
+    only the process that runs the job may hold (an admin serves jobs with a runner account:
+    `gpuarena users add NAME --role runner`)."""
+    if who.role != "runner":
+        raise Forbidden(
+            f"{who.name} is a {who.role}; runner endpoints need a runner token "
+            "(make one with `gpuarena users add NAME --role runner`)"
+        )
     return who

@@ -245,11 +245,11 @@ def get_submission(submission_id: int, db: DB, who: MAYBE) -> SubmissionDetail:
 
 
 @router.post("/submissions/{submission_id}/cancel", tags=["submissions"])
-def cancel_submission(submission_id: int, who: CALLER, db: DB) -> SubmissionOut:
+def cancel_submission(submission_id: int, who: CALLER, db: DB, settings: SETTINGS) -> SubmissionOut:
     """Cancel a queued or running submission (its author or an admin): a queued job leaves the
     queue, a running one is stopped by its runner within a few seconds; it ends CANCELLED."""
     cancelled = submissions.cancel(db, who, submission_id)
-    webhooks.notify(db, submission_id)
+    webhooks.notify(db, submission_id, settings.webhooks_allow_private)
     return cancelled
 
 

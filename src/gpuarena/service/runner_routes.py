@@ -34,6 +34,7 @@ from gpuarena.solutions.model import Solution, SolutionManifest
 router = APIRouter(prefix="/api/runner", tags=["runners"])
 DB = Annotated[Database, Depends(get_db)]
 RUNNER = Annotated[Caller, Depends(runner_account)]
+SETTINGS = Annotated[Settings, Depends(get_settings)]
 POLL_S = 0.1
 """How often a waiting claim looks at the queue (a cheap read; the claim itself is a write)."""
 
@@ -61,7 +62,7 @@ def _allowed_kinds(who: Caller, kinds: list[str]) -> list[str]:
 
 
 @router.post("/hello")
-def hello(body: RunnerHello, who: RUNNER, db: DB) -> RunnerId:
+def hello(body: RunnerHello, who: RUNNER, db: DB, settings: SETTINGS) -> RunnerId:
     """Register (or re-register) a runner and its devices; their kinds become submittable."""
     kinds = sorted({d.kind for d in body.devices if d.healthy})
     _allowed_kinds(who, kinds)
@@ -85,7 +86,7 @@ def hello(body: RunnerHello, who: RUNNER, db: DB) -> RunnerId:
     # a runner process says hello once, when it starts: it holds none of the jobs its name held
     # before (its predecessor died), so they go back to the queue now instead of at lease expiry
     for submission_id in queue.requeue_runner(db, runner_id, f"runner {body.name} restarted while running it"):
-        webhooks.notify(db, submission_id)
+        webhooks.notify(db, submission_id, settings.webhooks_allow_private)
     return RunnerId(runner_id=runner_id)
 
 
@@ -108,7 +109,7 @@ def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str], d
     errored: list[int] = []
     claimed = queue.claim(db, runner_id, kinds, settings.lease_s, device, errored)
     for submission_id in errored:  # out of attempts while reaping expired leases
-        webhooks.notify(db, submission_id)
+        webhooks.notify(db, submission_id, settings.webhooks_allow_private)
     if claimed is None:
         return None
     job, submission = claimed.job, claimed.submission
@@ -182,7 +183,7 @@ def heartbeat(
 
 
 @router.post("/jobs/{job_id}/result")
-def post_result(job_id: int, body: ResultPost, who: RUNNER, db: DB) -> ResultReply:
+def post_result(job_id: int, body: ResultPost, who: RUNNER, db: DB, settings: SETTINGS) -> ResultReply:
     """Accept the Evaluation for a leased job, exactly once."""
     with db.read() as session:
         job = session.get(Job, job_id)
@@ -194,12 +195,12 @@ def post_result(job_id: int, body: ResultPost, who: RUNNER, db: DB) -> ResultRep
         raise queue.LeaseLost(f"job {job_id} is leased to runner {runner_id}, not runner {body.runner_id}")
     result, first = queue.complete(db, runner_id, job_id, body.lease_token, body.evaluation, body.sample)
     if first:
-        webhooks.notify(db, result.submission_id)
+        webhooks.notify(db, result.submission_id, settings.webhooks_allow_private)
     return ResultReply(accepted=True, duplicate=not first)
 
 
 @router.post("/jobs/{job_id}/release")
-def release(job_id: int, body: Release, who: RUNNER, db: DB) -> ResultReply:
+def release(job_id: int, body: Release, who: RUNNER, db: DB, settings: SETTINGS) -> ResultReply:
     """Give a job back: on shutdown (no error), or because the harness itself failed (error)."""
     with db.read() as session:
         job = session.get(Job, job_id)
@@ -212,5 +213,5 @@ def release(job_id: int, body: Release, who: RUNNER, db: DB) -> ResultReply:
             job = session.get(Job, job_id)
             assert job is not None
             submission_id = job.submission_id
-        webhooks.notify(db, submission_id)
+        webhooks.notify(db, submission_id, settings.webhooks_allow_private)
     return ResultReply(accepted=True, duplicate=False)
