@@ -110,3 +110,16 @@ def process_cpu_ns(pid: int) -> int | None:
     except (OSError, IndexError, ValueError):
         children = 0
     return own + children
+
+
+def describe_exit(code: int | None) -> str:
+    """A process's exit status as Popen gives it (negative: the signal that killed it), in words."""
+    if code is None:
+        return "is still running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with status {code}"

@@ -22,7 +22,7 @@ from gpuarena.harness.launch import cgroup, containment, schedstat
 from gpuarena.harness.launch.freeze import FreezeFailure, Freezer, descendants
 from gpuarena.harness.launch.gpu_view import gpu_view
 from gpuarena.harness.launch.worker_env import CACHE_VARIABLES, SANDBOX_CACHE_ROOT, scrubbed_env
-from gpuarena.harness.proctree import HARNESS_PROCESSES, children_of, kill_new_children, process_cpu_ns
+from gpuarena.harness.proctree import HARNESS_PROCESSES, children_of, describe_exit, kill_new_children, process_cpu_ns
 from gpuarena.harness.status import Status
 
 if TYPE_CHECKING:
@@ -38,18 +38,6 @@ IDLE_CPU_FRACTION = 0.02
 waiting) for what idle threads do: the kernel's bookkeeping, a driver's polling thread waking
 up. The budget is for the run, not for each wait: work split into many short waits, each under
 an allowance of its own, adds up."""
-
-
-def describe_exit(code: int | None) -> str:
-    if code is None:
-        return "is still running"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"was killed by {name}"
-    return f"exited with status {code}"
 
 
 _LIVE: set[int] = set()
