@@ -15,6 +15,7 @@
 #     interop     pytest -m gpu tests/interop (KernelBench and GPU MODE solutions with inline CUDA)
 #     redteam     the red-team corpus on CUDA, streamed (bench/redteam_stream.py)
 #     redteam-cases  only the cases named in REDTEAM_CASES (comma-separated)
+#     kb-sizes    bench/kernelbench_sizes.py: KernelBench problems at their published sizes, peak GPU memory
 #     redteam-part   one part of the corpus, REDTEAM_PART=K/N (every Nth case from the Kth), run
 #                 alone on the GPU, so with the device audit on: the whole corpus in N calls
 #     redteam-iso the GPU-only cases and a few families with GPUARENA_WORKER_ISOLATION=1
@@ -247,6 +248,9 @@ for s in "${steps[@]}"; do
           do_redteam "redteam-iso-$fam" "${T_REDTEAM_ISO:-200}" env GPUARENA_WORKER_ISOLATION=1 python3 bench/redteam_stream.py --device cuda --family "$fam"
         done
       fi ;;
+    kb-sizes)  # KernelBench problems at their published sizes (6.4 GB tensors), peak GPU memory
+      step kb-sizes "${T_KB_SIZES:-500}" python3 bench/kernelbench_sizes.py --out "$OUT"
+      tail -5 "$W/kb-sizes.log" | sed 's/^/[kb-sizes]   /' | tee -a "$SUMMARY" ;;
     redteam-cases)  # REDTEAM_CASES=name,name: only these cases, default settings
       do_redteam redteam-cases "${T_REDTEAM:-560}" python3 bench/redteam_stream.py --device cuda --cases "${REDTEAM_CASES:-}" --json "$W/redteam-cases.json" ;;
     redteam-part)

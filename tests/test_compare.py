@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from gpuarena.harness import compare as compare_module
 from gpuarena.harness.compare import compare, fingerprint
 from gpuarena.problems.model import DEFAULT_TOLERANCES, Tolerance
 
@@ -86,9 +88,9 @@ def test_non_finite_reference_entries_must_be_matched_exactly():
         result = compare("y", out, ref, tol)
         assert not result.ok and "differs where the reference is not finite" in result.reason
     off = ref.clone()
-    off[4] = 2.5  # a finite entry beside the non-finite ones: its index is in the finite entries' order
+    off[4] = 2.5  # a finite entry beside the non-finite ones: named by its own index
     result = compare("y", off, ref, tol)
-    assert not result.ok and "worst at [1]: got 2.5, expected 2" in result.reason
+    assert not result.ok and "worst at [4]: got 2.5, expected 2" in result.reason
     everything = torch.full((3,), float("inf"))
     assert compare("y", everything.clone(), everything, tol).ok
 
@@ -115,3 +117,35 @@ def test_a_tolerance_s_outside_share_lets_that_many_elements_stray_and_no_more()
     assert "NaN" in compare("y", wild, ref, loose).reason
     with pytest.raises(ValueError):
         Tolerance(atol=0.02, rtol=0.02, l2=0.01, outside=0.02)  # over OUTSIDE_CAP
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 24])
+def test_chunks_give_the_figures_and_the_verdict_of_one_pass(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """The comparison runs CHUNK elements at a time (its memory bounded for outputs of many GB):
+    any chunk size gives the same verdict, reason and figures, the worst element included."""
+    generator = torch.Generator().manual_seed(7)
+    ref = torch.randn(12, 17, generator=generator)
+    tol = Tolerance(atol=1e-3, rtol=1e-3, l2=1e-2)
+    far = ref.clone()
+    far[3, 5] += 0.5
+    far[9, 16] -= 2.0  # the worst
+    noisy = ref + 1e-4 * torch.randn(12, 17, generator=generator)
+    special = ref.clone()
+    special[0, 0], special[11, 1] = float("inf"), float("nan")
+    special_out = special.clone()
+    special_out[6, 6] += 1.0
+    cases = [(noisy, ref), (far, ref), (special_out, special), (special.clone(), special)]
+    whole = [compare("y", o, r, tol) for o, r in cases]
+    monkeypatch.setattr(compare_module, "CHUNK", chunk)
+    for (o, r), expected in zip(cases, whole):
+        got = compare("y", o, r, tol)
+        assert (got.ok, got.status, got.reason, got.outside) == (
+            expected.ok,
+            expected.status,
+            expected.reason,
+            expected.outside,
+        )
+        assert got.max_abs_error == pytest.approx(expected.max_abs_error)
+        assert got.max_rel_error == pytest.approx(expected.max_rel_error)
+        assert got.l2_rel_error == pytest.approx(expected.l2_rel_error)
+    assert "worst at [9, 16]" in whole[1].reason and "worst at [6, 6]" in whole[2].reason

@@ -66,3 +66,19 @@ def test_the_faithful_rule_in_numbers():
     assert precision.unfaithful(1.5e-7, 2e-7) == ""
     assert precision.unfaithful(1.6e-6, 2e-7) == ""
     assert "faithful math" in precision.unfaithful(3e-4, 2e-7)
+
+
+@pytest.mark.harness
+def test_a_workload_too_large_to_widen_says_so_and_is_judged_by_its_tolerance(monkeypatch):
+    """The float64 computation holds its inputs and outputs widened, plus the reference's own
+    temporaries: past the device's allowance (KernelBench's 6.4 GB softmax) it is left out with
+    the reason, and the elementwise tolerance alone judges, rather than the supervisor running
+    out of memory."""
+    from gpuarena.harness import correctness
+
+    monkeypatch.setattr(correctness, "FLOAT64_LEAST", 1024)  # smaller than any workload's inputs
+    record = judge("level1/matmul", BLOCKED, mode="test", workloads=["small-128x256x192"])
+    assert record.status == "PASSED", record.reason
+    workload = record.workloads[0]
+    assert workload.float64_skipped.startswith("too large for a float64 computation here")
+    assert workload.error_vs_float64 is None

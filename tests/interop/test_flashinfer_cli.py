@@ -91,7 +91,7 @@ def test_import_run_and_export_from_the_command_line(tmp_path):
 
 
 def test_readme_walkthrough_links_traces_to_the_exported_solution(tmp_path):
-    """README's "Coming from FlashInfer-Bench", command by command (on the CPU): the traces find
+    """docs/peers.md's "Coming from FlashInfer-Bench", command by command (on the CPU): the traces find
     the record's problem without --problem, and name the solution as `export solution` does."""
     problem = "problems/flashinfer/rmsnorm"
     done = gpuarena(

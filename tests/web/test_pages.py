@@ -321,6 +321,32 @@ def test_revoking_the_session_token_signs_out_and_sign_in_errors_are_clear(site)
     assert revoked.status_code == 401 and "was revoked" in revoked.text
 
 
+def test_signing_out_ends_the_session_on_the_server(site) -> None:
+    """Issue 46: a copy of the session cookie taken before sign-out signs nobody in after it."""
+    _, token = site.account("alice")
+    alice = site.signed_in(token)
+    copied = alice.cookies[SESSION_COOKIE]
+    assert "Sign out" in TestClient(site.app, cookies={SESSION_COOKIE: copied}).get("/").text
+    other = site.signed_in(token)  # another browser of hers, signed in with the same token
+    page = alice.get("/")
+    signed_out = alice.post("/signout", data={"csrf_token": csrf_of(page.text)}, follow_redirects=False)
+    assert signed_out.status_code == 303
+    assert "Sign out" not in alice.get("/").text
+    replayed = TestClient(site.app, cookies={SESSION_COOKIE: copied})
+    assert "Sign out" not in replayed.get("/").text
+    assert replayed.get("/tokens", follow_redirects=False).headers["location"] == "/signin?next=/tokens"
+    # a form sent with the replayed cookie and the CSRF token of its page acts as nobody
+    form = replayed.get("/signin")
+    made = replayed.post("/tokens", data={"name": "stolen", "csrf_token": csrf_of(form.text)}, follow_redirects=False)
+    assert made.status_code == 303 and made.headers["location"].startswith("/signin")
+    with site.db.read() as session:
+        assert session.scalar(select(Token).where(Token.name == "stolen")) is None
+    assert "Sign out" in other.get("/").text  # her other browser stays signed in
+    # sign-out still needs the form's CSRF token
+    kept = other.post("/signout", data={}, follow_redirects=False)
+    assert kept.status_code == 403 and "Sign out" in other.get("/").text
+
+
 def test_sign_in_follows_only_local_paths(site) -> None:
     _, token = site.account("alice")
     for target, expected in (

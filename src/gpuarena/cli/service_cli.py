@@ -91,6 +91,7 @@ def serve(
 ) -> None:
     """Run the server: JSON API (docs at /docs), the database (SQLite by default), and a runner for this machine's devices."""
     need_server("serve")
+    from gpuarena.service.db import shown_url
     from gpuarena.service.server import serve as run_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -98,7 +99,7 @@ def serve(
     try:
         settings = _settings(home, database, **({"problem_roots": problems} if problems else {}))
         err.print(
-            f"gpuarena serving on http://{host}:{port} (API docs at /docs), database {settings.database_url}",
+            f"gpuarena serving on http://{host}:{port} (API docs at /docs), database {shown_url(settings.database_url)}",
             highlight=False,
         )
         run_server(settings, host, port, with_runner=not no_runner, runner_gpus=not cpu_only)
@@ -264,12 +265,13 @@ def runner(
 @db_app.command("upgrade")
 def db_upgrade(home: HomeOpt = None, database: DatabaseOpt = None) -> None:
     """Create or migrate the database to the newest schema."""
+    from gpuarena.service.db import shown_url
     from gpuarena.service.migrate import current, upgrade
 
     try:
         settings = _settings(home, database)
         upgrade(settings.database_url)
-        out.print(f"{settings.database_url}: at revision {current(settings.database_url)}", highlight=False)
+        out.print(f"{shown_url(settings.database_url)}: at revision {current(settings.database_url)}", highlight=False)
     except GpuarenaError as exc:
         fail(exc)
 

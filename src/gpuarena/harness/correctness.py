@@ -15,7 +15,6 @@ from gpuarena.harness.launch.process import WorkerProcess
 from gpuarena.harness.records import Status, WorkloadResult
 from gpuarena.harness.run_context import RunContext
 from gpuarena.harness.session import WorkloadSession, bitwise_equal, poison
-from gpuarena.problems.loader import Problem
 
 
 def check_correctness(
@@ -71,11 +70,16 @@ def check_correctness(
                 )
             if not verdict.ok:
                 raise RunFailure(verdict.status, f"trial {trial + 1}: {verdict.reason}")
-        _precision(run.problem, session, result, inputs, ref, trial)
+        _precision(run, session, result, inputs, ref, trial)
+
+
+FLOAT64_LEAST = 2 << 30
+"""The float64 computation may always take this much (bytes of its widened inputs and
+outputs); past it, what the device's input budget gives large sets (its `room`)."""
 
 
 def _precision(
-    problem: Problem,
+    run: RunContext,
     session: WorkloadSession,
     result: WorkloadResult,
     inputs: dict[str, Any],
@@ -84,7 +88,15 @@ def _precision(
 ) -> None:
     """Both sides' errors against the reference in float64 (the worst over trials), and the
     faithful-math rule where the problem asks for it (harness/precision.py)."""
+    problem = run.problem
     if not session.workload.torch_dtype.is_floating_point or result.float64_skipped:
+        return
+    wide = precision.float64_bytes(inputs, ref)
+    limit = max(FLOAT64_LEAST, run.backend.input_budget(run.device).room)
+    if wide > limit:  # KernelBench's 6.4 GB softmax: 26 GB widened, before the reference's own temporaries
+        result.float64_skipped = (
+            f"too large for a float64 computation here: {wide / 2**30:.1f} GiB widened, {limit / 2**30:.1f} GiB allowed"
+        )
         return
     if problem.spec.checker is not None:  # a valid answer need not be close to one computation
         result.float64_skipped = "judged by the problem's own checker"

@@ -17,11 +17,14 @@ wide. It runs in the supervisor: trusted code on the supervisor's private inputs
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from gpuarena.harness.compare import CHUNK
 
 FAITHFUL_FACTOR = 8.0
 """A faithful solution's relative L2 error against float64 may be this many times the
@@ -78,15 +81,28 @@ def float64_reference(reference: Callable[..., Any], inputs: dict[str, Any]) -> 
 
 
 def relative_error(out: torch.Tensor, exact: torch.Tensor) -> float | None:
-    """||out - exact|| / ||exact|| over the finite entries of a floating output (None otherwise)."""
+    """||out - exact|| / ||exact|| over the finite entries of a floating output (None otherwise),
+    summed a chunk at a time (compare.CHUNK): no float64 copy of a whole output of many GB."""
     if not (out.is_floating_point() and exact.is_floating_point()) or out.shape != exact.shape or not out.numel():
         return None
-    o, e = out.detach().double(), exact.detach().double()
-    finite = torch.isfinite(e) & torch.isfinite(o)
-    zero = e.new_zeros(())  # where, not a boolean index: no copy of the finite entries (a CPU run's 0.1 s)
-    norm = float(torch.linalg.vector_norm(torch.where(finite, e, zero)))
-    diff = float(torch.linalg.vector_norm(torch.where(finite, o - e, zero)))
+    flat_out, flat_exact = out.detach().reshape(-1), exact.detach().reshape(-1)
+    norm_sq = diff_sq = 0.0
+    for start in range(0, flat_out.numel(), CHUNK):
+        o = flat_out[start : start + CHUNK].double()
+        e = flat_exact[start : start + CHUNK].double()
+        finite = torch.isfinite(e) & torch.isfinite(o)
+        zero = e.new_zeros(())  # where, not a boolean index: no copy of the finite entries
+        e, d = torch.where(finite, e, zero), torch.where(finite, o - e, zero)
+        sums = torch.stack([(e * e).sum(), (d * d).sum()]).tolist()
+        norm_sq, diff_sq = norm_sq + sums[0], diff_sq + sums[1]
+    norm, diff = math.sqrt(norm_sq), math.sqrt(diff_sq)
     return diff / norm if norm > 0 else (0.0 if diff == 0 else float("inf"))
+
+
+def float64_bytes(inputs: dict[str, Any], outputs: tuple[torch.Tensor, ...]) -> int:
+    """What the float64 computation holds at least: its inputs and outputs widened."""
+    tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)] + list(outputs)
+    return sum(t.numel() * (8 if t.is_floating_point() else t.element_size()) for t in tensors)
 
 
 def worst_error(

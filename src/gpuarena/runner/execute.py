@@ -10,8 +10,11 @@ process ahead of its next job and hand it the job when one comes.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
+import threading
+import time
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -43,32 +46,129 @@ class ExecuteRequest(BaseModel):
 SAMPLE_REPORT = "sample.json"
 
 
-def _die_with_the_runner() -> None:
-    """Get SIGTERM when the runner that started this process dies (Linux), and exit now if it
-    already has: a job left running after its runner was killed would hold the device while
-    the restarted runner starts the next job on it (and its result could never be posted)."""
-    import ctypes
-    import os
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+STOP_GRACE_S = 5.0
+"""After the runner's SIGTERM, how long the job may take to unwind (its supervisor stopping its
+worker) before its processes are killed; less than the runner's own grace (agent.STOP_GRACE_S)."""
 
+_stop_asked = threading.Event()
+
+
+def _prctl(option: int, value: int) -> bool:
+    import ctypes
+
+    try:
+        return int(ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _stop(*_: object) -> None:
+    """SIGTERM (the runner stops the job): unwind, so the supervisor stops its worker; the guard
+    kills what is left after STOP_GRACE_S."""
+    _stop_asked.set()
+    sys.exit(143)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The live processes below pid (zombies left out), read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_descendants(limit_s: float = 10.0) -> None:
+    """SIGKILL every process below this one, again until none is left: this process is a child
+    subreaper, so the orphans of those killed (a solution's double forks, a sandbox's worker)
+    come back to it and are found on the next pass."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        found = _descendants(os.getpid())
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        while True:  # reap the children killed (their Popen objects are of no use any more)
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        time.sleep(0.01)
+
+
+def _guard(runner: int) -> None:
+    """Kill the job's processes and exit at once when the runner dies (no one would post the
+    result, and they would hold the device the restarted runner gives the next job), or when
+    the runner asked the job to stop and it has not finished unwinding after STOP_GRACE_S."""
+    try:
+        pidfd: int | None = os.pidfd_open(runner)
+    except (AttributeError, OSError):
+        pidfd = None
+    if os.getppid() != runner:  # it died before we looked (the pidfd may be of another process)
+        kill_descendants()
+        os._exit(143)
+    stop_at: float | None = None
+    while True:
+        if pidfd is not None:
+            gone = bool(select.select([pidfd], [], [], 0.2)[0])
+        else:
+            time.sleep(0.1)
+            gone = False
+        if gone or os.getppid() != runner:
+            break
+        if _stop_asked.is_set():
+            stop_at = stop_at or time.monotonic() + STOP_GRACE_S
+            if time.monotonic() > stop_at:
+                break
+    kill_descendants()
+    os._exit(143)
+
+
+def watch_the_runner() -> None:
+    """Make the job's processes die with the runner that started this process (Linux).
+
+    Until the guard thread watches, the kernel kills this process outright if the runner dies
+    (PR_SET_PDEATHSIG; nothing of the job runs yet); from then on the guard kills every process
+    of the job first, then exits: this process is their child subreaper, so even processes
+    that left their parent (double forks, setsid) are found."""
     runner = os.environ.get("GPUARENA_RUNNER_PID")
     if not runner or not sys.platform.startswith("linux"):
         return
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    if not _prctl(PR_SET_PDEATHSIG, signal.SIGKILL):
         return
-    if os.getppid() != int(runner):
-        sys.exit(143)
+    if os.getppid() != int(runner):  # the runner died before the prctl
+        os._exit(143)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    threading.Thread(target=_guard, args=(int(runner),), name="runner-guard", daemon=True).start()
+    _prctl(PR_SET_PDEATHSIG, 0)  # the guard kills the job's processes before this one exits
 
 
 def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
+    watch_the_runner()  # before the harness is imported: the runner may die meanwhile
     from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.harness.launch.started import StartedWorker
     from gpuarena.problems.pack import unpack_problem
 
-    # the runner stops a job with SIGTERM: unwind, so the supervisor stops its worker
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    _die_with_the_runner()
     # the worker starts (its guards, its interpreter, torch) while the job is still on its way
     worker = StartedWorker(gpu=os.environ.get("GPUARENA_JOB_DEVICE", "cuda") != "cpu")
     request = ExecuteRequest.model_validate_json(sys.stdin.buffer.read())
@@ -128,4 +228,9 @@ def _write(out: Path, record: BaseModel) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    finally:
+        if _stop_asked.is_set():  # stopped: nothing of the job outlives it
+            kill_descendants()
+    sys.exit(code)

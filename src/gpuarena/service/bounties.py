@@ -11,6 +11,12 @@ Everything here is a function on a Session inside the caller's transaction: a re
 raises before anything is committed, so it changes nothing. Time is a `now` parameter (default
 `utcnow()`), so tests move it instead of sleeping. Lapsed claims and passed deadlines are
 applied lazily by `sweep`, at the start of every change and (through `refresh`) before reads.
+
+A ranked run that is a contest entry made during the contest's freeze has its result held
+(holdback.py) until the contest ends: the bounty's history, state and exports are public, so
+such a run is not judged when it finishes. Its bounty notes it as "held" (no status, no score)
+and keeps the claim (and the deadline) for it, and `sweep` judges it once the hold is over, as
+`on_result` would have: only then does it verify the bounty or note that it fell short.
 """
 
 from __future__ import annotations
@@ -21,10 +27,11 @@ import re
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
-from sqlalchemy import ColumnElement, Select, and_, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, Select, String, and_, cast, exists, literal, or_, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from gpuarena.errors import GpuarenaError
+from gpuarena.service import holdback
 from gpuarena.service.bounty_schemas import BountyDetail, BountyEventOut, BountyOut, BountyRequest
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller
@@ -409,7 +416,7 @@ def on_submission(session: Session, submission: Submission, now: dt.datetime | N
             submission.user_id,
             "submitted",
             "submitted",
-            f"ranked run #{submission.id} on {submission.device_kind}",
+            f"{_run(submission.id)} on {submission.device_kind}",
             now,
         )
         moved.append(bounty.id)
@@ -420,10 +427,14 @@ def on_result(session: Session, submission: Submission) -> list[int]:
     """A finished ranked run of a claimer: verifies each of their speed bounties on its problem
     and device kind whose required score it reaches (the service is the actor); a run that falls
     short is noted in the history. Only runs queued after the bounty was posted, while the claim
-    (and the deadline) held, count: a run queued before the bounty existed was not made for it. Called in the transaction that accepts the result; returns the bounties verified."""
+    (and the deadline) held, count: a run queued before the bounty existed was not made for it.
+    A run whose result a contest's freeze holds is only noted as held: `sweep` judges it when
+    the hold ends (the history is public). Called in the transaction that accepts the result;
+    returns the bounties verified."""
     if submission.mode != RANKED_MODE:
         return []
     now = submission.finished_at or utcnow()
+    held = holdback.is_held(submission.held_until, utcnow())
     verified = []
     for bounty in session.scalars(_claimed_for(submission, HELD)):
         made = submission.created_at
@@ -433,37 +444,106 @@ def on_result(session: Session, submission: Submission) -> list[int]:
             bounty.deadline is not None and made > bounty.deadline
         ):
             continue
-        assert bounty.required_score is not None
-        if counts(submission) and submission.score is not None and submission.score >= bounty.required_score:
-            bounty.submission_id, bounty.claim_expires_at = submission.id, None  # the lock is done with
+        if held:
+            assert submission.held_until is not None
             _change(
                 session,
                 bounty,
                 None,
-                "verified",
-                "verified",
-                f"ranked run #{submission.id} on {submission.device_kind} scored {submission.score:.4g}; "
-                f"the target was {bounty.required_score:.4g}",
+                HELD_RUN,
+                bounty.state,
+                f"{_run(submission.id)} on {submission.device_kind} is a contest entry made during the "
+                f"contest's freeze: its result is held until {when(submission.held_until)}, when it is "
+                "judged for this bounty",
                 now,
             )
+        elif _judge(session, bounty, submission, now):
             verified.append(bounty.id)
-        else:
-            passed = submission.status == "PASSED" and submission.score is not None
-            outcome = (
-                f"scored {submission.score:.4g}, short of {bounty.required_score:.4g}"
-                if passed
-                else f"ended {submission.status}"
-            )
-            _change(session, bounty, None, "attempt", bounty.state, f"ranked run #{submission.id} {outcome}", now)
     return verified
+
+
+HELD_RUN = "held"
+"""The history's action for a run whose result a contest's freeze holds (judged at its end)."""
+JUDGED = ("verified", "attempt")
+"""The actions of a run's verdict on a speed bounty."""
+
+
+def _run(submission_id: int) -> str:
+    """How the history names a ranked run: every note about a run starts with it (then a space),
+    so the run's events are found again by it (`_about`)."""
+    return f"ranked run #{submission_id}"
+
+
+def _about(submission_id: InstrumentedAttribute[int]) -> ColumnElement[bool]:
+    """SQL: the event's note is about this run."""
+    return BountyEvent.note.like(literal("ranked run #") + cast(submission_id, String) + literal(" %"))
+
+
+def _judge(session: Session, bounty: Bounty, submission: Submission, now: dt.datetime) -> bool:
+    """The run's verdict on the bounty: verified when it reaches the target, else an attempt."""
+    assert bounty.required_score is not None
+    if counts(submission) and submission.score is not None and submission.score >= bounty.required_score:
+        bounty.submission_id, bounty.claim_expires_at = submission.id, None  # the lock is done with
+        _change(
+            session,
+            bounty,
+            None,
+            "verified",
+            "verified",
+            f"{_run(submission.id)} on {submission.device_kind} scored {submission.score:.4g}; "
+            f"the target was {bounty.required_score:.4g}",
+            now,
+        )
+        return True
+    passed = submission.status == "PASSED" and submission.score is not None
+    outcome = (
+        f"scored {submission.score:.4g}, short of {bounty.required_score:.4g}"
+        if passed
+        else f"ended {submission.status}"
+    )
+    _change(session, bounty, None, "attempt", bounty.state, f"{_run(submission.id)} {outcome}", now)
+    return False
+
+
+def _released(now: dt.datetime) -> Select[Bounty, Submission]:
+    """Held runs whose hold is over and that no verdict has judged yet, with the bounty (still
+    claimed or submitted by the run's author) that noted them as held."""
+    noted = select(BountyEvent.id).where(
+        BountyEvent.bounty_id == Bounty.id, BountyEvent.action == HELD_RUN, _about(Submission.id)
+    )
+    judged = select(BountyEvent.id).where(
+        BountyEvent.bounty_id == Bounty.id, BountyEvent.action.in_(JUDGED), _about(Submission.id)
+    )
+    return (
+        select(Bounty, Submission)
+        .join(Problem, Problem.slug == Bounty.problem_slug)
+        .join(
+            Submission,
+            and_(
+                Submission.user_id == Bounty.claimer_id,
+                Submission.problem_id == Problem.id,
+                Submission.device_kind == Bounty.device_kind,
+            ),
+        )
+        .where(
+            Bounty.category == "speed",
+            Bounty.state.in_(HELD),
+            Submission.mode == RANKED_MODE,
+            Submission.held_until <= now,
+            exists(noted),
+            ~exists(judged),
+        )
+        .order_by(Submission.id)
+    )
 
 
 # time: lapsed claims and passed deadlines
 
 
-def _run_in_flight(session: Session, bounty: Bounty, queued_by: dt.datetime) -> bool:
+def _run_in_flight(session: Session, bounty: Bounty, queued_by: dt.datetime, now: dt.datetime) -> bool:
     """Whether the claimer has a ranked run for this speed bounty queued by `queued_by` that
-    has not finished: the claim (or deadline) waits for its verdict instead of lapsing under it."""
+    has not finished, or whose result a contest's freeze still holds: the claim (or deadline)
+    waits for its verdict instead of lapsing under it."""
     if bounty.category != "speed" or bounty.claimer_id is None:
         return False
     return (
@@ -475,7 +555,7 @@ def _run_in_flight(session: Session, bounty: Bounty, queued_by: dt.datetime) -> 
                 Problem.slug == bounty.problem_slug,
                 Submission.device_kind == bounty.device_kind,
                 Submission.mode == RANKED_MODE,
-                Submission.status.in_(IN_FLIGHT),
+                or_(Submission.status.in_(IN_FLIGHT), Submission.held_until > now),
                 Submission.created_at <= queued_by,
                 Submission.created_at >= bounty.created_at,  # runs from before the bounty do not count
             )
@@ -504,24 +584,32 @@ def _lapsing(now: dt.datetime) -> ColumnElement[bool]:
 def due(session: Session, now: dt.datetime | None = None) -> bool:
     """Whether `sweep` has anything to do (a cheap read, so reads sweep only when needed)."""
     now = now or utcnow()
-    return session.scalar(select(Bounty.id).where(or_(_expiring(now), _lapsing(now))).limit(1)) is not None
+    if session.scalar(select(Bounty.id).where(or_(_expiring(now), _lapsing(now))).limit(1)) is not None:
+        return True
+    return session.execute(_released(now).limit(1)).first() is not None
 
 
 def sweep(session: Session, now: dt.datetime | None = None) -> list[int]:
-    """Expire bounties past their deadline and put lapsed claims back to open (the service is
-    the actor), except while a ranked run the claimer queued in time is still running."""
+    """Judge the held runs whose hold is over (before anything lapses: the claim waited for
+    them), then expire bounties past their deadline and put lapsed claims back to open (the
+    service is the actor), except while a ranked run the claimer queued in time is still
+    running or held."""
     now = now or utcnow()
     changed = []
+    for bounty, submission in session.execute(_released(now).with_for_update(of=Bounty, skip_locked=True)).all():
+        if bounty.state in HELD and bounty.claimer_id == submission.user_id:  # an earlier run may have verified it
+            _judge(session, bounty, submission, now)
+            changed.append(bounty.id)
     for bounty in session.scalars(select(Bounty).where(_expiring(now)).with_for_update(skip_locked=True)):
         assert bounty.deadline is not None
-        if _run_in_flight(session, bounty, bounty.deadline):
+        if _run_in_flight(session, bounty, bounty.deadline, now):
             continue
         _let_go(bounty)
         _change(session, bounty, None, "expired", "expired", f"the deadline {when(bounty.deadline)} passed", now)
         changed.append(bounty.id)
     for bounty in session.scalars(select(Bounty).where(_lapsing(now)).with_for_update(skip_locked=True)):
         assert bounty.claim_expires_at is not None
-        if _run_in_flight(session, bounty, bounty.claim_expires_at):
+        if _run_in_flight(session, bounty, bounty.claim_expires_at, now):
             continue
         note = f"{_name(session, bounty.claimer_id)}'s claim ran out at {when(bounty.claim_expires_at)}"
         _let_go(bounty)

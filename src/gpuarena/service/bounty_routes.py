@@ -24,9 +24,10 @@ from gpuarena.service.bounty_schemas import (
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, caller, get_db
 from gpuarena.service.device_kinds import runner_warnings
+from gpuarena.service.offloop import OffLoopRoute
 from gpuarena.service.tables import Bounty
 
-router = APIRouter(prefix="/api/bounties", tags=["bounties"])
+router = APIRouter(prefix="/api/bounties", tags=["bounties"], route_class=OffLoopRoute)
 DB = Annotated[Database, Depends(get_db)]
 CALLER = Annotated[Caller, Depends(caller)]
 

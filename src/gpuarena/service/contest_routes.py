@@ -14,8 +14,9 @@ from gpuarena.service.contest_schemas import ContestInfo, ContestSpec, EntryOut,
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, caller, get_db, optional_caller, staff
 from gpuarena.service.device_kinds import runner_warnings
+from gpuarena.service.offloop import OffLoopRoute
 
-router = APIRouter(prefix="/api/contests", tags=["contests"])
+router = APIRouter(prefix="/api/contests", tags=["contests"], route_class=OffLoopRoute)
 
 DB = Annotated[Database, Depends(get_db)]
 CALLER = Annotated[Caller, Depends(caller)]

@@ -37,6 +37,15 @@ def normalise_url(url: str) -> str:
     return url
 
 
+def shown_url(url: str) -> str:
+    """A database URL for messages and logs: its password masked (a container's logs are
+    collected, and a PostgreSQL URL carries one)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL SQLAlchemy reads: show only its scheme
+        return url.split("://", 1)[0] + "://..." if "://" in url else "<database>"
+
+
 def _sqlite_engine(url: str, immediate: bool) -> Engine:
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 

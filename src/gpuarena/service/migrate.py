@@ -9,7 +9,7 @@ from alembic.config import Config
 from sqlalchemy.exc import ArgumentError, OperationalError
 
 from gpuarena.errors import GpuarenaError
-from gpuarena.service.db import ensure_sqlite_folder, normalise_url
+from gpuarena.service.db import ensure_sqlite_folder, normalise_url, shown_url
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -27,7 +27,9 @@ def upgrade(url: str, revision: str = "head") -> None:
         ensure_sqlite_folder(normalise_url(url))
         command.upgrade(alembic_config(url), revision)
     except (OperationalError, OSError, ArgumentError) as exc:
-        raise GpuarenaError(f"cannot open the database {url!r}: {getattr(exc, 'orig', None) or exc}") from None
+        raise GpuarenaError(
+            f"cannot open the database {shown_url(url)!r}: {getattr(exc, 'orig', None) or exc}"
+        ) from None
 
 
 def current(url: str) -> str | None:

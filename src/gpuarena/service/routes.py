@@ -21,6 +21,7 @@ from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, admin, caller, get_db, get_settings, optional_caller
 from gpuarena.service.device_kinds import RUNNER_ONLINE, online_kinds
 from gpuarena.service.errors import Forbidden, NotFound, TooLarge
+from gpuarena.service.offloop import OffLoopRoute
 from gpuarena.service.rights import sees_private
 from gpuarena.service.schemas import (
     DeviceKindInfo,
@@ -60,7 +61,7 @@ from gpuarena.service.tables import (
 )
 from gpuarena.solutions.loader import solution_from_upload
 
-router = APIRouter(prefix="/api")
+router = APIRouter(prefix="/api", route_class=OffLoopRoute)
 
 DB = Annotated[Database, Depends(get_db)]
 SETTINGS = Annotated[Settings, Depends(get_settings)]

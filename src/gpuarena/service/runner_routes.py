@@ -17,6 +17,7 @@ from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
 from gpuarena.service.deps import Caller, get_db, get_settings, runner_account
 from gpuarena.service.errors import Forbidden
+from gpuarena.service.offloop import OffLoopRoute
 from gpuarena.service.schemas import (
     ClaimedJob,
     ClaimRequest,
@@ -31,7 +32,7 @@ from gpuarena.service.schemas import (
 from gpuarena.service.tables import DeviceKind, Job, Problem, Runner, SolutionBlob, utcnow
 from gpuarena.solutions.model import Solution, SolutionManifest
 
-router = APIRouter(prefix="/api/runner", tags=["runners"])
+router = APIRouter(prefix="/api/runner", tags=["runners"], route_class=OffLoopRoute)
 DB = Annotated[Database, Depends(get_db)]
 RUNNER = Annotated[Caller, Depends(runner_account)]
 SETTINGS = Annotated[Settings, Depends(get_settings)]

@@ -13,9 +13,10 @@ from gpuarena.dataset.pull import DatasetSample
 from gpuarena.service import samples
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, caller, get_db, optional_caller
+from gpuarena.service.offloop import OffLoopRoute
 from gpuarena.service.sample_schemas import SampleDetail, SampleOut, SampleReviewRequest, SampleStatus
 
-router = APIRouter(prefix="/api/samples", tags=["samples"])
+router = APIRouter(prefix="/api/samples", tags=["samples"], route_class=OffLoopRoute)
 DB = Annotated[Database, Depends(get_db)]
 CALLER = Annotated[Caller, Depends(caller)]
 MAYBE = Annotated[Caller | None, Depends(optional_caller)]
@@ -28,11 +29,13 @@ def list_samples(
     user: str | None = None,
     status: SampleStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    who: MAYBE = None,
 ) -> list[SampleOut]:
     """Samples newest first, with their check's verdict and review (the review queue:
-    `status=ok&review=pending`)."""
+    `status=ok&review=pending`); a sample a contest's freeze holds from the caller is listed as
+    held (service/holdback.py)."""
     with db.read() as session:
-        return samples.listed(session, review, user, status, limit)
+        return samples.listed(session, review, user, status, limit, who)
 
 
 @router.get("/dataset")

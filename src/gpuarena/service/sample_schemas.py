@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpuarena.dataset.sample import SampleReport
 
-SampleStatus = Literal["queued", "checking", "ok", "duplicate", "broken", "error", "cancelled"]
+SampleStatus = Literal["queued", "checking", "ok", "duplicate", "broken", "error", "cancelled", "held"]
 
 
 class SampleOut(BaseModel):
@@ -26,7 +26,9 @@ class SampleOut(BaseModel):
     contest: str | None
     status: SampleStatus
     """queued and checking until a runner checked it; then the check's verdict (ok, duplicate,
-    broken); error or cancelled when the check never ended (the submission says why)."""
+    broken); error or cancelled when the check never ended (the submission says why); held
+    (no score, report or files, the review as pending) while a contest's freeze holds it from
+    the viewer (service/holdback.py)."""
     score: float | None
     """The optimised kernel's speed-up over the reference, from the check."""
     review: Literal["pending", "accepted", "rejected"]
@@ -35,6 +37,8 @@ class SampleOut(BaseModel):
     created_at: dt.datetime
     checked_at: dt.datetime | None
     reviewed_at: dt.datetime | None
+    held_until: dt.datetime | None = None
+    """An entry made during its contest's freeze: its result is held until then (the contest's end)."""
 
 
 class SampleDetail(SampleOut):

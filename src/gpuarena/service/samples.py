@@ -3,13 +3,19 @@
 that accepts the check's result, and organizers review it. Accepting a sample entered in a
 ccf-dataset contest writes the entry's figures (one accepted sample, its score), so the
 standings count it without anyone typing numbers; accepted samples are the dataset
-`gpuarena dataset pull` downloads."""
+`gpuarena dataset pull` downloads.
+
+A sample entered in a contest during its freeze is held as any entry is (holdback.py): to anyone
+but its contributor, the contest's organisers and admins it is listed with status "held", no
+score, report or files, and its review as pending, it is found by no status or review filter
+but "pending", and it joins the public dataset only when the contest ends."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import cast
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from gpuarena.dataset.pull import DatasetSample
@@ -18,7 +24,7 @@ from gpuarena.dataset.sample_pack import inspect_solution, pack_dataset, problem
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
 from gpuarena.problems.pack import PackedProblem
-from gpuarena.service import contests
+from gpuarena.service import contests, holdback
 from gpuarena.service.contest_schemas import ReviewRequest
 from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden, NotFound
@@ -152,9 +158,11 @@ def _status(row: SampleRow, session: Session, submission_status: str | None = No
     return _CHECKING.get(submission_status or "", "error")
 
 
-def _out(session: Session, row: SampleRow, submission: Submission, names: dict[int, str]) -> SampleOut:
+def _out(session: Session, row: SampleRow, submission: Submission, names: dict[int, str], held: bool) -> SampleOut:
+    """The sample as listed; held: its result is held from this viewer by a contest's freeze
+    (its check, score and review show when the contest ends)."""
     contest = _contest(session, row.submission_id)
-    return SampleOut(
+    shown = SampleOut(
         id=row.submission_id,
         user=names.get(row.user_id, "?"),
         contributor=row.contributor,
@@ -170,7 +178,21 @@ def _out(session: Session, row: SampleRow, submission: Submission, names: dict[i
         created_at=row.created_at,
         checked_at=row.checked_at,
         reviewed_at=row.reviewed_at,
+        held_until=submission.held_until if holdback.is_held(submission.held_until, utcnow()) else None,
     )
+    if held:
+        return shown.model_copy(
+            update=dict(
+                status="held",
+                score=None,
+                review="pending",
+                review_comment="",
+                reviewer=None,
+                checked_at=None,
+                reviewed_at=None,
+            )
+        )
+    return shown
 
 
 def _names(session: Session, rows: list[SampleRow]) -> dict[int, str]:
@@ -179,42 +201,57 @@ def _names(session: Session, rows: list[SampleRow]) -> dict[int, str]:
 
 
 def listed(
-    session: Session, review: str | None = None, user: str | None = None, status: str | None = None, limit: int = 200
+    session: Session,
+    review: str | None = None,
+    user: str | None = None,
+    status: str | None = None,
+    limit: int = 200,
+    viewer: Caller | None = None,
 ) -> list[SampleOut]:
-    """Samples, newest first; anyone may list them (what is private is in their files)."""
+    """Samples, newest first, as `viewer` (None: anonymous) may see them; anyone may list them
+    (what is private is in their files). The filters read what the viewer sees: a held sample
+    is found by no status filter and by no review filter but "pending"."""
+    now = utcnow()
     query = (
         select(SampleRow, Submission)
         .join(Submission, Submission.id == SampleRow.submission_id)
         .order_by(SampleRow.submission_id.desc())
     )
-    if review:
-        query = query.where(SampleRow.review == review)
+    if review:  # and the held ones, which may be listed as pending to this viewer
+        query = query.where(or_(SampleRow.review == review, Submission.held_until > now))
     if user:
         query = query.join(User, User.id == SampleRow.user_id).where(User.name == user)
     pairs = list(session.execute(query).all())
     names = _names(session, [r for r, _ in pairs])
-    found = [_out(session, row, submission, names) for row, submission in pairs]
-    return [s for s in found if status is None or s.status == status][:limit]
+    held = holdback.hidden(session, holdback.scope(session, viewer), [s for _, s in pairs], now)
+    found = [_out(session, row, submission, names, submission.id in held) for row, submission in pairs]
+    return [s for s in found if (status is None or s.status == status) and (review is None or s.review == review)][
+        :limit
+    ]
 
 
 def detail(session: Session, sample_id: int, viewer: Caller | None) -> SampleDetail:
-    """One sample as `viewer` (None: anonymous) may see it: its files as its submission's code."""
+    """One sample as `viewer` (None: anonymous) may see it: its files as its submission's code,
+    and nothing of its check while a contest's freeze holds it from them."""
     row = _get(session, sample_id)
     submission = session.get(Submission, sample_id)
     assert submission is not None
-    visible = sees_private(session, viewer, submission)
+    held = bool(holdback.hidden(session, holdback.scope(session, viewer), [submission], utcnow()))
+    visible = sees_private(session, viewer, submission) and not held  # the files hold the report
     blob = session.get(SolutionBlob, submission.solution_hash) if visible else None
-    out = _out(session, row, submission, _names(session, [row]))
+    out = _out(session, row, submission, _names(session, [row]), held)
     return SampleDetail(
         **out.model_dump(),
-        report=SampleReport.model_validate(row.report) if row.report else None,
+        report=SampleReport.model_validate(row.report) if row.report and not held else None,
         files=dict(blob.sources) if blob is not None else None,
         files_hidden=not visible,
     )
 
 
-def accepted(session: Session) -> list[DatasetSample]:
-    """The accepted samples' problems, oldest first: the service's part of the dataset."""
+def accepted(session: Session, held_too: bool = False, now: dt.datetime | None = None) -> list[DatasetSample]:
+    """The accepted samples' problems, oldest first: the service's part of the dataset. A sample
+    a contest's freeze holds joins it when the contest ends (held_too: now, for the duplicate
+    check of new samples)."""
     query = (
         select(SampleRow, SolutionBlob)
         .join(Submission, Submission.id == SampleRow.submission_id)
@@ -222,6 +259,8 @@ def accepted(session: Session) -> list[DatasetSample]:
         .where(SampleRow.review == "accepted")
         .order_by(SampleRow.submission_id)
     )
+    if not held_too:
+        query = query.where(or_(Submission.held_until.is_(None), Submission.held_until <= (now or utcnow())))
     pairs = list(session.execute(query).all())
     names = _names(session, [r for r, _ in pairs])
     return [
@@ -240,5 +279,6 @@ def accepted(session: Session) -> list[DatasetSample]:
 
 def packed_dataset(session: Session) -> PackedProblem:
     """The accepted samples' problems as one root (samples/<id>), sent with each sample's check
-    so that a sample repeating an accepted one is a duplicate."""
-    return pack_dataset({f"{DATASET_PREFIX}{s.id}": s.files for s in accepted(session)})
+    so that a sample repeating an accepted one is a duplicate (a held one too: the dataset's
+    integrity comes first)."""
+    return pack_dataset({f"{DATASET_PREFIX}{s.id}": s.files for s in accepted(session, held_too=True)})

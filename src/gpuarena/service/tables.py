@@ -64,6 +64,24 @@ class Token(Base):
     user: Mapped[User] = relationship(lazy="joined")
 
 
+class WebSession(Base):
+    """A browser signed in to the pages with a token: the signed cookie carries a random key
+    whose SHA-256 is stored here, so signing out revokes the session on the server and a
+    copy of the cookie taken before then no longer signs anyone in."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    hash: Mapped[str] = mapped_column(String(64), unique=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("tokens.id"), index=True)
+    """The token pasted to sign in; revoking it ends the session too."""
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime)
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+    token: Mapped[Token] = relationship(lazy="joined")
+
+
 class Invite(Base):
     """A sign-up link an organiser or admin made: whoever opens it picks a name and gets an
     account and a token, without shell access to the server. Only the code's SHA-256 is stored."""

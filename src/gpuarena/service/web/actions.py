@@ -51,8 +51,8 @@ def signin(
 
 
 @router.post("/signout")
-def signout(request: Request) -> Response:
-    sign_out(request)
+def signout(request: Request, db: DB) -> Response:
+    sign_out(request, db)
     return _back("/")
 
 

@@ -18,8 +18,10 @@ from gpuarena.service import bounties
 from gpuarena.service.bounty_schemas import BountyDetail, BountyRequest
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
+from gpuarena.service.device_kinds import runner_warnings
 from gpuarena.service.errors import Forbidden, NotFound
 from gpuarena.service.tables import DeviceKind, Problem
+from gpuarena.service.web.flash import just_created, note_created
 from gpuarena.service.web.render import page
 from gpuarena.service.web.security import check_csrf
 from gpuarena.service.web.session import NotAllowed, signed_in, viewer
@@ -175,6 +177,7 @@ def create(
             bounty_id = bounties.create(session, who, _request_from(form)).id
     except GpuarenaError as exc:
         return _new_form(request, db, who, form, str(exc), 400)
+    note_created(request, f"/bounties/{bounty_id}")  # its page says what the API warns of
     return RedirectResponse(f"/bounties/{bounty_id}", status_code=303)
 
 
@@ -196,14 +199,24 @@ def _can(who: Caller | None, b: BountyDetail) -> dict[str, bool]:
 
 
 def _bounty_page(
-    request: Request, db: Database, who: Caller | None, bounty_id: int, error: str = "", status_code: int = 200
+    request: Request,
+    db: Database,
+    who: Caller | None,
+    bounty_id: int,
+    error: str = "",
+    status_code: int = 200,
+    created: bool = False,
 ) -> HTMLResponse:
+    """created: just posted with the form (web/session.py's note); organisers and admins see
+    the API's warnings (a device kind no runner serves yet) above it."""
     bounties.refresh(db)
     with db.read() as session:
         try:
             shown = bounties.detail(session, bounty_id)
         except NotFound as exc:
             raise PageNotFound(str(exc)) from None
+        staff = who is not None and who.is_staff
+        warnings = runner_warnings(session, [shown.device_kind]) if created and staff and shown.device_kind else []
     return page(
         request,
         "bounty.html",
@@ -213,12 +226,13 @@ def _bounty_page(
         can=_can(who, shown),
         error=error,
         state_class=STATE_CLASS,
+        warnings=warnings,
     )
 
 
 @router.get("/bounties/{bounty_id}", response_class=HTMLResponse)
 def bounty_page(bounty_id: int, request: Request, db: DB, who: WHO) -> HTMLResponse:
-    return _bounty_page(request, db, who, bounty_id)
+    return _bounty_page(request, db, who, bounty_id, created=just_created(request))
 
 
 CHANGES = {

@@ -17,8 +17,10 @@ from gpuarena.service import contest_standings, contests
 from gpuarena.service.contest_schemas import ReviewRequest, parse_contest
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
+from gpuarena.service.device_kinds import runner_warnings
 from gpuarena.service.errors import Forbidden, NotFound
 from gpuarena.service.tables import ContestEntry, ContestRow, SolutionBlob, Submission
+from gpuarena.service.web.flash import just_created, note_created
 from gpuarena.service.web.render import page
 from gpuarena.service.web.security import check_csrf
 from gpuarena.service.web.session import NotAllowed, signed_in, viewer
@@ -89,15 +91,20 @@ def new_contest(request: Request, db: DB, who: SIGNED_IN, spec: Annotated[str, F
             slug = row.slug
     except (GpuarenaError, Forbidden) as exc:
         return _new_page(request, who, spec, str(exc), status_code=400 if not isinstance(exc, Forbidden) else 403)
+    note_created(request, f"/contests/{slug}")  # its page says what the API warns of
     return RedirectResponse(f"/contests/{slug}", status_code=303)
 
 
 @router.get("/contests/{slug}", response_class=HTMLResponse)
 def contest_page(slug: str, request: Request, db: DB, who: WHO, live: bool = False) -> HTMLResponse:
+    """Just made with the form (web/session.py's note), it shows its organizers the API's
+    warnings (a device kind no runner serves yet)."""
+    created = just_created(request)
     with db.read() as session:
         row = _contest(session, slug)
         info = contests.info(session, row)
         organizer = contests.is_organizer(session, row, who)
+        warnings = runner_warnings(session, info.spec.device_kinds) if created and organizer else []
         shown = contest_standings.standings(session, row, who, live=live and organizer)
         mine = contests.entries(session, row, who)[:50] if who is not None and not organizer else []
     problems = sorted({k for r in shown.standings.rows for k in r.breakdown})
@@ -113,6 +120,7 @@ def contest_page(slug: str, request: Request, db: DB, who: WHO, live: bool = Fal
         mine=mine,
         problems=problems,
         figures=figures,
+        warnings=warnings,
     )
 
 

@@ -32,7 +32,7 @@ SIGNED_IN = Annotated[Caller, Depends(signed_in)]
 def samples_page(request: Request, db: DB, who: WHO, review: str = "") -> HTMLResponse:
     with db.read() as session:
         rows = []
-        for listed in samples.listed(session, review=review or None):
+        for listed in samples.listed(session, review=review or None, viewer=who):
             shown = samples.detail(session, listed.id, who)
             sample = session.get(SampleRow, listed.id)
             assert sample is not None  # detail() found it

@@ -1,18 +1,29 @@
 """Who is looking at a page: the account behind the session cookie, if any.
 
-Signing in means pasting an API token; the session keeps that token's id (never the token),
-and each request checks the token is still live, so revoking it signs the browser out too.
+Signing in means pasting an API token; the server keeps a session (a web_sessions row: the
+token's id and the SHA-256 of a random key) and the signed cookie carries only the key. Each
+request checks the session is neither signed out nor expired and its token still live, so
+signing out, or revoking the token, ends the session on the server: a copy of the cookie
+taken before then signs nobody in.
 """
 
 from __future__ import annotations
 
-from fastapi import Depends, Request
+import datetime as dt
+import secrets
 
-from gpuarena.service.auth import AuthError, authenticate
+from fastapi import Depends, Request
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from gpuarena.service.auth import AuthError, authenticate, hash_token
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
-from gpuarena.service.tables import Token, utcnow
-from gpuarena.service.web.security import rotate_csrf
+from gpuarena.service.tables import Token, WebSession, utcnow
+from gpuarena.service.web.security import SESSION_DAYS, rotate_csrf
+
+SESSION_KEY = "session_key"
+"""The cookie's field with the session's random key (its SHA-256 is the web_sessions row's)."""
 
 
 class SignInRequired(Exception):
@@ -30,16 +41,18 @@ def _live(token: Token | None) -> bool:
 
 
 def viewer(request: Request, db: Database = Depends(get_db)) -> Caller | None:
-    """The signed-in account, or None; a session whose token died is cleared."""
-    token_id = request.session.get("token_id")
-    if not isinstance(token_id, int):
+    """The signed-in account, or None; a session signed out, expired or whose token died is
+    cleared (and a cookie from before sessions were kept on the server signs nobody in)."""
+    request.session.pop("token_id", None)
+    key = request.session.get(SESSION_KEY)
+    if not isinstance(key, str):
         return None
     with db.read() as session:
-        token = session.get(Token, token_id)
-        if not _live(token):
-            request.session.pop("token_id", None)
+        row = session.scalar(select(WebSession).where(WebSession.hash == hash_token(key)))
+        if row is None or row.revoked_at is not None or row.expires_at <= utcnow() or not _live(row.token):
+            request.session.pop(SESSION_KEY, None)
             return None
-        assert token is not None
+        token = row.token
         return Caller(
             user_id=token.user_id,
             name=token.user.name,
@@ -84,12 +97,33 @@ def sign_in(request: Request, db: Database, plain_token: str) -> Caller:
         who = Caller(
             user_id=token.user_id, name=token.user.name, role=token.user.role, token_id=token.id, device_kinds=None
         )
+    key = secrets.token_urlsafe(32)
+    now = utcnow()
+    with db.write() as session:
+        _revoke(session, request)  # whoever this browser was signed in as before
+        session.execute(delete(WebSession).where(WebSession.expires_at < now))  # long dead: forget them
+        session.add(
+            WebSession(hash=hash_token(key), token_id=who.token_id, expires_at=now + dt.timedelta(days=SESSION_DAYS))
+        )
     request.session.clear()
-    request.session["token_id"] = who.token_id
+    request.session[SESSION_KEY] = key
     rotate_csrf(request)
     return who
 
 
-def sign_out(request: Request) -> None:
+def sign_out(request: Request, db: Database) -> None:
+    """End the session on the server (a copy of the cookie signs nobody in), then in the browser."""
+    with db.write() as session:
+        _revoke(session, request)
     request.session.clear()
     rotate_csrf(request)
+
+
+def _revoke(session: Session, request: Request) -> None:
+    key = request.session.get(SESSION_KEY)
+    if isinstance(key, str):
+        session.execute(
+            update(WebSession)
+            .where(WebSession.hash == hash_token(key), WebSession.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+        )
