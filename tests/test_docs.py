@@ -1,7 +1,8 @@
 """The docs against the code (as Datasette tests its docs): every relative link in the README
-and docs/ reaches a file, and every `gpuarena ...` line of their shell blocks names a command
-that exists, with options that command has. A renamed command or option fails here, not in a
-reader's terminal."""
+and docs/ reaches a file, every `gpuarena ...` line of their shell blocks names a command
+that exists, with options that command has, and every GPUARENA_* variable that the code, its
+scripts and its deployment files read is on docs/environment.md (and nothing else is). A
+renamed command or option, or a new variable, fails here, not in a reader's terminal."""
 
 from __future__ import annotations
 
@@ -27,10 +28,14 @@ def _links(page: Path) -> list[str]:
     return [target for target in LINK.findall(page.read_text()) if not re.match(r"[a-z]+:", target)]
 
 
+def _missing(page: Path) -> list[str]:
+    """The page's relative links whose file does not exist (anchors within the page left out)."""
+    return [t for t in _links(page) if not t.startswith("#") and not (page.parent / t.split("#", 1)[0]).exists()]
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_relative_link_reaches_a_file(page: Path) -> None:
-    missing = [t for t in _links(page) if not (page.parent / t.split("#", 1)[0]).exists() and not t.startswith("#")]
-    assert not missing, f"{page.name} links to files that do not exist: {missing}"
+    assert not _missing(page), f"{page.name} links to files that do not exist: {_missing(page)}"
 
 
 def _command_lines(page: Path) -> list[str]:
@@ -83,3 +88,55 @@ def test_the_check_finds_a_wrong_command_and_a_wrong_option() -> None:
     assert _check("gpuarena contest standings SLUG --live", CLI) is None
     assert "no command 'standing'" in (_check("gpuarena contest standing SLUG", CLI) or "")
     assert "--alive" in (_check("gpuarena contest standings SLUG --alive", CLI) or "")
+
+
+VARIABLE = re.compile(r"(?<![A-Za-z0-9_])GPUARENA_[A-Z0-9_]*[A-Z0-9]")
+READERS = ("src", "scripts", "deploy", ".ci")
+ALSO_READ = ("bench", "tests")  # a documented variable may be read only there (development's)
+
+
+def _variables(*folders: str) -> set[str]:
+    found: set[str] = set()
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*"):
+            if (
+                path.is_file()
+                and path.suffix in {".py", ".sh", ".yaml", ".yml", ".toml", ".sbatch", ".conf", ""}
+                and "__pycache__" not in path.parts
+            ):
+                found |= set(VARIABLE.findall(path.read_text(errors="replace")))
+    return found
+
+
+def test_every_variable_the_code_reads_is_documented_and_every_documented_one_is_read() -> None:
+    documented = set(VARIABLE.findall((ROOT / "docs" / "environment.md").read_text()))
+    read = _variables(*READERS)
+    assert not read - documented, f"read but not on docs/environment.md: {sorted(read - documented)}"
+    unread = documented - read - _variables(*ALSO_READ)
+    assert not unread, f"on docs/environment.md but read nowhere: {sorted(unread)}"
+
+
+def test_the_variable_check_finds_one_in_code() -> None:
+    assert VARIABLE.findall('os.environ.get("GPUARENA_NEW_KNOB", "1") and _GPUARENA_DEFINITION') == [
+        "GPUARENA_NEW_KNOB"
+    ]
+
+
+def test_the_link_check_finds_a_dead_path(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    (tmp_path / "here.md").write_text("")
+    page.write_text("[ok](here.md#part) [gone](bench/gpu_run.sh) [web](https://example.org) [anchor](#top)")
+    assert _missing(page) == ["bench/gpu_run.sh"]
+
+
+def test_the_cli_reference_is_current() -> None:
+    """docs/cli.md is what scripts/cli_reference.py prints: regenerate it after changing a command."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cli_reference", ROOT / "scripts" / "cli_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (ROOT / "docs" / "cli.md").read_text() == module.reference(), (
+        "docs/cli.md is stale: .venv/bin/python scripts/cli_reference.py > docs/cli.md"
+    )

@@ -85,16 +85,7 @@ class Frozen:
         self.others = {"anonymous": {}, "bob": self.bob, "carol": self.carol, "oscar": self.oscar}
 
     def end(self) -> None:
-        """The contest ends: its end, and the holds it gave, are now in the past."""
-        past = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)).replace(tzinfo=None)
-        with self.api.db.write() as session:
-            row = session.scalar(select(ContestRow).where(ContestRow.slug == "spring"))
-            assert row is not None
-            row.config = {**row.config, "end": past.isoformat() + "Z", "freeze_hours": 1}
-            row.end = past
-            session.execute(update(Submission).where(Submission.held_until.is_not(None)).values(held_until=past))
-            session.execute(update(HeldBest).values(held_until=past))
-            session.execute(update(BestPointRow).where(BestPointRow.held_until.is_not(None)).values(held_until=past))
+        end_contest(self.api.db, "spring")
 
 
 @pytest.fixture
@@ -259,3 +250,16 @@ def test_the_kept_rows_are_what_a_rebuild_from_the_submissions_gives(frozen) -> 
         assert [(name, score) for score, _, _, name, *_ in public] == [
             (u, s) for u, s, _ in leaderboard.recompute(session, problem_id, "cpu")
         ]
+
+
+def end_contest(db, slug: str) -> None:
+    """The contest ends: its end, and the holds it gave, are now in the past."""
+    past = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)).replace(tzinfo=None)
+    with db.write() as session:
+        row = session.scalar(select(ContestRow).where(ContestRow.slug == slug))
+        assert row is not None
+        row.config = {**row.config, "end": past.isoformat() + "Z", "freeze_hours": 1}
+        row.end = past
+        session.execute(update(Submission).where(Submission.held_until.is_not(None)).values(held_until=past))
+        session.execute(update(HeldBest).values(held_until=past))
+        session.execute(update(BestPointRow).where(BestPointRow.held_until.is_not(None)).values(held_until=past))

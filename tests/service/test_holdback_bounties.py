@@ -11,23 +11,15 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import update
+from tests.service.test_bounties import SPEED
 from tests.service.test_contests_api import NOW, Contest, evaluation
-from tests.service.test_holdback import _signed_in
+from tests.service.test_holdback import _signed_in, end_contest
 
-from gpuarena.service.tables import Bounty, ContestRow, Submission
+from gpuarena.service.tables import Bounty, Submission
 
 LATE = 7.25
 SHOWN = "7.25"  # how the history prints LATE (.4g)
-SPEED = {
-    "title": "axpy 2x on the CPU",
-    "reward_amount": "500",
-    "currency": "USD",
-    "category": "speed",
-    "problem": "axpy_dest",
-    "device_kind": "cpu",
-    "target_over": "reference",
-}
 
 
 class HeldBounty:
@@ -63,14 +55,7 @@ class HeldBounty:
         return answer.json()
 
     def end(self) -> None:
-        """The contest ends: its end and the holds it gave are now in the past."""
-        past = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)).replace(tzinfo=None)
-        with self.api.db.write() as session:
-            row = session.scalar(select(ContestRow).where(ContestRow.slug == "spring"))
-            assert row is not None
-            row.config = {**row.config, "end": past.isoformat() + "Z", "freeze_hours": 1}
-            row.end = past
-            session.execute(update(Submission).where(Submission.held_until.is_not(None)).values(held_until=past))
+        end_contest(self.api.db, "spring")
 
 
 @pytest.fixture

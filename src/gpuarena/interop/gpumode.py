@@ -9,16 +9,24 @@ output, `check_implementation(data, output)` -> '' or (ok, message)) and `task.p
 
 The choices:
 
+- Names. A folder becomes OUT/levelN/NAME, NAME its folder's name; folders imported together
+  under the same name (problems/pmpp/sort_py, problems/pmpp_v2/sort_py) get the names of as
+  many folders above as tell them apart before it (pmpp_sort_py, pmpp_v2_sort_py), which their
+  outcomes say (problem_names).
 - Workloads. Every entry of `tests` and `benchmarks` becomes a workload (`test0-size1024`,
-  `bench0-size4096`, names from the entry's arguments), in that order. Its axes are the
-  entry's integer arguments plus `case`, the entry's index in a table in the glue that keeps
-  every argument (floats and strings included, which axes cannot hold). GPU MODE ranks on its
+  `bench0-size4096`, `test1-shape128x256`: names from the entry's arguments), in that order. Its
+  axes are the entry's integer arguments plus `case`, the entry's index in a table in the glue
+  that keeps every argument (floats, strings and lists of them included, which axes cannot
+  hold; generate_input gets them as task.yml gives them). GPU MODE ranks on its
   benchmarks: test workloads weigh 0.01, so a score is the benchmarks' wherever they run. A
   workload runs on the CPU when its data could be made on the CPU at import and holds at most
   CPU_MAX_ELEMENTS elements; else on CUDA only. task.yml's time-outs become time_limits.
 - Seeds. The supervisor keeps control of the seed: make_inputs() draws the `seed` it passes
-  to `generate_input` from the harness's generator (below 2**31 - 2**20, as GPU MODE files do
-  arithmetic on it), so inputs are fresh and secret in every draw, ranked runs included. The
+  to `generate_input` from the harness's generator, so inputs are fresh and secret in every
+  draw, ranked runs included. It is drawn in the range of GPU MODE's own seeds (below 2**16, or
+  the power of two above task.yml's largest seed: gpumode_write.SEED_BOUND), as generate_input
+  may use it as data (GPU MODE's sort adds it to float32 normals: a seed near 2**31 makes
+  them constant). The
   entries' own seeds are GPU MODE's fixed test inputs: the importer uses them once, to make
   the data it probes and to run the task's own `check_implementation` on the reference's
   output; they are kept in the table for the record and never used in a run.
@@ -59,7 +67,8 @@ The problem folder holds
 - `gpumode/`: the task's files verbatim (task.yml, reference.py, task.py, and the utils.py
   task.yml names, or the folder's or its parent's; where none is found, GPU_MODE_UTILS, the
   checking helpers GPU MODE's utils.py defines, written by gpuarena). The glue runs them with
-  `task` and `utils` in sys.modules for the time of their import only;
+  `task` and `utils` in sys.modules for the time of their import only, and reference.py as a
+  module of its own in sys.modules (a @dataclass looks its module up there);
 - `problem.toml` and `README.md`.
 
 Every problem is checked with `gpuarena check` before it is put in place; one that fails is
@@ -130,6 +139,7 @@ __all__ = [
     "import_folders",
     "load_namespace",
     "problem_name",
+    "problem_names",
     "read_task",
     "read_task_yml",
 ]
@@ -149,12 +159,14 @@ def import_folder(
     force: bool = False,
     keep_failing: bool = False,
     check_device: str = "cpu",
+    name: str | None = None,
 ) -> Outcome:
-    """One GPU MODE problem folder as the problem folder OUT_ROOT/levelN/NAME, checked with
-    `gpuarena check` first. Never raises for the folder's own faults: the Outcome says them."""
+    """One GPU MODE problem folder as the problem folder OUT_ROOT/levelN/NAME (NAME: the
+    folder's name unless given), checked with `gpuarena check` first. Never raises for the
+    folder's own faults: the Outcome says them."""
     folder = Path(folder)
     try:
-        return _import_folder(folder, Path(out_root), level, atol, rtol, exact, force, keep_failing, check_device)
+        return _import_folder(folder, Path(out_root), level, atol, rtol, exact, force, keep_failing, check_device, name)
     except GpuarenaError as exc:
         return Outcome(folder, "error", messages=[str(exc)])
 
@@ -169,6 +181,7 @@ def _import_folder(
     force: bool,
     keep_failing: bool,
     check_device: str,
+    given_name: str | None,
 ) -> Outcome:
     import torch
 
@@ -278,7 +291,7 @@ def _import_folder(
         else:
             on_cpu, dtype = False, fallback
         workloads.append((case, axes, dtype, ["cpu", "cuda"] if on_cpu else ["cuda"]))
-    name = problem_name(folder)
+    name = given_name or problem_name(folder)
     files = {
         "problem.toml": _problem_toml(task, name, level, outputs, rule, workloads, how),
         "reference.py": _glue(names, task.cases, buffers, spec) + (CHECK_GLUE if rule.checker else ""),
@@ -324,7 +337,7 @@ def _import_folder(
 
 def gpumode_folders(paths: list[Path]) -> list[Path]:
     """The task folders named (those holding task.yml), and those right under a folder named
-    that holds none itself (a GPU MODE group such as problems/pmpp)."""
+    that holds none itself (a GPU MODE group such as problems/pmpp); each folder once."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir() and not (path / "task.yml").exists():
@@ -332,9 +345,53 @@ def gpumode_folders(paths: list[Path]) -> list[Path]:
             found += inner or [path]
         else:
             found.append(path)
-    return found
+    unique: dict[Path, Path] = {}
+    for folder in found:
+        unique.setdefault(folder.resolve(), folder)
+    return list(unique.values())
+
+
+def problem_names(folders: list[Path]) -> dict[Path, str]:
+    """Each folder's problem name: its own name (problem_name), or, where two folders imported
+    together have the same name (problems/pmpp/sort_py and problems/pmpp_v2/sort_py), that name
+    after the names of as many folders above as tell them apart (pmpp_sort_py, pmpp_v2_sort_py)."""
+    names = {folder: problem_name(folder) for folder in folders}
+
+    def clashing() -> list[list[Path]]:
+        groups: dict[str, list[Path]] = {}
+        for folder, name in names.items():
+            groups.setdefault(name, []).append(folder)
+        return [group for group in groups.values() if len(group) > 1]
+
+    depth = 0
+    while (groups := clashing()) and depth < max((len(f.resolve().parents) for f in folders), default=0):
+        depth += 1
+        for group in groups:
+            for folder in group:
+                above = [problem_name(p) for p in folder.resolve().parents[:depth] if p.name][::-1]
+                names[folder] = "_".join([*above, problem_name(folder)])
+    for group in clashing():  # names that only differ in characters a name cannot hold
+        for i, folder in enumerate(group[1:], start=2):
+            names[folder] = f"{names[folder]}_{i}"
+    return names
 
 
 def import_folders(paths: Sequence[Path | str], out_root: Path | str, **options: Any) -> list[Outcome]:
-    """Every GPU MODE folder among paths imported under out_root; one folder's fault stops no other."""
-    return [import_folder(folder, out_root, **options) for folder in gpumode_folders([Path(p) for p in paths])]
+    """Every GPU MODE folder among paths imported under out_root; one folder's fault stops no
+    other. Folders of the same name are told apart by the folders above them (problem_names),
+    which each one's outcome says."""
+    folders = gpumode_folders([Path(p) for p in paths])
+    names = problem_names(folders)
+    outcomes = []
+    for folder in folders:
+        outcome = import_folder(folder, out_root, name=names[folder], **options)
+        if names[folder] != problem_name(folder):
+            others = [str(f) for f in folders if f != folder and problem_name(f) == problem_name(folder)]
+            outcome.messages.insert(
+                0,
+                f"named {names[folder]}, not {problem_name(folder)}: so is the folder "
+                + ", ".join(others)
+                + " imported with it",
+            )
+        outcomes.append(outcome)
+    return outcomes

@@ -71,7 +71,9 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _generate(task: Task, case: Case, seed: int) -> Any:
-    return task.namespace["generate_input"](**case.args, seed=seed)
+    import copy
+
+    return task.namespace["generate_input"](**copy.deepcopy(case.args), seed=seed)  # lists: its own copy
 
 
 def _ref(task: Task, data: Any) -> Any:

@@ -5,7 +5,8 @@ A one-file solution that defines `custom_kernel` and no `solve` (and no KernelBe
 gets a second source, the adapter below, as its entry point (`solutions/loader.py` adds it
 wherever a .py file becomes a solution: the CLI, uploads, packs). The adapter runs in the
 worker like any solution code. It imports the file (with a stand-in `task` module where none is
-importable: submissions say `from task import input_t, output_t`, type names only), and on each
+importable: submissions say `from task import input_t, output_t`, type names only; the stand-in
+defines input_t, output_t and TestSpec, as GPU MODE's task.py files do), and on each
 call rebuilds GPU MODE's `data` from the problem's inputs: the tensors, then the last input
 `gpumode_data` = (format, layout, output layout), a plain tuple that is the same in every draw
 of a workload and holds nothing secret (see interop/gpumode.py). It calls `custom_kernel(data)`
@@ -173,9 +174,15 @@ _FORMAT = {format!r}
 {runtime}
 
 if "task" not in _sys.modules and _util.find_spec("task") is None:
-    # submissions import their type names from GPU MODE's task.py: a stand-in gives any name
-    _task = _types.ModuleType("task")
-    _task.__getattr__ = lambda name: _typing.Any
+    # submissions import their type names from GPU MODE's task.py, which is not in the worker:
+    # a stand-in module defining what GPU MODE's task.py files define (input_t and output_t,
+    # TypeVars, and TestSpec, a TypedDict), and nothing else; a module that answered every
+    # name would answer __file__ too, and break inspect.getmodule (torch.compile calls it)
+    _task = _types.ModuleType("task", "gpuarena's stand-in for GPU MODE's task.py (interop/gpumode_solution.py)")
+    _task.input_t = _typing.TypeVar("input_t")
+    _task.output_t = _typing.TypeVar("output_t")
+    _task.TestSpec = _typing.TypedDict("TestSpec", {{}}, total=False)
+    _task.TestSpec.__module__ = "task"
     _sys.modules["task"] = _task
 
 _spec = _util.spec_from_file_location("gpumode_submission_" + __name__, _Path(__file__).parent / SUBMISSION_FILE)

@@ -5,6 +5,7 @@ judges, read from reference.py's source."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import sys
 from dataclasses import dataclass
@@ -107,7 +108,7 @@ class Case:
 
     @property
     def name(self) -> str:
-        parts = [f"{self.kind}{self.index}"] + [f"{k}{v}" for k, v in self.args.items()]
+        parts = [f"{self.kind}{self.index}"] + [f"{k}{_name_part(v)}" for k, v in self.args.items()]
         return re.sub(r"[^A-Za-z0-9_.\-]+", "_", "-".join(parts))[:80].strip("_-.") or f"{self.kind}{self.index}"
 
 
@@ -120,6 +121,21 @@ class Task:
     utils_from: str
     cases: list[Case]
     namespace: dict[str, Any]
+
+
+def _carried(value: Any) -> bool:
+    """An argument the glue carries to generate_input: a number, a string, or a list of them
+    (`shape: [128, 256]`), lists nested in lists included."""
+    if isinstance(value, list):
+        return all(_carried(v) for v in value)
+    return isinstance(value, (bool, int, float, str))
+
+
+def _name_part(value: Any) -> str:
+    """An argument in a workload's name: a list as its items joined by x (`shape128x256`)."""
+    if isinstance(value, list):
+        return "x".join(_name_part(v) if not isinstance(v, list) else f"({_name_part(v)})" for v in value)
+    return str(value)
 
 
 def _cases(yml: dict[str, Any], path: Path) -> list[Case]:
@@ -137,11 +153,11 @@ def _cases(yml: dict[str, Any], path: Path) -> list[Case]:
             if type(seed) is not int:
                 raise GpuModeError(path, f"{key}[{i}] has no integer seed", "every test and benchmark gives its seed")
             for name, value in args.items():
-                if not (isinstance(name, str) and name.isidentifier()) or not isinstance(
-                    value, (bool, int, float, str)
-                ):
+                if not (isinstance(name, str) and name.isidentifier()) or not _carried(value):
                     raise GpuModeError(
-                        path, f"{key}[{i}]: argument {name!r} = {value!r} is not a name with a number or string"
+                        path,
+                        f"{key}[{i}]: argument {name!r} = {value!r} is not a name with a number, a string or a "
+                        "list of them",
                     )
             cases.append(Case(kind, i, args, seed))
     if not cases:
@@ -171,7 +187,9 @@ def _utils(folder: Path, yml: dict[str, Any]) -> tuple[str, str]:
 
 def load_namespace(sources: dict[str, str], folder: Path, name: str) -> dict[str, Any]:
     """Run utils.py, task.py and reference.py, with `utils` and `task` in sys.modules only for
-    the time of the import (several tasks may be loaded in one process)."""
+    the time of the import (several tasks may be loaded in one process). reference.py runs as
+    the module NAME, put in sys.modules before it runs and left there, as an import would: a
+    @dataclass (with string annotations) and pickling look the module up there."""
     import types
 
     saved = {key: sys.modules.get(key) for key in ("utils", "task")}
@@ -181,15 +199,26 @@ def load_namespace(sources: dict[str, str], folder: Path, name: str) -> dict[str
             module.__file__ = str(folder / f"{key}.py")
             sys.modules[key] = module
             exec(compile(sources[f"{key}.py"], str(folder / f"{key}.py"), "exec"), module.__dict__)
-        namespace: dict[str, Any] = {"__name__": name, "__file__": str(folder / "reference.py")}
-        exec(compile(sources["reference.py"], str(folder / "reference.py"), "exec"), namespace)
+        reference = types.ModuleType(name)
+        reference.__file__ = str(folder / "reference.py")
+        sys.modules[name] = reference
+        try:
+            exec(compile(sources["reference.py"], str(folder / "reference.py"), "exec"), reference.__dict__)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
     finally:
         for key, previous in saved.items():
             if previous is None:
                 sys.modules.pop(key, None)
             else:
                 sys.modules[key] = previous
-    return namespace
+    return reference.__dict__
+
+
+def _module_name(folder: Path) -> str:
+    """The name reference.py runs under at import: one of its own for every task folder."""
+    return "gpumode_reference_" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
 
 
 def read_task(folder: Path) -> Task:
@@ -233,7 +262,7 @@ def read_task(folder: Path) -> Task:
     if re.search(r"^(async\s+)?def\s+custom_kernel\s*\(", sources["reference.py"], re.MULTILINE):
         raise GpuModeError(folder / "reference.py", "defines custom_kernel: it is a submission, not a reference")
     try:
-        namespace = load_namespace(sources, folder, "gpumode_reference")
+        namespace = load_namespace(sources, folder, _module_name(folder))
     except Exception as exc:  # the task's own error, reported with its name
         raise GpuModeError(folder / "reference.py", f"running it failed: {type(exc).__name__}: {exc}") from None
     for required in ("generate_input", "ref_kernel", "check_implementation"):

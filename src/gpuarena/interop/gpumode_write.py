@@ -13,7 +13,24 @@ from typing import Any
 from gpuarena.interop.gpumode_solution import FORMAT, META_INPUT, RUNTIME
 from gpuarena.interop.gpumode_task import Case, Rule, Task
 
-SEED_BOUND = 2**31 - 2**20
+SEED_BOUND = 2**16
+"""make_inputs() draws generate_input's seed below seed_bound(cases): 2**16, or the power of two
+above the task's largest seed where that is larger. GPU MODE's task.yml seeds are small (42,
+4242, 5236, ..., 93246 at most in pmpp_v2), and generate_input may use the seed as data: its
+sort task adds seed + row to float32 normals, which a seed near 2**31 (a float32 spacing of 128
+there) turns into constant rows. Below 2**16 (plus the row numbers it adds) the spacing is
+1/128 at most, as for GPU MODE's own entries; still 65536 secret seeds a workload, drawn afresh
+in every draw."""
+SEED_CAP = 2**31 - 2**20
+"""No seed bound above this (GPU MODE files do arithmetic on the seed: seed + i must stay an int32)."""
+
+
+def seed_bound(cases: list[Case]) -> int:
+    """The bound of the seeds make_inputs() draws for a task with these entries (see SEED_BOUND)."""
+    largest = max((c.seed for c in cases), default=0)
+    return min(max(SEED_BOUND, 1 << max(largest, 1).bit_length()), SEED_CAP)
+
+
 TEST_WEIGHT = 0.01
 _DEFAULT_L2 = {"float64": 1e-7, "float32": 1e-4, "float16": 5e-3, "bfloat16": 1e-2}
 
@@ -35,6 +52,7 @@ def _glue(names: list[str], cases: list[Case], buffers: dict[int, str], spec: tu
 # and the last input (how data is laid out) and calls ref_kernel(data); make_inputs() calls
 # generate_input(**the workload's arguments, seed=S) with S drawn from the harness's generator,
 # never the task's fixed seed, so inputs are fresh and secret in every draw.
+import copy as _copy
 from pathlib import Path as _Path
 
 {RUNTIME}
@@ -48,7 +66,9 @@ _TASK_SEEDS = {seeds!r}
 _BUFFERS = {buffers!r}
 """Tensors of data that are output buffers: index -> how they are made on every call."""
 _OUTPUT = {spec!r}
-_SEED_BOUND = {SEED_BOUND}
+_SEED_BOUND = {seed_bound(cases)}
+"""make_inputs() draws generate_input's seed below this: the range of task.yml's own seeds, where
+data made from the seed stays as varied as GPU MODE's own (interop/gpumode_write.py SEED_BOUND)."""
 _task = None
 
 
@@ -72,15 +92,23 @@ def _load(sources, folder, name):
             module.__file__ = str(folder / (key + ".py"))
             sys.modules[key] = module
             exec(compile(sources[key + ".py"], module.__file__, "exec"), module.__dict__)
-        namespace = {{"__name__": name, "__file__": str(folder / "reference.py")}}
-        exec(compile(sources["reference.py"], namespace["__file__"], "exec"), namespace)
+        # reference.py as the module `name`, in sys.modules before it runs and after, as an
+        # import would (a @dataclass with string annotations looks its module up there)
+        reference = types.ModuleType(name)
+        reference.__file__ = str(folder / "reference.py")
+        sys.modules[name] = reference
+        try:
+            exec(compile(sources["reference.py"], reference.__file__, "exec"), reference.__dict__)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
     finally:
         for key, module in saved.items():
             if module is None:
                 sys.modules.pop(key, None)
             else:
                 sys.modules[key] = module
-    return namespace
+    return reference.__dict__
 
 
 def reference({params}):
@@ -92,7 +120,7 @@ def reference({params}):
 
 
 def make_inputs(axes, dtype, device, generator):
-    args = dict(_CASES[axes["case"]])
+    args = _copy.deepcopy(_CASES[axes["case"]])  # lists in it: generate_input's own copy
     args.update({{k: v for k, v in axes.items() if k != "case"}})
     seed = int(_torch.randint(0, _SEED_BOUND, (1,), generator=generator, device=device).item())
     tensors, layout = flatten(_gpumode()["generate_input"](**args, seed=seed), _BUFFERS)

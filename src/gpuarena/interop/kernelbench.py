@@ -23,8 +23,10 @@ solution makes them itself, as in KernelBench); the inputs are.
 The problem folder holds
 - `reference.py`: the KernelBench file verbatim, a marker line, then the glue. The glue runs
   the file's text again with a workload's sizes put in place of its top-level integer
-  literals (`batch_size = 16` -> the workload's `batch_size`), so every size follows, derived
-  constants included;
+  constants (`batch_size = 16`, `dim = 16384 // 4`, `a = b = 256`, the elements of
+  `kernel_size = (3, 5)`: kernelbench_read.size_constants reads them, substitute_sizes, whose
+  source the glue holds, puts them in place), so every size follows, constants computed from
+  them (`M = 4 * N`) included;
 - `problem.toml`: the file's own sizes as the workload `kernelbench` (GPU only when large),
   plus `cpu-small`, the sizes halved (the largest first, constants under 16 kept: kernel
   sizes, strides, dims) until inputs, parameters and outputs hold at most CPU_MAX_ELEMENTS
@@ -34,11 +36,17 @@ The problem folder holds
 
 Every problem is checked with `gpuarena check` before it is put in place; one that fails
 (a constant or near-zero output, an ignored input, a nondeterministic forward, no CPU
-workload) is reported with the check's findings and not written, unless asked.
+workload when checked on the CPU) is reported with the check's findings and not written,
+unless asked. The problem is written to a staging folder beside its place
+(`.NAME.gpuarena-PID-...`), checked there and renamed into place; a folder it replaces is
+renamed aside first and deleted after. An import killed part way leaves the problem folder
+whole (old, new or absent), and the next import removes the staging folders whose process is
+gone.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import shutil
@@ -49,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarena.errors import GpuarenaError
+from gpuarena.interop import staging as staging_folders
 from gpuarena.interop.kernelbench_read import (  # noqa: F401  re-exported: tests and callers import them from here
     CPU_MAX_ELEMENTS,
     MARKER,
@@ -63,6 +72,7 @@ from gpuarena.interop.kernelbench_read import (  # noqa: F401  re-exported: test
     read_file,
     size_constants,
     small_sizes,
+    substitute_sizes,
     with_sizes,
 )
 from gpuarena.interop.kernelbench_solution import INIT_FORMAT, INIT_INPUT
@@ -96,6 +106,13 @@ def level_of(path: Path, level: int | None) -> int:
     return 1
 
 
+def _substitution_source() -> str:
+    """substitute_sizes's own source as the glue's _substitute_sizes: the sizes are put in
+    place in the problem as they were when the import read and probed the file."""
+    source = inspect.getsource(substitute_sizes)
+    return source.replace("def substitute_sizes(", "def _substitute_sizes(", 1)
+
+
 def _glue(input_names: list[str]) -> str:
     params = ", ".join([*input_names, INIT_INPUT])
     return f'''{MARKER}
@@ -104,7 +121,7 @@ def _glue(input_names: list[str]) -> str:
 # (torch.manual_seed(seed), Model(*get_init_inputs()), then .to(device, dtype)), once per
 # workload, from the last input; make_inputs() runs get_inputs() with torch seeded from the
 # harness's generator. The file above runs again with each workload's sizes put in place of
-# its top-level integer literals.
+# its top-level integer constants (_substitute_sizes); constants computed from them follow.
 import ast as _ast
 import copy as _copy
 from pathlib import Path as _Path
@@ -119,16 +136,13 @@ _namespaces = {{}}
 _models = {{}}
 
 
+{_substitution_source()}
+
 def _namespace(sizes):
     key = tuple(sorted(sizes.items()))
     if key not in _namespaces:
         text = _Path(__file__).read_text(encoding="utf-8").split("\\n" + _MARKER + "\\n", 1)[0]
-        tree = _ast.parse(text)
-        for node in tree.body:
-            target = (node.targets[0] if isinstance(node, _ast.Assign) and len(node.targets) == 1
-                      else node.target if isinstance(node, _ast.AnnAssign) else None)
-            if isinstance(target, _ast.Name) and target.id in sizes and node.value is not None:
-                node.value = _ast.copy_location(_ast.Constant(sizes[target.id]), node.value)
+        tree = _substitute_sizes(_ast.parse(text), sizes)
         namespace = {{"__name__": "kernelbench_problem", "__file__": __file__}}
         exec(compile(tree, __file__, "exec"), namespace)
         _namespaces[key] = namespace
@@ -250,16 +264,48 @@ same order as Model gets the same ones. Forward's inputs are drawn fresh for eve
 
 
 def _write_staging(files: dict[str, str], out_dir: Path) -> Path:
+    """The problem written to a work folder beside out_dir, renamed into place once checked."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    folder = Path(tempfile.mkdtemp(prefix=staging_folders.work_prefix(out_dir), dir=out_dir.parent))
     for name, text in files.items():
-        (staging / name).write_text(text, encoding="utf-8")
-    return staging
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
 
 
 def _forget_reference(folder: Path) -> None:
     """check_problem imported the staging copy's reference.py: drop it from sys.modules."""
     sys.modules.pop(f"gpuarena_reference_{abs(hash(str(folder.resolve() / 'reference.py')))}", None)
+
+
+def _no_cpu_workload(file: _File, meta_error: str, check_device: str, keep_failing: bool, out_dir: Path) -> str:
+    """Why the problem has no CPU workload, and what the user can do about it."""
+    why = (
+        f"on the meta device forward raised {meta_error}"
+        if meta_error
+        else "its sizes are not top-level integer constants"
+        if not file.sizes
+        else f"halving its sizes ({', '.join(file.sizes)}) gave no valid shapes under the cap"
+    )
+    text = (
+        f"no CPU-sized workload (at most {CPU_MAX_ELEMENTS} elements) could be derived from the file: {why}; "
+        "its workload runs on a GPU only"
+    )
+    if _device_type(check_device) != "cpu":
+        return text
+    if keep_failing:
+        return text + (
+            f", so it was not checked here; check it on a GPU machine with `gpuarena check {out_dir} --device cuda`"
+        )
+    return text + (
+        ", so it cannot be checked on the CPU (fix: import it on a GPU machine with --check-device cuda, "
+        "or give --keep-failing to write it unchecked and check it later with "
+        f"`gpuarena check {out_dir} --device cuda`)"
+    )
+
+
+def _device_type(device: str) -> str:
+    """The device's kind: cuda for cuda:1."""
+    return device.split(":", 1)[0]
 
 
 def import_file(
@@ -304,6 +350,7 @@ def _import_file(
         )
     number = level_of(path, level)
     name = problem_name(path)
+    out_dir = out_root / f"level{number}" / name
     meta_error = ""
     try:
         full: _Probe | None = _probe(file, file.sizes, "meta")
@@ -321,10 +368,7 @@ def _import_file(
         whole_on_cpu = _input_elements(file) <= CPU_MAX_ELEMENTS
     cpu_sizes = file.sizes if whole_on_cpu else small
     if cpu_sizes is None:
-        notes.append(
-            f"no CPU-sized workload (at most {CPU_MAX_ELEMENTS} elements) could be derived from the file's sizes"
-            + (f"; on the meta device forward raised {meta_error}" if meta_error else "")
-        )
+        notes.append(_no_cpu_workload(file, meta_error, check_device, keep_failing, out_dir))
     cpu = None
     if cpu_sizes is not None:
         try:
@@ -360,7 +404,7 @@ def _import_file(
         "reference.py": HEADER + "\n" + file.source.rstrip("\n") + "\n" + _glue(input_names),
         "README.md": _readme(file, name, workloads),
     }
-    out_dir = out_root / f"level{number}" / name
+    staging_folders.clear_stale(out_dir)  # what an import killed before it finished left beside it
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         raise KernelBenchError(path, f"{out_dir} exists and is not empty", "--force replaces it")
     staging = _write_staging(files, out_dir)
@@ -372,6 +416,8 @@ def _import_file(
     finally:
         _forget_reference(staging)
     findings = [m.replace(str(staging), str(out_dir)).replace(staging.name, name) for m in report.errors]
+    if cpu_sizes is None:  # said above, with what the user can do (the check's fix names a file not kept)
+        findings = [m for m in findings if "no workload runs on the CPU" not in m]
     outcome = Outcome(
         path,
         "imported" if report.ok else "failed-check",
@@ -380,9 +426,7 @@ def _import_file(
         workloads=[w[0] for w in workloads],
     )
     if report.ok or keep_failing:
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
+        staging_folders.put_in_place(staging, out_dir)
         outcome.folder = out_dir
     else:
         shutil.rmtree(staging, ignore_errors=True)

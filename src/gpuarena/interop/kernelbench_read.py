@@ -30,10 +30,68 @@ class KernelBenchError(SourceError):
 # -- reading the file ---------------------------------------------------------------------------
 
 
+_MAX_SIZE = 1 << 62
+"""Sizes above this are not read as sizes (and `**` is not evaluated past it)."""
+
+
+def constant_int(node: ast.expr) -> int | None:
+    """The value of a constant integer expression (integers, + - * // % **, unary + -), or
+    None: for names, calls, floats and anything else, and past _MAX_SIZE in magnitude."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int and abs(node.value) <= _MAX_SIZE else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        value = constant_int(node.operand)
+        return None if value is None else (value if isinstance(node.op, ast.UAdd) else -value)
+    if not isinstance(node, ast.BinOp):
+        return None
+    left, right = constant_int(node.left), constant_int(node.right)
+    if left is None or right is None:
+        return None
+    op = node.op
+    if isinstance(op, ast.Pow):
+        if not 0 <= right <= 64 or (abs(left) > 1 and right * (abs(left).bit_length() - 1) > 62):
+            return None
+        result = left**right
+    elif isinstance(op, ast.Add):
+        result = left + right
+    elif isinstance(op, ast.Sub):
+        result = left - right
+    elif isinstance(op, ast.Mult):
+        result = left * right
+    elif isinstance(op, (ast.FloorDiv, ast.Mod)) and right != 0:
+        result = left // right if isinstance(op, ast.FloorDiv) else left % right
+    else:
+        return None
+    return result if abs(result) <= _MAX_SIZE else None
+
+
+def _size_slots(target: ast.expr, value: ast.expr) -> list[tuple[str, ast.expr]]:
+    """(axis name, expression) for each size one assignment target gets: `n = EXPR` -> n;
+    `n = (E0, E1)` -> n_0, n_1; `a, b = E0, E1` -> a, b. Kept in step with the glue's
+    substitution (with_sizes), which puts values in these same places."""
+    if isinstance(target, ast.Name):
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return [(f"{target.id}_{i}", element) for i, element in enumerate(value.elts)]
+        return [(target.id, value)]
+    if (
+        isinstance(target, (ast.Tuple, ast.List))
+        and isinstance(value, (ast.Tuple, ast.List))
+        and len(target.elts) == len(value.elts)
+        and all(isinstance(t, ast.Name) for t in target.elts)
+    ):
+        return [(t.id, v) for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name)]
+    return []
+
+
 def size_constants(tree: ast.Module) -> dict[str, int]:
-    """Top-level names assigned once, to a non-negative integer literal: the file's sizes."""
+    """The file's sizes: top-level names assigned once, to a non-negative constant integer
+    expression (`N = 2048 * 2`, `dim = 16384 // 4`, `a = b = 256`), and the elements of
+    tuples so assigned (`kernel_size = (3, 5)` -> kernel_size_0, kernel_size_1). Constants
+    computed from other names (`M = 4 * N`) are not sizes: the file computes them again from
+    the sizes put in place, so they follow every workload's sizes."""
     counts: dict[str, int] = {}
-    literal: dict[str, int] = {}
+    slots: list[str] = []  # every place a size could be put: one name, one place
+    found: list[tuple[str, str, int]] = []  # (assigned name, axis, value)
     for node in tree.body:
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
@@ -44,30 +102,76 @@ def size_constants(tree: ast.Module) -> dict[str, int]:
             for name in ast.walk(target):
                 if isinstance(name, ast.Name):
                     counts[name.id] = counts.get(name.id, 0) + 1
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and len(targets) == 1 and isinstance(targets[0], ast.Name):
-            value = node.value
-            if isinstance(value, ast.Constant) and type(value.value) is int and value.value >= 0:
-                literal[targets[0].id] = value.value
-    return {name: value for name, value in literal.items() if counts[name] == 1}
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        for target in targets:
+            for axis, expression in _size_slots(target, node.value):
+                slots.append(axis)
+                value = constant_int(expression)
+                if value is not None and value >= 0:
+                    owner = target.id if isinstance(target, ast.Name) else axis
+                    found.append((owner, axis, value))
+    return {
+        axis: value
+        for owner, axis, value in found
+        if counts[owner] == 1 and slots.count(axis) == 1 and (axis == owner or axis not in counts)
+    }
 
 
 def with_sizes(tree: ast.Module, sizes: dict[str, int]) -> ast.Module:
-    """The module with its size literals replaced (the glue in reference.py does the same)."""
-    for node in tree.body:
-        target = (
-            node.targets[0]
-            if isinstance(node, ast.Assign) and len(node.targets) == 1
-            else node.target
-            if isinstance(node, ast.AnnAssign)
-            else None
-        )
+    """The module with sizes put in place: each top-level assignment that gives one of them
+    (where size_constants reads it) has that expression replaced by the size's value, and a
+    chained one (`a = b = 256`) is split, one assignment a name."""
+    result: ast.Module = substitute_sizes(tree, sizes)
+    return result
+
+
+def substitute_sizes(tree, sizes):
+    """with_sizes, self-contained and unannotated: the glue in reference.py holds this
+    function's own source (kernelbench.py embeds it), so the import and the problem agree."""
+    import ast as _ast
+    import copy as _copy
+
+    def slots(target, value):  # (size name, index in the value's tuple or None), as size_constants reads them
+        if isinstance(target, _ast.Name):
+            if isinstance(value, (_ast.Tuple, _ast.List)):
+                return [(f"{target.id}_{i}", i) for i in range(len(value.elts))]
+            return [(target.id, None)]
         if (
-            isinstance(node, (ast.Assign, ast.AnnAssign))
-            and isinstance(target, ast.Name)
-            and target.id in sizes
-            and node.value is not None
+            isinstance(target, (_ast.Tuple, _ast.List))
+            and isinstance(value, (_ast.Tuple, _ast.List))
+            and len(target.elts) == len(value.elts)
+            and all(isinstance(t, _ast.Name) for t in target.elts)
         ):
-            node.value = ast.copy_location(ast.Constant(sizes[target.id]), node.value)
+            return [(t.id, i) for i, t in enumerate(target.elts)]
+        return []
+
+    body = []
+    for node in tree.body:
+        if isinstance(node, _ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, _ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        else:
+            body.append(node)
+            continue
+        found = [[(i, sizes[name]) for name, i in slots(t, node.value) if name in sizes] for t in targets]
+        if not any(found):
+            body.append(node)
+            continue
+        for target, places in zip(targets, found):
+            value = _copy.deepcopy(node.value)
+            for i, size in places:
+                if i is None:
+                    value = _ast.copy_location(_ast.Constant(size), value)
+                else:
+                    value.elts[i] = _ast.copy_location(_ast.Constant(size), value.elts[i])
+            if isinstance(node, _ast.AnnAssign):
+                new = _ast.AnnAssign(target, node.annotation, value, node.simple)
+            else:
+                new = _ast.Assign([target], value)
+            body.append(_ast.fix_missing_locations(_ast.copy_location(new, node)))
+    tree.body = body
     return tree
 
 

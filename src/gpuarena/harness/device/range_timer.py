@@ -23,11 +23,6 @@ DURATION = "gpu__time_duration.sum"
 """ncu's "Duration", in nanoseconds: the metric the timer reads unless told others."""
 
 
-def has_range_profiler(cuda: Path) -> bool:
-    """CUPTI's Range Profiler came with CUDA 12.6; older toolkits have PM sampling's headers only."""
-    return cupti_build.has_header(cuda, HEADER)
-
-
 def compile_range_timer(cuda: Path, output: Path, link: bool = True) -> subprocess.CompletedProcess:
     """Compile range_timer.cpp against the toolkit at `cuda` into a shared library (link=False:
     the object file only)."""
