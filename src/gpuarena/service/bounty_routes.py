@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from gpuarena.service import bounties
+from gpuarena.service import bounties, bounty_views
 from gpuarena.service.bounty_schemas import (
     BountyDetail,
     BountyOut,
@@ -37,15 +37,15 @@ def list_bounties(db: DB, state: State | None = None, category: Category | None 
     """The board, newest first: by state (open, claimed, ...) and category (speed, feature, bug, hardware)."""
     bounties.refresh(db)
     with db.read() as session:
-        return bounties.board(session, state, category)
+        return bounty_views.board(session, state, category)
 
 
 def export_board(db: Database, fmt: Literal["csv", "json"], state: str | None, category: str | None) -> Response:
     """The board as a file: CSV (one row per bounty) or JSON (each with its history)."""
     bounties.refresh(db)
     with db.read() as session:
-        rows = bounties.board(session, state, category)
-        events = bounties.history(session, [b.id for b in rows]) if fmt == "json" else {}
+        rows = bounty_views.board(session, state, category)
+        events = bounty_views.history(session, [b.id for b in rows]) if fmt == "json" else {}
     if fmt == "json":
         records: list[dict[str, Any]] = [
             {**b.model_dump(mode="json"), "history": [e.model_dump(mode="json") for e in events[b.id]]} for b in rows
@@ -69,7 +69,7 @@ def get_bounty(bounty_id: int, db: DB) -> BountyDetail:
     """One bounty with its history: every change, who made it and when."""
     bounties.refresh(db)
     with db.read() as session:
-        return bounties.detail(session, bounty_id)
+        return bounty_views.detail(session, bounty_id)
 
 
 def _changed(db: Database, change: Callable[[Session], Bounty]) -> BountyDetail:
@@ -77,7 +77,7 @@ def _changed(db: Database, change: Callable[[Session], Bounty]) -> BountyDetail:
     with db.write() as session:
         bounty_id = change(session).id
         session.flush()
-        return bounties.detail(session, bounty_id)
+        return bounty_views.detail(session, bounty_id)
 
 
 @router.post("", status_code=201)
@@ -88,7 +88,7 @@ def create_bounty(body: BountyRequest, who: CALLER, db: DB) -> BountyDetail:
     with db.write() as session:
         bounty = bounties.create(session, who, body)
         session.flush()
-        made = bounties.detail(session, bounty.id)
+        made = bounty_views.detail(session, bounty.id)
         if bounty.device_kind:
             made.warnings = runner_warnings(session, [bounty.device_kind])
         return made

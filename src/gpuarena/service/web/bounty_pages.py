@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG
 from gpuarena.errors import GpuarenaError
-from gpuarena.service import bounties
+from gpuarena.service import bounties, bounty_views
 from gpuarena.service.bounty_schemas import BountyDetail, BountyRequest
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
@@ -53,7 +53,7 @@ def board_page(request: Request, db: DB, who: WHO, state: str = "", category: st
     bounties.refresh(db)
     with db.read() as session:
         try:
-            rows = bounties.board(session, filters["state"] or None, filters["category"] or None)
+            rows = bounty_views.board(session, filters["state"] or None, filters["category"] or None)
         except GpuarenaError as exc:
             error = str(exc)
     query = urlencode({k: v for k, v in filters.items() if v})
@@ -212,7 +212,7 @@ def _bounty_page(
     bounties.refresh(db)
     with db.read() as session:
         try:
-            shown = bounties.detail(session, bounty_id)
+            shown = bounty_views.detail(session, bounty_id)
         except NotFound as exc:
             raise PageNotFound(str(exc)) from None
         staff = who is not None and who.is_staff
