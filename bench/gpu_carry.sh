@@ -13,4 +13,10 @@ pip download -q --only-binary=:all: --python-version 3.12 \
 # the machine's own numpy goes with its torch and jax; hf_xet only downloads from a hub (none there)
 rm -f .whl/numpy-* .whl/hf_xet-*
 ls .gpu/bubblewrap_*.deb >/dev/null 2>&1 || (cd .gpu && apt-get download bubblewrap)
+# GPU MODE's reference-kernels for bench/peer_gpumode.py (their code is fetched, never committed):
+# GPUMODE_REPO names a local clone or bare git directory of github.com/gpu-mode/reference-kernels
+if [ -n "${GPUMODE_REPO:-}" ]; then
+  rm -rf .gpu/reference-kernels && mkdir -p .gpu/reference-kernels
+  git --git-dir="$(git -C "$GPUMODE_REPO" rev-parse --absolute-git-dir)" archive HEAD problems/pmpp | tar -x -C .gpu/reference-kernels
+fi
 du -sh .whl .gpu

@@ -15,6 +15,9 @@
 #     interop     pytest -m gpu tests/interop (KernelBench and GPU MODE solutions with inline CUDA)
 #     redteam     the red-team corpus on CUDA, streamed (bench/redteam_stream.py)
 #     redteam-cases  only the cases named in REDTEAM_CASES (comma-separated)
+#     cmd         CMD: one shell command in this script's environment (research one-offs; T_CMD its limit)
+#     peer-gpumode  bench/peer_gpumode.py: GPU MODE's own eval.py (test, leaderboard, benchmark) beside
+#                 gpuarena's test and ranked verdicts on the same task and submission (PEER_REPEAT, PEER_ARGS)
 #     kb-sizes    bench/kernelbench_sizes.py: KernelBench problems at their published sizes, peak GPU memory
 #     redteam-part   one part of the corpus, REDTEAM_PART=K/N (every Nth case from the Kth), run
 #                 alone on the GPU, so with the device audit on: the whole corpus in N calls
@@ -248,6 +251,12 @@ for s in "${steps[@]}"; do
           do_redteam "redteam-iso-$fam" "${T_REDTEAM_ISO:-200}" env GPUARENA_WORKER_ISOLATION=1 python3 bench/redteam_stream.py --device cuda --family "$fam"
         done
       fi ;;
+    cmd)  # CMD: any shell command, in this script's environment (its packages, PYTHONPATH, bubblewrap)
+      step cmd "${T_CMD:-500}" bash -c "$CMD"; tail -60 "$W/cmd.log" | tee -a "$SUMMARY" > /dev/null ;;
+    peer-gpumode)  # GPU MODE's eval.py beside gpuarena on one task (bench/gpu_carry.sh with GPUMODE_REPO first)
+      step peer-gpumode "${T_PEER:-560}" python3 bench/peer_gpumode.py --reference-kernels .gpu/reference-kernels \
+        --repeat "${PEER_REPEAT:-3}" ${PEER_ARGS:-} --out "$OUT"
+      tail -30 "$W/peer-gpumode.log" | tee -a "$SUMMARY" > /dev/null ;;
     kb-sizes)  # KernelBench problems at their published sizes (6.4 GB tensors), peak GPU memory
       step kb-sizes "${T_KB_SIZES:-500}" python3 bench/kernelbench_sizes.py --out "$OUT"
       tail -5 "$W/kb-sizes.log" | sed 's/^/[kb-sizes]   /' | tee -a "$SUMMARY" ;;

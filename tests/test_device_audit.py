@@ -422,12 +422,13 @@ def unswept_for_every_claim(monkeypatch):
 
 @pytest.mark.harness
 def test_small_kernels_are_also_sampled_without_the_sweeps(audited_on_the_cpu, unswept_for_every_claim, monkeypatch):
-    """After the timed rounds, a claim under UNSWEPT_UNDER_US gets UNSWEPT_REQUESTS requests of
-    the same calls without the cache sweeps, each on fresh inputs, its outputs checked, each
-    paired with the harness alone run the same way; nothing else is added."""
+    """After the timed rounds, a claim under UNSWEPT_UNDER_US gets requests of the same calls
+    without the cache sweeps, each on fresh inputs, its outputs checked, each paired with the
+    harness alone run the same way; nothing else is added. The counters see nothing of them
+    here, which cannot reject any claim: they stop after UNSWEPT_FEW."""
     from gpuarena.harness import measure
     from gpuarena.harness.launch import process
-    from gpuarena.harness.rounds_audit import UNSWEPT, UNSWEPT_HARNESS, UNSWEPT_REQUESTS
+    from gpuarena.harness.rounds_audit import UNSWEPT, UNSWEPT_FEW, UNSWEPT_HARNESS
 
     sent: list[messages.Time] = []
     events: list[str] = []
@@ -453,14 +454,14 @@ def test_small_kernels_are_also_sampled_without_the_sweeps(audited_on_the_cpu, u
     record, audit = audited_on_the_cpu({})
     assert record.status == "PASSED", record.reason
     unswept = [m for m in sent if not m.evict]
-    assert len(unswept) == UNSWEPT_REQUESTS and all(not m.warmup and m.kernel_library is None for m in unswept)
-    assert sent[-UNSWEPT_REQUESTS:] == unswept  # after every timed request
-    assert all(_plain(m) for m in sent[:-UNSWEPT_REQUESTS])
+    assert len(unswept) == UNSWEPT_FEW and all(not m.warmup and m.kernel_library is None for m in unswept)
+    assert sent[-UNSWEPT_FEW:] == unswept  # after every timed request
+    assert all(_plain(m) for m in sent[:-UNSWEPT_FEW])
     tail = events[events.index("unswept") - 1 :]
-    assert tail == ["refresh", "unswept", "check"] * UNSWEPT_REQUESTS  # fresh inputs, outputs checked
+    assert tail == ["refresh", "unswept", "check"] * UNSWEPT_FEW  # fresh inputs, outputs checked
     pairs = [PlannedSampler.seen[i - 1] for i, what in enumerate(PlannedSampler.seen) if what == UNSWEPT]
-    assert pairs == [UNSWEPT_HARNESS] * UNSWEPT_REQUESTS
-    assert len(audit.unswept_per_request) == UNSWEPT_REQUESTS and audit.unswept_us_per_call == 0
+    assert pairs == [UNSWEPT_HARNESS] * UNSWEPT_FEW
+    assert len(audit.unswept_per_request) == UNSWEPT_FEW and audit.unswept_us_per_call == 0
 
 
 @pytest.mark.harness
@@ -469,11 +470,14 @@ def test_a_small_claim_under_what_the_counters_saw_back_to_back_is_rejected(
 ):
     """The swept requests read nothing unusual; the same calls without the sweeps read far more than
     the claim: REJECTED on the unswept figure. The harness's own share is taken off it."""
+    from gpuarena.harness import rounds_audit
     from gpuarena.harness.rounds_audit import UNSWEPT, UNSWEPT_HARNESS
 
     record, audit = audited_on_the_cpu({UNSWEPT: 1e9})
     assert record.status == "REJECTED" and "run one by one without the cache sweeps" in record.reason
     assert audit.unswept_us_per_call > 1e4 and audit.observed_us_per_call == 0
+    # figures that contradict the claim: no early end
+    assert len(audit.unswept_per_request) == rounds_audit.UNSWEPT_REQUESTS
     record, audit = audited_on_the_cpu({UNSWEPT: 1e9, UNSWEPT_HARNESS: 1e9})
     assert record.status == "PASSED", record.reason
     assert audit.unswept_us_per_call == 0
@@ -853,3 +857,13 @@ def test_a_run_may_turn_its_audit_off_but_a_ranked_run_may_not(monkeypatch, tmp_
     assert kept is not None and missing == "" and len(started) == 1
     monkeypatch.setenv("GPUARENA_DEVICE_AUDIT", "0")
     assert sampler(mode="ranked") == (None, "turned off (GPUARENA_DEVICE_AUDIT=0)")
+
+
+@pytest.mark.harness
+def test_each_workload_s_audit_gives_its_cost_in_the_record(audited_on_the_cpu, unswept_for_every_claim):
+    """The audit's wall time per workload (marks, twins, the rounds and unswept requests it alone
+    asked for) is in the record, and the phases book it to the audit, not the timing."""
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "PASSED", record.reason
+    assert audit.seconds is not None and 0 < audit.seconds <= record.phases["device audit"] + 1e-3
+    assert record.phases["timing"] > 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -50,9 +51,9 @@ def wrap(owner: Any, attribute: str, name: str | None = None) -> None:
 def instrument() -> None:
     from torch.autograd import profiler
 
-    from gpuarena.harness import measure, rounds_audit, stats, supervisor, twin
+    from gpuarena.harness import measure, protocol, rounds_audit, stats, supervisor, twin
     from gpuarena.harness.device import device_audit, timing
-    from gpuarena.harness.launch import process
+    from gpuarena.harness.launch import freeze, process, schedstat
 
     for attribute in (
         "refresh_sets",
@@ -71,6 +72,14 @@ def instrument() -> None:
     wrap(profiler.profile, "__enter__", "kineto profile: enter")
     wrap(profiler.profile, "__exit__", "kineto profile: exit")
     wrap(process.WorkerProcess, "request", "WorkerProcess.request (round trip to the worker)")
+    # the round trip's parts on the supervisor's side: what is left is the worker's own time
+    wrap(freeze.Freezer, "freeze", "Freezer.freeze (the worker frozen at each reply)")
+    wrap(freeze.Freezer, "thaw", "Freezer.thaw")
+    wrap(protocol, "send_request", "protocol.send_request")
+    wrap(protocol, "receive_reply", "protocol.receive_reply (the worker's time and the reply's transit)")
+    wrap(process.WorkerProcess, "check_idle", "WorkerProcess.check_idle")
+    wrap(process.WorkerProcess, "cpu_ns", "WorkerProcess.cpu_ns")
+    wrap(schedstat, "main_thread", "schedstat.main_thread")
     for attribute in ("mark", "start", "stop", "idle", "segment"):
         wrap(device_audit.DeviceSampler, attribute, f"DeviceSampler.{attribute}")
     wrap(twin.ReferenceTwin, "block", "ReferenceTwin.block")
@@ -81,9 +90,27 @@ def instrument() -> None:
             wrap(supervisor.Supervisor, attribute, f"Supervisor.{attribute}")
 
 
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) of each thread of this process, by name and id: a thread
+    that spins holds the interpreter from the main thread's requests."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found: dict[str, float] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            name = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        found[f"{name} ({tid})"] = (int(fields[11]) + int(fields[12])) / tick
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--switch-interval", type=float, default=None, help="sys.setswitchinterval for the run (GIL hand-over, s)"
+    )
     parser.add_argument("run", nargs=argparse.REMAINDER, help="-- PROBLEM SOLUTION [--device D] [--workload W] [--ncu]")
     args = parser.parse_args()
     run = [a for a in args.run if a != "--"]
@@ -105,9 +132,16 @@ def main() -> None:
     )
     evaluate(loaded_problem, loaded_solution, options)  # builds and caches, as a contestant's second run finds them
     instrument()
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
+    threads_before = thread_cpu()
     started = time.perf_counter()
     record = evaluate(loaded_problem, loaded_solution, options)
     wall = time.perf_counter() - started
+    threads = {
+        name: round(seconds - threads_before.get(name, 0.0), 3)
+        for name, seconds in sorted(thread_cpu().items(), key=lambda kv: -kv[1])
+    }
     pieces = sorted(
         (
             {"piece": k, "count": COUNTS[k], "seconds": round(v, 3), "ms_each": round(1e3 * v / max(COUNTS[k], 1), 2)}
@@ -130,10 +164,12 @@ def main() -> None:
             for w in record.workloads
         ],
         "pieces": pieces,
+        "thread_cpu_s": threads,
     }
     for p in pieces:
         print(f"{p['seconds']:8.3f} s {p['count']:6d} x {p['ms_each']:8.2f} ms  {p['piece']}")
     print(json.dumps({k: v for k, v in result.items() if k != "pieces"}))
+    print("CPU seconds per thread of this process over the run:", json.dumps(threads))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
 

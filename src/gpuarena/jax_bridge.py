@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 _started_on: str | None = None
 
@@ -45,20 +46,45 @@ def start(device: torch.device) -> None:
     jax.config.update("jax_cpu_enable_async_dispatch", False)
     jax.devices()
     # the first compile and run start XLA's compile and execution threads, and a program
-    # with a loop its parallel code generation's pool (llvm-worker-N); DLPack both ways
-    probe = torch.ones(8, 8, device=device)
-    looped = jax.jit(lambda a: jax.lax.fori_loop(0, 4, lambda i, acc: jnp.tanh(acc @ acc.T + i), a).sum(axis=-1))
-    torch.from_dlpack(looped(jax.dlpack.from_dlpack(probe)))
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    # with a loop its parallel code generation's pool (llvm-worker-N); DLPack both ways.
+    # The probe is a real tensor whatever mode the caller traces in: made under a FakeTensorMode
+    # (a problem's fingerprint) it had no memory, and JAX read through its null pointer (SIGSEGV)
+    with _disable_current_modes():
+        probe = torch.ones(8, 8, device=device)
+        looped = jax.jit(lambda a: jax.lax.fori_loop(0, 4, lambda i, acc: jnp.tanh(acc @ acc.T + i), a).sum(axis=-1))
+        torch.from_dlpack(looped(jax.dlpack.from_dlpack(probe)))
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
     _started_on = str(device)
 
 
+class NoData(TypeError):
+    """A tensor without memory (a fake or meta tensor) cannot cross to JAX."""
+
+
+def has_data(value: torch.Tensor) -> bool:
+    """Whether the tensor has memory behind it: a fake tensor (shapes only, as a fingerprint's
+    trace makes) or a meta tensor has none, and DLPack would hand JAX a pointer to nothing."""
+    if type(value) is torch.Tensor:  # the timed path's case, checked in nanoseconds: fakes are a subclass
+        return not value.is_meta
+    from torch._subclasses.fake_tensor import is_fake
+
+    return not value.is_meta and not is_fake(value)
+
+
 def to_jax(value: Any) -> Any:
-    """A torch tensor as a JAX array on the same memory; anything else as it is."""
+    """A torch tensor as a JAX array on the same memory; anything else as it is. A tensor
+    without memory is refused (NoData): JAX would read through a null pointer and crash."""
     import jax.dlpack
 
-    return jax.dlpack.from_dlpack(value) if isinstance(value, torch.Tensor) else value
+    if not isinstance(value, torch.Tensor):
+        return value
+    if not has_data(value):
+        raise NoData(
+            f"a {type(value).__name__} on {value.device} has no memory: a JAX function runs on real arrays only "
+            "(trace it with jax.make_jaxpr on shapes instead)"
+        )
+    return jax.dlpack.from_dlpack(value)
 
 
 def to_torch(value: Any) -> Any:

@@ -101,7 +101,7 @@ def test_workloads_tolerance_and_time_limits_come_from_task_yml(imported):
     assert [w.name for w in spec.workloads] == ["test0-size64", "test1-size200", "bench0-size512", "bench1-size2048"]
     assert [w.axes for w in spec.workloads][0] == {"case": 0, "size": 64}
     assert [w.devices for w in spec.workloads][-1] == ["cuda"]  # 12M elements: GPU only
-    assert [w.weight for w in spec.workloads] == [0.01, 0.01, 1.0, 1.0]
+    assert [w.timed for w in spec.workloads] == [False, False, True, True]  # GPU MODE times its benchmarks only
     tol = spec.tolerance_for("float32")
     assert (tol.atol, tol.rtol) == (1e-3, 1e-3)
     assert (spec.time_limits.test, spec.time_limits.benchmark, spec.time_limits.ranked) == (120, 180, 300)

@@ -139,7 +139,9 @@ def test_samples_are_checked_reviewed_counted_and_join_the_dataset(api, tmp_path
     run_checks(api, runner, 3)
     shown = {name: api.http.get(f"/api/samples/{sid}", headers=olga).json() for name, sid in ids.items()}
     assert shown["honest"]["status"] == "ok" and shown["honest"]["problem"] == "rms_scale"
-    assert shown["honest"]["score"] == shown["honest"]["report"]["optimised"]["score"] > 0
+    # the sample's score is over the canonical reference (issue 48), at most the kernel's own speed-up
+    assert 0 < shown["honest"]["score"] == shown["honest"]["report"]["score"]
+    assert shown["honest"]["score"] <= shown["honest"]["report"]["optimised"]["score"] * (1 + 1e-9)
     assert shown["duplicate"]["status"] == "duplicate"
     assert [(d["problem"], d["whole"]) for d in shown["duplicate"]["report"]["duplicates"]] == [
         ("level1/softmax", True)

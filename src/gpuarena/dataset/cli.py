@@ -208,6 +208,14 @@ def sample_check_cmd(
             out.print(f"  {part}: {result.status}{speed}", highlight=False, markup=False)
     if report.optimised_over_first:
         out.print(f"  optimised over first: {report.optimised_over_first:.2f}x", highlight=False, markup=False)
+    if report.score_basis:
+        score = f"{report.score:.2f}x" if report.score else "none"
+        out.print(f"  score: {score}, over {report.score_basis}", highlight=False, markup=False)
+    if report.reference_slowdown and report.reference_slowdown > 1.5:
+        slow = f"  the sample's reference ran {report.reference_slowdown:.1f}x slower than the canonical one"
+        out.print(slow, highlight=False, markup=False)
+    for note in report.notes:
+        out.print(f"  note: {note}", highlight=False, markup=False)
     for dup in report.duplicates:
         pairs = ", ".join(f"{ours} = {theirs}" for ours, theirs in dup.workloads.items())
         what = "repeats" if dup.whole else "overlaps"
@@ -343,7 +351,16 @@ def _service_commands() -> None:
     dataset_app.command("pull")(sample_cli.pull_cmd)
 
 
+def _distinct_commands() -> None:
+    """One problem per computation (dataset/distinct_cli.py, issue 48)."""
+    from gpuarena.dataset import distinct_cli
+
+    dataset_app.command("distinct")(distinct_cli.distinct_cmd)
+    dataset_app.command("merge")(distinct_cli.merge_cmd)
+
+
 _service_commands()
+_distinct_commands()
 
 
 def register(app: typer.Typer) -> None:

@@ -7,6 +7,13 @@ however the references are written or named (`torch.softmax(x, -1)` and
 fake tensors (shapes and dtypes, no data), so a workload of 65536 x 2048 costs no memory; a
 reference (or make_inputs) that needs real values (`.item()`, inputs redrawn until they suit)
 runs for real on its CPU workloads, and its GPU-only workloads have no fingerprint.
+
+`canonical=True` compares computations, not spellings (dataset/computation.py): the reference
+decomposed to PyTorch's primitives, views and copies left out, leading batch dims merged, so
+`F.rms_norm` on [B, S, H] and a hand-written RMSNorm on [B*S, H] have one fingerprint. A
+sample's duplicate check uses it; the default stays the plain aten calls. A reference written
+in JAX is fingerprinted on JAX's side either way (dataset/jax_fingerprint.py): it cannot run on
+fake tensors.
 """
 
 from __future__ import annotations
@@ -25,8 +32,9 @@ from gpuarena.problems.model import Workload
 
 Call = tuple[str, tuple[tuple[tuple[int, ...], str], ...]]
 """One call: the op's name (aten._softmax) and its tensor arguments' (shape, dtype)."""
-Fingerprint = tuple[tuple[Call, int], ...]
-"""A workload's calls as a sorted multiset: the order of independent calls does not matter."""
+Fingerprint = tuple[tuple[Any, int], ...]
+"""A workload's calls as a sorted multiset: the order of independent calls does not matter
+(a Call each, or a canonical call: computation.Call, or a JAX primitive's call)."""
 
 
 class _Calls(TorchDispatchMode):
@@ -58,34 +66,49 @@ def _calls(problem: Problem, inputs: dict[str, Any]) -> Fingerprint:
     return tuple(sorted(recorder.calls.items()))
 
 
-def fingerprint(problem: Problem, workload: Workload) -> Fingerprint | None:
+def _canonical(problem: Problem, inputs: dict[str, Any], fake: bool) -> Fingerprint:
+    from gpuarena.dataset.computation import canonical_calls, trace
+
+    tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
+    return canonical_calls(trace(problem.reference, inputs, fake=fake), tensors)
+
+
+def fingerprint(problem: Problem, workload: Workload, canonical: bool = False) -> Fingerprint | None:
     """The workload's fingerprint, or None where the reference runs neither on fake tensors nor,
     being a CPU workload, for real (then the workload cannot be matched)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
+    if problem.spec.provenance.framework == "jax":
+        from gpuarena.dataset.jax_fingerprint import jax_fingerprint
+
+        return jax_fingerprint(problem, workload)
     try:
         with FakeTensorMode(allow_non_fake_inputs=True):
-            return _calls(problem, _inputs(problem, workload))
+            inputs = _inputs(problem, workload)
+            return _canonical(problem, inputs, fake=True) if canonical else _calls(problem, inputs)
     except Exception:
         if "cpu" not in workload.devices:
             return None
     try:
-        return _calls(problem, _inputs(problem, workload))
+        inputs = _inputs(problem, workload)
+        return _canonical(problem, inputs, fake=False) if canonical else _calls(problem, inputs)
     except Exception:
         return None
 
 
-def fingerprints(problem: Problem) -> dict[str, Fingerprint]:
+def fingerprints(problem: Problem, canonical: bool = False) -> dict[str, Fingerprint]:
     """Every workload's fingerprint that could be taken, by workload name."""
     found = {}
     for workload in problem.spec.workloads:
-        taken = fingerprint(problem, workload)
+        taken = fingerprint(problem, workload, canonical)
         if taken:
             found[workload.name] = taken
     return found
 
 
-def index(roots: list[Path], skip: Path | None = None) -> dict[Fingerprint, list[tuple[str, str]]]:
+def index(
+    roots: list[Path], skip: Path | None = None, canonical: bool = False
+) -> dict[Fingerprint, list[tuple[str, str]]]:
     """Every workload fingerprint of the problems under `roots` -> the (problem id, workload)
     pairs that have it; `skip`: a problem folder to leave out (the one being compared)."""
     from gpuarena.problems.loader import discover
@@ -95,7 +118,7 @@ def index(roots: list[Path], skip: Path | None = None) -> dict[Fingerprint, list
         for problem in discover(root):
             if skip is not None and problem.path.resolve() == skip.resolve():
                 continue
-            for name, taken in fingerprints(problem).items():
+            for name, taken in fingerprints(problem, canonical).items():
                 found.setdefault(taken, []).append((problem.id, name))
     return found
 

@@ -3,7 +3,10 @@ prompt that made an LLM write a first kernel for it, that first kernel, the opti
 and a short report (which model the operator comes from, and why its weight). `check_sample`
 decides whether one may go to review: the problem passes `gpuarena check`, both kernels pass
 the harness on the device, their speed-ups are measured, and the problem is not one the
-dataset already has (same operators on the same shapes, dataset/fingerprint.py).
+dataset already has (the same computation, however written: dataset/fingerprint.py's canonical
+fingerprint). The sample's recorded score is its optimised kernel's speed-up over the canonical
+reference (dataset/sample_score.py), never over the contributor's reference alone, and its
+weight is the dataset's (dataset/sample_weight.py).
 
 A sample folder (docs/dataset.md):
 
@@ -80,6 +83,16 @@ class SampleReport(BaseModel):
     optimised_over_first: float | None = None
     """The optimised kernel's speed-up over the first one (the ratio of their scores)."""
     duplicates: list[DuplicateOf] = Field(default_factory=list)
+    score: float | None = None
+    """The sample's recorded score (what a ccf-dataset contest counts): the optimised kernel's
+    speed-up over the canonical reference (dataset/sample_score.py)."""
+    score_basis: str = ""
+    """What `score` is over: the dataset's reference for the computation, the reference's
+    canonical graph, or why there is no score."""
+    reference_slowdown: float | None = None
+    """How many times slower the contributor's reference ran than the canonical one."""
+    notes: list[str] = Field(default_factory=list)
+    """What the check overrode without failing the sample (a contributor-set weight)."""
 
     @property
     def ok(self) -> bool:
@@ -134,18 +147,32 @@ def layout_errors(folder: Path, manifest: SampleManifest) -> list[str]:
 
 
 def find_duplicates(problem_folder: Path, roots: list[Path]) -> list[DuplicateOf]:
-    """The problems under `roots` whose workloads the sample's problem repeats."""
+    """The problems under `roots` whose workloads the sample's problem repeats (the same
+    computation on the same data, however written: the canonical fingerprint)."""
     from gpuarena.dataset.fingerprint import fingerprints, index, matches
     from gpuarena.problems.loader import load_problem
 
-    ours = fingerprints(load_problem(problem_folder))
+    ours = fingerprints(load_problem(problem_folder), canonical=True)
     if not ours:
         return []
-    matched = matches(ours, index(roots, skip=problem_folder))
+    matched = matches(ours, index(roots, skip=problem_folder, canonical=True))
     return [
         DuplicateOf(problem=problem, workloads=pairs, whole=len(pairs) == len(ours))
         for problem, pairs in sorted(matched.items())
     ]
+
+
+def dataset_matches(duplicates: list[DuplicateOf], roots: list[Path]) -> dict[str, tuple[str, Path, str]]:
+    """The sample's workloads a dataset problem computes: each to that problem's id, folder and
+    workload (the first problem found), for the canonical score."""
+    found: dict[str, tuple[str, Path, str]] = {}
+    for dup in duplicates:
+        folder = next((r / dup.problem for r in roots if (r / dup.problem / "problem.toml").is_file()), None)
+        if folder is None:
+            continue
+        for ours, theirs in dup.workloads.items():
+            found.setdefault(ours, (dup.problem, folder, theirs))
+    return found
 
 
 def _kernel(problem_folder: Path, solution: Path, device: str, budget_s: float) -> KernelResult:
@@ -159,6 +186,21 @@ def _kernel(problem_folder: Path, solution: Path, device: str, budget_s: float) 
         return KernelResult(status="COMPILE_ERROR", reason=str(exc))
     record = evaluate(load_problem(problem_folder), loaded, RunOptions(device=device, budget_s=budget_s))
     return KernelResult(status=record.status.value, score=record.score, reason=record.reason or "")
+
+
+def _weights(problem_folder: Path, report: SampleReport) -> None:
+    """A contributor-set weight is a note (the dataset overrides it); one it cannot override is an error."""
+    from gpuarena.dataset.sample_weight import weight_note, with_dataset_weight
+
+    text = (problem_folder / "problem.toml").read_text()
+    try:
+        with_dataset_weight(text)
+    except ValueError as exc:
+        report.errors.append(f"problem: {exc}")
+        return
+    note = weight_note(text)
+    if note:
+        report.notes.append(note)
 
 
 def check_sample(
@@ -199,8 +241,19 @@ def check_sample(
                 report.errors.append(f"{part}: {path.name} is {result.status}: {result.reason}")
     if report.first and report.optimised and report.first.score and report.optimised.score:
         report.optimised_over_first = report.optimised.score / report.first.score
-    report.duplicates = find_duplicates(problem_folder, dataset if dataset is not None else [bundled_root()])
+    roots = dataset if dataset is not None else [bundled_root()]
+    report.duplicates = find_duplicates(problem_folder, roots)
+    _weights(problem_folder, report)
     if report.errors:
         return report
+    from gpuarena.dataset.sample_score import canonical_score
+
+    scored = canonical_score(
+        load_problem(problem_folder),
+        device,
+        report.optimised.score if report.optimised else None,
+        dataset_matches(report.duplicates, roots),
+    )
+    report.score, report.score_basis, report.reference_slowdown = scored.score, scored.basis, scored.reference_slowdown
     report.verdict = "duplicate" if any(d.whole for d in report.duplicates) else "ok"
     return report

@@ -24,7 +24,7 @@ def _print_json(value: object) -> None:
 
 
 def _line(s: dict) -> str:
-    score = f", optimised {s['score']:.2f}x" if s.get("score") else ""
+    score = f", score {s['score']:.2f}x over the canonical reference" if s.get("score") else ""
     review = s["review"] + (f" by {s['reviewer']}" if s.get("reviewer") else "")
     comment = f": {s['review_comment']}" if s.get("review_comment") else ""
     where = f" in {s['contest']}" if s.get("contest") else ""
@@ -124,6 +124,10 @@ def show_cmd(
             result = report[part]
             speed = f", {result['score']:.2f}x over the reference" if result.get("score") else ""
             out.print(f"  {part}: {result['status']}{speed}", highlight=False, markup=False)
+    if report.get("score_basis"):
+        out.print(f"  score over {report['score_basis']}", highlight=False, markup=False)
+    for note in report.get("notes", []):
+        out.print(f"  note: {note}", highlight=False, markup=False)
     for dup in report.get("duplicates", []):
         out.print(f"  {'repeats' if dup['whole'] else 'overlaps'} {dup['problem']}", highlight=False, markup=False)
     for error in report.get("errors", []):

@@ -42,11 +42,7 @@ MAX_REPORT_BYTES = 1 << 20
 def reason(report: SampleReport) -> str:
     """One line for the submission's list: the verdict and why."""
     if report.verdict == "ok":
-        speed = (
-            f": optimised {report.optimised.score:.2f}x over the reference"
-            if report.optimised and report.optimised.score
-            else ""
-        )
+        speed = f": optimised {report.score:.2f}x over the canonical reference" if report.score else ""
         return f"ok{speed}"
     if report.verdict == "duplicate":
         return "duplicate: repeats " + ", ".join(d.problem for d in report.duplicates if d.whole)

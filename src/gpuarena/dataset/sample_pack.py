@@ -110,10 +110,19 @@ def inspect_solution(solution: Solution) -> SampleInfo:
 
 
 def problem_files(solution: Solution) -> dict[str, str]:
-    """The sample's problem folder's files (relative to it), as the dataset takes them."""
+    """The sample's problem folder's files (relative to it), as the dataset takes them: with the
+    dataset's weight in problem.toml, not the contributor's (dataset/sample_weight.py)."""
+    from gpuarena.dataset.sample_weight import with_dataset_weight
+
     manifest = parse_manifest(solution.sources[SAMPLE_FILE], SAMPLE_FILE)
     prefix = Path(manifest.problem).as_posix().strip("/") + "/"
-    return {name[len(prefix) :]: text for name, text in solution.sources.items() if name.startswith(prefix)}
+    files = {name[len(prefix) :]: text for name, text in solution.sources.items() if name.startswith(prefix)}
+    if "problem.toml" in files:
+        try:
+            files["problem.toml"], _ = with_dataset_weight(files["problem.toml"])
+        except (ValueError, tomllib.TOMLDecodeError):
+            pass  # such a sample's check is broken (sample.check_sample), so it is never accepted
+    return files
 
 
 def pack_dataset(problems: dict[str, dict[str, str]]) -> PackedProblem:

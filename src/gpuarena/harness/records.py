@@ -116,6 +116,9 @@ class DeviceAudit(Record):
     """Why the reads were not checked (the chip gives no traffic counter beside the activity one)."""
     skipped: str = ""
     """Why no audit ran (no sampler on this machine)."""
+    seconds: float | None = None
+    """Wall time this workload's audit added: its sampler's marks and settling, the twins'
+    blocks, the rounds run only because its figure was not yet steady, and the unswept requests."""
 
 
 class WorkloadResult(Record):

@@ -34,7 +34,8 @@ kernel beside 160 µs of sweeps a call), and the busiest SM's time is not additi
 half the SMs can add nothing to a sample whose busiest SM only swept. So where the claim is
 under UNSWEPT_UNDER_US, the timed rounds are followed by UNSWEPT_REQUESTS requests of the same
 calls one by one without the sweeps (`unswept`), each on fresh inputs, its outputs committed
-and checked like a timed request's, each paired with the harness alone run the same way. What
+and checked like a timed request's, each paired with the harness alone run the same way (fewer
+where the first few already pass the claim beyond doubt: `unswept_settled`). What
 the counters see of them is the calls' own work with warm caches, which only makes honest calls
 faster: it bounds the claim of the timed rounds from below, with the noise of a few µs rather
 than of 160. The worker can tell these requests apart (no sweeps), and that gains a solution
@@ -115,6 +116,14 @@ UNSWEPT_UNDER_US = 50.0
 it the sweeps' noise (±4 µs a call in one request, ±0.3-0.5 µs in the median, H200) is a small
 part of the claim and the margin bounds a forgery."""
 UNSWEPT_REQUESTS = 8
+UNSWEPT_FEW = 3
+"""The unswept requests stop after this many once even the largest figure among them, taken
+whole (no allowance for its error or the floor), could not reject the claim: the check at the
+end could then only pass it, and the requests left would cost about 40 ms each for nothing
+(three small workloads of GPU MODE's vectoradd spent 0.6 s there, H200). A forgery whose
+calls the counters see above claim / AUDIT_MARGIN gets every request: its figures are what
+stop the early end. A solution gains nothing by making the first requests lighter: it could
+make every one as light, and each request's outputs are checked."""
 REFERENCE_SHARED_FRACTION = 0.05
 REFERENCE_SHARED_NS_PER_CALL = 2_000
 """The reference's timed blocks may be this much busier (median) than its twin's before the
@@ -252,6 +261,14 @@ class RoundsAudit:
         (reply, committed), window = self._segment(lambda: (request(), commit()), UNSWEPT)
         self.unswept_ns.append(window.busy_ns - harness)
         return reply, committed
+
+    def unswept_settled(self, claimed_us: float) -> bool:
+        """Whether the unswept requests so far already pass a claim of `claimed_us` a call
+        beyond doubt (UNSWEPT_FEW of them, the largest figure taken whole)."""
+        if len(self.unswept_ns) < UNSWEPT_FEW:
+            return False
+        largest = max(max(self.unswept_ns), 0.0) / len(self.session.sets) / 1e3
+        return not device_audit.understated(claimed_us, largest, noise_us=0.0, floor_us=0.0)
 
     def reference(self, block: Callable[[], T]) -> T:
         """One timed block of the reference, sampled."""

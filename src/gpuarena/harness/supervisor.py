@@ -440,7 +440,7 @@ class Supervisor:
             session = WorkloadSession(self.problem, workload, self.device, self.seed, arena, self.fresh_seed)
             first = session.make("trial", 0)
             first_ref = session.reference(first)
-            timing = self.options.mode != "test"
+            timing = self.options.mode != "test" and workload.timed
             n_sets = count_sets(self.backend.input_budget(self.device), input_bytes(first, first_ref)) if timing else 1
             session.allocate(first, first_ref, n_sets, n_checks=0)
             fds = arena.take_fds()  # CUDA buffers for a worker of its own user (see transport)

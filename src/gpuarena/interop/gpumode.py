@@ -17,8 +17,9 @@ The choices:
   `bench0-size4096`, `test1-shape128x256`: names from the entry's arguments), in that order. Its
   axes are the entry's integer arguments plus `case`, the entry's index in a table in the glue
   that keeps every argument (floats, strings and lists of them included, which axes cannot
-  hold; generate_input gets them as task.yml gives them). GPU MODE ranks on its
-  benchmarks: test workloads weigh 0.01, so a score is the benchmarks' wherever they run. A
+  hold; generate_input gets them as task.yml gives them). GPU MODE checks its
+  tests and times its benchmarks, and so does gpuarena: test workloads say `timed = false`
+  (judged for correctness only, in every mode), so a score is the benchmarks'. A
   workload runs on the CPU when its data could be made on the CPU at import and holds at most
   CPU_MAX_ELEMENTS elements; else on CUDA only. task.yml's time-outs become time_limits.
 - Seeds. The supervisor keeps control of the seed: make_inputs() draws the `seed` it passes
@@ -110,7 +111,6 @@ from gpuarena.interop.gpumode_task import (
 from gpuarena.interop.gpumode_write import (
     CHECK_GLUE,
     SEED_BOUND,
-    TEST_WEIGHT,
     _glue,
     _problem_toml,
     _readme,
@@ -127,7 +127,6 @@ __all__ = [
     "GPUMODE_DEFAULT",
     "GPU_MODE_UTILS",
     "SEED_BOUND",
-    "TEST_WEIGHT",
     "Case",
     "GpuModeError",
     "Rule",

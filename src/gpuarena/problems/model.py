@@ -73,6 +73,10 @@ class Workload(Strict):
     """Weight of this workload in the problem's score (weighted geometric mean)."""
     devices: list[Literal["cpu", "cuda"]] = Field(default_factory=lambda: list(DEVICE_KINDS))
     """Device kinds this workload runs on; GPU-sized workloads say ["cuda"]."""
+    timed: bool = True
+    """False: judged for correctness only, in every mode, and never timed or scored. A peer's
+    tests as its own evaluation uses them (GPU MODE's task.yml `tests`, which it checks and
+    does not time): timing and auditing five tiny shapes took two thirds of a ranked verdict."""
 
     @field_validator("dtype")
     @classmethod

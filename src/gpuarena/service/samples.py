@@ -82,7 +82,7 @@ def on_result(
         )
     report = SampleReport.model_validate(redact_json(report.model_dump(mode="json"), hostnames))
     row.verdict, row.report, row.checked_at = report.verdict, report.model_dump(mode="json"), utcnow()
-    row.score = report.optimised.score if report.optimised is not None else None
+    row.score = report.score  # over the canonical reference, not the contributor's alone (sample_score.py)
     row.problem = (report.problem or row.problem)[:200]
 
 

@@ -44,26 +44,65 @@ def _show(comparison: Comparison) -> None:
     for r in comparison.ratios:
         table.add_row(r.problem, str(r.level), f"{r.weight:g}", f"{r.ratio:.3f}", f"{r.low:.3f}-{r.high:.3f}")
     out.print(table)
-    for name, why in comparison.left_out.items():
-        out.print(f"left out: {name}: {why}", highlight=False)
+    if comparison.left_out:
+        left = Table("left out", "why", header_style="bold", title=f"{len(comparison.left_out)} problems not scored")
+        for name, why in comparison.left_out.items():
+            left.add_row(name, why)
+        out.print(left)
+        kinds = ", ".join(f"{n} {kind}" for kind, n in comparison.left_out_counts.items())
+        out.print(f"left out: {kinds}", highlight=False)
     levels = ", ".join(f"level {k} {v:.3f}" for k, v in comparison.by_level.items())
+    runs = (
+        f", {comparison.runs_low:.3f}-{comparison.runs_high:.3f} over the runs' scores"
+        if comparison.runs_low is not None and comparison.runs_high is not None
+        else ""
+    )
     out.print(
         f"{comparison.result} against {comparison.baseline}: score {comparison.score:.3f} "
-        f"(95% interval {comparison.low:.3f}-{comparison.high:.3f} from the timings, "
-        f"{comparison.problems_low:.3f}-{comparison.problems_high:.3f} over resampled problem sets) "
-        f"over {comparison.covered} problems; {levels}",
+        f"(95% interval {comparison.low:.3f}-{comparison.high:.3f} from the timings{runs}, "
+        f"{comparison.problems_low:.3f}-{comparison.problems_high:.3f} over resampled problem sets"
+        f"{' and runs' if runs else ''}) over {comparison.covered} problems; {levels}",
         highlight=False,
     )
+    out.print(f"the interval: {comparison.spread}", highlight=False)
 
 
-def shipped_baseline(problems: set[str]) -> Path | None:
-    """The shipped baseline that times the most of these problems (None: none times any)."""
+def shipped_baseline(problems: set[str], device_name: str | None = None) -> Path | None:
+    """The shipped baseline that times the most of these problems, among those timed on
+    device_name when given (None: none times any)."""
     best, common = None, 0
     for path in sorted(SHIPPED_BASELINES.glob("*.json")):
-        shared = len(problems & {p.problem for p in _load(path).problems})
+        shipped = _load(path)
+        if device_name is not None and shipped.device_name != device_name:
+            continue
+        shared = len(problems & {p.problem for p in shipped.problems})
         if shared > common:
             best, common = path, shared
     return best
+
+
+def _shipped() -> str:
+    return (
+        ", ".join(f"{path.name} ({_load(path).device_name})" for path in sorted(SHIPPED_BASELINES.glob("*.json")))
+        or "none"
+    )
+
+
+AcrossDevices = Annotated[
+    bool,
+    typer.Option(
+        "--across-devices",
+        help="Score results timed on different devices (a CPU against a GPU, one GPU model against another): "
+        "refused without it",
+    ),
+]
+AcrossWorkloads = Annotated[
+    bool,
+    typer.Option(
+        "--across-workloads",
+        help="Score problems that the two results timed on different workloads: refused without it",
+    ),
+]
 
 
 @suite_app.command("run")
@@ -101,51 +140,94 @@ def run_cmd(
         typer.Option(
             "--baseline",
             help="Score the result against this suite result (on cuda, default: the shipped "
-            "baseline that times the most of the problems this framework times)",
+            "baseline timed on this device that times the most of the problems this framework times)",
         ),
     ] = None,
+    runs: Annotated[
+        int,
+        typer.Option(
+            "--runs",
+            help="Run the whole suite this many times, one after another: each problem keeps every run's "
+            "time and its interval spans them all (the run-to-run spread, docs/suite.md)",
+        ),
+    ] = 1,
+    across_devices: AcrossDevices = False,
+    across_workloads: AcrossWorkloads = False,
 ) -> None:
     """Time a framework's implementation of each problem and write the suite result."""
     from gpuarena.problems.select import ProblemFilter, select
     from gpuarena.suite.frameworks import FRAMEWORKS, implements
     from gpuarena.suite.run import all_problems, run_suite
+    from gpuarena.suite.runs import merge_runs
     from gpuarena.suite.score import compare
 
     try:
         if device != "cpu" and not device.startswith("cuda"):
             raise GpuarenaError(f"--device {device!r}: use cpu or cuda")
+        if runs < 1:
+            raise GpuarenaError(f"--runs {runs}: give 1 or more")
         chosen = select(all_problems(root or []), ProblemFilter.of(match, level, tag, model, source))
         if framework not in FRAMEWORKS:
             raise GpuarenaError(f"--framework {framework!r}: use one of {', '.join(FRAMEWORKS)}")
-        if baseline is None and device != "cpu":
-            # only the problems this framework times can be in common with a baseline
-            baseline = shipped_baseline({p.id for p in chosen if implements(p, framework)})
-            if baseline is None:
-                err.print(
-                    f"no shipped baseline times any of these problems with {framework}: the result is "
-                    "not scored (--baseline names one)",
-                    highlight=False,
-                )
+        if gpus != 1 and device != "cuda":
+            raise GpuarenaError(f"--gpus is for --device cuda (each process gets one GPU as cuda), not {device!r}")
+        # only the problems this framework times can be in common with a baseline
+        own = {p.id for p in chosen if implements(p, framework)}
+        if baseline is None and device != "cpu" and shipped_baseline(own) is None:
+            err.print(
+                f"no shipped baseline times any of these problems with {framework}: the result is "
+                "not scored (--baseline names one)",
+                highlight=False,
+            )
         base = _load(baseline) if baseline is not None else None
+        done: list[SuiteResult] = []
 
         def save(so_far: SuiteResult) -> None:
-            output.write_text(so_far.model_dump_json(indent=2) + "\n")
+            output.write_text(merge_runs([*done, so_far]).model_dump_json(indent=2) + "\n")
 
-        show = lambda text: err.print(text, highlight=False)  # noqa: E731
-        if gpus != 1:
-            from gpuarena.suite.shard import gpu_slots, run_sharded
+        for k in range(1, runs + 1):
+            prefix = f"[run {k}/{runs}] " if runs > 1 else ""
+            show = lambda text, prefix=prefix: err.print(prefix + text, highlight=False)  # noqa: E731
+            if gpus != 1:
+                from gpuarena.suite.shard import gpu_slots, run_sharded
 
-            if device != "cuda":
-                raise GpuarenaError(f"--gpus is for --device cuda (each process gets one GPU as cuda), not {device!r}")
-            result = run_sharded(chosen, framework, device, budget, gpu_slots(gpus), progress=show, checkpoint=save)
-        else:
-            result = run_suite(chosen, framework, device, budget, progress=show, checkpoint=save)
-        save(result)
+                one = run_sharded(chosen, framework, device, budget, gpu_slots(gpus), progress=show, checkpoint=save)
+            else:
+                one = run_suite(chosen, framework, device, budget, progress=show, checkpoint=save)
+            done.append(one)
+        result = merge_runs(done)
+        output.write_text(result.model_dump_json(indent=2) + "\n")
         err.print(f"wrote {output}", highlight=False)
+        if base is None and device != "cpu":
+            base = _pick_shipped(result, across_devices, output)
         if base is not None:
-            _show(compare(base, result))
+            _show(compare(base, result, across_devices, across_workloads))
     except GpuarenaError as exc:
         fail(exc)
+
+
+def _pick_shipped(result: SuiteResult, across_devices: bool, output: Path) -> SuiteResult | None:
+    """The shipped baseline a run is scored against by default, said aloud: which, on what device,
+    and what it leaves out (None, and why, when no shipped baseline on this device times any)."""
+    timed = {p.problem for p in result.problems if p.time_us is not None}
+    picked = shipped_baseline(timed, None if across_devices else result.device_name)
+    if picked is None:
+        err.print(
+            f"no shipped baseline timed on {result.device_name} times these problems (shipped: {_shipped()}): "
+            f"the result is not scored; `gpuarena suite compare BASELINE {output} --across-devices` scores it "
+            "against one of them",
+            highlight=False,
+        )
+        return None
+    base = _load(picked)
+    held = len(timed & {p.problem for p in base.problems})
+    err.print(
+        f"scored against the shipped baseline {picked.name} ({base.framework} on {base.device_name}, "
+        f"{base.runs} run(s)): it holds {held} of the {len(timed)} problems this run timed; the others are "
+        "listed as left out, with the reason",
+        highlight=False,
+    )
+    return base
 
 
 @suite_app.command("compare")
@@ -159,13 +241,16 @@ def compare_cmd(
             "--plots", help="Also write its plots (SVG: by level, by model, the slowest problems) into this folder"
         ),
     ] = None,
+    across_devices: AcrossDevices = False,
+    across_workloads: AcrossWorkloads = False,
 ) -> None:
-    """Score a suite result against a baseline, problem by problem and in all."""
+    """Score a suite result against a baseline, problem by problem and in all. Refused across
+    devices or workload sets unless asked; every problem not scored is listed with the reason."""
     from gpuarena.suite.plots import comparison_plots
     from gpuarena.suite.score import compare
 
     try:
-        comparison = compare(_load(baseline), _load(result))
+        comparison = compare(_load(baseline), _load(result), across_devices, across_workloads)
     except GpuarenaError as exc:
         fail(exc)
         return
@@ -178,6 +263,30 @@ def compare_cmd(
         for name, svg in comparison_plots(comparison).items():
             (plots / f"{name}.svg").write_text(svg)
         err.print(f"plots written to {plots}", highlight=False)
+
+
+@suite_app.command("merge")
+def merge_cmd(
+    runs: Annotated[
+        list[Path], typer.Argument(help="Suite results of one framework on one device, each one run or more")
+    ],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the merged result (JSON)")],
+) -> None:
+    """Merge runs of the suite made apart (in separate device calls, say) into one result of
+    several runs, as `suite run --runs N` writes it."""
+    from gpuarena.suite.runs import merge_runs
+
+    try:
+        merged = merge_runs([_load(path) for path in runs])
+    except GpuarenaError as exc:
+        fail(exc)
+        return
+    output.write_text(merged.model_dump_json(indent=2) + "\n")
+    timed = sum(p.time_us is not None for p in merged.problems)
+    err.print(
+        f"wrote {output}: {merged.runs} runs, {timed} of {len(merged.problems)} problems timed in every run",
+        highlight=False,
+    )
 
 
 def register(app: typer.Typer) -> None:

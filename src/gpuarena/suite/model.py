@@ -30,7 +30,12 @@ class ProblemTime(BaseModel):
     high_us: float | None = None
     """And of its high end."""
     workloads: dict[str, float] = {}
-    """workload -> median microseconds."""
+    """workload -> median microseconds (over several runs: the geometric mean of the runs' medians)."""
+    runs_us: list[float] = []
+    """Each run's time_us, in run order (`suite run --runs N`; suite/runs.py). Over several runs
+    time_us is their geometric mean and low_us / high_us the lowest and highest end of the runs'
+    intervals, so the interval spans every run. Empty in a file written before runs were kept:
+    one run, time_us."""
 
 
 class SuiteResult(BaseModel):
@@ -51,3 +56,8 @@ class SuiteResult(BaseModel):
     """The command that made it."""
     problems: list[ProblemTime]
     """Every problem run, in order."""
+    runs: int = 1
+    """How many times the whole suite was run (each problem's runs_us)."""
+    left_out: dict[str, str] = {}
+    """Problems chosen but not run, and why (no workload on the device, another framework's, or
+    left out of a shipped baseline after its run): a comparison names them, never drops them silently."""

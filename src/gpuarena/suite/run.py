@@ -30,12 +30,14 @@ def problem_time(problem: Problem, record: Evaluation) -> ProblemTime:
     if record.status.value != "PASSED" or not timed:
         return ProblemTime(**base)
     weights = [w.weight for w, _ in timed]
+    time_us = weighted_geomean([t.median_us for _, t in timed], weights)
     return ProblemTime(
         **base,
-        time_us=weighted_geomean([t.median_us for _, t in timed], weights),
+        time_us=time_us,
         low_us=weighted_geomean([t.ci95_low_us for _, t in timed], weights),
         high_us=weighted_geomean([t.ci95_high_us for _, t in timed], weights),
         workloads={w.name: t.median_us for w, t in timed},
+        runs_us=[time_us],
     )
 
 
@@ -48,26 +50,22 @@ def run_suite(
     checkpoint: Callable[[SuiteResult], None] = lambda result: None,
 ) -> SuiteResult:
     """Time the framework's implementation of each problem on device; a problem with no
-    workload for the device is left out (said in progress). checkpoint gets the result so far
+    workload for the device, or not in this framework, is left out (said in progress, and kept
+    with the reason in the result's left_out). checkpoint gets the result so far
     after each problem (the CLI writes it, so a run stopped early keeps what it timed)."""
     from gpuarena.harness.evaluator import Evaluator
     from gpuarena.harness.supervisor import RunOptions
 
-    target = "cpu" if device == "cpu" else "cuda"
+    target = _target(device)
     times: list[ProblemTime] = []
+    left_out = left_out_of(problems, framework, device)
     device_name = ""
     with Evaluator(device) as evaluator:
         for i, problem in enumerate(problems, 1):
+            if problem.id in left_out:
+                progress(f"[{i}/{len(problems)}] {problem.id}: {left_out[problem.id]}, left out")
+                continue
             workloads = [w.name for w in problem.spec.workloads if target in w.devices]
-            if not workloads:
-                progress(f"[{i}/{len(problems)}] {problem.id}: no {target} workload, left out")
-                continue
-            if not implements(problem, framework):
-                progress(
-                    f"[{i}/{len(problems)}] {problem.id}: its reference is written in "
-                    f"{problem.spec.provenance.framework}, no {framework} implementation, left out"
-                )
-                continue
             options = RunOptions(
                 device=device,
                 mode="benchmark",
@@ -81,13 +79,33 @@ def run_suite(
             if record.environment is not None and not device_name:
                 device_name = record.environment.device_name
             times.append(problem_time(problem, record))
-            checkpoint(result_of(framework, device, device_name, times))
+            checkpoint(result_of(framework, device, device_name, times, left_out))
             shown = f"{times[-1].time_us:.1f} µs" if times[-1].time_us is not None else times[-1].status
             progress(f"[{i}/{len(problems)}] {problem.id}: {shown}")
-    return result_of(framework, device, device_name, times)
+    return result_of(framework, device, device_name, times, left_out)
 
 
-def result_of(framework: str, device: str, device_name: str, times: list[ProblemTime]) -> SuiteResult:
+def _target(device: str) -> str:
+    return "cpu" if device == "cpu" else "cuda"
+
+
+def left_out_of(problems: list[Problem], framework: str, device: str) -> dict[str, str]:
+    """The chosen problems the framework does not run on the device, and why: the result keeps
+    them (SuiteResult.left_out), so a comparison can say why they are missing."""
+    target, why = _target(device), {}
+    for problem in problems:
+        if not any(target in w.devices for w in problem.spec.workloads):
+            why[problem.id] = f"no {target} workload"
+        elif not implements(problem, framework):
+            why[problem.id] = (
+                f"its reference is written in {problem.spec.provenance.framework}, no {framework} implementation"
+            )
+    return why
+
+
+def result_of(
+    framework: str, device: str, device_name: str, times: list[ProblemTime], left_out: dict[str, str] | None = None
+) -> SuiteResult:
     """The suite result of these problem times, with this process's versions and command."""
     import torch
 
@@ -105,6 +123,7 @@ def result_of(framework: str, device: str, device_name: str, times: list[Problem
         environment=environment,
         command=" ".join(shlex.quote(a) for a in ["gpuarena", *sys.argv[1:]]),
         problems=list(times),
+        left_out=dict(left_out or {}),
     )
 
 

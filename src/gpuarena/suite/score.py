@@ -13,6 +13,14 @@ is a second one (`problems_low`, `problems_high`): the same score over the probl
 with replacement, each problem with its weight, PROBLEM_RESAMPLES times (seeded, so a comparison
 always gives the same figures), the middle 95%. Two GPUs whose problem intervals overlap differ by
 less than the dataset's choice of problems can show.
+
+Runs (suite/runs.py): a result of several runs gives each problem an interval spanning every
+run's, so the timings' interval covers the run-to-run spread too; the runs' own spread is given
+apart (`runs_low`, `runs_high`: the lowest and highest score over every pairing of a baseline
+run with a result run), and the problem sets' draws pick a run of each side as well (a bootstrap
+over problems and runs). Where each side ran once, the interval is the noise within one run only,
+and `spread` says so. A comparison across devices or workload sets is refused unless asked
+(suite/comparable.py); every problem not scored is in left_out with the reason.
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.stats import weighted_geomean
+from gpuarena.suite.comparable import check_comparable, missing_reason
 from gpuarena.suite.model import SuiteResult
+from gpuarena.suite.runs import run_times
 
 
 class ProblemRatio(BaseModel):
@@ -64,10 +74,23 @@ class Comparison(BaseModel):
     """The score's 95% interval over resampled problem sets, low end (see the module's docstring)."""
     problems_high: float | None = None
     """And high end."""
+    runs_low: float | None = None
+    """The lowest score over every pairing of a baseline run with a result run (None: each side ran once)."""
+    runs_high: float | None = None
+    """And the highest."""
+    baseline_runs: int = 1
+    """How many runs the baseline holds."""
+    result_runs: int = 1
+    """And the result."""
+    spread: str = ""
+    """What the interval covers, in words: the noise within one run only, or the spread over runs."""
     covered: int
     """Problems in the score."""
     left_out: dict[str, str]
-    """Problems left out, and why."""
+    """Problems left out, and why ("not in the baseline", "failed in the result", ...: the text before
+    the first colon is the kind, left_out_counts counts them)."""
+    left_out_counts: dict[str, int] = {}
+    """How many problems were left out for each kind of reason."""
     ratios: list[ProblemRatio]
     """Each problem's ratio, slowest relative to the baseline first."""
     by_level: dict[int, float]
@@ -104,15 +127,25 @@ def _by(ratios: list[ProblemRatio], key: Callable[[ProblemRatio], Iterable[_Grou
 
 
 def problem_interval(
-    ratios: list[float], weights: list[float], resamples: int = PROBLEM_RESAMPLES, seed: int = 0
+    ratios: list[float] | list[list[float]],
+    weights: list[float],
+    resamples: int = PROBLEM_RESAMPLES,
+    seed: int = 0,
 ) -> tuple[float, float]:
     """The middle 95% of the weighted geometric mean over problem sets drawn with replacement
-    (one draw of n problems from the n, each with its own weight), in one numpy pass. A draw of
-    only weightless problems has no score and is not counted."""
-    logs, w = np.log(np.asarray(ratios, dtype=np.float64)), np.asarray(weights, dtype=np.float64)
-    picks = np.random.default_rng(seed).integers(0, len(logs), size=(resamples, len(logs)))
+    (one draw of n problems from the n, each with its own weight), in one numpy pass. ratios is
+    one ratio a problem, or one row of ratios per pairing of runs: then each draw also picks a
+    pairing (a run of each side), so the interval covers the runs as well as the problems. A
+    draw of only weightless problems has no score and is not counted."""
+    logs = np.log(np.atleast_2d(np.asarray(ratios, dtype=np.float64)))
+    w = np.asarray(weights, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, logs.shape[1], size=(resamples, logs.shape[1]))
+    pairing = (
+        rng.integers(0, logs.shape[0], size=(resamples, 1)) if logs.shape[0] > 1 else np.zeros((resamples, 1), int)
+    )
     total = w[picks].sum(axis=1)
-    weighted = (w[picks] * logs[picks]).sum(axis=1)
+    weighted = (w[picks] * logs[pairing, picks]).sum(axis=1)
     scores = np.exp(weighted[total > 0] / total[total > 0])
     if not scores.size:
         raise GpuarenaError("no problem with a weight above 0: the score is not defined")
@@ -124,15 +157,38 @@ def _label(r: SuiteResult) -> str:
     return f"{r.framework} on {r.device_name}"
 
 
-def compare(baseline: SuiteResult, result: SuiteResult) -> Comparison:
+def run_pairings(base: list[list[float]], result: list[list[float]]) -> list[list[float]]:
+    """One row per pairing of a baseline run with a result run: each problem's ratio in that
+    pairing (base[p][i] / result[p][j]). Runs beyond the fewest a problem has are not paired."""
+    nb, nr = min(len(b) for b in base), min(len(r) for r in result)
+    return [[b[i] / r[j] for b, r in zip(base, result)] for i in range(nb) for j in range(nr)]
+
+
+def _spread(base_runs: int, result_runs: int) -> str:
+    if base_runs == 1 and result_runs == 1:
+        return (
+            "within one run only: each side ran once, so the run-to-run spread is not measured "
+            "(gpuarena suite run --runs N measures it)"
+        )
+    return (
+        f"over {base_runs} run(s) of the baseline and {result_runs} of the result: each problem's interval "
+        "spans its runs', the runs' scores are every pairing of a baseline run with a result run"
+    )
+
+
+def compare(
+    baseline: SuiteResult, result: SuiteResult, across_devices: bool = False, across_workloads: bool = False
+) -> Comparison:
+    """The result scored against the baseline (see the module's docstring); refused across devices
+    or workload sets unless asked."""
+    check_comparable(baseline, result, across_devices, across_workloads)
     base = {p.problem: p for p in baseline.problems}
     ratios, left_out = [], {}
+    base_runs, result_runs = [], []
     for p in result.problems:
         b = base.get(p.problem)
-        if b is None:
-            left_out[p.problem] = "not in the baseline"
-        elif p.time_us is None or b.time_us is None:
-            left_out[p.problem] = f"not timed: {p.status if p.time_us is None else 'baseline ' + b.status}"
+        if b is None or p.time_us is None or b.time_us is None:
+            left_out[p.problem] = missing_reason(p.problem, baseline, result)
         else:
             # a timed problem has its interval too (run.problem_time)
             assert b.low_us is not None and b.high_us is not None and p.low_us is not None and p.high_us is not None
@@ -147,12 +203,20 @@ def compare(baseline: SuiteResult, result: SuiteResult) -> Comparison:
                     high=b.high_us / p.low_us,
                 )
             )
+            base_runs.append(run_times(b))
+            result_runs.append(run_times(p))
     for name in base.keys() - {p.problem for p in result.problems}:
-        left_out[name] = "not in the result"
+        left_out[name] = missing_reason(name, baseline, result)
     if not ratios:
         raise GpuarenaError(f"{_label(result)} and the baseline {_label(baseline)} have no timed problem in common")
     weights = [r.weight for r in ratios]
-    problems_low, problems_high = problem_interval([r.ratio for r in ratios], weights)
+    pairings = run_pairings(base_runs, result_runs)
+    runs_scores = [weighted_geomean(row, weights) for row in pairings]
+    problems_low, problems_high = problem_interval(pairings, weights)
+    nb, nr = min(map(len, base_runs)), min(map(len, result_runs))
+    kinds: dict[str, int] = {}
+    for why in left_out.values():
+        kinds[why.split(":")[0]] = kinds.get(why.split(":")[0], 0) + 1
     return Comparison(
         baseline=_label(baseline),
         result=_label(result),
@@ -161,8 +225,14 @@ def compare(baseline: SuiteResult, result: SuiteResult) -> Comparison:
         problems_high=problems_high,
         low=weighted_geomean([r.low for r in ratios], weights),
         high=weighted_geomean([r.high for r in ratios], weights),
+        runs_low=min(runs_scores) if len(runs_scores) > 1 else None,
+        runs_high=max(runs_scores) if len(runs_scores) > 1 else None,
+        baseline_runs=nb,
+        result_runs=nr,
+        spread=_spread(nb, nr),
         covered=len(ratios),
         left_out=dict(sorted(left_out.items())),
+        left_out_counts=dict(sorted(kinds.items())),
         ratios=sorted(ratios, key=lambda r: r.ratio),
         by_level=_by(ratios, lambda r: [r.level]),
         by_model=_by(ratios, lambda r: model_tags(r.tags)),

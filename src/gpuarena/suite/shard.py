@@ -22,7 +22,7 @@ from typing import Any
 from gpuarena.errors import GpuarenaError
 from gpuarena.problems.loader import Problem, load_problem
 from gpuarena.suite.model import ProblemTime, SuiteResult
-from gpuarena.suite.run import result_of, run_suite
+from gpuarena.suite.run import left_out_of, result_of, run_suite
 
 
 def gpu_slots(count: int) -> list[dict[str, str]]:
@@ -71,6 +71,7 @@ def run_sharded(
     order = {p.id: i for i, p in enumerate(problems)}
     if len(order) != len(problems):
         raise GpuarenaError("two chosen problems share an id: run them in separate suite runs")
+    left_out = left_out_of(problems, framework, device)  # the children leave the same out
     events: queue.Queue[tuple[int, dict[str, Any] | None]] = queue.Queue()
     children, shares = [], split(problems, len(slots))
     for k, (slot, share) in enumerate(zip(slots, shares)):
@@ -112,11 +113,11 @@ def run_sharded(
             times[done.problem] = done
             if event.get("device_name"):
                 names.add(str(event["device_name"]))
-            checkpoint(result_of(framework, device, _name(names), _ordered(times, order)))
+            checkpoint(result_of(framework, device, _name(names), _ordered(times, order), left_out))
     for k, child, share in children:
         code = child.wait()
         for problem in share:
-            if problem.id not in times and code != 0:
+            if problem.id not in times and problem.id not in left_out and code != 0:
                 times[problem.id] = ProblemTime(
                     problem=problem.id,
                     level=problem.spec.level,
@@ -125,7 +126,7 @@ def run_sharded(
                     status="ERROR",
                     reason=f"the suite's process for slot {k} exited with code {code}",
                 )
-    return result_of(framework, device, _name(names), _ordered(times, order))
+    return result_of(framework, device, _name(names), _ordered(times, order), left_out)
 
 
 def _ordered(times: dict[str, ProblemTime], order: dict[str, int]) -> list[ProblemTime]:

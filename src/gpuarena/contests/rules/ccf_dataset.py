@@ -1,6 +1,11 @@
 """ccf-dataset: dataset contributions. Contributors ranked by the number of samples the
 organizer accepted, ties by the accepted samples' total score, then by bonus items (each
-item counted once per problem, from submissions with accepted samples)."""
+item counted once per problem, from submissions with accepted samples).
+
+A sample's score is what its check recorded (dataset/sample_score.py): its optimised kernel's
+speed-up over the canonical reference (the dataset's reference for the computation, or the
+reference's canonical graph with dead and repeated work left out), never over the contributor's
+reference alone, so a deliberately slow reference does not win the tie-break (issue 48)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,239 @@
+"""A whole verdict, gpuarena's beside GPU MODE's own, on one GPU MODE task and submission
+(issue 47: "a full ranked verdict ... at most 0.6x GPU MODE's own test + leaderboard time").
+
+GPU MODE's code is not in this repository: pass a checkout of github.com/gpu-mode/reference-kernels
+(`bench/gpu_carry.sh` copies one into .gpu/ when GPUMODE_REPO names a local clone):
+
+    python3 bench/peer_gpumode.py --reference-kernels .gpu/reference-kernels \\
+        --task problems/pmpp/vectoradd_py --submission solutions/correct/submission_triton.py \\
+        --repeat 3 --out DIR
+
+GPU MODE's side: the task's files as its task.yml lists them, in a scratch folder, and its own
+`eval.py` run the way its runner runs it (POPCORN_FD, one process per mode): `test` on the
+task's tests, `leaderboard` on its benchmarks (the ranked mode: the last benchmark, inputs
+redrawn and checked every run), and `benchmark` on every benchmark. Each wall time includes
+the Python process, as a submitter waits for it.
+
+gpuarena's side: `gpuarena import gpumode` of the same task folder, then the same submission
+file, unmodified, through `gpuarena run --mode ranked` (every test and benchmark a workload,
+correctness on each, timing and the device audit on each timed one), and `--mode test`. Each
+wall time is the whole `gpuarena run` process; the record's phases and each workload's audit
+cost (`device_audit.seconds`) say where it went.
+
+Writes DIR/peer-gpumode.json and DIR/peer-gpumode.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def gpumode_folder(task: Path, submission: Path, into: Path) -> None:
+    """The files task.yml lists, as GPU MODE's runner lays them out."""
+    spec = yaml.safe_load((task / "task.yml").read_text())
+    for entry in spec["files"]:
+        source = submission if entry["source"] == "@SUBMISSION@" else task / entry["source"]
+        shutil.copy(source, into / entry["name"])
+    for kind in ("tests", "benchmarks"):
+        lines = ["; ".join(f"{k}: {v}" for k, v in case.items()) for case in spec[kind]]
+        (into / f"{kind}.txt").write_text("\n".join(lines) + "\n")
+
+
+def run_gpumode(folder: Path, mode: str, cases: str) -> dict[str, Any]:
+    """One `eval.py MODE CASES` process, timed from outside; its POPCORN log kept."""
+    read, write = os.pipe()
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "eval.py", mode, cases],
+        cwd=folder,
+        env={**os.environ, "POPCORN_FD": str(write)},
+        pass_fds=(write,),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    wall = time.perf_counter() - started
+    os.close(write)
+    with os.fdopen(read) as log:
+        popcorn = log.read()
+    return {
+        "mode": mode,
+        "wall_s": round(wall, 3),
+        "rc": done.returncode,
+        "passed": "check: pass" in popcorn,
+        "log": popcorn.splitlines()[-12:],
+        "stderr": done.stderr[-2000:],
+    }
+
+
+def run_gpuarena(problem: Path, submission: Path, mode: str) -> dict[str, Any]:
+    """One `gpuarena run` process, timed from outside; its record's phases and audit costs."""
+    command = [
+        sys.executable,
+        "-m",
+        "gpuarena",
+        "run",
+        str(problem),
+        str(submission),
+        "--device",
+        "cuda",
+        "--mode",
+        mode,
+        "--json",
+    ]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    wall = time.perf_counter() - started
+    try:
+        record = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return {"mode": mode, "wall_s": round(wall, 3), "rc": done.returncode, "stderr": done.stderr[-3000:]}
+    workloads = []
+    for w in record.get("workloads", []):
+        audit = w.get("device_audit") or {}
+        workloads.append(
+            {
+                "name": w["name"],
+                "status": w["status"],
+                "median_us": (w.get("time") or {}).get("median_us"),
+                "samples": (w.get("time") or {}).get("samples"),
+                "audit_s": audit.get("seconds"),
+                "audit_requests": len(audit.get("observed_us_per_request") or []),
+                "unswept_requests": len(audit.get("unswept_per_request") or []),
+                "noise_us": audit.get("noise_us"),
+            }
+        )
+    return {
+        "mode": mode,
+        "wall_s": round(wall, 3),
+        "rc": done.returncode,
+        "status": record.get("status"),
+        "duration_s": record.get("duration_s"),
+        "phases": record.get("phases"),
+        "workloads": workloads,
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    gm, ga = result["gpumode"], result["gpuarena"]
+    lines = [
+        f"# GPU MODE's eval.py beside gpuarena: {result['task']} with {result['submission']}",
+        "",
+        f"Device: {result['device']}. Command: `{result['command']}`. Medians of {result['repeat']} runs.",
+        "",
+        "| verdict | median wall s | runs |",
+        "| --- | --- | --- |",
+    ]
+    for name, runs in [*(("GPU MODE " + m, r) for m, r in gm.items()), *(("gpuarena " + m, r) for m, r in ga.items())]:
+        lines.append(f"| {name} | {statistics.median(r['wall_s'] for r in runs):.2f} | {[r['wall_s'] for r in runs]} |")
+    lines += [
+        "",
+        f"GPU MODE test + leaderboard: {result['gpumode_verdict_s']:.2f} s; gpuarena ranked: "
+        f"{result['gpuarena_ranked_s']:.2f} s ({result['ratio']:.2f}x); the audit's share of the ranked "
+        f"record: {result['audit_share']:.0%}.",
+        "",
+    ]
+    ranked = ga["ranked"][-1]
+    lines += [
+        "Phases of the last ranked run: " + json.dumps(ranked.get("phases")),
+        "",
+        "| workload | status | median µs | audit s | audit requests | unswept |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for w in ranked.get("workloads", []):
+        lines.append(
+            f"| {w['name']} | {w['status']} | {w['median_us']} | {w['audit_s']} | {w['audit_requests']} | {w['unswept_requests']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reference-kernels", type=Path, required=True)
+    parser.add_argument("--task", default="problems/pmpp/vectoradd_py")
+    parser.add_argument("--submission", default="solutions/correct/submission_triton.py")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    task = args.reference_kernels / args.task
+    submission = task / args.submission
+    args.out.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    result: dict[str, Any] = {
+        "task": args.task,
+        "submission": args.submission,
+        "repeat": args.repeat,
+        "device": torch.cuda.get_device_name(0),
+        "command": "python3 bench/peer_gpumode.py " + " ".join(sys.argv[1:]),
+        "gpumode": {"test": [], "leaderboard": [], "benchmark": []},
+        "gpuarena": {"test": [], "ranked": []},
+    }
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / "gpumode"
+        folder.mkdir()
+        gpumode_folder(task, submission, folder)
+        imported = Path(scratch) / "imported"
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gpuarena",
+                "import",
+                "gpumode",
+                str(task),
+                "-o",
+                str(imported),
+                "--check-device",
+                "cuda",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        print(done.stdout[-2000:], done.stderr[-2000:], flush=True)
+        problem = next(p.parent for p in imported.rglob("problem.toml"))
+        mine = Path(scratch) / "submission.py"
+        shutil.copy(submission, mine)
+        for _ in range(args.repeat):
+            for mode, cases in (
+                ("test", "tests.txt"),
+                ("leaderboard", "benchmarks.txt"),
+                ("benchmark", "benchmarks.txt"),
+            ):
+                result["gpumode"][mode].append(run_gpumode(folder, mode, cases))
+                print("gpumode", mode, result["gpumode"][mode][-1]["wall_s"], flush=True)
+            for mode in ("test", "ranked"):
+                result["gpuarena"][mode].append(run_gpuarena(problem, mine, mode))
+                r = result["gpuarena"][mode][-1]
+                print("gpuarena", mode, r["wall_s"], r.get("status"), r.get("phases"), flush=True)
+
+    def median(runs: list[dict[str, Any]]) -> float:
+        return statistics.median(r["wall_s"] for r in runs)
+
+    result["gpumode_verdict_s"] = median(result["gpumode"]["test"]) + median(result["gpumode"]["leaderboard"])
+    result["gpuarena_ranked_s"] = median(result["gpuarena"]["ranked"])
+    result["ratio"] = result["gpuarena_ranked_s"] / result["gpumode_verdict_s"]
+    shares = [
+        (r.get("phases") or {}).get("device audit", 0.0) / r["duration_s"]
+        for r in result["gpuarena"]["ranked"]
+        if r.get("duration_s")
+    ]
+    result["audit_share"] = statistics.median(shares) if shares else float("nan")
+    (args.out / "peer-gpumode.json").write_text(json.dumps(result, indent=1) + "\n")
+    (args.out / "peer-gpumode.md").write_text(markdown(result))
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
