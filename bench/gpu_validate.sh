@@ -195,7 +195,7 @@ do_service() {
   note "[service] users add alice: token ${#T} characters"
   local KIND
   KIND=${SERVICE_KIND:-}
-  [ -n "$KIND" ] || KIND=$(python3 -c 'from gpuarena.runner.devices import detect; print([s.kind for s in detect() if s.device != "cpu"][0])' 2>>"$L")
+  [ -n "$KIND" ] || KIND=$(python3 -c 'from gpuarena.host_devices import detect; print([s.kind for s in detect() if s.device != "cpu"][0])' 2>>"$L")
   sleep 3  # the embedded runner registers its device kinds
   note "[service] device kind from nvidia-smi: $KIND; /api/device-kinds: $(http_get $url/api/device-kinds 2>&1 | tr -d '\n')"
   step service-submit "${T_SUBMIT:-300}" python3 -m gpuarena.cli submit level1/softmax examples/softmax/triton.py \

@@ -94,6 +94,84 @@ def test_the_package_has_no_import_circles():
     assert circles(import_graph()) == []
 
 
+PACKAGE_FLOORS = {
+    # the ground floor: records and wire types as values, errors, small helpers without a floor above
+    "gpuarena": 0,
+    "contracts": 0,
+    "errors": 0,
+    "cache": 0,
+    "bundled": 0,
+    "stack": 0,
+    "jax_bridge": 0,
+    "host_devices": 0,
+    # formats: problems and solutions as files
+    "problems": 1,
+    "solutions": 1,
+    # the judge
+    "harness": 2,
+    # the library's features over the judge
+    "interop": 3,
+    "apps": 3,
+    "suite": 3,
+    "contests": 3,
+    "dataset": 3,
+    "scaffold": 3,
+    "redteam": 3,
+    "solution_readers": 3,
+    "problem_check": 3,
+    "runner_wire": 3,
+    "schemas": 3,
+    # the faces
+    "client": 4,
+    "runner": 4,
+    "service": 4,
+    "cli": 4,
+    "__main__": 4,
+}
+"""Each top-level package or module of gpuarena on its floor (docs/architecture.md): a module may
+import its own floor and those below, never above; a new package must be given a floor here."""
+
+
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    folded: dict[str, set[str]] = {}
+    for module, imports in graph.items():
+        mine = folded.setdefault(package_of(module), set())
+        mine.update(package_of(i) for i in imports if package_of(i) != package_of(module))
+    return folded
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a package's modules to a package on a higher floor (type-only ones too)."""
+    return sorted(
+        f"{module} imports {imported}"
+        for module, imports in graph.items()
+        for imported in imports
+        if PACKAGE_FLOORS[package_of(imported)] > PACKAGE_FLOORS[package_of(module)]
+    )
+
+
+def test_every_package_is_on_a_floor():
+    assert set(package_graph(import_graph())) == set(PACKAGE_FLOORS)
+
+
+def test_an_upward_import_is_found():
+    graph = {"gpuarena.problems.check": {"gpuarena.harness.compare"}, "gpuarena.harness.judge": {"gpuarena.errors"}}
+    assert upward_imports(graph) == ["gpuarena.problems.check imports gpuarena.harness.compare"]
+
+
+def test_packages_import_only_downwards_and_in_no_circle():
+    """contracts -> formats -> harness -> features -> faces (issue 50): the package graph, folded
+    from every module's imports, has no circle and no import up a floor."""
+    graph = import_graph()
+    assert upward_imports(graph) == []
+    assert circles(package_graph(graph)) == []
+
+
 SHARED = {
     "records",
     "profile_record",

@@ -214,7 +214,7 @@ def test_suite_run_and_compare_from_the_command_line(tmp_path) -> None:
 def test_the_shipped_baselines_cover_the_bundled_problems_and_the_dataset() -> None:
     """Each default baseline times its problem set, every problem PASSED, and `suite run` picks
     the one that times the most of the chosen problems."""
-    from gpuarena.suite.cli import SHIPPED_BASELINES, shipped_baseline
+    from gpuarena.cli.suite_cli import SHIPPED_BASELINES, shipped_baseline
     from gpuarena.suite.frameworks import implements
     from gpuarena.suite.run import all_problems
 
@@ -279,7 +279,7 @@ def test_a_run_spread_over_several_processes_merges_in_order_and_names_a_dead_on
     with pytest.raises(GpuarenaError, match="no CUDA device"):
         gpu_slots(0)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # then the runner's own GPU detection: none on a CPU host
-    from gpuarena.runner.devices import detect
+    from gpuarena.host_devices import detect
 
     if not detect(cpu=False):
         with pytest.raises(GpuarenaError, match="no CUDA device"):
@@ -305,7 +305,7 @@ def test_a_problem_whose_reference_is_jax_is_judged_checked_and_timed_as_jax() -
     harness: `gpuarena check` passes it, a PyTorch solution is judged against it, and the suite's
     jax framework times it as a JAX solution; pytorch has no implementation of it, nor jax of a
     PyTorch problem (the suite leaves those out)."""
-    from gpuarena.problems.check import check_problem
+    from gpuarena.problem_check import check_problem
     from gpuarena.solutions.model import Solution, SolutionManifest
     from gpuarena.suite.frameworks import implements
     from gpuarena.suite.run import run_suite

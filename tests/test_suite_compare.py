@@ -209,7 +209,7 @@ def test_suite_merge_writes_one_result_of_several_runs_and_compare_says_what_its
 
 
 def test_the_shipped_baseline_is_picked_on_the_result_s_device_and_says_what_it_leaves_out() -> None:
-    from gpuarena.suite.cli import SHIPPED_BASELINES, shipped_baseline
+    from gpuarena.cli.suite_cli import SHIPPED_BASELINES, shipped_baseline
     from gpuarena.suite.frameworks import implements
     from gpuarena.suite.run import all_problems, discover
 
@@ -278,7 +278,7 @@ def test_the_sorts_are_scored_against_the_shipped_h200_baseline() -> None:
     """Issue 48: the four sort problems were never scored because no shipped baseline held them
     (their references became stable sorts after the baseline's run, and they were cut from it).
     Timed again, they are: an H200 eager result of the whole dataset scores every one of them."""
-    from gpuarena.suite.cli import SHIPPED_BASELINES
+    from gpuarena.cli.suite_cli import SHIPPED_BASELINES
 
     baseline = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H200-pytorch-dataset.json").read_text())
     again = SuiteResult.model_validate_json(

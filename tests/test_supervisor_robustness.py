@@ -13,8 +13,8 @@ from gpuarena.harness import messages, protocol
 from gpuarena.harness.failure import RunFailure, worker_failure
 from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.harness.launch.process import WorkerProcess
+from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
-from gpuarena.problems.check import check_problem
 from gpuarena.solutions import load_solution
 
 EXACT_OUTPUTS = FIXTURES / "exact_outputs" / "argmax_sign_total"

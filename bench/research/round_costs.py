@@ -118,6 +118,7 @@ def main() -> None:
     device = rest[rest.index("--device") + 1] if "--device" in rest else "cuda"
     workloads = [rest[i + 1] for i, a in enumerate(rest) if a == "--workload"] or None
 
+    import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution

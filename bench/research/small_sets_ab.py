@@ -37,6 +37,7 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
+    import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.harness import supervisor
     from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.problems import resolve_problem

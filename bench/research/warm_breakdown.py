@@ -119,6 +119,7 @@ def main() -> int:
 
     install()
 
+    import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.harness.evaluator import Evaluator
     from gpuarena.harness.supervisor import RunOptions
     from gpuarena.problems import resolve_problem

@@ -9,10 +9,11 @@ from typing import Any
 
 import httpx
 
+from gpuarena.contracts.wire import DeviceSlot
 from gpuarena.dataset.sample import SampleReport
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
-from gpuarena.service.schemas import ClaimedJob, DeviceSlot
+from gpuarena.runner_wire import ClaimedJob
 from gpuarena.solutions.model import Solution
 
 

@@ -208,6 +208,7 @@ def run_case(case: Case, device: str, budget_s: float = 0.3, evaluator: Evaluato
 
 
 def _run_case(case: Case, device: str, budget_s: float, evaluator: Evaluator | None) -> Outcome:
+    import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution

@@ -9,6 +9,7 @@ import base64
 import pytest
 from tests.apps.helpers import tensor_app
 
+import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
 from gpuarena.apps.golden import make_writable, record
 from gpuarena.apps.job import evaluate_app
 from gpuarena.apps.model import AppError
@@ -21,10 +22,10 @@ from gpuarena.apps.target import (
     unpack_golden,
     write_port,
 )
+from gpuarena.contracts.device import device_type
+from gpuarena.contracts.wire import DeviceSlot
 from gpuarena.errors import FormatError, GpuarenaError
 from gpuarena.runner.devices import advertise
-from gpuarena.service.schemas import DeviceSlot
-from gpuarena.service.tables import device_type
 from gpuarena.solutions.build import BuildError, build
 from gpuarena.solutions.loader import load_solution
 from gpuarena.solutions.model import Solution, SolutionManifest

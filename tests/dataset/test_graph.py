@@ -19,8 +19,8 @@ from gpuarena.dataset.assemble import add, scale_down
 from gpuarena.dataset.graph import level_of, module_graph, residual_norms
 from gpuarena.dataset.harvest import Harvest, harvest
 from gpuarena.dataset.record import record
+from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
-from gpuarena.problems.check import check_problem
 
 
 class Norm(nn.Module):
@@ -298,3 +298,45 @@ def test_a_norm_after_a_residual_add_is_fused_with_it_across_the_module_boundary
     assert torch.equal(total, inputs["residual"] + inputs["hidden_states"])
     assert torch.allclose(normed, total * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + 1e-6) * inputs["weight"])
     assert "norm+residual" in (tmp_path / "modules.jsonl").read_text()  # kept for the dataset's assembler
+
+
+class ConvNorm(nn.Module):
+    """A convolution and a batch norm whose bias and running mean are zeros (the harvest leaves
+    them out of the inputs and writes them as zeros of their shape)."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.norm = nn.BatchNorm2d(channels)
+        with torch.no_grad():
+            self.norm.weight.uniform_(0.5, 1.5)
+            self.norm.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.norm(self.conv(x)))
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.block = ConvNorm(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x)
+
+
+def test_a_left_out_zero_tensor_takes_its_shape_from_the_input_it_matches_not_a_size_that_equals_it():
+    """The batch (40) equals the channels (40) here: the zero bias must still be [channels], so the
+    reference computes the same on a workload of another batch (ResNet-50's conv layer wrote
+    `hidden_states.shape[0]`, right only where the batch was 64 like its channels)."""
+    torch.manual_seed(0)
+    net = ConvBlock(40)
+    recorder = _recorded(net, torch.randn(40, 40, 4, 4))
+    (module,) = [m for m in recorder.modules if m.cls == "ConvNorm"]
+    graph = module_graph(
+        recorder.calls, module, recorder.externals, ignored=frozenset({"norm_bias", "norm_running_mean"})
+    )
+    assert not isinstance(graph, str), graph
+    zeros = [line for line in graph.body if "torch.zeros(" in line]
+    assert zeros and not any("shape[0]" in line for line in zeros), zeros
+    assert all(".shape," in line for line in zeros), zeros  # an input's whole shape

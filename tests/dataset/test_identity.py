@@ -15,8 +15,8 @@ from gpuarena.cli.app import app
 from gpuarena.dataset.distinct import distinct, identities, kind, report
 from gpuarena.dataset.identity import identity
 from gpuarena.dataset.merge import _workloads, plan, write
+from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
-from gpuarena.problems.check import check_problem
 from gpuarena.problems.loader import discover
 from gpuarena.problems.model import Workload
 

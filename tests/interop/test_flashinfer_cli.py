@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuarena.interop import flashinfer_sidecar
+from gpuarena.interop import flashinfer_reader, flashinfer_sidecar
 from gpuarena.interop import flashinfer_trace as fit
-from gpuarena.solutions import loader
 
 from .conftest import INVALID, RMSNORM, ROOT
 
@@ -117,7 +116,7 @@ def test_readme_walkthrough_links_traces_to_the_exported_solution(tmp_path):
     name = fit.read_solution(tmp_path / "my_solution.json").name
     assert name == fit.read_solution(solution).name  # the name it was imported with
     assert {t.solution for t in traces} == {name}
-    assert loader.IMPORTED_SIDECAR == flashinfer_sidecar.SIDECAR  # how the loader knows an imported one
+    assert flashinfer_reader.IMPORTED_SIDECAR == flashinfer_sidecar.SIDECAR  # how the reader knows an imported one
     assert {t.definition for t in traces} == {fit.read_solution(tmp_path / "my_solution.json").definition}
 
 

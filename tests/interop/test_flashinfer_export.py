@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
 from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.harness.records import Environment, Evaluation, Timing, WorkloadResult
 from gpuarena.interop import flashinfer_trace as fit

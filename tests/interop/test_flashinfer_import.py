@@ -16,8 +16,8 @@ from gpuarena.interop.flashinfer_export import export_definition
 from gpuarena.interop.flashinfer_import import import_definition
 from gpuarena.interop.flashinfer_problem import CPU_SMOKE, evaluate_constraint, problem_files
 from gpuarena.interop.flashinfer_sidecar import SIDECAR, UnsupportedFeature
+from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
-from gpuarena.problems.check import check_problem
 
 from .conftest import INVALID, RMSNORM, SOFTMAX
 

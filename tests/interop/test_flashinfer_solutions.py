@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
 from gpuarena.errors import FormatError
 from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.interop import flashinfer_trace as fit

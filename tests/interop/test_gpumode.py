@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import gpuarena.solution_readers  # registers every format's reader
 from gpuarena.interop.gpumode import (
     GPUMODE_DEFAULT,
     GpuModeError,
@@ -26,8 +27,8 @@ from gpuarena.interop.gpumode import (
     read_task_yml,
 )
 from gpuarena.interop.gpumode_solution import ADAPTER_FILE, META_INPUT
+from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
-from gpuarena.problems.check import check_problem
 from gpuarena.solutions import load_solution
 from gpuarena.solutions.loader import solution_from_upload
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
 from gpuarena.interop.gpumode import (
     SEED_BOUND,
     Case,

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import gpuarena.solution_readers  # registers every format's reader
 from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.interop.kernelbench import (
     CPU_MAX_ELEMENTS,
@@ -27,8 +28,8 @@ from gpuarena.interop.kernelbench import (
     small_sizes,
 )
 from gpuarena.interop.kernelbench_solution import ADAPTER_FILE, INIT_INPUT
+from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
-from gpuarena.problems.check import check_problem
 from gpuarena.solutions import load_solution
 from gpuarena.solutions.loader import solution_from_upload
 

@@ -8,8 +8,9 @@ import sys
 import pytest
 from tests.service.conftest import ROOT
 
+from gpuarena.contracts.device import pinning
 from gpuarena.errors import GpuarenaError
-from gpuarena.runner.devices import health_check, parse_devices, pinning
+from gpuarena.runner.devices import health_check, parse_devices
 
 
 def test_device_lists() -> None:

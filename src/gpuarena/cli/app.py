@@ -16,16 +16,12 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuarena import __version__
-from gpuarena.apps import cli as apps_cli
-from gpuarena.cli import bounty_cli, early, many, service_cli
+from gpuarena.cli import apps_cli, bounty_cli, dataset_cli, early, interop_cli, many, service_cli, suite_cli
 from gpuarena.cli.console import SERVER_MODULES, err, fail, out, server_missing
 from gpuarena.cli.devices import check_device as _check_device
 from gpuarena.cli.devices import default_device
 from gpuarena.cli.problem_filters import Level, Match, Model, Source, Tag
-from gpuarena.dataset import cli as dataset_cli
 from gpuarena.errors import GpuarenaError
-from gpuarena.interop import cli as interop_cli
-from gpuarena.suite import cli as suite_cli
 
 if TYPE_CHECKING:
     from gpuarena.harness.records import Mode
@@ -122,6 +118,7 @@ def _run(
     ncu: bool | None = None,
     device_ahead=None,
 ) -> None:
+    import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.cli.render import render
     from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.problems import resolve_problem
@@ -183,7 +180,7 @@ def check(
     source: Source = None,
 ) -> None:
     """Validate problems: schema, reference on every workload, outputs that trivial answers cannot match."""
-    from gpuarena.problems.check import check_problem
+    from gpuarena.problem_check import check_problem
     from gpuarena.problems.loader import PROBLEM_FILE, problem_folder
     from gpuarena.problems.select import ProblemFilter
 
@@ -279,6 +276,7 @@ def pack(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Where to write (default: stdout)")] = None,
 ) -> None:
     """Write the solution as one JSON file: manifest, sources and content hash."""
+    import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.solutions.loader import load_solution
     from gpuarena.solutions.loader import pack as pack_solution
 

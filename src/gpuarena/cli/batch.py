@@ -139,6 +139,7 @@ def run_batch(
     batch_id: str | None = None,
 ) -> tuple[str, list[Row]]:
     """Submit every item, then follow them until all are done or timeout_s passes."""
+    import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.client import ApiError
     from gpuarena.solutions import load_solution
 

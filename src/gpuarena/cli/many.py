@@ -63,6 +63,7 @@ class Judge:
     ) -> dict[str, Any]:
         """The answer to one request: status, score, wall seconds and the record; GpuarenaError
         for a request that cannot be judged (unknown problem or workload, unreadable solution)."""
+        import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
         from gpuarena.harness.supervisor import RunOptions
         from gpuarena.problems import resolve_problem
         from gpuarena.solutions import load_solution

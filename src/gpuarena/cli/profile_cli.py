@@ -23,6 +23,7 @@ def run_profile_command(
     json_out: bool,
     profile_out: Path,
 ) -> None:
+    import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.cli.devices import default_device
     from gpuarena.harness.profile.run import preflight, run_profile
     from gpuarena.problems import resolve_problem

@@ -202,8 +202,9 @@ def runner(
 
     --server may list several API servers (http://a:8000,http://b:8000): the runner moves to
     the next when one cannot be reached."""
+    from gpuarena.host_devices import detect
     from gpuarena.runner.agent import Runner, RunnerConfig
-    from gpuarena.runner.devices import advertise, detect, parse_devices
+    from gpuarena.runner.devices import advertise, parse_devices
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the runner's heartbeats and polls, every few seconds
@@ -462,6 +463,7 @@ def submit(
     contest: Annotated[str | None, typer.Option("--contest", help="Enter the run into this contest (its slug)")] = None,
 ) -> None:
     """Submit a solution to a server, follow it live, and show the verdict; exit 0 only when PASSED."""
+    import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.cli.render import render
     from gpuarena.harness.records import Evaluation
     from gpuarena.problems.loader import problem_id

@@ -1,1 +1,1 @@
-"""The evaluation dataset: problems harvested from real models (record.py, models.py, candidate.py, harvest.py) and the `gpuarena harvest` command (cli.py). docs/dataset.md says what is done and what is not."""
+"""The evaluation dataset: problems harvested from real models (record.py, models.py, candidate.py, harvest.py) and the `gpuarena harvest` command (cli/dataset_cli.py). docs/dataset.md says what is done and what is not."""

@@ -40,7 +40,7 @@ from gpuarena.problems.model import ProblemSpec
 from gpuarena.suite.model import SuiteResult
 
 if TYPE_CHECKING:  # types only: the check imports torch
-    from gpuarena.problems.check import CheckReport
+    from gpuarena.problem_check import CheckReport
 
 SMALL_LIMIT = 32
 """Sizes up to this stay as recorded in the small workload."""
@@ -333,7 +333,7 @@ def add(
 
 def tolerant_check(checker: Callable[[Path], CheckReport], folder: Path) -> CheckReport:
     """A candidate's check, and where rounding amplified in a few elements is what failed it, the
-    tolerance its reference's own float32 computation needs (`outside`, problems/check.py)
+    tolerance its reference's own float32 computation needs (`outside`, problem_check.py)
     written into its problem.toml and the check run once more: a decoder layer whose float32
     computation misses its bfloat16 reference on 1 element in 10,000 is a fair problem with that
     allowance, where an elementwise bound over every element fails every honest kernel. Written

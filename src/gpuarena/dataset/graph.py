@@ -270,8 +270,12 @@ def module_graph(
     body = [
         f"{name} = {name}.clone()  # the graph writes into it" for key, (name, _) in inputs.items() if key in mutated
     ]
+    # an ignored tensor takes the shape of the first input of exactly its shape (a batch norm's zero
+    # bias: its weight's [C]), not sizes matched one by one (the batch, where it equalled C)
+    same_shape = {tuple(info.shape): f"{name}.shape" for name, info in reversed(list(inputs.values()))}
     body += [
-        f"{name} = torch.{'empty' if 0 in info.shape else 'zeros'}({_shape(info, sizes)}, dtype=torch.{info.dtype}, "
+        f"{name} = torch.{'empty' if 0 in info.shape else 'zeros'}"
+        f"({same_shape.get(tuple(info.shape)) or _shape(info, sizes)}, dtype=torch.{info.dtype}, "
         f"device={first_input}.device)" + ("" if 0 in info.shape else "  # the result does not depend on it")
         for name, info in empties.values()
     ]

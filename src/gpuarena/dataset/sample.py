@@ -176,6 +176,7 @@ def dataset_matches(duplicates: list[DuplicateOf], roots: list[Path]) -> dict[st
 
 
 def _kernel(problem_folder: Path, solution: Path, device: str, budget_s: float) -> KernelResult:
+    import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.problems.loader import load_problem
     from gpuarena.solutions import load_solution
@@ -209,7 +210,7 @@ def check_sample(
     """Check a sample folder (see the module docstring). `dataset`: the problem roots it must
     not repeat (default: the bundled problems)."""
     from gpuarena.bundled import bundled_root
-    from gpuarena.problems.check import check_problem
+    from gpuarena.problem_check import check_problem
     from gpuarena.problems.loader import load_problem
 
     report = SampleReport(sample=str(folder), device=device, verdict="broken")

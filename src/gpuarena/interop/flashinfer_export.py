@@ -36,6 +36,7 @@ import pydantic
 
 from gpuarena.errors import FormatError, GpuarenaError
 from gpuarena.harness.records import Evaluation, WorkloadResult
+from gpuarena.interop import flashinfer_reader, gpumode_solution, kernelbench_solution  # noqa: F401  (their readers)
 from gpuarena.interop.flashinfer_sidecar import (
     ADAPTER_FILE,
     ADAPTER_HEADER,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuarena.errors import FormatError, GpuarenaError
+from gpuarena.interop import flashinfer_reader  # noqa: F401  (its reader, for the staged folder)
 from gpuarena.interop.flashinfer_problem import (  # the problem's files
     _elements,
     _identifier,

@@ -2,8 +2,9 @@
 as a gpuarena solution, unmodified.
 
 A one-file solution that defines `custom_kernel` and no `solve` (and no KernelBench `ModelNew`)
-gets a second source, the adapter below, as its entry point (`solutions/loader.py` adds it
-wherever a .py file becomes a solution: the CLI, uploads, packs). The adapter runs in the
+gets a second source, the adapter below, as its entry point (the reader below adds it
+wherever a .py file becomes a solution: the CLI, uploads, packs; it registers itself with
+solutions/readers.py). The adapter runs in the
 worker like any solution code. It imports the file (with a stand-in `task` module where none is
 importable: submissions say `from task import input_t, output_t`, type names only; the stand-in
 defines input_t, output_t and TestSpec, as GPU MODE's task.py files do), and on each
@@ -15,12 +16,18 @@ becomes a 0-dim tensor of the reference's dtype). What it returns is judged like
 
 RUNTIME is the code both sides share (the adapter here, the glue in an imported problem's
 reference.py): flattening `data` into tensors and a layout, rebuilding it, and turning a
-result into tensors. This module imports nothing heavy: the loader reads only text from it.
+result into tensors. This module imports nothing heavy beyond solutions/ (the adapter is only text here).
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Literal
+
+from gpuarena.solutions.loader import python_language, validated_solution
+from gpuarena.solutions.model import Solution, SolutionManifest
+from gpuarena.solutions.readers import register
 
 ADAPTER_FILE = "gpumode_adapter.py"
 META_INPUT = "gpumode_data"
@@ -216,3 +223,30 @@ def is_custom_kernel_file(source: str) -> bool:
 def adapter_source(submission_file: str) -> str:
     """The adapter's text for a submission of this name (beside it in the solution)."""
     return _ADAPTER.format(submission_file=submission_file, format=FORMAT, runtime=RUNTIME)
+
+
+class GpuModeReader:
+    """A GPU MODE submission (custom_kernel(data), no solve): it runs unmodified, through an
+    adapter beside it that rebuilds `data` from the inputs (tried after KernelBench's)."""
+
+    kind: Literal["source"] = "source"
+    name = "gpumode"
+    order = 20
+
+    def accepts(self, filename: str, source: str) -> bool:
+        return is_custom_kernel_file(source) and filename != ADAPTER_FILE
+
+    def load(self, filename: str, source: str) -> Solution:
+        manifest = SolutionManifest(
+            language=python_language(source), entry_point=f"{ADAPTER_FILE}:solve", sources=[filename, ADAPTER_FILE]
+        )
+        return validated_solution(
+            filename,
+            "a GPU MODE submission defines custom_kernel(data)",
+            name=Path(filename).stem,
+            manifest=manifest,
+            sources={filename: source, ADAPTER_FILE: adapter_source(filename)},
+        )
+
+
+register(GpuModeReader())

@@ -336,7 +336,7 @@ def _import_file(
     keep_failing: bool,
     check_device: str,
 ) -> Outcome:
-    from gpuarena.problems.check import check_problem
+    from gpuarena.problem_check import check_problem
 
     for dtype in dtypes:
         if dtype not in TOLERANCE:

@@ -2,8 +2,8 @@
 as a gpuarena solution, unmodified.
 
 A one-file solution that defines `class ModelNew` and no `solve` gets a second source, the
-adapter below, as its entry point (`solutions/loader.py` adds it wherever a .py file becomes a
-solution: the CLI, uploads, packs). The adapter runs in the worker like any solution code: it
+adapter below, as its entry point (the reader below adds it wherever a .py file becomes a
+solution: the CLI, uploads, packs; it registers itself with solutions/readers.py). The adapter runs in the worker like any solution code: it
 imports the file, builds `ModelNew(*init_args)` once per workload, from the seed and the
 `get_init_inputs()` values the problem passes in its last input (`kernelbench_init`, a plain
 tuple, the same in every draw of a workload, with nothing secret in it: see
@@ -11,12 +11,18 @@ interop/kernelbench.py), seeded
 as KernelBench's own eval seeds it, moves it to the inputs' device and dtype, and calls it on
 the remaining inputs under `torch.no_grad()`. What it returns is judged like any solve()'s.
 
-This module imports nothing heavy: the loader reads only the adapter's text from it.
+This module imports nothing heavy beyond solutions/ (the adapter is only text here).
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Literal
+
+from gpuarena.solutions.loader import python_language, validated_solution
+from gpuarena.solutions.model import Solution, SolutionManifest
+from gpuarena.solutions.readers import register
 
 ADAPTER_FILE = "kernelbench_adapter.py"
 INIT_INPUT = "kernelbench_init"
@@ -91,3 +97,30 @@ def is_model_new_file(source: str) -> bool:
 def adapter_source(model_file: str) -> str:
     """The adapter's text for a ModelNew file of this name (beside it in the solution)."""
     return _ADAPTER.format(model_file=model_file, init_format=INIT_FORMAT)
+
+
+class KernelBenchReader:
+    """A KernelBench solution (class ModelNew, no solve): it runs unmodified, through an
+    adapter beside it that builds the module once per workload (tried first)."""
+
+    kind: Literal["source"] = "source"
+    name = "kernelbench"
+    order = 10
+
+    def accepts(self, filename: str, source: str) -> bool:
+        return is_model_new_file(source) and filename != ADAPTER_FILE
+
+    def load(self, filename: str, source: str) -> Solution:
+        manifest = SolutionManifest(
+            language=python_language(source), entry_point=f"{ADAPTER_FILE}:solve", sources=[filename, ADAPTER_FILE]
+        )
+        return validated_solution(
+            filename,
+            "a KernelBench solution defines class ModelNew(nn.Module)",
+            name=Path(filename).stem,
+            manifest=manifest,
+            sources={filename: source, ADAPTER_FILE: adapter_source(filename)},
+        )
+
+
+register(KernelBenchReader())

@@ -48,7 +48,7 @@ class Tolerance(Strict):
     float32 computation misses its bfloat16 reference on 1 element in 10,000): the L2 bound
     still holds over every element, and none may be NaN or Inf where the reference is finite.
     At most OUTSIDE_CAP; `gpuarena check` and the dataset derive it from the reference's own
-    error (problems/check.py)."""
+    error (problem_check.py)."""
 
 
 DEFAULT_TOLERANCES: dict[str, Tolerance] = {

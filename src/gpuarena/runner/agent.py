@@ -27,12 +27,14 @@ from pathlib import Path
 from gpuarena import __version__
 from gpuarena.cache import cache_dir
 from gpuarena.client import ApiError, Client
+from gpuarena.contracts.device import is_gpu, pinning
+from gpuarena.contracts.wire import DeviceSlot
 from gpuarena.dataset.sample import SampleReport
 from gpuarena.harness import phases
 from gpuarena.harness.records import Evaluation
-from gpuarena.runner.devices import health_check, is_gpu, pinning
+from gpuarena.runner.devices import health_check
 from gpuarena.runner.execute import SAMPLE_REPORT, ExecuteRequest
-from gpuarena.service.schemas import ClaimedJob, DeviceSlot
+from gpuarena.runner_wire import ClaimedJob
 
 log = logging.getLogger("gpuarena.runner")
 CLAIM_WAIT_S = 5.0

@@ -1,81 +1,15 @@
-"""Which devices this host has, and the kind each is routed by ("cpu", "H100", "RTX-4090")."""
+"""The runner's device slots: as it announces them (with its stack), as --devices lists them, and
+whether each is still healthy. Which devices the host has: gpuarena/host_devices.py."""
 
 from __future__ import annotations
 
-import platform
 import re
-import shutil
 import subprocess
-from pathlib import Path
 
+from gpuarena.contracts.device import DeviceKind, is_gpu, pinning
+from gpuarena.contracts.wire import DeviceSlot
 from gpuarena.errors import GpuarenaError
-from gpuarena.service.schemas import DeviceSlot
-
-_VENDOR_WORDS = {"NVIDIA", "AMD", "GeForce", "Tesla", "Radeon", "Instinct"}
-_STOP = re.compile(r"^(\d+GB|SXM\d*|PCIe|HBM\d*e?|NVL|MIG.*|Graphics|Laptop|GPU)$", re.IGNORECASE)
-
-
-def device_kind(name: str) -> str:
-    """A short, stable name for a GPU model: "NVIDIA H100 80GB HBM3" -> "H100",
-    "NVIDIA GeForce RTX 4090" -> "RTX-4090", "NVIDIA A100-SXM4-80GB" -> "A100"."""
-    tokens = [t for t in re.split(r"[\s\-]+", name.strip()) if t and t not in _VENDOR_WORDS]
-    kept: list[str] = []
-    for token in tokens:
-        if _STOP.match(token):
-            break
-        kept.append(token)
-    return "-".join(kept) or name.strip() or "gpu"
-
-
-def _nvidia_smi() -> list[tuple[int, str]]:
-    if not shutil.which("nvidia-smi"):
-        return []
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,name", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
-    except (subprocess.SubprocessError, OSError):
-        return []
-    gpus = []
-    for line in out.strip().splitlines():
-        index, _, name = line.partition(",")
-        if index.strip().isdigit():
-            gpus.append((int(index), name.strip()))
-    return gpus
-
-
-def _torch_gpus() -> list[tuple[int, str]]:
-    import torch
-
-    if not torch.cuda.is_available():
-        return []
-    return [(i, torch.cuda.get_device_name(i)) for i in range(torch.cuda.device_count())]
-
-
-def cpu_vendor() -> str:
-    """The CPU's vendor as Linux names it (GenuineIntel, AuthenticAMD...), else the machine type."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() in ("vendor_id", "CPU implementer"):
-                return value.strip()
-    except OSError:
-        pass
-    return platform.machine() or "cpu"
-
-
-def detect(cpu: bool = True, gpus: bool = True) -> list[DeviceSlot]:
-    """One slot per device: the CPU (when cpu) and each visible NVIDIA GPU."""
-    slots = [DeviceSlot(device="cpu", kind="cpu", name="CPU", vendor=cpu_vendor())] if cpu else []
-    if gpus:
-        for index, name in _nvidia_smi() or _torch_gpus():
-            slots.append(DeviceSlot(device=f"cuda:{index}", kind=device_kind(name), name=name, vendor="NVIDIA"))
-    return slots
-
+from gpuarena.host_devices import cpu_vendor, device_kind, nvidia_smi_gpus
 
 _STACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,39}")
 
@@ -91,8 +25,8 @@ def advertise(slots: list[DeviceSlot], stack: str = "") -> list[DeviceSlot]:
     software = versions()
     advertised = []
     for slot in slots:
-        base = slot.kind.partition("@")[0]
-        kind = f"{base}@{stack}" if stack else slot.kind
+        parsed = DeviceKind.parse(slot.kind)
+        kind = str(parsed.on_stack(stack)) if stack else slot.kind
         if len(kind) > 64:
             raise GpuarenaError(f"device kind {kind!r} is longer than 64 characters: use a shorter --stack")
         vendor = slot.vendor or (
@@ -102,7 +36,7 @@ def advertise(slots: list[DeviceSlot], stack: str = "") -> list[DeviceSlot]:
             slot.model_copy(
                 update={
                     "kind": kind,
-                    "stack": stack or slot.kind.partition("@")[2],
+                    "stack": stack or parsed.stack,
                     "software": software,
                     "vendor": vendor,
                 }
@@ -131,7 +65,7 @@ def parse_devices(spec: str, where: str = "--devices") -> list[DeviceSlot]:
             slots.append(DeviceSlot(device=device, kind=kind or "cpu", name="CPU"))
             continue
         if gpus is None:
-            gpus = dict(_nvidia_smi())
+            gpus = dict(nvidia_smi_gpus())
         name = gpus.get(int(device.partition(":")[2]), "")
         if not kind and not name:
             raise GpuarenaError(
@@ -142,20 +76,6 @@ def parse_devices(spec: str, where: str = "--devices") -> list[DeviceSlot]:
     if len({s.device for s in slots}) != len(slots):
         raise GpuarenaError(f"{where}: a device is listed twice: {spec!r}")
     return slots
-
-
-def is_gpu(slot: DeviceSlot) -> bool:
-    return slot.device.startswith("cuda")
-
-
-def pinning(slot: DeviceSlot) -> tuple[str, dict[str, str]]:
-    """The harness device and the environment that pin a job (or a health check) to slot:
-    CUDA_VISIBLE_DEVICES=N for cuda:N, so the child process sees exactly that GPU as cuda, with
-    CUDA numbering the GPUs in PCI bus order as nvidia-smi does (the slots' numbers are
-    nvidia-smi's; CUDA's own order, fastest first, can differ on a host of mixed models)."""
-    if is_gpu(slot):
-        return "cuda", {"CUDA_VISIBLE_DEVICES": slot.device.partition(":")[2], "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
-    return "cpu", {}
 
 
 HEALTH_TIMEOUT_S = 120.0

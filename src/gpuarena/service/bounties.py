@@ -30,6 +30,7 @@ from decimal import Decimal, InvalidOperation
 from sqlalchemy import ColumnElement, Select, String, and_, cast, exists, literal, or_, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
+from gpuarena.contracts.device import device_type
 from gpuarena.errors import GpuarenaError
 from gpuarena.service import holdback
 from gpuarena.service.bounty_schemas import BountyRequest
@@ -37,7 +38,7 @@ from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller
 from gpuarena.service.errors import Forbidden, NotFound
 from gpuarena.service.leaderboard import RANKED_MODE, counts, read_rows
-from gpuarena.service.tables import Bounty, BountyEvent, Problem, Submission, User, device_type, utcnow
+from gpuarena.service.tables import Bounty, BountyEvent, Problem, Submission, User, utcnow
 
 CATEGORIES = ("speed", "feature", "bug", "hardware")
 STATES = ("open", "claimed", "submitted", "verified", "paid", "expired", "withdrawn")

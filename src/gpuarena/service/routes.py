@@ -10,6 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import bindparam, func, select
 
+import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
 from gpuarena import __version__
 from gpuarena.apps.target import is_app, reference_app_toml
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG

@@ -10,25 +10,25 @@ from fastapi import APIRouter, Depends, Response
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import or_, select
 
+from gpuarena.contracts.wire import (
+    ClaimRequest,
+    HeartbeatReply,
+    HeartbeatRequest,
+    Release,
+    ResultReply,
+    RunnerHello,
+    RunnerId,
+)
 from gpuarena.dataset.sample_pack import is_sample
 from gpuarena.problems.pack import PackedProblem
+from gpuarena.runner_wire import ClaimedJob
 from gpuarena.service import queue, samples, webhooks
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
 from gpuarena.service.deps import Caller, get_db, get_settings, runner_account
 from gpuarena.service.errors import Forbidden
 from gpuarena.service.offloop import OffLoopRoute
-from gpuarena.service.schemas import (
-    ClaimedJob,
-    ClaimRequest,
-    HeartbeatReply,
-    HeartbeatRequest,
-    Release,
-    ResultPost,
-    ResultReply,
-    RunnerHello,
-    RunnerId,
-)
+from gpuarena.service.schemas import ResultPost
 from gpuarena.service.tables import DeviceKind, Job, Problem, Runner, SolutionBlob, utcnow
 from gpuarena.solutions.model import Solution, SolutionManifest
 

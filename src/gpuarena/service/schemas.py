@@ -5,16 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from gpuarena.contracts.wire import DeviceSlot, Model
 from gpuarena.dataset.sample import SampleReport
 from gpuarena.harness.records import Evaluation, Mode
-from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import PackedSolution, Solution
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class Health(Model):
@@ -216,71 +212,6 @@ class NewUser(Model):
     role: str = "participant"
 
 
-class DeviceSlot(Model):
-    device: str
-    """cpu, or cuda:N as the runner host numbers its GPUs."""
-    kind: str
-    """What jobs are routed by: the device model ("H100", "cpu"), then "@STACK" where the runner
-    names the software stack it offers ("cpu@numpy-port", "MXC500@maca"): a job for a kind runs
-    only on a slot of exactly that kind, so a migration check runs on the stack it asked for."""
-    name: str = ""
-    healthy: bool = True
-    reason: str = ""
-    vendor: str = ""
-    """NVIDIA for a GPU nvidia-smi lists; for the CPU, its vendor (GenuineIntel, AuthenticAMD...)."""
-    stack: str = ""
-    """The software stack the runner names (--stack), "" for the default one."""
-    software: dict[str, str] = Field(default_factory=dict)
-    """What the stack holds: python, torch, numpy and the other frameworks installed, with versions."""
-
-
-class RunnerHello(Model):
-    name: str = Field(min_length=1, max_length=128)
-    hostname: str = ""
-    version: str = ""
-    devices: list[DeviceSlot]
-
-
-class RunnerId(Model):
-    runner_id: int
-
-
-class ClaimRequest(Model):
-    runner_id: int
-    device_kinds: list[str]
-    wait_s: float = Field(default=0.0, ge=0, le=30)
-    """Wait up to this long for a job (long polling)."""
-    device: str = Field(default="", max_length=64)
-    """The runner's device slot that will run the job (cuda:1); must be one of its healthy devices."""
-
-
-class ClaimedJob(Model):
-    job_id: int
-    lease_token: str
-    lease_s: float
-    submission_id: int
-    device_kind: str
-    mode: Mode
-    seed: int | None
-    """Ranked jobs: the job's own secret seed (drawn when it was queued), for the supervisor only."""
-    problem: PackedProblem
-    solution: Solution
-
-
-class HeartbeatRequest(Model):
-    runner_id: int
-    leases: dict[int, str] = Field(default_factory=dict)
-    """job id -> lease token, for every job the runner is working on."""
-    devices: list[DeviceSlot] | None = None
-
-
-class HeartbeatReply(Model):
-    lost: list[int]
-    """Jobs whose lease is gone: stop working on them."""
-    preempted: list[int] = []
-    """Those of `lost` that were pre-empted: queued again for later, behind other users' jobs."""
-
-
 class ResultPost(Model):
     lease_token: str
     evaluation: Evaluation
@@ -307,16 +238,3 @@ class RunnerInfo(Model):
     """Jobs it holds a lease on."""
     jobs_done: int
     last_seen_at: dt.datetime
-
-
-class ResultReply(Model):
-    accepted: bool
-    duplicate: bool
-
-
-class Release(Model):
-    lease_token: str
-    error: str = ""
-    harness_failed: bool = False
-    """The job's harness died without a record while its device stayed healthy: the solution
-    may be what broke it, so the job is not run again blindly (the submission ends as ERROR)."""

@@ -112,8 +112,9 @@ def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gp
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if with_runner:
             from gpuarena.client import Client
+            from gpuarena.host_devices import detect
             from gpuarena.runner.agent import Runner, RunnerConfig
-            from gpuarena.runner.devices import advertise, detect
+            from gpuarena.runner.devices import advertise
 
             local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
             client = Client(f"http://{local}:{port}", embedded_runner_token(db, f"embedded@{local}:{port}"[:64]))

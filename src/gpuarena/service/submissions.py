@@ -8,6 +8,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
 from gpuarena.apps.target import APP_LANGUAGE, is_app
+from gpuarena.contracts.device import device_type
 from gpuarena.dataset.sample_pack import SAMPLE_LANGUAGE, SAMPLES_SLUG, is_sample
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
@@ -29,7 +30,6 @@ from gpuarena.service.tables import (
     SolutionBlob,
     Submission,
     User,
-    device_type,
     utcnow,
 )
 from gpuarena.solutions.model import PackedSolution, Solution

@@ -263,12 +263,6 @@ class Runner(Base):
     last_seen_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
-def device_type(kind: str) -> str:
-    """The harness device a device kind runs on: the CPU for "cpu" (with any "@STACK"), CUDA for
-    every GPU kind."""
-    return "cpu" if kind.partition("@")[0] == "cpu" else "cuda"
-
-
 class DeviceKind(Base):
     __tablename__ = "device_kinds"
 

@@ -6,11 +6,13 @@ import json
 import re
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 import pydantic
 
 from gpuarena.errors import FormatError
 from gpuarena.solutions.model import PackedSolution, Solution, SolutionManifest
+from gpuarena.solutions.readers import folder_reader, register, source_reader
 
 MANIFEST_FILE = "solution.toml"
 MAX_SOURCE_BYTES = 2_000_000
@@ -52,7 +54,7 @@ def _from_file(path: Path) -> Solution:
     return _from_python_source(path.name, _read_text(path))
 
 
-def _solution(where: Path | str, hint: str, **fields: object) -> Solution:
+def validated_solution(where: Path | str, hint: str, **fields: object) -> Solution:
     """Solution(**fields), its validation errors in a user's words (never pydantic's)."""
     try:
         return Solution(**fields)
@@ -62,47 +64,35 @@ def _solution(where: Path | str, hint: str, **fields: object) -> Solution:
 
 
 def _from_python_source(filename: str, source: str) -> Solution:
-    from gpuarena.interop.kernelbench_solution import ADAPTER_FILE, adapter_source, is_model_new_file
+    """A .py file as a solution, by the first source reader that accepts it (solutions/readers.py)."""
+    return source_reader(filename, source).load(filename, source)
 
-    language = python_language(source)
-    if is_model_new_file(source) and filename != ADAPTER_FILE:
-        # a KernelBench solution (class ModelNew, no solve): it runs unmodified, through an
-        # adapter beside it that builds the module once per workload (interop/kernelbench_solution.py)
+
+class NativeSourceReader:
+    """Any .py file: solve() in it (tried last)."""
+
+    kind: Literal["source"] = "source"
+    name = "native"
+    order = 1000
+
+    def accepts(self, filename: str, source: str) -> bool:
+        return True
+
+    def load(self, filename: str, source: str) -> Solution:
         manifest = SolutionManifest(
-            language=language, entry_point=f"{ADAPTER_FILE}:solve", sources=[filename, ADAPTER_FILE]
+            language=python_language(source), entry_point=f"{filename}:solve", sources=[filename]
         )
-        return _solution(
+        return validated_solution(
             filename,
-            "a KernelBench solution defines class ModelNew(nn.Module)",
+            "write solve() in it (`gpuarena new solution PROBLEM` writes one that passes)",
             name=Path(filename).stem,
             manifest=manifest,
-            sources={filename: source, ADAPTER_FILE: adapter_source(filename)},
+            sources={filename: source},
         )
-    from gpuarena.interop import gpumode_solution
-
-    if gpumode_solution.is_custom_kernel_file(source) and filename != gpumode_solution.ADAPTER_FILE:
-        # a GPU MODE submission (custom_kernel(data), no solve): it runs unmodified, through an
-        # adapter beside it that rebuilds `data` from the inputs (interop/gpumode_solution.py)
-        adapter = gpumode_solution.ADAPTER_FILE
-        manifest = SolutionManifest(language=language, entry_point=f"{adapter}:solve", sources=[filename, adapter])
-        return _solution(
-            filename,
-            "a GPU MODE submission defines custom_kernel(data)",
-            name=Path(filename).stem,
-            manifest=manifest,
-            sources={filename: source, adapter: gpumode_solution.adapter_source(filename)},
-        )
-    manifest = SolutionManifest(language=language, entry_point=f"{filename}:solve", sources=[filename])
-    return _solution(
-        filename,
-        "write solve() in it (`gpuarena new solution PROBLEM` writes one that passes)",
-        name=Path(filename).stem,
-        manifest=manifest,
-        sources={filename: source},
-    )
 
 
-def _from_folder(folder: Path) -> Solution:
+def from_folder(folder: Path) -> Solution:
+    """A folder with solution.toml, named by the folder."""
     manifest_path = folder / MANIFEST_FILE
     if not manifest_path.is_file():
         raise FormatError(manifest_path, None, "not found", "a solution folder needs solution.toml (docs/formats.md)")
@@ -125,29 +115,27 @@ def _from_folder(folder: Path) -> Solution:
         if not file.is_file():
             raise FormatError(manifest_path, "sources", f"lists {name!r}, which does not exist", "fix the list")
         sources[name] = _read_text(file)
-    return _solution(
-        manifest_path, "see docs/formats.md", name=_folder_name(folder), manifest=manifest, sources=sources
+    return validated_solution(
+        manifest_path, "see docs/formats.md", name=folder.name, manifest=manifest, sources=sources
     )
 
 
-IMPORTED_SIDECAR = "flashinfer.json"
-"""What `gpuarena import flashinfer-solution` keeps beside an imported solution
-(interop/flashinfer_sidecar.py's SIDECAR)."""
+class NativeFolderReader:
+    """Any folder: solution.toml in it (tried last)."""
+
+    kind: Literal["folder"] = "folder"
+    name = "native"
+    order = 1000
+
+    def accepts(self, folder: Path) -> bool:
+        return True
+
+    def load(self, folder: Path) -> Solution:
+        return from_folder(folder)
 
 
-def _folder_name(folder: Path) -> str:
-    """A solution folder's name: an imported FlashInfer-Trace solution keeps the name it was
-    imported with (so its records' traces and `gpuarena export solution` name it alike, and
-    FlashInfer-Bench links them); any other, the folder's."""
-    if not (folder / IMPORTED_SIDECAR).is_file():
-        return folder.name  # (interop's models, 90 ms of imports, only for an imported one)
-    from gpuarena.interop.flashinfer_sidecar import read_solution_sidecar
-
-    try:
-        name = (read_solution_sidecar(folder) or {}).get("name")
-    except FormatError:  # said where it matters: `gpuarena export solution`
-        return folder.name
-    return name if isinstance(name, str) and name else folder.name
+register(NativeSourceReader())
+register(NativeFolderReader())
 
 
 def _from_pack(path: Path) -> Solution:
@@ -162,7 +150,7 @@ def _from_pack_text(where: Path | str, text: str) -> Solution:
         raise FormatError(
             where, ".".join(str(x) for x in first["loc"]), first["msg"], "repack with `gpuarena pack`"
         ) from None
-    solution = _solution(
+    solution = validated_solution(
         where, "repack with `gpuarena pack`", name=packed.name, manifest=packed.manifest, sources=packed.sources
     )
     if solution.hash != packed.hash:
@@ -196,14 +184,11 @@ def solution_from_upload(filename: str, data: bytes) -> Solution:
 
 def load_solution(path: Path | str) -> Solution:
     """Load a one-file solution, a folder with solution.toml, a packed .json, or a ported app's
-    folder (app.toml, no solution.toml)."""
+    folder (app.toml, no solution.toml). Files and folders in other projects' formats are read
+    by the readers registered (solutions/readers.py: import gpuarena.solution_readers first)."""
     path = Path(path)
     if path.is_dir():
-        if not (path / MANIFEST_FILE).is_file() and (path / "app.toml").is_file():
-            from gpuarena.apps.target import port_solution  # a ported app: its folder, as language "app"
-
-            return port_solution(path)
-        return _from_folder(path)
+        return folder_reader(path).load(path)
     if not path.is_file():
         raise FormatError(path, None, "not found", "give a .py file, a solution folder or a packed .json")
     if path.suffix == ".json":

@@ -28,8 +28,9 @@ from gpuarena.suite.run import left_out_of, result_of, run_suite
 def gpu_slots(count: int) -> list[dict[str, str]]:
     """The environments of `count` processes, one GPU each (0: every visible GPU): the GPUs a
     set CUDA_VISIBLE_DEVICES lists (indexes or UUIDs), else those the runner finds, pinned as the
-    runner pins its slots (runner/devices.py)."""
-    from gpuarena.runner.devices import detect, pinning
+    runner pins its slots (contracts/device.py)."""
+    from gpuarena.contracts.device import pinning
+    from gpuarena.host_devices import detect
 
     if count < 0:
         raise GpuarenaError(f"--gpus {count}: give a number of GPUs, or 0 for every visible one")

@@ -13,6 +13,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import update
 
+import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Mode
 from gpuarena.service import auth, submissions

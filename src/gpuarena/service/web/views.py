@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from gpuarena.apps.target import is_app, reference_app_toml
+from gpuarena.contracts.device import device_type
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG
 from gpuarena.harness.profile import roofline
 from gpuarena.problems.model import TimeLimits
@@ -36,7 +37,6 @@ from gpuarena.service.tables import (
     Submission,
     Token,
     User,
-    device_type,
     utcnow,
 )
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from gpuarena.suite.model import SuiteResult
     from gpuarena.suite.score import Comparison
 
-SHIPPED_BASELINES = Path(__file__).resolve().parent / "baselines"
+SHIPPED_BASELINES = Path(__file__).resolve().parents[1] / "suite" / "baselines"
 """PyTorch eager on the lent GPU machine: every bundled problem on an H100 (H100-pytorch.json,
 bench/results/suite-NVIDIA-H100.md), every problem of the dataset on an H200
 (H200-pytorch-dataset.json)."""

@@ -341,8 +341,8 @@ def dataset_leave_out_cmd(
 
 
 def _service_commands() -> None:
-    """The commands that go through a service (dataset/sample_cli.py)."""
-    from gpuarena.dataset import sample_cli
+    """The commands that go through a service (cli/sample_cli.py)."""
+    from gpuarena.cli import sample_cli
 
     sample_app.command("submit")(sample_cli.submit_cmd)
     sample_app.command("list")(sample_cli.list_cmd)
@@ -352,8 +352,8 @@ def _service_commands() -> None:
 
 
 def _distinct_commands() -> None:
-    """One problem per computation (dataset/distinct_cli.py, issue 48)."""
-    from gpuarena.dataset import distinct_cli
+    """One problem per computation (cli/distinct_cli.py, issue 48)."""
+    from gpuarena.cli import distinct_cli
 
     dataset_app.command("distinct")(distinct_cli.distinct_cmd)
     dataset_app.command("merge")(distinct_cli.merge_cmd)

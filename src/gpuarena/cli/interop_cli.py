@@ -297,6 +297,7 @@ def export_solution(
     description: Annotated[str | None, typer.Option(help="A line on its technique")] = None,
 ) -> None:
     """A FlashInfer-Trace Solution (one JSON file, sources inline) from a gpuarena solution."""
+    import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.interop.flashinfer_export import pack_solution
     from gpuarena.interop.flashinfer_trace import to_json
     from gpuarena.problems import resolve_problem
