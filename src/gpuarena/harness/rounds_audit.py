@@ -119,8 +119,8 @@ UNSWEPT_REQUESTS = 8
 UNSWEPT_FEW = 3
 """The unswept requests stop after this many once even the largest figure among them, taken
 whole (no allowance for its error or the floor), could not reject the claim: the check at the
-end could then only pass it, and the requests left would cost about 40 ms each for nothing
-(three small workloads of GPU MODE's vectoradd spent 0.6 s there, H200). A forgery whose
+end, on those figures, could then only pass it, and each request left would cost a harness
+block and a request, about 40 ms on an H200 (bench/research/round_costs.py). A forgery whose
 calls the counters see above claim / AUDIT_MARGIN gets every request: its figures are what
 stop the early end. A solution gains nothing by making the first requests lighter: it could
 make every one as light, and each request's outputs are checked."""
