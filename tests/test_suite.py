@@ -188,7 +188,9 @@ def test_suite_run_and_compare_from_the_command_line(tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     written = SuiteResult.model_validate_json((tmp_path / "base.json").read_text())
     assert [p.problem for p in written.problems] == ["level1/add", "level1/softmax"]
-    assert all(p.status == "PASSED" and p.low_us <= p.time_us <= p.high_us for p in written.problems)
+    assert all(p.status == "PASSED" and p.low_us <= p.time_us <= p.high_us for p in written.problems), [
+        (p.problem, p.status, p.reason) for p in written.problems
+    ]
     faster = written.model_copy(
         update={
             "problems": [
