@@ -22,11 +22,10 @@ result into tensors. This module imports nothing heavy beyond solutions/ (the ad
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Literal
 
-from gpuarena.solutions.loader import python_language, validated_solution
-from gpuarena.solutions.model import Solution, SolutionManifest
+from gpuarena.solutions.loader import adapted_solution
+from gpuarena.solutions.model import Solution
 from gpuarena.solutions.readers import register
 
 ADAPTER_FILE = "gpumode_adapter.py"
@@ -237,15 +236,12 @@ class GpuModeReader:
         return is_custom_kernel_file(source) and filename != ADAPTER_FILE
 
     def load(self, filename: str, source: str) -> Solution:
-        manifest = SolutionManifest(
-            language=python_language(source), entry_point=f"{ADAPTER_FILE}:solve", sources=[filename, ADAPTER_FILE]
-        )
-        return validated_solution(
+        return adapted_solution(
             filename,
+            source,
+            ADAPTER_FILE,
+            adapter_source(filename),
             "a GPU MODE submission defines custom_kernel(data)",
-            name=Path(filename).stem,
-            manifest=manifest,
-            sources={filename: source, ADAPTER_FILE: adapter_source(filename)},
         )
 
 

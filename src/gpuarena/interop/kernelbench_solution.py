@@ -17,11 +17,10 @@ This module imports nothing heavy beyond solutions/ (the adapter is only text he
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Literal
 
-from gpuarena.solutions.loader import python_language, validated_solution
-from gpuarena.solutions.model import Solution, SolutionManifest
+from gpuarena.solutions.loader import adapted_solution
+from gpuarena.solutions.model import Solution
 from gpuarena.solutions.readers import register
 
 ADAPTER_FILE = "kernelbench_adapter.py"
@@ -111,15 +110,12 @@ class KernelBenchReader:
         return is_model_new_file(source) and filename != ADAPTER_FILE
 
     def load(self, filename: str, source: str) -> Solution:
-        manifest = SolutionManifest(
-            language=python_language(source), entry_point=f"{ADAPTER_FILE}:solve", sources=[filename, ADAPTER_FILE]
-        )
-        return validated_solution(
+        return adapted_solution(
             filename,
+            source,
+            ADAPTER_FILE,
+            adapter_source(filename),
             "a KernelBench solution defines class ModelNew(nn.Module)",
-            name=Path(filename).stem,
-            manifest=manifest,
-            sources={filename: source, ADAPTER_FILE: adapter_source(filename)},
         )
 
 

@@ -68,6 +68,21 @@ def _from_python_source(filename: str, source: str) -> Solution:
     return source_reader(filename, source).load(filename, source)
 
 
+def adapted_solution(filename: str, source: str, adapter_file: str, adapter_text: str, hint: str) -> Solution:
+    """A .py file in another project's format, run unmodified through an adapter beside it that
+    defines solve() (a source reader's `load`: interop's KernelBench and GPU MODE readers)."""
+    manifest = SolutionManifest(
+        language=python_language(source), entry_point=f"{adapter_file}:solve", sources=[filename, adapter_file]
+    )
+    return validated_solution(
+        filename,
+        hint,
+        name=Path(filename).stem,
+        manifest=manifest,
+        sources={filename: source, adapter_file: adapter_text},
+    )
+
+
 class NativeSourceReader:
     """Any .py file: solve() in it (tried last)."""
 
