@@ -205,6 +205,23 @@ def test_the_phase_runs_in_ranked_mode_and_elsewhere_only_when_asked(profiled_ru
     assert ranked.workloads[0].time.kernel_duration_us == pytest.approx(PER_CALL_US)  # not asked, still read
 
 
+@pytest.mark.harness
+def test_a_ranked_run_reads_it_on_one_workload_unless_asked_for_all(profiled_run, monkeypatch):
+    """It ranks nothing: a ranked verdict reads it on its weightiest workload (the longest of
+    equal weights) and says why the others have none; --ncu reads every workload."""
+    profiled_run(workloads=("small-64x1000",))  # installs the stand-in library
+    monkeypatch.delenv("GPUARENA_KERNEL_DURATION")
+    both = ["small-64x1000", "small-128x4096"]
+    ranked = judge("level1/softmax", EXAMPLES / "softmax" / "pytorch.py", mode="ranked", workloads=both)
+    assert ranked.status == "PASSED", ranked.reason
+    read = [w for w in ranked.workloads if w.time.kernel_duration_us is not None]
+    assert len(read) == 1 and read[0].time.median_us == max(w.time.median_us for w in ranked.workloads)
+    (other,) = [w for w in ranked.workloads if w is not read[0]]
+    assert other.kernel_duration_skipped == kernel_duration.ONE_PER_VERDICT.format(workload=read[0].name)
+    asked = profiled_run(workloads=tuple(both))  # GPUARENA_KERNEL_DURATION=1, as --ncu
+    assert [w.time.kernel_duration_us for w in asked.workloads] == [pytest.approx(PER_CALL_US)] * 2
+
+
 def test_a_block_opens_the_profiler_for_itself_unless_the_timer_holds_it(tmp_path, counters_folder):
     """A lone block gives the counters back when it ends (another Timer, another process may
     want them); a held profiler serves every block until it is closed."""

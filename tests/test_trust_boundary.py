@@ -155,6 +155,40 @@ def test_reported_times_are_bounded_by_the_supervisors_clocks():
     cuda.check()
 
 
+@pytest.mark.harness
+def test_a_workload_judged_again_counts_only_the_rounds_judged_last(monkeypatch):
+    """Where the CPU bounds fail, the workload is judged again on fresh rounds; the figures must
+    come from those alone. Kept, the failed rounds counted: times forged until the bounds
+    judged, honest after, passed with the forged majority (the red-team case
+    monkeypatch_timers/forged_until_judged_again.py). Here the first judgement fails whatever
+    the times, and every sample in the record must be one the last judgement saw."""
+    from gpuarena.harness import bounds
+
+    judged = {"failed": 0, "calls": 0}
+    holds, restart, add = bounds.TimeBudget.holds, bounds.TimeBudget.restart, bounds.TimeBudget.add
+
+    def fail_once(self):
+        if not judged["failed"]:
+            judged["failed"] = 1
+            return False
+        return holds(self)
+
+    def restarted(self):
+        judged["calls"] = 0
+        restart(self)
+
+    def counted(self, e2e_ns, *args, **kwargs):
+        judged["calls"] += len(e2e_ns)
+        add(self, e2e_ns, *args, **kwargs)
+
+    monkeypatch.setattr(bounds.TimeBudget, "holds", fail_once)
+    monkeypatch.setattr(bounds.TimeBudget, "restart", restarted)
+    monkeypatch.setattr(bounds.TimeBudget, "add", counted)
+    record = judge("level1/softmax", SOLUTIONS / "same_as_reference.py", mode="benchmark", workloads=["small-64x1000"])
+    assert record.status == "PASSED", record.reason
+    assert judged["failed"] == 1 and record.workloads[0].time.samples == judged["calls"] > 0
+
+
 def test_what_ranks_is_the_blocks_total_per_call():
     """Work moved between the calls of a block (every set computed in the first call, calls
     skipped and filled by the last) leaves the block's total as it was: that is what ranks."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -199,6 +200,22 @@ def test_an_unreadable_checker_imports_when_told_how_to_judge(tmp_path):
     spec = load_problem(outcome.folder).spec
     assert spec.tolerance_for("float32").atol == 0.0
     assert "in place of the task's check_implementation" in (outcome.folder / "README.md").read_text()
+
+
+def test_a_buffer_the_same_in_every_draw_is_still_found_unread(tmp_path):
+    """Two draws of a torch.empty buffer can get the same memory (zeros in a fresh process,
+    one block reused in a busy one): the probe must still find it unread, or it becomes an input
+    that is not reproducible from the generator."""
+    task = tmp_path / "zeroed_py"
+    shutil.copytree(GM / "histogram_py", task)
+    source = (task / "reference.py").read_text()
+    (task / "reference.py").write_text(
+        source.replace("output = torch.empty(256, dtype=torch.int64)", "output = torch.zeros(256, dtype=torch.int64)")
+    )
+    assert "torch.zeros(256" in (task / "reference.py").read_text()
+    outcome = import_folder(task, tmp_path / "out")
+    assert outcome.status == "imported", outcome.messages
+    assert load_problem(outcome.folder).input_names == ["values", META_INPUT]
 
 
 def test_existing_folders_are_kept_unless_forced(tmp_path):

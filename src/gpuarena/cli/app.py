@@ -61,7 +61,7 @@ def run(
         bool | None,
         typer.Option(
             "--ncu/--no-ncu",
-            help="Read ncu's Duration for both sides after timing (CUDA; about 4 s more on an H100) [default: in ranked mode]",
+            help="Read ncu's Duration for both sides after timing (CUDA; about 4 s more on an H100) [default: in ranked mode, on one workload]",
         ),
     ] = None,
     profile_out: Annotated[

@@ -48,6 +48,10 @@ NOISY_SPREAD = 0.05
 over the median) is marked noisy: its machine was busy, and its interval is wide."""
 CHECKED_PER_BLOCK = 1
 """Timed calls whose outputs are compared in each block, chosen after it has run."""
+JUDGEMENTS = 3
+"""Times the CPU bounds judge a workload, each on fresh rounds, before its times are rejected:
+a load from outside (CI's other test on 2 cores) once stretched an honest torch.add's main
+thread past its bound through two judgements (1 run in 6 under three busy processes)."""
 
 
 @dataclass
@@ -199,12 +203,18 @@ def measure_workload(
                 break
 
         # judged on the median request: cold caches and page faults of one block even out
-        if not budget.holds():
+        for _ in range(JUDGEMENTS - 1):
+            if budget.holds():
+                break
             # a machine busy for a while (other runners, a database) can slow the worker's own
-            # work for many requests in a row: judge once more on fresh rounds before rejecting.
-            # A solution whose times are forged fails again; an honest one under a passing load
-            # does not.
+            # work for many requests in a row: judge again on fresh rounds before rejecting. A
+            # solution whose times are forged fails again; an honest one under a passing load
+            # does not. The figures come from the rounds judged last alone: kept, the rounds
+            # that failed counted (times forged until the bounds judged, honest after, passed at
+            # 4x on a matmul: tests/redteam/exploits/monkeypatch_timers/forged_until_judged_again.py)
             budget.restart()
+            for samples in (ref_dev, ref_rounds, ref_e2e, sol_dev, sol_rounds, sol_e2e):
+                samples.clear()
             for _ in range(max(MIN_REQUESTS + 2, round_no // 2)):
                 round_no += 1
                 one_round(round_no)

@@ -277,6 +277,11 @@ class Supervisor:
             return self.options.kernel_duration
         return _switch("GPUARENA_KERNEL_DURATION", self.options.mode == "ranked")
 
+    def _kernel_duration_everywhere(self) -> bool:
+        """Whether ncu's figure was asked for (--ncu, GPUARENA_KERNEL_DURATION=1): then every
+        workload has it; a ranked run reads it by default on one (kernel_duration.one_per_verdict)."""
+        return self.options.kernel_duration is True or _switch("GPUARENA_KERNEL_DURATION", False)
+
     def _isolate_worker(self) -> bool:
         if self.options.worker_isolation is not None:
             return self.options.worker_isolation
@@ -419,6 +424,8 @@ class Supervisor:
             by_choice = self.options.kernel_duration is False or not _switch("GPUARENA_KERNEL_DURATION", True)
             kernel_duration.skip([result for _, result in measured], kernel_duration.switched_off(by_choice))
             return True
+        if not self._kernel_duration_everywhere():
+            measured = kernel_duration.one_per_verdict(measured)
         self.progress("reading ncu's kernel durations")
         try:
             with self.phases(KERNEL_DURATION), self.gpu_alone():
