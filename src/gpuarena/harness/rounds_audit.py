@@ -207,15 +207,21 @@ class RoundsAudit:
             self.seconds += time.monotonic() - started
 
     def wants_more(self, claimed_us: float) -> bool:
-        """Whether the rounds must go on for the audit: fewer than FEW_REQUESTS sampled, fewer
-        than MIN_REQUESTS while the observed figure is not yet steady to QUICK_NOISE_FRACTION
-        of the claim, or the figure still too rough to judge a claim of `claimed_us` (at most
+        """Whether the rounds must go on for the audit: fewer than FEW_REQUESTS sampled; then,
+        for a claim the unswept requests do not judge (UNSWEPT_UNDER_US or more), fewer than
+        MIN_REQUESTS while the observed figure is not yet steady to QUICK_NOISE_FRACTION of the
+        claim, or the figure still too rough to judge a claim of `claimed_us` (at most
         MAX_REQUESTS)."""
         sampled = len(self.paired_ns)
         if not self.on or sampled >= MAX_REQUESTS:
             return False
         if sampled < FEW_REQUESTS:
             return True
+        if claimed_us < UNSWEPT_UNDER_US:
+            # the unswept requests judge this claim, with a noise of a few µs rather than the
+            # sweeps' ~160: averaging the swept figure down to a quarter of the claim as well
+            # took 12-20 requests, about 1 s a workload (GPU MODE's vectoradd, H200)
+            return False
         noise = self.noise_us()
         return noise > (QUICK_NOISE_FRACTION if sampled < MIN_REQUESTS else NOISE_FRACTION) * claimed_us
 
