@@ -591,20 +591,24 @@ def test_how_many_requests_the_audit_wants(monkeypatch):
     """At least FEW_REQUESTS; past that, on to MIN_REQUESTS unless the observed figure is steady
     to QUICK_NOISE_FRACTION of the claim, and past MIN_REQUESTS while it is rougher than
     NOISE_FRACTION, never past MAX_REQUESTS. A claim the unswept requests judge (under
-    UNSWEPT_UNDER_US) stops at FEW_REQUESTS, however rough its swept figure."""
+    UNSWEPT_UNDER_US) on a set of twice L2's size or more stops at FEW_REQUESTS, however rough
+    its swept figure."""
     from types import SimpleNamespace
 
     from gpuarena.harness import rounds_audit
     from gpuarena.harness.rounds_audit import MAX_REQUESTS, UNSWEPT_UNDER_US, RoundsAudit
 
-    def wants_more(paired_ns: list[float], claimed_us: float) -> bool:
+    def wants_more(paired_ns: list[float], claimed_us: float, streams: bool = False) -> bool:
         audit = object.__new__(RoundsAudit)
         audit.on, audit.paired_ns, audit.session = True, paired_ns, SimpleNamespace(sets=[0])  # one call a request
+        audit.streams_past_l2 = lambda: streams  # type: ignore[method-assign]
         return audit.wants_more(claimed_us)
 
     rough = [float(k % 2) * 1e9 for k in range(FEW_REQUESTS)]
-    assert wants_more(rough[:-1], UNSWEPT_UNDER_US / 10) and not wants_more(rough, UNSWEPT_UNDER_US / 10)
-    assert wants_more(rough, UNSWEPT_UNDER_US)  # judged on the swept figure alone: on until it is steady
+    small = UNSWEPT_UNDER_US / 10
+    assert wants_more(rough[:-1], small, streams=True) and not wants_more(rough, small, streams=True)
+    assert wants_more(rough, small)  # a set L2 holds: warm unswept calls bound a forgery loosely
+    assert wants_more(rough, UNSWEPT_UNDER_US, streams=True)  # judged on the swept figure alone
     monkeypatch.setattr(rounds_audit, "UNSWEPT_UNDER_US", 0.0)  # no unswept requests: the swept rules
 
     steady = [100_000.0 + (k % 2) * 1_000 for k in range(FEW_REQUESTS)]  # 100 µs, ±1 µs: noise ~0.6 µs

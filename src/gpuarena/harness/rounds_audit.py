@@ -115,6 +115,9 @@ UNSWEPT_UNDER_US = 50.0
 """Claims (median µs a call) under this get the unswept requests after the timed rounds: above
 it the sweeps' noise (±4 µs a call in one request, ±0.3-0.5 µs in the median, H200) is a small
 part of the claim and the margin bounds a forgery."""
+STREAMING_L2_MULTIPLE = 2
+"""A set this many times the L2 or larger streams from device memory even with warm caches
+(`streams_past_l2`)."""
 UNSWEPT_REQUESTS = 8
 UNSWEPT_FEW = 3
 """The unswept requests stop after this many once even the largest figure among them, taken
@@ -208,7 +211,8 @@ class RoundsAudit:
 
     def wants_more(self, claimed_us: float) -> bool:
         """Whether the rounds must go on for the audit: fewer than FEW_REQUESTS sampled; then,
-        for a claim the unswept requests do not judge (UNSWEPT_UNDER_US or more), fewer than
+        unless the unswept requests judge the claim as well as the swept ones (under
+        UNSWEPT_UNDER_US, on a set that streams past L2), fewer than
         MIN_REQUESTS while the observed figure is not yet steady to QUICK_NOISE_FRACTION of the
         claim, or the figure still too rough to judge a claim of `claimed_us` (at most
         MAX_REQUESTS)."""
@@ -217,13 +221,30 @@ class RoundsAudit:
             return False
         if sampled < FEW_REQUESTS:
             return True
-        if claimed_us < UNSWEPT_UNDER_US:
+        if claimed_us < UNSWEPT_UNDER_US and self.streams_past_l2():
             # the unswept requests judge this claim, with a noise of a few µs rather than the
-            # sweeps' ~160: averaging the swept figure down to a quarter of the claim as well
-            # took 12-20 requests, about 1 s a workload (GPU MODE's vectoradd, H200)
+            # sweeps' ~160, and their warm caches cannot hold a set twice L2's size: averaging
+            # the swept figure down to a quarter of the claim as well took 8 more requests
+            # (0.4 s) on GPU MODE's vectoradd at 4096² (H200; its 96 MB set is under 2 x L2)
             return False
         noise = self.noise_us()
         return noise > (QUICK_NOISE_FRACTION if sampled < MIN_REQUESTS else NOISE_FRACTION) * claimed_us
+
+    def streams_past_l2(self) -> bool:
+        """Whether one input set and its destinations take STREAMING_L2_MULTIPLE times the GPU's
+        L2 or more: then the unswept requests' warm caches hold little of it, and what the
+        counters see of them is close to the calls' cold cost. Below that, a memory-bound kernel
+        runs far faster warm than cold, so the unswept requests bound a forged claim only by the
+        warm time, and the swept figure must be as precise as for any claim."""
+        device = self.session.device
+        if device.type != "cuda" or not self.session.sets:
+            return False
+        import torch
+
+        l2 = torch.cuda.get_device_properties(device).L2_cache_size
+        tensors = [t for t in self.session.sets[0].values() if isinstance(t, torch.Tensor)]
+        tensors += self.session.dests[0] if self.session.dests else []
+        return bool(l2) and sum(t.numel() * t.element_size() for t in tensors) >= STREAMING_L2_MULTIPLE * l2
 
     def noise_us(self) -> float:
         """The standard error of the observed figure so far, per call."""
