@@ -20,253 +20,32 @@ What it counts, from the database at the end:
               whose API answer differs between the two servers.
 """
 
+# The fault test itself: the fleet's processes are chaos_fleet.py's (re-exported here for
+# job_latency.py and multi_gpu.py), the verdict is chaos_verify.py's.
+
 from __future__ import annotations
 
 import argparse
 import datetime as dt
 import json
 import os
-import platform
 import random
 import secrets
-import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from chaos_fleet import CLI, ROOT, Proc, cli, free_port, machine, wait_healthy, wait_runners
+from chaos_verify import verify
+
+__all__ = ["CLI", "ROOT", "Proc", "cli", "free_port", "machine", "verify", "wait_healthy", "wait_runners"]
+
 PROBLEMS = ROOT / "tests" / "fixtures" / "problems"
 GOOD = (ROOT / "tests" / "fixtures" / "solutions" / "dest_good.py").read_text()
 PLAIN = "def solve(a, x, b, y):\n    y.copy_(a * x + b)\n"
 WRONG = (ROOT / "tests" / "fixtures" / "solutions" / "dest_skips_write.py").read_text()
-CLI = [sys.executable, "-m", "gpuarena.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Proc:
-    """A process the test can kill with SIGKILL and start again with the same arguments."""
-
-    def __init__(self, name: str, argv: list[str], env: dict, logs: Path):
-        self.name, self.argv, self.env, self.logs = name, argv, env, logs
-        self.process: subprocess.Popen | None = None
-        self.starts = 0
-
-    def start(self) -> None:
-        self.starts += 1
-        log = open(self.logs / f"{self.name}.log", "a")
-        log.write(f"\n=== start {self.starts} at {time.time():.3f}\n")
-        log.flush()
-        self.process = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> int | None:
-        if not self.alive():
-            return None
-        assert self.process is not None
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
-
-
-def wait_healthy(url: str, timeout: float = 120, process: subprocess.Popen | None = None) -> None:
-    """Wait for the server's health check; fail at once if its process has exited."""
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise SystemExit(f"{url}: the server exited with {process.returncode} before it became healthy")
-        try:
-            if httpx.get(url + "/api/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"{url} did not become healthy in {timeout} s")
-
-
-def wait_runners(url: str, count: int, timeout: float = 300) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        kinds = {k["name"]: k for k in httpx.get(url + "/api/device-kinds", timeout=10).json()}
-        if kinds.get("cpu", {}).get("runners_online", 0) >= count:
-            return
-        time.sleep(0.3)
-    raise SystemExit(f"{count} runners did not come online in {timeout} s")
-
-
-def cli(env: dict, *args: str) -> str:
-    done = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        raise SystemExit(f"gpuarena {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
-
-
-def machine() -> dict:
-    cpu = ""
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {
-        "hostname": socket.gethostname(),
-        "cpus": os.cpu_count(),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-
-
-def verify(url: str, users: list[str], keys_expected: int, servers: list[str]) -> dict:
-    """Count lost and duplicated jobs and compare the leaderboards with the evaluation rows."""
-    import httpx
-    from sqlalchemy import create_engine, func, select
-
-    from gpuarena.service.db import normalise_url
-    from gpuarena.service.tables import Job, LeaderboardEntry, Problem, Result, Submission, User
-
-    engine = create_engine(normalise_url(url))
-    from sqlalchemy.orm import Session
-
-    with Session(engine) as session:
-        subs = list(
-            session.execute(
-                select(
-                    Submission.id,
-                    Submission.client_key,
-                    Submission.status,
-                    Submission.mode,
-                    Submission.user_id,
-                    Submission.problem_id,
-                    Submission.device_kind,
-                    Submission.created_at,
-                    Submission.finished_at,
-                )
-                .join(User, User.id == Submission.user_id)
-                .where(User.name.in_(users))
-            )
-        )
-        keys = {s.client_key for s in subs}
-        results = list(
-            session.execute(
-                select(
-                    Result.job_id,
-                    Result.submission_id,
-                    Result.status,
-                    Result.score,
-                    Result.evaluation,
-                    Result.runner_id,
-                )
-            )
-        )
-        per_job: dict[int, int] = {}
-        per_sub: dict[int, list] = {}
-        for r in results:
-            per_job[r.job_id] = per_job.get(r.job_id, 0) + 1
-            per_sub.setdefault(r.submission_id, []).append(r)
-        jobs = {j.submission_id: j for j in session.scalars(select(Job))}
-        no_result = [s.id for s in subs if len(per_sub.get(s.id, [])) == 0]
-        status_mismatch = [s.id for s in subs if per_sub.get(s.id) and per_sub[s.id][0].status != s.status]
-        duplicated_results = sum(n - 1 for n in per_job.values() if n > 1)
-        duplicated_submissions = len(subs) - len(keys)
-        missing_keys = keys_expected - len(keys)
-        # leaderboards, recomputed from the Evaluation records
-        names = dict(session.execute(select(User.id, User.name)).all())
-        mode_of = {s.id: s for s in subs}
-        best: dict[tuple[int, str], dict[str, float]] = {}
-        for r in results:
-            s = mode_of.get(r.submission_id)
-            if (
-                s is None
-                or s.mode != "ranked"
-                or r.evaluation.get("status") != "PASSED"
-                or r.evaluation.get("score") is None
-            ):
-                continue
-            board = best.setdefault((s.problem_id, s.device_kind), {})
-            user = names[s.user_id]
-            board[user] = max(board.get(user, float("-inf")), float(r.evaluation["score"]))
-        stored: dict[tuple[int, str], dict[str, float]] = {}
-        for e in session.scalars(select(LeaderboardEntry)):
-            stored.setdefault((e.problem_id, e.device_kind), {})[names[e.user_id]] = e.score
-            result_scores = [x.score for x in per_sub.get(e.submission_id, [])]
-            if result_scores != [e.score]:
-                stored[(e.problem_id, e.device_kind)]["!" + names[e.user_id]] = -1.0  # entry not backed by its result
-        mismatches = [
-            f"{k}: stored {stored.get(k)} recomputed {best.get(k)}"
-            for k in set(best) | set(stored)
-            if stored.get(k) != best.get(k)
-        ]
-        slugs = dict(session.execute(select(Problem.id, Problem.slug)).all())
-        for (problem_id, kind), board in best.items():
-            answers = []
-            for server in servers:
-                reply = httpx.get(
-                    server + "/api/leaderboard", params={"problem": slugs[problem_id], "device_kind": kind}, timeout=30
-                ).json()
-                answers.append({row["user"]: row["score"] for row in reply["rows"]})
-            if any(answer != board for answer in answers):
-                mismatches.append(f"API {slugs[problem_id]}/{kind}: {answers} vs {board}")
-        attempts: dict[int, int] = {}
-        for s in subs:
-            job = jobs.get(s.id)
-            if job is not None:
-                attempts[job.attempts] = attempts.get(job.attempts, 0) + 1
-        latencies = sorted((s.finished_at - s.created_at).total_seconds() for s in subs if s.finished_at)
-        by_runner: dict[str, int] = {}
-        from gpuarena.service.tables import Runner
-
-        runner_names = dict(session.execute(select(Runner.id, Runner.name)).all())
-        for r in results:
-            by_runner[runner_names.get(r.runner_id, "?")] = by_runner.get(runner_names.get(r.runner_id, "?"), 0) + 1
-        statuses: dict[str, int] = {}
-        for s in subs:
-            statuses[s.status] = statuses.get(s.status, 0) + 1
-        total_results = session.scalar(select(func.count()).select_from(Result))
-    engine.dispose()
-    return {
-        "submissions": len(subs),
-        "results": total_results,
-        "lost": len(no_result) + missing_keys,
-        "lost_submission_ids": no_result[:50],
-        "missing_submissions": missing_keys,
-        "duplicated": duplicated_results + duplicated_submissions,
-        "duplicated_results": duplicated_results,
-        "duplicated_submissions": duplicated_submissions,
-        "status_mismatches": len(status_mismatch),
-        "leaderboards": len(best),
-        "leaderboard_mismatches": mismatches,
-        "statuses": statuses,
-        "attempts": {str(k): v for k, v in sorted(attempts.items())},
-        "results_by_runner": by_runner,
-        "latency_s": {
-            "p50": round(statistics.median(latencies), 2) if latencies else None,
-            "p95": round(latencies[int(0.95 * (len(latencies) - 1))], 2) if latencies else None,
-            "max": round(latencies[-1], 2) if latencies else None,
-        },
-    }
 
 
 def main() -> int:

@@ -28,372 +28,51 @@ PostgreSQL comes from scripts/postgres.sh (a throwaway cluster with fsync on, po
 Load generator and server share the machine, as they would on a 2-core box.
 """
 
+# The scenarios and their reports. The database and its seeding are service_seed.py's; the
+# server, the load generator and the live event streams are service_load.py's.
+
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import http.client
 import json
-import json as _json
-import multiprocessing
 import os
 import platform
 import random
 import shlex
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 
 import httpx
-from sqlalchemy import create_engine, insert, select, text, update
+from sqlalchemy import select, update
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from gpuarena.service.auth import hash_token  # noqa: E402
-from gpuarena.service.db import Database, normalise_url  # noqa: E402
-from gpuarena.service.migrate import upgrade  # noqa: E402
-from gpuarena.service.tables import (  # noqa: E402
-    DeviceKind,
-    Job,
-    LeaderboardEntry,
-    Problem,
-    Result,
-    Runner,
-    SolutionBlob,
-    Submission,
-    Token,
-    User,
-    utcnow,
-)
+from service_load import LeanClient, cpu_seconds, free_port, hammer, open_streams, percentile, start_server  # noqa: E402
+from service_seed import EVALUATION, PROBLEM, SOURCE, fresh_database, seed  # noqa: E402
 
-PROBLEM = "level1/softmax"
-SOURCE = "import torch\n\n\ndef solve(x):\n    return torch.softmax(x, dim=-1)\n"
-EVALUATION = {
-    "status": "PASSED",
-    "reason": "",
-    "problem": PROBLEM,
-    "solution_hash": "b" * 64,
-    "device": "cpu",
-    "mode": "ranked",
-    "workloads": [],
-    "log": "x" * 2000,
-}
+from gpuarena.service.db import Database  # noqa: E402
+from gpuarena.service.tables import Job  # noqa: E402
 
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def fresh_database(kind: str, workdir: Path) -> str:
-    if kind == "sqlite":
-        return f"sqlite:///{workdir / 'bench.db'}"
-    env = {
-        **os.environ,
-        "GPUARENA_PG_FSYNC": "on",
-        "GPUARENA_PG_DATA": str(Path(tempfile.gettempdir()) / "gpuarena-bench-pg"),
-    }
-    server = (
-        subprocess.run(
-            ["bash", str(ROOT / "scripts/postgres.sh"), "55433"], env=env, capture_output=True, text=True, check=True
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
-    admin = create_engine(normalise_url(server), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text("DROP DATABASE IF EXISTS gpuarena_bench WITH (FORCE)"))
-        connection.execute(text("CREATE DATABASE gpuarena_bench"))
-    admin.dispose()
-    return server.rsplit("/", 1)[0] + "/gpuarena_bench"
-
-
-def seed(url: str, stored: int, users: int) -> dict:
-    """Accounts, and `stored` finished ranked submissions spread over `users` users, with the
-    leaderboard entries they imply; written in bulk straight into the database."""
-    upgrade(url)
-    db = Database(url)
-    from gpuarena.problems.loader import bundled_root
-    from gpuarena.service.catalog import sync_problems
-
-    sync_problems(db, [bundled_root()])
-    rng = random.Random(0)
-    tokens = {}
-    with db.write() as session:
-        problem_id = session.scalar(select(Problem.id).where(Problem.slug == PROBLEM, Problem.current))
-        session.add(DeviceKind(name="cpu"))
-        session.execute(
-            insert(User),
-            [{"name": f"user{i}", "role": "participant"} for i in range(users)]
-            + [{"name": "runner", "role": "runner"}],
-        )
-        ids = dict(session.execute(select(User.name, User.id)).all())
-        for name, uid in ids.items():
-            tokens[name] = f"gpa_bench_{name}"
-            session.add(Token(user_id=uid, name="bench", prefix=tokens[name][:12], hash=hash_token(tokens[name])))
-        session.add(
-            SolutionBlob(
-                hash="b" * 64,
-                name="seed",
-                language="pytorch",
-                manifest={"language": "pytorch", "entry_point": "s.py:solve"},
-                sources={"s.py": SOURCE},
-                size=len(SOURCE),
-            )
-        )
-        runner = Runner(
-            user_id=ids["runner"],
-            name="bench-runner",
-            device_kinds=["cpu"],
-            devices=[{"device": "cpu", "kind": "cpu", "name": "bench", "healthy": True}],
-        )
-        session.add(runner)
-        session.flush()
-        runner_id = runner.id
-    best: dict[int, tuple[float, int, dt.datetime]] = {}
-    batch = []
-    now = utcnow()
-    for i in range(stored):
-        uid = ids[f"user{rng.randrange(users)}"]
-        score = rng.lognormvariate(0, 0.5)
-        at = now - dt.timedelta(seconds=stored - i)
-        batch.append(
-            dict(
-                user_id=uid,
-                problem_id=problem_id,
-                solution_hash="b" * 64,
-                device_kind="cpu",
-                mode="ranked",
-                status="PASSED",
-                reason="",
-                score=score,
-                created_at=at,
-                finished_at=at,
-            )
-        )
-        if len(batch) == 5000 or i == stored - 1:
-            # each stored submission comes with its finished job and its result, as in a real database
-            with db.write() as session:
-                first_id = (session.scalar(select(Submission.id).order_by(Submission.id.desc()).limit(1)) or 0) + 1
-                session.execute(insert(Submission), batch)
-                session.execute(
-                    insert(Job),
-                    [
-                        dict(
-                            id=first_id + k,
-                            submission_id=first_id + k,
-                            device_kind="cpu",
-                            state="done",
-                            attempts=1,
-                            runner_id=runner_id,
-                            queued_at=row["created_at"],
-                            claimed_at=row["created_at"],
-                            finished_at=row["finished_at"],
-                        )
-                        for k, row in enumerate(batch)
-                    ],
-                )
-                session.execute(
-                    insert(Result),
-                    [
-                        dict(
-                            job_id=first_id + k,
-                            submission_id=first_id + k,
-                            runner_id=runner_id,
-                            status="PASSED",
-                            score=row["score"],
-                            evaluation=EVALUATION | {"score": row["score"]},
-                            created_at=row["finished_at"],
-                        )
-                        for k, row in enumerate(batch)
-                    ],
-                )
-            for offset, row in enumerate(batch):
-                if row["user_id"] not in best or row["score"] > best[row["user_id"]][0]:
-                    best[row["user_id"]] = (row["score"], first_id + offset, row["finished_at"])
-            batch = []
-    with db.write() as session:
-        session.execute(
-            insert(LeaderboardEntry),
-            [
-                dict(
-                    problem_id=problem_id,
-                    device_kind="cpu",
-                    user_id=uid,
-                    submission_id=sid,
-                    score=score,
-                    achieved_at=at,
-                )
-                for uid, (score, sid, at) in best.items()
-            ],
-        )
-    if db.is_postgres:  # the ids were given explicitly: move the sequences past them, then refresh statistics
-        with db.write() as session:
-            for table in ("submissions", "jobs", "results"):
-                session.execute(
-                    text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
-                )
-        with db.write_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-            connection.execute(text("VACUUM ANALYZE"))
-    else:
-        with db.write() as session:
-            session.execute(text("ANALYZE"))
-    db.dispose()
-    return {"tokens": tokens, "runner_id": runner_id}
-
-
-def start_server(url: str, home: Path, **extra_env: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "GPUARENA_SUBMIT_LIMIT": "0",
-        "GPUARENA_MAX_IN_FLIGHT": "0",
-        "PYTHONPATH": str(ROOT / "src"),
-        **extra_env,
-    }
-    log = open(home / f"serve-{port}.log", "w")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gpuarena.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--no-runner",
-            "--home",
-            str(home),
-            "--database",
-            url,
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(base + "/api/health").status_code == 200:
-                return process, base
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise RuntimeError(f"server did not start; see {log.name}")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU time a process has used (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class Answer:
-    def __init__(self, status_code: int, body: bytes):
-        self.status_code, self.content = status_code, body
-
-
-class LeanClient:
-    """A keep-alive HTTP/1.1 client on the standard library: a few times cheaper per request
-    than httpx, so that the load generator, which shares the cores with the server, takes less
-    of them from it."""
-
-    def __init__(self, base: str):
-        parsed = urllib.parse.urlsplit(base)
-        self.connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
-
-    def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> Answer:
-        self.connection.request(method, path, body=body, headers=headers or {})
-        answer = self.connection.getresponse()
-        return Answer(answer.status, answer.read())
-
-    def get(self, path: str, params: dict | None = None, headers: dict | None = None) -> Answer:
-        return self.request("GET", path + ("?" + urllib.parse.urlencode(params) if params else ""), headers=headers)
-
-    def post(self, path: str, json: dict, headers: dict | None = None) -> Answer:
-        return self.request(
-            "POST",
-            path,
-            body=_json.dumps(json).encode(),
-            headers={"Content-Type": "application/json", **(headers or {})},
-        )
-
-    def __enter__(self) -> LeanClient:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.connection.close()
-
-
-def _client(base: str, worker: int, seconds: float, request, start, results) -> None:
-    """One client process: `request(http, worker, i)` in a loop until `seconds` have passed."""
-    latencies: list[float] = []
-    failed = 0
-    with LeanClient(base) as http:
-        request(http, worker, -1)  # connect before the clock starts
-        start.wait()
-        stop = time.monotonic() + seconds
-        i = 0
-        while time.monotonic() < stop:
-            began = time.perf_counter()
-            answer = request(http, worker, i)
-            elapsed = time.perf_counter() - began
-            if answer.status_code < 300:
-                latencies.append(elapsed)
-            else:
-                failed += 1
-            i += 1
-    results.put((latencies, failed))
-
-
-def hammer(base: str, clients: int, seconds: float, request, server_pid: int) -> dict:
-    """Run `request(http, worker, i)` from `clients` client processes (independent, like real
-    users: no shared GIL) for `seconds`; latencies of the 2xx answers, and the server's CPU time
-    per request (robust to other work on the machine)."""
-    context = multiprocessing.get_context("fork")
-    start, results = context.Barrier(clients + 1), context.Queue()
-    workers = [
-        context.Process(target=_client, args=(base, w, seconds, request, start, results), daemon=True)
-        for w in range(clients)
-    ]
-    for worker in workers:
-        worker.start()
-    start.wait(timeout=60)
-    cpu_before = cpu_seconds(server_pid)
-    began = time.monotonic()
-    latencies: list[float] = []
-    failed = 0
-    for _ in workers:
-        some, more_failed = results.get(timeout=seconds + 120)
-        latencies += some
-        failed += more_failed
-    took = time.monotonic() - began
-    cpu = cpu_seconds(server_pid) - cpu_before
-    for worker in workers:
-        worker.join(timeout=30)
-    return {
-        "clients": clients,
-        "seconds": round(took, 1),
-        "requests": len(latencies),
-        "failed": failed,
-        "per_second": round(len(latencies) / took, 1),
-        "p50_ms": round(1000 * percentile(latencies, 50), 2),
-        "p99_ms": round(1000 * percentile(latencies, 99), 2),
-        "server_cpu_ms_per_request": round(1000 * cpu / max(1, len(latencies) + failed), 2),
-        "load_average_1min_after": round(os.getloadavg()[0], 2),
-    }
+# what other bench scripts import from here (contest_leaderboard_reads.py)
+__all__ = [
+    "EVALUATION",
+    "PROBLEM",
+    "SOURCE",
+    "LeanClient",
+    "cpu_seconds",
+    "free_port",
+    "fresh_database",
+    "hammer",
+    "open_streams",
+    "percentile",
+    "seed",
+    "start_server",
+]
 
 
 def queued_to_claimed(base: str, seeded: dict, url: str, jobs: int) -> dict:
@@ -514,44 +193,6 @@ def bench(kind: str, args: argparse.Namespace) -> dict:
             "queued_to_claimed_p99_le_1s": claims["p99_ms"] <= 1000,
         },
     }
-
-
-def open_streams(base: str, submission_ids: list[int], count: int) -> tuple[threading.Event, list[threading.Thread]]:
-    """`count` anonymous live event streams, spread over the submissions, each read in a
-    thread until the event is set; returns once every stream has its first event."""
-    stop, started = threading.Event(), threading.Semaphore(0)
-    refused: list[int] = []
-
-    def listen(i: int) -> None:
-        sid = submission_ids[i % len(submission_ids)]
-        first = True
-        try:
-            with httpx.Client(base_url=base, timeout=httpx.Timeout(30.0, read=None)) as http:
-                with http.stream("GET", f"/api/submissions/{sid}/events") as response:
-                    if response.status_code != 200:
-                        refused.append(response.status_code)
-                        return
-                    for _ in response.iter_lines():
-                        if first:
-                            started.release()
-                            first = False
-                        if stop.is_set():
-                            return
-        except httpx.HTTPError:
-            if not stop.is_set():  # the server going away at the end is no news
-                raise
-        finally:
-            if first:
-                started.release()
-
-    threads = [threading.Thread(target=listen, args=(i,), daemon=True) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for _ in threads:
-        started.acquire(timeout=120)
-    if refused:
-        raise RuntimeError(f"{len(refused)} streams refused: {sorted(set(refused))}")
-    return stop, threads
 
 
 def flood_bench(kind: str, args: argparse.Namespace) -> dict:

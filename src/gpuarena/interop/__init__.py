@@ -1,8 +1,9 @@
 """Other benchmarks' formats, read and written: FlashInfer-Bench's FlashInfer-Trace, and
 KernelBench's problem and solution files and GPU MODE's problem folders and submissions (read).
 
-- `flashinfer_trace`: the Definition, Workload, Solution and Trace documents as pydantic
-  models, and readers whose errors name the file, the line and the field.
+- `flashinfer_trace`: the Definition, Workload, Solution and Trace documents read and
+  written, with errors that name the file, the line and the field; the pydantic models are
+  `flashinfer_models`' (re-exported by `flashinfer_trace`).
 - `flashinfer_import`: a Definition and its workloads as a gpuarena problem folder; a
   FlashInfer Solution as a gpuarena solution folder; and back (`export_definition`). The
   problem's files are made by `flashinfer_problem`; the sidecars it leaves, and the names and

@@ -1,7 +1,12 @@
-"""The database schema, as SQLAlchemy ORM classes: the one place the tables are described.
+"""The database schema, as SQLAlchemy ORM classes: the one place the tables are gathered.
 
 Times are naive UTC datetimes. Alembic migrations in `service/migrations` create these tables;
 a test checks that the migrations and this module agree.
+
+Accounts, problems, submissions, jobs, runners and leaderboards are described here; the
+features' tables are in their own modules (contest_tables.py, bounty_tables.py,
+sample_tables.py) on the same Base (table_base.py), and re-exported from here, so importing
+this module registers every table in the one MetaData Alembic reads.
 """
 
 from __future__ import annotations
@@ -22,15 +27,40 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from gpuarena.service.bounty_tables import Bounty, BountyEvent
+from gpuarena.service.contest_tables import ContestEntry, ContestOrganizer, ContestRow, TeamMember
+from gpuarena.service.sample_tables import SampleRow
+from gpuarena.service.table_base import Base, utcnow
 
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
-
-
-class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+__all__ = [
+    "Base",
+    "BestPointRow",
+    "Bounty",
+    "BountyEvent",
+    "ContestEntry",
+    "ContestOrganizer",
+    "ContestRow",
+    "DeviceKind",
+    "HeldBest",
+    "Invite",
+    "Job",
+    "LeaderboardEntry",
+    "Problem",
+    "RateCounter",
+    "Result",
+    "Runner",
+    "SampleRow",
+    "SolutionBlob",
+    "Submission",
+    "TeamMember",
+    "Token",
+    "User",
+    "WebSession",
+    "Webhook",
+    "utcnow",
+]
 
 
 class User(Base):
@@ -351,173 +381,3 @@ class RateCounter(Base):
     window: Mapped[int] = mapped_column(BigInteger, default=0)
     """Start of the current window, in seconds since the epoch."""
     count: Mapped[int] = mapped_column(Integer, default=0)
-
-
-# Contests (issue 20): the configuration is the pydantic `contests.model.Contest`, stored whole;
-# the columns beside it are what queries filter on.
-
-
-class ContestRow(Base):
-    """A contest: a window of time over some problems and device kinds, with one scoring rule."""
-
-    __tablename__ = "contests"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    slug: Mapped[str] = mapped_column(String(64), unique=True)
-    title: Mapped[str] = mapped_column(String(200))
-    description: Mapped[str] = mapped_column(Text, default="")
-    """Markdown, shown on the contest's page."""
-    config: Mapped[dict[str, Any]] = mapped_column(JSON)
-    """The contests.model.Contest record, as JSON (rule and its parameters, problems, device kinds...)."""
-    start: Mapped[dt.datetime] = mapped_column(DateTime)
-    end: Mapped[dt.datetime] = mapped_column(DateTime)
-    teams: Mapped[bool] = mapped_column(Boolean, default=False)
-    """Entries are by team (a named set of users) instead of by user."""
-    created_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
-    entries_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    """Its entries, counted as they are made (contests.enter): the contest's pages show the
-    number without counting them."""
-
-
-class ContestOrganizer(Base):
-    """A user who may review a contest's submissions and see its live standings."""
-
-    __tablename__ = "contest_organizers"
-
-    contest_id: Mapped[int] = mapped_column(ForeignKey("contests.id"), primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
-
-
-class TeamMember(Base):
-    """A user's team in one contest (one team per user and contest)."""
-
-    __tablename__ = "contest_team_members"
-
-    contest_id: Mapped[int] = mapped_column(ForeignKey("contests.id"), primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
-    team: Mapped[str] = mapped_column(String(64))
-
-
-class ContestEntry(Base):
-    """A submission made into a contest, with the figures the scoring rules read and the
-    organizer's review. Figures are copied from the result when it arrives (a standings
-    recomputation reads this table alone, not every Evaluation record)."""
-
-    __tablename__ = "contest_entries"
-    __table_args__ = (
-        Index("ix_contest_entries_contest", "contest_id", "submission_id"),
-        Index("ix_contest_entries_contestant_day", "contest_id", "contestant", "submitted_at"),
-        Index("ix_contest_entries_updated", "contest_id", "updated_at"),
-    )
-
-    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), primary_key=True)
-    contest_id: Mapped[int] = mapped_column(ForeignKey("contests.id"))
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
-    contestant: Mapped[str] = mapped_column(String(64))
-    """The user's name, or their team's in a team contest (fixed when submitted)."""
-    submitted_at: Mapped[dt.datetime] = mapped_column(DateTime)
-    score_low: Mapped[float | None] = mapped_column(Float, nullable=True)
-    score_high: Mapped[float | None] = mapped_column(Float, nullable=True)
-    max_abs_error: Mapped[float | None] = mapped_column(Float, nullable=True)
-    max_rel_error: Mapped[float | None] = mapped_column(Float, nullable=True)
-    review: Mapped[str] = mapped_column(String(16), default="pending")
-    """pending, accepted or rejected (by an organizer)."""
-    review_comment: Mapped[str] = mapped_column(Text, default="")
-    reviewer_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
-    reviewed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
-    merged_upstream: Mapped[bool] = mapped_column(Boolean, default=False)
-    bonus: Mapped[list[Any]] = mapped_column(JSON, default=list)
-    samples_accepted: Mapped[int] = mapped_column(Integer, default=0)
-    samples_score: Mapped[float] = mapped_column(Float, default=0.0)
-    judge_score: Mapped[float | None] = mapped_column(Float, nullable=True)
-    completeness: Mapped[float | None] = mapped_column(Float, nullable=True)
-    updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
-    """Set whenever what the rules read changes (made, result in, reviewed): standings kept in
-    memory reread only the entries changed since (service/contests.py)."""
-
-
-# Bounties (issue 20)
-
-
-class Bounty(Base):
-    """A reward for a piece of work: speed bounties are verified by a ranked run, the others by
-    an organizer. States: open, claimed, submitted, verified, paid, expired, withdrawn."""
-
-    __tablename__ = "bounties"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    title: Mapped[str] = mapped_column(String(200))
-    description: Mapped[str] = mapped_column(Text, default="")
-    reward_amount: Mapped[str] = mapped_column(String(32))
-    """A decimal number as text: money is never a float."""
-    currency: Mapped[str] = mapped_column(String(16))
-    category: Mapped[str] = mapped_column(String(16))
-    """speed, feature, bug or hardware."""
-    problem_slug: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    device_kind: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    target_over: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    """reference or leaderboard: what the speed-up target is measured against."""
-    target_speedup: Mapped[float | None] = mapped_column(Float, nullable=True)
-    baseline_score: Mapped[float | None] = mapped_column(Float, nullable=True)
-    """The leaderboard best when the bounty was made (target_over leaderboard); 1.0 over the reference."""
-    required_score: Mapped[float | None] = mapped_column(Float, nullable=True)
-    """The ranked score a run must reach: target_speedup x baseline_score."""
-    claim_days: Mapped[int] = mapped_column(Integer, default=7)
-    state: Mapped[str] = mapped_column(String(16), default="open")
-    claimer_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
-    claim_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
-    submission_id: Mapped[int | None] = mapped_column(ForeignKey("submissions.id"), nullable=True)
-    """The run that verified it (speed bounties)."""
-    deadline: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
-    """After this the bounty expires unless verified."""
-    created_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
-
-
-class BountyEvent(Base):
-    """Every change of a bounty, with who made it (None: the service itself) and when."""
-
-    __tablename__ = "bounty_events"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    bounty_id: Mapped[int] = mapped_column(ForeignKey("bounties.id"), index=True)
-    at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
-    actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
-    action: Mapped[str] = mapped_column(String(32))
-    from_state: Mapped[str] = mapped_column(String(16))
-    to_state: Mapped[str] = mapped_column(String(16))
-    note: Mapped[str] = mapped_column(Text, default="")
-
-
-# Dataset samples (issue 21)
-
-
-class SampleRow(Base):
-    """A dataset sample submitted to the service. Its check is the submission it was made as
-    (to the samples problem, the sample's folder as the solution: dataset/sample_pack.py);
-    here are what the check found and the organizers' review. Accepted samples are the
-    dataset the service adds to (`gpuarena dataset pull`)."""
-
-    __tablename__ = "samples"
-    __table_args__ = (Index("ix_samples_review", "review", "submission_id"),)
-
-    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
-    contributor: Mapped[str] = mapped_column(String(64))
-    llm: Mapped[str] = mapped_column(Text)
-    problem: Mapped[str] = mapped_column(String(200))
-    """The problem's name, from its problem.toml."""
-    verdict: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    """ok, duplicate or broken once a runner checked it (None before)."""
-    report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    """The dataset.sample.SampleReport, as JSON."""
-    score: Mapped[float | None] = mapped_column(Float, nullable=True)
-    """The optimised kernel's speed-up over the reference (what a ccf-dataset contest adds up)."""
-    review: Mapped[str] = mapped_column(String(16), default="pending")
-    """pending, accepted or rejected (by an organizer)."""
-    review_comment: Mapped[str] = mapped_column(Text, default="")
-    reviewer_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
-    reviewed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
-    checked_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
