@@ -20,7 +20,7 @@ from typing import cast
 import torch
 
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness import kernel_duration, messages
+from gpuarena.harness import kernel_duration, memory_plan, messages
 from gpuarena.harness.calibration import ProcessExtra, calibrate
 from gpuarena.harness.correctness import check_correctness
 from gpuarena.harness.device import device_audit
@@ -445,11 +445,45 @@ class Supervisor:
         )
         with self.phases(CORRECTNESS):  # inputs, the reference's outputs and the shared buffers
             session = WorkloadSession(self.problem, workload, self.device, self.seed, arena, self.fresh_seed)
-            first = session.make("trial", 0)
-            first_ref = session.reference(first)
             timing = self.options.mode != "test" and workload.timed
-            n_sets = count_sets(self.backend.input_budget(self.device), input_bytes(first, first_ref)) if timing else 1
-            session.allocate(first, first_ref, n_sets, n_checks=0)
+            # drawn on the device itself (a meta-device draw cannot take the problem's generator,
+            # nor run every reference): what it takes is counted, and running out of memory in
+            # it, or in the plan's buffers, is the machine's answer, not a verdict (memory_plan.py)
+            step = "drawing the inputs"
+            try:
+                memory_plan.scratch_start(self.device)
+                first = session.make("trial", 0)
+                step = "running the reference"
+                first_ref = session.reference(first)
+                step = "planning the shared buffers"
+                n_sets = (
+                    count_sets(self.backend.input_budget(self.device), input_bytes(first, first_ref)) if timing else 1
+                )
+                returns = self.problem.spec.convention == "return"
+                audited = self.backend.device_audit and not self._audit_off()
+                twins = (1 if self.backend.host_timed else (2 if returns else 3) if audited else 0) if timing else 0
+                sized = memory_plan.for_draw(
+                    first, first_ref, n_sets, self.device, timed=timing, twins=twins, worker_outputs=returns
+                )
+                if not sized.fits:
+                    result.status, result.reason = Status.ERROR, memory_plan.refusal(sized, self.device)
+                    self.details.append(f"\n[gpuarena] {workload.name}: {result.reason}\n")
+                    return session, result
+                if sized.n_sets < n_sets:
+                    self.details.append(
+                        f"\n[gpuarena] {workload.name}: {sized.n_sets} input set(s), not {n_sets}: "
+                        f"{memory_plan.gib(sized.peak)} planned ({sized.describe()}) of "
+                        f"{memory_plan.gib(sized.free)} free\n"
+                    )
+                n_sets = sized.n_sets
+                step = "allocating the shared buffers"
+                session.allocate(first, first_ref, n_sets, n_checks=0)
+            except Exception as exc:
+                if not memory_plan.out_of_memory(exc):
+                    raise
+                result.status, result.reason = Status.ERROR, memory_plan.ran_out(exc, step, self.device)
+                self.details.append(f"\n[gpuarena] {workload.name}: {result.reason}\n")
+                return session, result
             fds = arena.take_fds()  # CUDA buffers for a worker of its own user (see transport)
             try:
                 reply = worker.request(

@@ -97,6 +97,70 @@ def compiles_triton(device: str) -> bool:
     return device.partition(":")[0] != "cpu"
 
 
+def device_memory(device: torch.device) -> tuple[int, int]:
+    """(free, total) bytes of the device's memory, for a workload's plan (memory_plan.py): on a
+    GPU the driver's figures, with torch's cached blocks given back first (the shared buffers
+    come from the driver, not from torch's cache); on the host, the memory available to new
+    allocations (psutil where it is installed, else /proc/meminfo)."""
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        free, total = torch.cuda.mem_get_info(device)
+        return int(free), int(total)
+    try:
+        import psutil
+    except ImportError:
+        return host_meminfo()
+    vm = psutil.virtual_memory()
+    return int(vm.available), int(vm.total)
+
+
+def host_meminfo() -> tuple[int, int]:
+    """(available, total) bytes of the host's memory from /proc/meminfo."""
+    import os
+
+    fields: dict[str, int] = {}
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                fields[name] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    total = fields.get("MemTotal") or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return fields.get("MemAvailable", total), total
+
+
+def peak_from_now(device: torch.device) -> None:
+    """Count the device's allocations' peak from now (CUDA's allocator counts it; the host's does not)."""
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_past_held(device: torch.device) -> int:
+    """What the allocations' peak since `peak_from_now` was past what is held now (0 uncounted)."""
+    import torch
+
+    if device.type != "cuda":
+        return 0
+    return max(0, torch.cuda.max_memory_allocated(device) - torch.cuda.memory_allocated(device))
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether exc is the device or the host running out of memory: torch's OutOfMemoryError,
+    Python's MemoryError, torch's CPU allocator's failure, or the driver's for the shared
+    buffers (cuda_vmm.CudaError, CUDA_ERROR_OUT_OF_MEMORY)."""
+    import torch
+
+    if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "(out of memory)" in text)
+
+
 def backend_for(device: torch.device) -> Backend:
     """The backend for device, or UnsupportedDevice naming what is missing."""
     import torch

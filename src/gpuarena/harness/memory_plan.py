@@ -1,0 +1,231 @@
+"""What one workload takes of the device's memory in the supervisor's hands, planned before the
+worker is asked to share its buffers (issue 47).
+
+The supervisor draws a workload's first trial inputs and the reference's outputs on the device,
+then allocates its rotating input sets and their destinations, and the correctness trials and
+the timed rounds add copies of their own. On KernelBench-size problems (tensors of 6.4 GB) the
+peak was about 15 tensors, and a workload too large for the GPU failed late, deep inside, with
+torch's OutOfMemoryError: an honest solution was REJECTED for the machine's size. `plan` counts
+each of those terms from one set's sizes, `fit` takes the most sets (up to the usual count)
+that fit the free memory with `headroom` left over, and a workload that cannot fit even with
+one set ends before it starts (`refusal`), with no verdict on the solution (Status.ERROR).
+
+What is not counted, because the supervisor cannot know it ahead: the solution's own
+workspace in the worker, and the float64 computation of the correctness trials (bounded by
+correctness.FLOAT64_LEAST and the device's budget; where it runs out of memory the record says
+so in `float64_skipped`, precision.float64_reference). The headroom is for those, for the
+drawing's temporaries and for the allocators' rounding."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from gpuarena.harness.compare import CHUNK
+from gpuarena.harness.device import backend
+from gpuarena.harness.measure import CHECKED_PER_BLOCK
+
+HEADROOM_SHARE = 0.05
+"""The share of the device's total memory a plan leaves free,"""
+HEADROOM_LEAST = 256 << 20
+"""and at least this much."""
+CHUNK_ARRAYS = 8
+"""float64 arrays of a chunk live at once in the comparison (compare._chunk: the output's and
+the reference's chunk, the difference, the sizes, the scores and their temporaries)."""
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The supervisor's planned peak on the device for one workload, term by term."""
+
+    n_sets: int
+    terms: dict[str, int]
+    """Bytes by name, of the phase whose sum is the larger (`phase`)."""
+    phase: str
+    """"correctness" or "timing": where the peak is."""
+    free: int
+    """Bytes free on the device for this workload (what it already holds counted back in)."""
+    total: int
+    headroom: int = field(default=0)
+
+    @property
+    def peak(self) -> int:
+        return sum(self.terms.values())
+
+    @property
+    def fits(self) -> bool:
+        return self.peak + self.headroom <= self.free
+
+    def describe(self) -> str:
+        """The terms in words, largest first (the log's line and the refusal's)."""
+        parts = sorted(((b, name) for name, b in self.terms.items() if b), reverse=True)
+        return ", ".join(f"{name} {gib(b)}" for b, name in parts)
+
+
+def gib(n: int) -> str:
+    return f"{n / GIB:.2f} GiB"
+
+
+def plan(
+    input_bytes: int,
+    output_bytes: int,
+    n_sets: int,
+    free: int,
+    total: int,
+    *,
+    timed: bool = True,
+    twins: int = 0,
+    worker_outputs: bool = True,
+    output_elements: int | None = None,
+    scratch: int = 0,
+) -> MemoryPlan:
+    """The peak for n_sets sets of `input_bytes` (one set's input tensors) with outputs of
+    `output_bytes` (the reference's, one set's), against `free` of `total` bytes.
+
+    Both of a workload's phases hold its shared buffers, for every set:
+    - sets: the input sets the worker reads (n_sets x inputs, the arena's);
+    - destinations: the outputs the worker writes (n_sets x outputs, the arena's).
+    The correctness trials (correctness.check_correctness) add
+    - drawn inputs: the first trial's inputs, held through the trials, and the current trial's (2 x inputs);
+    - reference outputs: the same two trials' reference outputs (2 x outputs).
+    The timed rounds (measure.measure_workload) add instead
+    - private copies: the supervisor's own copy of every set's inputs, and the fresh draw that
+      replaces one while it is still held (measure.refresh_sets; (n_sets + 1) x inputs);
+    - reference outputs: the expected outputs of a checked call (measure.check_outputs; 1 x outputs);
+    - commit copies: the checked calls' outputs copied at the commit point
+      (measure.CHECKED_PER_BLOCK x outputs);
+    - twins' destinations: the reference's twins (twin.py: the CPU-time bound's, the device
+      audit's two or three) keep destinations of their own for every set and a call's outputs
+      (twins x (n_sets + 1) x outputs).
+    Both add
+    - reference temporaries: `scratch`, what the reference's first call took past its outputs
+      (measured where the device counts it; 0 otherwise);
+    - comparison chunks: compare.CHUNK elements of the largest output widened to float64,
+      CHUNK_ARRAYS of them (`output_elements`; a whole chunk where not given);
+    - worker's outputs: a solution that returns its outputs (the "return" convention) holds one
+      call's in the worker before they are copied out (1 x outputs; worker_outputs=False for
+      the "destination" convention).
+    An untimed workload (timed=False) has only the correctness phase."""
+    n = max(n_sets, 1)
+    held = {"sets": n * input_bytes, "destinations": n * output_bytes}
+    chunk = min(CHUNK, output_elements if output_elements is not None else CHUNK)
+    both = {
+        "reference temporaries": scratch,
+        "comparison chunks": CHUNK_ARRAYS * 8 * chunk if output_bytes else 0,
+        "worker's outputs": output_bytes if worker_outputs else 0,
+    }
+    correctness = held | {"drawn inputs": 2 * input_bytes, "reference outputs": 2 * output_bytes} | both
+    timing = (
+        held
+        | {
+            "private copies": (n + 1) * input_bytes,
+            "reference outputs": output_bytes,
+            "commit copies": CHECKED_PER_BLOCK * output_bytes,
+            "twins' destinations": twins * (n + 1) * output_bytes,
+        }
+        | both
+    )
+    if timed and sum(timing.values()) > sum(correctness.values()):
+        return MemoryPlan(n, timing, "timing", free, total, headroom(total))
+    return MemoryPlan(n, correctness, "correctness", free, total, headroom(total))
+
+
+def headroom(total: int) -> int:
+    """What a plan leaves free of a device of `total` bytes."""
+    return max(HEADROOM_LEAST, int(HEADROOM_SHARE * total))
+
+
+def fit(n_sets: int, planned: Callable[[int], MemoryPlan]) -> MemoryPlan:
+    """The plan (planned(n): `plan` for n sets) with the most sets, up to n_sets, that fits;
+    the one-set plan (not `fits`) when none does."""
+    for n in range(max(n_sets, 1), 1, -1):
+        p = planned(n)
+        if p.fits:
+            return p
+    return planned(1)
+
+
+def for_draw(
+    inputs: dict[str, Any],
+    outputs: tuple[torch.Tensor, ...],
+    n_sets: int,
+    device: torch.device,
+    *,
+    timed: bool,
+    twins: int,
+    worker_outputs: bool,
+) -> MemoryPlan:
+    """`fit` for a workload whose first trial's inputs and reference outputs are drawn (held now,
+    so counted back into the free memory: the plan has them), after `scratch_start`."""
+    in_bytes = tensor_bytes(v for v in inputs.values() if isinstance(v, torch.Tensor))
+    out_bytes = tensor_bytes(outputs)
+    largest = max((t.numel() for t in outputs), default=0)
+    temporaries = scratch(device)
+    free, total = free_memory(device)
+    return fit(
+        n_sets,
+        lambda n: plan(
+            in_bytes,
+            out_bytes,
+            n,
+            free + in_bytes + out_bytes,
+            total,
+            timed=timed,
+            twins=twins,
+            worker_outputs=worker_outputs,
+            output_elements=largest,
+            scratch=temporaries,
+        ),
+    )
+
+
+def tensor_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def refusal(p: MemoryPlan, device: object) -> str:
+    """Why a workload cannot run on this device: the bytes it needs and the memory free."""
+    return (
+        f"too large for {device}: even with one input set the supervisor needs {gib(p.peak)} "
+        f"at its peak ({p.phase}: {p.describe()}) and leaves {gib(p.headroom)} spare, "
+        f"but only {gib(p.free)} of {gib(p.total)} is free here; no verdict on the solution"
+    )
+
+
+def ran_out(exc: BaseException, step: str, device: torch.device) -> str:
+    """The reason for a workload the supervisor ran out of memory for while it prepared it."""
+    try:
+        free, total = free_memory(device)
+        now = f"; {gib(free)} of {gib(total)} free after it"
+    except Exception:  # the reason stands without the figures
+        now = ""
+    return (
+        f"the supervisor ran out of memory on {device} {step} ({type(exc).__name__}: "
+        f"{' '.join(str(exc).split())[:300]}){now}; no verdict on the solution"
+    )
+
+
+def free_memory(device: torch.device) -> tuple[int, int]:
+    """(free, total) bytes of the device's memory (backend.device_memory: on a GPU the driver's
+    figures with torch's cache given back first, on the host the memory available)."""
+    return backend.device_memory(device)
+
+
+def scratch_start(device: torch.device) -> None:
+    """Start counting the reference's temporaries (`scratch`), where the device counts them."""
+    backend.peak_from_now(device)
+
+
+def scratch(device: torch.device) -> int:
+    """What was allocated since `scratch_start` past what is held now: the temporaries of the
+    drawing and of the reference's call (0 where the device does not count them)."""
+    return backend.peak_past_held(device)
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether exc is the device (or the host) running out of memory (backend.out_of_memory)."""
+    return backend.out_of_memory(exc)
