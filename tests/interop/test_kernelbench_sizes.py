@@ -260,3 +260,26 @@ def test_an_import_killed_during_its_check_does_not_block_the_next(tmp_path):
     assert done.returncode == 0, done.stderr
     assert [p.name for p in (out / "level2").iterdir()] == ["7_conv2d_relu_biasadd"]
     assert check_problem(out / "level2" / "7_conv2d_relu_biasadd").ok
+
+
+def test_a_model_whose_weights_are_large_and_data_small_is_checked_on_the_cpu(tmp_path):
+    """Weights do not shrink with the batch: counted with the data, a whole model's (ResNet-18's
+    11.7M at a batch of 2) kept level 3 off the CPU at any size. Under their own cap, its own
+    sizes are checked on the CPU."""
+    from gpuarena.interop.kernelbench_read import CPU_MAX_PARAMETERS
+
+    source = tmp_path / "5_WideHead.py"
+    source.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.head = nn.Linear(2048, 1024)\n\n"
+        "    def forward(self, x):\n        return torch.tanh(self.head(x))\n\n\n"
+        "batch_size = 4\n\n\ndef get_inputs():\n    return [torch.rand(batch_size, 2048)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    assert 2048 * 1024 > CPU_MAX_ELEMENTS and 2048 * 1024 < CPU_MAX_PARAMETERS
+    outcome = import_file(source, tmp_path / "out")
+    assert outcome.status == "imported", outcome.messages
+    assert [(w.name, w.devices) for w in load_problem(outcome.folder).spec.workloads] == [
+        ("kernelbench", ["cpu", "cuda"])
+    ]

@@ -29,8 +29,9 @@ The problem folder holds
   them (`M = 4 * N`) included;
 - `problem.toml`: the file's own sizes as the workload `kernelbench` (GPU only when large),
   plus `cpu-small`, the sizes halved (the largest first, constants under 16 kept: kernel
-  sizes, strides, dims) until inputs, parameters and outputs hold at most CPU_MAX_ELEMENTS
-  elements, where the shapes allow it (found on the meta device, then run once on the CPU);
+  sizes, strides, dims) until inputs and outputs hold at most CPU_MAX_ELEMENTS elements and
+  parameters at most CPU_MAX_PARAMETERS, where the shapes allow it (found on the meta device,
+  then run once on the CPU); the file's own sizes run on the CPU too where they are under both;
   KernelBench's tolerance for the dtype;
 - `README.md`.
 
@@ -60,6 +61,7 @@ from gpuarena.errors import GpuarenaError
 from gpuarena.interop import staging as staging_folders
 from gpuarena.interop.kernelbench_read import (  # noqa: F401  re-exported: tests and callers import them from here
     CPU_MAX_ELEMENTS,
+    CPU_MAX_PARAMETERS,
     MARKER,
     MIN_SHRINK,
     SEED,
@@ -287,7 +289,8 @@ def _no_cpu_workload(file: _File, meta_error: str, check_device: str, keep_faili
         else f"halving its sizes ({', '.join(file.sizes)}) gave no valid shapes under the cap"
     )
     text = (
-        f"no CPU-sized workload (at most {CPU_MAX_ELEMENTS} elements) could be derived from the file: {why}; "
+        f"no CPU-sized workload (at most {CPU_MAX_ELEMENTS} elements of data and {CPU_MAX_PARAMETERS} of "
+        f"parameters) could be derived from the file: {why}; "
         "its workload runs on a GPU only"
     )
     if _device_type(check_device) != "cpu":
@@ -361,7 +364,7 @@ def _import_file(
     notes: list[str] = []
     small: dict[str, int] | None = None
     if full is not None:
-        whole_on_cpu = full.elements <= CPU_MAX_ELEMENTS
+        whole_on_cpu = full.fits_the_cpu()
         if not whole_on_cpu:
             small = small_sizes(file)
     else:  # shapes unknown without running it: only inputs small enough are run on the CPU

@@ -17,7 +17,11 @@ SEED = 42
 """KernelBench's eval seed (seed_num): parameters are made from it on both sides."""
 MARKER = "# ---- gpuarena: end of the KernelBench problem file ----"
 CPU_MAX_ELEMENTS = 1 << 20
-"""A workload whose inputs, parameters and outputs hold at most this many elements runs on the CPU."""
+"""A workload whose inputs and outputs hold at most this many elements runs on the CPU,"""
+CPU_MAX_PARAMETERS = 1 << 25
+"""if its model's parameters and buffers hold at most this many. Counted with the data, the
+weights of a whole model kept level 3 off the CPU at any size (ResNet-18's 11.7M at a batch of
+2 at 224², a forward of about 0.1 s on 2 cores), and they do not shrink with the batch."""
 MIN_SHRINK = 16
 """Sizes below this are kept when a CPU workload is derived (kernel sizes, strides, groups, dims)."""
 _GLUE_NAMES = {"reference", "make_inputs"}
@@ -292,8 +296,18 @@ def _init_args(namespace: dict[str, Any], path: Path) -> tuple[Any, ...]:
 @dataclass
 class _Probe:
     elements: int
+    """Of the inputs and outputs."""
     outputs: list[tuple[list[int], str]]
     n_inputs: int
+    parameters: int = 0
+    """Of the model's parameters and buffers."""
+
+    def fits_the_cpu(self) -> bool:
+        return self.elements <= CPU_MAX_ELEMENTS and self.parameters <= CPU_MAX_PARAMETERS
+
+    def load(self) -> float:
+        """How far over the CPU's caps (1 at the larger of them)."""
+        return max(self.elements / CPU_MAX_ELEMENTS, self.parameters / CPU_MAX_PARAMETERS)
 
 
 def _flatten_outputs(out: Any, path: Path) -> list[Any]:
@@ -324,7 +338,7 @@ def _probe(file: _File, sizes: dict[str, int], device: str) -> _Probe:
         model = namespace["Model"](*args)
         outs = _flatten_outputs(model(*inputs), file.path)
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)] + outs
-    tensors += list(model.parameters()) + list(model.buffers())
+    weights = list(model.parameters()) + list(model.buffers())
     for i, value in enumerate(inputs):
         if not isinstance(value, (torch.Tensor, bool, int, float)):
             raise KernelBenchError(
@@ -334,13 +348,15 @@ def _probe(file: _File, sizes: dict[str, int], device: str) -> _Probe:
         sum(t.numel() for t in tensors),
         [(list(o.shape), str(o.dtype).removeprefix("torch.")) for o in outs],
         len(inputs),
+        sum(t.numel() for t in weights),
     )
 
 
-def _elements(file: _File, sizes: dict[str, int]) -> int | None:
-    """Elements at these sizes (on meta), or None where they do not make a valid model."""
+def _load(file: _File, sizes: dict[str, int]) -> float | None:
+    """How far these sizes are over the CPU's caps (_Probe.load, on meta), or None where they do
+    not make a valid model."""
     try:
-        return _probe(file, sizes, "meta").elements
+        return _probe(file, sizes, "meta").load()
     except Exception:  # a shape the file does not allow, or an op without meta support
         return None
 
@@ -357,22 +373,22 @@ def _input_elements(file: _File) -> int:
         return 1 << 62
 
 
-def small_sizes(file: _File, limit: int = CPU_MAX_ELEMENTS) -> dict[str, int] | None:
+def small_sizes(file: _File) -> dict[str, int] | None:
     """Sizes for a CPU workload: halve the largest size that still gives a valid model, until
-    the workload holds at most `limit` elements; None where no such sizes were found."""
+    the workload is under the CPU's caps (_Probe.fits_the_cpu); None where no such sizes were found."""
     current = dict(file.sizes)
-    size = _elements(file, current)
+    size = _load(file, current)
     if size is None:
         return None
-    while size > limit:
+    while size > 1:
         step = None
         for name, value in sorted(current.items(), key=lambda item: -item[1]):
             if value < MIN_SHRINK:
                 continue
             candidate = {**current, name: value // 2}
-            elements = _elements(file, candidate)
-            if elements is not None and elements < size:
-                step = candidate, elements
+            load = _load(file, candidate)
+            if load is not None and load < size:
+                step = candidate, load
                 break
         if step is None:
             return None
