@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpuarena.cli.app import app
+from gpuarena.dataset import traffic
 from gpuarena.dataset.assemble import Dataset, add, dump_problem_toml, model_slug, retried, shrink
 from gpuarena.dataset.harvest import harvest
 from gpuarena.dataset.models import build
@@ -96,6 +97,8 @@ def test_harvests_merge_into_checked_weighted_problems(tmp_path):
     assert problem.spec.workloads[0].devices == ["cuda"] and "cpu" in problem.spec.workloads[1].devices
     assert problem.spec.weight == pytest.approx(written[kept.problem], rel=1e-4)
     assert "harvested" in problem.spec.tags and problem.spec.provenance.models
+    assert problem.spec.bytes and problem.spec.flops  # derived over the workloads as written
+    assert all(problem.spec.cost(w) == traffic.concrete(problem, w)[:2] for w in problem.spec.workloads)
 
     # the second harvest finds the same ops on the same arguments: weights add, one workload each
     again = add([second, first], root)  # first again: skipped, its shares are in already

@@ -12,6 +12,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from gpuarena.cli.app import app
+from gpuarena.dataset import traffic
 from gpuarena.dataset.distinct import distinct, identities, kind, report
 from gpuarena.dataset.identity import identity
 from gpuarena.dataset.merge import _workloads, plan, write
@@ -195,6 +196,10 @@ def test_merge_folds_a_family_into_one_problem_that_passes_check(tmp_path: Path)
     }
     assert not (tmp_path / "merged" / "level2" / "mistral").exists()
     assert (tmp_path / "merged" / "level2" / "sliced2").is_dir()
+    merged_problem = load_problem(folder)  # bytes and FLOPs derived again, right for every joined shape
+    assert spec["bytes"] and spec["flops"]
+    for workload in merged_problem.spec.workloads:
+        assert merged_problem.spec.cost(workload) == traffic.concrete(merged_problem, workload)[:2]
     checked = check_problem(folder, device="cpu")
     assert checked.ok, checked.errors
     again = distinct(tmp_path / "merged")

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuarena.dataset import candidate, graph
 from gpuarena.dataset.record import CallRecord, ModuleCall
+from gpuarena.dataset.traffic import with_formulas
 from gpuarena.errors import GpuarenaError
 from gpuarena.problems.model import ProblemSpec
 from gpuarena.suite.model import SuiteResult
@@ -242,6 +243,8 @@ def _merge(
         spec["workloads"].append({**first, "name": "small", "axes": small, "devices": ["cpu", "cuda"]})
     spec["weight"] = float(f"{spec['weight']:.6g}")
     (target / "problem.toml").write_text(dump_problem_toml(spec))
+    # bytes and FLOPs over the workloads as they now are (a model's shapes may have joined)
+    (target / "problem.toml").write_text(dump_problem_toml(with_formulas(spec, target)))
 
 
 def retried(entries: list[Entry], on: Sequence[str] = ()) -> set[str]:

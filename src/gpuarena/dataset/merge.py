@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from gpuarena.dataset.assemble import Dataset, Entry, _write, dump_problem_toml
 from gpuarena.dataset.identity import trace
 from gpuarena.dataset.keys import Identity, Trace
+from gpuarena.dataset.traffic import with_formulas
 from gpuarena.errors import GpuarenaError
 from gpuarena.problems.loader import Problem
 from gpuarena.problems.model import Workload
@@ -232,6 +233,9 @@ def write(root: Path, output: Path, merge_plan: MergePlan, specs: dict[str, Any]
     for member in gone:
         shutil.rmtree(output / member)
     for problem, spec in specs.items():
+        (output / problem / "problem.toml").write_text(dump_problem_toml(spec))
+        # the representative's bytes and FLOPs may hold sizes fixed for its own shapes
+        spec = with_formulas(spec, output / problem)
         (output / problem / "problem.toml").write_text(dump_problem_toml(spec))
     index = root / "dataset.json"
     if index.is_file():

@@ -42,11 +42,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from gpuarena.problems.loader import Problem
+from gpuarena.problems.loader import Problem, load_problem
 from gpuarena.problems.model import Workload, check_formula, evaluate_formula
 
 COPIES = frozenset(
@@ -639,3 +640,15 @@ def derive_all(
         if on_each is not None:
             on_each(problem, out[problem.id])
     return out
+
+
+def with_formulas(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """`spec` (the problem.toml in `folder`, as a dict) with its bytes and FLOPs derived again
+    over its workloads as they now are, or without them where they cannot be: formulas written
+    for other shapes (a representative's, before a merge joined other models' shapes; a problem
+    before assembly added a workload) may hold sizes that were fixed for those."""
+    derived = derive(load_problem(folder))
+    spec = {key: value for key, value in spec.items() if key not in ("bytes", "flops")}
+    if derived.bytes is not None and derived.flops is not None:
+        spec["bytes"], spec["flops"] = derived.bytes, derived.flops
+    return spec
