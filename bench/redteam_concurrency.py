@@ -3,7 +3,7 @@ REJECTED (or fail otherwise) because its neighbours load the CPU, and the forged
 must still be caught under the same load (issue 16).
 
 Usage: python3 bench/redteam_concurrency.py [--device cpu] [--parallel 3] [--repeat 1]
-                                            [--json PATH] [--corpus tests/redteam]
+                                            [--json PATH] [--corpus tests/redteam (the shipped corpus)]
 Exit status 0 when every case got an expected verdict in every repetition.
 """
 
@@ -53,13 +53,14 @@ def main() -> int:
     parser.add_argument("--parallel", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--json", dest="json_path", default=None)
-    parser.add_argument("--corpus", default="tests/redteam")
+    parser.add_argument("--corpus", default=None, help="folder of cases (default: the shipped corpus)")
     args = parser.parse_args()
+    from gpuarena.bundled import bundled_redteam
     from gpuarena.redteam import load_cases
 
     cases = [
         c
-        for c in load_cases(Path(args.corpus).resolve())
+        for c in load_cases((Path(args.corpus) if args.corpus else bundled_redteam()).resolve())
         if args.device in c.devices and (c.honest or c.name in FORGED)
     ]
     results = []

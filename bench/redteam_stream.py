@@ -3,7 +3,7 @@ the same `run_case`, but streamed: a run cut short by a time limit still shows e
 judged). For the GPU machine, where one call has a wall-clock limit.
 
 Usage: python3 bench/redteam_stream.py [--device cuda] [--family TEXT] [--gpu-only]
-                                       [--json PATH] [--corpus tests/redteam] [--shard K/N]
+                                       [--json PATH] [--corpus tests/redteam (the shipped corpus)] [--shard K/N]
                                        [--cases NAME,NAME]
 --gpu-only: only the cases that apply to CUDA alone (DEVICES = ["cuda"]).
 --shard K/N: every Nth case from the Kth, for parallel runs (give each its own TMPDIR: the
@@ -26,17 +26,18 @@ def main() -> int:
     parser.add_argument("--family", default=None)
     parser.add_argument("--gpu-only", action="store_true")
     parser.add_argument("--json", dest="json_path", default=None)
-    parser.add_argument("--corpus", default="tests/redteam")
+    parser.add_argument("--corpus", default=None, help="folder of cases (default: the shipped corpus)")
     parser.add_argument("--cases", default=None, help="comma-separated case names: only these")
     parser.add_argument("--shard", default="0/1", help="K/N: every Nth case from the Kth (parallel runs)")
     args = parser.parse_args()
 
+    from gpuarena.bundled import bundled_redteam
     from gpuarena.redteam import load_cases, run_case
 
     kind = "cuda" if args.device.startswith("cuda") else "cpu"
     cases = [
         c
-        for c in load_cases(Path(args.corpus))
+        for c in load_cases(Path(args.corpus) if args.corpus else bundled_redteam())
         if kind in c.devices
         and (not args.family or args.family in c.family)
         and (not args.gpu_only or "cpu" not in c.devices)

@@ -217,3 +217,33 @@ def test_exploits_still_reach_the_harness_code_they_attack() -> None:
                     assert owner is not None and hasattr(owner, chain[-1]), (
                         f"{where}: patches {ast.unparse(t)}, which the harness no longer has"
                     )
+
+
+def test_the_corpus_ships_in_the_wheel_with_every_problem_its_cases_name(tmp_path):
+    """`gpuarena redteam` runs the corpus wherever gpuarena is installed: the wheel carries it
+    (pyproject's force-include) and every problem folder a case names outside the bundled
+    problems, at the path the case's lookup finds it from inside the packaged corpus."""
+    import shutil
+    import tomllib
+
+    from gpuarena.bundled import bundled_redteam
+    from gpuarena.problems import resolve_problem
+    from gpuarena.redteam import problem_location
+
+    root = CORPUS.parents[1]
+    included = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"][
+        "force-include"
+    ]
+    assert included["tests/redteam"] == "gpuarena/bundled_redteam" and bundled_redteam() == CORPUS
+    packaged = tmp_path / "gpuarena" / "bundled_redteam"  # the wheel's layout, built from the map
+    for source, target in included.items():
+        if target.startswith("gpuarena/bundled_redteam"):
+            shutil.copytree(root / source, tmp_path / target, dirs_exist_ok=True)
+    cases = load_cases(packaged)
+    assert len(cases) == len(load_cases(CORPUS))
+    for case in cases:
+        where = problem_location(case)
+        if Path(where).is_absolute():
+            assert where.startswith(str(packaged)) and (Path(where) / "problem.toml").is_file(), case.name
+        else:
+            resolve_problem(where)  # a bundled problem's id

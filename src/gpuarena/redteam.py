@@ -92,9 +92,15 @@ def read_metadata(path: Path) -> dict[str, Any]:
 
 
 def load_cases(corpus: Path) -> list[Case]:
+    """Every case under `corpus`: each .py file, but those of a problem folder (one holding a
+    problem.toml: the problems cases name travel with the corpus in the wheel)."""
     cases = []
     for path in sorted(
-        p for p in corpus.rglob("*.py") if p.parent.name != "__pycache__" and not p.name.startswith("_")
+        p
+        for p in corpus.rglob("*.py")
+        if p.parent.name != "__pycache__"
+        and not p.name.startswith("_")
+        and not any((corpus / folder / "problem.toml").is_file() for folder in p.relative_to(corpus).parents)
     ):
         meta = {**DEFAULTS, **read_metadata(path)}
         if "FAMILY" not in meta or "EXPECT" not in meta:

@@ -343,14 +343,18 @@ def schema(
 
 @app.command()
 def redteam(
-    corpus: Annotated[Path, typer.Option(help="Folder of red-team cases")] = Path("tests/redteam"),
+    corpus: Annotated[
+        Path | None, typer.Option(help="Folder of red-team cases [default: the corpus shipped with gpuarena]")
+    ] = None,
     device: Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (default: cuda if present)")] = None,
     family: Annotated[str | None, typer.Option(help="Only cases whose family contains this text")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the outcomes as JSON")] = False,
 ) -> None:
     """Run the red-team corpus: every exploit must get its expected verdict, every honest case must pass."""
+    from gpuarena.bundled import bundled_redteam
     from gpuarena.redteam import load_cases, run_case
 
+    corpus = corpus or bundled_redteam()
     device = device or default_device()
     kind = "cuda" if device.startswith("cuda") else "cpu"
     try:
