@@ -36,7 +36,7 @@ def test_import_run_and_export_from_the_command_line(tmp_path):
         "import", "flashinfer", RMSNORM / "definition.json", "--workloads", RMSNORM / "workloads.jsonl", "-o", problem
     )
     assert done.returncode == 0, done.stderr
-    assert f"gpuarena check {problem}" in done.stderr  # (check itself: test_flashinfer_import.py)
+    assert f"next: gpuarena run {problem}" in done.stderr  # checked on the way (test_flashinfer_import.py)
     for name, folder in (("python_returning", honest), ("python_wrong", wrong)):
         done = gpuarena(
             "import", "flashinfer-solution", RMSNORM / "solutions" / f"{name}.json", "--problem", problem, "-o", folder

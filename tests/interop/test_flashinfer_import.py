@@ -124,6 +124,25 @@ def test_a_failed_import_leaves_nothing_behind(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_import_runs_gpuarena_check_and_refuses_what_it_fails(tmp_path):
+    """As the KernelBench and GPU MODE importers do: a reference whose output ignores its input
+    (an all-ones weight scaled away here: every row's output the same) imports only when told."""
+    from gpuarena.interop.flashinfer_import import FlashInferCheckFailed
+
+    definition = _definition()
+    definition["reference"] = definition["reference"].replace(
+        "output = normed * weight.to(torch.float32)", "output = normed * 0 + 1.5"
+    )
+    assert "normed * 0 + 1.5" in definition["reference"]
+    d, w = _write(tmp_path, definition, _workloads())
+    with pytest.raises(FlashInferCheckFailed, match="constant") as refused:
+        import_definition(d, w, tmp_path / "p")
+    assert refused.value.findings and not (tmp_path / "p").exists()
+    kept = import_definition(d, w, tmp_path / "p", keep_failing=True)
+    assert kept.folder.is_dir() and any("constant" in note for note in kept.notes)
+    assert import_definition(d, w, tmp_path / "q", check_device=None).folder.is_dir()  # not asked: not checked
+
+
 def test_a_reference_that_disagrees_with_the_declared_shapes_is_caught(tmp_path):
     definition = _definition()
     definition["outputs"]["output"]["shape"] = ["batch_size"]

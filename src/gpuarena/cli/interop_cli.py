@@ -39,19 +39,34 @@ def import_flashinfer(
     verify: Annotated[
         bool, typer.Option(help="Run the reference once on the CPU to check output shapes and dtypes")
     ] = True,
+    check_device: Annotated[
+        str, typer.Option(help="Device `gpuarena check` runs on during the import ('none': no check)")
+    ] = "cpu",
+    keep_failing: Annotated[
+        bool, typer.Option("--keep-failing", help="Write a problem that `gpuarena check` fails, with its findings")
+    ] = False,
 ) -> None:
-    """A gpuarena problem folder from a FlashInfer-Trace definition and its workloads."""
+    """A gpuarena problem folder from a FlashInfer-Trace definition and its workloads, checked as
+    `gpuarena check` checks it."""
     from gpuarena.interop.flashinfer_import import import_definition
 
     try:
         result = import_definition(
-            definition, workloads, output, convention=convention, level=level, force=force, verify=verify
+            definition,
+            workloads,
+            output,
+            convention=convention,
+            level=level,
+            force=force,
+            verify=verify,
+            check_device=None if check_device == "none" else check_device,
+            keep_failing=keep_failing,
         )
     except GpuarenaError as exc:
         fail(exc)
     for note in result.notes:
         err.print(f"note: {note}", highlight=False)
-    err.print(f"wrote {result.folder}/ — next: gpuarena check {result.folder}", highlight=False)
+    err.print(f"wrote {result.folder}/ — next: gpuarena run {result.folder} SOLUTION", highlight=False)
 
 
 @import_app.command("flashinfer-solution")

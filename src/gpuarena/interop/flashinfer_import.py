@@ -139,10 +139,14 @@ def import_definition(
     level: int | None = None,
     force: bool = False,
     verify: bool = True,
+    check_device: str | None = "cpu",
+    keep_failing: bool = False,
 ) -> ImportResult:
     """Read a Definition JSON and its workloads JSONL; write the gpuarena problem folder out_dir.
     With verify, the reference runs once on the smallest CPU workload to confirm it returns the
-    definition's output shapes and dtypes."""
+    definition's output shapes and dtypes. Then `gpuarena check` runs on check_device (None: not
+    at all), as the other importers run it: a problem it fails is not written (FlashInferCheckFailed,
+    with its findings) unless keep_failing, which writes it and gives the findings as notes."""
     definition = read_definition(definition_path)
     workloads = read_workloads(workloads_path, definition=definition.name)
     files, notes = problem_files(
@@ -164,10 +168,45 @@ def import_definition(
             finally:
                 if problem._module is not None:  # imported from the staging folder: forget it
                     sys.modules.pop(problem._module.__name__, None)
+        findings = _checked(staging, out_dir, check_device)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return ImportResult(_put_in_place(staging, out_dir), notes)
+    if findings and not keep_failing:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise FlashInferCheckFailed(definition_path, findings)
+    return ImportResult(_put_in_place(staging, out_dir), notes + findings)
+
+
+class FlashInferCheckFailed(GpuarenaError):
+    """`gpuarena check` failed the imported problem: nothing was written."""
+
+    def __init__(self, definition_path: Path | str, findings: list[str]):
+        self.findings = findings
+        super().__init__(
+            f"{definition_path}: not imported; `gpuarena check` says:\n  "
+            + "\n  ".join(findings)
+            + "\n(fix: the definition or its workloads; --keep-failing writes it anyway)"
+        )
+
+
+def _checked(staging: Path, out_dir: Path, check_device: str | None) -> list[str]:
+    """What `gpuarena check` finds wrong with the staged problem on check_device ([] where it
+    passes or was not asked for), named by the folder it will be written to. A problem with no
+    workload for that device is checked where it can run, and says so."""
+    if check_device is None:
+        return []
+    from gpuarena.problem_check import check_problem
+
+    spec = load_spec(staging)
+    kind = check_device.split(":")[0]
+    if not any(kind in w.devices for w in spec.workloads):
+        return []  # problem_files noted it (no CPU-sized workload): it is checked on a GPU machine
+    try:
+        report = check_problem(staging, device=check_device)
+    finally:
+        sys.modules.pop(f"gpuarena_reference_{abs(hash(str(staging.resolve() / REFERENCE_FILE)))}", None)
+    return [m.replace(str(staging), str(out_dir)).replace(staging.name, out_dir.name) for m in report.errors]
 
 
 # -- solutions -------------------------------------------------------------------------------
