@@ -19,7 +19,8 @@
 #     peer-gpumode  bench/peer_gpumode.py: GPU MODE's own eval.py (test, leaderboard, benchmark) beside
 #                 gpuarena's test and ranked verdicts on the same task and submission (PEER_REPEAT, PEER_ARGS)
 #     kb-sizes    bench/kernelbench_sizes.py: KernelBench problems at their published sizes, peak GPU memory
-#     redteam-part   one part of the corpus, REDTEAM_PART=K/N (every Nth case from the Kth), run
+#     redteam-part   one part of the corpus, REDTEAM_PART=K/N (every Nth case from the Kth, K from 0:
+#                 0/2 and 1/2 are the whole corpus; 2/2 skips case 0), run
 #                 alone on the GPU, so with the device audit on: the whole corpus in N calls
 #     redteam-iso the GPU-only cases and a few families with GPUARENA_WORKER_ISOLATION=1
 #                 (REDTEAM_ISO_ALL=1: the whole corpus)

@@ -28,7 +28,7 @@ def main() -> int:
     parser.add_argument("--json", dest="json_path", default=None)
     parser.add_argument("--corpus", default=None, help="folder of cases (default: the shipped corpus)")
     parser.add_argument("--cases", default=None, help="comma-separated case names: only these")
-    parser.add_argument("--shard", default="0/1", help="K/N: every Nth case from the Kth (parallel runs)")
+    parser.add_argument("--shard", default="0/1", help="K/N: every Nth case from the Kth, K from 0 (parallel runs)")
     args = parser.parse_args()
 
     from gpuarena.bundled import bundled_redteam
@@ -44,6 +44,8 @@ def main() -> int:
         and (not args.cases or c.name in args.cases.split(","))
     ]
     k, n = (int(v) for v in args.shard.split("/"))
+    if not 0 <= k < n:  # 2/2 once ran every second case from case 2: case 0 was never run
+        parser.error(f"--shard {args.shard}: K counts from 0 and must be below N (0/{n} .. {n - 1}/{n})")
     cases = cases[k::n]
     print(f"{len(cases)} cases on {args.device} (shard {k}/{n})", flush=True)
     rows, started = [], time.monotonic()
