@@ -45,6 +45,7 @@ def main() -> int:
         for port in args.ports:
             out = Path(root) / f"{port}.json"
             request = ExecuteRequest(
+                kind="app",
                 problem=packed,
                 solution=port_solution(APPS / port),
                 device=args.device,

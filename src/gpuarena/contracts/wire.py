@@ -4,7 +4,17 @@ no format: the claimed job, which carries a problem and a solution, is in gpuare
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
+
+JobKind = Literal["kernel", "app", "sample"]
+"""What a claimed job runs: a kernel judged on a problem by the harness, a port of a whole
+application held to its golden run (a migration check), or a community sample checked against
+the dataset. The runner names it once (runner/execute.py, `job_kind`) and its job process runs
+each kind by its own entry (`RUNS`). The claim does not carry it yet: a field more in
+ClaimedJob would break runners of an older version during a rolling upgrade (its models
+forbid fields they do not know, and the protocol has no version of its own)."""
 
 
 class Model(BaseModel):

@@ -33,7 +33,7 @@ from gpuarena.dataset.sample import SampleReport
 from gpuarena.harness import phases
 from gpuarena.harness.records import Evaluation
 from gpuarena.runner.devices import health_check
-from gpuarena.runner.execute import SAMPLE_REPORT, ExecuteRequest
+from gpuarena.runner.execute import SAMPLE_REPORT, ExecuteRequest, job_kind
 from gpuarena.runner_wire import ClaimedJob
 
 log = logging.getLogger("gpuarena.runner")
@@ -202,6 +202,7 @@ class Runner:
         # CPU slot's worker must not see the GPUs
         env = {**os.environ, **pin, "GPUARENA_RUNNER_PID": str(os.getpid()), "GPUARENA_JOB_DEVICE": device}
         request = ExecuteRequest(
+            kind=job_kind(job.problem, job.solution),
             problem=job.problem,
             solution=job.solution,
             device=device,

@@ -15,10 +15,13 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from gpuarena.contracts.wire import JobKind
 from gpuarena.dataset.sample_pack import SAMPLE_LANGUAGE
 from gpuarena.harness.records import Mode
 from gpuarena.problems.pack import PackedProblem
@@ -28,6 +31,8 @@ from gpuarena.solutions.model import Solution
 class ExecuteRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    kind: JobKind
+    """What the job runs (`job_kind`, told by the runner; RUNS below)."""
     problem: PackedProblem
     solution: Solution
     device: str
@@ -44,6 +49,9 @@ class ExecuteRequest(BaseModel):
 
 
 SAMPLE_REPORT = "sample.json"
+
+if TYPE_CHECKING:
+    from gpuarena.harness.launch.started import StartedWorker
 
 
 PR_SET_PDEATHSIG = 1
@@ -165,40 +173,48 @@ def watch_the_runner() -> None:
 def main() -> int:
     signal.signal(signal.SIGTERM, _stop)
     watch_the_runner()  # before the harness is imported: the runner may die meanwhile
-    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.harness import judge  # noqa: F401  (torch and the harness, before the worker starts)
     from gpuarena.harness.launch.started import StartedWorker
-    from gpuarena.problems.pack import unpack_problem
 
     # the worker starts (its guards, its interpreter, torch) while the job is still on its way
     worker = StartedWorker(gpu=os.environ.get("GPUARENA_JOB_DEVICE", "cuda") != "cpu")
     request = ExecuteRequest.model_validate_json(sys.stdin.buffer.read())
+    RUNS[request.kind](request, worker)
+    return 0
+
+
+def run_app(request: ExecuteRequest, worker: StartedWorker) -> None:
+    """A port of a whole application, held to its golden run (migration)."""
+    worker.close()  # a port runs as its own sandboxed processes, not in a kernel worker
+    from gpuarena.apps.job import evaluate_app
+
+    record = evaluate_app(
+        request.problem,
+        request.solution,
+        request.device,
+        request.mode,
+        Path(request.cache),
+        timeout_s=request.timeout_s,
+    )
+    _write(Path(request.out), record)
+
+
+def run_sample(request: ExecuteRequest, worker: StartedWorker) -> None:
+    """A community sample, checked against the dataset; its report beside the record."""
+    worker.close()  # the check starts the harness's workers for the sample's kernels itself
+    from gpuarena.dataset.sample_job import check_sample_job
+
+    record, report = check_sample_job(request.problem, request.solution, request.device, request.mode, request.budget_s)
+    _write(Path(request.out).with_name(SAMPLE_REPORT), report)
+    _write(Path(request.out), record)
+
+
+def run_kernel(request: ExecuteRequest, worker: StartedWorker) -> None:
+    """A kernel judged on a problem by the harness, in the worker started ahead."""
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.problems.pack import unpack_problem
+
     out = Path(request.out)
-    if is_app_target(request.problem):
-        worker.close()  # a port runs as its own sandboxed processes, not in a kernel worker
-        from gpuarena.apps.job import evaluate_app
-
-        _write(
-            out,
-            evaluate_app(
-                request.problem,
-                request.solution,
-                request.device,
-                request.mode,
-                Path(request.cache),
-                timeout_s=request.timeout_s,
-            ),
-        )
-        return 0
-    if request.solution.manifest.language == SAMPLE_LANGUAGE:
-        worker.close()  # the check starts the harness's workers for the sample's kernels itself
-        from gpuarena.dataset.sample_job import check_sample_job
-
-        record, report = check_sample_job(
-            request.problem, request.solution, request.device, request.mode, request.budget_s
-        )
-        _write(out.with_name(SAMPLE_REPORT), report)
-        _write(out, record)
-        return 0
     problem = unpack_problem(request.problem, Path(request.cache))
     # the problem's limit for the mode, capped by the runner's own
     timeout_s = min(request.timeout_s, problem.spec.time_limit_for(request.mode))
@@ -213,12 +229,24 @@ def main() -> int:
         worker=worker,
     )
     _write(out, record)
-    return 0
 
 
-def is_app_target(problem: PackedProblem) -> bool:
-    """A migration target (a golden folder packed by gpuarena.apps.target) rather than a problem folder."""
-    return "golden.json" in problem.files and "problem.toml" not in problem.files
+def job_kind(problem: PackedProblem, solution: Solution) -> JobKind:
+    """The one place a claimed job's kind is told: a migration target is a golden folder packed
+    by gpuarena.apps.target (no problem.toml), a sample's solution is in the sample language."""
+    if "golden.json" in problem.files and "problem.toml" not in problem.files:
+        return "app"
+    if solution.manifest.language == SAMPLE_LANGUAGE:
+        return "sample"
+    return "kernel"
+
+
+RUNS: dict[JobKind, Callable[[ExecuteRequest, StartedWorker], None]] = {
+    "kernel": run_kernel,
+    "app": run_app,
+    "sample": run_sample,
+}
+"""Each job kind's entry (contracts.wire.JobKind: the test checks that every kind has one)."""
 
 
 def _write(out: Path, record: BaseModel) -> None:
