@@ -258,3 +258,28 @@ def test_size_constants_are_top_level_constant_integers_assigned_once():
     )
     # c is computed from a (the file computes it again from each workload's a), f is assigned twice
     assert size_constants(tree) == {"a": 4, "b": 8, "g": 2, "h": 2}
+
+
+@pytest.mark.harness
+def test_init_inputs_holding_a_list_build_the_model_on_both_sides(tmp_path):
+    """ResNet's get_init_inputs() gives `layers = [3, 4, 23, 3]`: the model caches on both sides
+    were keyed by the init args, and a list does not hash (TypeError: unhashable type: 'list',
+    10 of KernelBench's level-3 networks)."""
+    model = (
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self, widths, classes):\n        super().__init__()\n"
+        "        sizes = [16, *widths, classes]\n"
+        "        self.layers = nn.Sequential(*[nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])])\n\n"
+        "    def forward(self, x):\n        return self.layers(x)\n\n\n"
+        "batch_size = 8\nwidths = [32, 24]\nclasses = 10\n\n\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, 16)]\n\n\n"
+        "def get_init_inputs():\n    return [widths, classes]\n"
+    )
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "7_ListInit.py").write_text(model)
+    outcome = import_file(tmp_path / "src" / "7_ListInit.py", tmp_path / "out", level=3)
+    assert outcome.status == "imported", outcome.messages
+    solution = tmp_path / "new.py"
+    solution.write_text(model.replace("class Model(", "class ModelNew(").split("\n\n\nbatch_size")[0] + "\n")
+    record = evaluate(load_problem(outcome.folder), load_solution(solution), RunOptions(device="cpu", mode="test"))
+    assert record.status == "PASSED", record.reason

@@ -160,14 +160,15 @@ def _init(sizes, dtype):
 
 
 def _model(init, device, dtype):
-    key = (init, str(device), str(dtype))
+    built = repr(init)  # init args may hold lists (ResNet's `layers`), which do not hash
+    key = (built, str(device), str(dtype))
     if key not in _models:
         _, seed, args, sizes, _ = init
-        if init not in _models:  # built on the CPU, as KernelBench builds it, and kept as built
+        if built not in _models:  # built on the CPU, as KernelBench builds it, and kept as built
             with _torch.random.fork_rng(devices=[]), _torch.no_grad():
                 _torch.manual_seed(seed)
-                _models[init] = _namespace(dict(sizes))["Model"](*args)
-        _models[key] = _copy.deepcopy(_models[init]).to(device=device, dtype=dtype)
+                _models[built] = _namespace(dict(sizes))["Model"](*_copy.deepcopy(args))
+        _models[key] = _copy.deepcopy(_models[built]).to(device=device, dtype=dtype)
     return _models[key]
 
 

@@ -56,7 +56,7 @@ _last = [None, None]  # (the init input last seen, its module): the timed calls'
 
 
 def _build(init, device, dtype):
-    key = (init, str(device), str(dtype))
+    key = (repr(init), str(device), str(dtype))  # init args may hold lists (ResNet's `layers`)
     model = _models.get(key)
     if model is None:
         _, seed, init_args, _, _ = init
