@@ -283,3 +283,25 @@ def test_a_model_whose_weights_are_large_and_data_small_is_checked_on_the_cpu(tm
     assert [(w.name, w.devices) for w in load_problem(outcome.folder).spec.workloads] == [
         ("kernelbench", ["cpu", "cuda"])
     ]
+
+
+def test_a_batch_under_16_halves_for_the_cpu_workload(tmp_path):
+    """Sizes under 16 are kept (kernel sizes, strides), but a batch's halves down to 1: level 3's
+    MobileNets take a batch of 10 at a fixed 224², and kept at 10 their input alone was over the
+    CPU's cap, so they had no CPU workload."""
+    source = tmp_path / "6_SmallBatch.py"
+    source.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self, classes):\n        super().__init__()\n"
+        "        self.head = nn.Linear(3, classes)\n\n"
+        "    def forward(self, x):\n        return self.head(x.mean(dim=(2, 3)))\n\n\n"
+        "batch_size = 10\nclasses = 8\n\n\ndef get_inputs():\n    return [torch.rand(batch_size, 3, 224, 224)]\n\n\n"
+        "def get_init_inputs():\n    return [classes]\n"
+    )
+    assert 10 * 3 * 224 * 224 > CPU_MAX_ELEMENTS
+    small = small_sizes(read_file(source))
+    assert small is not None and small["batch_size"] < 10 and small["classes"] == 8  # 8 < 16: kept
+    outcome = import_file(source, tmp_path / "out")
+    assert outcome.status == "imported", outcome.messages
+    workloads = {w.name: w for w in load_problem(outcome.folder).spec.workloads}
+    assert workloads["cpu-small"].axes["batch_size"] == small["batch_size"] and "cpu" in workloads["cpu-small"].devices
