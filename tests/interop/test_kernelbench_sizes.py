@@ -305,3 +305,26 @@ def test_a_batch_under_16_halves_for_the_cpu_workload(tmp_path):
     assert outcome.status == "imported", outcome.messages
     workloads = {w.name: w for w in load_problem(outcome.folder).spec.workloads}
     assert workloads["cpu-small"].axes["batch_size"] == small["batch_size"] and "cpu" in workloads["cpu-small"].devices
+
+
+def test_a_model_that_cannot_run_on_meta_gets_a_cpu_workload_from_its_inputs(tmp_path):
+    """Swin's forward calls .item(), which the meta device cannot run, so no shapes were known and
+    a file whose inputs were over the cap had no CPU workload. Its inputs alone are halved on meta
+    (the batch first: only a forward says which other sizes keep the model valid), then one CPU
+    forward confirms the sizes."""
+    source = tmp_path / "4_ItemInForward.py"
+    source.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n\n"
+        "    def forward(self, x):\n        scale = float(x.abs().amax().item())\n"
+        "        return x.mean(dim=(2, 3)) / (scale + 1.0)\n\n\n"
+        "batch_size = 10\nimage_size = 224\n\n\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, 3, image_size, image_size)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    outcome = import_file(source, tmp_path / "out")
+    assert outcome.status == "imported", outcome.messages
+    workloads = {w.name: w for w in load_problem(outcome.folder).spec.workloads}
+    small = workloads["cpu-small"].axes
+    assert small["image_size"] == 224 and small["batch_size"] < 10  # the batch halved, the image kept
+    assert small["batch_size"] * 3 * 224 * 224 <= CPU_MAX_ELEMENTS

@@ -73,6 +73,7 @@ from gpuarena.interop.kernelbench_read import (  # noqa: F401  re-exported: test
     _probe,
     read_file,
     size_constants,
+    small_inputs,
     small_sizes,
     substitute_sizes,
     with_sizes,
@@ -368,8 +369,10 @@ def _import_file(
         whole_on_cpu = full.fits_the_cpu()
         if not whole_on_cpu:
             small = small_sizes(file)
-    else:  # shapes unknown without running it: only inputs small enough are run on the CPU
+    else:  # shapes unknown without running it: inputs small enough are run on the CPU, or halved to be
         whole_on_cpu = _input_elements(file) <= CPU_MAX_ELEMENTS
+        if not whole_on_cpu:
+            small = small_inputs(file)
     cpu_sizes = file.sizes if whole_on_cpu else small
     if cpu_sizes is None:
         notes.append(_no_cpu_workload(file, meta_error, check_device, keep_failing, out_dir))

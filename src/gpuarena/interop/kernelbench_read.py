@@ -382,6 +382,47 @@ def _input_elements(file: _File) -> int:
         return 1 << 62
 
 
+def _input_load(file: _File, sizes: dict[str, int]) -> float | None:
+    """get_inputs()'s elements at these sizes over the data cap (made on meta: no forward), or
+    None where they do not run."""
+    import torch
+
+    try:
+        namespace = _run_file(file.source, file.path, sizes) if sizes != file.sizes else file.namespace
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
+            values = namespace["get_inputs"]()
+        return sum(v.numel() for v in values if isinstance(v, torch.Tensor)) / CPU_MAX_ELEMENTS
+    except Exception:
+        return None
+
+
+def small_inputs(file: _File) -> dict[str, int] | None:
+    """Sizes for a CPU workload of a model whose forward cannot run on meta (Swin's `.item()`):
+    the inputs halved under the data cap as small_sizes halves (get_inputs() alone on meta), then
+    one forward on the CPU at those sizes, which must fit both caps; None where that fails."""
+    current, load = dict(file.sizes), _input_load(file, dict(file.sizes))
+    while load is not None and load > 1:
+        step = None
+        # the batch first: only the forward can say which other sizes keep the model valid
+        for name, value in sorted(current.items(), key=lambda item: (not _batch_like(item[0]), -item[1])):
+            if value < MIN_SHRINK and not (_batch_like(name) and value > 1):
+                continue
+            candidate = {**current, name: value // 2}
+            smaller = _input_load(file, candidate)
+            if smaller is not None and smaller < load:
+                step = candidate, smaller
+                break
+        if step is None:
+            return None
+        current, load = step
+    if load is None:
+        return None
+    try:
+        return current if _probe(file, current, "cpu").fits_the_cpu() else None
+    except Exception:  # the model fails at these sizes: no CPU workload (a CPU run says why)
+        return None
+
+
 def small_sizes(file: _File) -> dict[str, int] | None:
     """Sizes for a CPU workload: halve the largest size that still gives a valid model, until
     the workload is under the CPU's caps (_Probe.fits_the_cpu); None where no such sizes were found."""
