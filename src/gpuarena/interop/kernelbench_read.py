@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import inspect
 import keyword
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -396,26 +397,38 @@ def _input_load(file: _File, sizes: dict[str, int]) -> float | None:
         return None
 
 
-def small_inputs(file: _File) -> dict[str, int] | None:
-    """Sizes for a CPU workload of a model whose forward cannot run on meta (Swin's `.item()`):
-    the inputs halved under the data cap as small_sizes halves (get_inputs() alone on meta), then
-    one forward on the CPU at those sizes, which must fit both caps; None where that fails."""
-    current, load = dict(file.sizes), _input_load(file, dict(file.sizes))
-    while load is not None and load > 1:
+def _halved(
+    sizes: dict[str, int], load: Callable[[dict[str, int]], float | None], batch_first: bool = False
+) -> dict[str, int] | None:
+    """Sizes halved one at a time (the largest first; `batch_first`: a batch's before any) while
+    `load(sizes)` is over 1, each step one that `load` still takes (not None) and lowers; None
+    where no step is left, or the sizes as given do not load."""
+    current, now = dict(sizes), load(dict(sizes))
+    while now is not None and now > 1:
         step = None
-        # the batch first: only the forward can say which other sizes keep the model valid
-        for name, value in sorted(current.items(), key=lambda item: (not _batch_like(item[0]), -item[1])):
+        for name, value in sorted(
+            current.items(), key=lambda item: (batch_first and not _batch_like(item[0]), -item[1])
+        ):
             if value < MIN_SHRINK and not (_batch_like(name) and value > 1):
                 continue
             candidate = {**current, name: value // 2}
-            smaller = _input_load(file, candidate)
-            if smaller is not None and smaller < load:
+            smaller = load(candidate)
+            if smaller is not None and smaller < now:
                 step = candidate, smaller
                 break
         if step is None:
             return None
-        current, load = step
-    if load is None:
+        current, now = step
+    return None if now is None else current
+
+
+def small_inputs(file: _File) -> dict[str, int] | None:
+    """Sizes for a CPU workload of a model whose forward cannot run on meta (Swin's `.item()`):
+    the inputs halved under the data cap (get_inputs() alone on meta; the batch first, as only
+    the forward can say which other sizes keep the model valid), then one forward on the CPU at
+    those sizes, which must fit both caps; None where that fails."""
+    current = _halved(file.sizes, lambda sizes: _input_load(file, sizes), batch_first=True)
+    if current is None:
         return None
     try:
         return current if _probe(file, current, "cpu").fits_the_cpu() else None
@@ -426,21 +439,4 @@ def small_inputs(file: _File) -> dict[str, int] | None:
 def small_sizes(file: _File) -> dict[str, int] | None:
     """Sizes for a CPU workload: halve the largest size that still gives a valid model, until
     the workload is under the CPU's caps (_Probe.fits_the_cpu); None where no such sizes were found."""
-    current = dict(file.sizes)
-    size = _load(file, current)
-    if size is None:
-        return None
-    while size > 1:
-        step = None
-        for name, value in sorted(current.items(), key=lambda item: -item[1]):
-            if value < MIN_SHRINK and not (_batch_like(name) and value > 1):
-                continue
-            candidate = {**current, name: value // 2}
-            load = _load(file, candidate)
-            if load is not None and load < size:
-                step = candidate, load
-                break
-        if step is None:
-            return None
-        current, size = step
-    return current
+    return _halved(file.sizes, lambda sizes: _load(file, sizes))
