@@ -601,7 +601,7 @@ def test_how_many_requests_the_audit_wants(monkeypatch):
     def wants_more(paired_ns: list[float], claimed_us: float, streams: bool = False) -> bool:
         audit = object.__new__(RoundsAudit)
         audit.on, audit.paired_ns, audit.session = True, paired_ns, SimpleNamespace(sets=[0])  # one call a request
-        audit.streams_past_l2 = lambda: streams  # type: ignore[method-assign]
+        monkeypatch.setattr(rounds_audit, "streams_past_l2", lambda session: streams)
         return audit.wants_more(claimed_us)
 
     rough = [float(k % 2) * 1e9 for k in range(FEW_REQUESTS)]

@@ -1,6 +1,7 @@
 """Two of the device audit's checks (rounds_audit.py gathers the figures): the calls run without
 the cache sweeps against the claim, and the memory the harness's sweeps read in the solution's
-requests against what they read alone."""
+requests against what they read alone; and when the unswept requests bound a small claim as
+well as the swept ones (`streams_past_l2`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from gpuarena.harness.device import device_audit
 from gpuarena.harness.device.device_audit import DeviceSampler
 from gpuarena.harness.failure import RunFailure
 from gpuarena.harness.records import DeviceAudit, Status
+from gpuarena.harness.session import WorkloadSession
 
 MISSING_READS_FRACTION = 0.10
 MISSING_READS_SIGMAS = 5.0
@@ -75,3 +77,25 @@ def check_reads(audit: DeviceAudit, sampler: DeviceSampler, samples: ReadSamples
             f"({harness:.1f} MB a call, nearly all the L2 sweep's): the cache sweeps "
             "before its calls did not evict the caches",
         )
+
+
+STREAMING_L2_MULTIPLE = 2
+"""A set this many times the L2 or larger streams from device memory even with warm caches
+(`streams_past_l2`)."""
+
+
+def streams_past_l2(session: WorkloadSession) -> bool:
+    """Whether one input set and its destinations take STREAMING_L2_MULTIPLE times the GPU's
+    L2 or more: then the unswept requests' warm caches hold little of it, and what the
+    counters see of them is close to the calls' cold cost. Below that, a memory-bound kernel
+    runs far faster warm than cold, so the unswept requests bound a forged claim only by the
+    warm time, and the swept figure must be as precise as for any claim."""
+    device = session.device
+    if device.type != "cuda" or not session.sets:
+        return False
+    import torch
+
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size
+    tensors = [t for t in session.sets[0].values() if isinstance(t, torch.Tensor)]
+    tensors += session.dests[0] if session.dests else []
+    return bool(l2) and sum(t.numel() * t.element_size() for t in tensors) >= STREAMING_L2_MULTIPLE * l2

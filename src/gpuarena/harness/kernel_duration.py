@@ -40,6 +40,7 @@ from gpuarena.harness.device import range_timer
 from gpuarena.harness.device.range_timer import RangeTimerError
 from gpuarena.harness.failure import RunFailure
 from gpuarena.harness.launch.process import WorkerProcess
+from gpuarena.harness.launch.started import _switch
 from gpuarena.harness.measure import check_outputs, reference_call, refresh_sets
 from gpuarena.harness.records import Status, WorkloadResult
 from gpuarena.harness.session import WorkloadSession
@@ -97,6 +98,15 @@ def skip(results: list[WorkloadResult], why: str) -> None:
         why += f" ({PRIVILEGES})"
     for result in results:
         result.kernel_duration_skipped = why
+
+
+def asked(option: bool | None, mode: str) -> tuple[bool, bool]:
+    """(whether the phase runs, whether on every workload): RunOptions.kernel_duration, else
+    GPUARENA_KERNEL_DURATION, else ranked mode only. Asked for (--ncu, the variable at 1), it
+    reads every workload; a ranked run reads it by default on one (one_per_verdict)."""
+    if option is not None:
+        return option, option
+    return _switch("GPUARENA_KERNEL_DURATION", mode == "ranked"), _switch("GPUARENA_KERNEL_DURATION", False)
 
 
 def one_per_verdict(

@@ -26,7 +26,9 @@ import torch
 
 from gpuarena.harness.compare import CHUNK
 from gpuarena.harness.device import backend
+from gpuarena.harness.device.backend_base import InputBudget
 from gpuarena.harness.measure import CHECKED_PER_BLOCK
+from gpuarena.harness.session import WorkloadSession, count_sets, input_bytes
 
 HEADROOM_SHARE = 0.05
 """The share of the device's total memory a plan leaves free,"""
@@ -229,3 +231,54 @@ def scratch(device: torch.device) -> int:
 def out_of_memory(exc: BaseException) -> bool:
     """Whether exc is the device (or the host) running out of memory (backend.out_of_memory)."""
     return backend.out_of_memory(exc)
+
+
+@dataclass
+class Drawn:
+    """A workload's first trial, drawn, planned and its buffers allocated (`draw_and_allocate`),
+    or why not (`reason`: no verdict on the solution); `note` says where fewer sets were taken."""
+
+    first: dict[str, Any] | None = None
+    first_ref: tuple[torch.Tensor, ...] | None = None
+    reason: str = ""
+    note: str = ""
+
+
+def draw_and_allocate(
+    session: WorkloadSession,
+    device: torch.device,
+    *,
+    timed: bool,
+    input_budget: Callable[[], InputBudget],
+    twins: int,
+    returns: bool,
+) -> Drawn:
+    """The first trial's inputs and reference outputs drawn on the device itself (a meta-device
+    draw cannot take the problem's generator, nor run every reference), the workload's memory
+    planned from them (`for_draw`: fewer sets where fewer fit), and its shared buffers allocated.
+    Running out of memory in any of it, or a plan that cannot fit, is the machine's answer, not a
+    verdict. `input_budget`: the backend's room for input sets, read once the trial is drawn."""
+    step = "drawing the inputs"
+    try:
+        scratch_start(device)
+        first = session.make("trial", 0)
+        step = "running the reference"
+        first_ref = session.reference(first)
+        step = "planning the shared buffers"
+        n_sets = count_sets(input_budget(), input_bytes(first, first_ref)) if timed else 1
+        sized = for_draw(first, first_ref, n_sets, device, timed=timed, twins=twins, worker_outputs=returns)
+        if not sized.fits:
+            return Drawn(reason=refusal(sized, device))
+        note = ""
+        if sized.n_sets < n_sets:
+            note = (
+                f"{sized.n_sets} input set(s), not {n_sets}: {gib(sized.peak)} planned ({sized.describe()}) "
+                f"of {gib(sized.free)} free"
+            )
+        step = "allocating the shared buffers"
+        session.allocate(first, first_ref, sized.n_sets, n_checks=0)
+        return Drawn(first, first_ref, note=note)
+    except Exception as exc:
+        if not out_of_memory(exc):
+            raise
+        return Drawn(reason=ran_out(exc, step, device))

@@ -1,10 +1,9 @@
 """The device audit over the timed rounds themselves (CUDA): what the GPU's own counters saw of
 every timed request of the solution, against the device time the worker claimed for it.
 
-The audit used to send requests of its own after the timed rounds, without the L2 sweep, and
-a solution could tell them apart (no sweep, the counters held only then). Now there is
-nothing to tell apart: the PM sampler (device_audit.py) holds the counters for the whole
-timed phase and every one of the solution's timed requests is a sampled segment. A segment
+The PM sampler (device_audit.py) holds the counters for the whole timed phase, and every one
+of the solution's timed requests is a sampled segment, so no audited request can be told apart
+from a timed one (requests of the audit's own, without the sweep, once could). A segment
 runs from the request to the copy of the outputs the supervisor will check, chosen only once
 the reply is in (`commit`), so any work a checked output needs, however the solution delays
 it on the GPU, is inside the segment: what finishes later was wrong when copied.
@@ -58,7 +57,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from gpuarena.harness import messages
-from gpuarena.harness.audit_checks import ReadSamples, check_reads, check_unswept
+from gpuarena.harness.audit_checks import ReadSamples, check_reads, check_unswept, streams_past_l2
 from gpuarena.harness.device import device_audit
 from gpuarena.harness.device.device_audit import SamplerError, Window
 from gpuarena.harness.failure import RunFailure
@@ -115,18 +114,13 @@ UNSWEPT_UNDER_US = 50.0
 """Claims (median µs a call) under this get the unswept requests after the timed rounds: above
 it the sweeps' noise (±4 µs a call in one request, ±0.3-0.5 µs in the median, H200) is a small
 part of the claim and the margin bounds a forgery."""
-STREAMING_L2_MULTIPLE = 2
-"""A set this many times the L2 or larger streams from device memory even with warm caches
-(`streams_past_l2`)."""
 UNSWEPT_REQUESTS = 8
 UNSWEPT_FEW = 3
 """The unswept requests stop after this many once even the largest figure among them, taken
 whole (no allowance for its error or the floor), could not reject the claim: the check at the
-end, on those figures, could then only pass it, and each request left would cost a harness
-block and a request, about 40 ms on an H200 (bench/research/round_costs.py). A forgery whose
-calls the counters see above claim / AUDIT_MARGIN gets every request: its figures are what
-stop the early end. A solution gains nothing by making the first requests lighter: it could
-make every one as light, and each request's outputs are checked."""
+end could then only pass it, and each request left costs about 40 ms on an H200
+(bench/research/round_costs.py). A forgery whose calls the counters see above claim /
+AUDIT_MARGIN gets every request; lighter first requests gain nothing (each is checked)."""
 REFERENCE_SHARED_FRACTION = 0.05
 REFERENCE_SHARED_NS_PER_CALL = 2_000
 """The reference's timed blocks may be this much busier (median) than its twin's before the
@@ -221,7 +215,7 @@ class RoundsAudit:
             return False
         if sampled < FEW_REQUESTS:
             return True
-        if claimed_us < UNSWEPT_UNDER_US and self.streams_past_l2():
+        if claimed_us < UNSWEPT_UNDER_US and streams_past_l2(self.session):
             # the unswept requests judge this claim, with a noise of a few µs rather than the
             # sweeps' ~160, and their warm caches cannot hold a set twice L2's size: averaging
             # the swept figure down to a quarter of the claim as well took 8 more requests
@@ -229,22 +223,6 @@ class RoundsAudit:
             return False
         noise = self.noise_us()
         return noise > (QUICK_NOISE_FRACTION if sampled < MIN_REQUESTS else NOISE_FRACTION) * claimed_us
-
-    def streams_past_l2(self) -> bool:
-        """Whether one input set and its destinations take STREAMING_L2_MULTIPLE times the GPU's
-        L2 or more: then the unswept requests' warm caches hold little of it, and what the
-        counters see of them is close to the calls' cold cost. Below that, a memory-bound kernel
-        runs far faster warm than cold, so the unswept requests bound a forged claim only by the
-        warm time, and the swept figure must be as precise as for any claim."""
-        device = self.session.device
-        if device.type != "cuda" or not self.session.sets:
-            return False
-        import torch
-
-        l2 = torch.cuda.get_device_properties(device).L2_cache_size
-        tensors = [t for t in self.session.sets[0].values() if isinstance(t, torch.Tensor)]
-        tensors += self.session.dests[0] if self.session.dests else []
-        return bool(l2) and sum(t.numel() * t.element_size() for t in tensors) >= STREAMING_L2_MULTIPLE * l2
 
     def noise_us(self) -> float:
         """The standard error of the observed figure so far, per call."""

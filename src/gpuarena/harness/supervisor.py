@@ -37,7 +37,7 @@ from gpuarena.harness.options import PUBLIC_SEED, RunOptions
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
 from gpuarena.harness.records import Environment, Evaluation, Status, WorkloadResult
 from gpuarena.harness.redact import redact
-from gpuarena.harness.session import WorkloadSession, count_sets, input_bytes
+from gpuarena.harness.session import WorkloadSession
 from gpuarena.harness.stats import weighted_geomean
 from gpuarena.harness.transport import SharedArena
 from gpuarena.harness.warm import Warm
@@ -272,16 +272,6 @@ class Supervisor:
         """While timing: no worker of ours starts or leaves the GPU (harness/warm.py)."""
         return self.warm.quiet() if self.warm is not None and self.backend.accelerator else nullcontext()
 
-    def _kernel_duration_wanted(self) -> bool:
-        if self.options.kernel_duration is not None:
-            return self.options.kernel_duration
-        return _switch("GPUARENA_KERNEL_DURATION", self.options.mode == "ranked")
-
-    def _kernel_duration_everywhere(self) -> bool:
-        """Whether ncu's figure was asked for (--ncu, GPUARENA_KERNEL_DURATION=1): then every
-        workload has it; a ranked run reads it by default on one (kernel_duration.one_per_verdict)."""
-        return self.options.kernel_duration is True or _switch("GPUARENA_KERNEL_DURATION", False)
-
     def _isolate_worker(self) -> bool:
         if self.options.worker_isolation is not None:
             return self.options.worker_isolation
@@ -420,11 +410,12 @@ class Supervisor:
     ) -> bool:
         """ncu's figure for every timed workload (kernel_duration.measure); False when
         a check in it failed the run."""
-        if not self._kernel_duration_wanted():
+        wanted, everywhere = kernel_duration.asked(self.options.kernel_duration, self.options.mode)
+        if not wanted:
             by_choice = self.options.kernel_duration is False or not _switch("GPUARENA_KERNEL_DURATION", True)
             kernel_duration.skip([result for _, result in measured], kernel_duration.switched_off(by_choice))
             return True
-        if not self._kernel_duration_everywhere():
+        if not everywhere:
             measured = kernel_duration.one_per_verdict(measured)
         self.progress("reading ncu's kernel durations")
         try:
@@ -446,44 +437,24 @@ class Supervisor:
         with self.phases(CORRECTNESS):  # inputs, the reference's outputs and the shared buffers
             session = WorkloadSession(self.problem, workload, self.device, self.seed, arena, self.fresh_seed)
             timing = self.options.mode != "test" and workload.timed
-            # drawn on the device itself (a meta-device draw cannot take the problem's generator,
-            # nor run every reference): what it takes is counted, and running out of memory in
-            # it, or in the plan's buffers, is the machine's answer, not a verdict (memory_plan.py)
-            step = "drawing the inputs"
-            try:
-                memory_plan.scratch_start(self.device)
-                first = session.make("trial", 0)
-                step = "running the reference"
-                first_ref = session.reference(first)
-                step = "planning the shared buffers"
-                n_sets = (
-                    count_sets(self.backend.input_budget(self.device), input_bytes(first, first_ref)) if timing else 1
-                )
-                returns = self.problem.spec.convention == "return"
-                audited = self.backend.device_audit and not self._audit_off()
-                twins = (1 if self.backend.host_timed else (2 if returns else 3) if audited else 0) if timing else 0
-                sized = memory_plan.for_draw(
-                    first, first_ref, n_sets, self.device, timed=timing, twins=twins, worker_outputs=returns
-                )
-                if not sized.fits:
-                    result.status, result.reason = Status.ERROR, memory_plan.refusal(sized, self.device)
-                    self.details.append(f"\n[gpuarena] {workload.name}: {result.reason}\n")
-                    return session, result
-                if sized.n_sets < n_sets:
-                    self.details.append(
-                        f"\n[gpuarena] {workload.name}: {sized.n_sets} input set(s), not {n_sets}: "
-                        f"{memory_plan.gib(sized.peak)} planned ({sized.describe()}) of "
-                        f"{memory_plan.gib(sized.free)} free\n"
-                    )
-                n_sets = sized.n_sets
-                step = "allocating the shared buffers"
-                session.allocate(first, first_ref, n_sets, n_checks=0)
-            except Exception as exc:
-                if not memory_plan.out_of_memory(exc):
-                    raise
-                result.status, result.reason = Status.ERROR, memory_plan.ran_out(exc, step, self.device)
-                self.details.append(f"\n[gpuarena] {workload.name}: {result.reason}\n")
+            returns = self.problem.spec.convention == "return"
+            audited = self.backend.device_audit and not self._audit_off()
+            drawn = memory_plan.draw_and_allocate(
+                session,
+                self.device,
+                timed=timing,
+                input_budget=lambda: self.backend.input_budget(self.device),
+                twins=(1 if self.backend.host_timed else (2 if returns else 3) if audited else 0) if timing else 0,
+                returns=returns,
+            )
+            for line in (drawn.note, drawn.reason):
+                if line:
+                    self.details.append(f"\n[gpuarena] {workload.name}: {line}\n")
+            if drawn.reason:  # no verdict on the solution (memory_plan.py)
+                result.status, result.reason = Status.ERROR, drawn.reason
                 return session, result
+            first, first_ref = drawn.first, drawn.first_ref
+            assert first is not None and first_ref is not None  # drawn, as no reason was given
             fds = arena.take_fds()  # CUDA buffers for a worker of its own user (see transport)
             try:
                 reply = worker.request(
