@@ -56,7 +56,7 @@ NVIDIA_PIECES: dict[str, str] = {
     "device/nvidia.py": "the NVIDIA backend: the methods above, for CUDA devices",
     "device/cupti_timing.py": "each call's device time from CUPTI activity records of the calls' kernels",
     "device/range_timer.py, kernel_duration.py": "each kernel's gpu__time_duration from CUPTI's range profiler and ncu",
-    "device/device_audit.py, rounds_audit.py, launch/ahead.py": "the GPU's PM counters sampled from outside the "
+    "device/device_audit.py, rounds_audit.py, audit_checks.py, launch/ahead.py": "the GPU's PM counters sampled from outside the "
     "worker (CUPTI PM sampling), started ahead of torch's import",
     "device/cupti_build.py": "building those CUPTI programs against the CUDA toolkit",
     "device/icache_sweep.py": "an instruction-cache sweep kernel compiled with nvcc for the device's architecture",
