@@ -30,8 +30,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
-    from gpuarena.apps.golden import make_writable, record
-    from gpuarena.apps.target import pack_golden, port_solution
+    from gpuarena.migration.golden import make_writable, record
+    from gpuarena.migration.target import pack_golden, port_solution
     from gpuarena.runner.execute import ExecuteRequest
 
     results: dict = {"device": args.device, "reference": args.reference, "jobs": []}

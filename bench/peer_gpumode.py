@@ -2,7 +2,7 @@
 (issue 47: "a full ranked verdict ... at most 0.6x GPU MODE's own test + leaderboard time").
 
 GPU MODE's code is not in this repository: pass a checkout of github.com/gpu-mode/reference-kernels
-(`bench/gpu_carry.sh` copies one into .gpu/ when GPUMODE_REPO names a local clone):
+(`bench/gpu/carry.sh` copies one into .gpu/ when GPUMODE_REPO names a local clone):
 
     python3 bench/peer_gpumode.py --reference-kernels .gpu/reference-kernels \\
         --task problems/pmpp/vectoradd_py --submission solutions/correct/submission_triton.py \\

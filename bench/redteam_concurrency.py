@@ -3,7 +3,7 @@ REJECTED (or fail otherwise) because its neighbours load the CPU, and the forged
 must still be caught under the same load (issue 16).
 
 Usage: python3 bench/redteam_concurrency.py [--device cpu] [--parallel 3] [--repeat 1]
-                                            [--json PATH] [--corpus tests/redteam (the shipped corpus)]
+                                            [--json PATH] [--corpus redteam (the shipped corpus)]
 Exit status 0 when every case got an expected verdict in every repetition.
 """
 

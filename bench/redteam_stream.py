@@ -3,7 +3,7 @@ the same `run_case`, but streamed: a run cut short by a time limit still shows e
 judged). For the GPU machine, where one call has a wall-clock limit.
 
 Usage: python3 bench/redteam_stream.py [--device cuda] [--family TEXT] [--gpu-only]
-                                       [--json PATH] [--corpus tests/redteam (the shipped corpus)] [--shard K/N]
+                                       [--json PATH] [--corpus redteam (the shipped corpus)] [--shard K/N]
                                        [--cases NAME,NAME]
 --gpu-only: only the cases that apply to CUDA alone (DEVICES = ["cuda"]).
 --shard K/N: every Nth case from the Kth, for parallel runs (give each its own TMPDIR: the

@@ -274,7 +274,7 @@ def test_two_torch_compile_solutions_in_a_row_both_pass(softmax_small):
     """Inductor keeps its cache in /tmp/torchinductor_$USER: a later worker of another user
     used to hit the folder an earlier one made (PermissionError). Each worker now has its own
     /tmp and TMPDIR."""
-    honest = ROOT / "tests" / "redteam" / "honest" / "torch_compile.py"
+    honest = ROOT / "redteam" / "honest" / "torch_compile.py"
     for _ in range(2):
         record = softmax_small(honest, mode="test")
         assert record.status == "PASSED", record.reason

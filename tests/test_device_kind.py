@@ -70,3 +70,69 @@ def test_contracts_import_no_framework_and_nothing_above_them() -> None:
                 if top in FORBIDDEN or (top == "gpuarena" and not name.startswith("gpuarena.contracts")):
                     found.append(f"{path.name} imports {name}")
     assert found == []
+
+
+ROOT = Path(__file__).resolve().parents[1]
+SCANNED = ("src", "tests", "bench", "scripts", "redteam", "examples")
+"""The repository's Python folders (those that exist) read for a second parser of the kind."""
+PARSER = Path("src/gpuarena/contracts/device.py")
+NOT_A_KIND = {Path("src/gpuarena/service/webhooks.py")}
+"""Files that split something else at "@": a URL's user-information (netloc) in webhooks."""
+SPLITTING = {"split", "rsplit", "partition", "rpartition", "index", "rindex", "find", "rfind"}
+
+
+def _mark_uses(tree: ast.AST) -> list[int]:
+    """The lines that split at "@" or look for it: `x.partition("@")`, `"@" in x` and the like."""
+
+    def is_mark(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Constant) and node.value == "@") or (
+            isinstance(node, ast.Name | ast.Attribute)
+            and getattr(node, "id", getattr(node, "attr", "")) == "STACK_MARK"
+        )
+
+    lines = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SPLITTING
+            and node.args
+            and is_mark(node.args[0])
+        ):
+            lines.append(node.lineno)
+        elif (
+            isinstance(node, ast.Compare)
+            and is_mark(node.left)
+            and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+        ):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_second_parser_of_the_kind() -> None:
+    """MODEL[@STACK] is split in contracts/device.py only (DeviceKind.parse, device_type): a second
+    parser elsewhere (in the service, the runner, a test or a script) could drift from it, so
+    every other split at "@" must go through DeviceKind instead."""
+    found = []
+    for folder in SCANNED:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT)
+            if relative == PARSER or relative in NOT_A_KIND or ".venv" in relative.parts:
+                continue
+            try:
+                tree = ast.parse(path.read_bytes(), str(path))
+            except (SyntaxError, ValueError):
+                continue  # a deliberately broken fixture (a solution that does not compile)
+            found += [f"{relative}:{line}" for line in _mark_uses(tree)]
+    assert found == [], "split the device kind with gpuarena.contracts.device.DeviceKind.parse"
+    assert _mark_uses(ast.parse((ROOT / PARSER).read_text()))  # the scan does find the one parser
+
+
+def test_the_stack_a_runner_announces_is_its_kinds() -> None:
+    """A slot's stack, as the runner announces it, is the stack its kind names (one grammar)."""
+    from gpuarena.runner.devices import advertise
+
+    slots = [DeviceSlot(device="cpu", kind="cpu"), DeviceSlot(device="cuda:0", kind="H100@torch-2.13")]
+    for stack in ("", "maca"):
+        for slot in advertise(slots, stack):
+            assert slot.stack == DeviceKind.parse(slot.kind).stack

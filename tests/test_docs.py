@@ -1,8 +1,9 @@
-"""The docs against the code (as Datasette tests its docs): every relative link in the README
-and docs/ reaches a file, every `gpuarena ...` line of their shell blocks names a command
+"""The docs against the code (as Datasette tests its docs): every relative link in the README,
+docs/ and bench/'s pages reaches a file, every `gpuarena ...` line of their shell blocks names a command
 that exists, with options that command has, and every GPUARENA_* variable that the code, its
-scripts and its deployment files read is on docs/environment.md (and nothing else is). A
-renamed command or option, or a new variable, fails here, not in a reader's terminal."""
+scripts and its deployment files read is on docs/environment.md (and nothing else is), and
+bench/results/README.md indexes every result file. A renamed command or option, or a new
+variable, fails here, not in a reader's terminal."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ from gpuarena.cli.app import app
 pytestmark = pytest.mark.quick
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+# bench/'s pages too: its README, the measured figures, its folders' READMEs (the results index
+# among them), not the result files themselves
+BENCH_PAGES = [*(ROOT / "bench").glob("*.md"), *(ROOT / "bench").glob("*/README.md")]
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *BENCH_PAGES])
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 BLOCK = re.compile(r"```(?:bash|sh|console)\n(.*?)```", re.S)
 
@@ -33,7 +37,7 @@ def _missing(page: Path) -> list[str]:
     return [t for t in _links(page) if not t.startswith("#") and not (page.parent / t.split("#", 1)[0]).exists()]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_reaches_a_file(page: Path) -> None:
     assert not _missing(page), f"{page.name} links to files that do not exist: {_missing(page)}"
 
@@ -140,3 +144,39 @@ def test_the_cli_reference_is_current() -> None:
     assert (ROOT / "docs" / "cli.md").read_text() == module.reference(), (
         "docs/cli.md is stale: .venv/bin/python scripts/cli_reference.py > docs/cli.md"
     )
+
+
+def _bench_index():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_index", ROOT / "scripts" / "bench_index.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_results_index_is_current() -> None:
+    """bench/results/README.md is what scripts/bench_index.py writes: one row per result file."""
+    assert _bench_index().is_current(ROOT / "bench" / "results"), (
+        "bench/results/README.md is stale: .venv/bin/python scripts/bench_index.py"
+    )
+
+
+def test_the_index_check_finds_a_new_result_file(tmp_path: Path) -> None:
+    module = _bench_index()
+    (tmp_path / "warm-path-NVIDIA-H200-2026-11-30.json").write_text('{"command": "python3 bench/warm_path.py --n 3"}')
+    (tmp_path / "service-4xH200.md").write_text("# Service\n\nCommand: `python3 bench/service.py --note x|y`\n")
+    module.write(tmp_path)
+    assert module.is_current(tmp_path)
+    service, warm = module.rows(tmp_path)  # by name
+    assert (warm.made_by, warm.machine, warm.date, warm.command) == (
+        "bench/warm_path.py",
+        "NVIDIA-H200",
+        "2026-11-30",
+        "python3 bench/warm_path.py --n 3",
+    )
+    assert (service.machine, service.command) == ("4xH200", "python3 bench/service.py --note x|y")
+    assert "`python3 bench/service.py --note x\\|y`" in (tmp_path / "README.md").read_text()  # the table holds
+    (tmp_path / "eval-latency-cpu-vm.json").write_text("{}")  # a new result, not in the index
+    assert not module.is_current(tmp_path)

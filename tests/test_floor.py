@@ -84,7 +84,7 @@ def test_the_cpu_bound_holds_with_many_threads_beside_the_supervisor():
     import threading
     from pathlib import Path
 
-    forged = Path(__file__).parent / "redteam" / "exploits" / "monkeypatch_timers" / "timer_method_replaced.py"
+    forged = Path(__file__).parents[1] / "redteam" / "exploits" / "monkeypatch_timers" / "timer_method_replaced.py"
     stop = threading.Event()
     idle = [threading.Thread(target=stop.wait, daemon=True) for _ in range(60)]
     for thread in idle:

@@ -111,7 +111,7 @@ PACKAGE_FLOORS = {
     "harness": 2,
     # the library's features over the judge
     "interop": 3,
-    "apps": 3,
+    "migration": 3,
     "suite": 3,
     "contests": 3,
     "dataset": 3,
@@ -119,6 +119,7 @@ PACKAGE_FLOORS = {
     "redteam": 3,
     "solution_readers": 3,
     "problem_check": 3,
+    "language_check": 3,
     "runner_wire": 3,
     "schemas": 3,
     # the faces

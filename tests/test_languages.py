@@ -4,6 +4,7 @@ machine (tests/gpu/test_languages_gpu.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import shutil
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, FIXTURES, judge
-from gpuarena.solutions import runtimes
+from gpuarena.solutions import languages
 from gpuarena.solutions.build import BuildError, build
 from gpuarena.solutions.loader import load_solution, pack
 
@@ -158,7 +159,10 @@ def test_a_cute_dsl_solution_where_the_package_is_missing_is_a_compile_error_nam
 
 # -- what every such language shares -------------------------------------------------------------
 def test_a_language_whose_package_is_missing_is_a_compile_error_naming_the_package(tmp_path, monkeypatch):
-    monkeypatch.setitem(runtimes.PACKAGES, "jax", ("gpuarena_no_such_module", "jax"))
+    jax = languages.get("jax")
+    assert jax is not None
+    missing = dataclasses.replace(jax, package=languages.Package("gpuarena_no_such_module", "jax"))
+    monkeypatch.setattr(languages.base, "_LANGUAGES", {**languages.base._LANGUAGES, "jax": missing})
     with pytest.raises(BuildError, match=r"needs the Python package 'jax'.*pip install jax"):
         build(load_solution(EXAMPLES / "softmax" / "jax.py"), tmp_path)
 

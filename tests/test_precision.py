@@ -16,8 +16,8 @@ from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 
 ROOT = Path(__file__).resolve().parents[1]
-TF32_LIKE = ROOT / "tests" / "redteam" / "exploits" / "precision" / "tf32_like_inputs_for_float32.py"
-BLOCKED = ROOT / "tests" / "redteam" / "honest" / "matmul_k_blocked.py"
+TF32_LIKE = ROOT / "redteam" / "exploits" / "precision" / "tf32_like_inputs_for_float32.py"
+BLOCKED = ROOT / "redteam" / "honest" / "matmul_k_blocked.py"
 
 
 def test_a_reference_that_casts_to_float32_still_runs_in_float64():

@@ -1,4 +1,4 @@
-"""The red-team corpus (tests/redteam/): every exploit must get a verdict it expects, every
+"""The red-team corpus (redteam/, beside problems/): every exploit must get a verdict it expects, every
 honest solution must pass, through the real harness (a real worker process per case).
 
 Cases are hostile code: they are never imported here, only read with `ast` (load_cases)
@@ -20,7 +20,7 @@ from gpuarena.harness.evaluator import Evaluator
 from gpuarena.harness.records import Status
 from gpuarena.redteam import Case, load_cases, run_case
 
-CORPUS = Path(__file__).resolve().parent / "redteam"
+CORPUS = Path(__file__).resolve().parents[1] / "redteam"
 
 FAMILIES = {
     "cached outputs",
@@ -230,11 +230,11 @@ def test_the_corpus_ships_in_the_wheel_with_every_problem_its_cases_name(tmp_pat
     from gpuarena.problems import resolve_problem
     from gpuarena.redteam import problem_location
 
-    root = CORPUS.parents[1]
+    root = CORPUS.parent
     included = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"][
         "force-include"
     ]
-    assert included["tests/redteam"] == "gpuarena/bundled_redteam" and bundled_redteam() == CORPUS
+    assert included["redteam"] == "gpuarena/bundled_redteam" and bundled_redteam() == CORPUS
     packaged = tmp_path / "gpuarena" / "bundled_redteam"  # the wheel's layout, built from the map
     for source, target in included.items():
         if target.startswith("gpuarena/bundled_redteam"):

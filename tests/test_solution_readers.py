@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.apps.helpers import tensor_app
+from tests.migration.helpers import tensor_app
 
 import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
 from gpuarena.errors import FormatError
@@ -52,7 +52,7 @@ def test_solutions_alone_imports_no_feature_and_reads_its_own_format():
         f"solution = load_solution({str(KERNELBENCH)!r})\n"
         "print([r.name for r in readers.source_readers()], [r.name for r in readers.folder_readers()],"
         " solution.manifest.entry_point,"
-        " sorted(m for m in sys.modules if m.startswith(('gpuarena.interop', 'gpuarena.apps'))))"
+        " sorted(m for m in sys.modules if m.startswith(('gpuarena.interop', 'gpuarena.migration'))))"
     )
     assert fresh(probe) == "['native'] ['native'] conv_new.py:solve []"
 

@@ -168,7 +168,7 @@ def test_a_worker_that_shrinks_its_shared_input_gets_a_record_not_a_dead_supervi
     import sys
     from pathlib import Path
 
-    case = Path(__file__).parent / "redteam" / "exploits" / "crashing_the_supervisor" / "truncates_the_shared_inputs.py"
+    case = Path(__file__).parents[1] / "redteam/exploits/crashing_the_supervisor/truncates_the_shared_inputs.py"
     script = (
         "from gpuarena.harness.judge import RunOptions, evaluate\n"
         "from gpuarena.problems import resolve_problem\n"

@@ -1,7 +1,7 @@
 """Does CuTe DSL (nvidia-cutlass-dsl 4.8.1) run on the lent GPU, and what threads does it start?
 
 Run there with the package carried in two calls (the cu13 libs wheel is 92 MB: split it, see
-bench/README.md): PYTHONPATH=/tmp/cdsite/nvidia_cutlass_dsl/dsl_packages:/tmp/cdsite python3 THIS.
+bench/gpu/README.md): PYTHONPATH=/tmp/cdsite/nvidia_cutlass_dsl/dsl_packages:/tmp/cdsite python3 THIS.
 On an H200 (2026-11-26): import 2.8 s, no new thread; the first compile adds 2 threads; the
 elementwise add is exact. Not yet run through the harness (examples/add/cute_dsl.py)."""
 

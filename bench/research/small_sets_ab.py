@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = {
-    "forged": ROOT / "tests/redteam/exploits/fake_results/patched_reply_function.py",
+    "forged": ROOT / "redteam/exploits/fake_results/patched_reply_function.py",
     "honest": ROOT / "examples/softmax/triton.py",
 }
 SMALL_SET_BYTES = 1 << 20

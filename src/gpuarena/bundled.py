@@ -15,9 +15,9 @@ def bundled_root() -> Path:
 
 
 def bundled_redteam() -> Path:
-    """The red-team corpus shipped with gpuarena (in the wheel, or the repository's tests/redteam),
+    """The red-team corpus shipped with gpuarena (in the wheel, or the repository's redteam/ folder),
     so that `gpuarena redteam` runs it wherever gpuarena is installed."""
     packaged = Path(__file__).resolve().parent / "bundled_redteam"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[2] / "tests" / "redteam"
+    return Path(__file__).resolve().parents[2] / "redteam"

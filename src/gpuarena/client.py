@@ -9,11 +9,11 @@ from typing import Any
 
 import httpx
 
-from gpuarena.contracts.wire import DeviceSlot
+from gpuarena.contracts.wire import PROTOCOL_VERSION, DeviceSlot
 from gpuarena.dataset.sample import SampleReport
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
-from gpuarena.runner_wire import ClaimedJob
+from gpuarena.runner_wire import TYPED_JOB, TypedJob
 from gpuarena.solutions.model import Solution
 
 
@@ -194,19 +194,29 @@ class Client:
 
     # runners
     def hello(self, name: str, hostname: str, version: str, devices: list[DeviceSlot]) -> int:
-        body = {"name": name, "hostname": hostname, "version": version, "devices": [d.model_dump() for d in devices]}
+        body = {
+            "name": name,
+            "hostname": hostname,
+            "version": version,
+            "devices": [d.model_dump() for d in devices],
+            "protocol": PROTOCOL_VERSION,
+        }
         return self.post("/api/runner/hello", body).json()["runner_id"]
 
     def runners(self) -> list[dict[str, Any]]:
         return self.get("/api/runners")
 
-    def claim(self, runner_id: int, device_kinds: list[str], wait_s: float, device: str = "") -> ClaimedJob | None:
-        response = self.post(
-            "/api/runner/claim",
-            {"runner_id": runner_id, "device_kinds": device_kinds, "wait_s": wait_s, "device": device},
-            timeout=wait_s + 30,
-        )
-        return None if response.status_code == 204 else ClaimedJob.model_validate(response.json())
+    def claim(self, runner_id: int, device_kinds: list[str], wait_s: float, device: str = "") -> TypedJob | None:
+        """A job leased to this runner (None: none came within wait_s), typed by its kind."""
+        body = {
+            "runner_id": runner_id,
+            "device_kinds": device_kinds,
+            "wait_s": wait_s,
+            "device": device,
+            "protocol": PROTOCOL_VERSION,
+        }
+        response = self.post("/api/runner/claim", body, timeout=wait_s + 30)
+        return None if response.status_code == 204 else TYPED_JOB.validate_json(response.content)
 
     def heartbeat(self, runner_id: int, leases: dict[int, str], devices: list[DeviceSlot] | None = None) -> list[int]:
         body: dict[str, Any] = {"runner_id": runner_id, "leases": {str(k): v for k, v in leases.items()}}

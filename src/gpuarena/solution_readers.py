@@ -7,8 +7,8 @@ the CLI's commands that load solutions and the service's uploads import it (the 
 harness's worker never load a solution from a file: they receive it whole).
 """
 
-from gpuarena.apps import port_reader
 from gpuarena.interop import flashinfer_reader, gpumode_solution, kernelbench_solution
+from gpuarena.migration import port_reader
 
 READERS = (kernelbench_solution, gpumode_solution, flashinfer_reader, port_reader)
 """The modules whose readers are registered (solutions/readers.py says the order they are tried in)."""

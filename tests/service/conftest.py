@@ -135,6 +135,7 @@ def env(tmp_path) -> dict:
         PYTHONPATH=str(ROOT),
         GPUARENA_SUBMIT_LIMIT="1000",
         GPUARENA_MAX_IN_FLIGHT="1000",
+        GPUARENA_RUNNER_SELF_TEST="0",  # the languages' self-tests: tests/test_language_check.py
     )
     return environment
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from tests.apps.helpers import tensor_app
+from tests.migration.helpers import tensor_app
 from tests.service.conftest import FIXTURE_PROBLEMS, Api, submission_body
 
-from gpuarena.apps.golden import make_writable, record
-from gpuarena.apps.job import evaluate_app
-from gpuarena.apps.target import port_solution
+from gpuarena.contracts.device import DeviceKind
+from gpuarena.migration.golden import make_writable, record
+from gpuarena.migration.job import evaluate_app
+from gpuarena.migration.target import port_solution
 from gpuarena.problems.pack import PackedProblem
 from gpuarena.service.catalog import sync_problems
 from gpuarena.service.config import Settings
@@ -74,7 +75,7 @@ def hello(api: Api, name: str, kind: str) -> tuple[dict, int]:
                 {
                     "device": "cpu",
                     "kind": kind,
-                    "stack": kind.partition("@")[2],
+                    "stack": DeviceKind.parse(kind).stack,
                     "software": {"python": "3.11", "numpy": "2"},
                 }
             ],

@@ -361,6 +361,7 @@ def deployed(request) -> Iterator[tuple[Server, dict, list[str]]]:
         XDG_CONFIG_HOME=str(config),
         GPUARENA_SUBMIT_LIMIT="1000",
         GPUARENA_MAX_IN_FLIGHT="1000",
+        GPUARENA_RUNNER_SELF_TEST="0",  # the languages' self-tests: tests/test_language_check.py
     )
     if request.param == "checkout-on-pythonpath":
         environment["PYTHONPATH"] = str(ROOT)

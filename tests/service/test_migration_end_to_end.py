@@ -16,7 +16,7 @@ import pytest
 from tests.service.conftest import ROOT
 from tests.service.processes import Server, _cli, _wait_for
 
-from gpuarena.apps.golden import make_writable
+from gpuarena.migration.golden import make_writable
 
 pytestmark = pytest.mark.e2e
 APPS = ROOT / "examples" / "apps"

@@ -102,7 +102,7 @@ def test_a_runner_reads_its_token_from_a_file(api, live, tmp_path) -> None:
     token_file.chmod(0o600)
     process = subprocess.Popen(
         [sys.executable, "-m", "gpuarena.cli", "runner", "--server", live, "--token-file", str(token_file)]
-        + ["--name", "filed", "--devices", "cpu", "--no-prewarm"],
+        + ["--name", "filed", "--devices", "cpu", "--no-prewarm", "--no-self-test"],
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

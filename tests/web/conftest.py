@@ -76,6 +76,7 @@ def server(tmp_path_factory) -> Iterator[Served]:
         PYTHONPATH=str(ROOT),
         GPUARENA_SUBMIT_LIMIT="1000",
         GPUARENA_MAX_IN_FLIGHT="1000",
+        GPUARENA_RUNNER_SELF_TEST="0",  # the languages' self-tests: tests/test_language_check.py
     )
     port = _free_port()
     log = tmp / "serve.log"

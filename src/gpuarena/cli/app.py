@@ -16,7 +16,17 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuarena import __version__
-from gpuarena.cli import apps_cli, bounty_cli, dataset_cli, early, interop_cli, many, service_cli, suite_cli
+from gpuarena.cli import (
+    bounty_cli,
+    dataset_cli,
+    early,
+    interop_cli,
+    languages_cli,
+    many,
+    migration_cli,
+    service_cli,
+    suite_cli,
+)
 from gpuarena.cli.console import SERVER_MODULES, err, fail, out, server_missing
 from gpuarena.cli.devices import check_device as _check_device
 from gpuarena.cli.devices import default_device
@@ -452,8 +462,9 @@ for module in (
     interop_cli,
     many,
     bounty_cli,
-    apps_cli,
+    migration_cli,
     dataset_cli,
     suite_cli,
+    languages_cli,
 ):  # the commands of the other modules
     module.register(app)

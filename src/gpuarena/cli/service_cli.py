@@ -189,6 +189,14 @@ def runner(
             "on the device), so jobs do not wait for Python and torch to load",
         ),
     ] = True,
+    self_test: Annotated[
+        bool,
+        typer.Option(
+            envvar="GPUARENA_RUNNER_SELF_TEST",
+            help="Judge each language's tiny self-test program once per device kind before serving, and show the "
+            "outcomes with the devices (kept in the cache: a restart with the same software does not pay again)",
+        ),
+    ] = True,
     stack: Annotated[
         str,
         typer.Option(
@@ -248,6 +256,7 @@ def runner(
             list_devices=list_devices,
             health_interval_s=health_interval,
             prewarm=prewarm,
+            self_test=self_test,
             **named,
         )
         agent = Runner(client, config)

@@ -11,10 +11,19 @@ from pydantic import BaseModel, ConfigDict, Field
 JobKind = Literal["kernel", "app", "sample"]
 """What a claimed job runs: a kernel judged on a problem by the harness, a port of a whole
 application held to its golden run (a migration check), or a community sample checked against
-the dataset. The runner names it once (runner/execute.py, `job_kind`) and its job process runs
-each kind by its own entry (`RUNS`). The claim does not carry it yet: a field more in
-ClaimedJob would break runners of an older version during a rolling upgrade (its models
-forbid fields they do not know, and the protocol has no version of its own)."""
+the dataset. The service tells it once, from the problem it claims a job of
+(service/runner_routes.py, `job_kind`); the claim carries it to runners of protocol 1 and up
+as a typed job (runner_wire.py: KernelJob, AppJob, SampleJob), and the runner's job process runs
+each kind by its own entry (runner/execute.py, `RUNS`)."""
+
+LEGACY_PROTOCOL = 0
+"""The runner protocol of runners that send no version (before issue 50): their claimed job
+is runner_wire.ClaimedJob exactly, with no kind (their models forbid fields they do not know)."""
+PROTOCOL_VERSION = 1
+"""The newest runner protocol this package speaks. A runner sends its own in its hello and its
+claims; the service answers each claim in the shape of the claim's version, and refuses a
+version newer than its own (servers are upgraded before runners, docs/deploy.md).
+0: no kind on the claim; 1: the claim is a typed job, told apart by its `kind`."""
 
 
 class Model(BaseModel):
@@ -44,6 +53,8 @@ class RunnerHello(Model):
     hostname: str = ""
     version: str = ""
     devices: list[DeviceSlot]
+    protocol: int = Field(default=LEGACY_PROTOCOL, ge=0)
+    """The runner's protocol version (PROTOCOL_VERSION); left out by runners that have none."""
 
 
 class RunnerId(Model):
@@ -57,6 +68,8 @@ class ClaimRequest(Model):
     """Wait up to this long for a job (long polling)."""
     device: str = Field(default="", max_length=64)
     """The runner's device slot that will run the job (cuda:1); must be one of its healthy devices."""
+    protocol: int = Field(default=LEGACY_PROTOCOL, ge=0)
+    """The runner's protocol version: the claimed job comes in its shape (LEGACY_PROTOCOL: no kind)."""
 
 
 class HeartbeatRequest(Model):

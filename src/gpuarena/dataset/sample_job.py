@@ -7,7 +7,7 @@ not a leaderboard's.
 
 A sample's problem is the contributor's code: its reference runs where a problem's reference
 runs, in the supervisor. So the whole check runs in the harness's sandbox, as an app of the
-migration checks does (apps/sandboxed.py): a user of its own, no network, nothing of the
+migration checks does (migration/sandboxed.py): a user of its own, no network, nothing of the
 runner's but the Python installation and the copies it is given, killed at the time limit. A
 runner without the sandbox refuses to check samples. Inside it the check's own workers share
 the sandbox (one bubblewrap cannot start another), so the report is the contributor's to
@@ -101,9 +101,9 @@ def contained_check(
 ) -> SampleReport:
     """`gpuarena sample check` on folder in the harness's sandbox, against copies of the
     dataset's problem roots; its report read back as untrusted data."""
-    from gpuarena.apps.runner import OUTPUT_DIR
-    from gpuarena.apps.sandboxed import Sandbox, run_sandboxed
     from gpuarena.harness.launch import containment
+    from gpuarena.migration.runner import OUTPUT_DIR
+    from gpuarena.migration.sandboxed import Sandbox, run_sandboxed
 
     problem = containment.sandbox_problem()
     if problem:

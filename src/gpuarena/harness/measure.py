@@ -211,7 +211,7 @@ def measure_workload(
             # solution whose times are forged fails again; an honest one under a passing load
             # does not. The figures come from the rounds judged last alone: kept, the rounds
             # that failed counted (times forged until the bounds judged, honest after, passed at
-            # 4x on a matmul: tests/redteam/exploits/monkeypatch_timers/forged_until_judged_again.py)
+            # 4x on a matmul: redteam/exploits/monkeypatch_timers/forged_until_judged_again.py)
             budget.restart()
             for samples in (ref_dev, ref_rounds, ref_e2e, sol_dev, sol_rounds, sol_e2e):
                 samples.clear()

@@ -220,7 +220,7 @@ class Evaluation(Record):
     (harness/profile/run.py); nothing in it ranks."""
     migration: dict[str, Any] | None = None
     """An app job (a port checked against a migration target): the migration report, as
-    gpuarena.apps.report.MigrationReport writes it; score is then its points (0-150)."""
+    gpuarena.migration.report.MigrationReport writes it; score is then its points (0-150)."""
     phases: dict[str, float] = Field(default_factory=dict)
     """Wall seconds of duration_s per phase, in run order (harness/phases.py): start-up (the
     device's description and peaks, the audit's sampler, the worker's start and imports),

@@ -33,8 +33,9 @@ from gpuarena.dataset.sample import SampleReport
 from gpuarena.harness import phases
 from gpuarena.harness.records import Evaluation
 from gpuarena.runner.devices import health_check
-from gpuarena.runner.execute import SAMPLE_REPORT, ExecuteRequest, job_kind
-from gpuarena.runner_wire import ClaimedJob
+from gpuarena.runner.execute import SAMPLE_REPORT, ExecuteRequest
+from gpuarena.runner.self_tests import failed, run_self_tests
+from gpuarena.runner_wire import TypedJob
 
 log = logging.getLogger("gpuarena.runner")
 CLAIM_WAIT_S = 5.0
@@ -43,7 +44,7 @@ STOP_GRACE_S = 10.0
 
 @dataclass
 class Running:
-    job: ClaimedJob
+    job: TypedJob
     slot: DeviceSlot
     process: subprocess.Popen | None = None
     lost: bool = False
@@ -68,6 +69,9 @@ class RunnerConfig:
     """Start each slot's next job process ahead (Python, torch and the harness imported,
     nothing on the device), so a job does not wait for those imports: on a GPU slot while the
     current job runs; on the CPU, where a job's timing shares the cores, once it has ended."""
+    self_test: bool = False
+    """Run the languages' self-tests at start, once per device kind, and show them in the slots'
+    software (runner/self_tests.py); `gpuarena runner` turns it on unless --no-self-test."""
 
 
 @dataclass
@@ -94,6 +98,8 @@ class Runner:
     def run(self) -> None:
         """Serve until stop() is called (or SIGTERM/SIGINT when run as `gpuarena runner`)."""
         self._check_health(busy=set())
+        if self.config.self_test:
+            run_self_tests(self.config.slots)
         self.runner_id = self._hello()
         threads = [
             threading.Thread(target=self._slot_loop, args=(slot,), name=f"slot-{slot.device}", daemon=True)
@@ -168,8 +174,10 @@ class Runner:
         if not slot.healthy:
             log.error("%s drained: %s", slot.device, slot.reason)
 
-    def _run_job(self, slot: DeviceSlot, job: ClaimedJob) -> None:
+    def _run_job(self, slot: DeviceSlot, job: TypedJob) -> None:
         item = Running(job=job, slot=slot)
+        if reason := failed(slot, job.solution.manifest.language):
+            log.warning("job %s is in %s, whose self-test %s", job.job_id, job.solution.manifest.language, reason)
         with self.lock:
             self.running[job.job_id] = item
         try:
@@ -202,7 +210,7 @@ class Runner:
         # CPU slot's worker must not see the GPUs
         env = {**os.environ, **pin, "GPUARENA_RUNNER_PID": str(os.getpid()), "GPUARENA_JOB_DEVICE": device}
         request = ExecuteRequest(
-            kind=job_kind(job.problem, job.solution),
+            kind=job.kind,  # told by the service; the job process runs the kind's entry (execute.RUNS)
             problem=job.problem,
             solution=job.solution,
             device=device,
@@ -288,7 +296,7 @@ class Runner:
         self._stop_process(spare.process)
         spare.log_path.unlink(missing_ok=True)
 
-    def _post(self, job: ClaimedJob, evaluation: Evaluation, sample: SampleReport | None = None) -> None:
+    def _post(self, job: TypedJob, evaluation: Evaluation, sample: SampleReport | None = None) -> None:
         """Post the result, retrying through network trouble until it lands or the lease is gone."""
         delay = 0.5
         while True:

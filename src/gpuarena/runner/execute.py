@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from gpuarena.contracts.wire import JobKind
-from gpuarena.dataset.sample_pack import SAMPLE_LANGUAGE
 from gpuarena.harness.records import Mode
 from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution
@@ -32,7 +31,7 @@ class ExecuteRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: JobKind
-    """What the job runs (`job_kind`, told by the runner; RUNS below)."""
+    """What the job runs: the claimed job's kind, told by the service (RUNS below)."""
     problem: PackedProblem
     solution: Solution
     device: str
@@ -186,7 +185,7 @@ def main() -> int:
 def run_app(request: ExecuteRequest, worker: StartedWorker) -> None:
     """A port of a whole application, held to its golden run (migration)."""
     worker.close()  # a port runs as its own sandboxed processes, not in a kernel worker
-    from gpuarena.apps.job import evaluate_app
+    from gpuarena.migration.job import evaluate_app
 
     record = evaluate_app(
         request.problem,
@@ -229,16 +228,6 @@ def run_kernel(request: ExecuteRequest, worker: StartedWorker) -> None:
         worker=worker,
     )
     _write(out, record)
-
-
-def job_kind(problem: PackedProblem, solution: Solution) -> JobKind:
-    """The one place a claimed job's kind is told: a migration target is a golden folder packed
-    by gpuarena.apps.target (no problem.toml), a sample's solution is in the sample language."""
-    if "golden.json" in problem.files and "problem.toml" not in problem.files:
-        return "app"
-    if solution.manifest.language == SAMPLE_LANGUAGE:
-        return "sample"
-    return "kernel"
 
 
 RUNS: dict[JobKind, Callable[[ExecuteRequest, StartedWorker], None]] = {

@@ -4,24 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Response
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import or_, select
 
 from gpuarena.contracts.wire import (
+    PROTOCOL_VERSION,
     ClaimRequest,
     HeartbeatReply,
     HeartbeatRequest,
+    JobKind,
     Release,
     ResultReply,
     RunnerHello,
     RunnerId,
 )
 from gpuarena.dataset.sample_pack import is_sample
+from gpuarena.errors import GpuarenaError
+from gpuarena.migration.target import is_app
 from gpuarena.problems.pack import PackedProblem
-from gpuarena.runner_wire import ClaimedJob
+from gpuarena.runner_wire import JOBS, ClaimedJob, TypedJob, claim_json
 from gpuarena.service import queue, samples, webhooks
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert
@@ -49,6 +53,15 @@ def _own_runner(db: Database, who: Caller, runner_id: int) -> list[str]:
         return list(runner.device_kinds or [])
 
 
+def _known_protocol(protocol: int) -> None:
+    """Refuse a runner newer than this server: it would read claims this server cannot write."""
+    if protocol > PROTOCOL_VERSION:
+        raise GpuarenaError(
+            f"this runner speaks runner protocol {protocol}, but this server knows only up to "
+            f"{PROTOCOL_VERSION}: upgrade the server first, then the runners (docs/deploy.md, Upgrades)"
+        )
+
+
 def _allowed_kinds(who: Caller, kinds: list[str]) -> list[str]:
     if who.device_kinds is None:
         return kinds
@@ -65,6 +78,7 @@ def _allowed_kinds(who: Caller, kinds: list[str]) -> list[str]:
 @router.post("/hello")
 def hello(body: RunnerHello, who: RUNNER, db: DB, settings: SETTINGS) -> RunnerId:
     """Register (or re-register) a runner and its devices; their kinds become submittable."""
+    _known_protocol(body.protocol)
     kinds = sorted({d.kind for d in body.devices if d.healthy})
     _allowed_kinds(who, kinds)
     with db.write() as session:
@@ -106,7 +120,21 @@ def _work_waiting(db: Database, kinds: list[str]) -> bool:
         )
 
 
-def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str], device: str) -> ClaimedJob | None:
+def job_kind(spec: dict[str, Any]) -> JobKind:
+    """The one place a job's kind is told: by the problem it runs on (a submission to a
+    migration target is a port, one to the samples problem a sample; submissions.py holds each
+    to its problem's kind)."""
+    if is_app(spec):
+        return "app"
+    if is_sample(spec):
+        return "sample"
+    return "kernel"
+
+
+def _claim(
+    db: Database, settings: Settings, runner_id: int, kinds: list[str], device: str, protocol: int
+) -> str | None:
+    """The claimed job's JSON, in the shape of the runner's protocol (runner_wire.claim_json)."""
     errored: list[int] = []
     claimed = queue.claim(db, runner_id, kinds, settings.lease_s, device, errored)
     for submission_id in errored:  # out of attempts while reaping expired leases
@@ -118,7 +146,8 @@ def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str], d
         problem = session.get(Problem, submission.problem_id)
         blob = session.get(SolutionBlob, submission.solution_hash)
         assert problem is not None and blob is not None
-        return ClaimedJob(
+        kind = job_kind(problem.spec)
+        typed = JOBS[kind](
             job_id=job.id,
             lease_token=job.lease_token or "",
             lease_s=settings.lease_s,
@@ -127,22 +156,28 @@ def _claim(db: Database, settings: Settings, runner_id: int, kinds: list[str], d
             mode=submission.mode,
             seed=job.seed if submission.mode == "ranked" else None,  # the job's own, drawn by the server
             problem=(
-                samples.packed_dataset(session)
-                if is_sample(problem.spec)
-                # what a sample must not repeat
+                samples.packed_dataset(session)  # what a sample must not repeat
+                if kind == "sample"
                 else PackedProblem(id=problem.slug, files=problem.files, hash=problem.content_hash)
             ),
             solution=Solution(
                 name=blob.name, manifest=SolutionManifest.model_validate(blob.manifest), sources=blob.sources
             ),
         )
+    return claim_json(typed, protocol)
 
 
-@router.post("/claim", response_model=ClaimedJob, responses={204: {"description": "no job within wait_s"}})
+@router.post(
+    "/claim",
+    response_model=ClaimedJob | TypedJob,
+    responses={204: {"description": "no job within wait_s"}},
+)
 async def claim(
     body: ClaimRequest, who: RUNNER, db: DB, settings: Annotated[Settings, Depends(get_settings)]
-) -> ClaimedJob | Response:
-    """Lease the oldest job for these device kinds, waiting up to wait_s for one to arrive."""
+) -> Response:
+    """Lease the oldest job for these device kinds, waiting up to wait_s for one to arrive: a
+    ClaimedJob for a legacy runner (no protocol sent), a typed job (with its kind) for others."""
+    _known_protocol(body.protocol)
     kinds = _allowed_kinds(who, body.device_kinds)
     healthy = await run_in_threadpool(_own_runner, db, who, body.runner_id)
     drained = sorted(set(kinds) - set(healthy))
@@ -154,9 +189,9 @@ async def claim(
     deadline = time.monotonic() + body.wait_s
     while True:
         if await run_in_threadpool(_work_waiting, db, kinds):
-            job = await run_in_threadpool(_claim, db, settings, body.runner_id, kinds, body.device)
+            job = await run_in_threadpool(_claim, db, settings, body.runner_id, kinds, body.device, body.protocol)
             if job is not None:
-                return job
+                return Response(job, media_type="application/json")
         if time.monotonic() >= deadline:
             return Response(status_code=204)
         await asyncio.sleep(POLL_S)

@@ -115,6 +115,7 @@ def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gp
             from gpuarena.host_devices import detect
             from gpuarena.runner.agent import Runner, RunnerConfig
             from gpuarena.runner.devices import advertise
+            from gpuarena.runner.self_tests import wanted as self_tests_wanted
 
             local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
             client = Client(f"http://{local}:{port}", embedded_runner_token(db, f"embedded@{local}:{port}"[:64]))
@@ -124,6 +125,7 @@ def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gp
                     name=f"embedded@{local}:{port}",
                     slots=advertise(detect(gpus=runner_gpus)),
                     work_dir=settings.home / "runner",
+                    self_test=self_tests_wanted(),
                 ),
             )
             thread = threading.Thread(target=runner.run, name="embedded-runner", daemon=True)

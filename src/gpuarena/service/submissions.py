@@ -7,11 +7,11 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
-from gpuarena.apps.target import APP_LANGUAGE, is_app
 from gpuarena.contracts.device import device_type
 from gpuarena.dataset.sample_pack import SAMPLE_LANGUAGE, SAMPLES_SLUG, is_sample
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.records import Evaluation
+from gpuarena.migration.target import APP_LANGUAGE, is_app
 from gpuarena.service import bounties, contests, holdback, queue, ratelimit, samples
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database, dialect_insert

@@ -1,4 +1,4 @@
-"""Solutions: loading, packing and content hashing; builders per language live in build.py."""
+"""Solutions: loading, packing and content hashing; each language (its builder, runtime, self-test) in languages/."""
 
 from gpuarena.solutions.loader import load_solution
 from gpuarena.solutions.model import BuildOptions, Solution, SolutionManifest

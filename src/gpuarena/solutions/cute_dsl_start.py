@@ -1,5 +1,5 @@
 """The one-block CuTe DSL kernel the worker compiles and runs before a cute-dsl solution is
-imported (runtimes._start_cute_dsl). Its own module because CuTe DSL reads a kernel's source
+imported (languages/cute_dsl.py, start). Its own module because CuTe DSL reads a kernel's source
 and resolves names in the module's globals: `cute` must be imported at module level."""
 
 import cutlass.cute as cute

@@ -36,7 +36,7 @@ class SolutionManifest(BaseModel):
     language: Language
     """pytorch, triton, jax, tilelang, cute-dsl (Python files), cuda (C++/CUDA bound with torch's
     extensions), tvm-ffi (C++/CUDA bound with TVM-FFI), or app (a whole application ported to
-    another stack, checked against a migration target's golden record: gpuarena.apps.target), or
+    another stack, checked against a migration target's golden record: gpuarena.migration.target), or
     sample (a dataset sample's folder, checked by `gpuarena sample check` on a runner:
     gpuarena.dataset.sample_pack)."""
     entry_point: str = "solve"

@@ -8,7 +8,7 @@ A reader says whether it `accepts` what it is shown and `load`s it. There are tw
   then a GPU MODE submission (custom_kernel(data), no solve: interop/gpumode_solution.py),
   then any other .py file (solve() in it: the native reader, solutions/loader.py);
 - a folder reader (`kind = "folder"`) sees a folder: a ported app's (app.toml, no
-  solution.toml: apps/port_reader.py), then an imported FlashInfer-Trace solution's (its
+  solution.toml: migration/port_reader.py), then an imported FlashInfer-Trace solution's (its
   flashinfer.json: interop/flashinfer_reader.py), then any other (solution.toml: the native
   reader, solutions/loader.py).
 

@@ -1,7 +1,7 @@
 """The GPU's own counters, read from outside the worker: a lower bound on a solution's device time.
 
 The worker measures the solution's device time inside the solution's process, so a solution
-can rewrite that figure (tests/redteam/exploits/fake_results/patched_reply_function.py). The
+can rewrite that figure (redteam/exploits/fake_results/patched_reply_function.py). The
 supervisor cannot see into the worker, but the GPU can be watched from another process:
 CUPTI PM sampling reads the device's performance monitors for the whole GPU at a fixed
 interval (`pm_sampler.cpp`, built here once per CUDA install). The audit reads them over the

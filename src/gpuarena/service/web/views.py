@@ -11,10 +11,10 @@ from markupsafe import Markup
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gpuarena.apps.target import is_app, reference_app_toml
 from gpuarena.contracts.device import device_type
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG
 from gpuarena.harness.profile import roofline
+from gpuarena.migration.target import is_app, reference_app_toml
 from gpuarena.problems.model import TimeLimits
 from gpuarena.service import holdback, leaderboard
 from gpuarena.service.catalog import current_problem

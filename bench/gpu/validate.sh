@@ -4,7 +4,7 @@
 # isolation, and the timing-fidelity benchmark. Every step has its own time limit, so one
 # hang does not eat the call.
 #
-# Usage: OUT=folder bash bench/gpu_validate.sh [STEP ...]
+# Usage: OUT=folder bash bench/gpu/validate.sh [STEP ...]
 #   steps (default: all, in this order):
 #     info        nvidia-smi, torch/triton versions
 #     probe       one small CUDA run with every worker guard on (the defaults), then with each
@@ -74,6 +74,9 @@
 # Step time limits: T_TESTS, T_REDTEAM, ... (seconds), see below.
 set -u
 OUT=${OUT:-gpu-out}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
+# the paths below are the repository's (src, bench/..., .whl/, .gpu/): run from its root, wherever called from
+cd "$(dirname "$0")/../.." || exit 1
 W=$OUT/logs; mkdir -p "$W"
 SUMMARY=$OUT/summary.txt
 export PYTHONUNBUFFERED=1 COLUMNS=160
@@ -82,7 +85,7 @@ if ls .whl/*.whl >/dev/null 2>&1 && [ ! -e /tmp/site/.gpuarena-installed ]; then
     > "$W/pip.log" 2>&1 && touch /tmp/site/.gpuarena-installed || echo "pip install of .whl failed (see pip.log)" | tee -a "$SUMMARY"
 fi
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site:$PWD/src || export PYTHONPATH=$PWD/src
-# EXTRA_SITE: folders of packages installed by hand (TileLang, CuTe DSL: see bench/README.md), searched first
+# EXTRA_SITE: folders of packages installed by hand (TileLang, CuTe DSL: see bench/gpu/README.md), searched first
 [ -n "${EXTRA_SITE:-}" ] && export PYTHONPATH=$EXTRA_SITE:$PYTHONPATH
 # the worker's sandbox: bubblewrap, carried as Debian's package in .gpu/ where the machine lacks it
 if ! command -v bwrap >/dev/null 2>&1 && ls .gpu/bubblewrap_*.deb >/dev/null 2>&1; then
@@ -254,7 +257,7 @@ for s in "${steps[@]}"; do
       fi ;;
     cmd)  # CMD: any shell command, in this script's environment (its packages, PYTHONPATH, bubblewrap)
       step cmd "${T_CMD:-500}" bash -c "$CMD"; tail -60 "$W/cmd.log" | tee -a "$SUMMARY" > /dev/null ;;
-    peer-gpumode)  # GPU MODE's eval.py beside gpuarena on one task (bench/gpu_carry.sh with GPUMODE_REPO first)
+    peer-gpumode)  # GPU MODE's eval.py beside gpuarena on one task (bench/gpu/carry.sh with GPUMODE_REPO first)
       step peer-gpumode "${T_PEER:-560}" python3 bench/peer_gpumode.py --reference-kernels .gpu/reference-kernels \
         --repeat "${PEER_REPEAT:-3}" ${PEER_ARGS:-} --out "$OUT"
       tail -30 "$W/peer-gpumode.log" | tee -a "$SUMMARY" > /dev/null ;;

@@ -1,7 +1,7 @@
 """The folder reader for a ported app (app.toml, no solution.toml): the folder as a solution of
-language "app" (apps/target.py's port_solution). It registers itself with solutions/readers.py.
+language "app" (migration/target.py's port_solution). It registers itself with solutions/readers.py.
 
-This module imports nothing heavy: apps/target.py (problems' packing, torch) loads only for a port.
+This module imports nothing heavy: migration/target.py (problems' packing, torch) loads only for a port.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from gpuarena.solutions.model import Solution
 from gpuarena.solutions.readers import register
 
 PORT_FILE = "app.toml"
-"""What marks a port's folder (apps/model.py's APP_FILE)."""
+"""What marks a port's folder (migration/model.py's APP_FILE)."""
 
 
 class PortReader:
@@ -28,7 +28,7 @@ class PortReader:
         return not (folder / MANIFEST_FILE).is_file() and (folder / PORT_FILE).is_file()
 
     def load(self, folder: Path) -> Solution:
-        from gpuarena.apps.target import port_solution  # a ported app: its folder, as language "app"
+        from gpuarena.migration.target import port_solution  # a ported app: its folder, as language "app"
 
         return port_solution(folder)
 

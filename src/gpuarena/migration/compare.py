@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.apps.model import Exact, Metric, Output, Tokens, Tolerance
+from gpuarena.migration.model import Exact, Metric, Output, Tokens, Tolerance
 
 WORST = 5
 """How many differences a comparison lists."""

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.apps.model import APP_FILE, AppError, AppSpec, load_app, parse_app
-from gpuarena.apps.runner import AppRun, file_sha256, run_app
+from gpuarena.migration.model import APP_FILE, AppError, AppSpec, load_app, parse_app
+from gpuarena.migration.runner import AppRun, file_sha256, run_app
 from gpuarena.stack import versions
 
 GOLDEN_FILE = "golden.json"

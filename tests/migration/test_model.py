@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuarena.apps.model import AppError, load_app, parse_app
+from gpuarena.migration.model import AppError, load_app, parse_app
 
 GOOD = {
     "name": "a",

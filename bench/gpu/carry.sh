@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Fill the gitignored folders that a device call carries (bench/README.md): .whl/ (the Python
+# Fill the gitignored folders that a device call carries (bench/gpu/README.md): .whl/ (the Python
 # packages the lent GPU machine lacks, as wheels for its Python 3.12) and .gpu/ (Debian's
 # bubblewrap, the worker's sandbox). A fresh checkout has neither; run this once before
-# `run(carry=[".whl", ".gpu"], command="OUT=$OUT bash bench/gpu_validate.sh ...")`.
+# `run(carry=[".whl", ".gpu"], command="OUT=$OUT bash bench/gpu/validate.sh ...")`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 rm -rf .whl && mkdir -p .whl .gpu
 pip download -q --only-binary=:all: --python-version 3.12 \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \

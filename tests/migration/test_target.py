@@ -7,13 +7,16 @@ from __future__ import annotations
 import base64
 
 import pytest
-from tests.apps.helpers import tensor_app
+from tests.migration.helpers import tensor_app
 
 import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
-from gpuarena.apps.golden import make_writable, record
-from gpuarena.apps.job import evaluate_app
-from gpuarena.apps.model import AppError
-from gpuarena.apps.target import (
+from gpuarena.contracts.device import device_type
+from gpuarena.contracts.wire import DeviceSlot
+from gpuarena.errors import FormatError, GpuarenaError
+from gpuarena.migration.golden import make_writable, record
+from gpuarena.migration.job import evaluate_app
+from gpuarena.migration.model import AppError
+from gpuarena.migration.target import (
     discover_goldens,
     is_app,
     pack_golden,
@@ -22,9 +25,6 @@ from gpuarena.apps.target import (
     unpack_golden,
     write_port,
 )
-from gpuarena.contracts.device import device_type
-from gpuarena.contracts.wire import DeviceSlot
-from gpuarena.errors import FormatError, GpuarenaError
 from gpuarena.runner.devices import advertise
 from gpuarena.solutions.build import BuildError, build
 from gpuarena.solutions.loader import load_solution
@@ -169,7 +169,7 @@ def test_a_port_cannot_copy_the_golden_outputs_it_is_checked_against(golden_root
 def test_a_ranked_check_without_the_sandbox_is_the_runner_s_failure_not_a_verdict(
     golden_root, tmp_path, monkeypatch
 ) -> None:
-    from gpuarena.apps.job import SandboxMissing
+    from gpuarena.migration.job import SandboxMissing
 
     monkeypatch.setenv("GPUARENA_SANDBOX", "0")
     packed = pack_golden("migration/t", golden_root / "migration" / "t")
@@ -219,7 +219,7 @@ def test_a_port_runs_with_the_reference_s_seed_whatever_its_own_app_toml_says(tm
             out = Path(os.environ["GPUARENA_APP_OUTPUT"])
             np.save(out / "y.npy", np.array([float(os.environ["GPUARENA_APP_SEED"])], dtype=np.float32))
         """
-    from tests.apps.helpers import make_app
+    from tests.migration.helpers import make_app
 
     record(
         make_app(tmp_path / "reference", code, top="repeats = 1\ntime_limit_s = 30\nseed = 7"),
@@ -234,8 +234,8 @@ def test_a_port_runs_with_the_reference_s_seed_whatever_its_own_app_toml_says(tm
 
 
 def test_outside_timing_leaves_each_side_s_cold_first_run_out() -> None:
-    from gpuarena.apps.check import _outside_performance
-    from gpuarena.apps.runner import AppRun, RunResult
+    from gpuarena.migration.check import _outside_performance
+    from gpuarena.migration.runner import AppRun, RunResult
 
     runs = [RunResult(command=["x"], exit_code=0, wall_s=w) for w in (9.0, 1.0, 1.02, 0.98)]
     perf = _outside_performance(AppRun(ran=True, runs=runs, output_dir="/nowhere"), [12.0, 1.0, 1.01, 0.99], [])
@@ -247,8 +247,8 @@ def test_outside_timing_times_setup_with_the_runs() -> None:
     """Setup runs once, before the runs, knowing their seed: a port that does all its work there
     and only copies outputs in its runs (0.05 s a run after 4 s of setup) gains nothing; an honest
     port's setup (a build) costs it its share, as the reference's setup costs the reference."""
-    from gpuarena.apps.check import _outside_performance
-    from gpuarena.apps.runner import AppRun, RunResult
+    from gpuarena.migration.check import _outside_performance
+    from gpuarena.migration.runner import AppRun, RunResult
 
     golden = [1.2, 1.0, 1.01, 0.99]
     setup = [RunResult(command=["precompute"], exit_code=0, wall_s=4.0)]

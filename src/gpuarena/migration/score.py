@@ -6,7 +6,7 @@ limit, or changed the source or golden folder), else 60.
 Matching (0 to 40, only when it ran): each of the n golden outputs gets a value
     v_i = 1                    if it matched,
     v_i = 0.5 * closeness_i    otherwise (0 when the app did not write it),
-with closeness_i in [0, 1] as `gpuarena.apps.compare` defines it. Then
+with closeness_i in [0, 1] as `gpuarena.migration.compare` defines it. Then
     match = floor(40 * mean(v) + 0.5)          (rounded half up)
     match = min(match, 39)   unless every output matched   (100 only for all matched)
     match = max(match, 1)    if every output was written    (61 for running with all outputs)
@@ -21,7 +21,7 @@ so only a speed-up whose interval lies above 1 counts, and 2x (interval low end)
 
 total = running + matching + speed.
 
-Worked examples (tests/apps/test_score.py): 3 outputs all matched -> 100; 2 outputs, one matched
+Worked examples (tests/migration/test_score.py): 3 outputs all matched -> 100; 2 outputs, one matched
 and one at closeness 0.6 -> 60 + round(40 * 0.65) = 86; 2 outputs written, both closeness 0 -> 61;
 one missing and one closeness 0 -> 60; speed-up interval low 1.5 -> +29, low 1.2 -> +13, low 2 or
 more -> +50, low 1.0 -> +0.
@@ -34,8 +34,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.apps.compare import OutputComparison
 from gpuarena.harness.stats import bootstrap_ratio
+from gpuarena.migration.compare import OutputComparison
 
 RUN_POINTS = 60
 MATCH_POINTS = 40

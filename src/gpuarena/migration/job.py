@@ -10,13 +10,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpuarena.apps.check import check
-from gpuarena.apps.model import AppError, load_app
-from gpuarena.apps.report import MigrationReport
-from gpuarena.apps.target import unpack_golden, write_port
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.launch import containment
 from gpuarena.harness.records import Evaluation, Mode, Status
+from gpuarena.migration.check import check
+from gpuarena.migration.model import AppError, load_app
+from gpuarena.migration.report import MigrationReport
+from gpuarena.migration.target import unpack_golden, write_port
 from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution
 

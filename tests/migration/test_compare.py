@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from gpuarena.apps.compare import compare_output
-from gpuarena.apps.model import Output
+from gpuarena.migration.compare import compare_output
+from gpuarena.migration.model import Output
 
 
 def out(file: str, output_kind: str, **compare) -> Output:

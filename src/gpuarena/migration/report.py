@@ -8,10 +8,10 @@ from pathlib import Path
 from jinja2 import Environment
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.apps.compare import OutputComparison
-from gpuarena.apps.golden import GoldenPerformance
-from gpuarena.apps.sandboxed import RunResult
-from gpuarena.apps.score import Score, SpeedUp
+from gpuarena.migration.compare import OutputComparison
+from gpuarena.migration.golden import GoldenPerformance
+from gpuarena.migration.sandboxed import RunResult
+from gpuarena.migration.score import Score, SpeedUp
 
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"

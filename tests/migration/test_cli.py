@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpuarena.apps.golden import make_writable
 from gpuarena.cli.app import app
 from gpuarena.harness.launch.containment import sandbox_problem
+from gpuarena.migration.golden import make_writable
 
 from .helpers import tensor_app
 
@@ -117,8 +117,8 @@ def test_did_not_run_and_tampered_golden(tmp_path):
 
 
 def test_html_escapes(tmp_path):
-    from gpuarena.apps.report import MigrationReport, render_html
-    from gpuarena.apps.score import score
+    from gpuarena.migration.report import MigrationReport, render_html
+    from gpuarena.migration.score import score
 
     report = MigrationReport(
         app="<b>x</b>",

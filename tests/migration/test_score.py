@@ -1,11 +1,11 @@
-"""The score rule's worked examples (computed by hand in the comments; see gpuarena.apps.score)."""
+"""The score rule's worked examples (computed by hand in the comments; see gpuarena.migration.score)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpuarena.apps.compare import OutputComparison
-from gpuarena.apps.score import SpeedUp, measure_speedup, score, speed_points
+from gpuarena.migration.compare import OutputComparison
+from gpuarena.migration.score import SpeedUp, measure_speedup, score, speed_points
 
 
 def o(matched: bool, closeness: float = 1.0, produced: bool = True) -> OutputComparison:

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from gpuarena.apps.golden import make_writable
+from gpuarena.migration.golden import make_writable
 
 from .test_cli import EXAMPLES, invoke
 

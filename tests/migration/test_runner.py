@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuarena.apps.model import load_app
-from gpuarena.apps.runner import run_app
 from gpuarena.harness.launch.containment import sandbox_problem
+from gpuarena.migration.model import load_app
+from gpuarena.migration.runner import run_app
 
 from .helpers import make_app, tensor_app
 

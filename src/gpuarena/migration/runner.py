@@ -2,7 +2,7 @@
 `repeats` times, reading the performance figure of each run.
 
 Each run (and each setup command) runs in the harness's bubblewrap sandbox, as kernels do
-(apps/sandboxed.py says how, and what the sandbox shows).
+(migration/sandboxed.py says how, and what the sandbox shows).
 
 Second lines, kept: the source and golden folders are hashed before and after and any change
 fails the run with the files named; an output folder holding a symbolic link or anything but
@@ -31,9 +31,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.apps.model import AppSpec, Performance
-from gpuarena.apps.sandboxed import STDOUT_SCAN_BYTES, TAIL_BYTES, THREAD_CAPS, RunResult, Sandbox, run_sandboxed
 from gpuarena.harness.launch import containment
+from gpuarena.migration.model import AppSpec, Performance
+from gpuarena.migration.sandboxed import STDOUT_SCAN_BYTES, TAIL_BYTES, THREAD_CAPS, RunResult, Sandbox, run_sandboxed
 
 OUTPUT_DIR = "_gpuarena_output"
 """The output folder's name, inside the run's folder and beside the working folder."""

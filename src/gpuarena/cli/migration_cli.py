@@ -35,8 +35,8 @@ def record_cmd(
     ] = None,
 ) -> None:
     """Run the reference app and store its outputs and performance as a golden record."""
-    from gpuarena.apps.golden import record
-    from gpuarena.apps.model import load_app
+    from gpuarena.migration.golden import record
+    from gpuarena.migration.model import load_app
 
     try:
         _device(device)
@@ -75,8 +75,8 @@ def check_cmd(
 ) -> None:
     """Run a port, compare its outputs with the golden ones and score it. Exits 0 when it ran,
     1 when it did not, 2 on a usage error."""
-    from gpuarena.apps.check import check
-    from gpuarena.apps.report import write_report
+    from gpuarena.migration.check import check
+    from gpuarena.migration.report import write_report
 
     try:
         _device(device)

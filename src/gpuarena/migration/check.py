@@ -8,13 +8,13 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from gpuarena.apps.compare import compare_output
-from gpuarena.apps.golden import OUTPUTS_DIR, GoldenPerformance, environment, load_golden
-from gpuarena.apps.model import Performance, load_app
-from gpuarena.apps.report import MigrationReport, PortPerformance
-from gpuarena.apps.runner import AppRun, run_app
-from gpuarena.apps.score import measure_speedup, score
 from gpuarena.harness.stats import bootstrap_median
+from gpuarena.migration.compare import compare_output
+from gpuarena.migration.golden import OUTPUTS_DIR, GoldenPerformance, environment, load_golden
+from gpuarena.migration.model import Performance, load_app
+from gpuarena.migration.report import MigrationReport, PortPerformance
+from gpuarena.migration.runner import AppRun, run_app
+from gpuarena.migration.score import measure_speedup, score
 
 
 def _performance(
