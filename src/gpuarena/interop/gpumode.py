@@ -204,8 +204,10 @@ def _import_folder(
     else:
         rule = checking_rule(task.sources["reference.py"], reference)
         how = rule.how
-    rt = _runtime()
+    rt = _runtime(check_device)
     notes: list[str] = []
+    unprobed: dict[str, list[str]] = {}
+    """generate_input's error -> the entries it stopped (said once, not once an entry)."""
     probes: dict[int, tuple[Any, Any]] = {}
     buffers: dict[int, str] | None = None
     spec: tuple[Any, ...] | None = None
@@ -215,12 +217,12 @@ def _import_folder(
     device = torch.device(check_device)
     for index, case in enumerate(task.cases):
         try:
-            data = _generate(task, case, case.seed)
+            data = _generate(task, case, case.seed, rt)
             tensors, layout = rt["flatten"](data)
         except TypeError as exc:
             raise GpuModeError(reference, f"generate_input(**{case.name}): {exc}") from None
-        except Exception as exc:  # e.g. device="cuda" on a machine without one
-            notes.append(f"{case.name}: generate_input raised {type(exc).__name__}: {exc}; CUDA only, not probed")
+        except Exception as exc:  # e.g. a torch.cuda call on a machine without a GPU
+            unprobed.setdefault(f"{type(exc).__name__}: {exc}", []).append(case.name)
             continue
         tensors = [t.to(device) for t in tensors]
         data = rt["rebuild"](layout, tensors, device)
@@ -268,6 +270,9 @@ def _import_folder(
             )
         layout_tensors = len(tensors)
         probes[index] = (elements, tensors)
+    notes += [
+        f"{', '.join(names)}: generate_input raised {error}; CUDA only, not probed" for error, names in unprobed.items()
+    ]
     if spec is None or buffers is None or first_layout is None:
         raise GpuModeError(
             reference,

@@ -9,6 +9,7 @@ import keyword
 import re
 from typing import Any
 
+from gpuarena.interop.gpumode_device import ON_DEVICE
 from gpuarena.interop.gpumode_solution import META_INPUT, RUNTIME
 from gpuarena.interop.gpumode_task import Case, Task
 
@@ -19,9 +20,10 @@ _FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 # -- probing the data ---------------------------------------------------------------------------
 
 
-def _runtime() -> dict[str, Any]:
-    namespace: dict[str, Any] = {}
-    exec(compile(RUNTIME, "gpumode_runtime", "exec"), namespace)  # gpuarena's own code
+def _runtime(device: str = "cuda") -> dict[str, Any]:
+    """RUNTIME and ON_DEVICE, for probing on `device` (generate_input's data made there)."""
+    namespace: dict[str, Any] = {"probe_device": device}
+    exec(compile(RUNTIME + ON_DEVICE, "gpumode_runtime", "exec"), namespace)  # gpuarena's own code
     return namespace
 
 
@@ -70,10 +72,18 @@ def _dtype_name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _generate(task: Task, case: Case, seed: int) -> Any:
+def _generate(task: Task, case: Case, seed: int, rt: dict[str, Any]) -> Any:
+    """generate_input on the entry's arguments, its data made on the probe's device where that
+    is not CUDA (gpumode_device.py)."""
+    import contextlib
     import copy
 
-    return task.namespace["generate_input"](**copy.deepcopy(case.args), seed=seed)  # lists: its own copy
+    import torch
+
+    device = torch.device(rt["probe_device"])
+    here = rt["on_device"](device) if device.type != "cuda" else contextlib.nullcontext()
+    with here:
+        return task.namespace["generate_input"](**copy.deepcopy(case.args), seed=seed)  # lists: its own copy
 
 
 def _ref(task: Task, data: Any) -> Any:
@@ -96,7 +106,7 @@ def find_buffers(task: Task, case: Case, data: Any, rt: dict[str, Any]) -> dict[
     spec = rt["output_spec"](out)
     expected = rt["outputs"](_clone(out), spec, device)
     written = {i for i, (a, b) in enumerate(zip(tensors, rt["flatten"](copy)[0])) if not torch.equal(a, b)}
-    other, _ = rt["flatten"](_generate(task, case, case.seed + 7919))
+    other, _ = rt["flatten"](_generate(task, case, case.seed + 7919, rt))
     unread = set()
     for i, t in enumerate(tensors):
         if i in written or i >= len(other) or other[i].shape != t.shape or other[i].dtype != t.dtype:

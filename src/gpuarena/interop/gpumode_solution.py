@@ -60,6 +60,21 @@ def _flatten(value, tensors):
                     "and tuples, lists and dicts of them")
 
 
+def _marked(node, tensors, buffers, renumber):
+    kind = node[0]
+    if kind == "t":
+        i = node[1]
+        if i in buffers:
+            t = tensors[i]
+            return ("b", tuple(t.shape), str(t.dtype).removeprefix("torch."), buffers[i])
+        return ("t", renumber[i])
+    if kind in ("tuple", "list"):
+        return (kind, tuple(_marked(c, tensors, buffers, renumber) for c in node[1]))
+    if kind == "dict":
+        return (kind, tuple((k, _marked(c, tensors, buffers, renumber)) for k, c in node[1]))
+    return node
+
+
 def flatten(data, buffers=None):
     """(tensors, layout) of GPU MODE's data; the tensors at the indices in buffers (index ->
     "zeros" or "empty") become buffer leaves, made afresh on every call instead of passed."""
@@ -72,22 +87,7 @@ def flatten(data, buffers=None):
         if i not in buffers:
             renumber[i] = len(kept)
             kept.append(t)
-
-    def mark(node):
-        kind = node[0]
-        if kind == "t":
-            i = node[1]
-            if i in buffers:
-                t = tensors[i]
-                return ("b", tuple(t.shape), str(t.dtype).removeprefix("torch."), buffers[i])
-            return ("t", renumber[i])
-        if kind in ("tuple", "list"):
-            return (kind, tuple(mark(c) for c in node[1]))
-        if kind == "dict":
-            return (kind, tuple((k, mark(c)) for k, c in node[1]))
-        return node
-
-    return kept, mark(layout)
+    return kept, _marked(layout, tensors, buffers, renumber)
 
 
 def rebuild(layout, tensors, device):
@@ -124,40 +124,43 @@ def output_spec(value):
     raise TypeError(f"returns a {type(value).__name__}: gpuarena compares tensors, numbers and tuples of them")
 
 
+def _walk_outputs(value, spec, device, flat):
+    if spec[0] == "t":
+        flat.append(value)
+    elif spec[0] == "n":
+        flat.append(value if isinstance(value, _torch.Tensor)
+                    else _torch.tensor(value, dtype=getattr(_torch, spec[1]), device=device))
+    else:
+        if not isinstance(value, (tuple, list)) or len(value) != len(spec[1]):
+            got = f"a {type(value).__name__}" + (f" of {len(value)}" if isinstance(value, (tuple, list)) else "")
+            raise TypeError(f"returned {got}; the reference returns a {spec[0]} of {len(spec[1])}")
+        for item, child in zip(value, spec[1]):
+            _walk_outputs(item, child, device, flat)
+
+
 def outputs(value, spec, device):
-    """A result as the flat tuple of tensors the harness compares (numbers as 0-dim tensors)."""
+    """A result as the flat tuple of tensors the harness compares (numbers as 0-dim tensors).
+    No nested function here or in what the calls run: a closure that calls itself is a
+    reference cycle, which kept every call's outputs alive until the collector ran (never,
+    inside a timed block), so each call paid for fresh memory."""
     flat = []
-
-    def walk(v, s):
-        if s[0] == "t":
-            flat.append(v)
-        elif s[0] == "n":
-            flat.append(v if isinstance(v, _torch.Tensor) else _torch.tensor(v, dtype=getattr(_torch, s[1]), device=device))
-        else:
-            if not isinstance(v, (tuple, list)) or len(v) != len(s[1]):
-                got = f"a {type(v).__name__}" + (f" of {len(v)}" if isinstance(v, (tuple, list)) else "")
-                raise TypeError(f"returned {got}; the reference returns a {s[0]} of {len(s[1])}")
-            for item, child in zip(v, s[1]):
-                walk(item, child)
-
-    walk(value, spec)
+    _walk_outputs(value, spec, device, flat)
     return tuple(flat)
+
+
+def _restructured(spec, items):
+    if spec[0] == "t":
+        return next(items)
+    if spec[0] == "n":
+        return next(items).item()
+    parts = [_restructured(child, items) for child in spec[1]]
+    return tuple(parts) if spec[0] == "tuple" else parts
 
 
 def restructure(flat, spec):
     """The inverse of outputs(): the flat tuple of tensors back in ref_kernel's shape (numbers
     as Python numbers), for the task's check_implementation."""
-    items = iter(flat)
-
-    def walk(s):
-        if s[0] == "t":
-            return next(items)
-        if s[0] == "n":
-            return next(items).item()
-        parts = [walk(child) for child in s[1]]
-        return tuple(parts) if s[0] == "tuple" else parts
-
-    return walk(spec)
+    return _restructured(spec, iter(flat))
 
 
 def device_of(tensors):

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from gpuarena.interop.gpumode_device import ON_DEVICE
 from gpuarena.interop.gpumode_solution import FORMAT, META_INPUT, RUNTIME
 from gpuarena.interop.gpumode_task import Case, Rule, Task
 
@@ -55,6 +56,7 @@ import copy as _copy
 from pathlib import Path as _Path
 
 {RUNTIME}
+{ON_DEVICE}
 _FOLDER = _Path(__file__).resolve().parent / "gpumode"
 _FORMAT = {FORMAT!r}
 _INPUTS = {names!r}
@@ -122,7 +124,10 @@ def make_inputs(axes, dtype, device, generator):
     args = _copy.deepcopy(_CASES[axes["case"]])  # lists in it: generate_input's own copy
     args.update({{k: v for k, v in axes.items() if k != "case"}})
     seed = int(_torch.randint(0, _SEED_BOUND, (1,), generator=generator, device=device).item())
-    tensors, layout = flatten(_gpumode()["generate_input"](**args, seed=seed), _BUFFERS)
+    device = _torch.device(device)
+    with (on_device(device) if device.type != "cuda" else _contextlib.nullcontext()):
+        data = _gpumode()["generate_input"](**args, seed=seed)
+    tensors, layout = flatten(data, _BUFFERS)
     if len(tensors) != len(_INPUTS):
         raise ValueError(f"generate_input made {{len(tensors)}} input tensors; the problem was imported with "
                          f"{{len(_INPUTS)}} ({{', '.join(_INPUTS)}})")
