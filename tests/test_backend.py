@@ -221,6 +221,19 @@ def test_input_sets_fill_the_budget_and_reach_a_few_where_there_is_room():
     assert count_sets(InputBudget(256 << 20, 8), 1000) == 8
 
 
+def test_small_sets_on_the_host_are_many_so_a_blocks_first_call_weighs_little():
+    """The CPU's budget asks for blocks of 8 MiB of small sets, up to 64: the worker's first
+    call after waking costs 50-250 µs more on the 2-core VM, and a block's mean counts it."""
+    from gpuarena.harness.device.backend import CPU
+    from gpuarena.harness.session import count_sets
+
+    cpu = CPU.input_budget(torch.device("cpu"))
+    assert count_sets(cpu, 3 << 10) == 64  # a 1 x 256 RMSNorm's set: the most
+    assert count_sets(cpu, 200 << 10) == 40  # 100 x 256: 8 MiB of them
+    assert count_sets(cpu, 2 << 20) == count_sets(cpu, 16 << 20) == 8  # large sets: the usual budget
+    assert count_sets(cpu, 200 << 20) == 2
+
+
 def test_the_supervisor_chooses_the_timing_method_and_a_worker_that_cannot_follow_fails_the_machine() -> None:
     """The method for both sides is the supervisor's (its options, then the backend): the
     worker's harness says what its timer does in its `prepare` reply, before any solution code

@@ -4,6 +4,8 @@ solution) before any timing, as does the supervisor running out of memory while 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -113,7 +115,8 @@ def test_fewer_sets_where_fewer_fit(monkeypatch):
     monkeypatch.setattr(memory_plan, "free_memory", lambda device: (free, total))
     record = judge("level1/softmax", SOFTMAX, mode="benchmark", workloads=SMALL, budget_s=0.2)
     assert record.status == "PASSED", record.reason
-    assert "small-64x1000: 2 input set(s), not 8" in record.log
+    wanted = re.search(r"small-64x1000: 2 input set\(s\), not (\d+)", record.log)
+    assert wanted and int(wanted.group(1)) >= 8, record.log[-2000:]
     assert record.workloads[0].time is not None
 
 

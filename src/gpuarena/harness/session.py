@@ -149,9 +149,13 @@ of 6, about 1 s more a workload on an H100."""
 
 def count_sets(budget: InputBudget, set_bytes: int) -> int:
     """How many input sets to rotate through: enough that no timed call in a block sees an
-    input another call saw, within the device's budget (Backend.input_budget)."""
+    input another call saw, within the device's budget (Backend.input_budget); more of small
+    sets where the budget asks for a block of `block_bytes`."""
     size = max(set_bytes, 1)
     n = budget.bytes // size
     if n < FEW_SETS:
         n = max(n, min(FEW_SETS, budget.room // size))
-    return max(2, min(budget.most, n))
+    n = min(budget.most, n)
+    if budget.block_bytes:
+        n = max(n, min(budget.many, budget.block_bytes // size))
+    return max(2, n)
