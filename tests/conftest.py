@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from tests.databases import Templates
 
+from gpuarena.contracts.records import Evaluation
 from gpuarena.harness.judge import RunOptions, evaluate
-from gpuarena.harness.records import Evaluation
 from gpuarena.problems import load_problem, resolve_problem
 from gpuarena.solutions import load_solution
 

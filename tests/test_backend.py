@@ -11,7 +11,8 @@ import pytest
 import torch
 from tests.conftest import EXAMPLES, judge
 
-from gpuarena.harness import messages
+from gpuarena.contracts import messages
+from gpuarena.contracts.records import Environment
 from gpuarena.harness import supervisor as supervisor_module
 from gpuarena.harness.device import backend as backend_module
 from gpuarena.harness.device.backend import CPU, NVIDIA_PIECES, CpuBackend, UnsupportedDevice, backend_for
@@ -20,7 +21,6 @@ from gpuarena.harness.device.block import BlockSamples
 from gpuarena.harness.device.timing import Timer
 from gpuarena.harness.failure import RunFailure
 from gpuarena.harness.judge import RunOptions, evaluate
-from gpuarena.harness.records import Environment
 from gpuarena.problems import resolve_problem
 from gpuarena.solutions.loader import load_solution
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import SOLUTIONS, judge
-from gpuarena.harness import calibration, messages
+from gpuarena.contracts import messages
+from gpuarena.harness import calibration
 from gpuarena.harness.inside.worker import HANDLERS, Worker
 from gpuarena.harness.launch import process
 

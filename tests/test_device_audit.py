@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, SOLUTIONS, judge
-from gpuarena.harness import messages
+from gpuarena.contracts import messages
 from gpuarena.harness.device import device_audit
 from gpuarena.harness.device.backend import CpuBackend
 from gpuarena.harness.device.device_audit import DeviceSampler, SamplerError, Window
@@ -208,7 +208,7 @@ def test_a_sampler_that_cannot_start_says_why(tmp_path):
 
 def test_the_run_s_summary_says_what_the_audit_checked_or_why_it_did_not():
     from gpuarena.cli.render import _audit_summary
-    from gpuarena.harness.records import DeviceAudit, Evaluation, Status, WorkloadResult
+    from gpuarena.contracts.records import DeviceAudit, Evaluation, Status, WorkloadResult
 
     record = Evaluation(
         status=Status.PASSED,

@@ -286,7 +286,7 @@ def test_the_cli_shows_the_figure_or_why_it_is_missing(profiled_on_the_cpu):
     from rich.console import Console
 
     from gpuarena.cli.render import _kernel_duration_summary, render
-    from gpuarena.harness.records import Evaluation, Status, WorkloadResult
+    from gpuarena.contracts.records import Evaluation, Status, WorkloadResult
 
     workload = profiled_on_the_cpu()
     record = Evaluation(
@@ -309,7 +309,7 @@ def test_the_cli_shows_the_figure_or_why_it_is_missing(profiled_on_the_cpu):
 def test_the_submission_page_shows_the_figure_only_where_measured(profiled_on_the_cpu):
     from types import SimpleNamespace
 
-    from gpuarena.harness.records import Evaluation, Status
+    from gpuarena.contracts.records import Evaluation, Status
     from gpuarena.service.web.render import ENV
 
     workload = profiled_on_the_cpu()
@@ -442,7 +442,7 @@ def test_outputs_wrong_only_under_the_profiler_leave_the_figure_out_not_a_verdic
 
 
 def test_a_stream_cost_far_below_ncu_s_figure_for_the_same_calls_is_rejected():
-    from gpuarena.harness.records import Timing, WorkloadResult
+    from gpuarena.contracts.records import Timing, WorkloadResult
 
     def result(stream_us: float, ncu_us: float) -> WorkloadResult:
         timing = Timing(

@@ -8,7 +8,7 @@ import typing
 
 import pytest
 
-from gpuarena.harness import messages
+from gpuarena.contracts import messages
 from gpuarena.harness.inside.worker import HANDLERS
 
 

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from conftest import EXAMPLES
 from gpuarena.cli.app import app
+from gpuarena.contracts.profile_record import ProfileRecord, ProfileSide
 from gpuarena.harness.profile import ncu_report, roofline
 from gpuarena.harness.profile.run import pick_workload, run_profile
-from gpuarena.harness.profile_record import ProfileRecord, ProfileSide
 from gpuarena.problems import resolve_problem
 from gpuarena.solutions import load_solution
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from gpuarena.contracts.records import Status
 from gpuarena.harness.evaluator import Evaluator
-from gpuarena.harness.records import Status
 from gpuarena.redteam import Case, load_cases, run_case
 
 CORPUS = Path(__file__).resolve().parents[1] / "redteam"

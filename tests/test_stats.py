@@ -144,7 +144,7 @@ def test_a_noisy_run_says_so_in_the_record_and_the_table():
     from rich.console import Console
 
     from gpuarena.cli.render import render
-    from gpuarena.harness.records import Evaluation
+    from gpuarena.contracts.records import Evaluation
 
     record = Evaluation(
         status="PASSED",

@@ -9,7 +9,8 @@ import random
 import pytest
 
 from conftest import FIXTURES
-from gpuarena.harness import messages, protocol
+from gpuarena.contracts import messages
+from gpuarena.harness import protocol
 from gpuarena.harness.failure import RunFailure, worker_failure
 from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.harness.launch.process import WorkerProcess

@@ -48,7 +48,8 @@ def timed(owner: object, name: str, label: str | None = None, key=None) -> None:
 
 def install() -> None:
     """Wraps the supervisor's steps (and those inside each timed round) to time them."""
-    from gpuarena.harness import measure, messages, rounds_audit, supervisor, transport
+    from gpuarena.contracts import messages
+    from gpuarena.harness import measure, rounds_audit, supervisor, transport
     from gpuarena.harness.device import device_audit, environment
     from gpuarena.harness.launch import process, started
 

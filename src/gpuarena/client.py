@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx
 
+from gpuarena.contracts.records import Evaluation
 from gpuarena.contracts.wire import PROTOCOL_VERSION, DeviceSlot
 from gpuarena.dataset.sample import SampleReport
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness.records import Evaluation
 from gpuarena.runner_wire import TYPED_JOB, TypedJob
 from gpuarena.solutions.model import Solution
 

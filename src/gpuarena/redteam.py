@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gpuarena.contracts.records import Mode
     from gpuarena.harness.evaluator import Evaluator
-    from gpuarena.harness.records import Mode
 
 LEAKS = Path(tempfile.gettempdir()) / "gpuarena-redteam-leaks"
 """Where cases record the pids of processes they leave behind (one empty file per pid)."""

@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
+from gpuarena.contracts.records import Mode
 from gpuarena.contracts.wire import LEGACY_PROTOCOL, JobKind, Model
-from gpuarena.harness.records import Mode
 from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution
 

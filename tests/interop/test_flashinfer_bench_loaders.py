@@ -3,7 +3,7 @@ its package `flashinfer-bench` is not installed: `pip install flashinfer-bench -
 
 from __future__ import annotations
 
-from gpuarena.harness.records import Environment, Evaluation, WorkloadResult
+from gpuarena.contracts.records import Environment, Evaluation, WorkloadResult
 from gpuarena.interop import flashinfer_trace as fit
 from gpuarena.interop.flashinfer_export import export_definition, pack_solution, traces_from_evaluation
 from gpuarena.interop.flashinfer_import import import_solution

@@ -8,8 +8,8 @@ import math
 import pytest
 
 import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
+from gpuarena.contracts.records import Environment, Evaluation, Timing, WorkloadResult
 from gpuarena.harness.judge import RunOptions, evaluate
-from gpuarena.harness.records import Environment, Evaluation, Timing, WorkloadResult
 from gpuarena.interop import flashinfer_trace as fit
 from gpuarena.interop.flashinfer_export import STATUS, read_evaluations, traces_from_evaluation
 from gpuarena.interop.flashinfer_import import import_solution

@@ -10,7 +10,7 @@ import threading
 from sqlalchemy import func, select, update
 from tests.service.conftest import submission_body
 
-from gpuarena.harness.records import Evaluation, Status
+from gpuarena.contracts.records import Evaluation, Status
 from gpuarena.service.tables import (
     Job,
     LeaderboardEntry,

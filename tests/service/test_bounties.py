@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import func, select, update
 from tests.service.conftest import submission_body
 
-from gpuarena.harness.records import Evaluation, Status
+from gpuarena.contracts.records import Evaluation, Status
 from gpuarena.service import bounties
 from gpuarena.service.bounty_schemas import EXPORT_FIELDS
 from gpuarena.service.tables import Bounty, BountyEvent, Submission, utcnow

@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 from tests.service.conftest import GOOD, submission_body
 
-from gpuarena.harness.records import Evaluation, Status, WorkloadResult
+from gpuarena.contracts.records import Evaluation, Status, WorkloadResult
 from gpuarena.service.tables import ContestEntry, ContestRow, Submission
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)

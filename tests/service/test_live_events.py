@@ -15,7 +15,7 @@ from sqlalchemy import event
 from tests.service.conftest import submission_body
 
 from gpuarena.client import Client, parse_events
-from gpuarena.harness.records import Evaluation, Status
+from gpuarena.contracts.records import Evaluation, Status
 from gpuarena.service.deps import Caller
 from gpuarena.service.live import Streams
 from gpuarena.service.tables import User

@@ -10,7 +10,7 @@ import datetime as dt
 import pytest
 from sqlalchemy import select, update
 
-from gpuarena.harness.records import Evaluation, Status
+from gpuarena.contracts.records import Evaluation, Status
 from gpuarena.service import queue
 from gpuarena.service.auth import add_user
 from gpuarena.service.tables import Job, Problem, Result, Runner, SolutionBlob, Submission, utcnow

@@ -12,7 +12,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, func, select
 
-from gpuarena.harness.records import Evaluation, Status
+from gpuarena.contracts.records import Evaluation, Status
 from gpuarena.service import queue
 from gpuarena.service.auth import add_user
 from gpuarena.service.db import normalise_url
@@ -75,7 +75,7 @@ WORKER = """
 import json, sys
 from gpuarena.service import queue
 from gpuarena.service.db import Database
-from gpuarena.harness.records import Evaluation, Status
+from gpuarena.contracts.records import Evaluation, Status
 db = Database(sys.argv[1]); runner_id = int(sys.argv[2]); kinds = sys.argv[3].split(",")
 got = []
 while (c := queue.claim(db, runner_id, kinds)) is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpuarena.harness.records import Evaluation
+from gpuarena.contracts.records import Evaluation
 from gpuarena.service.redact import redact, redact_evaluation, remember_service
 
 REMOTE_LOG = """\

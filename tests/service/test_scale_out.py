@@ -15,7 +15,7 @@ from tests.service.conftest import GOOD, submission_body
 from typer.testing import CliRunner
 
 from gpuarena.cli.app import app
-from gpuarena.harness.records import Evaluation, Status
+from gpuarena.contracts.records import Evaluation, Status
 from gpuarena.service.migrate import current
 from gpuarena.service.tables import Job, Result, Submission
 

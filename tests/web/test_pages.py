@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from tests.web.conftest import ROOT, csrf_of
 
-from gpuarena.harness.records import Evaluation
+from gpuarena.contracts.records import Evaluation
 from gpuarena.service.app import create_app
 from gpuarena.service.auth import issue_token
 from gpuarena.service.catalog import sync_problems

@@ -34,7 +34,7 @@ from gpuarena.cli.problem_filters import Level, Match, Model, Source, Tag
 from gpuarena.errors import GpuarenaError
 
 if TYPE_CHECKING:
-    from gpuarena.harness.records import Mode
+    from gpuarena.contracts.records import Mode
 
 app = typer.Typer(
     no_args_is_help=True,

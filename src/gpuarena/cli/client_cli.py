@@ -87,7 +87,7 @@ def submit(
     """Submit a solution to a server, follow it live, and show the verdict; exit 0 only when PASSED."""
     import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.cli.render import render
-    from gpuarena.harness.records import Evaluation
+    from gpuarena.contracts.records import Evaluation
     from gpuarena.problems.loader import problem_id
     from gpuarena.solutions import load_solution
 

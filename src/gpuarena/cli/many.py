@@ -28,7 +28,7 @@ from gpuarena.cli.devices import check_device, default_device
 from gpuarena.errors import GpuarenaError
 
 if TYPE_CHECKING:
-    from gpuarena.harness.records import Mode
+    from gpuarena.contracts.records import Mode
 
 MODES = ("test", "benchmark", "ranked")
 err = Console(stderr=True)

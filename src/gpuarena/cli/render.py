@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from gpuarena.harness.records import Evaluation, Status, Timing
+from gpuarena.contracts.records import Evaluation, Status, Timing
 
 STYLE = {Status.PASSED: "bold green", Status.SKIPPED: "dim"}
 

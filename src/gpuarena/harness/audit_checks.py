@@ -8,10 +8,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from gpuarena.contracts.records import DeviceAudit, Status
 from gpuarena.harness.device import device_audit
 from gpuarena.harness.device.device_audit import DeviceSampler
 from gpuarena.harness.failure import RunFailure
-from gpuarena.harness.records import DeviceAudit, Status
 from gpuarena.harness.session import WorkloadSession
 
 MISSING_READS_FRACTION = 0.10

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gpuarena.contracts.records import Status
 from gpuarena.harness.calibration import ProcessExtra
 from gpuarena.harness.failure import RunFailure
-from gpuarena.harness.records import Status
 
 HARNESS_MARGIN = 1.15
 """The worker's own CPU work in a `time` request (outside the calls' windows: receiving the

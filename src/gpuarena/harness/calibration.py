@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from gpuarena.harness import messages
+from gpuarena.contracts import messages
+from gpuarena.contracts.records import Status
 from gpuarena.harness.device.timing import Timer
 from gpuarena.harness.failure import RunFailure
 from gpuarena.harness.inside.stand_in import no_op_solve, stand_in_buffers
 from gpuarena.harness.launch.process import WorkerProcess
-from gpuarena.harness.records import Status
 from gpuarena.harness.trusted_worker import TrustedWorker
 
 if TYPE_CHECKING:  # types only

@@ -8,11 +8,12 @@ from typing import Any
 
 import torch
 
-from gpuarena.harness import messages, precision
+from gpuarena.contracts import messages
+from gpuarena.contracts.records import Status, WorkloadResult
+from gpuarena.harness import precision
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.failure import RunFailure, worker_failure
 from gpuarena.harness.launch.process import WorkerProcess
-from gpuarena.harness.records import Status, WorkloadResult
 from gpuarena.harness.run_context import RunContext
 from gpuarena.harness.session import WorkloadSession, bitwise_equal, poison
 

@@ -18,10 +18,10 @@ from collections import deque
 
 import torch
 
+from gpuarena.contracts.records import Evaluation
 from gpuarena.harness.device.backend import backend_named
 from gpuarena.harness.judge import Progress, RunOptions, evaluate
 from gpuarena.harness.launch.started import StartedWorker
-from gpuarena.harness.records import Evaluation
 from gpuarena.harness.warm import Warm
 from gpuarena.problems.loader import Problem
 from gpuarena.solutions.model import Solution

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpuarena.harness.status import Status
+from gpuarena.contracts.status import Status
 
 if TYPE_CHECKING:
-    from gpuarena.harness.messages import Failure
+    from gpuarena.contracts.messages import Failure
 
 
 class RunFailure(Exception):

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import torch
 
+from gpuarena.contracts.records import Evaluation
 from gpuarena.harness.device.backend import backend_for
 from gpuarena.harness.launch.ahead import DeviceAhead
 from gpuarena.harness.launch.started import StartedWorker
 from gpuarena.harness.options import RunOptions
 from gpuarena.harness.profile.run import profile_evaluation
-from gpuarena.harness.records import Evaluation
 from gpuarena.harness.supervisor import Progress, Supervisor
 from gpuarena.harness.warm import Warm
 from gpuarena.problems.loader import Problem

@@ -35,14 +35,14 @@ import torch
 
 from gpuarena import HARNESS_VERSION
 from gpuarena.cache import cache_dir
-from gpuarena.harness import messages
+from gpuarena.contracts import messages
+from gpuarena.contracts.records import Status, WorkloadResult
 from gpuarena.harness.device import range_timer
 from gpuarena.harness.device.range_timer import RangeTimerError
 from gpuarena.harness.failure import RunFailure
 from gpuarena.harness.launch.process import WorkerProcess
 from gpuarena.harness.launch.started import _switch
 from gpuarena.harness.measure import check_outputs, reference_call, refresh_sets
-from gpuarena.harness.records import Status, WorkloadResult
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.problems.pack import pack_problem
 

@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gpuarena.harness import messages
+from gpuarena.contracts import messages
+from gpuarena.contracts.records import SpeedOfLight, Status, Timing, WorkloadResult
 from gpuarena.harness.bounds import MIN_REQUESTS, TimeBudget
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.device import peaks
 from gpuarena.harness.failure import RunFailure, worker_failure
 from gpuarena.harness.launch.process import WorkerProcess
 from gpuarena.harness.phases import DEVICE_AUDIT, TIMING
-from gpuarena.harness.records import SpeedOfLight, Status, Timing, WorkloadResult
 from gpuarena.harness.rounds_audit import UNSWEPT_REQUESTS, RoundsAudit
 from gpuarena.harness.session import WorkloadSession, poison
 from gpuarena.harness.stats import bootstrap_median, bootstrap_rounds, converged, round_spread

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuarena.harness.records import Mode
+from gpuarena.contracts.records import Mode
 
 PUBLIC_SEED = 20261122
 """Seed of test and benchmark runs, so they are reproducible; ranked runs draw a secret one."""

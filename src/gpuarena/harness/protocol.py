@@ -14,7 +14,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gpuarena.harness.messages import Request
+    from gpuarena.contracts.messages import Request
 
 MAX_REPLY_BYTES = 64 << 20
 
@@ -28,7 +28,7 @@ def send_request(conn: Connection, message: Request[Any]) -> None:
 
 
 def receive_request(conn: Connection) -> Request[Any]:
-    from gpuarena.harness.messages import Request  # pydantic: the worker has it loaded by now
+    from gpuarena.contracts.messages import Request  # pydantic: the worker has it loaded by now
 
     request = pickle.loads(conn.recv_bytes())
     if not isinstance(request, Request):

@@ -56,12 +56,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
-from gpuarena.harness import messages
+from gpuarena.contracts import messages
+from gpuarena.contracts.records import DeviceAudit, Status, WorkloadResult
 from gpuarena.harness.audit_checks import ReadSamples, check_reads, check_unswept, streams_past_l2
 from gpuarena.harness.device import device_audit
 from gpuarena.harness.device.device_audit import SamplerError, Window
 from gpuarena.harness.failure import RunFailure
-from gpuarena.harness.records import DeviceAudit, Status, WorkloadResult
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.harness.twin import ReferenceTwin
 

@@ -12,12 +12,12 @@ if TYPE_CHECKING:
 
     import torch
 
+    from gpuarena.contracts.records import Environment
     from gpuarena.harness.calibration import ProcessExtra
     from gpuarena.harness.device.backend_base import Backend
     from gpuarena.harness.device.device_audit import DeviceSampler
     from gpuarena.harness.device.timing import Timer
     from gpuarena.harness.phases import Phases
-    from gpuarena.harness.records import Environment
     from gpuarena.problems.loader import Problem
 
 

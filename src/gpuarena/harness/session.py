@@ -12,11 +12,11 @@ from typing import Any
 
 import torch
 
+from gpuarena.contracts.records import Status
 from gpuarena.harness import precision
 from gpuarena.harness.device.backend import backend_named
 from gpuarena.harness.device.backend_base import InputBudget
 from gpuarena.harness.failure import RunFailure
-from gpuarena.harness.records import Status
 from gpuarena.harness.transport import SharedArena
 from gpuarena.problems.loader import Problem
 from gpuarena.problems.model import Workload

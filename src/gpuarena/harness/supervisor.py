@@ -19,8 +19,10 @@ from typing import cast
 
 import torch
 
+from gpuarena.contracts import messages
+from gpuarena.contracts.records import Environment, Evaluation, Status, WorkloadResult
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness import kernel_duration, memory_plan, messages
+from gpuarena.harness import kernel_duration, memory_plan
 from gpuarena.harness.calibration import ProcessExtra, calibrate
 from gpuarena.harness.correctness import check_correctness
 from gpuarena.harness.device import device_audit
@@ -35,7 +37,6 @@ from gpuarena.harness.launch.started import StartedWorker, _switch
 from gpuarena.harness.measure import TimingPlan, measure_workload
 from gpuarena.harness.options import PUBLIC_SEED, RunOptions
 from gpuarena.harness.phases import BUILD, CORRECTNESS, KERNEL_DURATION, START_UP, TEARDOWN, TIMING, Phases
-from gpuarena.harness.records import Environment, Evaluation, Status, WorkloadResult
 from gpuarena.harness.redact import redact
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.harness.stats import weighted_geomean

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gpuarena.harness import messages
+from gpuarena.contracts import messages
 from gpuarena.harness.proctree import children_of
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.harness.transport import memfd_tensor

@@ -34,8 +34,8 @@ from typing import Any, Literal
 
 import pydantic
 
+from gpuarena.contracts.records import Evaluation, WorkloadResult
 from gpuarena.errors import FormatError, GpuarenaError
-from gpuarena.harness.records import Evaluation, WorkloadResult
 from gpuarena.interop import flashinfer_reader, gpumode_solution, kernelbench_solution  # noqa: F401  (their readers)
 from gpuarena.interop.flashinfer_sidecar import (
     ADAPTER_FILE,

@@ -10,9 +10,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from gpuarena.contracts.records import Evaluation, Mode, Status
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.launch import containment
-from gpuarena.harness.records import Evaluation, Mode, Status
 from gpuarena.migration.check import check
 from gpuarena.migration.model import AppError, load_app
 from gpuarena.migration.report import MigrationReport

@@ -28,10 +28,10 @@ from gpuarena import __version__
 from gpuarena.cache import cache_dir
 from gpuarena.client import ApiError, Client
 from gpuarena.contracts.device import is_gpu, pinning
+from gpuarena.contracts.records import Evaluation
 from gpuarena.contracts.wire import DeviceSlot
 from gpuarena.dataset.sample import SampleReport
 from gpuarena.harness import phases
-from gpuarena.harness.records import Evaluation
 from gpuarena.runner.devices import health_check
 from gpuarena.runner.execute import SAMPLE_REPORT, ExecuteRequest
 from gpuarena.runner.self_tests import failed, run_self_tests

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from gpuarena.contracts.records import Mode
 from gpuarena.contracts.wire import JobKind
-from gpuarena.harness.records import Mode
 from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution
 

@@ -6,7 +6,7 @@ from typing import Any
 
 
 def all_schemas() -> dict[str, dict[str, Any]]:
-    from gpuarena.harness.records import Evaluation
+    from gpuarena.contracts.records import Evaluation
     from gpuarena.problems.model import ProblemSpec
     from gpuarena.solutions.model import PackedSolution, SolutionManifest
 

@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session
 from gpuarena.contests.model import as_utc
 from gpuarena.contests.resubmission import flag_resubmissions
 from gpuarena.contests.similarity import SimilarPair, Solution, similar_pairs
+from gpuarena.contracts.records import Evaluation
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness.records import Evaluation
 from gpuarena.harness.stats import weighted_geomean
 from gpuarena.service.contest_entries import entry_rows, rule_entries
 from gpuarena.service.contest_schemas import ContestInfo, ContestSpec, EntryOut, ReviewRequest, Team

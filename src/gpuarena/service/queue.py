@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from gpuarena.contracts.records import Evaluation
 from gpuarena.dataset.sample import SampleReport
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness.records import Evaluation
 from gpuarena.service import bounties, contests, samples
 from gpuarena.service.db import Database
 from gpuarena.service.device_kinds import RUNNER_ONLINE

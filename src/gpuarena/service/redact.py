@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from gpuarena.contracts.records import Evaluation
 from gpuarena.harness import redact as host_redact
-from gpuarena.harness.records import Evaluation
 
 _service_values: dict[str, str] = {}
 """The service's own folders and database URL, as registered by `remember_service` (every app

@@ -12,8 +12,8 @@ from sqlalchemy import bindparam, func, select
 
 import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
 from gpuarena import __version__
+from gpuarena.contracts.records import Mode
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG
-from gpuarena.harness.records import Mode
 from gpuarena.migration.target import is_app, reference_app_toml
 from gpuarena.service import auth, holdback, invites, leaderboard, live, submissions, webhooks
 from gpuarena.service.catalog import current_problem

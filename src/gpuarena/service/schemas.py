@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from gpuarena.contracts.records import Evaluation, Mode
 from gpuarena.contracts.wire import DeviceSlot, Model
 from gpuarena.dataset.sample import SampleReport
-from gpuarena.harness.records import Evaluation, Mode
 from gpuarena.solutions.model import PackedSolution, Solution
 
 

@@ -8,9 +8,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
 from gpuarena.contracts.device import device_type
+from gpuarena.contracts.records import Evaluation
 from gpuarena.dataset.sample_pack import SAMPLE_LANGUAGE, SAMPLES_SLUG, is_sample
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness.records import Evaluation
 from gpuarena.migration.target import APP_LANGUAGE, is_app
 from gpuarena.service import bounties, contests, holdback, queue, ratelimit, samples
 from gpuarena.service.config import Settings

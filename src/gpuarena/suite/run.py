@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 
 from gpuarena import __version__
-from gpuarena.harness.records import Evaluation
+from gpuarena.contracts.records import Evaluation
 from gpuarena.harness.stats import weighted_geomean
 from gpuarena.problems.loader import Problem, discover
 from gpuarena.suite.frameworks import framework_solution, implements

@@ -25,7 +25,7 @@ from gpuarena.harness.device.backend_base import Backend
 if TYPE_CHECKING:
     import torch
 
-    from gpuarena.harness.records import Environment
+    from gpuarena.contracts.records import Environment
 
 
 class CpuBackend(Backend):

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the worker's prepare and a run started ahead look a backend up before torch is imported
     import torch
 
+    from gpuarena.contracts.records import Environment
     from gpuarena.harness.device.block import BlockSamples, BlockTimer
-    from gpuarena.harness.records import Environment
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from typing import Any
 
-from gpuarena.harness.records import Environment
+from gpuarena.contracts.records import Environment
 
 
 def _cpu_model() -> str:

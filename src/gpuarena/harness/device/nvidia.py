@@ -18,8 +18,8 @@ from gpuarena.harness.device.backend_base import Backend, ColdCaches, InputBudge
 if TYPE_CHECKING:  # imported without torch: a run started ahead asks for worker_setup while torch loads
     import torch
 
+    from gpuarena.contracts.records import Environment
     from gpuarena.harness.device.block import BlockSamples, BlockTimer
-    from gpuarena.harness.records import Environment
 
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
 WALLCLOCK_METHOD = "cuda-sync-wallclock"

@@ -24,7 +24,8 @@ from typing import Any
 # Harness modules are imported (and their timers captured) before any solution code runs.
 import torch
 
-from gpuarena.harness import messages, protocol
+from gpuarena.contracts import messages
+from gpuarena.harness import protocol
 from gpuarena.harness.device.backend import CPU, backend_named
 from gpuarena.harness.device.backend_base import Backend
 from gpuarena.harness.device.range_timer import RangeTimerError

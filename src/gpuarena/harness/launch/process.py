@@ -14,6 +14,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from gpuarena.contracts.status import Status
 from gpuarena.harness import protocol
 from gpuarena.harness.failure import RunFailure, worker_failure
 from gpuarena.harness.inside import triton_key
@@ -23,10 +24,9 @@ from gpuarena.harness.launch.freeze import FreezeFailure, Freezer, descendants
 from gpuarena.harness.launch.gpu_view import gpu_view
 from gpuarena.harness.launch.worker_env import CACHE_VARIABLES, SANDBOX_CACHE_ROOT, scrubbed_env
 from gpuarena.harness.proctree import HARNESS_PROCESSES, children_of, describe_exit, kill_new_children, process_cpu_ns
-from gpuarena.harness.status import Status
 
 if TYPE_CHECKING:
-    from gpuarena.harness import messages
+    from gpuarena.contracts import messages
 
 R = TypeVar("R", bound="messages.Reply")
 """The reply a request names (messages.py, imported where a request is made: pydantic stays out
@@ -296,7 +296,7 @@ class WorkerProcess:
 
     def ask(self, message: messages.Request[R], deadline: float, doing: str, fds: list[int] | None = None) -> R:
         """`request`, with a failure reply raised as the run's verdict (checked: worker_failure)."""
-        from gpuarena.harness import messages
+        from gpuarena.contracts import messages
 
         reply = self.request(message, deadline, doing, fds)
         if isinstance(reply, messages.Failure):
@@ -313,7 +313,7 @@ class WorkerProcess:
         writes on the socket itself (it shares the worker's file descriptors) cannot know
         it unless it reads the worker's memory, and a reply for another request is refused.
         fds: file descriptors to pass with the request (SCM_RIGHTS), right after it."""
-        from gpuarena.harness import messages
+        from gpuarena.contracts import messages
 
         nonce = secrets.token_hex(8)
         main_before, own_before = schedstat.main_thread(self.worker_pid or self.proc.pid), schedstat.this_thread()
@@ -447,7 +447,7 @@ class WorkerProcess:
         if self._freezer is not None:
             self._freezer.thaw()  # a frozen worker takes no request, and in cgroup v1 no signal
         if ask and self.proc.poll() is None:
-            from gpuarena.harness import messages
+            from gpuarena.contracts import messages
 
             try:
                 protocol.send_request(self.conn, messages.Exit())

@@ -20,7 +20,7 @@ from gpuarena.harness.inside.sandbox import default_memory_limit, protect_superv
 from gpuarena.harness.launch.process import WorkerProcess
 
 if TYPE_CHECKING:
-    from gpuarena.harness import messages
+    from gpuarena.contracts import messages
 
 PREPARE_LIMIT_S = 120.0
 """How long a worker started ahead may take to import and make its CUDA context."""
@@ -90,7 +90,7 @@ class StartedWorker:
     def _prepare(self, device: str, gpu_lock: threading.Lock | None) -> None:
         """The worker's `prepare` (its CUDA context and timer) once its imports are done; any
         failure leaves it unprepared, and its run prepares it and says what went wrong."""
-        from gpuarena.harness import messages  # pydantic: after the worker was started
+        from gpuarena.contracts import messages  # pydantic: after the worker was started
 
         deadline = time.monotonic() + PREPARE_LIMIT_S
         try:

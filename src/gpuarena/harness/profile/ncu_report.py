@@ -14,7 +14,7 @@ import csv
 import io
 import re
 
-from gpuarena.harness.profile_record import KernelProfile, Stall
+from gpuarena.contracts.profile_record import KernelProfile, Stall
 
 RANGE = "gpuarena_profile"
 """The NVTX range around the profiled call (ncu --nvtx --nvtx-include RANGE/)."""

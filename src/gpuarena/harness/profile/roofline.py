@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from html import escape
 
-from gpuarena.harness.profile_record import ProfileRecord
+from gpuarena.contracts.profile_record import ProfileRecord
 
 WIDTH, HEIGHT = 560, 360
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 20, 50

@@ -30,6 +30,8 @@ from typing import Any, BinaryIO
 
 import torch
 
+from gpuarena.contracts.profile_record import KernelProfile, ProfileRecord, ProfileSide
+from gpuarena.contracts.records import Evaluation, Status
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.device import peaks
@@ -39,8 +41,6 @@ from gpuarena.harness.launch.started import _switch
 from gpuarena.harness.profile import ncu_report, roofline
 from gpuarena.harness.profile.child import OUTPUTS
 from gpuarena.harness.profile.ncu_report import NcuError
-from gpuarena.harness.profile_record import KernelProfile, ProfileRecord, ProfileSide
-from gpuarena.harness.records import Evaluation, Status
 from gpuarena.harness.session import as_outputs, derive_seed
 from gpuarena.problems.loader import Problem
 from gpuarena.problems.model import Workload

@@ -14,8 +14,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import update
 
 import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
+from gpuarena.contracts.records import Mode
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness.records import Mode
 from gpuarena.service import auth, submissions
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database

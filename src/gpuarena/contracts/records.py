@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuarena import HARNESS_VERSION
-from gpuarena.harness.profile_record import ProfileRecord
-from gpuarena.harness.status import Status
+from gpuarena.contracts.profile_record import ProfileRecord
+from gpuarena.contracts.status import Status
 
 Mode = Literal["test", "benchmark", "ranked", "profile"]
 
