@@ -189,10 +189,62 @@ def test_float8_dtypes_are_a_named_gap():
     assert gap.feature == "the dtype float8_e4m3fn" and "hidden_states" in gap.detail
 
 
-def test_outputs_of_different_dtypes_are_a_named_gap():
-    definition = _definition()
-    definition["outputs"]["inv_rms"] = {"shape": ["batch_size"], "dtype": "float16"}
-    assert _gap(definition, _workloads()).feature == "outputs of different dtypes"
+TWO_DTYPES = """import torch
+
+
+def run(hidden_states, weight, eps):
+    x = hidden_states.to(torch.float32)
+    inv_rms = torch.rsqrt((x * x).mean(dim=-1) + eps)
+    output = (x * inv_rms[:, None] * weight.to(torch.float32)).to(torch.bfloat16)
+    return output, inv_rms
+"""
+
+
+def _two_dtypes() -> dict:
+    """RMSNorm with a bfloat16 output and its float32 1/rms, as attention has its output and
+    a float32 lse (56 of FlashInfer-Trace's 156 definitions have outputs of several dtypes)."""
+    definition = _definition(reference=TWO_DTYPES)
+    definition["outputs"]["output"]["dtype"] = "bfloat16"
+    definition["outputs"]["inv_rms"] = {"shape": ["batch_size"], "dtype": "float32"}
+    return definition
+
+
+def test_outputs_of_different_dtypes_import_with_the_least_precise_floats_tolerance(tmp_path):
+    d, w = _write(tmp_path, _two_dtypes(), _workloads())
+    import_definition(d, w, tmp_path / "two", convention="return")  # gpuarena check passes on the CPU
+    problem = load_problem(tmp_path / "two")
+    assert problem.spec.outputs == ["output", "inv_rms"]
+    assert {wl.dtype for wl in problem.spec.workloads} == {"bfloat16"}  # its tolerance judges both
+    workload = problem.spec.workloads[0]
+    inputs = problem.make_inputs(
+        dict(workload.axes), workload.torch_dtype, torch.device("cpu"), torch.Generator().manual_seed(1)
+    )
+    output, inv_rms = problem.reference(**inputs)
+    assert output.dtype == torch.bfloat16 and inv_rms.dtype == torch.float32
+    with pytest.raises(ValueError, match="dtypes are fixed"):
+        problem.make_inputs(dict(workload.axes), torch.float32, torch.device("cpu"), torch.Generator())
+
+
+@pytest.mark.harness
+def test_a_solution_of_outputs_of_two_dtypes_is_judged_output_by_output(tmp_path):
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.solutions import load_solution
+
+    d, w = _write(tmp_path, _two_dtypes(), _workloads())
+    import_definition(d, w, tmp_path / "two", convention="return")
+    problem = load_problem(tmp_path / "two")
+    honest = tmp_path / "honest.py"
+    honest.write_text(TWO_DTYPES.replace("def run(", "def solve("))
+    record = evaluate(problem, load_solution(honest), RunOptions(device="cpu", mode="test"))
+    assert record.status == "PASSED", record.reason
+    narrowed = tmp_path / "narrowed.py"  # its float32 output given in bfloat16
+    narrowed.write_text(
+        TWO_DTYPES.replace("def run(", "def solve(").replace(
+            "return output, inv_rms", "return output, inv_rms.bfloat16()"
+        )
+    )
+    record = evaluate(problem, load_solution(narrowed), RunOptions(device="cpu", mode="test"))
+    assert record.status == "WRONG_DTYPE" and "inv_rms" in record.reason
 
 
 def test_scalar_outputs_are_a_named_gap():

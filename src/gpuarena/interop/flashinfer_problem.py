@@ -172,16 +172,18 @@ def _check_definition(definition: Definition, where: str) -> str:
                 "scalar (non-tensor) outputs",
                 f"output {name!r} has shape null; gpuarena compares tensor outputs only",
             )
-    dtypes = sorted({spec.dtype for spec in definition.outputs.values()})
-    if len(dtypes) != 1:
-        raise UnsupportedFeature(
-            where,
-            "outputs of different dtypes",
-            f"outputs are {', '.join(f'{n}: {s.dtype}' for n, s in definition.outputs.items())}; "
-            "a gpuarena workload has one dtype, which chooses one tolerance for every output",
-        )
     _run_arity(definition, where)
-    return dtypes[0]
+    return workload_dtype([spec.dtype for spec in definition.outputs.values()])
+
+
+FLOATS = ("bfloat16", "float16", "float32", "float64")  # least precise first
+
+
+def workload_dtype(outputs: list[str]) -> str:
+    """One dtype for outputs of several (attention's output and its float32 lse): the least
+    precise float, whose tolerance judges every float output, as FlashInfer-Bench judges them all
+    with one (integers are compared exactly); all integers: the first output's."""
+    return next((dtype for dtype in FLOATS if dtype in outputs), outputs[0])
 
 
 def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_where: str) -> _Plan:
@@ -421,8 +423,9 @@ def _gpuarena_random(shape, dtype, device, generator):
 
 def make_inputs(axes, dtype, device, generator):
     """Inputs for one workload; dtype must be the definition's (its dtypes are fixed)."""
-    outputs = {{spec["dtype"] for spec in _GPUARENA_DEFINITION["outputs"].values()}}
-    if dtype != getattr(_gpuarena_torch, outputs.pop()):
+    outputs = [spec["dtype"] for spec in _GPUARENA_DEFINITION["outputs"].values()]
+    floats = [d for d in {floats!r} if d in outputs]  # the least precise float (workload_dtype)
+    if dtype != getattr(_gpuarena_torch, floats[0] if floats else outputs[0]):
         raise ValueError(f"this problem's dtypes are fixed by its FlashInfer-Trace definition; {{dtype}} is not its dtype")
     sizes = dict(axes)
     for name, axis in _GPUARENA_DEFINITION["axes"].items():
@@ -441,7 +444,8 @@ def make_inputs(axes, dtype, device, generator):
 
 def _reference_py(definition: Definition) -> str:
     block = definition.reference if definition.reference.endswith("\n") else definition.reference + "\n"
-    return f"{REFERENCE_HEADER}\n{block}{REFERENCE_END}\n" + _GLUE.format(params=", ".join(definition.inputs))
+    glue = _GLUE.format(params=", ".join(definition.inputs), floats=FLOATS)
+    return f"{REFERENCE_HEADER}\n{block}{REFERENCE_END}\n" + glue
 
 
 def _readme(definition: Definition, plan: _Plan) -> str:
