@@ -173,6 +173,29 @@ def test_packages_import_only_downwards_and_in_no_circle():
     assert circles(package_graph(graph)) == []
 
 
+FACES = {"service", "runner", "cli", "__main__"}
+"""The faces over the library. Each stands alone but the CLI, which composes them (`gpuarena
+serve` is the service with a runner: cli/serve.py); client.py, the service API's client, is what
+the runner and the CLI share."""
+
+
+def faces_importing_faces(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} imports {imported}"
+        for module, imports in graph.items()
+        for imported in imports
+        if package_of(module) in FACES - {"cli", "__main__"}
+        and package_of(imported) in FACES
+        and package_of(imported) != package_of(module)
+    )
+
+
+def test_a_face_imports_no_other_face_but_the_cli_composes_them():
+    assert faces_importing_faces(import_graph()) == []
+    made_up = {"gpuarena.service.server": {"gpuarena.runner.agent"}, "gpuarena.cli.serve": {"gpuarena.runner.agent"}}
+    assert faces_importing_faces(made_up) == ["gpuarena.service.server imports gpuarena.runner.agent"]
+
+
 SHARED = {
     "protocol",
     "transport",

@@ -36,13 +36,13 @@ FACE_OWN = {
     "service": {
         "app", "auth", "catalog", "config", "db", "deps", "device_kinds", "errors", "holdback",
         "leaderboard", "live", "migrate", "offloop", "public_reason", "queue", "ratelimit", "redact",
-        "rights", "routes", "schemas", "server", "standings_process", "submissions", "table_base",
+        "rights", "routes", "schemas", "standings_process", "submissions", "table_base",
         "tables", "webhooks",
     },
     "service/web": {"actions", "downloads", "flash", "render", "routes", "security", "session", "views"},
     "cli": {
         "__main__", "app", "batch", "client_cli", "console", "devices", "distinct_cli", "early", "entry",
-        "languages_cli", "many", "problem_filters", "render", "server", "service_cli",
+        "languages_cli", "many", "problem_filters", "render", "serve", "server", "service_cli",
     },
 }  # fmt: skip
 """Each face's own modules: its application, its core records and the commands that are the

@@ -131,7 +131,7 @@ def test_a_second_server_on_a_taken_port_changes_nothing(settings, db) -> None:
 
     from sqlalchemy import select
 
-    from gpuarena.service.server import embedded_runner_token, serve
+    from gpuarena.cli.serve import embedded_runner_token, serve
     from gpuarena.service.tables import Token
 
     running = socket.socket()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from gpuarena.service.server import QuietPolling
+from gpuarena.cli.serve import QuietPolling
 
 
 def _access(path: str, status: int) -> logging.LogRecord:

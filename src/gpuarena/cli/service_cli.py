@@ -91,8 +91,8 @@ def serve(
 ) -> None:
     """Run the server: JSON API (docs at /docs), the database (SQLite by default), and a runner for this machine's devices."""
     need_server("serve")
+    from gpuarena.cli.serve import serve as run_server
     from gpuarena.service.db import shown_url
-    from gpuarena.service.server import serve as run_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the runner's heartbeats and polls, every few seconds

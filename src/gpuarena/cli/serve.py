@@ -1,4 +1,6 @@
-"""`gpuarena serve`: migrate, load the problems, start the embedded runner, serve HTTP."""
+"""`gpuarena serve`: migrate, load the problems, start the embedded runner, serve HTTP. A face over
+the two other faces: the service (service/) and a runner (runner/), composed here so neither imports
+the other."""
 
 from __future__ import annotations
 
