@@ -1,0 +1,698 @@
+"""How much of each peer's whole published material gpuarena's importers take on this machine
+(issue 49): every KernelBench problem file, every GPU MODE task folder, every FlashInfer-Trace
+definition (with its workloads) and solution, each run through the real importer in a process of
+its own, with a time limit, and every outcome classified (imported, or refused with its reason
+shortened to a category).
+
+The peers' files are not in this repository, nor ever committed to it: pass local copies,
+fetched at run time (any of the three may be left out):
+
+    git clone https://github.com/ScalingIntelligence/KernelBench /tmp/peers/KernelBench
+    git clone https://github.com/gpu-mode/reference-kernels /tmp/peers/reference-kernels
+    git clone https://huggingface.co/datasets/flashinfer-ai/flashinfer-trace /tmp/peers/flashinfer-trace
+
+    python bench/peer_material.py --kernelbench /tmp/peers/KernelBench \\
+        --gpumode /tmp/peers/reference-kernels --flashinfer-trace /tmp/peers/flashinfer-trace \\
+        --device cpu --out bench/results                  # on the CPU VM: cpu-vm
+    python bench/peer_material.py ... --device cuda --out bench/results   # on a GPU machine
+    python bench/peer_material.py --kernelbench /tmp/peers/KernelBench --limit 8 --out /tmp/pm   # a quick look
+
+- `--kernelbench DIR`: a KernelBench checkout (its KernelBench/level1..level4 folders; DIR may
+  be the KernelBench/ folder itself). Each file: `gpuarena import kernelbench FILE -o W/kernelbench`,
+  the level from its folder.
+- `--gpumode DIR`: a gpu-mode/reference-kernels checkout (its problems/ folder, or DIR itself):
+  every folder holding task.yml. Each folder: `gpuarena import gpumode FOLDER -o W/gpumode/GROUP`,
+  GROUP being the folders above it (pmpp, pmpp_v2), so tasks of one name in two groups
+  (pmpp/sort_py, pmpp_v2/sort_py) never meet in one output folder; the name gpuarena gives each
+  when they are imported together (interop/gpumode.py `problem_names`) is recorded too.
+- `--flashinfer-trace DIR`: a folder in FlashInfer-Trace's layout, as FlashInfer-Bench's TraceSet
+  reads it: definitions/**/*.json (definitions/OP_TYPE/NAME.json in the dataset),
+  workloads/**/*.jsonl (workloads/OP_TYPE/NAME.jsonl, one Trace a line naming its definition),
+  solutions/**/*.json (solutions/AUTHOR/OP_TYPE/DEFINITION/NAME.json). Each definition with
+  workloads: `gpuarena import flashinfer DEF -w WORKLOADS -o W/flashinfer/NAME`; each solution
+  whose definition was imported: `gpuarena import flashinfer-solution SOL --problem
+  W/flashinfer/DEFINITION -o W/flashinfer-solutions/...`.
+
+`--device` is passed as the importers' `--check-device` (cpu or cuda); `--jobs` runs that many
+imports at once; `--limit N` takes at most N items of each material, evenly from its groups
+(levels, GPU MODE groups, op types); `--timeout` (300 s) and `--max-memory-gb` (8, through
+prlimit) bound each import, whose overrun is its outcome (timeout, out of memory), never the
+run's end; `--budget S` bounds the whole run (items not started by then are listed as not run). Writes OUT/peer-material-MACHINE-DATE.json (every item with its command, outcome,
+category and the importer's own messages) and .md (the table and the refusals by category), and
+prints the table. MACHINE is cpu-vm on the CPU, else the GPU's name (NVIDIA-H200).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import itertools
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PEER_COUNTS = {
+    "kernelbench": "270",
+    "gpumode": "42",
+    "flashinfer-definition": "156",
+    "flashinfer-solution": "102+",
+}
+"""What each peer's own tooling counts in its published material (issue 49's table)."""
+MATERIAL = {
+    "kernelbench": "KernelBench problems",
+    "gpumode": "GPU MODE tasks",
+    "flashinfer-definition": "FlashInfer-Trace definitions",
+    "flashinfer-solution": "FlashInfer-Trace solutions",
+}
+SOURCES = {
+    "kernelbench": "KernelBench",
+    "gpumode": "GPU MODE reference-kernels",
+    "flashinfer-trace": "FlashInfer-Trace",
+}
+IMPORTED = "imported"
+REFUSED = "refused"
+TIMEOUT = "timeout"
+BUDGET_SPENT = "not run: the run's --budget spent"
+
+
+@dataclass
+class Item:
+    """One piece of a peer's material and what became of it."""
+
+    peer: str
+    """kernelbench, gpumode, flashinfer-definition or flashinfer-solution."""
+    name: str
+    """Its path inside the material (level1/1_Square_matrix_multiplication_.py, pmpp/sort_py, ...)."""
+    group: str
+    """level1-4 for KernelBench, the group folder for GPU MODE, the op type for FlashInfer-Trace."""
+    source: str
+    extra: dict[str, str] = field(default_factory=dict)
+    """What the import needs besides the source (workloads, the definition) or says (its name)."""
+    command: list[str] = field(default_factory=list)
+    outcome: str = ""
+    """imported or refused."""
+    category: str = ""
+    """The reason, shortened (refused items only)."""
+    messages: list[str] = field(default_factory=list)
+    """The importer's own words: the check's findings, the error, or notes."""
+    rc: int | None = None
+    seconds: float = 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# The material
+
+
+def kernelbench_items(root: Path) -> list[Item]:
+    """Every problem file of a KernelBench checkout (KernelBench/levelN/*.py), level by level."""
+    base = root / "KernelBench" if (root / "KernelBench").is_dir() else root
+    items = []
+    for level in sorted(base.glob("level[0-9]*"), key=lambda p: int(p.name.removeprefix("level") or 0)):
+        if not level.is_dir() or not level.name.removeprefix("level").isdigit():
+            continue
+        for path in sorted(level.glob("*.py"), key=_natural):
+            items.append(Item("kernelbench", f"{level.name}/{path.name}", level.name, str(path)))
+    return items
+
+
+def gpumode_items(root: Path) -> list[Item]:
+    """Every GPU MODE task folder (a folder holding task.yml) of a reference-kernels checkout, with
+    the name `gpuarena import gpumode` gives it when all are imported together."""
+    base = root / "problems" if (root / "problems").is_dir() else root
+    folders = sorted({p.parent for p in base.rglob("task.yml")}, key=lambda p: p.relative_to(base).parts)
+    names = _gpumode_names(folders)
+    items = []
+    for folder in folders:
+        relative = folder.relative_to(base)
+        group = "/".join(relative.parts[:-1]) or "."
+        items.append(Item("gpumode", str(relative), group, str(folder), {"problem_name": names.get(folder, "")}))
+    return items
+
+
+def _gpumode_names(folders: list[Path]) -> dict[Path, str]:
+    try:
+        from gpuarena.interop.gpumode import problem_names
+    except ImportError:  # run with a Python that lacks gpuarena: the names are only recorded
+        return {}
+    return problem_names(folders)
+
+
+def _definition_name(path: Path) -> str:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return path.stem
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) and name else path.stem
+
+
+def _workloads_by_definition(root: Path) -> dict[str, Path]:
+    """definition name -> its workloads file: a JSONL file under workloads/ is a definition's by
+    the `definition` its first line names, else by its file name."""
+    found: dict[str, Path] = {}
+    for path in sorted((root / "workloads").rglob("*.jsonl")):
+        name = path.stem
+        try:
+            with path.open(encoding="utf-8") as file:
+                first = next((line for line in file if line.strip()), "")
+            named = json.loads(first).get("definition") if first else None
+            if isinstance(named, str) and named:
+                name = named
+        except (OSError, ValueError, AttributeError):
+            pass
+        found.setdefault(name, path)
+    return found
+
+
+def flashinfer_items(root: Path) -> tuple[list[Item], list[Item]]:
+    """The definitions (each with its workloads file, where the material has one) and the
+    solutions (each with the definition it names) of a folder in FlashInfer-Trace's layout."""
+    workloads = _workloads_by_definition(root)
+    definitions = []
+    for path in sorted((root / "definitions").rglob("*.json")):
+        relative = path.relative_to(root / "definitions")
+        name = _definition_name(path)
+        extra = {"definition": name}
+        if name in workloads:
+            extra["workloads"] = str(workloads[name])
+        group = relative.parts[0] if len(relative.parts) > 1 else "."
+        definitions.append(Item("flashinfer-definition", str(relative), group, str(path), extra))
+    solutions = []
+    for path in sorted((root / "solutions").rglob("*.json")):
+        relative = path.relative_to(root / "solutions")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            definition = str(data.get("definition", "")) if isinstance(data, dict) else ""
+        except (OSError, ValueError):
+            definition = ""
+        group = relative.parts[0] if len(relative.parts) > 1 else "."
+        solutions.append(Item("flashinfer-solution", str(relative), group, str(path), {"definition": definition}))
+    return definitions, solutions
+
+
+def _natural(path: Path) -> list[Any]:
+    """1_, 2_, ..., 10_: KernelBench's files in their numbers' order."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.name)]
+
+
+def limited(items: list[Item], limit: int | None) -> list[Item]:
+    """At most `limit` items, taken in turn from each group (so a quick run sees every level)."""
+    if limit is None or len(items) <= limit:
+        return items
+    groups: dict[str, list[Item]] = {}
+    for item in items:
+        groups.setdefault(item.group, []).append(item)
+    taken = [i for i in itertools.chain(*itertools.zip_longest(*groups.values())) if i is not None][:limit]
+    order = {id(item): n for n, item in enumerate(items)}
+    return sorted(taken, key=lambda i: order[id(i)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the importers
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "item"
+
+
+def import_command(item: Item, work: Path, device: str, python: str = sys.executable) -> list[str]:
+    """The `gpuarena import ...` command line that imports the item under work/."""
+    gpuarena = [python, "-m", "gpuarena", "import"]
+    if item.peer == "kernelbench":
+        return [*gpuarena, "kernelbench", item.source, "-o", str(work / "kernelbench"), "--check-device", device]
+    if item.peer == "gpumode":
+        out = work / "gpumode" / _slug(item.group)
+        return [*gpuarena, "gpumode", item.source, "-o", str(out), "--check-device", device]
+    if item.peer == "flashinfer-definition":
+        out = work / "flashinfer" / _slug(item.extra["definition"])
+        return [
+            *gpuarena,
+            "flashinfer",
+            item.source,
+            "-w",
+            item.extra["workloads"],
+            "-o",
+            str(out),
+            "--check-device",
+            device,
+        ]
+    if item.peer == "flashinfer-solution":
+        problem = work / "flashinfer" / _slug(item.extra["definition"])
+        out = work / "flashinfer-solutions" / _slug(item.name.removesuffix(".json"))
+        return [*gpuarena, "flashinfer-solution", item.source, "--problem", str(problem), "-o", str(out)]
+    raise ValueError(f"unknown material {item.peer!r}")
+
+
+TRACEBACK = "Traceback (most recent call last):"
+
+
+def parse_output(peer: str, rc: int, output: str) -> tuple[str, list[str]]:
+    """The outcome (imported or refused) and the importer's messages, from its exit status and
+    what it printed (stdout and stderr together)."""
+    lines = output.splitlines()
+    if TRACEBACK in output:  # the importer itself broke: a bug to report, never a refusal of the source
+        last = next((line for line in reversed(lines) if line.strip() and not line.startswith(" ")), "")
+        return (IMPORTED if rc == 0 else REFUSED), [f"importer crashed: {last.strip()}"]
+    if peer in ("kernelbench", "gpumode"):
+        messages: list[str] = []
+        status = ""
+        for line in lines:
+            if line.startswith("imported "):
+                status = IMPORTED
+            elif line.startswith(("FAILED CHECK ", "ERROR ")):
+                status = REFUSED
+            elif line.startswith("error: "):
+                status = REFUSED
+                messages.append(line.removeprefix("error: ").strip())
+            elif line.startswith("  ") and status:
+                messages.append(line.strip())
+        if not status:
+            status = IMPORTED if rc == 0 else REFUSED
+        return status, messages
+    # flashinfer and flashinfer-solution: `note:` lines on success, `error:` and its lines on failure
+    if rc == 0:
+        return IMPORTED, [line.removeprefix("note: ").strip() for line in lines if line.startswith("note: ")]
+    at = next((n for n, line in enumerate(lines) if line.startswith("error: ")), None)
+    if at is None:
+        return REFUSED, [line.strip() for line in lines if line.strip()][-5:]
+    return REFUSED, [lines[at].removeprefix("error: ").strip()] + [
+        line.strip() for line in lines[at + 1 :] if line.strip()
+    ]
+
+
+# The reason categories, first match wins (searched in the importer's messages, joined).
+CATEGORIES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
+    (re.compile(r"^importer crashed: (\w+)", re.M), lambda m: f"importer crashed ({m.group(1)})"),
+    (re.compile(r"No module named '([\w]+)"), lambda m: f"needs package {m.group(1)}"),
+    (
+        re.compile(r"\brank\b|world_size|torch\.distributed|init_process_group|\bnccl\b|\brccl\b|multi_gpu", re.I),
+        "multi-GPU (rank)",
+    ),
+    (re.compile(r"data holds a|holds a \w+: gpuarena carries"), "data holds a non-tensor object"),
+    (re.compile(r"get_inputs\(\)\[\d+\] is an? (\w+)"), lambda m: f"input is a {m.group(1)}, not a tensor or number"),
+    (re.compile(r"get_init_inputs\(\)\[\d+\] is an? (\w+)"), lambda m: f"init input is a {m.group(1)}"),
+    (re.compile(r"forward\(\) returns an? (\w+)"), lambda m: f"output is a {m.group(1)}, not a tensor"),
+    (re.compile(r"cannot carry (.+?) yet"), lambda m: f"cannot carry {m.group(1)}"),
+    (re.compile(r"output does not depend on input"), "degenerate (output independent of an input)"),
+    (re.compile(r"returning input \S+ unchanged passes"), "degenerate (an input returned unchanged passes)"),
+    (re.compile(r"is constant, so a constant answer"), "degenerate (constant output)"),
+    (re.compile(r"smaller than atol=|returning zeros passes"), "degenerate (near-zero output)"),
+    (re.compile(r"returning the mean everywhere passes"), "degenerate (output close to its mean)"),
+    (re.compile(r"not deterministic"), "degenerate (nondeterministic reference)"),
+    (re.compile(r"has NaN or Inf values"), "degenerate (NaN or Inf output)"),
+    (re.compile(r"input \S+ is constant|is the same for two seeds"), "degenerate (constant input)"),
+    (re.compile(r"rounding alone fails honest kernels"), "low-precision reference fails rounding"),
+    (
+        re.compile(r"checker rejects the reference's own|check_implementation rejects ref_kernel's own"),
+        "reference fails its own check",
+    ),
+    (re.compile(r"float8|float4|fp8|fp4|e4m3|e5m2|e2m1", re.I), "fp8/fp4 dtype"),
+    (
+        re.compile(
+            r"no CPU-sized workload|no workload runs on cpu|could be run here|Torch not compiled with CUDA|"
+            r"No CUDA GPUs|CUDA driver|cuda.*not available|Found no NVIDIA driver|only fit a GPU",
+            re.I,
+        ),
+        "CUDA only on this machine",
+    ),
+    (re.compile(r"safetensors", re.I), "inputs from safetensors files"),
+    (re.compile(r"holds no workloads|no workloads"), "no workloads"),
+    (re.compile(r"defines no (\w+)"), lambda m: f"not a problem (defines no {m.group(1)})"),
+    (
+        re.compile(r"([\w.]+): not found \(fix: a GPU MODE problem folder"),
+        lambda m: f"not a task folder (no {m.group(1)})",
+    ),
+    (re.compile(r"is not valid (Python|YAML)"), lambda m: f"not valid {m.group(1)}"),
+    (re.compile(r"exists and is not empty"), "output folder exists"),
+    (re.compile(r"can't allocate memory|Cannot allocate memory|MemoryError|out of memory", re.I), "out of memory"),
+    (re.compile(r"raised (\w+)"), lambda m: f"the peer's code raised {m.group(1)}"),
+]
+
+
+def _strip_paths(text: str) -> str:
+    """The text with each path's folders elided (/tmp/x/nvfp4_gemm/reference.py: …/reference.py)."""
+    return re.sub(r"(?:/[^\s:/]+)+/(?=[^\s/])", "…/", text)
+
+
+def classify(messages: Iterable[str]) -> str:
+    """A refusal's reason, shortened to a category (the first CATEGORIES pattern found in the
+    messages), else the first message, its paths elided, cut to 80 characters."""
+    listed = [m for m in messages if m and not m.startswith("named ")]  # GPU MODE's renaming note
+    text = "\n".join(_strip_paths(m) for m in listed)  # a path (nvfp4_gemm/) is no reason
+    for pattern, category in CATEGORIES:
+        found = pattern.search(text)
+        if found:
+            return category(found) if callable(category) else category
+    first = _strip_paths(listed[0]) if listed else "no reason given"
+    return "other: " + (first if len(first) <= 80 else first[:79] + "…")
+
+
+def _memory_limit(gigabytes: float | None) -> list[str]:
+    """The prefix that caps an import's address space (prlimit, where util-linux has it)."""
+    if not gigabytes or shutil.which("prlimit") is None:
+        return []
+    return ["prlimit", f"--as={int(gigabytes * 2**30)}", "--"]
+
+
+def run_item(item: Item, work: Path, device: str, timeout: float, memory_gb: float | None = None) -> Item:
+    """Run the item's import in a process (group) of its own, killed at `timeout` seconds, its
+    address space capped at memory_gb (so one huge import fails alone, not the machine)."""
+    item.command = import_command(item, work, device)
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        _memory_limit(memory_gb) + item.command,
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "400"},
+        start_new_session=True,  # the whole group is killed at the time limit
+    )
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        item.seconds = round(time.perf_counter() - started, 1)
+        item.rc, item.outcome, item.category = None, REFUSED, TIMEOUT
+        item.messages = [f"not done in {timeout:g} s"]
+        return item
+    item.seconds = round(time.perf_counter() - started, 1)
+    item.rc = process.returncode
+    item.outcome, item.messages = parse_output(item.peer, process.returncode, output)
+    if process.returncode < 0:  # killed (the kernel's OOM killer, say): no words of its own
+        item.outcome, item.category = REFUSED, f"killed by {signal.Signals(-process.returncode).name}"
+        item.messages.append(output[-2000:])
+    elif item.outcome == REFUSED:
+        item.category = classify(item.messages)
+    return item
+
+
+def not_run(item: Item, category: str, message: str) -> Item:
+    item.outcome, item.category, item.messages = REFUSED, category, [message]
+    return item
+
+
+def run_all(
+    items: list[Item],
+    work: Path,
+    device: str,
+    timeout: float,
+    jobs: int,
+    say: Callable[[str], None],
+    memory_gb: float | None = None,
+    deadline: float | None = None,
+) -> None:
+    """Import every item, `jobs` at a time, saying each outcome as it comes; an item not started
+    by `deadline` (a time.monotonic() value) is not run, and says so."""
+    lock = threading.Lock()
+    done = itertools.count(1)
+
+    def one(item: Item) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            not_run(item, BUDGET_SPENT, "not started: the run's --budget was spent")
+        else:
+            run_item(item, work, device, timeout, memory_gb)
+        with lock:
+            what = item.outcome if item.outcome == IMPORTED else f"{item.outcome}: {item.category}"
+            say(f"[{next(done)}/{len(items)}] {item.peer} {item.name}: {what} ({item.seconds:g} s)")
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, items))
+
+
+def run_flashinfer(
+    definitions: list[Item],
+    solutions: list[Item],
+    work: Path,
+    device: str,
+    timeout: float,
+    jobs: int,
+    say: Callable[[str], None],
+    memory_gb: float | None = None,
+    deadline: float | None = None,
+) -> None:
+    """Definitions with workloads first; then each solution whose definition was imported."""
+    for item in definitions:
+        if "workloads" not in item.extra:
+            not_run(item, "no workloads in the material", "no workloads/**/*.jsonl names this definition")
+    run_all([d for d in definitions if "workloads" in d.extra], work, device, timeout, jobs, say, memory_gb, deadline)
+    by_name = {d.extra["definition"]: d for d in definitions}
+    runnable = []
+    for item in solutions:
+        definition = by_name.get(item.extra["definition"])
+        if definition is None:
+            not_run(item, "its definition is not in the material", f"names definition {item.extra['definition']!r}")
+        elif definition.outcome != IMPORTED:
+            not_run(item, "its definition was not imported", f"{definition.name}: {definition.category}")
+        else:
+            runnable.append(item)
+    run_all(runnable, work, device, timeout, jobs, say, memory_gb, deadline)
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+
+
+def _counts(items: list[Item]) -> str:
+    refused = Counter(i.category for i in items if i.outcome != IMPORTED and i.category != BUDGET_SPENT)
+    return "; ".join(f"{category} {n}" for category, n in sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def summary_cell(peer: str, items: list[Item]) -> str:
+    """The 'gpuarena, this machine' cell of one material's row."""
+    if not items:
+        return "none found"
+    imported = [i for i in items if i.outcome == IMPORTED]
+    cell = f"imported {len(imported)} of {len(items)}"
+    if peer == "kernelbench":
+        groups = sorted({i.group for i in items}, key=lambda g: int(g.removeprefix("level") or 0))
+        by_level = ", ".join(
+            f"L{g.removeprefix('level')} {sum(i.group == g for i in imported)}/{sum(i.group == g for i in items)}"
+            for g in groups
+        )
+        cell += f" ({by_level})"
+    if peer == "flashinfer-definition":
+        with_workloads = [i for i in items if "workloads" in i.extra]
+        cell = f"with workloads {len(with_workloads)} of {len(items)}; imported {len(imported)}"
+    if peer == "flashinfer-solution":
+        cell = f"loaded {len(imported)} of {len(items)}"
+    refused = _counts(items)
+    unrun = sum(i.category == BUDGET_SPENT for i in items)
+    return (
+        cell + (f"; refused: {refused}" if refused else "") + (f"; {unrun} not run (--budget spent)" if unrun else "")
+    )
+
+
+def table(items: list[Item], given: set[str]) -> str:
+    lines = ["| material | peer's tooling | gpuarena, this machine |", "| --- | --- | --- |"]
+    for peer, label in MATERIAL.items():
+        mine = [i for i in items if i.peer == peer]
+        cell = summary_cell(peer, mine) if peer in given else "not given"
+        lines.append(f"| {label} | {PEER_COUNTS[peer]} | {cell} |")
+    return "\n".join(lines)
+
+
+def refusals(items: list[Item]) -> str:
+    """Every refusal category with its items (the first 12 named)."""
+    lines = ["| material | reason | count | items |", "| --- | --- | --- | --- |"]
+    grouped: dict[tuple[str, str], list[Item]] = {}
+    for item in items:
+        if item.outcome != IMPORTED:
+            grouped.setdefault((item.peer, item.category), []).append(item)
+    for (peer, category), members in sorted(grouped.items(), key=lambda kv: (kv[0][0], -len(kv[1]), kv[0][1])):
+        names = ", ".join(f"`{m.name}`" for m in members[:12]) + (
+            f" and {len(members) - 12} more" if len(members) > 12 else ""
+        )
+        lines.append(f"| {MATERIAL[peer]} | {category.replace('|', '/')} | {len(members)} | {names} |")
+    return "\n".join(lines)
+
+
+def machine_name(device: str) -> str:
+    """cpu-vm on the CPU, else the GPU's name as bench/results spells it (NVIDIA-H200)."""
+    if device == "cpu":
+        return "cpu-vm"
+    try:
+        import torch
+
+        return torch.cuda.get_device_name(0).replace(" ", "-")
+    except Exception:  # no torch, or no GPU where one was asked for: the file still gets a name
+        return device
+
+
+def _revision(folder: Path | None) -> str:
+    if folder is None or not (folder / ".git").exists():  # a checkout's own root only
+        return ""
+    done = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def markdown(report: dict[str, Any], items: list[Item], given: set[str]) -> str:
+    sources = "\n".join(
+        f"- {SOURCES[peer]}: `{s['path']}`" + (f" at {s['revision']}" if s["revision"] else "")
+        for peer, s in report["material"].items()
+    )
+    return "\n".join(
+        [
+            f"# Peers' published material through gpuarena's importers ({report['machine']}, {report['date']})",
+            "",
+            f"Command: `{report['command']}`",
+            "",
+            f"Each item imported by `gpuarena import ...` in a process of its own (`--check-device {report['device']}`, "
+            f"{report['timeout_s']:g} s each); the peer's own count is what its tooling publishes. "
+            f"{report['elapsed_s']:.0f} s in all.",
+            *([f"\n{report['note']}"] if report["note"] else []),
+            "",
+            "Material:",
+            "",
+            sources or "- none given",
+            "",
+            table(items, given),
+            "",
+            "## Refused, by reason",
+            "",
+            refusals(items),
+            "",
+            "Every item, its command and the importer's own messages: the JSON file beside this one.",
+            "",
+        ]
+    )
+
+
+def _write(report: dict[str, Any], items: list[Item], given: set[str], base: Path) -> None:
+    report["table"] = {MATERIAL[p]: summary_cell(p, [i for i in items if i.peer == p]) for p in MATERIAL if p in given}
+    report["items"] = [asdict(i) for i in items]
+    base.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    base.with_suffix(".md").write_text(markdown(report, items, given))
+    print()
+    print(table(items, given))
+    print(f"\nwrote {base}.json and {base}.md")
+
+
+def reclassify(path: Path, command: str) -> int:
+    """A report's refusals put in today's CATEGORIES from the importers' messages it recorded
+    (the imports are not run again; time-outs, kills and items not run keep their category)."""
+    report = json.loads(path.read_text())
+    items = [Item(**entry) for entry in report["items"]]
+    kept = (TIMEOUT, BUDGET_SPENT)
+    for item in items:
+        if item.outcome == REFUSED and item.rc is not None and item.rc >= 0 and item.category not in kept:
+            item.category = classify(item.messages)
+    report["reclassified"] = command
+    _write(report, items, set(_given(report)), path.with_suffix(""))
+    return 0
+
+
+def _given(report: dict[str, Any]) -> list[str]:
+    named = {"kernelbench": ["kernelbench"], "gpumode": ["gpumode"]}
+    named["flashinfer-trace"] = ["flashinfer-definition", "flashinfer-solution"]
+    return [peer for source in report["material"] for peer in named[source]]
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--kernelbench", type=Path, help="a KernelBench checkout (KernelBench/level1..level4)")
+    parser.add_argument("--gpumode", type=Path, help="a gpu-mode/reference-kernels checkout (problems/)")
+    parser.add_argument("--flashinfer-trace", type=Path, help="a folder in FlashInfer-Trace's layout")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the importers' --check-device")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="where the JSON and Markdown go")
+    parser.add_argument("--jobs", type=int, default=1, help="imports at once")
+    parser.add_argument("--limit", type=int, help="at most this many items of each material (a quick run)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds each import may take")
+    parser.add_argument(
+        "--max-memory-gb", type=float, default=8.0, help="each import's address space at most (0: no cap)"
+    )
+    parser.add_argument("--budget", type=float, help="seconds for the whole run: items not started by then are not run")
+    parser.add_argument("--work", type=Path, help="where the imported problems go (default: a temporary folder)")
+    parser.add_argument("--note", default="", help="a line for the record (where the material came from)")
+    parser.add_argument(
+        "--reclassify",
+        type=Path,
+        metavar="REPORT",
+        help="re-apply today's categories to a report's recorded messages (nothing is imported again)",
+    )
+    args = parser.parse_args(argv)
+    if args.reclassify:
+        return reclassify(
+            args.reclassify, "python bench/peer_material.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        )
+    given_paths = {"kernelbench": args.kernelbench, "gpumode": args.gpumode, "flashinfer-trace": args.flashinfer_trace}
+    if not any(given_paths.values()):
+        parser.error("give at least one of --kernelbench, --gpumode, --flashinfer-trace")
+    for flag, path in given_paths.items():
+        if path is not None and not path.is_dir():
+            parser.error(f"--{flag} {path}: not a folder")
+
+    started = time.perf_counter()
+    deadline = time.monotonic() + args.budget if args.budget else None
+    with tempfile.TemporaryDirectory(prefix="peer-material-") as scratch:
+        work = (args.work or Path(scratch)).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        items: list[Item] = []
+        given: set[str] = set()
+        if args.gpumode:
+            gm = limited(gpumode_items(args.gpumode.resolve()), args.limit)
+            given.add("gpumode")
+            run_all(gm, work, args.device, args.timeout, args.jobs, _say, args.max_memory_gb, deadline)
+            items += gm
+        if args.kernelbench:
+            kb = limited(kernelbench_items(args.kernelbench.resolve()), args.limit)
+            given.add("kernelbench")
+            run_all(kb, work, args.device, args.timeout, args.jobs, _say, args.max_memory_gb, deadline)
+            items += kb
+        if args.flashinfer_trace:
+            definitions, solutions = flashinfer_items(args.flashinfer_trace.resolve())
+            definitions, solutions = limited(definitions, args.limit), limited(solutions, args.limit)
+            given |= {"flashinfer-definition", "flashinfer-solution"}
+            run_flashinfer(
+                definitions, solutions, work, args.device, args.timeout, args.jobs, _say, args.max_memory_gb, deadline
+            )
+            items += definitions + solutions
+
+    machine = machine_name(args.device)
+    stamp = datetime.date.today().isoformat()
+    report: dict[str, Any] = {
+        "command": "python bench/peer_material.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": machine,
+        "device": args.device,
+        "host": platform.node(),
+        "date": stamp,
+        "timeout_s": args.timeout,
+        "max_memory_gb": args.max_memory_gb,
+        "budget_s": args.budget,
+        "jobs": args.jobs,
+        "limit": args.limit,
+        "elapsed_s": round(time.perf_counter() - started, 1),
+        "note": args.note,
+        "material": {
+            peer: {"path": str(path), "revision": _revision(path)} for peer, path in given_paths.items() if path
+        },
+        "peer_counts": PEER_COUNTS,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    _write(report, items, given, args.out / f"peer-material-{machine}-{stamp}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

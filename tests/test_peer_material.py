@@ -1,0 +1,178 @@
+"""bench/peer_material.py, which imports each peer's whole published material and counts what
+gpuarena takes: finding the material in its peers' layouts, reading the importers' output and
+shortening refusals to categories (quick), and a whole run over the repository's own fixtures
+in the peers' formats, with every outcome's count and category (e2e: the importers' CLI as
+subprocesses), so the script cannot rot unnoticed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "interop" / "fixtures"
+_spec = importlib.util.spec_from_file_location("bench_peer_material", ROOT / "bench" / "peer_material.py")
+assert _spec is not None and _spec.loader is not None
+pm = importlib.util.module_from_spec(_spec)
+sys.modules["bench_peer_material"] = pm
+_spec.loader.exec_module(pm)
+
+
+def _flashinfer_layout(root: Path) -> Path:
+    """The FlashInfer-Trace fixtures laid out as the dataset lays them out, plus a definition
+    without workloads and a solution of a definition that is not there."""
+    for fixture, op_type in (("rmsnorm_h256", "rmsnorm"), ("softmax", "softmax")):
+        name = json.loads((FIXTURES / fixture / "definition.json").read_text())["name"]
+        for folder, source, target in (
+            ("definitions", "definition.json", f"{name}.json"),
+            ("workloads", "workloads.jsonl", f"{name}.jsonl"),
+        ):
+            (root / folder / op_type).mkdir(parents=True, exist_ok=True)
+            shutil.copy(FIXTURES / fixture / source, root / folder / op_type / target)
+    lonely = json.loads((FIXTURES / "rmsnorm_h256" / "definition.json").read_text())
+    lonely["name"] = "rmsnorm_h256_no_workloads"
+    (root / "definitions" / "rmsnorm" / "rmsnorm_h256_no_workloads.json").write_text(json.dumps(lonely))
+    solutions = root / "solutions" / "tests" / "rmsnorm" / "rmsnorm_h256"
+    solutions.mkdir(parents=True)
+    for path in sorted((FIXTURES / "rmsnorm_h256" / "solutions").glob("*.json")):
+        shutil.copy(path, solutions / path.name)
+    stray = json.loads((FIXTURES / "rmsnorm_h256" / "solutions" / "python_returning.json").read_text())
+    stray["definition"] = "gemm_nowhere"
+    (root / "solutions" / "tests" / "stray.json").write_text(json.dumps(stray))
+    return root
+
+
+@pytest.mark.quick
+def test_material_is_found_in_the_peers_layouts(tmp_path):
+    kb = pm.kernelbench_items(FIXTURES / "kernelbench")
+    assert [i.name for i in kb] == [
+        "level1/1_Matmul_Rectangular.py",
+        "level1/40_Add_IgnoresSecond.py",
+        "level2/7_Conv2d_ReLU_BiasAdd.py",  # in its number's order, not the name's
+        "level2/21_Gemm_Scale_Tanh.py",
+        "level2/33_Gemm_Max_SubtractMean.py",
+    ]
+    gm = pm.gpumode_items(FIXTURES / "gpumode")
+    assert len(gm) == 11  # every folder holding task.yml, invalid/no_generate_input included
+    names = {i.name: i.extra["problem_name"] for i in gm}
+    assert names["groups/pmpp/sort_py"] == "pmpp_sort_py" and names["groups/pmpp_v2/sort_py"] == "pmpp_v2_sort_py"
+    # one output folder per group: two tasks of one name never meet
+    commands = {i.name: pm.import_command(i, tmp_path, "cpu") for i in gm}
+    assert commands["groups/pmpp/sort_py"][-3] != commands["groups/pmpp_v2/sort_py"][-3]
+
+    definitions, solutions = pm.flashinfer_items(_flashinfer_layout(tmp_path / "fi"))
+    assert {d.extra["definition"]: "workloads" in d.extra for d in definitions} == {
+        "rmsnorm_h256": True,
+        "rmsnorm_h256_no_workloads": False,
+        "softmax_rows": True,
+    }
+    assert len(solutions) == 5 and {s.extra["definition"] for s in solutions} == {"rmsnorm_h256", "gemm_nowhere"}
+
+    quick = pm.limited(kb, 2)  # evenly from the levels
+    assert [i.group for i in quick] == ["level1", "level2"]
+
+
+@pytest.mark.quick
+def test_importer_output_is_read_and_refusals_categorised():
+    failed = (
+        "FAILED CHECK /k/level1/40_Add_IgnoresSecond.py: not imported; `gpuarena check` says:\n"
+        "  workload kernelbench: the output does not depend on input b (a fresh b gives a passing output)\n"
+        "0 of 1 file(s) imported under /w/kb/\n"
+    )
+    outcome, messages = pm.parse_output("kernelbench", 1, failed)
+    assert outcome == pm.REFUSED and len(messages) == 1
+    assert pm.classify(messages) == "degenerate (output independent of an input)"
+    imported = "imported /k/level1/1_M.py -> /w/kb/level1/1_M/ (workloads: kernelbench, cpu-small)\n1 of 1 ...\n"
+    assert pm.parse_output("kernelbench", 0, imported) == (pm.IMPORTED, [])
+    error = (
+        "ERROR /g/invalid/no_generate_input: not imported\n"
+        "  /g/invalid/no_generate_input/reference.py: defines no generate_input (fix: a GPU MODE reference.py ...)\n"
+        "0 of 1 folder(s) imported under /w/gm/\n"
+    )
+    assert pm.classify(pm.parse_output("gpumode", 1, error)[1]) == "not a problem (defines no generate_input)"
+    fi = "error: /d/x.json: gpuarena's format cannot carry fp8 dtypes yet: input a is float8_e4m3fn\n"
+    outcome, messages = pm.parse_output("flashinfer-definition", 2, fi)
+    assert outcome == pm.REFUSED and pm.classify(messages) == "cannot carry fp8 dtypes"
+    crash = "Traceback (most recent call last):\n  File ...\nKeyError: 'x'\n"
+    assert pm.classify(pm.parse_output("gpumode", 1, crash)[1]) == "importer crashed (KeyError)"
+    for message, category in (
+        (
+            "no entry of tests or benchmarks could be run here: ModuleNotFoundError: No module named 'aiter.ops'",
+            "needs package aiter",
+        ),
+        ("generate_input(**test0): RuntimeError: rank 1 of world_size 8", "multi-GPU (rank)"),
+        (
+            "no entry of tests or benchmarks could be run here: AssertionError: Torch not compiled with CUDA enabled",
+            "CUDA only on this machine",
+        ),
+        (
+            "TypeError: data holds a MoEConfig: gpuarena carries tensors, numbers, strings, None",
+            "data holds a non-tensor object",
+        ),
+        (
+            "workload kernelbench: output output is constant, so a constant answer would pass",
+            "degenerate (constant output)",
+        ),
+    ):
+        assert pm.classify([message]) == category, message
+    assert pm.classify(["/a/b/c.py: something new entirely"]) == "other: …/c.py: something new entirely"
+
+
+@pytest.mark.e2e
+def test_a_whole_run_over_the_fixtures(tmp_path):
+    """Every fixture through the real importers, on the CPU: the counts and the categories."""
+    out = tmp_path / "out"
+    fi = _flashinfer_layout(tmp_path / "fi")
+    args = ["--kernelbench", str(FIXTURES / "kernelbench"), "--gpumode", str(FIXTURES / "gpumode")]
+    args += ["--flashinfer-trace", str(fi), "--device", "cpu", "--jobs", "2", "--out", str(out)]
+    assert pm.main(args) == 0
+    (json_file,) = out.glob("peer-material-cpu-vm-*.json")
+    assert json_file.with_suffix(".md").is_file()
+    report = json.loads(json_file.read_text())
+    counts = Counter((i["peer"], i["outcome"], i["category"]) for i in report["items"])
+    assert counts == {
+        ("kernelbench", "imported", ""): 3,
+        ("kernelbench", "refused", "degenerate (output independent of an input)"): 1,  # 40_Add_IgnoresSecond
+        ("kernelbench", "refused", "degenerate (constant output)"): 1,  # 33_Gemm_Max_SubtractMean
+        ("gpumode", "imported", ""): 10,  # both sort_py, each in its group's folder
+        ("gpumode", "refused", "not a problem (defines no generate_input)"): 1,
+        ("flashinfer-definition", "imported", ""): 2,
+        ("flashinfer-definition", "refused", "no workloads in the material"): 1,
+        ("flashinfer-solution", "imported", ""): 4,
+        ("flashinfer-solution", "refused", "its definition is not in the material"): 1,
+    }, counts
+    assert report["table"] == {
+        "KernelBench problems": "imported 3 of 5 (L1 1/2, L2 2/3); refused: degenerate (constant output) 1; "
+        "degenerate (output independent of an input) 1",
+        "GPU MODE tasks": "imported 10 of 11; refused: not a problem (defines no generate_input) 1",
+        "FlashInfer-Trace definitions": "with workloads 2 of 3; imported 2; refused: no workloads in the material 1",
+        "FlashInfer-Trace solutions": "loaded 4 of 5; refused: its definition is not in the material 1",
+    }
+    assert all(i["command"][1:4] == ["-m", "gpuarena", "import"] for i in report["items"] if i["rc"] is not None)
+
+
+@pytest.mark.quick
+def test_a_report_is_reclassified_from_its_recorded_messages(tmp_path):
+    item = pm.Item("gpumode", "princeton/x_py", "princeton", "/g/princeton/x_py", rc=1, outcome=pm.REFUSED)
+    item.messages = ["/g/princeton/x_py/task.py: not found (fix: a GPU MODE problem folder holds task.yml, ...)"]
+    item.category = "other: an older category"
+    timed_out = pm.Item("gpumode", "linalg/eigh_py", "linalg", "/g/linalg/eigh_py", outcome=pm.REFUSED)
+    timed_out.category, timed_out.messages = pm.TIMEOUT, ["not done in 240 s"]
+    report = {"command": "python bench/peer_material.py --gpumode /g", "machine": "cpu-vm", "device": "cpu"}
+    report |= {"date": "2026-11-30", "timeout_s": 240.0, "elapsed_s": 1.0, "note": "", "items": []}
+    report["material"] = {"gpumode": {"path": "/g", "revision": ""}}
+    report["items"] = [pm.asdict(item), pm.asdict(timed_out)]
+    path = tmp_path / "peer-material-cpu-vm-2026-11-30.json"
+    path.write_text(json.dumps(report))
+    assert pm.main(["--reclassify", str(path)]) == 0
+    again = json.loads(path.read_text())
+    assert [i["category"] for i in again["items"]] == ["not a task folder (no task.py)", pm.TIMEOUT]
+    assert again["table"] == {"GPU MODE tasks": "imported 0 of 2; refused: not a task folder (no task.py) 1; timeout 1"}
+    assert again["command"] == report["command"] and again["reclassified"].endswith(f"--reclassify {path}")
+    assert "| GPU MODE tasks | 42 |" in path.with_suffix(".md").read_text()
