@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import EXAMPLES, judge
-from gpuarena.harness import memory_plan
+from gpuarena.harness import held_memory, memory_plan
 from gpuarena.harness.compare import CHUNK
 from gpuarena.harness.device.backend import host_meminfo
 from gpuarena.harness.measure import CHECKED_PER_BLOCK
@@ -132,3 +132,56 @@ def test_running_out_of_memory_in_the_reference_is_a_reason_not_a_crash(monkeypa
     assert reason.startswith("the supervisor ran out of memory on cpu running the reference (OutOfMemoryError: ")
     assert "Tried to allocate 6.00 GiB" in reason and "free after it" in reason
     assert record.workloads[0].trials == 0
+
+
+HOLDER = '''
+import torch
+
+HELD = torch.ones({n}, dtype=torch.uint8)  # kept for the whole run, every page touched
+
+
+def solve(x):
+    return torch.softmax(x, dim=-1)
+'''
+
+
+@pytest.mark.harness
+def test_a_solution_that_holds_the_memory_its_workload_needs_is_rejected(monkeypatch, tmp_path):
+    # the same shortage as above, but the worker keeps 768 MiB past a (lowered) allowance of
+    # 512: read from outside, it is the solution's doing, and so a verdict, not ERROR
+    monkeypatch.setattr(memory_plan, "free_memory", lambda device: (64 * MIB, 2 * GIB))
+    monkeypatch.setattr(held_memory, "WORKER_ALLOWANCE", {"cpu": 512 * MIB})
+    holder = tmp_path / "holder.py"
+    holder.write_text(HOLDER.format(n=768 * MIB))
+    record = judge("level1/softmax", holder, mode="benchmark", workloads=SMALL)
+    assert record.status == "REJECTED", record.reason
+    reason = record.workloads[0].reason
+    assert reason.startswith("the solution's process holds "), reason
+    assert "more than the 0.50 GiB a worker may keep for itself" in reason
+    assert "too large for cpu" in reason and "read from outside the worker" in reason
+    # the honest solution, under the same shortage and allowance, is still the machine's problem
+    honest = judge("level1/softmax", SOFTMAX, mode="benchmark", workloads=SMALL)
+    assert honest.status == "ERROR", honest.reason
+    assert "the worker holds 0." in honest.workloads[0].reason
+
+
+def test_whose_shortage_it_is():
+    short = plan(MIB, MIB, 1, 0, 2 * GIB)  # needs peak + headroom, none free
+    need = short.peak + short.headroom
+    drawn = memory_plan.Drawn(reason="too large", plan=short)
+    allowance = GIB
+    assert not held_memory.solution_took_it(None, allowance, drawn)  # unreadable: not blamed
+    assert not held_memory.solution_took_it(allowance, allowance, drawn)  # within its allowance
+    assert not held_memory.solution_took_it(allowance + need - 1, allowance, drawn)  # would not have fit anyway
+    assert held_memory.solution_took_it(allowance + need, allowance, drawn)
+    # out of memory before a plan: any holding past the allowance is the solution's
+    assert held_memory.solution_took_it(allowance + 1, allowance, memory_plan.Drawn(reason="ran out"))
+
+
+def test_a_process_tree_and_its_private_memory_are_read_from_proc():
+    import os
+
+    assert os.getpid() in held_memory.process_tree(os.getpid())
+    mine = held_memory.host_held({os.getpid()})
+    assert mine is not None and mine > 10 * MIB  # this interpreter with torch loaded
+    assert held_memory.host_held({2**22 + 12345}) is None  # no such process

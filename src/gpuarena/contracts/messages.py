@@ -35,7 +35,7 @@ class Reply(Message):
 class Done(Reply):
     """An operation that has nothing to say but that it is done."""
 
-    op: Literal["ready", "setup", "select", "kernel_close", "call", "exit"]
+    op: Literal["ready", "setup", "select", "kernel_close", "release", "call", "exit"]
 
 
 class Prepared(Reply):
@@ -159,6 +159,13 @@ class CloseKernelProfiler(Request[Done]):
     reply = Done
 
 
+class Release(Request[Done]):
+    """Give back what the worker merely caches (a workload did not fit: held_memory.py)."""
+
+    op = "release"
+    reply = Done
+
+
 class Call(Request[Done]):
     """One call on set `index`, its outputs copied to the set's destinations."""
 
@@ -201,6 +208,7 @@ REQUESTS: tuple[type[Request[Any]], ...] = (
     Share,
     Select,
     CloseKernelProfiler,
+    Release,
     Call,
     Time,
     Calibrate,

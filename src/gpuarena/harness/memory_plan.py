@@ -242,6 +242,8 @@ class Drawn:
     first_ref: tuple[torch.Tensor, ...] | None = None
     reason: str = ""
     note: str = ""
+    plan: MemoryPlan | None = None
+    """The plan that did not fit (None where the supervisor ran out of memory before one)."""
 
 
 def draw_and_allocate(
@@ -268,7 +270,7 @@ def draw_and_allocate(
         n_sets = count_sets(input_budget(), input_bytes(first, first_ref)) if timed else 1
         sized = for_draw(first, first_ref, n_sets, device, timed=timed, twins=twins, worker_outputs=returns)
         if not sized.fits:
-            return Drawn(reason=refusal(sized, device))
+            return Drawn(reason=refusal(sized, device), plan=sized)
         note = ""
         if sized.n_sets < n_sets:
             note = (

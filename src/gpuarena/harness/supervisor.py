@@ -22,7 +22,7 @@ import torch
 from gpuarena.contracts import messages
 from gpuarena.contracts.records import Environment, Evaluation, Status, WorkloadResult
 from gpuarena.errors import GpuarenaError
-from gpuarena.harness import kernel_duration, memory_plan
+from gpuarena.harness import held_memory, kernel_duration, memory_plan
 from gpuarena.harness.calibration import ProcessExtra, calibrate
 from gpuarena.harness.correctness import check_correctness
 from gpuarena.harness.device import device_audit
@@ -69,12 +69,10 @@ class Supervisor:
         self.started_worker = worker
         """Set up ahead by the caller, used once; None: the run starts its own."""
         self.ahead = ahead
-        """The sampler and nvidia-smi's reading, started by the caller before it imported torch
-        (harness/launch/ahead.py); used where they are of this run's device."""
+        """The sampler and nvidia-smi's reading, started before torch was imported (launch/ahead.py)."""
         self.warm = warm
-        """What a long-lived caller keeps between jobs (harness/warm.py): the sampler is taken
-        from it and handed back, the GPU's lock is held while timing, the worker is torn down
-        in the background. None: a run of its own."""
+        """Kept by a long-lived caller between jobs (harness/warm.py): the sampler, the GPU's lock
+        held while timing, the worker's teardown in the background. None: a run of its own."""
         self.prepared = False
         """Whether the worker made its context and timer on this device before the run."""
         self.progress = progress or (lambda text: None)
@@ -436,23 +434,27 @@ class Supervisor:
             name=workload.name, status=Status.PASSED, axes=workload.axes, dtype=workload.dtype, weight=workload.weight
         )
         with self.phases(CORRECTNESS):  # inputs, the reference's outputs and the shared buffers
-            session = WorkloadSession(self.problem, workload, self.device, self.seed, arena, self.fresh_seed)
             timing = self.options.mode != "test" and workload.timed
             returns = self.problem.spec.convention == "return"
             audited = self.backend.device_audit and not self._audit_off()
-            drawn = memory_plan.draw_and_allocate(
-                session,
-                self.device,
-                timed=timing,
-                input_budget=lambda: self.backend.input_budget(self.device),
-                twins=(1 if self.backend.host_timed else (2 if returns else 3) if audited else 0) if timing else 0,
-                returns=returns,
-            )
+
+            def draw() -> tuple[WorkloadSession, memory_plan.Drawn]:
+                fresh = WorkloadSession(self.problem, workload, self.device, self.seed, arena, self.fresh_seed)
+                return fresh, memory_plan.draw_and_allocate(
+                    fresh,
+                    self.device,
+                    timed=timing,
+                    input_budget=lambda: self.backend.input_budget(self.device),
+                    twins=(1 if self.backend.host_timed else (2 if returns else 3) if audited else 0) if timing else 0,
+                    returns=returns,
+                )
+
+            session, drawn, status = held_memory.draw_workload(worker, self.device, self.deadline, draw)
             for line in (drawn.note, drawn.reason):
                 if line:
                     self.details.append(f"\n[gpuarena] {workload.name}: {line}\n")
-            if drawn.reason:  # no verdict on the solution (memory_plan.py)
-                result.status, result.reason = Status.ERROR, drawn.reason
+            if drawn.reason:
+                result.status, result.reason = status, drawn.reason
                 return session, result
             first, first_ref = drawn.first, drawn.first_ref
             assert first is not None and first_ref is not None  # drawn, as no reason was given

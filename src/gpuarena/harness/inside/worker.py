@@ -143,6 +143,18 @@ class Worker:
             self.timer.close_kernel_profiler()
         return messages.Done(op="kernel_close")
 
+    def release(self, request: messages.Release) -> messages.Done:
+        """What the worker merely caches given back (held_memory.py): the collector's garbage and
+        torch's cached blocks on a GPU, malloc's free pages on the host."""
+        import gc
+
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        else:
+            _trim_malloc()
+        return messages.Done(op="release")
+
     def call(self, request: messages.Call) -> messages.Reply:
         return self.guarded(lambda: self.call_once(request.index, copy_to=self.dests[request.index]))
 
@@ -431,6 +443,16 @@ class Worker:
         return messages.Timed(device_ns=samples.device_ns, e2e_ns=samples.e2e_ns, method=samples.method)
 
 
+def _trim_malloc() -> None:
+    """glibc's free pages back to the system (where the C library is glibc)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 HANDLERS: dict[type[messages.Request[Any]], Callable[[Worker, Any], messages.Reply]] = {
     messages.Ready: Worker.ready,
     messages.Prepare: Worker.prepare,
@@ -439,6 +461,7 @@ HANDLERS: dict[type[messages.Request[Any]], Callable[[Worker, Any], messages.Rep
     messages.Share: Worker.share,
     messages.Select: Worker.select,
     messages.CloseKernelProfiler: Worker.close_kernel_profiler,
+    messages.Release: Worker.release,
     messages.Call: Worker.call,
     messages.Time: Worker.timed,
     messages.Calibrate: Worker.calibrate,
