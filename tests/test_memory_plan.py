@@ -134,7 +134,7 @@ def test_running_out_of_memory_in_the_reference_is_a_reason_not_a_crash(monkeypa
     assert record.workloads[0].trials == 0
 
 
-HOLDER = '''
+HOLDER = """
 import torch
 
 HELD = torch.ones({n}, dtype=torch.uint8)  # kept for the whole run, every page touched
@@ -142,7 +142,7 @@ HELD = torch.ones({n}, dtype=torch.uint8)  # kept for the whole run, every page 
 
 def solve(x):
     return torch.softmax(x, dim=-1)
-'''
+"""
 
 
 @pytest.mark.harness
