@@ -16,7 +16,7 @@ from conftest import FIXTURES
 from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.harness.launch import process
 from gpuarena.harness.launch.started import StartedWorker
-from gpuarena.harness.warm import Warm
+from gpuarena.harness.warm import GpuLock, Warm
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 
@@ -185,3 +185,38 @@ def test_a_worker_started_ahead_on_a_gpu_computes_triton_s_key_before_the_build(
     warm.wait_prepared()
     record = evaluate(load_problem(AXPY), load_solution(solution), options, worker=warm)
     assert record.status == "PASSED", record.reason + record.log[-2000:]
+
+
+def test_workers_coming_and_going_share_the_gpu_and_timing_holds_it_alone() -> None:
+    lock = GpuLock()
+    assert lock.acquire(timeout=1) and lock.acquire(timeout=1)  # a worker prepared while another is torn down
+    with lock.alone(0.2) as taken:
+        assert not taken  # not while either holds it
+    lock.release()
+    lock.release()
+    assert not lock.locked()
+    with lock.alone(1) as taken:
+        assert taken and lock.locked()
+        assert not lock.acquire(timeout=0.2)  # no worker comes or goes while a job times
+    assert lock.acquire(timeout=1)
+    lock.release()
+
+
+def test_a_job_waiting_to_time_goes_before_workers_that_come_later() -> None:
+    lock = GpuLock()
+    assert lock.acquire(timeout=1)  # a worker being prepared
+    order: list[str] = []
+
+    def time_a_job() -> None:
+        with lock.alone(5) as taken:
+            order.append(f"timed {taken}")
+
+    job = threading.Thread(target=time_a_job)
+    job.start()
+    time.sleep(0.2)  # the job is waiting now
+    assert not lock.acquire(timeout=0.2)  # a later worker waits behind it
+    lock.release()
+    job.join()
+    assert order == ["timed True"]
+    assert lock.acquire(timeout=1)
+    lock.release()

@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from gpuarena.harness.device.backend import compiles_triton, worker_setup
 from gpuarena.harness.inside.sandbox import default_memory_limit, protect_supervisor, worker_identity
@@ -42,6 +42,14 @@ def warm_triton(prepare_on: str | None) -> bool:
     return prepare_on is not None and compiles_triton(prepare_on) and importlib.util.find_spec("triton") is not None
 
 
+class SharedLock(Protocol):
+    """The GPU's lock as a waiting worker takes it: threading.Lock's, or warm.GpuLock's shared side."""
+
+    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+
+    def release(self) -> None: ...
+
+
 class StartedWorker:
     """A run's worker and folder, set up before the run: every guard applied, the worker's
     interpreter and torch loaded, nothing of the problem or the solution in it yet. A runner's
@@ -58,7 +66,7 @@ class StartedWorker:
         memory_limit_bytes: int | None = None,
         gpu: bool = True,
         prepare_on: str | None = None,
-        gpu_lock: threading.Lock | None = None,
+        gpu_lock: SharedLock | None = None,
     ):
         self.isolate = _switch("GPUARENA_WORKER_ISOLATION", True) if isolation is None else isolation
         self.memory_limit_bytes = memory_limit_bytes
@@ -87,7 +95,7 @@ class StartedWorker:
             )
             self._preparing.start()
 
-    def _prepare(self, device: str, gpu_lock: threading.Lock | None) -> None:
+    def _prepare(self, device: str, gpu_lock: SharedLock | None) -> None:
         """The worker's `prepare` (its CUDA context and timer) once its imports are done; any
         failure leaves it unprepared, and its run prepares it and says what went wrong."""
         from gpuarena.contracts import messages  # pydantic: after the worker was started
