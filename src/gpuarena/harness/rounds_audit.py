@@ -79,14 +79,16 @@ MIN_REQUESTS = 12
 """The timed rounds go on until this many of the solution's requests were sampled: the harness's
 share is about 160 µs a call on an H100 and a 2 µs kernel is judged on the difference, so its
 noise must average down (with 2 requests an honest Triton softmax read 3.68 µs for 2.11)."""
-FEW_REQUESTS = 6
+FEW_REQUESTS = 4
 QUICK_NOISE_FRACTION = 0.05
 """A kernel whose observed figure's error is already under QUICK_NOISE_FRACTION of its claim
 after FEW_REQUESTS stops there: a claim is rejected under 0.7 x (observed - inflation - 3 x
 noise), so at 5% the noise moves that bound by 15% of the claim, while a forged claim sits
 under half of it. Large kernels get there (square-8192's softmax: 170 µs a call against ±4 µs
 of scatter) and save the remaining rounds, about 0.1 s each on an H100; a figure that is not
-yet that steady goes on to MIN_REQUESTS as before."""
+yet that steady goes on to MIN_REQUESTS as before. Four, not six: one stray request moves
+neither the median of four nor its MAD much, and the audit alone paces a large kernel's rounds
+(about 70 ms each of a 1.2 s warm verdict, H200)."""
 MAX_REQUESTS = 96
 NOISE_FRACTION = 0.25
 """Past MIN_REQUESTS the rounds go on, up to MAX_REQUESTS, while the observed figure's error
@@ -96,8 +98,7 @@ so 12 requests left an error of 1.47 µs and a claim of 1.5 µs for a 4.4 µs ke
 Under the bound, a claim is rejected once it is under about 0.46 x the time the counters saw
 (0.7 x (T - 3 x 0.25 x claimed)); larger kernels stop at MIN_REQUESTS."""
 MAX_PACE_NS = 5_000_000
-"""The harness block's wait per call follows the solution's host time per call up to this: past
-a few sampling intervals, longer waits change nothing in how the harness's work is counted."""
+"""The harness block's wait per call follows the solution's host time per call up to this."""
 TWIN_EVERY = 2
 """The reference's twins are sampled in the first round and every TWIN_EVERY-th after it,"""
 TWIN_BLOCKS = 4
@@ -123,8 +124,7 @@ end could then only pass it, and each request left costs about 40 ms on an H200
 AUDIT_MARGIN gets every request; lighter first requests gain nothing (each is checked)."""
 REFERENCE_SHARED_FRACTION = 0.05
 REFERENCE_SHARED_NS_PER_CALL = 2_000
-"""The reference's timed blocks may be this much busier (median) than its twin's before the
-run is rejected as sharing the GPU."""
+"""How much busier (median) the reference's timed blocks may be than its twin's (else: shared GPU)."""
 
 
 class RoundsAudit:
