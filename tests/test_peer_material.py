@@ -59,7 +59,7 @@ def test_material_is_found_in_the_peers_layouts(tmp_path):
         "level2/33_Gemm_Max_SubtractMean.py",
     ]
     gm = pm.gpumode_items(FIXTURES / "gpumode")
-    assert len(gm) == 11  # every folder holding task.yml, invalid/no_generate_input included
+    assert len(gm) == 14  # every folder holding task.yml, invalid/no_generate_input included
     names = {i.name: i.extra["problem_name"] for i in gm}
     assert names["groups/pmpp/sort_py"] == "pmpp_sort_py" and names["groups/pmpp_v2/sort_py"] == "pmpp_v2_sort_py"
     # one output folder per group: two tasks of one name never meet
@@ -124,6 +124,25 @@ def test_importer_output_is_read_and_refusals_categorised():
     assert pm.classify(["/a/b/c.py: something new entirely"]) == "other: …/c.py: something new entirely"
 
 
+def test_the_categories_live_in_peer_refusals_and_know_the_importers_newer_words():
+    """bench/peer_refusals.py holds the reading and the categories; peer_material.py runs them."""
+    refusals = sys.modules["peer_refusals"]  # the sibling peer_material.py imported
+    assert pm.classify is refusals.classify and pm.parse_output is refusals.parse_output
+    assert (ROOT / "bench" / "peer_refusals.py").samefile(refusals.__file__)
+    for message, category in (
+        (
+            "/t/ag-gemm: needs 8 GPUs / torch.distributed (task.yml says multi_gpu: true): gpuarena runs ...",
+            "multi-GPU (rank)",
+        ),
+        (
+            "/t/reference.py: generate_input(**test0): data holds a KVCache (a torch.nn.Module, with state and "
+            "methods of its own ...): gpuarena carries tensors, numbers, strings, None, and tuples, ...",
+            "data holds a non-tensor object",
+        ),
+    ):
+        assert refusals.classify([message]) == category, message
+
+
 @pytest.mark.e2e
 def test_a_whole_run_over_the_fixtures(tmp_path):
     """Every fixture through the real importers, on the CPU: the counts and the categories."""
@@ -140,8 +159,9 @@ def test_a_whole_run_over_the_fixtures(tmp_path):
         ("kernelbench", "imported", ""): 3,
         ("kernelbench", "refused", "degenerate (output independent of an input)"): 1,  # 40_Add_IgnoresSecond
         ("kernelbench", "refused", "degenerate (constant output)"): 1,  # 33_Gemm_Max_SubtractMean
-        ("gpumode", "imported", ""): 10,  # both sort_py, each in its group's folder
+        ("gpumode", "imported", ""): 12,  # both sort_py, each in its group's folder
         ("gpumode", "refused", "not a problem (defines no generate_input)"): 1,
+        ("gpumode", "refused", "multi-GPU (rank)"): 1,  # invalid/distributed_py, refused up front
         ("flashinfer-definition", "imported", ""): 2,
         ("flashinfer-definition", "refused", "no workloads in the material"): 1,
         ("flashinfer-solution", "imported", ""): 4,
@@ -150,7 +170,7 @@ def test_a_whole_run_over_the_fixtures(tmp_path):
     assert report["table"] == {
         "KernelBench problems": "imported 3 of 5 (L1 1/2, L2 2/3); refused: degenerate (constant output) 1; "
         "degenerate (output independent of an input) 1",
-        "GPU MODE tasks": "imported 10 of 11; refused: not a problem (defines no generate_input) 1",
+        "GPU MODE tasks": "imported 12 of 14; refused: multi-GPU (rank) 1; not a problem (defines no generate_input) 1",
         "FlashInfer-Trace definitions": "with workloads 2 of 3; imported 2; refused: no workloads in the material 1",
         "FlashInfer-Trace solutions": "loaded 4 of 5; refused: its definition is not in the material 1",
     }

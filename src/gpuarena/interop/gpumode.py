@@ -30,13 +30,29 @@ The choices:
   them constant). The
   entries' own seeds are GPU MODE's fixed test inputs: the importer uses them once, to make
   the data it probes and to run the task's own `check_implementation` on the reference's
-  output; they are kept in the table for the record and never used in a run.
-- Inputs. `data` (a tensor, or tuples, lists and string-keyed dicts of tensors and numbers)
-  is flattened: each tensor is one named input of reference() (names from the first line of
+  output; they are kept in the table for the record and never used in a run. GPU MODE's eval.py
+  also calls `set_seed(POPCORN_SEED or 42)` (Python's, NumPy's and torch's global generators)
+  before its tests, and a task may draw from those (bioml/trimul's weights): make_inputs()
+  seeds them around generate_input with a second seed drawn from the harness's generator, and
+  puts their state back after; the probe seeds them with 42 (gpumode_device.SEEDED says why
+  not GPU MODE's exact draws: its spawned worker never saw set_seed).
+- Several GPUs. A task that needs them (`multi_gpu: true` in task.yml, a generate_input that
+  takes the process's `rank`, a reference.py that uses torch.distributed: GPU MODE's
+  amd_distributed tasks) is refused before any of its code runs, saying so.
+- Inputs. `data` (a tensor, or tuples, lists, string-keyed dicts, dataclasses, namedtuples
+  and SimpleNamespaces of tensors and numbers) is flattened: each tensor is one named input of reference() (names from the first line of
   ref_kernel that unpacks `data`, `a, b, c = data`, else data0, data1, ...), and the last
   input, `gpumode_data` = (format, layout, output layout), a plain tuple that is the same in
   every draw of a workload (the supervisor refuses one that changes), says how to rebuild
-  `data` exactly: numbers, strings and None in data travel inside it. A tensor that
+  `data` exactly: numbers, strings and None in data travel inside it, and so do the field names
+  of a dataclass (mla-decode's Config), rebuilt with the task's own class in the glue and, in
+  the adapter, which has no task files, with a dataclass of the same name and fields. One with
+  methods of its own, or any other object (an nn.Module: mla-decode's KVCache), cannot be
+  rebuilt there and is refused, naming it. An input that is one value everywhere in the
+  probe's two draws of an entry (trimul's mask of ones where it says nomask) is a constant of
+  that workload: it travels as (CONSTANT, shape, dtype, value) in place of the tensor and is
+  made on every call, like a buffer, so no check calls it degenerate; in an entry the probe
+  could not run, an input of at least DYNAMIC_CONSTANT elements that is one value is one. A tensor that
   ref_kernel writes into, or whose values do not change its result, is an output buffer (GPU
   MODE's `output = torch.empty(...)` in data): it is not an input (a solution writing into
   its input is refused, and a check needs inputs that matter) but a buffer leaf of the layout,
@@ -94,6 +110,7 @@ from gpuarena.interop.gpumode_probe import (
     _shape_of,
     _workload_dtype,
     find_buffers,
+    find_constants,
 )
 from gpuarena.interop.gpumode_task import (
     GPU_MODE_UTILS,
@@ -204,7 +221,7 @@ def _import_folder(
     else:
         rule = checking_rule(task.sources["reference.py"], reference)
         how = rule.how
-    rt = _runtime(check_device)
+    rt = _runtime(check_device, task.namespace)
     notes: list[str] = []
     unprobed: dict[str, list[str]] = {}
     """generate_input's error -> the entries it stopped (said once, not once an entry)."""
@@ -279,6 +296,7 @@ def _import_folder(
             "no entry of tests or benchmarks could be run here: " + "; ".join(notes),
             "import on a machine with a GPU (--check-device cuda)",
         )
+    constants = {index: find_constants(task, task.cases[index], p[1], buffers, rt) for index, p in probes.items()}
     _, stored = rt["flatten"](first[0], buffers)
     names = _input_names(task, stored)
     n_outputs = len(rt["outputs"](first[1], spec, device))
@@ -298,7 +316,7 @@ def _import_folder(
     name = given_name or problem_name(folder)
     files = {
         "problem.toml": _problem_toml(task, name, level, outputs, rule, workloads, how),
-        "reference.py": _glue(names, task.cases, buffers, spec) + (CHECK_GLUE if rule.checker else ""),
+        "reference.py": _glue(names, task.cases, buffers, spec, constants) + (CHECK_GLUE if rule.checker else ""),
         "README.md": _readme(task, name, how, names, workloads),
         "gpumode/task.yml": task.sources["task.yml"],
         "gpumode/reference.py": task.sources["reference.py"],

@@ -1,4 +1,6 @@
-"""GPU MODE's data made on the CPU: every task's `generate_input` names `device="cuda"` (and a
+"""GPU MODE's data made on the CPU (ON_DEVICE), and its global generators seeded (SEEDED).
+
+Every task's `generate_input` names `device="cuda"` (and a
 `torch.Generator(device="cuda")`), so without a GPU no task could be imported or run. Inside
 `on_device(device)`, the device a factory call, a `.to()`/`.cuda()` or a generator names is
 `device` wherever it names CUDA, and nothing else changes: the task's own code runs unmodified
@@ -60,3 +62,52 @@ def on_device(device):
     finally:
         _torch.Generator = real
 '''
+
+GLOBAL_SEED = 42
+"""The seed GPU MODE's eval.py gives its global generators where no secret seed is set
+(`set_seed(seed or 42)`): the importer's probe runs the task's entries under it."""
+
+SEEDED = '''\
+# -- GPU MODE's set_seed around generate_input (interop/gpumode_device.py) --
+import random as _random
+
+
+@_contextlib.contextmanager
+def seeded_globals(seed, device):
+    """Python's, NumPy's and torch's global generators seeded with seed, as GPU MODE's eval.py
+    seeds them (utils.set_seed), for the time of the block; their states are put back after.
+    CUDA's is seeded only where device is CUDA, that device's (elsewhere on_device makes CUDA
+    tensors on device)."""
+    try:
+        import numpy as _numpy
+    except ImportError:
+        _numpy = None
+    device = _torch.device(device)
+    # the harness's device only (GPU MODE's `cuda` is the current one): no other GPU is touched
+    cuda = [_torch.cuda.current_device() if device.index is None else device.index] if device.type == "cuda" else []
+    python_state = _random.getstate()
+    numpy_state = _numpy.random.get_state() if _numpy is not None else None
+    with _torch.random.fork_rng(devices=cuda):
+        _random.seed(seed)
+        if _numpy is not None:
+            _numpy.random.seed(seed % 2**32)
+        _torch.default_generator.manual_seed(seed)
+        for index in cuda:
+            with _torch.cuda.device(index):
+                _torch.cuda.manual_seed(seed)
+        try:
+            yield
+        finally:
+            _random.setstate(python_state)
+            if _numpy is not None:
+                _numpy.random.set_state(numpy_state)
+'''
+"""GPU MODE's eval.py calls `set_seed(POPCORN_SEED or 42)` (random, numpy and torch, CUDA
+included) once, before its tests; a task's generate_input may draw from those global generators
+instead of the generator it seeds (bioml/trimul draws its weights with a bare torch.randn, and
+its Cauchy inputs through torch.distributions). The eval's spawned worker, where generate_input
+runs, does not inherit that seeding, so GPU MODE's own draws there come from an unseeded
+generator; gpuarena does what set_seed intends instead, reproducibly: make_inputs() seeds the
+global generators with a second seed drawn from the harness's generator (fresh and secret in
+every draw, like POPCORN_SEED) around generate_input, and the probe with GLOBAL_SEED. The text
+is exec'd after ON_DEVICE (it uses its _contextlib and _torch)."""

@@ -9,10 +9,15 @@ import keyword
 import re
 from typing import Any
 
-from gpuarena.interop.gpumode_device import ON_DEVICE
+from gpuarena.interop.gpumode_device import GLOBAL_SEED, ON_DEVICE, SEEDED
 from gpuarena.interop.gpumode_solution import META_INPUT, RUNTIME
 from gpuarena.interop.gpumode_task import Case, Task
 
+OTHER = 7919
+"""The probe's second draw of an entry: its seed (and the global one) plus this."""
+DYNAMIC_CONSTANT = 1024
+"""In a workload the importer could not probe, an input with at least this many elements, one
+value everywhere, is taken for a constant of the workload (see find_constants)."""
 _DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
 _FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
@@ -20,11 +25,51 @@ _FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 # -- probing the data ---------------------------------------------------------------------------
 
 
-def _runtime(device: str = "cuda") -> dict[str, Any]:
-    """RUNTIME and ON_DEVICE, for probing on `device` (generate_input's data made there)."""
-    namespace: dict[str, Any] = {"probe_device": device}
-    exec(compile(RUNTIME + ON_DEVICE, "gpumode_runtime", "exec"), namespace)  # gpuarena's own code
-    return namespace
+def _runtime(device: str = "cuda", namespace: dict[str, Any] | None = None) -> dict[str, Any]:
+    """RUNTIME, ON_DEVICE and SEEDED, for probing on `device` (generate_input's data made there);
+    the task's own dataclasses and namedtuples (from its namespace) rebuild its data."""
+    rt: dict[str, Any] = {"probe_device": device}
+    exec(compile(RUNTIME + ON_DEVICE + SEEDED, "gpumode_runtime", "exec"), rt)  # gpuarena's own code
+    rt["OWN_CLASSES"].update(own_classes(namespace or {}))
+    return rt
+
+
+def own_classes(namespace: dict[str, Any]) -> dict[str, type]:
+    """The dataclasses and namedtuples a task's reference.py defines or imports, by name."""
+    import dataclasses
+
+    return {
+        name: value
+        for name, value in namespace.items()
+        if isinstance(value, type) and (dataclasses.is_dataclass(value) or hasattr(value, "_fields"))
+    }
+
+
+def _object_items(value: Any) -> list[tuple[str, Any]] | None:
+    """The fields of a dataclass, namedtuple or SimpleNamespace in data (in _flatten's order)."""
+    import dataclasses
+    import types
+
+    fields: tuple[str, ...] | None = getattr(type(value), "_fields", None) if isinstance(value, tuple) else None
+    if fields is not None:
+        return [(k, getattr(value, k)) for k in fields]
+    if type(value) is types.SimpleNamespace:
+        return list(vars(value).items())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+    return None
+
+
+def _remade(value: Any, items: dict[str, Any]) -> Any:
+    """An object like value (dataclass, namedtuple or SimpleNamespace) with these fields."""
+    import dataclasses
+    import types
+
+    if isinstance(value, tuple):
+        return type(value)(**items)
+    if type(value) is types.SimpleNamespace:
+        return types.SimpleNamespace(**items)
+    return dataclasses.replace(value, **items)
 
 
 def _clone(value: Any) -> Any:
@@ -32,6 +77,9 @@ def _clone(value: Any) -> Any:
 
     if isinstance(value, torch.Tensor):
         return value.clone()
+    items = _object_items(value)
+    if items is not None:
+        return _remade(value, {k: _clone(v) for k, v in items})
     if isinstance(value, tuple):
         return tuple(_clone(v) for v in value)
     if isinstance(value, list):
@@ -47,9 +95,12 @@ def _replace_leaf(value: Any, target: int, new: Any, counter: list[int]) -> Any:
     if isinstance(value, torch.Tensor):
         counter[0] += 1
         return new if counter[0] - 1 == target else value
+    items = _object_items(value)
+    if items is not None:
+        return _remade(value, {k: _replace_leaf(v, target, new, counter) for k, v in items})
     if isinstance(value, (tuple, list)):
-        items = [_replace_leaf(v, target, new, counter) for v in value]
-        return tuple(items) if isinstance(value, tuple) else items
+        replaced = [_replace_leaf(v, target, new, counter) for v in value]
+        return tuple(replaced) if isinstance(value, tuple) else replaced
     if isinstance(value, dict):
         return {k: _replace_leaf(v, target, new, counter) for k, v in value.items()}
     return value
@@ -72,9 +123,10 @@ def _dtype_name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _generate(task: Task, case: Case, seed: int, rt: dict[str, Any]) -> Any:
+def _generate(task: Task, case: Case, seed: int, rt: dict[str, Any], global_seed: int = GLOBAL_SEED) -> Any:
     """generate_input on the entry's arguments, its data made on the probe's device where that
-    is not CUDA (gpumode_device.py)."""
+    is not CUDA, with the global generators seeded as GPU MODE's eval.py seeds them
+    (gpumode_device.py)."""
     import contextlib
     import copy
 
@@ -82,7 +134,7 @@ def _generate(task: Task, case: Case, seed: int, rt: dict[str, Any]) -> Any:
 
     device = torch.device(rt["probe_device"])
     here = rt["on_device"](device) if device.type != "cuda" else contextlib.nullcontext()
-    with here:
+    with here, rt["seeded_globals"](global_seed, device):
         return task.namespace["generate_input"](**copy.deepcopy(case.args), seed=seed)  # lists: its own copy
 
 
@@ -106,7 +158,7 @@ def find_buffers(task: Task, case: Case, data: Any, rt: dict[str, Any]) -> dict[
     spec = rt["output_spec"](out)
     expected = rt["outputs"](_clone(out), spec, device)
     written = {i for i, (a, b) in enumerate(zip(tensors, rt["flatten"](copy)[0])) if not torch.equal(a, b)}
-    other, _ = rt["flatten"](_generate(task, case, case.seed + 7919, rt))
+    other, _ = rt["flatten"](_generate(task, case, case.seed + OTHER, rt, GLOBAL_SEED + OTHER))
     unread = set()
     for i, t in enumerate(tensors):
         if i in written or i >= len(other) or other[i].shape != t.shape or other[i].dtype != t.dtype:
@@ -125,13 +177,34 @@ def find_buffers(task: Task, case: Case, data: Any, rt: dict[str, Any]) -> dict[
     return {i: "zeros" if not bool(tensors[i].any()) else "empty" for i in sorted(written | unread)}
 
 
+def find_constants(
+    task: Task, case: Case, tensors: list[Any], buffers: dict[int, str], rt: dict[str, Any]
+) -> list[int]:
+    """The inputs of an entry (indices among the tensors that are not buffers) that are one value
+    everywhere, the same in a second draw of other seeds: constants of the workload (trimul's
+    mask of ones where it says nomask), which travel as (CONSTANT, shape, dtype, value) and are
+    made on every call, like buffers, rather than passed as inputs that a check would call
+    degenerate. A draw that fails leaves the entry without constants."""
+    kept = [t for i, t in enumerate(tensors) if i not in buffers]
+    found = [i for i, t in enumerate(kept) if rt["constant_of"](t) is not None]
+    if not found:
+        return []
+    try:
+        other, _ = rt["flatten"](_generate(task, case, case.seed + OTHER, rt, GLOBAL_SEED + OTHER), buffers)
+    except Exception:
+        return []
+    return [i for i in found if i < len(other) and rt["constant_of"](other[i]) == rt["constant_of"](kept[i])]
+
+
 def _input_names(task: Task, layout: tuple[Any, ...]) -> list[str]:
-    """One name per tensor leaf: from `a, b, c = data` in ref_kernel where it says, else data0..."""
+    """One name per tensor leaf: from `a, b, c = data` in ref_kernel where it says (the first
+    such line, in a block too), else data0..."""
     top: list[str | None] = []
     for node in ast.parse(task.sources["reference.py"]).body:
         if isinstance(node, ast.FunctionDef) and node.name == "ref_kernel" and node.args.args:
             param = node.args.args[0].arg
-            for statement in node.body:
+            # the first such line, inside a `with` block too (bioml/trimul unpacks data there)
+            for statement in (n for top_level in node.body for n in ast.walk(top_level)):
                 if (
                     isinstance(statement, ast.Assign)
                     and isinstance(statement.value, ast.Name)
@@ -156,6 +229,9 @@ def _input_names(task: Task, layout: tuple[Any, ...]) -> list[str]:
         elif kind == "dict":
             for key, child in node[1]:
                 walk(child, [*parts, key] if parts else ["data", key])
+        elif kind == "o":
+            for key, child in node[4]:
+                walk(child, [*parts, key])
 
     walk(layout, [])
     clean: list[str] = []
@@ -177,6 +253,8 @@ def _shape_of(layout: tuple[Any, ...]) -> Any:
         return (kind, tuple(_shape_of(c) for c in layout[1]))
     if kind == "dict":
         return (kind, tuple((k, _shape_of(c)) for k, c in layout[1]))
+    if kind == "o":
+        return (kind, *layout[1:4], tuple((k, _shape_of(c)) for k, c in layout[4]))
     return (kind,)
 
 

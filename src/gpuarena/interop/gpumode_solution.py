@@ -39,15 +39,75 @@ _DEFINES_MODEL_NEW = re.compile(r"^class\s+ModelNew\b", re.MULTILINE)
 
 RUNTIME = '''\
 # -- shared by the problem's glue and the solution's adapter (interop/gpumode_solution.py) --
+import collections as _collections
+import dataclasses as _dataclasses
+import types as _types
+
 import torch as _torch
 
 _SCALAR_TYPES = (bool, int, float, str, type(None))
+_CARRIED = ("gpuarena carries tensors, numbers, strings, None, and tuples, lists, dicts, dataclasses, "
+            "namedtuples and SimpleNamespaces of them")
+CONSTANT = "constant"
+"""An input that is one value everywhere travels as (CONSTANT, shape, dtype, value): constant_of()."""
+OWN_CLASSES = {}
+"""The task's own dataclasses and namedtuples by name, where its files are at hand (the glue and
+the importer's probe fill it); elsewhere (the adapter) a class of the same name and fields
+stands in, made once (_STAND_INS)."""
+_STAND_INS = {}
+
+
+def _own_methods(cls, names):
+    """What a dataclass or namedtuple defines beyond its fields: methods, properties and
+    __post_init__ (a stand-in rebuilt from the fields alone would lack them)."""
+    found = []
+    for klass in cls.__mro__[:-1]:
+        if klass is tuple:
+            continue
+        for name, attr in vars(klass).items():
+            own = name == "__post_init__" or (
+                not name.startswith("_")
+                and (callable(attr) or isinstance(attr, (property, classmethod, staticmethod)))
+            )
+            if own and name not in found and name not in names:
+                found.append(name)
+    return found
+
+
+def _object_node(value, tensors):
+    """A dataclass, namedtuple or SimpleNamespace as ("o", kind, class name, frozen, ((field,
+    node), ...)); TypeError, naming why, for one that cannot be rebuilt from its fields."""
+    cls = type(value)
+    if isinstance(value, tuple):
+        kind, names = "namedtuple", cls._fields
+    elif cls is _types.SimpleNamespace:
+        kind, names = "namespace", tuple(vars(value))
+    else:
+        kind, fields = "dataclass", _dataclasses.fields(value)
+        names = tuple(f.name for f in fields)
+        if any(not f.init for f in fields):
+            raise TypeError(f"data holds a {cls.__name__}, a dataclass with fields its __init__ does not take: "
+                            "gpuarena rebuilds a dataclass from its fields")
+        extra = [k for k in getattr(value, "__dict__", {}) if k not in names]
+        if extra:
+            raise TypeError(f"data holds a {cls.__name__}, a dataclass with attributes beyond its fields "
+                            f"({', '.join(extra)}): gpuarena rebuilds a dataclass from its fields")
+    own = _own_methods(cls, names) if kind != "namespace" else []
+    if own:
+        raise TypeError(f"data holds a {cls.__name__}, a {kind} with methods of its own ({', '.join(own)}): "
+                        "the solution's side rebuilds it from its fields alone, without the task's files")
+    frozen = kind == "dataclass" and bool(cls.__dataclass_params__.frozen)
+    return ("o", kind, cls.__name__, frozen, tuple((k, _flatten(getattr(value, k), tensors)) for k in names))
 
 
 def _flatten(value, tensors):
     if isinstance(value, _torch.Tensor):
         tensors.append(value)
         return ("t", len(tensors) - 1)
+    if (isinstance(value, tuple) and hasattr(type(value), "_fields")) or type(value) is _types.SimpleNamespace or (
+        _dataclasses.is_dataclass(value) and not isinstance(value, type)
+    ):
+        return _object_node(value, tensors)
     if isinstance(value, (tuple, list)):
         return ("tuple" if isinstance(value, tuple) else "list", tuple(_flatten(v, tensors) for v in value))
     if isinstance(value, dict):
@@ -56,8 +116,36 @@ def _flatten(value, tensors):
         return ("dict", tuple((k, _flatten(v, tensors)) for k, v in value.items()))
     if isinstance(value, _SCALAR_TYPES):
         return ("s", value)
-    raise TypeError(f"data holds a {type(value).__name__}: gpuarena carries tensors, numbers, strings, None "
-                    "and tuples, lists and dicts of them")
+    what = ("a torch.nn.Module, with state and methods of its own that the solution's side cannot rebuild "
+            "without the task's files" if isinstance(value, _torch.nn.Module) else "not one of these")
+    raise TypeError(f"data holds a {type(value).__name__} ({what}): {_CARRIED}")
+
+
+def constant_of(tensor):
+    """(CONSTANT, shape, dtype, value) where every element of tensor (more than one) is one value
+    (a mask of ones, say), else None."""
+    if tensor.numel() < 2:
+        return None
+    first = tensor.reshape(-1)[0]
+    if not bool((tensor == first).all()):
+        return None
+    return (CONSTANT, tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."), first.item())
+
+
+def _object_class(kind, name, frozen, names):
+    if kind == "namespace":
+        return _types.SimpleNamespace
+    own = OWN_CLASSES.get(name)
+    if kind == "dataclass" and _dataclasses.is_dataclass(own):
+        if tuple(f.name for f in _dataclasses.fields(own)) == names:
+            return own
+    elif kind == "namedtuple" and isinstance(own, type) and getattr(own, "_fields", None) == names:
+        return own
+    key = (kind, name, frozen, names)
+    if key not in _STAND_INS:
+        _STAND_INS[key] = (_dataclasses.make_dataclass(name, names, frozen=frozen) if kind == "dataclass"
+                           else _collections.namedtuple(name, names))
+    return _STAND_INS[key]
 
 
 def _marked(node, tensors, buffers, renumber):
@@ -72,6 +160,8 @@ def _marked(node, tensors, buffers, renumber):
         return (kind, tuple(_marked(c, tensors, buffers, renumber) for c in node[1]))
     if kind == "dict":
         return (kind, tuple((k, _marked(c, tensors, buffers, renumber)) for k, c in node[1]))
+    if kind == "o":
+        return node[:4] + (tuple((k, _marked(c, tensors, buffers, renumber)) for k, c in node[4]),)
     return node
 
 
@@ -91,10 +181,14 @@ def flatten(data, buffers=None):
 
 
 def rebuild(layout, tensors, device):
-    """GPU MODE's data again, from a layout and the tensors; buffers made on device."""
+    """GPU MODE's data again, from a layout and the tensors; buffers and constant inputs made on
+    device."""
     kind = layout[0]
     if kind == "t":
-        return tensors[layout[1]]
+        value = tensors[layout[1]]
+        if isinstance(value, tuple):  # (CONSTANT, shape, dtype, value): constant_of()
+            return _torch.full(value[1], value[3], dtype=getattr(_torch, value[2]), device=device)
+        return value
     if kind == "b":
         make = _torch.zeros if layout[3] == "zeros" else _torch.empty
         return make(layout[1], dtype=getattr(_torch, layout[2]), device=device)
@@ -106,6 +200,9 @@ def rebuild(layout, tensors, device):
         return [rebuild(c, tensors, device) for c in layout[1]]
     if kind == "dict":
         return {k: rebuild(c, tensors, device) for k, c in layout[1]}
+    if kind == "o":
+        values = {k: rebuild(c, tensors, device) for k, c in layout[4]}
+        return _object_class(layout[1], layout[2], layout[3], tuple(values))(**values)
     raise ValueError(f"unknown layout node {kind!r}")
 
 
@@ -164,7 +261,11 @@ def restructure(flat, spec):
 
 
 def device_of(tensors):
-    return tensors[0].device if tensors else _torch.device("cpu")
+    """The device of the first tensor (constant inputs, plain tuples, are passed over)."""
+    for t in tensors:
+        if isinstance(t, _torch.Tensor):
+            return t.device
+    return _torch.device("cpu")
 '''
 
 _ADAPTER = """\

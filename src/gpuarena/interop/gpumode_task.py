@@ -221,6 +221,47 @@ def _module_name(folder: Path) -> str:
     return "gpumode_reference_" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
 
 
+def _uses_distributed(tree: ast.AST) -> bool:
+    """Whether the source imports or names torch.distributed."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.startswith("torch.distributed") for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (
+            (node.module or "").startswith("torch.distributed")
+            or (node.module == "torch" and any(a.name == "distributed" for a in node.names))
+        ):
+            return True
+        if isinstance(node, ast.Attribute) and ast.unparse(node).startswith("torch.distributed"):
+            return True
+    return False
+
+
+def multi_gpu(yml: dict[str, Any], source: str, cases: list[Case]) -> str | None:
+    """Why a task needs several GPUs at once (GPU MODE's amd_distributed tasks: `multi_gpu: true`,
+    generate_input(rank, world_size, ...) called once a process, ref_kernel calling
+    torch.distributed), or None. gpuarena runs a problem's reference and a solution in one
+    process on one device, so such a task is refused before any of it runs."""
+    tree = ast.parse(source)
+    reasons = []
+    if yml.get("multi_gpu"):
+        reasons.append("task.yml says multi_gpu: true")
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "generate_input":
+            params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+            if "rank" in params and not any("rank" in c.args for c in cases):
+                reasons.append("generate_input takes each process's rank, which task.yml does not give")
+    if _uses_distributed(tree):
+        reasons.append("reference.py uses torch.distributed")
+    if not reasons:
+        return None
+    sizes = [v for c in cases for k, v in c.args.items() if k == "world_size" and type(v) is int]
+    gpus = f"{max(sizes)} GPUs" if sizes else "several GPUs"
+    return (
+        f"needs {gpus} / torch.distributed ({'; '.join(reasons)}): gpuarena runs a problem's reference and "
+        "solution in one process on one device"
+    )
+
+
 def read_task(folder: Path) -> Task:
     """The folder's task.yml, reference.py and task.py read and run; names each missing file."""
     if not folder.is_dir():
@@ -249,6 +290,9 @@ def read_task(folder: Path) -> Task:
         except SyntaxError as exc:
             where = folder / name if name != "utils.py" or utils_from == "gpuarena" else Path(utils_from)
             raise GpuModeError(where, f"is not valid Python: line {exc.lineno}: {exc.msg}") from None
+    several = multi_gpu(yml, sources["reference.py"], cases)
+    if several:
+        raise GpuModeError(folder, several)
     tree = ast.parse(sources["reference.py"])
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}

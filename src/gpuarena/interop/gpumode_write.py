@@ -10,7 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpuarena.interop.gpumode_device import ON_DEVICE
+from gpuarena.interop.gpumode_device import ON_DEVICE, SEEDED
+from gpuarena.interop.gpumode_probe import DYNAMIC_CONSTANT
 from gpuarena.interop.gpumode_solution import FORMAT, META_INPUT, RUNTIME
 from gpuarena.interop.gpumode_task import Case, Rule, Task
 
@@ -43,20 +44,29 @@ def problem_name(folder: Path) -> str:
     return name or "gpumode_problem"
 
 
-def _glue(names: list[str], cases: list[Case], buffers: dict[int, str], spec: tuple[Any, ...]) -> str:
+def _glue(
+    names: list[str],
+    cases: list[Case],
+    buffers: dict[int, str],
+    spec: tuple[Any, ...],
+    constants: dict[int, list[int]] | None = None,
+) -> str:
     table = [dict(c.args) for c in cases]
     seeds = [c.seed for c in cases]
     params = ", ".join([*names, META_INPUT])
+    constant_table = constants or {}
     return f'''# gpuarena glue, written by `gpuarena import gpumode` (gpuarena/interop/gpumode.py): the GPU MODE
 # task's files are in gpumode/, verbatim. reference() rebuilds GPU MODE's data from the tensors
 # and the last input (how data is laid out) and calls ref_kernel(data); make_inputs() calls
 # generate_input(**the workload's arguments, seed=S) with S drawn from the harness's generator,
-# never the task's fixed seed, so inputs are fresh and secret in every draw.
+# never the task's fixed seed, so inputs are fresh and secret in every draw; the global generators
+# are seeded around it as GPU MODE's eval.py seeds them, from a second seed drawn the same way.
 import copy as _copy
 from pathlib import Path as _Path
 
 {RUNTIME}
 {ON_DEVICE}
+{SEEDED}
 _FOLDER = _Path(__file__).resolve().parent / "gpumode"
 _FORMAT = {FORMAT!r}
 _INPUTS = {names!r}
@@ -67,6 +77,11 @@ _TASK_SEEDS = {seeds!r}
 _BUFFERS = {buffers!r}
 """Tensors of data that are output buffers: index -> how they are made on every call."""
 _OUTPUT = {spec!r}
+_CONSTANTS = {constant_table!r}
+"""Workload (case) -> its inputs that are one value everywhere, found at import (CONSTANT in the
+runtime): they travel as (CONSTANT, shape, dtype, value). A case the importer could not probe is
+not here: there an input of at least _DYNAMIC_CONSTANT elements, one value everywhere, is one."""
+_DYNAMIC_CONSTANT = {DYNAMIC_CONSTANT}
 _SEED_BOUND = {seed_bound(cases)}
 """make_inputs() draws generate_input's seed below this: the range of task.yml's own seeds, where
 data made from the seed stays as varied as GPU MODE's own (interop/gpumode_write.py SEED_BOUND)."""
@@ -79,6 +94,8 @@ def _gpumode():
         sources = {{name: (_FOLDER / name).read_text(encoding="utf-8")
                    for name in ("reference.py", "task.py", "utils.py")}}
         _task = _load(sources, _FOLDER, "gpumode_reference_" + str(abs(hash(str(_FOLDER)))))
+        OWN_CLASSES.update({{name: value for name, value in _task.items() if isinstance(value, type)
+                            and (_dataclasses.is_dataclass(value) or hasattr(value, "_fields"))}})
     return _task
 
 
@@ -116,22 +133,34 @@ def reference({params}):
     tensors = [{", ".join(names)}]
     _, layout, spec = {META_INPUT}
     device = device_of(tensors)
+    ref_kernel = _gpumode()["ref_kernel"]  # loaded before rebuild: its classes rebuild data
     with _torch.no_grad():
-        return outputs(_gpumode()["ref_kernel"](rebuild(layout, tensors, device)), spec, device)
+        return outputs(ref_kernel(rebuild(layout, tensors, device)), spec, device)
 
 
 def make_inputs(axes, dtype, device, generator):
     args = _copy.deepcopy(_CASES[axes["case"]])  # lists in it: generate_input's own copy
     args.update({{k: v for k, v in axes.items() if k != "case"}})
     seed = int(_torch.randint(0, _SEED_BOUND, (1,), generator=generator, device=device).item())
+    global_seed = int(_torch.randint(0, 2**32, (1,), generator=generator, device=device).item())
     device = _torch.device(device)
-    with (on_device(device) if device.type != "cuda" else _contextlib.nullcontext()):
-        data = _gpumode()["generate_input"](**args, seed=seed)
+    generate_input = _gpumode()["generate_input"]
+    with (on_device(device) if device.type != "cuda" else _contextlib.nullcontext()), seeded_globals(global_seed, device):
+        data = generate_input(**args, seed=seed)
     tensors, layout = flatten(data, _BUFFERS)
     if len(tensors) != len(_INPUTS):
         raise ValueError(f"generate_input made {{len(tensors)}} input tensors; the problem was imported with "
                          f"{{len(_INPUTS)}} ({{', '.join(_INPUTS)}})")
-    inputs = {{name: t.to(device) for name, t in zip(_INPUTS, tensors)}}
+    fixed = _CONSTANTS.get(axes["case"])
+    inputs = {{}}
+    for index, (name, t) in enumerate(zip(_INPUTS, tensors)):
+        constant = constant_of(t) if fixed is None or index in fixed else None
+        if fixed is not None and index in fixed and constant is None:
+            raise ValueError(f"input {{name}} was one value everywhere when the problem was imported, "
+                             "but generate_input now varies it: import the task again")
+        if fixed is None and constant is not None and t.numel() < _DYNAMIC_CONSTANT:
+            constant = None
+        inputs[name] = constant if constant is not None else t.to(device)
     inputs[{META_INPUT!r}] = (_FORMAT, layout, _OUTPUT)
     return inputs
 '''
@@ -144,7 +173,8 @@ def check(inputs, outputs, expected):
     and the outputs in ref_kernel's shape: '' when it accepts them, else its message."""
     tensors = [inputs[name] for name in _INPUTS]
     _, layout, spec = inputs[{META_INPUT!r}]
-    result = _gpumode()["check_implementation"](rebuild(layout, tensors, device_of(tensors)), restructure(outputs, spec))
+    check_implementation = _gpumode()["check_implementation"]  # loaded before rebuild: its classes
+    result = check_implementation(rebuild(layout, tensors, device_of(tensors)), restructure(outputs, spec))
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], bool):
         return "" if result[0] else str(result[1]) or "check_implementation rejected the output"
     if isinstance(result, bool):
