@@ -125,6 +125,35 @@ def run_gpuarena(problem: Path, submission: Path, mode: str) -> dict[str, Any]:
     }
 
 
+def run_gpuarena_warm(problem: Path, submission: Path, copies: int) -> dict[str, Any]:
+    """The same verdict served warm, as an agent's `run-stdin` or a runner serves it: one
+    `gpuarena run-many --mode ranked` process judges `copies` distinct copies of the
+    submission (each its own content hash and worker, nothing of one reused for the next);
+    the verdicts after the first are the warm ones (each job's own seconds, as the process
+    timed it from its request to its record)."""
+    paths = []
+    for i in range(copies):
+        path = submission.with_name(f"warm_{i}_{submission.name}")
+        path.write_text(f"# copy {i}: a distinct submission\n" + submission.read_text())
+        paths.append(str(path))
+    command = [sys.executable, "-m", "gpuarena", "run-many", str(problem), *paths]
+    command += ["--device", "cuda", "--mode", "ranked", "--jsonl"]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    wall = time.perf_counter() - started
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    jobs = [
+        {
+            "seconds": a.get("seconds"),
+            "status": a.get("status") or a.get("error"),
+            "duration_s": (a.get("record") or {}).get("duration_s"),
+            "phases": (a.get("record") or {}).get("phases"),
+        }
+        for a in answers
+    ]
+    return {"wall_s": round(wall, 3), "rc": done.returncode, "jobs": jobs, "stderr": done.stderr[-2000:]}
+
+
 def markdown(result: dict[str, Any]) -> str:
     gm, ga = result["gpumode"], result["gpuarena"]
     lines = [
@@ -144,6 +173,18 @@ def markdown(result: dict[str, Any]) -> str:
         f"record: {result['audit_share']:.0%}.",
         "",
     ]
+    warm = result.get("gpuarena_warm")
+    if warm:
+        later = [j for j in warm["jobs"][1:] if j["seconds"] is not None]
+        lines += [
+            f"gpuarena ranked, served warm (`run-many`, {len(warm['jobs'])} distinct copies, one process): "
+            f"first {warm['jobs'][0]['seconds'] if warm['jobs'] else None} s, then "
+            f"{[j['seconds'] for j in later]} s a verdict ({result['warm_ratio']:.2f}x GPU MODE's test + leaderboard); "
+            f"statuses {[j['status'] for j in warm['jobs']]}.",
+            "",
+            "Phases of the last warm verdict: " + json.dumps(later[-1]["phases"] if later else None),
+            "",
+        ]
     ranked = ga["ranked"][-1]
     lines += [
         "Phases of the last ranked run: " + json.dumps(ranked.get("phases")),
@@ -164,6 +205,7 @@ def main() -> None:
     parser.add_argument("--task", default="problems/pmpp/vectoradd_py")
     parser.add_argument("--submission", default="solutions/correct/submission_triton.py")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warm", type=int, default=4, help="distinct copies judged by one warm process (0: none)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     task = args.reference_kernels / args.task
@@ -217,6 +259,9 @@ def main() -> None:
                 result["gpuarena"][mode].append(run_gpuarena(problem, mine, mode))
                 r = result["gpuarena"][mode][-1]
                 print("gpuarena", mode, r["wall_s"], r.get("status"), r.get("phases"), flush=True)
+        if args.warm:
+            result["gpuarena_warm"] = run_gpuarena_warm(problem, mine, args.warm)
+            print("gpuarena warm", json.dumps(result["gpuarena_warm"])[:3000], flush=True)
 
     def median(runs: list[dict[str, Any]]) -> float:
         return statistics.median(r["wall_s"] for r in runs)
@@ -224,6 +269,9 @@ def main() -> None:
     result["gpumode_verdict_s"] = median(result["gpumode"]["test"]) + median(result["gpumode"]["leaderboard"])
     result["gpuarena_ranked_s"] = median(result["gpuarena"]["ranked"])
     result["ratio"] = result["gpuarena_ranked_s"] / result["gpumode_verdict_s"]
+    warm_jobs = [j["seconds"] for j in (result.get("gpuarena_warm") or {"jobs": []})["jobs"][1:] if j["seconds"]]
+    result["gpuarena_warm_ranked_s"] = statistics.median(warm_jobs) if warm_jobs else None
+    result["warm_ratio"] = result["gpuarena_warm_ranked_s"] / result["gpumode_verdict_s"] if warm_jobs else float("nan")
     shares = [
         (r.get("phases") or {}).get("device audit", 0.0) / r["duration_s"]
         for r in result["gpuarena"]["ranked"]

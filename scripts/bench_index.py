@@ -50,6 +50,7 @@ MADE_BY = {
     "nine-workloads": "gpuarena run",
     "page-cost": "bench/page_cost.py",
     "peer-gpumode": "bench/peer_gpumode.py",
+    "peer-kernelbench": "bench/peer_kernelbench.py",
     "peer-material": "bench/peer_material.py",
     "profile-mode": "gpuarena run",
     "recheck-dataset": "gpuarena dataset recheck",

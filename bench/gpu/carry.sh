@@ -19,4 +19,25 @@ if [ -n "${GPUMODE_REPO:-}" ]; then
   rm -rf .gpu/reference-kernels && mkdir -p .gpu/reference-kernels
   git --git-dir="$(git -C "$GPUMODE_REPO" rev-parse --absolute-git-dir)" archive HEAD problems/pmpp | tar -x -C .gpu/reference-kernels
 fi
+# KernelBench for bench/peer_kernelbench.py (its code is fetched, never committed): KERNELBENCH_REPO
+# names a local clone or bare git directory of github.com/ScalingIntelligence/KernelBench. Its eval's
+# package (src/kernelbench) and the problem files of levels 1 and 2, with the revision in REVISION; and
+# the light pure-Python packages that package imports at its top and the machine lacks (requests,
+# python-dotenv; tqdm comes with transformers above; openai and litellm, which its eval never calls,
+# are stood in for by the bench)
+if [ -n "${KERNELBENCH_REPO:-}" ]; then
+  kb_git=$(git -C "$KERNELBENCH_REPO" rev-parse --absolute-git-dir)
+  rm -rf .gpu/kernelbench && mkdir -p .gpu/kernelbench
+  git --git-dir="$kb_git" archive HEAD src/kernelbench KernelBench/level1 KernelBench/level2 | tar -x -C .gpu/kernelbench
+  git --git-dir="$kb_git" rev-parse HEAD > .gpu/kernelbench/REVISION
+  pip download -q --only-binary=:all: --python-version 3.12 \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d .whl requests python-dotenv
+fi
+# FlashInfer-Bench for bench/peer_flashinfer.py (its code is fetched, never committed): its package from
+# PyPI with --no-deps, so its declared dependency flashinfer-python (FlashInfer's kernels, which its
+# Benchmark never imports for a plain solution) is not pulled, and docstring-parser, which it imports at
+# its top (agents/schema.py); its other imports (torch, triton, pydantic, safetensors, filelock,
+# typing_extensions; apache-tvm-ffi for tvm-ffi solutions only) are the machine's or come above
+pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d .whl "flashinfer-bench==0.1.2" docstring-parser
 du -sh .whl .gpu

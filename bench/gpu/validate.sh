@@ -18,6 +18,12 @@
 #     cmd         CMD: one shell command in this script's environment (research one-offs; T_CMD its limit)
 #     peer-gpumode  bench/peer_gpumode.py: GPU MODE's own eval.py (test, leaderboard, benchmark) beside
 #                 gpuarena's test and ranked verdicts on the same task and submission (PEER_REPEAT, PEER_ARGS)
+#     peer-kernelbench  bench/peer_kernelbench.py: KernelBench's own eval_kernel_against_ref beside gpuarena's
+#                 ranked verdict on a few KernelBench problems, the same ModelNew files, each read against ncu
+#                 (bench/gpu/carry.sh with KERNELBENCH_REPO first; PEER_KB_REPEAT, PEER_KB_ARGS, T_PEER_KB)
+#     peer-flashinfer  bench/peer_flashinfer.py: FlashInfer-Bench's own Benchmark (flashinfer-bench from .whl/,
+#                 without flashinfer-python) beside gpuarena's ranked verdict on a few FlashInfer-Trace definitions
+#                 written by the bench, the same solutions, each read against ncu (PEER_FI_REPEAT, PEER_FI_ARGS, T_PEER_FI)
 #     kb-sizes    bench/kernelbench_sizes.py: KernelBench problems at their published sizes, peak GPU memory
 #     redteam-part   one part of the corpus, REDTEAM_PART=K/N (every Nth case from the Kth, K from 0:
 #                 0/2 and 1/2 are the whole corpus; 2/2 skips case 0), run
@@ -261,6 +267,14 @@ for s in "${steps[@]}"; do
       step peer-gpumode "${T_PEER:-560}" python3 bench/peer_gpumode.py --reference-kernels .gpu/reference-kernels \
         --repeat "${PEER_REPEAT:-3}" ${PEER_ARGS:-} --out "$OUT"
       tail -30 "$W/peer-gpumode.log" | tee -a "$SUMMARY" > /dev/null ;;
+    peer-kernelbench)  # KernelBench's eval beside gpuarena on a few problems (bench/gpu/carry.sh with KERNELBENCH_REPO first)
+      step peer-kernelbench "${T_PEER_KB:-540}" python3 bench/peer_kernelbench.py --kernelbench .gpu/kernelbench \
+        --repeat "${PEER_KB_REPEAT:-2}" ${PEER_KB_ARGS:-} --out "$OUT"
+      tail -30 "$W/peer-kernelbench.log" | tee -a "$SUMMARY" > /dev/null ;;
+    peer-flashinfer)  # FlashInfer-Bench's Benchmark beside gpuarena on a few definitions (flashinfer-bench in .whl/: bench/gpu/carry.sh)
+      step peer-flashinfer "${T_PEER_FI:-540}" python3 bench/peer_flashinfer.py \
+        --repeat "${PEER_FI_REPEAT:-2}" ${PEER_FI_ARGS:-} --out "$OUT"
+      tail -30 "$W/peer-flashinfer.log" | tee -a "$SUMMARY" > /dev/null ;;
     kb-sizes)  # KernelBench problems at their published sizes (6.4 GB tensors), peak GPU memory
       step kb-sizes "${T_KB_SIZES:-500}" python3 bench/kernelbench_sizes.py --out "$OUT"
       tail -5 "$W/kb-sizes.log" | sed 's/^/[kb-sizes]   /' | tee -a "$SUMMARY" ;;
