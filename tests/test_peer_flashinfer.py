@@ -6,6 +6,7 @@ cannot rot unnoticed between GPU runs."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import signal
@@ -21,30 +22,33 @@ assert _spec is not None and _spec.loader is not None
 pf = importlib.util.module_from_spec(_spec)
 sys.modules["bench_peer_flashinfer"] = pf
 _spec.loader.exec_module(pf)
+# its parts in bench/ (the script put bench/ on sys.path): the same modules the script imported
+fp = importlib.import_module("peer_flashinfer_problems")
+fib_side = importlib.import_module("peer_flashinfer_fib")
 
 
 def test_arguments():
     with pytest.raises(SystemExit) as exit_:
         pf.main(["--help"])
     assert exit_.value.code == 0
-    assert pf.definition_names(None) == list(pf.problems())
-    assert pf.definition_names(" gemm_bf16_n1024_k4096,gemm_bf16_n1024_k4096") == ["gemm_bf16_n1024_k4096"]
+    assert fp.definition_names(None) == list(fp.problems())
+    assert fp.definition_names(" gemm_bf16_n1024_k4096,gemm_bf16_n1024_k4096") == ["gemm_bf16_n1024_k4096"]
     with pytest.raises(SystemExit):
-        pf.definition_names("not_one")
+        fp.definition_names("not_one")
 
 
 def test_trace_set_layout_and_fixed_uuids(tmp_path):
-    chosen = pf.problems()
-    root = pf.write_trace_set(tmp_path / "ts", chosen)
+    chosen = fp.problems()
+    root = fp.write_trace_set(tmp_path / "ts", chosen)
     for name, p in chosen.items():
-        files = pf.paths_of(root, p)
+        files = fp.paths_of(root, p)
         assert all(path.is_file() for path in files.values())
-        definition, workloads, solution = pf.load_documents(root, name)
+        definition, workloads, solution = fp.load_documents(root, name)
         assert definition == p["definition"] and solution == p["solution"]
         assert [w["workload"]["uuid"] for w in workloads] == [w["workload"]["uuid"] for w in p["workloads"]]
         assert solution["spec"]["destination_passing_style"] and len(solution["sources"]) == 1
     # the same documents, the same workload names, run after run
-    assert [w["workload"]["uuid"] for p in pf.problems().values() for w in p["workloads"]] == [
+    assert [w["workload"]["uuid"] for p in fp.problems().values() for w in p["workloads"]] == [
         w["workload"]["uuid"] for p in chosen.values() for w in p["workloads"]
     ]
 
@@ -53,10 +57,10 @@ def test_gpuarena_imports_the_trace_set(tmp_path):
     from gpuarena.interop.flashinfer_import import import_definition, import_solution
     from gpuarena.problems import load_problem
 
-    chosen = pf.problems()
-    root = pf.write_trace_set(tmp_path / "ts", chosen)
+    chosen = fp.problems()
+    root = fp.write_trace_set(tmp_path / "ts", chosen)
     for name, p in chosen.items():
-        files = pf.paths_of(root, p)
+        files = fp.paths_of(root, p)
         # checked on the CPU by the importer's own run (`gpuarena run --device cpu` in the script's
         # --device cpu mode): here only read, verified and written, to stay fast
         import_definition(files["definition"], files["workloads"], tmp_path / name, check_device=None)
@@ -70,12 +74,12 @@ def test_gpuarena_imports_the_trace_set(tmp_path):
 def test_the_pytorch_solution_matches_its_reference_on_the_cpu(tmp_path):
     import torch
 
-    root = pf.write_trace_set(tmp_path / "ts", pf.problems())
+    root = fp.write_trace_set(tmp_path / "ts", fp.problems())
     name = "gemm_bf16_n1024_k4096"
-    definition, workloads, solution = pf.load_documents(root, name)
-    entry = pf.load_entry(solution, tmp_path / "sources")
+    definition, workloads, solution = fp.load_documents(root, name)
+    entry = fp.load_entry(solution, tmp_path / "sources")
     workload = dict(workloads[0]["workload"], axes={"M": 8})
-    arguments = pf.draw_arguments(definition, workload, "cpu")
+    arguments = fp.draw_arguments(definition, workload, "cpu")
     assert [tuple(a.shape) for a in arguments] == [(8, 4096), (1024, 4096), (8, 1024)]
     assert all(a.dtype == torch.bfloat16 for a in arguments)
     context: dict = {}
@@ -90,9 +94,9 @@ def test_flashinfer_benchs_models_load_it(tmp_path):
     from interop.conftest import _flashinfer_bench_data  # tests/interop's: the schema models alone if need be
 
     fib = _flashinfer_bench_data()  # skips where flashinfer-bench is not installed
-    root = pf.write_trace_set(tmp_path / "ts", pf.problems())
-    for name, p in pf.problems().items():
-        files = pf.paths_of(root, p)
+    root = fp.write_trace_set(tmp_path / "ts", fp.problems())
+    for name, p in fp.problems().items():
+        files = fp.paths_of(root, p)
         definition = fib.load_json_file(fib.Definition, files["definition"])
         assert (definition.name, list(definition.outputs)) == (name, ["output"])
         solution = fib.load_json_file(fib.Solution, files["solution"])
@@ -103,14 +107,14 @@ def test_flashinfer_benchs_models_load_it(tmp_path):
             assert len(definition.get_input_shapes(trace.workload.axes)) == len(definition.inputs)
     if not fib.whole_package:
         return
-    loaded = pf.validate_with_flashinfer_bench(root)
+    loaded = fib_side.validate_with_flashinfer_bench(root)
     assert loaded.get("error") is None, loaded
-    assert loaded["definitions"] == sorted(pf.problems())
-    assert loaded["workloads"] == {n: len(p["workloads"]) for n, p in pf.problems().items()}
+    assert loaded["definitions"] == sorted(fp.problems())
+    assert loaded["workloads"] == {n: len(p["workloads"]) for n, p in fp.problems().items()}
 
 
 def _made_up() -> dict:
-    p = pf.problems()["rms_norm_bf16_h4096"]
+    p = fp.problems()["rms_norm_bf16_h4096"]
     big, small = (w["workload"]["uuid"] for w in p["workloads"])
     trace = {"status": "PASSED", "reference_latency_us": 40.0, "max_absolute_error": 0.06}
     return {
@@ -248,9 +252,9 @@ def test_flashinfer_bench_side_against_a_stand_in(tmp_path, monkeypatch):
     for file, text in FAKE_FIB.items():
         (package / file).write_text(textwrap.dedent(text))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fake"))
-    root = pf.write_trace_set(tmp_path / "ts", pf.problems())
+    root = fp.write_trace_set(tmp_path / "ts", fp.problems())
     name = "rms_norm_bf16_h4096"
-    big, small = (w["workload"]["uuid"] for w in pf.problems()[name]["workloads"])
+    big, small = (w["workload"]["uuid"] for w in fp.problems()[name]["workloads"])
     row = pf.run_flashinfer_bench(root, name, f"{name}_triton", tmp_path / "scratch", timeout=120)
     assert row.get("error") is None, row
     assert row["status"] == "PASSED,RUNTIME_ERROR" and row["wall_s"] > 0

@@ -5,6 +5,7 @@ so the script cannot rot unnoticed between GPU runs."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 import textwrap
@@ -18,6 +19,10 @@ assert _spec is not None and _spec.loader is not None
 pk = importlib.util.module_from_spec(_spec)
 sys.modules["bench_peer_kernelbench"] = pk
 _spec.loader.exec_module(pk)
+# its parts in bench/ (the script put bench/ on sys.path): the same modules the script imported
+common = importlib.import_module("peer_common")
+kb_eval = importlib.import_module("peer_kernelbench_eval")
+kb_solutions = importlib.import_module("peer_kernelbench_solutions")
 
 
 def test_arguments():
@@ -30,8 +35,12 @@ def test_arguments():
     assert pk.parse_solution("level1/2_X.py=sol.py") == ("level1/2_X", Path("sol.py"), "cuda")
     args = pk.build_parser().parse_args(["--kernelbench", "kb", "--out", "o", "--repeat", "3", "--problems", "a/b"])
     assert (args.repeat, args.problems, args.out) == (3, "a/b", Path("o"))
-    assert set(pk.SOLUTIONS) == set(pk.DEFAULT_PROBLEMS)
-    assert pk.gpu_arch((9, 0)) == "Hopper" and pk.gpu_arch((8, 9)) == "Ada" and pk.gpu_arch((8, 0)) == "Ampere"
+    assert set(kb_solutions.SOLUTIONS) == set(pk.DEFAULT_PROBLEMS)
+    assert (
+        kb_eval.gpu_arch((9, 0)) == "Hopper"
+        and kb_eval.gpu_arch((8, 9)) == "Ada"
+        and kb_eval.gpu_arch((8, 0)) == "Ampere"
+    )
 
 
 def _fake_result() -> dict:
@@ -89,7 +98,7 @@ def test_the_kernelbench_workload_is_the_problems():
             {"name": "cpu-small", "status": "PASSED", "time": {"median_us": 5.0}},
         ],
     }
-    got = pk.record_figures(record)
+    got = common.record_figures(record)
     assert (got["workload"], got["median_us"], got["kernel_duration_us"]) == ("kernelbench", 50.0, 51.0)
     assert [w["name"] for w in got["workloads"]] == ["kernelbench", "cpu-small"]
 
@@ -150,7 +159,7 @@ def test_kernelbench_side_against_a_stand_in(tmp_path):
     problem = tmp_path / "19_ReLU.py"
     problem.write_text("# a problem file\n")
     solution = tmp_path / "sol.py"
-    solution.write_text(pk.SOLUTIONS["level1/19_ReLU"][1])
+    solution.write_text(kb_solutions.SOLUTIONS["level1/19_ReLU"][1])
     row = pk.run_kernelbench(kb, problem, solution, "triton", tmp_path / "scratch", timeout=120)
     assert row.get("error") is None, row
     assert row["correctness"] is True and row["compiled"] is True
@@ -170,5 +179,5 @@ def test_kernelbench_side_against_a_stand_in(tmp_path):
 
 
 def test_a_hung_side_is_killed_and_recorded():
-    done = pk.run_process([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)
+    done = common.run_process([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)
     assert done["timed_out"] and done["wall_s"] < 30

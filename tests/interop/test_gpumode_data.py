@@ -196,3 +196,21 @@ def test_each_sign_of_a_multi_gpu_task_is_enough_alone():
     for source in (plain + "from torch import distributed\n", plain + "x = torch.distributed.get_rank\n"):
         assert "reference.py uses torch.distributed" in (multi_gpu({}, source, cases) or "")
     assert "multi_gpu: true" in (multi_gpu({"multi_gpu": True}, plain, cases) or "")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("task", "submission"), [(GATED, "gated_ok.py"), (CONFIG, "configdata_ok.py")])
+def test_on_the_gpu_the_globals_are_seeded_on_cuda_and_the_config_carried(tmp_path, task, submission):
+    """The import checked on CUDA (the probe's seeding of CUDA's generator, data made there), then
+    the submission judged there in benchmark mode."""
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.solutions import load_solution
+
+    outcome = import_folder(task, tmp_path, check_device="cuda")
+    assert outcome.status == "imported", outcome.messages
+    record = evaluate(
+        load_problem(outcome.folder),
+        load_solution(SUBMISSIONS / submission),
+        RunOptions(device="cuda", mode="benchmark", budget_s=0.3),
+    )
+    assert record.status == "PASSED", (record.reason, record.log[-3000:])
