@@ -175,19 +175,25 @@ def _module_references(folder: Path, calls: list[CallRecord], groups: list[dict[
     """Module groups' references written anew by today's graph writer (dataset/graph.py), from the
     harvest's calls and modules.jsonl, with the names (and the inputs made zeros) its first
     writing gave them; by problem. Empty where the harvest kept no modules.jsonl."""
-    modules = {(m.start, m.cls): m for m in map(ModuleCall.model_validate_json, _lines(folder, "modules.jsonl"))}
+    modules: dict[tuple[int, str], list[ModuleCall]] = {}
+    for m in map(ModuleCall.model_validate_json, _lines(folder, "modules.jsonl")):
+        modules.setdefault((m.start, m.cls), []).append(m)  # a layer and its norm start alike
     if not modules or not groups or not calls:
         return {}
     written: dict[str, str] = {}
     for group in groups:
-        module = modules.get(
-            (group["first_call"], group["op"].removeprefix("module:"))
-        )  # a layer and its norm start alike
         old = folder / group["problem"] / "reference.py"
-        if module is None or not old.is_file():
+        if not old.is_file():
             continue
         names, ignored = graph.names_of(old.read_text())
-        made = graph.module_graph(calls, module, [], ignored=ignored, names=names)
+        # nested modules of one class start alike too (RegNet's Sequential in a Sequential): the
+        # one whose graph reads as many inputs as the first writing named
+        made: graph.ModuleGraph | str | None = None
+        for module in modules.get((group["first_call"], group["op"].removeprefix("module:")), []):
+            made = graph.module_graph(calls, module, [], ignored=ignored, names=names)
+            if isinstance(made, graph.ModuleGraph) and len(made.call.args) + len(ignored) == len(names):
+                break
+            made = None
         if isinstance(made, graph.ModuleGraph):
             title = old.read_text().split("\n", 1)[0].strip('"')
             written[group["problem"]] = candidate.render(
@@ -217,8 +223,9 @@ def _merge(
     if not target.exists():
         shutil.copytree(source, target)
         spec["summary"] = f"{spec['provenance']['operator']} as called in real models (gpuarena harvest)"
-        if call is not None:
+        if call is not None:  # and the outputs it returns (a norm's saved statistics no longer)
             (target / "reference.py").write_text(candidate.reference_source(call, spec["summary"]))
+            spec["outputs"] = candidate.output_names(call)
         elif reference is not None:
             (target / "reference.py").write_text(reference)
         else:  # a module's graph without its raw records: its own lines, today's input drawing

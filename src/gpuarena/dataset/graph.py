@@ -167,6 +167,23 @@ def residual_norms(calls: Sequence[CallRecord], modules: Sequence[ModuleCall]) -
     return fused
 
 
+def _reads_outside(span: Sequence[CallRecord], start: int, result: tuple[int, int]) -> bool:
+    """Whether a result of the span's calls depends on a tensor made before the span (an input,
+    a weight): a result made from factories alone is a constant, which a module may return
+    beside what it computed (T5's cross-attention returns its position bias, zeros), and which
+    the check would refuse the whole graph for (a constant output)."""
+    needed = {result}
+    for call in reversed(span):
+        if not call.mutates and not any((call.index, k) in needed for k in range(len(call.outputs))):
+            continue  # a write into a tensor may be into the result: followed as the graph follows it
+        for arg in call.args:
+            for origin in arg.origins or []:
+                if not start <= origin[0] < call.index:
+                    return True
+                needed.add((origin[0], origin[1]))
+    return False
+
+
 def module_graph(
     calls: Sequence[CallRecord],
     module: ModuleCall,
@@ -191,6 +208,7 @@ def module_graph(
         return module.start <= origin[0] < module.end
 
     wanted = [(o[0], o[1]) for o in module.outputs if inside(o)]  # origins are [call, result] pairs
+    wanted = [w for w in wanted if _reads_outside(span, module.start, w)]
     if not wanted:
         return "returned no tensor it computed"
     needed: set[tuple[int, int]] = set(wanted)

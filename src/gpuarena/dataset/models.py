@@ -121,6 +121,52 @@ def _init(model: nn.Module, generator: torch.Generator) -> None:
                 p.copy_(torch.randn(p.shape, generator=generator, device=p.device) / math.sqrt(fan_in))
 
 
+BIAS_DEVIATION = 0.1
+"""The deviation a zero-initialised parameter (a bias, Gemma's norm weight used as 1 + w) is drawn at."""
+SCALE_FLOOR = 1.0
+"""The least size a constant non-zero parameter (a norm's weight, a layer scale) is drawn near:
+ConvNeXt's layer scale starts at 1e-6, and even at 0.1 each ConvNeXt layer's branch stayed
+within bfloat16's tolerance of its input, so the check found layers returning their input."""
+
+
+def vary_constants(net: nn.Module, generator: torch.Generator) -> list[str]:
+    """Redraw every floating parameter whose elements are all equal, and a batch norm's running
+    statistics, as a trained model's are: not constant. transformers initialises biases to zeros,
+    LayerNorm and BatchNorm weights to ones, running means and variances to 0 and 1, ConvNeXt's
+    layer scale to 1e-6; with them a harvest's check found outputs that do not depend on a bias
+    (a fresh bias leaves a LayerNorm or a biased linear within tolerance) and layers that return
+    their input, so BERT's, ViT's and StarCoder2's LayerNorms and biased linears were dropped.
+    A zero becomes a normal of deviation BIAS_DEVIATION; a constant c becomes c (at least
+    SCALE_FLOOR in size) times 1 + a normal of deviation 0.1, so a norm's weight stays near 1 and
+    a variance positive. One-element parameters (a scale such as CLIP's logit_scale) and integer
+    buffers stay. Returns the names redrawn."""
+    redrawn: list[str] = []
+    tensors: list[tuple[str, torch.Tensor]] = list(net.named_parameters())
+    for mod_name, module in net.named_modules():
+        if isinstance(module, nn.modules.batchnorm._BatchNorm):
+            for buf in ("running_mean", "running_var"):
+                value = getattr(module, buf, None)
+                if isinstance(value, torch.Tensor):
+                    tensors.append((f"{mod_name}.{buf}" if mod_name else buf, value))
+    with torch.no_grad():
+        for name, t in tensors:
+            if not t.is_floating_point() or t.numel() < 2:
+                continue
+            first = t.reshape(-1)[0]
+            if not bool((t == first).all()):
+                continue
+            c = float(first)
+            noise = torch.randn(t.shape, generator=generator).to(t.device, torch.float32)
+            if c == 0:
+                values = BIAS_DEVIATION * noise
+            else:
+                size = max(abs(c), SCALE_FLOOR)
+                values = math.copysign(size, c) * (1 + 0.1 * noise)
+            t.copy_(values.to(t.dtype))
+            redrawn.append(name)
+    return redrawn
+
+
 def parse_llama(name: str) -> LlamaConfig:
     if name in PRESETS:
         return PRESETS[name]
@@ -205,13 +251,40 @@ TINY_HF_SIZES = {
 sizes the config class has are set (a ViT has no vocabulary)."""
 
 
+def _number(value: str) -> int | float | None:
+    try:
+        return int(value)
+    except ValueError:
+        try:
+            return float(value)
+        except ValueError:
+            return None
+
+
+def _hf_value(spec: str, key: str, value: str) -> Any:
+    """A size (int or float), a switch (true/false: BEiT's use_relative_position_bias) or a list
+    of them or of words, `|` between items (ConvNeXt's depths=3|3|27|3, DeBERTa's pos_att_type=p2c|c2p).
+    A key written `+key` is an attribute the config class does not declare but its model reads
+    (DeBERTa-v3's position_buckets): it may also be a word."""
+    if value in ("true", "false"):
+        return value == "true"
+    if "|" in value:
+        return [item if (n := _number(item)) is None else n for item in value.split("|")]
+    number = _number(value)
+    if number is None and key.startswith("+"):
+        return value  # an attribute the config class does not declare: any word (DeBERTa's norm_rel_ebd=layer_norm)
+    if number is None:
+        raise GpuarenaError(f"hf:{spec}: {key}={value!r} is not a number (nor true, false or a list a|b)")
+    return number
+
+
 def parse_hf(spec: str) -> tuple[str, bool, dict[str, Any]]:
     """`ModelClass[:size=full|tiny][,key=value...]` -> (class name, full size?, config overrides).
     `size=full` keeps the config class's own defaults, which transformers sets to a published
     model's sizes (LlamaConfig: Llama-2-7B; MistralConfig: Mistral-7B; Qwen2MoeConfig: Qwen1.5-MoE-A2.7B)."""
     name, _, rest = spec.partition(":")
     full = False
-    overrides: dict[str, int | float] = {}
+    overrides: dict[str, Any] = {}
     for item in filter(None, rest.split(",")):
         key, eq, value = item.partition("=")
         if not eq:
@@ -221,13 +294,7 @@ def parse_hf(spec: str) -> tuple[str, bool, dict[str, Any]]:
                 raise GpuarenaError(f"hf:{spec}: size={value!r}: use full (the config's own sizes) or tiny")
             full = value == "full"
             continue
-        try:
-            overrides[key] = int(value)
-        except ValueError:
-            try:
-                overrides[key] = float(value)
-            except ValueError:
-                raise GpuarenaError(f"hf:{spec}: {key}={value!r} is not a number") from None
+        overrides[key] = _hf_value(spec, key, value)
     return name, full, overrides
 
 
@@ -255,11 +322,13 @@ def _hf(
     if cls is None or not hasattr(cls, "config_class"):
         raise GpuarenaError(f"hf:{cls_name}: transformers has no model class of that name")
     defaults = cls.config_class()
-    unknown = [key for key in overrides if not hasattr(defaults, key)]
+    unknown = [key for key in overrides if not key.startswith("+") and not hasattr(defaults, key)]
     if unknown:
         raise GpuarenaError(f"hf:{spec}: {type(defaults).__name__} has no {', '.join(map(repr, unknown))}")
     sizes = {
-        key: value for key, value in {**({} if full else TINY_HF_SIZES), **overrides}.items() if hasattr(defaults, key)
+        key.removeprefix("+"): value
+        for key, value in {**({} if full else TINY_HF_SIZES), **overrides}.items()
+        if key.startswith("+") or hasattr(defaults, key)
     }
     config = cls.config_class(**sizes)  # through the constructor: it derives sizes (head_dim) from these
     vocab = getattr(config, "vocab_size", None)
@@ -273,18 +342,63 @@ def _hf(
             net = cls(config).eval()
     finally:
         torch.set_default_dtype(previous)
-    if hasattr(config, "num_channels") and not hasattr(config, "vocab_size"):  # a vision model
+    vary_constants(net, generator)
+    inputs = inspect.signature(net.forward).parameters
+    if "input_ids" not in inputs or "decoder_input_ids" in inputs:
         if phase != "prefill":
-            raise GpuarenaError(f"{cls_name}: decode needs a generating model (a decoder with a KV cache)")
-        image = getattr(config, "image_size", 224)  # ResNet and ConvNeXt configs name none: ImageNet's
-        size = image if isinstance(image, int) else image[0]
-        channels = getattr(config, "num_channels", 3)
-        pixels = torch.randn((batch, channels, size, size), generator=generator).to(device, dtype)
-        return Workload(lambda: net(pixel_values=pixels), {"batch": batch, "image_size": size}, net)
+            raise GpuarenaError(f"{cls_name}: decode needs a generating model (a decoder-only model with a KV cache)")
+        return _hf_prefill(net, config, inputs, batch, seq, device, generator, dtype)
     if phase == "prefill":
         tokens = torch.randint(0, config.vocab_size, (batch, seq), generator=generator).to(device)
         return Workload(lambda: net(input_ids=tokens), {"batch": batch, "seq": seq}, net)
     return _hf_decode(net, config.vocab_size, batch, context, device, generator)
+
+
+def _hf_prefill(
+    net: nn.Module,
+    config: Any,
+    inputs: Any,
+    batch: int,
+    seq: int,
+    device: str,
+    generator: torch.Generator,
+    dtype: torch.dtype,
+) -> Workload:
+    """The prefill of a model that takes more than tokens, by what its forward takes: pixels
+    (`--batch` images of the config's size, 224 where it names none, as ResNet's and ConvNeXt's
+    do), a spectrogram (Whisper: `--batch` clips of the encoder's fixed length, its 3000 frames),
+    raw audio (Wav2Vec2: `--seq` frames of the feature encoder, each its total stride of samples,
+    320 at 16 kHz) and, for an encoder-decoder (T5, BART, Whisper), `--seq` tokens into the
+    decoder too (T5's and BART's encoders take `--seq` tokens)."""
+    kwargs: dict[str, torch.Tensor] = {}
+    sizes = {"batch": batch}
+    if "pixel_values" in inputs and "input_ids" not in inputs:
+        image = getattr(config, "image_size", 224)  # ResNet and ConvNeXt configs name none: ImageNet's
+        size = image if isinstance(image, int) else image[0]
+        channels = getattr(config, "num_channels", 3)
+        kwargs["pixel_values"] = torch.randn((batch, channels, size, size), generator=generator).to(device, dtype)
+        sizes["image_size"] = size
+    elif "input_features" in inputs:  # Whisper: log-mel frames, two per encoder position
+        frames = 2 * config.max_source_positions
+        mels = torch.randn((batch, config.num_mel_bins, frames), generator=generator)
+        kwargs["input_features"] = mels.to(device, dtype)
+        sizes["frames"] = frames
+    elif "input_values" in inputs:  # Wav2Vec2: samples of a 16 kHz waveform
+        samples = seq * math.prod(getattr(config, "conv_stride", [1]))
+        kwargs["input_values"] = torch.randn((batch, samples), generator=generator).to(device, dtype)
+        sizes["seq"] = seq
+    elif "input_ids" in inputs:
+        kwargs["input_ids"] = torch.randint(0, config.vocab_size, (batch, seq), generator=generator).to(device)
+        sizes["seq"] = seq
+    else:
+        raise GpuarenaError(
+            f"{type(net).__name__}: its forward takes none of input_ids, pixel_values, input_features, input_values"
+        )
+    if "decoder_input_ids" in inputs:
+        vocab = getattr(config, "decoder_vocab_size", None) or config.vocab_size
+        kwargs["decoder_input_ids"] = torch.randint(0, vocab, (batch, seq), generator=generator).to(device)
+        sizes["seq"] = seq
+    return Workload(lambda: net(**kwargs), sizes, net)
 
 
 def _hf_decode(

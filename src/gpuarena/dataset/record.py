@@ -66,7 +66,10 @@ ArgKind = Literal["tensor", "tensors", "int", "float", "bool", "ints", "floats",
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # infinities and NaN written as JSON's Infinity and NaN (Python's json reads them), not as null:
+    # a masked_fill with -inf, read back from profile.jsonl by `dataset add`, became masked_fill
+    # with None, and DeepSeek-V3's router and decoder layers failed there though their harvest passed
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
 
 
 class TensorInfo(Strict):
