@@ -51,6 +51,7 @@ MADE_BY = {
     "page-cost": "bench/page_cost.py",
     "peer-gpumode": "bench/peer_gpumode.py",
     "peer-kernelbench": "bench/peer_kernelbench.py",
+    "peer-flashinfer": "bench/peer_flashinfer.py",
     "peer-material": "bench/peer_material.py",
     "profile-mode": "gpuarena run",
     "recheck-dataset": "gpuarena dataset recheck",
