@@ -38,6 +38,7 @@ MADE_BY = {
     "first-hour": "bench/first_hour.sh",
     "gpu-tests": "bench/gpu/validate.sh",
     "gpu-validate": "bench/gpu/validate.sh",
+    "dataset-distinct": "gpuarena dataset distinct",
     "harvest": "gpuarena harvest",
     "image-build": "scripts/image.sh",
     "job-latency": "bench/job_latency.py",

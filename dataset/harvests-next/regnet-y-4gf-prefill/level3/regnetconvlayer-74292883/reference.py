@@ -1,0 +1,140 @@
+"""RegNetConvLayer (2 ops) as called in hf:RegNetForImageClassification:size=full prefill (batch 64, image_size 224)
+
+Written by `gpuarena harvest`: the 2 aten calls of the module's forward, on inputs redrawn with the recorded
+shapes, dtypes, strides and value ranges."""
+
+import math
+
+import torch
+
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), the deviation of
+# a normal draw whose extreme at the recorded size (numel) is the recorded one, sorted (offsets), the axis a
+# sorted input ends at (None: its recorded maximum), the axis indices stay below
+INPUTS = {
+    "hidden_state": {
+        "rank": 4,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": 0.0,
+        "high": 0.5625,
+        "spread": 0.09918679855346343,
+        "numel": 9633792,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    },
+    "convolution_weight": {
+        "rank": 4,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": -0.443359375,
+        "high": 0.4921875,
+        "spread": 0.10732752996091888,
+        "numel": 36864,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    },
+    "normalization_weight": {
+        "rank": 1,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": 0.71875,
+        "high": 1.3125,
+        "spread": 0.4047574626312964,
+        "numel": 192,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    },
+    "normalization_bias": {
+        "rank": 1,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": -0.197265625,
+        "high": 0.263671875,
+        "spread": 0.08131288311789438,
+        "numel": 192,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    },
+    "normalization_running_mean": {
+        "rank": 1,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": -0.306640625,
+        "high": 0.375,
+        "spread": 0.11564498932322755,
+        "numel": 192,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    },
+    "normalization_running_var": {
+        "rank": 1,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": 0.7578125,
+        "high": 1.34375,
+        "spread": 0.4143945450748987,
+        "numel": 192,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    }
+}
+
+
+def reference(hidden_state, convolution_weight, normalization_weight, normalization_bias, normalization_running_mean, normalization_running_var):
+    t0 = _tensors(torch.ops.aten.convolution.default(hidden_state, convolution_weight, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1))
+    t2_0, t2_1, t2_2 = _tensors(torch.ops.aten.native_batch_norm.default(t0, normalization_weight, normalization_bias, normalization_running_mean, normalization_running_var, False, 0.1, 1e-05))
+    return t2_0
+
+
+def _tensors(result):
+    """The op's tensors, as recorded: attention ops also return sizes and None."""
+    if isinstance(result, torch.Tensor):
+        return result
+    tensors = tuple(t for t in result if isinstance(t, torch.Tensor))
+    return tensors[0] if len(tensors) == 1 else tensors
+
+
+def _draw(shape, spec, device, generator, axes):
+    dtype = getattr(torch, spec["dtype"])
+    size = [int(s) for s in shape]
+    if spec["stride"] is not None:  # redraw the storage the recorded strides read from
+        size = [1 + sum((s - 1) * abs(st) for s, st in zip(shape, spec["stride"]))]
+    low, high = spec["low"], spec["high"]
+    scale = 0.5 + torch.rand((), generator=generator, device=device)
+    if dtype == torch.bool:
+        values = torch.rand(size, generator=generator, device=device) < 0.5
+    elif not dtype.is_floating_point:
+        lo, hi = int(low or 0), int(axes[spec["high_axis"]] if spec["high_axis"] else (high or 1))
+        if spec["below_axis"]:  # indices into a tensor of this workload's size
+            hi = min(hi, axes[spec["below_axis"]] - 1)
+        if hi <= lo:
+            lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
+        values = torch.randint(lo, hi + 1, size, generator=generator, device=device)
+        if spec["ascending"]:  # offsets: sorted, ending where the recorded ones ended
+            values = values.sort().values
+            values[-1] = hi
+    elif low is not None and high is not None and min(low, -high) < -1e30:  # a mask: 0 or the dtype's extreme
+        values = torch.where(torch.rand(size, generator=generator, device=device) < 0.5, low, high)
+    elif low is not None and high is not None and low >= 0 and high > 0:  # a positive input (rsqrt, log): keep it so
+        lo = low if low > 0 else (1e-2 * high if high > 0 else 1e-2)
+        hi = high if high > lo else 2 * lo
+        values = lo + (hi - lo) * torch.rand(size, generator=generator, device=device)
+    else:
+        spread = 1.0
+        if low is not None and high is not None and high > low:  # the model's scale at its size; wider when shrunk
+            spread = spec["spread"] if math.prod(shape) >= spec["numel"] else max(abs(low), abs(high)) / 2
+        offset = 0.1 * spread * (2 * torch.rand((), generator=generator, device=device) - 1)
+        values = torch.randn(size, generator=generator, device=device) * spread * scale + offset
+    values = values.to(dtype)
+    return values.as_strided(shape, spec["stride"]) if spec["stride"] is not None else values
+
+
+def make_inputs(axes, dtype, device, generator):
+    return {name: _draw([axes[f"{name}_{d}"] for d in range(spec["rank"])], spec, device, generator, axes)
+            for name, spec in INPUTS.items()}

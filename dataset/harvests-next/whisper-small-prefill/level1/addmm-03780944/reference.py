@@ -1,0 +1,105 @@
+"""aten.addmm.default as called in hf:WhisperForConditionalGeneration:size=full,d_model=768,encoder_layers=12,decoder_layers=12,encoder_attention_heads=12,decoder_attention_heads=12,encoder_ffn_dim=3072,decoder_ffn_dim=3072 prefill (batch 16, frames 3000, seq 128)
+
+Written by `gpuarena harvest`: the recorded aten call, on inputs redrawn with the recorded
+shapes, dtypes, strides and value ranges."""
+
+import math
+
+import torch
+
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), the deviation of
+# a normal draw whose extreme at the recorded size (numel) is the recorded one, sorted (offsets), the axis a
+# sorted input ends at (None: its recorded maximum), the axis indices stay below
+INPUTS = {
+    "x": {
+        "rank": 1,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": -0.337890625,
+        "high": 0.36328125,
+        "spread": 0.09965980792669976,
+        "numel": 768,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    },
+    "mat1": {
+        "rank": 2,
+        "dtype": "bfloat16",
+        "stride": None,
+        "low": -0.169921875,
+        "high": 2.671875,
+        "spread": 0.4775058770315206,
+        "numel": 6291456,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    },
+    "mat2": {
+        "rank": 2,
+        "dtype": "bfloat16",
+        "stride": [
+            1,
+            3072
+        ],
+        "low": -0.1328125,
+        "high": 0.11181640625,
+        "spread": 0.024516110132895168,
+        "numel": 2359296,
+        "ascending": False,
+        "high_axis": None,
+        "below_axis": None
+    }
+}
+
+
+def reference(x, mat1, mat2):
+    return _tensors(torch.ops.aten.addmm.default(x, mat1, mat2))
+
+
+def _tensors(result):
+    """The op's tensors, as recorded: attention ops also return sizes and None."""
+    if isinstance(result, torch.Tensor):
+        return result
+    tensors = tuple(t for t in result if isinstance(t, torch.Tensor))
+    return tensors[0] if len(tensors) == 1 else tensors
+
+
+def _draw(shape, spec, device, generator, axes):
+    dtype = getattr(torch, spec["dtype"])
+    size = [int(s) for s in shape]
+    if spec["stride"] is not None:  # redraw the storage the recorded strides read from
+        size = [1 + sum((s - 1) * abs(st) for s, st in zip(shape, spec["stride"]))]
+    low, high = spec["low"], spec["high"]
+    scale = 0.5 + torch.rand((), generator=generator, device=device)
+    if dtype == torch.bool:
+        values = torch.rand(size, generator=generator, device=device) < 0.5
+    elif not dtype.is_floating_point:
+        lo, hi = int(low or 0), int(axes[spec["high_axis"]] if spec["high_axis"] else (high or 1))
+        if spec["below_axis"]:  # indices into a tensor of this workload's size
+            hi = min(hi, axes[spec["below_axis"]] - 1)
+        if hi <= lo:
+            lo, hi = (0, hi) if hi > 0 else (lo, lo + 1)
+        values = torch.randint(lo, hi + 1, size, generator=generator, device=device)
+        if spec["ascending"]:  # offsets: sorted, ending where the recorded ones ended
+            values = values.sort().values
+            values[-1] = hi
+    elif low is not None and high is not None and min(low, -high) < -1e30:  # a mask: 0 or the dtype's extreme
+        values = torch.where(torch.rand(size, generator=generator, device=device) < 0.5, low, high)
+    elif low is not None and high is not None and low >= 0 and high > 0:  # a positive input (rsqrt, log): keep it so
+        lo = low if low > 0 else (1e-2 * high if high > 0 else 1e-2)
+        hi = high if high > lo else 2 * lo
+        values = lo + (hi - lo) * torch.rand(size, generator=generator, device=device)
+    else:
+        spread = 1.0
+        if low is not None and high is not None and high > low:  # the model's scale at its size; wider when shrunk
+            spread = spec["spread"] if math.prod(shape) >= spec["numel"] else max(abs(low), abs(high)) / 2
+        offset = 0.1 * spread * (2 * torch.rand((), generator=generator, device=device) - 1)
+        values = torch.randn(size, generator=generator, device=device) * spread * scale + offset
+    values = values.to(dtype)
+    return values.as_strided(shape, spec["stride"]) if spec["stride"] is not None else values
+
+
+def make_inputs(axes, dtype, device, generator):
+    return {name: _draw([axes[f"{name}_{d}"] for d in range(spec["rank"])], spec, device, generator, axes)
+            for name, spec in INPUTS.items()}
