@@ -12,7 +12,7 @@ import torch
 from conftest import EXAMPLES, judge
 from gpuarena.harness import held_memory, memory_plan
 from gpuarena.harness.compare import CHUNK
-from gpuarena.harness.device.backend import host_meminfo
+from gpuarena.harness.device.backend import CPU, CpuBackend, host_meminfo
 from gpuarena.harness.measure import CHECKED_PER_BLOCK
 from gpuarena.harness.memory_plan import CHUNK_ARRAYS, GIB, fit, plan, refusal
 from gpuarena.harness.session import WorkloadSession
@@ -150,7 +150,7 @@ def test_a_solution_that_holds_the_memory_its_workload_needs_is_rejected(monkeyp
     # the same shortage as above, but the worker keeps 768 MiB past a (lowered) allowance of
     # 512: read from outside, it is the solution's doing, and so a verdict, not ERROR
     monkeypatch.setattr(memory_plan, "free_memory", lambda device: (64 * MIB, 2 * GIB))
-    monkeypatch.setattr(held_memory, "WORKER_ALLOWANCE", {"cpu": 512 * MIB})
+    monkeypatch.setattr(CpuBackend, "worker_allowance", 512 * MIB)
     holder = tmp_path / "holder.py"
     holder.write_text(HOLDER.format(n=768 * MIB))
     record = judge("level1/softmax", holder, mode="benchmark", workloads=SMALL)
@@ -182,6 +182,6 @@ def test_a_process_tree_and_its_private_memory_are_read_from_proc():
     import os
 
     assert os.getpid() in held_memory.process_tree(os.getpid())
-    mine = held_memory.host_held({os.getpid()})
+    mine = CPU.held_by({os.getpid()})
     assert mine is not None and mine > 10 * MIB  # this interpreter with torch loaded
-    assert held_memory.host_held({2**22 + 12345}) is None  # no such process
+    assert CPU.held_by({2**22 + 12345}) is None  # no such process

@@ -3,6 +3,7 @@ FlashInfer-Bench's own schema models where its package is installed."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import sys
@@ -38,8 +39,10 @@ def softmax_problem(tmp_path_factory):
     return load_problem(folder)
 
 
+@functools.cache
 def _flashinfer_bench_data() -> types.SimpleNamespace:
-    """FlashInfer-Bench's data models and JSON loaders. Its package's __init__ imports its whole
+    """FlashInfer-Bench's data models and JSON loaders, loaded once per process (a bare package
+    left in sys.modules has no spec, so a second find_spec would fail). Its package's __init__ imports its whole
     runtime (flashinfer, tvm-ffi, safetensors, ...); where those are missing, the schema modules,
     which need pydantic only, are loaded on their own under a bare package."""
     spec = importlib.util.find_spec("flashinfer_bench")

@@ -7,14 +7,12 @@ tensor made at import, a cache that only grows) takes it from the workload's buf
 ERROR it would never get a verdict however often it ran. So before a workload is given up,
 the worker gives back what it merely caches (`messages.Release`: the collector, torch's cached
 blocks), the workload is drawn again, and where it still does not fit, what the worker's
-processes hold is read from outside: the driver's per-process figures on a GPU (nvidia-smi),
-the private resident memory on the host (/proc). Where the workload would have fit had the
-worker held no more than WORKER_ALLOWANCE, the solution took the memory: REJECTED."""
+processes hold is read from outside (Backend.held_by: the driver's per-process figures on a GPU,
+the private resident memory on the host). Where the workload would have fit had the worker held
+no more than its backend's `worker_allowance`, the solution took the memory: REJECTED."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -26,14 +24,10 @@ from gpuarena.harness.proctree import children_of
 if TYPE_CHECKING:
     import torch
 
+    from gpuarena.harness.device.backend_base import Backend
     from gpuarena.harness.launch.process import WorkerProcess
 
 S = TypeVar("S")
-WORKER_ALLOWANCE = {"cuda": 2 << 30, "cpu": 1 << 30}
-"""What a worker may hold of its device for itself (its runtime: a CUDA context with torch's
-and the libraries' workspaces is about 0.5-1 GiB on an H200, torch's private memory on the
-host a few hundred MiB), whatever its solution keeps beyond it counted against the solution."""
-SMI_TIMEOUT_S = 20.0
 
 
 def process_tree(pid: int) -> set[int]:
@@ -47,52 +41,6 @@ def process_tree(pid: int) -> set[int]:
     return found
 
 
-def held_bytes(device: torch.device, pids: set[int]) -> int | None:
-    """What the processes `pids` hold of `device` now, or None where it cannot be read."""
-    return gpu_held(pids) if device.type == "cuda" else host_held(pids)
-
-
-def gpu_held(pids: set[int]) -> int | None:
-    """The device memory the driver charges to `pids` (on every GPU of the machine: a worker
-    sees one). None without nvidia-smi, or where its process ids are not this process's own
-    (another PID namespace: then not even the supervisor is listed)."""
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=SMI_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        return None
-    held, listed = 0, set()
-    for line in done.stdout.splitlines():
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit():
-            listed.add(int(fields[0]))
-            if int(fields[0]) in pids:
-                held += int(fields[1]) << 20
-    return held if os.getpid() in listed or listed & pids else None
-
-
-def host_held(pids: set[int]) -> int | None:
-    """The private resident memory of `pids` (RssAnon: the shared input sets they map are the
-    supervisor's, not theirs). None where none of them can be read."""
-    held, read = 0, False
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("RssAnon:"):
-                        held += int(line.split()[1]) << 10
-                        read = True
-        except (OSError, ValueError, IndexError):
-            continue
-    return held if read else None
-
-
 def solution_took_it(held: int | None, allowance: int, drawn: Drawn) -> bool:
     """Whether the workload would have fit had the worker held no more than `allowance`: the
     plan's shortfall (or, where the supervisor ran out of memory before a plan, any holding)
@@ -104,7 +52,7 @@ def solution_took_it(held: int | None, allowance: int, drawn: Drawn) -> bool:
 
 
 def draw_workload(
-    worker: WorkerProcess, device: torch.device, deadline: float, draw: Callable[[], tuple[S, Drawn]]
+    worker: WorkerProcess, backend: Backend, device: torch.device, deadline: float, draw: Callable[[], tuple[S, Drawn]]
 ) -> tuple[S, Drawn, Status]:
     """A workload drawn (`draw`: a fresh session and its draw, memory_plan.draw_and_allocate). One
     that does not fit is drawn again once the worker gave back what it caches, and where it
@@ -117,8 +65,8 @@ def draw_workload(
     session, drawn = draw()
     if not drawn.reason:
         return session, drawn, Status.PASSED
-    held = held_bytes(device, process_tree(worker.proc.pid))
-    allowance = WORKER_ALLOWANCE.get(device.type, WORKER_ALLOWANCE["cpu"])
+    held = backend.held_by(process_tree(worker.proc.pid))
+    allowance = backend.worker_allowance
     if solution_took_it(held, allowance, drawn):
         assert held is not None  # solution_took_it says so
         drawn.reason = (

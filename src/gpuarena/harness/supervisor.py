@@ -449,7 +449,7 @@ class Supervisor:
                     returns=returns,
                 )
 
-            session, drawn, status = held_memory.draw_workload(worker, self.device, self.deadline, draw)
+            session, drawn, status = held_memory.draw_workload(worker, self.backend, self.device, self.deadline, draw)
             for line in (drawn.note, drawn.reason):
                 if line:
                     self.details.append(f"\n[gpuarena] {workload.name}: {line}\n")

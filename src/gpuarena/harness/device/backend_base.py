@@ -66,6 +66,9 @@ class Backend:
     """The worker needs the device's nodes (/dev/...) in its sandbox, and the GPU to itself while timing."""
     min_samples = 10
     """Timed calls per workload at least: a GPU's calls are short and cheap, so more are taken."""
+    worker_allowance = 1 << 30
+    """What a worker may keep of the device for itself (held_memory.py): on the host, torch's
+    private memory is a few hundred MiB."""
 
     def pin(self, device: torch.device) -> torch.device:
         """device with its index made explicit (`cuda` is the current one), as records name it."""
@@ -92,6 +95,32 @@ class Backend:
         """A block of calls timed by the device's own method, or None: the host's clock around
         each call (Timer._block_wallclock) does."""
         return None
+
+    def release_cached(self, device: torch.device) -> None:
+        """Give back what this process merely caches of the device's memory (a workload did not
+        fit: held_memory.py). The host: malloc's free pages (where the C library is glibc)."""
+        import ctypes
+
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+    def held_by(self, pids: set[int]) -> int | None:
+        """What the processes `pids` hold of the device, read from outside them (held_memory.py),
+        or None where it cannot be read. The host: their private resident memory (RssAnon; the
+        shared input sets they map are the supervisor's)."""
+        held, read = 0, False
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    for line in f:
+                        if line.startswith("RssAnon:"):
+                            held += int(line.split()[1]) << 10
+                            read = True
+            except (OSError, ValueError, IndexError):
+                continue
+        return held if read else None
 
     @staticmethod
     def worker_setup(device: str) -> dict[str, Any]:

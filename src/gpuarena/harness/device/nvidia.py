@@ -96,6 +96,8 @@ class NvidiaBackend(Backend):
     memory_sharing = "CUDA IPC and the driver's VMM file descriptors"
     accelerator = True
     min_samples = 30
+    worker_allowance = 2 << 30
+    """A CUDA context with torch's and the libraries' workspaces: about 0.5-1 GiB on an H200."""
 
     def __init__(self) -> None:
         import torch
@@ -110,6 +112,36 @@ class NvidiaBackend(Backend):
 
     def activate(self, device: torch.device) -> None:
         self._torch.cuda.set_device(device)
+
+    def release_cached(self, device: torch.device) -> None:
+        self._torch.cuda.empty_cache()
+
+    def held_by(self, pids: set[int]) -> int | None:
+        """The device memory the driver charges to `pids` (on every GPU of the machine: a worker
+        sees one), from nvidia-smi. None without it, or where its process ids are not this
+        process's own (another PID namespace: then not even this process is listed)."""
+        import os
+        import subprocess
+
+        try:
+            done = subprocess.run(
+                ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if done.returncode != 0:
+            return None
+        held, listed = 0, set()
+        for line in done.stdout.splitlines():
+            fields = [f.strip() for f in line.split(",")]
+            if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit():
+                listed.add(int(fields[0]))
+                if int(fields[0]) in pids:
+                    held += int(fields[1]) << 20
+        return held if os.getpid() in listed or listed & pids else None
 
     def timing_method(self, asked: str | None) -> str:
         from gpuarena.harness.device import cupti_timing

@@ -149,10 +149,7 @@ class Worker:
         import gc
 
         gc.collect()
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
-        else:
-            _trim_malloc()
+        self.backend.release_cached(self.device)
         return messages.Done(op="release")
 
     def call(self, request: messages.Call) -> messages.Reply:
@@ -441,16 +438,6 @@ class Worker:
         self._sync()
         self._left_running(threads_before, children_before)
         return messages.Timed(device_ns=samples.device_ns, e2e_ns=samples.e2e_ns, method=samples.method)
-
-
-def _trim_malloc() -> None:
-    """glibc's free pages back to the system (where the C library is glibc)."""
-    import ctypes
-
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 HANDLERS: dict[type[messages.Request[Any]], Callable[[Worker, Any], messages.Reply]] = {
