@@ -118,6 +118,10 @@ def test_op_families_leave_out_the_model_and_the_framework() -> None:
     assert kind("aten.mul.Tensor", 1) == kind("jax.lax.mul", 1) == "mul"
     assert kind("torch.nn.functional.gelu(approximate='tanh')", 1) == "gelu"
     assert kind("module:LlamaRMSNorm+residual", 2) == kind("scope:gemma_backbone/final_normalization", 2) == "norm"
+    # a model's own name leads its classes, and is no part of the family
+    assert kind("module:WhisperEncoderLayer", 4) == kind("module:BartEncoderLayer", 4) == "encoderlayer"
+    assert kind("module:EfficientNetBlock", 3) == kind("module:T5Block", 4) == "block"
+    assert kind("module:SegformerMixFFN", 3) == "mlp" and kind("module:T5LayerNorm", 2) == "norm"
     assert kind("module:Qwen3MoeAttention", 4) == kind("scope:llama_backbone/transformer_layer/self_attention", 4)
 
 

@@ -25,9 +25,12 @@ DOMINANT_SHARE = 1 / 3
 """A level whose largest op family holds more of its distinct computations than this is dominated."""
 
 MODEL_PREFIX = re.compile(
-    r"^(llama|mistral|mixtral|qwen\d*(moe)?|phi\d*|gemma\d*|bert|vit|convnext|resnet|gpt2|starcoder\d*|newgelu)",
+    r"^(llama|mistral|mixtral|qwen\d*(moe)?|phi\d*|gemma\d*|bert|vit|convnext|resnet|gpt2|starcoder\d*|newgelu"
+    r"|efficientnet|segformer|mobilenetv\d|swin|m?t5|regnety?|wav2vec2|whisper|beit|clip(vision)?|olmo|dinov2"
+    r"|debertav?\d?|bloom|falcon|gptneox|opt|mpt|albert|bart|deepseekv\d|gptoss)",
     re.IGNORECASE,
 )
+"""The architectures' names that lead their module classes (WhisperEncoderLayer: EncoderLayer)."""
 NAMESPACES = ("aten.", "jax.lax.", "torch.nn.functional.", "torch.")
 """Where a level-1 operator's name comes from: aten.mul.Tensor, jax.lax.mul, torch.softmax."""
 KEYWORDS = (
@@ -45,6 +48,7 @@ KEYWORDS = (
     ("feedforward", "mlp"),
     ("ffw", "mlp"),
     ("intermediate", "mlp"),
+    ("ffn", "mlp"),
     ("experts", "experts"),
     ("sparsemoe", "experts"),
     ("moeblock", "experts"),
@@ -54,6 +58,7 @@ KEYWORDS = (
     ("gelu", "activation"),
     ("silu", "activation"),
     ("relu", "activation"),
+    ("pool", "pooling"),
 )
 """A fusion's kind from words in its operator's name, first match wins."""
 
