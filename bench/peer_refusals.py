@@ -55,6 +55,8 @@ def parse_output(peer: str, rc: int, output: str) -> tuple[str, list[str]]:
 
 # The reason categories, first match wins (searched in the importer's messages, joined).
 CATEGORIES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
+    # before a crash: an import that ran out of memory crashed for the cap (--max-memory-gb)
+    (re.compile(r"^importer crashed: .*(allocate memory|MemoryError|out of memory)", re.M | re.I), "out of memory"),
     (re.compile(r"^importer crashed: (\w+)", re.M), lambda m: f"importer crashed ({m.group(1)})"),
     (re.compile(r"No module named '([\w]+)"), lambda m: f"needs package {m.group(1)}"),
     (

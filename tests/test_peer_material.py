@@ -101,6 +101,8 @@ def test_importer_output_is_read_and_refusals_categorised():
     assert outcome == pm.REFUSED and pm.classify(messages) == "cannot carry fp8 dtypes"
     crash = "Traceback (most recent call last):\n  File ...\nKeyError: 'x'\n"
     assert pm.classify(pm.parse_output("gpumode", 1, crash)[1]) == "importer crashed (KeyError)"
+    capped = "Traceback (most recent call last):\nRuntimeError: DefaultCPUAllocator: can't allocate memory: 805306368 bytes\n"
+    assert pm.classify(pm.parse_output("gpumode", 1, capped)[1]) == "out of memory"  # the cap, not a crash
     for message, category in (
         (
             "no entry of tests or benchmarks could be run here: ModuleNotFoundError: No module named 'aiter.ops'",
