@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from gpuarena.contracts import messages
 from gpuarena.contracts.records import Status
+from gpuarena.harness.launch.freeze import descendants
 from gpuarena.harness.memory_plan import Drawn, gib
-from gpuarena.harness.proctree import children_of
 
 if TYPE_CHECKING:
     import torch
@@ -28,17 +28,6 @@ if TYPE_CHECKING:
     from gpuarena.harness.launch.process import WorkerProcess
 
 S = TypeVar("S")
-
-
-def process_tree(pid: int) -> set[int]:
-    """pid and every process below it (the sandbox's, the worker's, anything they started)."""
-    found, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        if p not in found:
-            found.add(p)
-            todo += children_of(p)
-    return found
 
 
 def solution_took_it(held: int | None, allowance: int, drawn: Drawn) -> bool:
@@ -65,7 +54,7 @@ def draw_workload(
     session, drawn = draw()
     if not drawn.reason:
         return session, drawn, Status.PASSED
-    held = backend.held_by(process_tree(worker.proc.pid))
+    held = backend.held_by(set(descendants(worker.proc.pid)))  # the sandbox's, the worker's, their children
     allowance = backend.worker_allowance
     if solution_took_it(held, allowance, drawn):
         assert held is not None  # solution_took_it says so
