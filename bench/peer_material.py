@@ -42,6 +42,7 @@ category and the importer's own messages) and .md (the table and the refusals by
 prints the table. MACHINE is cpu-vm on the CPU, else the GPU's name (NVIDIA-H200).
 `--reclassify REPORT` applies today's categories to a report's recorded messages. How an
 import's output is read and a refusal's reason shortened to a category: bench/peer_refusals.py.
+What a run records of each item and how the report is written: bench/peer_material_report.py.
 """
 
 from __future__ import annotations
@@ -60,10 +61,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,51 +71,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # reading an import's output and a refusal's category: peer_refusals.py, beside this file
 # (bench/ is not a package, so it is found by path); its names are importable from here too
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_material_report import PEER_COUNTS, Item, write_report  # noqa: E402
 from peer_refusals import BUDGET_SPENT, IMPORTED, REFUSED, TIMEOUT, classify, parse_output  # noqa: E402
-
-PEER_COUNTS = {
-    "kernelbench": "270",
-    "gpumode": "42",
-    "flashinfer-definition": "156",
-    "flashinfer-solution": "102+",
-}
-"""What each peer's own tooling counts in its published material (issue 49's table)."""
-MATERIAL = {
-    "kernelbench": "KernelBench problems",
-    "gpumode": "GPU MODE tasks",
-    "flashinfer-definition": "FlashInfer-Trace definitions",
-    "flashinfer-solution": "FlashInfer-Trace solutions",
-}
-SOURCES = {
-    "kernelbench": "KernelBench",
-    "gpumode": "GPU MODE reference-kernels",
-    "flashinfer-trace": "FlashInfer-Trace",
-}
-
-
-@dataclass
-class Item:
-    """One piece of a peer's material and what became of it."""
-
-    peer: str
-    """kernelbench, gpumode, flashinfer-definition or flashinfer-solution."""
-    name: str
-    """Its path inside the material (level1/1_Square_matrix_multiplication_.py, pmpp/sort_py, ...)."""
-    group: str
-    """level1-4 for KernelBench, the group folder for GPU MODE, the op type for FlashInfer-Trace."""
-    source: str
-    extra: dict[str, str] = field(default_factory=dict)
-    """What the import needs besides the source (workloads, the definition) or says (its name)."""
-    command: list[str] = field(default_factory=list)
-    outcome: str = ""
-    """imported or refused."""
-    category: str = ""
-    """The reason, shortened (refused items only)."""
-    messages: list[str] = field(default_factory=list)
-    """The importer's own words: the check's findings, the error, or notes."""
-    rc: int | None = None
-    seconds: float = 0.0
-
 
 # ---------------------------------------------------------------------------------------------
 # The material
@@ -369,60 +325,6 @@ def run_flashinfer(
 # The table
 
 
-def _counts(items: list[Item]) -> str:
-    refused = Counter(i.category for i in items if i.outcome != IMPORTED and i.category != BUDGET_SPENT)
-    return "; ".join(f"{category} {n}" for category, n in sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def summary_cell(peer: str, items: list[Item]) -> str:
-    """The 'gpuarena, this machine' cell of one material's row."""
-    if not items:
-        return "none found"
-    imported = [i for i in items if i.outcome == IMPORTED]
-    cell = f"imported {len(imported)} of {len(items)}"
-    if peer == "kernelbench":
-        groups = sorted({i.group for i in items}, key=lambda g: int(g.removeprefix("level") or 0))
-        by_level = ", ".join(
-            f"L{g.removeprefix('level')} {sum(i.group == g for i in imported)}/{sum(i.group == g for i in items)}"
-            for g in groups
-        )
-        cell += f" ({by_level})"
-    if peer == "flashinfer-definition":
-        with_workloads = [i for i in items if "workloads" in i.extra]
-        cell = f"with workloads {len(with_workloads)} of {len(items)}; imported {len(imported)}"
-    if peer == "flashinfer-solution":
-        cell = f"loaded {len(imported)} of {len(items)}"
-    refused = _counts(items)
-    unrun = sum(i.category == BUDGET_SPENT for i in items)
-    return (
-        cell + (f"; refused: {refused}" if refused else "") + (f"; {unrun} not run (--budget spent)" if unrun else "")
-    )
-
-
-def table(items: list[Item], given: set[str]) -> str:
-    lines = ["| material | peer's tooling | gpuarena, this machine |", "| --- | --- | --- |"]
-    for peer, label in MATERIAL.items():
-        mine = [i for i in items if i.peer == peer]
-        cell = summary_cell(peer, mine) if peer in given else "not given"
-        lines.append(f"| {label} | {PEER_COUNTS[peer]} | {cell} |")
-    return "\n".join(lines)
-
-
-def refusals(items: list[Item]) -> str:
-    """Every refusal category with its items (the first 12 named)."""
-    lines = ["| material | reason | count | items |", "| --- | --- | --- | --- |"]
-    grouped: dict[tuple[str, str], list[Item]] = {}
-    for item in items:
-        if item.outcome != IMPORTED:
-            grouped.setdefault((item.peer, item.category), []).append(item)
-    for (peer, category), members in sorted(grouped.items(), key=lambda kv: (kv[0][0], -len(kv[1]), kv[0][1])):
-        names = ", ".join(f"`{m.name}`" for m in members[:12]) + (
-            f" and {len(members) - 12} more" if len(members) > 12 else ""
-        )
-        lines.append(f"| {MATERIAL[peer]} | {category.replace('|', '/')} | {len(members)} | {names} |")
-    return "\n".join(lines)
-
-
 def machine_name(device: str) -> str:
     """cpu-vm on the CPU, else the GPU's name as bench/results spells it (NVIDIA-H200)."""
     if device == "cpu":
@@ -442,48 +344,6 @@ def _revision(folder: Path | None) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
-def markdown(report: dict[str, Any], items: list[Item], given: set[str]) -> str:
-    sources = "\n".join(
-        f"- {SOURCES[peer]}: `{s['path']}`" + (f" at {s['revision']}" if s["revision"] else "")
-        for peer, s in report["material"].items()
-    )
-    return "\n".join(
-        [
-            f"# Peers' published material through gpuarena's importers ({report['machine']}, {report['date']})",
-            "",
-            f"Command: `{report['command']}`",
-            "",
-            f"Each item imported by `gpuarena import ...` in a process of its own (`--check-device {report['device']}`, "
-            f"{report['timeout_s']:g} s each); the peer's own count is what its tooling publishes. "
-            f"{report['elapsed_s']:.0f} s in all.",
-            *([f"\n{report['note']}"] if report["note"] else []),
-            "",
-            "Material:",
-            "",
-            sources or "- none given",
-            "",
-            table(items, given),
-            "",
-            "## Refused, by reason",
-            "",
-            refusals(items),
-            "",
-            "Every item, its command and the importer's own messages: the JSON file beside this one.",
-            "",
-        ]
-    )
-
-
-def _write(report: dict[str, Any], items: list[Item], given: set[str], base: Path) -> None:
-    report["table"] = {MATERIAL[p]: summary_cell(p, [i for i in items if i.peer == p]) for p in MATERIAL if p in given}
-    report["items"] = [asdict(i) for i in items]
-    base.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
-    base.with_suffix(".md").write_text(markdown(report, items, given))
-    print()
-    print(table(items, given))
-    print(f"\nwrote {base}.json and {base}.md")
-
-
 def reclassify(path: Path, command: str) -> int:
     """A report's refusals put in today's CATEGORIES from the importers' messages it recorded
     (the imports are not run again; time-outs, kills and items not run keep their category)."""
@@ -494,7 +354,7 @@ def reclassify(path: Path, command: str) -> int:
         if item.outcome == REFUSED and item.rc is not None and item.rc >= 0 and item.category not in kept:
             item.category = classify(item.messages)
     report["reclassified"] = command
-    _write(report, items, set(_given(report)), path.with_suffix(""))
+    write_report(report, items, set(_given(report)), path.with_suffix(""))
     return 0
 
 
@@ -589,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         "peer_counts": PEER_COUNTS,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    _write(report, items, given, args.out / f"peer-material-{machine}-{stamp}")
+    write_report(report, items, given, args.out / f"peer-material-{machine}-{stamp}")
     return 0
 
 

@@ -11,6 +11,7 @@ import json
 import shutil
 import sys
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -189,7 +190,7 @@ def test_a_report_is_reclassified_from_its_recorded_messages(tmp_path):
     report = {"command": "python bench/peer_material.py --gpumode /g", "machine": "cpu-vm", "device": "cpu"}
     report |= {"date": "2026-11-30", "timeout_s": 240.0, "elapsed_s": 1.0, "note": "", "items": []}
     report["material"] = {"gpumode": {"path": "/g", "revision": ""}}
-    report["items"] = [pm.asdict(item), pm.asdict(timed_out)]
+    report["items"] = [asdict(item), asdict(timed_out)]
     path = tmp_path / "peer-material-cpu-vm-2026-11-30.json"
     path.write_text(json.dumps(report))
     assert pm.main(["--reclassify", str(path)]) == 0
