@@ -221,6 +221,20 @@ def test_input_sets_fill_the_budget_and_reach_a_few_where_there_is_room():
     assert count_sets(InputBudget(256 << 20, 8), 1000) == 8
 
 
+def test_small_sets_on_a_gpu_are_many_so_a_request_outweighs_its_fixed_costs():
+    """A GPU's budget (NvidiaBackend.input_budget) takes 64 sets where they are small, as many
+    as fill SMALL_SETS_BYTES: GPU MODE's vectoradd at 1024 x 1024 (4 MiB a set) gets 64 calls a
+    request instead of 16, and a request streams its sets past L2 without the sweeps."""
+    from gpuarena.harness.device.nvidia import SMALL_SETS_BYTES
+    from gpuarena.harness.session import count_sets
+
+    gib, mib = 1 << 30, 1 << 20
+    gpu = InputBudget(2 * gib, 16, room=12 * gib, block_bytes=SMALL_SETS_BYTES, many=64)
+    assert count_sets(gpu, 4 * mib) == count_sets(gpu, 1000) == 64
+    assert count_sets(gpu, 8 * mib) == 32 and count_sets(gpu, 16 * mib) == count_sets(gpu, 64 * mib) == 16
+    assert count_sets(gpu, gib) == 5  # large sets as before
+
+
 def test_small_sets_on_the_host_are_many_so_a_blocks_first_call_weighs_little():
     """The CPU's budget asks for blocks of 8 MiB of small sets, up to 64: the worker's first
     call after waking costs 50-250 µs more on the 2-core VM, and a block's mean counts it."""

@@ -591,23 +591,26 @@ def test_how_many_requests_the_audit_wants(monkeypatch):
     """At least FEW_REQUESTS; past that, on to MIN_REQUESTS unless the observed figure is steady
     to QUICK_NOISE_FRACTION of the claim, and past MIN_REQUESTS while it is rougher than
     NOISE_FRACTION, never past MAX_REQUESTS. A claim the unswept requests judge (under
-    UNSWEPT_UNDER_US) on a set of twice L2's size or more stops at FEW_REQUESTS, however rough
-    its swept figure."""
+    UNSWEPT_UNDER_US) on sets that together take twice L2 or more stops at FEW_REQUESTS,
+    however rough its swept figure. Requests, not calls: 64 calls a request still go on to
+    MIN_REQUESTS (the first requests' pairs, paced before the solution's host time was known,
+    are outvoted)."""
     from types import SimpleNamespace
 
     from gpuarena.harness import rounds_audit
     from gpuarena.harness.rounds_audit import MAX_REQUESTS, UNSWEPT_UNDER_US, RoundsAudit
 
-    def wants_more(paired_ns: list[float], claimed_us: float, streams: bool = False) -> bool:
+    def wants_more(paired_ns: list[float], claimed_us: float, streams: bool = False, calls: int = 1) -> bool:
+        """paired_ns: per request (its `calls` calls together)."""
         audit = object.__new__(RoundsAudit)
-        audit.on, audit.paired_ns, audit.session = True, paired_ns, SimpleNamespace(sets=[0])  # one call a request
+        audit.on, audit.paired_ns, audit.session = True, paired_ns, SimpleNamespace(sets=[0] * calls)
         monkeypatch.setattr(rounds_audit, "streams_past_l2", lambda session: streams)
         return audit.wants_more(claimed_us)
 
     rough = [float(k % 2) * 1e9 for k in range(FEW_REQUESTS)]
     small = UNSWEPT_UNDER_US / 10
     assert wants_more(rough[:-1], small, streams=True) and not wants_more(rough, small, streams=True)
-    assert wants_more(rough, small)  # a set L2 holds: warm unswept calls bound a forgery loosely
+    assert wants_more(rough, small)  # sets L2 holds: warm unswept calls bound a forgery loosely
     assert wants_more(rough, UNSWEPT_UNDER_US, streams=True)  # judged on the swept figure alone
     monkeypatch.setattr(rounds_audit, "UNSWEPT_UNDER_US", 0.0)  # no unswept requests: the swept rules
 
@@ -618,7 +621,34 @@ def test_how_many_requests_the_audit_wants(monkeypatch):
     steady_12 = [100_000.0 + (k % 2) * 1_000 for k in range(MIN_REQUESTS)]
     assert not wants_more(steady_12, 5.0)  # within a quarter of it: enough
     assert wants_more(steady_12, 1.0)
+    per_64 = [64 * 100_000.0 + (k % 3) * 64_000 for k in range(FEW_REQUESTS)]  # 64 calls, ±1 µs each
+    assert wants_more(per_64, 5.0, calls=64)  # steady to a quarter, not a twentieth: on to MIN_REQUESTS
+    assert not wants_more(per_64 * 3, 5.0, calls=64)
     assert not wants_more([float(k % 2) * 1e9 for k in range(MAX_REQUESTS)], 1.0)
+
+
+def test_a_request_streams_past_l2_when_its_sets_together_take_twice_l2(monkeypatch):
+    """A request calls every set once, right after all were drawn afresh: what L2 holds when a
+    call starts is other sets' data, so the unswept requests see the calls' cold cost once the
+    sets and their destinations together take STREAMING_L2_MULTIPLE x L2 (one set need not)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from gpuarena.harness.audit_checks import STREAMING_L2_MULTIPLE, streams_past_l2
+
+    l2 = 1 << 20  # a GPU with 1 MiB of L2
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(L2_cache_size=l2))
+
+    def session(n_sets: int, set_bytes: int, device: str = "cuda") -> SimpleNamespace:
+        inputs = [{"x": torch.empty(set_bytes // 2, dtype=torch.uint8), "n": 3} for _ in range(n_sets)]
+        dests = [[torch.empty(set_bytes - set_bytes // 2, dtype=torch.uint8)] for _ in range(n_sets)]
+        return SimpleNamespace(device=torch.device(device), sets=inputs, dests=dests)
+
+    need = STREAMING_L2_MULTIPLE * l2
+    assert streams_past_l2(session(1, need)) and not streams_past_l2(session(1, need - 2))
+    assert streams_past_l2(session(64, need // 64)) and not streams_past_l2(session(16, need // 64))
+    assert not streams_past_l2(session(64, need, device="cpu"))  # the CPU has no unswept requests
 
 
 @pytest.mark.harness

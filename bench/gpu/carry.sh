@@ -40,4 +40,7 @@ fi
 # its top (agents/schema.py); its other imports (torch, triton, pydantic, safetensors, filelock,
 # typing_extensions; apache-tvm-ffi for tvm-ffi solutions only) are the machine's or come above
 pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d .whl "flashinfer-bench==0.1.2" docstring-parser
+# py-spy (a static binary in a wheel) for bench/research/sampled_stacks.py (the `stacks` step)
+pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+  --platform manylinux_2_17_x86_64 --platform manylinux1_x86_64 -d .whl py-spy
 du -sh .whl .gpu

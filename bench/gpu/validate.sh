@@ -15,6 +15,7 @@
 #     interop     pytest -m gpu tests/interop (KernelBench and GPU MODE solutions with inline CUDA)
 #     redteam     the red-team corpus on CUDA, streamed (bench/redteam_stream.py)
 #     redteam-cases  only the cases named in REDTEAM_CASES (comma-separated)
+#     stacks      bench/research/sampled_stacks.py: py-spy's stacks of GPU MODE's vectoradd, cold and warm
 #     cmd         CMD: one shell command in this script's environment (research one-offs; T_CMD its limit)
 #     peer-gpumode  bench/peer_gpumode.py: GPU MODE's own eval.py (test, leaderboard, benchmark) beside
 #                 gpuarena's test and ranked verdicts on the same task and submission (PEER_REPEAT, PEER_ARGS)
@@ -364,6 +365,15 @@ for s in "${steps[@]}"; do
       step small-sets-ab "${T_PROBE_LONG:-560}" python3 bench/research/small_sets_ab.py --n "${SMALL_AB_N:-6}" \
         --out "$OUT/small-sets-ab.json"
       tail -30 "$W/small-sets-ab.log" | tee -a "$SUMMARY" > /dev/null ;;
+    stacks)  # sampled stacks (py-spy, from .whl/) of a cold ranked run and a warm run-many on GPU MODE's vectoradd
+      va=/tmp/stacks-va && rm -rf $va && python3 -m gpuarena import gpumode .gpu/reference-kernels/problems/pmpp/vectoradd_py -o $va > /dev/null
+      sub=.gpu/reference-kernels/problems/pmpp/vectoradd_py/solutions/correct/submission_triton.py
+      for i in 0 1 2 3; do { echo "# copy $i"; cat $sub; } > /tmp/stacks-warm-$i.py; done
+      step stacks-cold "${T_STACKS:-150}" python3 bench/research/sampled_stacks.py --out "$W/stacks/cold" -- \
+        python3 -m gpuarena run $va/level1/vectoradd_py $sub --device cuda --mode ranked --json
+      step stacks-warm "${T_STACKS:-150}" python3 bench/research/sampled_stacks.py --out "$W/stacks/warm" -- \
+        python3 -m gpuarena run-many $va/level1/vectoradd_py /tmp/stacks-warm-{0,1,2,3}.py --device cuda --mode ranked --jsonl
+      tar czf "$OUT/stacks.tgz" -C "$W" stacks; tail -45 "$W/stacks-warm.log" | tee -a "$SUMMARY" > /dev/null ;;
     round-costs)
       step round-costs "${T_PROBE:-150}" python3 bench/research/round_costs.py --out "$OUT/round-costs.json" -- \
         ${ROUND_ARGS:-level1/softmax examples/softmax/triton.py --device cuda --ncu}

@@ -71,7 +71,7 @@ def run(
         bool | None,
         typer.Option(
             "--ncu/--no-ncu",
-            help="Read ncu's Duration for both sides after timing (CUDA; about 4 s more on an H100) [default: in ranked mode, on one workload]",
+            help="Read ncu's Duration for both sides after timing, on every timed workload (CUDA; the worker's own reading, it ranks nothing) [default: off]",
         ),
     ] = None,
     profile_out: Annotated[

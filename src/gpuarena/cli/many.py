@@ -113,7 +113,7 @@ def run_many(
     timeout: Annotated[float | None, typer.Option(help="Limit per run, in seconds [default: the problem's]")] = None,
     budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
     ncu: Annotated[
-        bool | None, typer.Option("--ncu/--no-ncu", help="Read ncu's Duration [default: in ranked mode]")
+        bool | None, typer.Option("--ncu/--no-ncu", help="Read ncu's Duration on every timed workload [default: off]")
     ] = None,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON object a line on stdout (with the records)")] = False,
     ahead: Annotated[int | None, typer.Option(help="Workers started ahead [default: 2 on a GPU, 1 on the CPU]")] = None,

@@ -14,8 +14,9 @@ bench/research/results/range-profiler-NVIDIA-H100.md, profiler-ahead-NVIDIA-H100
 side opens it once per run, with little room that grows when a call fills it (timing.Timer),
 rather than the sides taking turns per block.
 
-Like the stream cost, the solution's figure is reported by the worker. It ranks nothing; a
-profiler that cannot run here leaves the figure out and says why, never a verdict. The
+Like the stream cost, the solution's figure is reported by the worker. It ranks nothing, so it
+is read only when asked for (`asked`); a profiler that cannot run here leaves the figure out
+and says why, never a verdict. The
 reference's figure depends on nothing a solution does, so it is cached on disk per problem
 version, workload, device and software (reference_cache_key): a later run of the same
 workload opens the profiler on the worker's side only.
@@ -69,19 +70,13 @@ PRIVILEGES = (
 )
 SWITCHED_OFF = "switched off (GPUARENA_KERNEL_DURATION=0 or RunOptions.kernel_duration=False)"
 NOT_ASKED = (
-    "not asked for: read in ranked mode, and in other modes with --ncu (GPUARENA_KERNEL_DURATION=1 or "
-    "RunOptions.kernel_duration=True)"
-)
-
-ONE_PER_VERDICT = (
-    "read on one workload per ranked verdict ({workload}: the weightiest, the longest of those); --ncu "
-    "(GPUARENA_KERNEL_DURATION=1) reads every workload"
+    "not asked for: read with --ncu (GPUARENA_KERNEL_DURATION=1 or RunOptions.kernel_duration=True); it ranks "
+    "nothing and is the worker's own reading"
 )
 
 
 def switched_off(by_choice: bool) -> str:
-    """Why a run has no ncu figure when the phase did not run: turned off, or a mode that reads
-    it only when asked."""
+    """Why a run has no ncu figure when the phase did not run: turned off, or not asked for."""
     return SWITCHED_OFF if by_choice else NOT_ASKED
 
 
@@ -109,31 +104,17 @@ def skip(results: list[WorkloadResult], why: str) -> None:
         result.kernel_duration_skipped = why
 
 
-def asked(option: bool | None, mode: str) -> tuple[bool, bool]:
-    """(whether the phase runs, whether on every workload): RunOptions.kernel_duration, else
-    GPUARENA_KERNEL_DURATION, else ranked mode only. Asked for (--ncu, the variable at 1), it
-    reads every workload; a ranked run reads it by default on one (one_per_verdict)."""
+def asked(option: bool | None) -> bool:
+    """Whether the phase runs (on every timed workload): RunOptions.kernel_duration, else
+    GPUARENA_KERNEL_DURATION, else not, in every mode. A ranked verdict read it on one workload
+    until 2026-11-30: it ranks nothing, the figure is the worker's own (the supervisor cannot
+    read it from outside), and it cost 0.8-0.9 s of a 6-8 s warm verdict on GPU MODE's vectoradd
+    (H200) and as much again in the next job, whose device-audit sampler it had quit (the range
+    profiler and the PM sampler hold the same counters). The timing's fidelity to ncu is the
+    fidelity bench's to show (bench/fidelity.py)."""
     if option is not None:
-        return option, option
-    return _switch("GPUARENA_KERNEL_DURATION", mode == "ranked"), _switch("GPUARENA_KERNEL_DURATION", False)
-
-
-def one_per_verdict(
-    timed: list[tuple[WorkloadSession, WorkloadResult]],
-) -> list[tuple[WorkloadSession, WorkloadResult]]:
-    """The one workload a ranked run reads ncu's figure on, unless asked for every one: the
-    weightiest, the longest of those. The figure ranks nothing, and on GPU MODE's vectoradd
-    the phase took 1.5 s of a 9 s record over five workloads (bench/results/peer-gpumode-*);
-    one workload still shows how the ranked figure stands to ncu's, and still backs the audit
-    up with stream_cost_understated. The others say why they have none."""
-    if len(timed) <= 1:
-        return timed
-    chosen = max(timed, key=lambda pair: (pair[1].weight, pair[1].time.median_us if pair[1].time else 0.0))
-    skip(
-        [result for session, result in timed if session is not chosen[0]],
-        ONE_PER_VERDICT.format(workload=chosen[1].name),
-    )
-    return [chosen]
+        return option
+    return _switch("GPUARENA_KERNEL_DURATION", False)
 
 
 def record(result: WorkloadResult, solution_ns: list[int], reference_ns: list[int]) -> None:

@@ -409,13 +409,10 @@ class Supervisor:
     ) -> bool:
         """ncu's figure for every timed workload (kernel_duration.measure); False when
         a check in it failed the run."""
-        wanted, everywhere = kernel_duration.asked(self.options.kernel_duration, self.options.mode)
-        if not wanted:
+        if not kernel_duration.asked(self.options.kernel_duration):
             by_choice = self.options.kernel_duration is False or not _switch("GPUARENA_KERNEL_DURATION", True)
             kernel_duration.skip([result for _, result in measured], kernel_duration.switched_off(by_choice))
             return True
-        if not everywhere:
-            measured = kernel_duration.one_per_verdict(measured)
         self.progress("reading ncu's kernel durations")
         try:
             with self.phases(KERNEL_DURATION), self.gpu_alone():

@@ -26,6 +26,15 @@ WALLCLOCK_METHOD = "cuda-sync-wallclock"
 """The fallback where CUPTI is unavailable: the host clock around the call and a device-wide synchronize."""
 CUPTI_METHOD = "cupti-device-time"
 """Each call's device time from CUPTI's activity records (cupti_timing.py)."""
+SMALL_SETS_BYTES = 256 << 20
+"""Small input sets: as many as take this (five times an H200's L2), up to 64, not 16. A request
+then streams its sets past L2 even without the sweeps (audit_checks.streams_past_l2), so a
+small claim is judged by the unswept requests after FEW_REQUESTS swept ones; and where the sets
+are too small for that, each request's figure is steadier (the 64 x 1000 softmax's honest
+claim took 12 requests rather than 47). On GPU MODE's vectoradd at 1024 x 1024 (4 MiB sets, a
+3 µs kernel) 16 sets took 19 rounds of about 85 ms, 42 sets 4-12 (H200). (Stop 41 measured 64
+sets and kept 16 until the unswept requests judged a forged small claim at least as well with
+64: they did, 3 of 3 each way, bench/research/results/small-sets-ab-unswept-NVIDIA-H200.json.)"""
 
 
 def l2_read_sweep(device: torch.device) -> Callable[[], object]:
@@ -166,9 +175,11 @@ class NvidiaBackend(Backend):
     def input_budget(self, device: torch.device) -> InputBudget:
         # large sets may take up to 15% of the free memory to reach FEW_SETS: the twins of the
         # device audit keep output buffers of their own for every set, and the supervisor a
-        # private copy of its inputs
+        # private copy of its inputs. Small sets: as many as take SMALL_SETS_BYTES, up to 64
         free, _ = self._torch.cuda.mem_get_info(device)
-        return InputBudget(min(2 << 30, int(free * 0.25)), 16, room=int(free * 0.15))
+        return InputBudget(
+            min(2 << 30, int(free * 0.25)), 16, room=int(free * 0.15), block_bytes=SMALL_SETS_BYTES, many=64
+        )
 
     def describe(self, device: torch.device, state: dict[str, Any] | None = None) -> Environment:
         return environment.capture_nvidia(self.pin(device).index or 0, state)

@@ -42,3 +42,21 @@ def join() -> None:
     """Wait for it: before any solution code runs."""
     if _thread is not None:
         _thread.join()
+
+
+def build_driver() -> None:
+    """Triton's driver utilities made ahead, where the key was. Triton compiles them with the
+    host's C compiler at its first launch in a process, into the worker's own cache folder:
+    0.3-0.5 s of a warm verdict's correctness phase on an H200 (bench/research/sampled_stacks.py),
+    paid while the verdict waited. Made once the worker's torch is loaded and before any
+    solution code, the compile runs while an earlier job is timed, and the solution's first
+    launch finds them."""
+    if _thread is None:
+        return
+    join()
+    try:
+        from triton.runtime import driver
+
+        driver.active.utils  # noqa: B018  (creating the active driver compiles and loads them)
+    except Exception:  # no CUDA Triton here: the solution's own launch meets whatever this met
+        pass

@@ -115,7 +115,10 @@ class Worker:
 
     # -- requests (one handler each: HANDLERS, below the class) --------------------------------
     def ready(self, request: messages.Ready) -> messages.Done:
-        """Answered once the worker's imports are done (a worker started ahead)."""
+        """Answered once the worker's imports are done (a worker started ahead), and Triton's
+        driver utilities made where its key was computed ahead: before any solution code, and
+        before the worker takes the GPU's lock to prepare (a compile needs no GPU)."""
+        triton_key.build_driver()
         return messages.Done(op="ready")
 
     def share(self, request: messages.Share) -> messages.Done:
