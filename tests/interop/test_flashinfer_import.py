@@ -182,13 +182,6 @@ def test_safetensors_inputs_are_a_named_gap(tmp_path):
     assert "blob/rmsnorm/b1.safetensors" in str(caught.value)
 
 
-def test_float8_dtypes_are_a_named_gap():
-    definition = _definition()
-    definition["inputs"]["hidden_states"]["dtype"] = "float8_e4m3fn"
-    gap = _gap(definition, _workloads())
-    assert gap.feature == "the dtype float8_e4m3fn" and "hidden_states" in gap.detail
-
-
 TWO_DTYPES = """import torch
 
 

@@ -140,6 +140,7 @@ def export_definition(problem: Problem) -> tuple[Definition, list[Trace]]:
         inputs: dict[str, Any] = {
             name: ScalarInput(value=sidecar.scalars[name]) if spec.shape is None else RandomInput()
             for name, spec in definition.inputs.items()
+            if name not in sidecar.omitted
         }
         workload = Workload(uuid=w.name, axes={a: w.axes[a] for a in definition.var_axes}, inputs=inputs)
         entries.append(Trace(definition=definition.name, workload=workload))

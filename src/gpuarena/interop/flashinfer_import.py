@@ -7,9 +7,9 @@ A problem imported from definition D is a folder holding
   constant and variable axes' sizes and the dtype of D's outputs;
 - `reference.py`: D's reference verbatim, then a marker line, then glue: `reference()` calls
   `run()` with D's inputs, `make_inputs()` draws each tensor input at its declared shape and
-  dtype and passes each scalar input its value;
-- `flashinfer.json`: D itself and the scalar inputs' values (the glue reads it, and
-  `flashinfer_export.export_definition` gives D and its workloads back from it);
+  dtype, passes each scalar input its value and None for an optional input the workloads omit;
+- `flashinfer.json`: D itself, the scalar inputs' values and the omitted optional inputs (the
+  glue reads it, and `flashinfer_export.export_definition` gives D and its workloads back);
 - `README.md`: D's description, axes, inputs and outputs.
 
 Whatever D or its workloads need that gpuarena's problem format cannot carry is refused with
@@ -267,7 +267,7 @@ def _adapter(solution: Solution, problem: Problem, sidecar: ProblemSidecar | Non
     definition = sidecar.definition
     bindings: dict[str, tuple[int, int]] = {}
     for position, spec in enumerate(definition.inputs.values()):
-        for dim, axis in enumerate(spec.shape or []):
+        for dim, axis in enumerate([] if spec.optional else spec.shape or []):  # an optional one may be None
             if axis in definition.var_axes:
                 bindings.setdefault(axis, (position, dim))
     specs = []

@@ -60,12 +60,14 @@ class _Model(BaseModel):
 
     @model_serializer(mode="wrap")
     def _without_null_defaults(self, handler: Any) -> Any:
-        """Leave out optional fields that are null (a description not given), as FlashInfer-Bench's
-        files do; a field that is required but may be null (a scalar's shape) is always written."""
+        """Leave out optional fields that are null or false (a description, `optional`, not given),
+        as FlashInfer-Bench's files do; a field that is required but may be null (a scalar's
+        shape) is always written."""
         data = handler(self)
         if isinstance(data, dict):
             for name, info in type(self).model_fields.items():
-                if not info.is_required() and info.default is None and name in data and data[name] is None:
+                quiet = info.default is None or info.default is False  # not `==`: 0.0 == False
+                if not info.is_required() and quiet and name in data and data[name] is info.default:
                     del data[name]
         return data
 
@@ -99,6 +101,10 @@ class TensorSpec(_Model):
     """Axis names, outermost first; [] is a 0-D tensor, null a Python scalar (int, float, bool)."""
     dtype: DTypeName
     description: str | None = None
+    optional: bool = False
+    """Inputs only: a workload may leave this input out (the call it was traced from passed
+    None), and run() then gets None. FlashInfer-Bench's definition guide and dump sanitizer use
+    it; its pydantic models do not list it (they ignore unknown fields)."""
 
 
 class Definition(_Model):
@@ -143,6 +149,9 @@ class Definition(_Model):
                 ast.parse(text, mode="eval")
             except SyntaxError as exc:
                 raise ValueError(f"constraint {text!r} is not a Python expression: {exc.msg}") from None
+        optional = [name for name, spec in self.outputs.items() if spec.optional]
+        if optional:
+            raise ValueError(f"output {optional[0]!r} is marked optional; only inputs may be")
         for kind, tensors in (("input", self.inputs), ("output", self.outputs)):
             for name, spec in tensors.items():
                 for axis in spec.shape or []:
@@ -198,7 +207,7 @@ class Workload(_Model):
     axes: dict[str, int]
     """Variable axis name -> size."""
     inputs: dict[str, InputSource]
-    """Input name -> where its data comes from."""
+    """Input name -> where its data comes from; an optional input may be left out."""
 
     @field_validator("axes")
     @classmethod

@@ -8,13 +8,12 @@ import ast
 import json
 import keyword
 import math
-import operator
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpuarena.errors import FormatError, GpuarenaError
+from gpuarena.interop.flashinfer_constraints import evaluate_constraint
 from gpuarena.interop.flashinfer_sidecar import (
     REFERENCE_END,
     REFERENCE_HEADER,
@@ -75,67 +74,6 @@ def _run_arity(definition: Definition, where: str) -> None:
         )
 
 
-_OPS: dict[type, Any] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-}
-_CALLS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "abs": abs}
-
-
-def evaluate_constraint(text: str, sizes: dict[str, int]) -> bool:
-    """A constraint over axis sizes: arithmetic, comparisons, and/or/not, min/max/abs."""
-
-    def walk(node: ast.AST) -> Any:
-        if isinstance(node, ast.Expression):
-            return walk(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id not in sizes:
-                raise ValueError(f"unknown axis {node.id!r}")
-            return sizes[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            left, right = walk(node.left), walk(node.right)
-            if isinstance(node.op, ast.Pow) and abs(right) > 64:
-                raise ValueError(f"exponent {right} is too large")
-            return _OPS[type(node.op)](left, right)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
-            value = walk(node.operand)
-            return -value if isinstance(node.op, ast.USub) else (not value if isinstance(node.op, ast.Not) else value)
-        if isinstance(node, ast.BoolOp):
-            values = [walk(v) for v in node.values]
-            return all(values) if isinstance(node.op, ast.And) else any(values)
-        if isinstance(node, ast.Compare) and all(type(op) in _OPS for op in node.ops):
-            left = walk(node.left)
-            for op, right_node in zip(node.ops, node.comparators):
-                right = walk(right_node)
-                if not _OPS[type(op)](left, right):
-                    return False
-                left = right
-            return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in _CALLS
-            and not node.keywords
-        ):
-            return _CALLS[node.func.id](*(walk(a) for a in node.args))
-        raise ValueError(f"uses {type(node).__name__}")
-
-    return bool(walk(ast.parse(text, mode="eval")))
-
-
 def _elements(definition: Definition, sizes: dict[str, int]) -> int:
     return sum(
         math.prod(sizes[a] for a in spec.shape)
@@ -148,10 +86,17 @@ def _elements(definition: Definition, sizes: dict[str, int]) -> int:
 class _Plan:
     dtype: str
     scalars: dict[str, int | float | bool]
+    omitted: list[str]
+    """Optional inputs every workload leaves out (make_inputs() passes None)."""
     workloads: list[tuple[str, dict[str, int], list[str]]]
     """(name, all axis sizes, devices) per gpuarena workload."""
     cpu_smoke: str | None = None
     notes: list[str] = field(default_factory=list)
+
+
+FP8 = ("float8_e4m3fn", "float8_e5m2")
+"""Dtypes for inputs only: make_inputs() draws them in float32 and casts (torch has them on the
+CPU); outputs keep to gpuarena's dtypes, whose tolerances have no fp8."""
 
 
 def _check_definition(definition: Definition, where: str) -> str:
@@ -159,12 +104,15 @@ def _check_definition(definition: Definition, where: str) -> str:
     for kind, tensors in (("input", definition.inputs), ("output", definition.outputs)):
         for name, spec in tensors.items():
             _identifier(name, kind, where)
-            if spec.shape is not None and spec.dtype not in DTYPES:
-                raise UnsupportedFeature(
-                    where,
-                    f"the dtype {spec.dtype}",
-                    f"{kind} {name!r} is {spec.dtype}; gpuarena's dtypes are {', '.join(DTYPES)}",
-                )
+            if spec.shape is None or spec.dtype in DTYPES or (kind == "input" and spec.dtype in FP8):
+                continue
+            fp8_output = " for outputs" if spec.dtype in FP8 else ""
+            raise UnsupportedFeature(
+                where,
+                f"the dtype {spec.dtype}{fp8_output}",
+                f"{kind} {name!r} is {spec.dtype}; gpuarena's dtypes are {', '.join(DTYPES)}"
+                + ("; fp8 only for inputs" if fp8_output else f", and {' and '.join(FP8)} for inputs"),
+            )
     for name, spec in definition.outputs.items():
         if spec.shape is None:
             raise UnsupportedFeature(
@@ -191,6 +139,7 @@ def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_whe
     var = definition.var_axes
     const = definition.const_axes
     scalars: dict[str, int | float | bool] = {}
+    omitted: list[str] | None = None
     rows: list[tuple[str, dict[str, int], list[str]]] = []
     seen: set[str] = set()
     for index, entry in enumerate(workloads, start=1):
@@ -229,14 +178,26 @@ def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_whe
                 f"gives a size for {what} axis {', '.join(extra)}",
                 "give sizes for the definition's variable axes only",
             )
-        if set(w.inputs) != set(definition.inputs):
+        left_out = [n for n, spec in definition.inputs.items() if spec.optional and n not in w.inputs]
+        if set(w.inputs) | set(left_out) != set(definition.inputs):
             raise FormatError(
                 where,
                 "workload.inputs",
                 f"names {', '.join(w.inputs) or 'no inputs'}; the definition's are {', '.join(definition.inputs)}",
-                "describe every input, and no other",
+                "describe every input that is not optional, and no other",
             )
+        if omitted is not None and left_out != omitted:
+            name = sorted(set(left_out) ^ set(omitted))[0]
+            raise UnsupportedFeature(
+                where,
+                "optional inputs given by some workloads and left out by others",
+                f"input {name!r} is {'left out here but given' if name in left_out else 'given here but left out'} "
+                "in an earlier workload; make_inputs() knows a workload by its axes and dtype only",
+            )
+        omitted = left_out
         for name, spec in definition.inputs.items():
+            if name in left_out:
+                continue  # run() gets None
             source = w.inputs[name]
             if isinstance(source, SafetensorsInput):
                 raise UnsupportedFeature(
@@ -285,7 +246,7 @@ def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_whe
         devices = ["cpu", "cuda"] if _elements(definition, sizes) <= CPU_MAX_ELEMENTS else ["cuda"]
         ordered = {a: sizes[a] for a in definition.axes}
         rows.append((w.uuid, ordered, devices))
-    plan = _Plan(dtype=dtype, scalars=scalars, workloads=rows)
+    plan = _Plan(dtype=dtype, scalars=scalars, omitted=omitted or [], workloads=rows)
     if not any("cpu" in devices for _, _, devices in rows):
         _add_cpu_smoke(definition, plan)
     return plan
@@ -385,8 +346,9 @@ _GLUE = '''
 # Below: gpuarena's glue, written by `gpuarena import flashinfer`. It reads the definition from
 # flashinfer.json beside this file: reference() calls run() above; make_inputs() draws every
 # tensor input at its declared shape and dtype (floats: standard normal times a random scale in
-# [0.5, 1.5); integers: uniform in [-128, 128) for int8, [-1024, 1024) otherwise; bools: fair
-# coins) and passes every scalar input the value all the workloads give it.
+# [0.5, 1.5), drawn in float32 and cast; integers: uniform in [-128, 128) for int8, [-1024, 1024)
+# otherwise; bools: fair coins), passes every scalar input the value all the workloads give it,
+# and None for an optional input the workloads leave out.
 
 import json as _gpuarena_json
 from pathlib import Path as _GpuarenaPath
@@ -433,7 +395,9 @@ def make_inputs(axes, dtype, device, generator):
             raise ValueError(f"axis {{name}} is constant ({{axis['value']}}) in the definition, not {{sizes[name]}}")
     inputs = {{}}
     for name, spec in _GPUARENA_DEFINITION["inputs"].items():
-        if spec["shape"] is None:
+        if name in _GPUARENA.get("omitted", ()):
+            inputs[name] = None
+        elif spec["shape"] is None:
             inputs[name] = _GPUARENA["scalars"][name]
         else:
             shape = tuple(sizes[axis] for axis in spec["shape"])
@@ -468,7 +432,8 @@ def _readme(definition: Definition, plan: _Plan) -> str:
     for role, tensors in (("input", definition.inputs), ("output", definition.outputs)):
         for name, spec in tensors.items():
             value = f" = {plan.scalars[name]!r}" if spec.shape is None and name in plan.scalars else ""
-            rows.append(f"| {name} | {role} | {shape(spec)}{value} | {spec.dtype} |")
+            kind = role if not spec.optional else "input (optional" + (", left out)" if name in plan.omitted else ")")
+            rows.append(f"| {name} | {kind} | {shape(spec)}{value} | {spec.dtype} |")
     if definition.constraints:
         rows += ["", "Constraints: " + "; ".join(f"`{c}`" for c in definition.constraints)]
     return "\n".join(rows) + "\n"
@@ -490,7 +455,9 @@ def problem_files(
         raise FormatError(workloads_path, None, "holds no workloads", "give at least one workload")
     plan = _plan(definition, workloads, definition_path, workloads_path)
     level = level or (2 if "fused" in definition.tags else 1)
-    sidecar = ProblemSidecar(definition=definition, scalars=plan.scalars, cpu_smoke=plan.cpu_smoke)
+    sidecar = ProblemSidecar(
+        definition=definition, scalars=plan.scalars, omitted=plan.omitted, cpu_smoke=plan.cpu_smoke
+    )
     files = {
         PROBLEM_FILE: _problem_toml(definition, plan, convention, level),
         REFERENCE_FILE: _reference_py(definition),

@@ -69,6 +69,8 @@ class ProblemSidecar(BaseModel):
     """The FlashInfer-Trace definition, as imported."""
     scalars: dict[str, int | float | bool] = {}
     """Scalar input name -> its value (the same in every workload)."""
+    omitted: list[str] = []
+    """Optional inputs that every workload leaves out: make_inputs() passes None for them."""
     cpu_smoke: str | None = None
     """The gpuarena-only CPU workload the import added, if any (never exported)."""
 

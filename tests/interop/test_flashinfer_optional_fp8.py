@@ -1,0 +1,209 @@
+"""Two properties of real FlashInfer-Trace definitions: inputs marked `"optional": true`, which a
+workload may leave out (run() then gets None), and fp8 inputs (float8_e4m3fn, float8_e5m2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from gpuarena.errors import FormatError
+from gpuarena.interop import flashinfer_trace as fit
+from gpuarena.interop.flashinfer_export import export_definition
+from gpuarena.interop.flashinfer_import import import_definition
+from gpuarena.interop.flashinfer_problem import problem_files
+from gpuarena.interop.flashinfer_sidecar import UnsupportedFeature
+from gpuarena.problems import load_problem
+
+from .conftest import FIXTURES
+
+OPTIONAL = FIXTURES / "optional_residual"
+CPU = torch.device("cpu")
+
+
+def _documents(fixture: Path = OPTIONAL) -> tuple[dict, list[dict]]:
+    definition = json.loads((fixture / "definition.json").read_text())
+    return definition, [json.loads(line) for line in (fixture / "workloads.jsonl").read_text().splitlines()]
+
+
+def _write(tmp_path: Path, definition: dict, workloads: list[dict]) -> tuple[Path, Path]:
+    d, w = tmp_path / "definition.json", tmp_path / "workloads.jsonl"
+    d.write_text(json.dumps(definition))
+    w.write_text("".join(json.dumps(line) + "\n" for line in workloads))
+    return d, w
+
+
+def _gap(definition: dict, workloads: list[dict]) -> UnsupportedFeature:
+    with pytest.raises(UnsupportedFeature) as caught:
+        problem_files(
+            fit.parse_definition(definition),
+            [fit.Trace.model_validate(w) for w in workloads],
+            definition_path="definition.json",
+            workloads_path="workloads.jsonl",
+        )
+    return caught.value
+
+
+def _inputs(problem, axes: dict[str, int]) -> dict:
+    workload = problem.spec.workloads[0]
+    return problem.make_inputs(axes, workload.torch_dtype, CPU, torch.Generator().manual_seed(5))
+
+
+# -- optional inputs --------------------------------------------------------------------------
+
+
+def test_an_optional_input_the_workloads_omit_reaches_the_reference_as_none(tmp_path):
+    import_definition(OPTIONAL / "definition.json", OPTIONAL / "workloads.jsonl", tmp_path / "p")  # checked on the CPU
+    problem = load_problem(tmp_path / "p")
+    assert problem.input_names == ["hidden_states", "residual", "weight", "eps"]
+    inputs = _inputs(problem, {"batch_size": 3})
+    assert inputs["residual"] is None and inputs["hidden_states"].shape == (3, 128)
+    assert problem.reference(**inputs).shape == (3, 128)
+    assert "optional" in (tmp_path / "p" / "README.md").read_text()
+
+
+def test_an_optional_input_the_workloads_give_is_drawn(tmp_path):
+    definition, workloads = _documents()
+    for line in workloads:
+        line["workload"]["inputs"]["residual"] = {"type": "random"}
+    d, w = _write(tmp_path, definition, workloads)
+    import_definition(d, w, tmp_path / "p")
+    inputs = _inputs(load_problem(tmp_path / "p"), {"batch_size": 3})
+    assert inputs["residual"].shape == (3, 128) and inputs["residual"].dtype == torch.float32
+
+
+@pytest.mark.harness
+def test_the_solution_gets_none_for_an_omitted_optional_input(tmp_path):
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.solutions import load_solution
+
+    import_definition(OPTIONAL / "definition.json", OPTIONAL / "workloads.jsonl", tmp_path / "p", convention="return")
+    solution = tmp_path / "solution.py"
+    solution.write_text(
+        "import torch\n\n\n"
+        "def solve(hidden_states, residual, weight, eps):\n"
+        "    assert residual is None, type(residual)\n"
+        "    inv_rms = torch.rsqrt((hidden_states * hidden_states).mean(dim=-1, keepdim=True) + eps)\n"
+        "    return hidden_states * inv_rms * weight\n"
+    )
+    record = evaluate(load_problem(tmp_path / "p"), load_solution(solution), RunOptions(device="cpu", mode="test"))
+    assert record.status == "PASSED", record.reason
+
+
+def test_an_optional_input_round_trips(tmp_path):
+    import_definition(OPTIONAL / "definition.json", OPTIONAL / "workloads.jsonl", tmp_path / "p")
+    definition, workloads = export_definition(load_problem(tmp_path / "p"))
+    assert definition == fit.read_definition(OPTIONAL / "definition.json")
+    assert definition.inputs["residual"].optional and not definition.inputs["weight"].optional
+    assert workloads == fit.read_workloads(OPTIONAL / "workloads.jsonl")
+    written = json.loads(fit.to_json(definition))  # as the export writes it
+    assert written["inputs"]["residual"]["optional"] is True and "optional" not in written["inputs"]["weight"]
+
+
+def test_an_optional_input_given_by_some_workloads_only_is_a_named_gap():
+    definition, workloads = _documents()
+    workloads[1]["workload"]["inputs"]["residual"] = {"type": "random"}
+    gap = _gap(definition, workloads)
+    assert "residual" in gap.detail and "optional inputs" in gap.feature
+
+
+def test_a_required_input_may_not_be_omitted():
+    definition, workloads = _documents()
+    del definition["inputs"]["residual"]["optional"]
+    with pytest.raises(FormatError) as caught:
+        problem_files(
+            fit.parse_definition(definition),
+            [fit.Trace.model_validate(w) for w in workloads],
+            definition_path="definition.json",
+            workloads_path="workloads.jsonl",
+        )
+    assert caught.value.field == "workload.inputs" and "residual" in str(caught.value)
+
+
+def test_an_output_cannot_be_optional():
+    definition, _ = _documents()
+    definition["outputs"]["output"]["optional"] = True
+    with pytest.raises(FormatError, match="optional"):
+        fit.parse_definition(definition)
+
+
+# -- fp8 --------------------------------------------------------------------------------------
+
+FP8_REFERENCE = """import torch
+
+
+def run(a, a_scale, b):
+    # each row of the fp8 matrix a has its own float32 scale
+    x = a.to(torch.float32) * a_scale[:, None]
+    return (x @ b.to(torch.float32).T).to(torch.bfloat16)
+"""
+
+
+def _fp8(dtype: str) -> tuple[dict, list[dict]]:
+    definition = {
+        "name": "gemm_rowscaled_n32_k64",
+        "op_type": "gemm_fp8",
+        "axes": {"M": {"type": "var"}, "N": {"type": "const", "value": 32}, "K": {"type": "const", "value": 64}},
+        "inputs": {
+            "a": {"shape": ["M", "K"], "dtype": dtype},
+            "a_scale": {"shape": ["M"], "dtype": "float32"},
+            "b": {"shape": ["N", "K"], "dtype": "bfloat16"},
+        },
+        "outputs": {"c": {"shape": ["M", "N"], "dtype": "bfloat16"}},
+        "reference": FP8_REFERENCE,
+    }
+    random = {"type": "random"}
+    workloads = [
+        {
+            "definition": definition["name"],
+            "workload": {"uuid": f"m{m}", "axes": {"M": m}, "inputs": dict.fromkeys("a a_scale b".split(), random)},
+        }
+        for m in (4, 24)
+    ]
+    return definition, workloads
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_inputs_import_and_are_drawn_on_the_cpu(dtype, tmp_path):
+    d, w = _write(tmp_path, *_fp8(dtype))
+    import_definition(d, w, tmp_path / "p")  # gpuarena check passes on the CPU
+    problem = load_problem(tmp_path / "p")
+    inputs = _inputs(problem, {"M": 4})
+    assert inputs["a"].dtype == getattr(torch, dtype) and inputs["a"].shape == (4, 64)
+    assert torch.isfinite(inputs["a"].float()).all() and inputs["a"].float().abs().sum() > 0
+    assert problem.reference(**inputs).dtype == torch.bfloat16
+    definition, _ = export_definition(problem)
+    assert definition.inputs["a"].dtype == dtype
+
+
+def test_an_fp8_output_is_a_named_gap_naming_the_dtype():
+    definition, workloads = _fp8("float8_e4m3fn")
+    definition["outputs"]["c"]["dtype"] = "float8_e5m2"
+    gap = _gap(definition, workloads)
+    assert gap.feature == "the dtype float8_e5m2 for outputs" and "'c'" in gap.detail and "\n" not in str(gap)
+
+
+def test_float4_is_a_named_gap_naming_the_dtype():
+    definition, workloads = _fp8("float4_e2m1")
+    gap = _gap(definition, workloads)
+    assert gap.feature == "the dtype float4_e2m1" and "'a'" in gap.detail and "\n" not in str(gap)
+
+
+def test_flashinfer_benchs_own_loaders_read_the_fixture_and_the_export(fib, tmp_path):
+    """Its models do not list `optional` and ignore it; they read the definitions all the same."""
+    theirs = fib.load_json_file(fib.Definition, OPTIONAL / "definition.json")
+    assert list(theirs.inputs) == ["hidden_states", "residual", "weight", "eps"]
+    assert len(fib.load_jsonl_file(fib.Trace, OPTIONAL / "workloads.jsonl")) == 2
+    import_definition(OPTIONAL / "definition.json", OPTIONAL / "workloads.jsonl", tmp_path / "p")
+    definition, workloads = export_definition(load_problem(tmp_path / "p"))
+    (tmp_path / "d.json").write_text(fit.to_json(definition))
+    fit.write_jsonl(workloads, tmp_path / "w.jsonl")
+    assert list(fib.load_json_file(fib.Definition, tmp_path / "d.json").inputs) == list(definition.inputs)
+    assert [t.workload.uuid for t in fib.load_jsonl_file(fib.Trace, tmp_path / "w.jsonl")] == [
+        "residual-omitted-b3",
+        "residual-omitted-b40",
+    ]
+    d, _ = _write(tmp_path, *_fp8("float8_e5m2"))
+    assert fib.load_json_file(fib.Definition, d).inputs["a"].dtype == "float8_e5m2"
