@@ -94,7 +94,7 @@ def streams_past_l2(session: WorkloadSession) -> bool:
     kernel runs far faster warm than cold, so the unswept requests bound a forged claim only by
     the warm time, and the swept figure must be as precise as for any claim. (Counted over one
     set, GPU MODE's vectoradd at 1024 x 1024 and 2048 x 2048, 6 and 24 MiB a set in rotations
-    of 168 and 384 MiB, took 11-21 requests for the swept figure alone, about 70 ms each, H200.)"""
+    of 252 and 384 MiB, took 11-21 requests for the swept figure alone, about 70 ms each, H200.)"""
     device = session.device
     if device.type != "cuda" or not session.sets:
         return False

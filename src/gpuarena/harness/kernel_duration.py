@@ -16,10 +16,9 @@ rather than the sides taking turns per block.
 
 Like the stream cost, the solution's figure is reported by the worker. It ranks nothing, so it
 is read only when asked for (`asked`); a profiler that cannot run here leaves the figure out
-and says why, never a verdict. The
-reference's figure depends on nothing a solution does, so it is cached on disk per problem
-version, workload, device and software (reference_cache_key): a later run of the same
-workload opens the profiler on the worker's side only.
+and says why, never a verdict. The reference's figure depends on nothing a solution does, so it
+is cached on disk per problem version, workload, device and software (reference_cache_key): a
+later run of the same workload opens the profiler on the worker's side only.
 """
 
 from __future__ import annotations

@@ -76,14 +76,10 @@ REFERENCE_TWIN = "the reference through the worker's code"
 UNSWEPT, UNSWEPT_HARNESS = "the solution's request without the sweeps", "the harness alone without the sweeps"
 """What each sampled segment holds (the names errors give, and a test's stand-in reads)."""
 MIN_REQUESTS = 12
-"""The timed rounds go on until this many of the solution's requests were sampled: the harness's
-share is about 160 µs a call on an H100 and a 2 µs kernel is judged on the difference, so its
-noise must average down (with 2 requests an honest Triton softmax read 3.68 µs for 2.11).
-Requests, not calls: more calls a request lower the noise (64 small sets, NvidiaBackend.
-input_budget), but the harness block's pacing is learned from the solution's first requests
-(`_pace`), and those pairs must be outvoted: counted in calls (192: 4 requests of 64), an honest
-softmax that collects garbage in every call read 9.74 µs for 4.32 and was REJECTED (H200,
-redteam/honest/collects_garbage.py)."""
+"""The timed rounds go on until this many of the solution's requests were sampled: the harness's share is
+about 160 µs a call on an H100 and a 2 µs kernel is judged on the difference, so its noise must average down
+(2 requests: an honest Triton softmax read 3.68 µs for 2.11). Requests, not calls: the first pairs, paced before
+the solution's host time was known (`_pace`), must be outvoted (4 of 64 calls: collects_garbage REJECTED, H200)."""
 FEW_REQUESTS = 4
 QUICK_NOISE_FRACTION = 0.05
 """A kernel whose observed figure's error is already under QUICK_NOISE_FRACTION of its claim
@@ -221,10 +217,9 @@ class RoundsAudit:
         if sampled < FEW_REQUESTS:
             return True
         if claimed_us < UNSWEPT_UNDER_US and streams_past_l2(self.session):
-            # the unswept requests judge this claim, with a noise of a few µs rather than the
-            # sweeps' ~160, and their warm caches cannot hold sets that take twice L2 together:
-            # averaging the swept figure down to a quarter of the claim as well took 8-17 more
-            # requests (0.4-1.1 s each) on GPU MODE's vectoradd at 1024² to 4096² (H200)
+            # the unswept requests judge it (a noise of a few µs, not the sweeps' ~160; no warm cache
+            # holds twice L2): the swept figure to a quarter of the claim as well took 8-17 more
+            # requests (0.4-1.1 s a workload) on GPU MODE's vectoradd at 1024² to 4096² (H200)
             return False
         noise = self.noise_us()
         return noise > (QUICK_NOISE_FRACTION if sampled < MIN_REQUESTS else NOISE_FRACTION) * claimed_us
