@@ -59,6 +59,7 @@ from typing import Any
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.interop import staging as staging_folders
+from gpuarena.interop.kernelbench_hf import PROLOGUE, HubModel, glue_block
 from gpuarena.interop.kernelbench_read import (  # noqa: F401  re-exported: tests and callers import them from here
     CPU_MAX_ELEMENTS,
     CPU_MAX_PARAMETERS,
@@ -76,6 +77,7 @@ from gpuarena.interop.kernelbench_read import (  # noqa: F401  re-exported: test
     small_inputs,
     small_sizes,
     substitute_sizes,
+    uses_transformers,
     with_sizes,
 )
 from gpuarena.interop.kernelbench_solution import INIT_FORMAT, INIT_INPUT
@@ -116,7 +118,8 @@ def _substitution_source() -> str:
     return source.replace("def substitute_sizes(", "def _substitute_sizes(", 1)
 
 
-def _glue(input_names: list[str]) -> str:
+def _glue(input_names: list[str], hub: dict[str, HubModel] | None = None) -> str:
+    """hub: the Hugging Face models the file builds (None: it uses no transformers)."""
     params = ", ".join([*input_names, INIT_INPUT])
     return f'''{MARKER}
 # gpuarena glue, written by `gpuarena import kernelbench` (gpuarena/interop/kernelbench.py).
@@ -138,6 +141,8 @@ _MARKER = {MARKER!r}
 _namespaces = {{}}
 _models = {{}}
 
+{glue_block(hub)}
+
 
 {_substitution_source()}
 
@@ -145,9 +150,11 @@ def _namespace(sizes):
     key = tuple(sorted(sizes.items()))
     if key not in _namespaces:
         text = _Path(__file__).read_text(encoding="utf-8").split("\\n" + _MARKER + "\\n", 1)[0]
+        text = text.replace(_PROLOGUE, "", 1) if _PROLOGUE else text  # run under _offline_hub below
         tree = _substitute_sizes(_ast.parse(text), sizes)
         namespace = {{"__name__": "kernelbench_problem", "__file__": __file__}}
-        exec(compile(tree, __file__, "exec"), namespace)
+        with _offline_hub(sizes):
+            exec(compile(tree, __file__, "exec"), namespace)
         _namespaces[key] = namespace
     return _namespaces[key]
 
@@ -156,7 +163,7 @@ def _init(sizes, dtype):
     """(format, seed, init args, sizes, dtype): a plain tuple, the same in every draw."""
     with _torch.random.fork_rng(devices=[]):
         _torch.manual_seed(_SEED)
-        args = tuple(_namespace(sizes)["get_init_inputs"]())
+        args = _encode_init(_namespace(sizes)["get_init_inputs"]())
     return (_INIT_FORMAT, _SEED, args, tuple(sorted(sizes.items())), str(dtype).removeprefix("torch."))
 
 
@@ -166,9 +173,9 @@ def _model(init, device, dtype):
     if key not in _models:
         _, seed, args, sizes, _ = init
         if built not in _models:  # built on the CPU, as KernelBench builds it, and kept as built
-            with _torch.random.fork_rng(devices=[]), _torch.no_grad():
+            with _torch.random.fork_rng(devices=[]), _torch.no_grad(), _offline_hub(dict(sizes)):
                 _torch.manual_seed(seed)
-                _models[built] = _namespace(dict(sizes))["Model"](*_copy.deepcopy(args))
+                _models[built] = _namespace(dict(sizes))["Model"](*_decode_init(_copy.deepcopy(args)))
         _models[key] = _copy.deepcopy(_models[built]).to(device=device, dtype=dtype)
     return _models[key]
 
@@ -260,11 +267,24 @@ gpuarena run PROBLEM model_new.py --device cuda
 Both modules are built as KernelBench builds them: `torch.manual_seed({SEED})`, then
 `Model(*get_init_inputs())`, once per workload; a ModelNew that makes its parameters in the
 same order as Model gets the same ones. Forward's inputs are drawn fresh for every call set.
-
+{_hub_note(file)}
 | workload | sizes | dtype | devices |
 | --- | --- | --- | --- |
 {rows}
 """
+
+
+def _hub_note(file: _File) -> str:
+    """What the README says of a file's Hugging Face models (level 4): how they are built."""
+    if not uses_transformers(file.source):
+        return ""
+    names = ", ".join(f"`{n}`" for n in file.hub) or "Its Hugging Face models"
+    return (
+        f"\n{names}: built offline, from gpuarena's table of the published config, with random weights "
+        "from the seed (the hub is never asked; the forward's cost does not depend on the weights). The "
+        "`hf_*` axes are config sizes: published in `kernelbench`, the same architecture smaller in "
+        "`cpu-small`.\n"
+    )
 
 
 def _write_staging(files: dict[str, str], out_dir: Path) -> Path:
@@ -368,9 +388,9 @@ def _import_file(
     if full is not None:
         whole_on_cpu = full.fits_the_cpu()
         if not whole_on_cpu:
-            small = small_sizes(file)
+            small = small_sizes(file, shrink_hub=full.parameters > CPU_MAX_PARAMETERS)
     else:  # shapes unknown without running it: inputs small enough are run on the CPU, or halved to be
-        whole_on_cpu = _input_elements(file) <= CPU_MAX_ELEMENTS
+        whole_on_cpu = _input_elements(file) <= CPU_MAX_ELEMENTS and not file.hub  # hub weights: GPU-sized
         if not whole_on_cpu:
             small = small_inputs(file)
     cpu_sizes = file.sizes if whole_on_cpu else small
@@ -408,7 +428,12 @@ def _import_file(
             workloads.append((f"cpu-small{suffix}", small, dtype, ["cpu", "cuda"]))
     files = {
         "problem.toml": _problem_toml(file, name, number, outputs, workloads),
-        "reference.py": HEADER + "\n" + file.source.rstrip("\n") + "\n" + _glue(input_names),
+        "reference.py": HEADER
+        + "\n"
+        + (PROLOGUE + "\n" if uses_transformers(file.source) else "")
+        + file.source.rstrip("\n")
+        + "\n"
+        + _glue(input_names, file.hub if uses_transformers(file.source) else None),
         "README.md": _readme(file, name, workloads),
     }
     staging_folders.clear_stale(out_dir)  # what an import killed before it finished left beside it

@@ -7,10 +7,20 @@ import ast
 import inspect
 import keyword
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuarena.interop.kernelbench_hf import (
+    AXIS_PREFIX,
+    HUB_MODELS,
+    HubModel,
+    HubModelUnknown,
+    decode_init,
+    encode_init,
+    hub_axes,
+    offline_hub,
+)
 from gpuarena.interop.kernelbench_solution import INIT_INPUT, is_model_new_file
 from gpuarena.interop.outcome import SourceError
 
@@ -189,12 +199,21 @@ def substitute_sizes(tree, sizes):
     return tree
 
 
-def _run_file(source: str, path: Path, sizes: dict[str, int] | None = None) -> dict[str, Any]:
+def uses_transformers(source: str) -> bool:
+    """Whether the file may build Hugging Face models (level 4): then it runs under offline_hub."""
+    return "transformers" in source
+
+
+def _run_file(
+    source: str, path: Path, sizes: dict[str, int] | None = None, used: list[str] | None = None
+) -> dict[str, Any]:
+    """The file run (at these sizes), its hub models built offline; `used` gets their names."""
     tree = ast.parse(source, filename=str(path))
     if sizes:
         tree = with_sizes(tree, sizes)
     namespace: dict[str, Any] = {"__name__": "kernelbench_problem", "__file__": str(path)}
-    exec(compile(tree, str(path), "exec"), namespace)  # the user's own problem file
+    with offline_hub(sizes, used=used, enabled=uses_transformers(source)):
+        exec(compile(tree, str(path), "exec"), namespace)  # the user's own problem file
     return namespace
 
 
@@ -205,6 +224,9 @@ class _File:
     sizes: dict[str, int]
     namespace: dict[str, Any]
     summary: str
+    hub: dict[str, HubModel] = field(default_factory=dict)
+    """The Hugging Face models the file names (level 4), from gpuarena's table; their sizes
+    are among `sizes` (hf_FIELD)."""
 
 
 def _names_from_forward(model: Any, count: int) -> list[str]:
@@ -246,8 +268,11 @@ def read_file(path: Path) -> _File:
             "defines ModelNew and no Model: it is a KernelBench solution, not a problem",
             "run it with `gpuarena run PROBLEM FILE` against the imported problem",
         )
+    used: list[str] = []
     try:
-        namespace = _run_file(source, path)
+        namespace = _run_file(source, path, used=used)
+    except HubModelUnknown as exc:  # said in one line, naming the model
+        raise KernelBenchError(path, str(exc), "give a file whose models are in gpuarena's table") from None
     except Exception as exc:  # the file's own error, reported with its name
         raise KernelBenchError(path, f"running it failed: {type(exc).__name__}: {exc}") from None
     model = namespace.get("Model")
@@ -271,9 +296,16 @@ def read_file(path: Path) -> _File:
             "run it with `gpuarena run PROBLEM FILE` against the imported problem",
         )
     sizes = size_constants(tree)
+    hub = {name: HUB_MODELS[name] for name in dict.fromkeys(used)}
+    clashing = sorted(name for name in sizes if hub and name.startswith(AXIS_PREFIX))
+    if clashing:
+        raise KernelBenchError(
+            path, f"has top-level constants named {', '.join(clashing)}: {AXIS_PREFIX}* names the config's sizes"
+        )
+    sizes.update(hub_axes(hub))
     doc = inspect.getdoc(model) or ""
     summary = doc.strip().splitlines()[0].strip() if doc.strip() else f"KernelBench problem {path.stem}"
-    return _File(path, source, sizes, namespace, summary)
+    return _File(path, source, sizes, namespace, summary, hub)
 
 
 def _init_args(namespace: dict[str, Any], path: Path) -> tuple[Any, ...]:
@@ -287,6 +319,7 @@ def _init_args(namespace: dict[str, Any], path: Path) -> tuple[Any, ...]:
             raise KernelBenchError(path, f"get_init_inputs() raised {type(exc).__name__}: {exc}") from None
     if not isinstance(args, (list, tuple)):
         raise KernelBenchError(path, f"get_init_inputs() returned a {type(args).__name__}, not a list")
+    args = encode_init(args)  # a transformers config travels as its JSON (kernelbench_hf)
 
     def plain(value: Any) -> bool:
         if isinstance(value, (list, tuple)):
@@ -297,8 +330,8 @@ def _init_args(namespace: dict[str, Any], path: Path) -> tuple[Any, ...]:
         if not plain(value):
             raise KernelBenchError(
                 path,
-                f"get_init_inputs()[{i}] is a {type(value).__name__}: gpuarena cannot carry "
-                "init inputs other than numbers, strings, None and lists or tuples of them yet",
+                f"get_init_inputs()[{i}] is a {type(value).__name__}: gpuarena cannot carry init inputs "
+                "other than numbers, strings, None, transformers configs and lists or tuples of them yet",
             )
     return tuple(args)
 
@@ -345,7 +378,8 @@ def _probe(file: _File, sizes: dict[str, int], device: str) -> _Probe:
             inputs = list(namespace["get_inputs"]())
         except Exception as exc:
             raise KernelBenchError(file.path, f"get_inputs() raised {type(exc).__name__}: {exc}") from None
-        model = namespace["Model"](*args)
+        with offline_hub(sizes, enabled=uses_transformers(file.source)):
+            model = namespace["Model"](*decode_init(args))
         outs = _flatten_outputs(model(*inputs), file.path)
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)] + outs
     weights = list(model.parameters()) + list(model.buffers())
@@ -427,16 +461,24 @@ def small_inputs(file: _File) -> dict[str, int] | None:
     the inputs halved under the data cap (get_inputs() alone on meta; the batch first, as only
     the forward can say which other sizes keep the model valid), then one forward on the CPU at
     those sizes, which must fit both caps; None where that fails."""
-    current = _halved(file.sizes, lambda sizes: _input_load(file, sizes), batch_first=True)
-    if current is None:
+    fixed = hub_axes(file.hub, cpu=True)  # a hub model's weights are not known here: its CPU sizes
+    free = {name: value for name, value in file.sizes.items() if name not in fixed}
+    found = _halved(free, lambda sizes: _input_load(file, {**sizes, **fixed}), batch_first=True)
+    if found is None:
         return None
+    current = {name: {**found, **fixed}[name] for name in file.sizes}
     try:
         return current if _probe(file, current, "cpu").fits_the_cpu() else None
     except Exception:  # the model fails at these sizes: no CPU workload (a CPU run says why)
         return None
 
 
-def small_sizes(file: _File) -> dict[str, int] | None:
+def small_sizes(file: _File, shrink_hub: bool = False) -> dict[str, int] | None:
     """Sizes for a CPU workload: halve the largest size that still gives a valid model, until
-    the workload is under the CPU's caps (_Probe.fits_the_cpu); None where no such sizes were found."""
-    return _halved(file.sizes, lambda sizes: _load(file, sizes))
+    the workload is under the CPU's caps (_Probe.fits_the_cpu); None where no such sizes were found.
+    A hub model's config sizes are not halved: they stay as published, or (shrink_hub, where its
+    weights alone are over the cap) take their CPU values, the same architecture smaller."""
+    fixed = hub_axes(file.hub, cpu=shrink_hub)
+    free = {name: value for name, value in file.sizes.items() if name not in fixed}
+    found = _halved(free, lambda sizes: _load(file, {**sizes, **fixed}))
+    return None if found is None else {name: {**found, **fixed}[name] for name in file.sizes}

@@ -11,6 +11,9 @@ interop/kernelbench.py), seeded
 as KernelBench's own eval seeds it, moves it to the inputs' device and dtype, and calls it on
 the remaining inputs under `torch.no_grad()`. What it returns is judged like any solve()'s.
 
+A level-4 ModelNew (a Hugging Face model) is built offline, from the transformers config the
+problem passes, as the reference builds Model (interop/kernelbench_hf.py).
+
 This module imports nothing heavy beyond solutions/ (the adapter is only text here).
 """
 
@@ -42,13 +45,20 @@ from pathlib import Path as _Path
 
 import torch
 
+from gpuarena.interop.kernelbench_hf import decode_init as _decode_init
+from gpuarena.interop.kernelbench_hf import offline_hub as _offline_hub
+
 MODEL_FILE = {model_file!r}
 _INIT_FORMAT = {init_format!r}
+# a file using transformers (KernelBench level 4) builds its Hugging Face models offline, from
+# the config the problem passes (gpuarena/interop/kernelbench_hf.py); any other, nothing patched
+_HUB = "transformers" in (_Path(__file__).parent / MODEL_FILE).read_text(encoding="utf-8")
 
 _spec = _util.spec_from_file_location("kernelbench_model_new_" + __name__, _Path(__file__).parent / MODEL_FILE)
 _module = _util.module_from_spec(_spec)
 _sys.modules[_spec.name] = _module  # as an import would (Triton and pickling look there)
-_spec.loader.exec_module(_module)
+with _offline_hub(enabled=_HUB):
+    _spec.loader.exec_module(_module)
 ModelNew = _module.ModelNew
 
 _models = {{}}
@@ -59,11 +69,11 @@ def _build(init, device, dtype):
     key = (repr(init), str(device), str(dtype))  # init args may hold lists (ResNet's `layers`)
     model = _models.get(key)
     if model is None:
-        _, seed, init_args, _, _ = init
+        _, seed, init_args, sizes, _ = init
         forked = [device] if device.type == "cuda" else []
-        with torch.random.fork_rng(devices=forked), torch.no_grad():
+        with torch.random.fork_rng(devices=forked), torch.no_grad(), _offline_hub(dict(sizes), enabled=_HUB):
             torch.manual_seed(seed)
-            model = ModelNew(*init_args)
+            model = ModelNew(*_decode_init(init_args))
             model = model.to(device=device, dtype=dtype)
         _models[key] = model
     return model
