@@ -1,9 +1,12 @@
-"""`gpuarena contest ...`: create contests from a file, list them, read standings (table,
-JSON or CSV), the entries and review queue, reviews, and similarity pairs. All over the API."""
+"""`gpuarena contest ...`: create contests from a file, list them, move their end, read
+standings (table, JSON or CSV), the entries and review queue, reviews, and similarity pairs.
+All over the API."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -119,6 +122,47 @@ def show(
         f"organizers: {', '.join(found['organizers'])}",
     ):
         out.print(line, highlight=False)
+
+
+WHEN_HELP = 'An ISO 8601 time (UTC when naive), "now", or a time from now: +90s, +10m, +2h, +1d'
+
+
+def when(text: str) -> str:
+    """A time as the schedule API takes it: "now" stays the server's now; +10m is read here."""
+    if text == "now":
+        return text
+    relative = re.fullmatch(r"\+(\d+(?:\.\d+)?)([smhd])", text)
+    if relative:
+        unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[relative.group(2)]
+        moment = dt.datetime.now(dt.UTC) + dt.timedelta(**{unit: float(relative.group(1))})
+        return moment.isoformat()
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat()
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a time: {WHEN_HELP}") from None
+
+
+@contest_app.command("reschedule")
+def reschedule(
+    slug: Annotated[str, typer.Argument(help="The contest's slug")],
+    end: Annotated[str, typer.Option("--end", help=f"The new end. {WHEN_HELP}")],
+    freeze_from: Annotated[
+        str | None,
+        typer.Option("--freeze-from", help=f"Where the freeze begins (left out: it keeps its length). {WHEN_HELP}"),
+    ] = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Organizers: move a contest's end (extend it, or end it now) and its freeze; the results
+    its freeze holds show at the new end."""
+    body = {"end": when(end), "freeze_from": None if freeze_from is None else when(freeze_from)}
+    try:
+        moved = server_client(server, token).put(f"/api/contests/{slug}/schedule", body).json()
+    except GpuarenaError as exc:
+        fail(exc)
+    spec = moved["spec"]
+    frozen = f", frozen {spec['freeze_hours'] * 60:.4g} min before it" if spec["freeze_hours"] else ""
+    out.print(f"{slug} ({moved['phase']}) now ends {spec['end']}{frozen}", highlight=False)
 
 
 @contest_app.command("standings")

@@ -1,5 +1,5 @@
-"""The contest API: create and list contests, standings (JSON and CSV), entries with their
-reviews, the organizers' review and similarity flags."""
+"""The contest API: create and list contests, move their end, standings (JSON and CSV),
+entries with their reviews, the organizers' review and similarity flags."""
 
 from __future__ import annotations
 
@@ -9,8 +9,16 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 from gpuarena.contests.similarity import SimilarPair
-from gpuarena.service import contest_standings, contests, standings_process
-from gpuarena.service.contest_schemas import ContestInfo, ContestSpec, EntryOut, ReviewRequest, StandingsOut, Team
+from gpuarena.service import contest_schedule, contest_standings, contests, standings_process
+from gpuarena.service.contest_schemas import (
+    ContestInfo,
+    ContestSpec,
+    EntryOut,
+    ReviewRequest,
+    Schedule,
+    StandingsOut,
+    Team,
+)
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, caller, get_db, optional_caller, staff
 from gpuarena.service.device_kinds import runner_warnings
@@ -54,6 +62,16 @@ def set_team(slug: str, team: Team, who: CALLER, db: DB) -> ContestInfo:
     with db.write() as session:
         row = contests.get(session, slug)
         contests.set_team(session, row, who, team)
+        return contests.info(session, row)
+
+
+@router.put("/{slug}/schedule")
+def set_schedule(slug: str, schedule: Schedule, who: CALLER, db: DB) -> ContestInfo:
+    """The contest's organizers: move its end (extend it, or end it now) and its freeze; the
+    results its freeze holds are then held until the new end."""
+    with db.write() as session:
+        row = contests.get(session, slug)
+        contest_schedule.reschedule(session, row, who, schedule)
         return contests.info(session, row)
 
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gpuarena.contests.model import BonusItem, Contest, Standings
+from gpuarena.contests.model import BonusItem, Contest, Standings, as_utc
 from gpuarena.errors import GpuarenaError
 
 
@@ -50,6 +50,30 @@ class ContestSpec(Contest):
     def scoring(self) -> Contest:
         """The part the scoring rules read."""
         return Contest.model_validate(self.model_dump(include=set(Contest.model_fields)))
+
+
+class Schedule(BaseModel):
+    """A contest's end moved by its organizers (PUT /api/contests/{slug}/schedule): extended, or
+    brought forward, ending it now."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    end: dt.datetime | Literal["now"]
+    """The new end (UTC; naive is read as UTC): "now" (the server's clock) or later."""
+    freeze_from: dt.datetime | Literal["now"] | None = None
+    """Where the freeze begins (never in the past: a freeze asked to begin earlier begins now);
+    left out, the freeze keeps its length. A freeze that has begun stays where it began."""
+
+    @field_validator("end", "freeze_from")
+    @classmethod
+    def _utc(cls, value: dt.datetime | str | None) -> dt.datetime | str | None:
+        return as_utc(value) if isinstance(value, dt.datetime) else value
+
+    def at(self, now: dt.datetime) -> tuple[dt.datetime, dt.datetime | None]:
+        """The end and the freeze's start as times, "now" read as `now`."""
+        end = now if self.end == "now" else self.end
+        freeze = now if self.freeze_from == "now" else self.freeze_from
+        return end, freeze
 
 
 def parse_contest(text: str, fmt: Literal["toml", "json"] = "toml", where: str = "the contest file") -> ContestSpec:
