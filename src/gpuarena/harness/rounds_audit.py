@@ -192,7 +192,7 @@ class RoundsAudit:
             HARNESS: ReferenceTwin.no_op(self.supervisor, self.session),
             REFERENCE_TWIN: ReferenceTwin(self.supervisor, self.session),
         }
-        if self.supervisor.problem.spec.convention != "return":  # the reference returns its outputs
+        if self.supervisor.convention != "return":  # the reference returns its outputs
             self._twins[REFERENCE_HARNESS] = ReferenceTwin.no_op(self.supervisor, self.session, convention="return")
         started = time.monotonic()
         try:

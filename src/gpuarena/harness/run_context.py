@@ -25,6 +25,8 @@ class RunContext(Protocol):
     """One run as its phases see it."""
 
     problem: Problem
+    convention: str
+    """How the solution hands back its outputs: its own convention, else the problem's."""
     backend: Backend
     device: torch.device
     deadline: float

@@ -66,6 +66,7 @@ class Supervisor:
         ahead: DeviceAhead | None = None,
     ):
         self.problem, self.solution, self.options = problem, solution, options
+        self.convention = solution.manifest.convention_for(problem.spec.convention)
         self.started_worker = worker
         """Set up ahead by the caller, used once; None: the run starts its own."""
         self.ahead = ahead
@@ -327,7 +328,7 @@ class Supervisor:
         self.progress(f"building {self.solution.name} ({self.solution.manifest.language})")
         setup = messages.RunSetup(
             device=str(self.device),
-            convention=self.problem.spec.convention,
+            convention=self.convention,
             input_names=self.problem.input_names,
             output_names=self.problem.spec.outputs,
             method=self.options.timing_method,
@@ -432,7 +433,7 @@ class Supervisor:
         )
         with self.phases(CORRECTNESS):  # inputs, the reference's outputs and the shared buffers
             timing = self.options.mode != "test" and workload.timed
-            returns = self.problem.spec.convention == "return"
+            returns = self.convention == "return"
             audited = self.backend.device_audit and not self._audit_off()
 
             def draw() -> tuple[WorkloadSession, memory_plan.Drawn]:

@@ -52,7 +52,7 @@ class ReferenceTwin:
         """The harness alone: a solve() that does nothing (destination convention) or returns
         ready outputs of the right shapes, through the worker's own `time` code. What the GPU
         shows for it is the harness's share of a solution's request (poisoning, copying
-        outputs out), for the device audit to take off. `convention`: the problem's unless
+        outputs out), for the device audit to take off. `convention`: the solution's unless
         given (the reference always returns its outputs).
 
         Each call waits `pace_ns` on the host first: the audit sets it to the solution's own
@@ -63,7 +63,7 @@ class ReferenceTwin:
         unpaced twin took off less than the harness's share of a solution that spends
         milliseconds on the host in every call, and an honest softmax calling gc.collect()
         was REJECTED (8.98 µs observed for 4.42 claimed, H100)."""
-        convention = convention or supervisor.problem.spec.convention
+        convention = convention or supervisor.convention
         outs = [torch.empty_like(d) for d in session.dests[0]]
         twin: ReferenceTwin
 

@@ -44,6 +44,22 @@ class SolutionManifest(BaseModel):
     sources: list[str] = Field(default_factory=list)
     """Files that make the solution, relative to its folder (default: all files)."""
     build: BuildOptions = Field(default_factory=BuildOptions)
+    convention: Literal["return", "destination"] | None = None
+    """How solve() hands back its outputs, where it differs from the problem's convention:
+    "return" (it returns them) or "destination" (one tensor argument per output name, written
+    into). Left out: the problem's. One problem thus serves both kinds of solution (FlashInfer-
+    Bench's value-returning and destination-passing ones), each called as it was written: the
+    harness passes destinations or takes the returned outputs, nothing is copied on its time."""
+
+    @model_validator(mode="after")
+    def _returns_where_it_must(self) -> SolutionManifest:
+        if self.convention == "destination" and self.language in ("jax", "app", "sample"):
+            raise ValueError(f"a {self.language} solution cannot take destinations: leave convention out")
+        return self
+
+    def convention_for(self, problem_convention: str) -> str:
+        """The convention the solution is called in for a problem of `problem_convention`."""
+        return self.convention or problem_convention
 
 
 def unsafe_source_name(name: str) -> str:
@@ -100,9 +116,13 @@ class Solution(BaseModel):
 
     @cached_property
     def hash(self) -> str:
-        """SHA-256 over the manifest and the sources: the solution's identity and build-cache key."""
+        """SHA-256 over the manifest and the sources: the solution's identity and build-cache key.
+        A convention left out is left out of the hash, so every solution hashed before the field
+        existed keeps its identity."""
+        unset = {"convention"} if self.manifest.convention is None else None
+        manifest = self.manifest.model_dump(mode="json", exclude=unset)
         canonical = json.dumps(
-            {"manifest": self.manifest.model_dump(mode="json"), "sources": dict(sorted(self.sources.items()))},
+            {"manifest": manifest, "sources": dict(sorted(self.sources.items()))},
             sort_keys=True,
             separators=(",", ":"),
         )

@@ -157,7 +157,8 @@ def run_profile(
         shutil.copytree(problem.path, run / "problem")
         for side in ("solution", "reference"):
             progress(f"profiling the {side} under ncu")
-            outputs, record[f"{side}_profile"] = _side(ncu, run, side, problem, device, out_dir, timeout_s)
+            convention = solution.manifest.convention_for(problem.spec.convention) if side == "solution" else "return"
+            outputs, record[f"{side}_profile"] = _side(ncu, run, side, convention, device, out_dir, timeout_s)
             if side == "solution":
                 record.update(_check(problem, chosen, outputs, expected, inputs))
     except ProfileFailure as failure:
@@ -179,9 +180,9 @@ class ProfileFailure(Exception):
 
 
 def _side(
-    ncu: str, run: Path, side: str, problem: Problem, device: str, out_dir: Path, timeout_s: float
+    ncu: str, run: Path, side: str, convention: str, device: str, out_dir: Path, timeout_s: float
 ) -> tuple[list[Any], ProfileSide]:
-    """One side under ncu in the sandbox: its outputs and its profile."""
+    """One side under ncu in the sandbox (called in `convention`): its outputs and its profile."""
     isolate = _switch("GPUARENA_WORKER_ISOLATION", True)
     user = worker_identity() if isolate else None
     # outside the run's folder, which the sandbox binds read-only over anything inside it
@@ -196,7 +197,7 @@ def _side(
         "device": device,
         "inputs": str(run / "inputs.pt"),
         "dests": str(run / "dests.pt"),
-        "convention": problem.spec.convention if side == "solution" else "return",
+        "convention": convention,
         "out": str(written),
         "solution": str(run / "solution.json") if side == "solution" else None,
         "reference": str(run / "problem") if side == "reference" else None,
