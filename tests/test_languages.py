@@ -85,6 +85,16 @@ def test_a_cpp_solution_bound_through_tvm_ffi_passes_on_the_cpu():
 
 
 @pytest.mark.harness
+def test_a_tvm_ffi_solution_with_cuda_sources_on_the_cpu_says_so_in_one_line():
+    """Before, TVM-FFI's builder asked for TVM_FFI_CUDA_ARCH_LIST: no word of the device."""
+    record = judge("level1/softmax", EXAMPLES / "softmax" / "tvm_ffi", workloads=["small-64x1000"])
+    assert record.status == "COMPILE_ERROR"
+    assert record.reason == (
+        "softmax.cu is CUDA code: a tvm-ffi solution with .cu sources runs on a CUDA device: use --device cuda"
+    )
+
+
+@pytest.mark.harness
 @needs_compiler
 def test_a_tvm_ffi_compile_error_shows_the_compiler_s_message():
     pytest.importorskip("tvm_ffi")

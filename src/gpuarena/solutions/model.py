@@ -114,6 +114,16 @@ class Solution(BaseModel):
             raise ValueError("every source file is empty")
         return self
 
+    def cuda_only(self) -> str:
+        """Why the solution runs on a CUDA device only, or "" (TVM-FFI's builder, given a .cu
+        file on a machine without a GPU, asked for TVM_FFI_CUDA_ARCH_LIST instead)."""
+        if self.manifest.language == "cuda":
+            return "a cuda solution runs on a CUDA device"
+        cu = sorted(name for name in self.sources if name.endswith(".cu"))
+        if cu and self.manifest.language in COMPILED_LANGUAGES:
+            return f"{cu[0]} is CUDA code: a {self.manifest.language} solution with .cu sources runs on a CUDA device"
+        return ""
+
     @cached_property
     def hash(self) -> str:
         """SHA-256 over the manifest and the sources: the solution's identity and build-cache key.

@@ -226,10 +226,8 @@ class Worker:
         self._problem_names(request.setup)
         assert self.timer is not None
         triton_key.join()  # Triton's cache key, if the worker computes it ahead, is done first
-        if solution.manifest.language == "cuda" and self.backend.name != "nvidia":
-            return messages.Failure(
-                status="COMPILE_ERROR", reason="a cuda solution runs on a CUDA device: use --device cuda"
-            )
+        if (why := solution.cuda_only()) and self.backend.name != "nvidia":  # said in one line, before a compiler
+            return messages.Failure(status="COMPILE_ERROR", reason=f"{why}: use --device cuda")
         threads.no_tqdm_monitor()
         threads_before = self._threads()
         children_before = self.children = _children_of(_getpid())
