@@ -119,7 +119,7 @@ def test_an_existing_folder_is_kept_unless_forced(tmp_path):
 
 
 def test_a_failed_import_leaves_nothing_behind(tmp_path):
-    with pytest.raises(UnsupportedFeature):
+    with pytest.raises(FormatError):  # its safetensors file is not there
         import_definition(RMSNORM / "definition.json", INVALID / "workloads_safetensors.jsonl", tmp_path / "p")
     assert list(tmp_path.iterdir()) == []
 
@@ -174,12 +174,13 @@ def _gap(definition: dict, workloads: list[dict]) -> UnsupportedFeature:
     return caught.value
 
 
-def test_safetensors_inputs_are_a_named_gap(tmp_path):
-    with pytest.raises(UnsupportedFeature) as caught:
+def test_a_missing_safetensors_file_is_named(tmp_path):
+    """Safetensors inputs import (test_flashinfer_recorded.py); a file that is not there is named."""
+    with pytest.raises(FormatError) as caught:
         import_definition(RMSNORM / "definition.json", INVALID / "workloads_safetensors.jsonl", tmp_path / "p")
-    assert caught.value.feature == "inputs loaded from safetensors files"
+    assert caught.value.field == "workload.inputs.hidden_states"
     assert str(INVALID / "workloads_safetensors.jsonl") in str(caught.value)
-    assert "blob/rmsnorm/b1.safetensors" in str(caught.value)
+    assert "the safetensors file blob/rmsnorm/b1.safetensors is not found" in str(caught.value)
 
 
 TWO_DTYPES = """import torch
@@ -278,7 +279,7 @@ def test_a_reference_defining_the_glue_names_is_a_named_gap():
     definition = _definition(
         reference="def make_inputs():\n    pass\n\ndef run(hidden_states, weight, eps):\n    return hidden_states\n"
     )
-    assert "reference() or make_inputs()" in _gap(definition, _workloads()).feature
+    assert "reference(), make_inputs() or fixed_inputs()" in _gap(definition, _workloads()).feature
 
 
 # -- plain errors in the documents ------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Two properties of real FlashInfer-Trace definitions: inputs marked `"optional": true`, which a
-workload may leave out (run() then gets None), and fp8 inputs (float8_e4m3fn, float8_e5m2)."""
+workload may leave out (run() then gets None), and fp8 inputs and outputs (float8_e4m3fn,
+float8_e5m2)."""
 
 from __future__ import annotations
 
@@ -104,11 +105,57 @@ def test_an_optional_input_round_trips(tmp_path):
     assert written["inputs"]["residual"]["optional"] is True and "optional" not in written["inputs"]["weight"]
 
 
-def test_an_optional_input_given_by_some_workloads_only_is_refused_by_name():
-    definition, workloads = _documents()
-    workloads[1]["workload"]["inputs"]["residual"] = {"type": "random"}
-    gap = _refused(definition, workloads)
-    assert "residual" in gap.detail and "optional inputs" in gap.feature
+MIXED = FIXTURES / "optional_mixed"
+
+
+def test_an_optional_input_given_by_some_workloads_only_is_none_where_left_out(tmp_path):
+    """Two workloads of one batch size, one with the residual and one without: the gpuarena-only
+    workload axis tells make_inputs() whose inputs it draws."""
+    import_definition(OPTIONAL / "definition.json", MIXED / "workloads.jsonl", tmp_path / "p")  # checked on the CPU
+    problem = load_problem(tmp_path / "p")
+    drawn = {
+        w.name: problem.make_inputs(dict(w.axes), w.torch_dtype, CPU, torch.Generator().manual_seed(5))
+        for w in problem.spec.workloads
+    }
+    assert drawn["without-residual-b4"]["residual"] is None
+    assert drawn["with-residual-b4"]["residual"].shape == (4, 128)
+    assert drawn["with-residual-b9"]["residual"].shape == (9, 128)
+    axes = [w.axes for w in problem.spec.workloads]
+    assert [a["batch_size"] for a in axes] == [4, 4, 9] and [a["flashinfer_workload"] for a in axes] == [0, 1, 2]
+    for inputs in drawn.values():
+        assert problem.reference(**inputs).shape == inputs["hidden_states"].shape
+
+
+def test_mixed_optional_presence_round_trips(tmp_path):
+    import_definition(OPTIONAL / "definition.json", MIXED / "workloads.jsonl", tmp_path / "p")
+    definition, workloads = export_definition(load_problem(tmp_path / "p"))
+    assert definition == fit.read_definition(OPTIONAL / "definition.json")
+    assert workloads == fit.read_workloads(MIXED / "workloads.jsonl")
+    assert ["residual" in w.workload.inputs for w in workloads] == [True, False, True]
+
+
+@pytest.mark.harness
+def test_the_solution_gets_none_only_where_the_workload_leaves_the_input_out(tmp_path):
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.solutions import load_solution
+
+    import_definition(OPTIONAL / "definition.json", MIXED / "workloads.jsonl", tmp_path / "p", convention="return")
+    solution = tmp_path / "solution.py"
+    solution.write_text(
+        "import torch\n\n\n"
+        "def solve(hidden_states, residual, weight, eps):\n"
+        "    x = hidden_states if residual is None else hidden_states + residual\n"
+        "    inv_rms = torch.rsqrt((x * x).mean(dim=-1, keepdim=True) + eps)\n"
+        "    return x * inv_rms * weight\n"
+    )
+    record = evaluate(load_problem(tmp_path / "p"), load_solution(solution), RunOptions(device="cpu", mode="test"))
+    assert record.status == "PASSED", record.reason
+    ignoring = tmp_path / "ignoring.py"
+    ignoring.write_text(
+        solution.read_text().replace("hidden_states if residual is None else hidden_states + residual", "hidden_states")
+    )
+    record = evaluate(load_problem(tmp_path / "p"), load_solution(ignoring), RunOptions(device="cpu", mode="test"))
+    assert record.status == "WRONG_VALUES"
 
 
 def test_a_required_input_may_not_be_omitted():
@@ -174,11 +221,64 @@ def test_fp8_inputs_import_and_are_drawn_on_the_cpu(dtype, tmp_path):
     assert definition.inputs["a"].dtype == dtype
 
 
-def test_an_fp8_output_is_a_named_gap_naming_the_dtype():
-    definition, workloads = _fp8("float8_e4m3fn")
-    definition["outputs"]["c"]["dtype"] = "float8_e5m2"
-    gap = _refused(definition, workloads)
-    assert gap.feature == "the dtype float8_e5m2 for outputs" and "'c'" in gap.detail and "\n" not in str(gap)
+QUANTIZE = FIXTURES / "fp8_quantize"
+
+
+def _quantize(tmp_path: Path, dtype: str) -> Path:
+    """fp8_quantize imported, its fp8 output in `dtype` (checked on the CPU)."""
+    definition, workloads = _documents(QUANTIZE)
+    definition["outputs"]["q"]["dtype"] = dtype
+    definition["reference"] = definition["reference"].replace("torch.float8_e4m3fn", f"torch.{dtype}")
+    d, w = _write(tmp_path, definition, workloads)
+    import_definition(d, w, tmp_path / "p")
+    return tmp_path / "p"
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_an_fp8_output_imports_and_is_judged_as_flashinfer_bench_judges_it(dtype, tmp_path):
+    """FlashInfer-Bench compares every output upcast to float32 within atol = rtol = 1e-2."""
+    import tomllib
+
+    problem = load_problem(_quantize(tmp_path, dtype))
+    assert [w.dtype for w in problem.spec.workloads] == ["float32", "float32"]
+    tolerance = problem.spec.tolerance_for("float32")
+    assert (tolerance.atol, tolerance.rtol) == (1e-2, 1e-2)
+    assert tomllib.loads((problem.path / "problem.toml").read_text())["tolerance"]["float32"]["atol"] == 1e-2
+    q, amax = problem.reference(**_inputs(problem, {"rows": 8}))
+    assert q.dtype == getattr(torch, dtype) and q.shape == (8, 64) and amax.dtype == torch.float32
+    definition, workloads = export_definition(problem)
+    assert definition.outputs["q"].dtype == dtype
+    assert workloads == fit.read_workloads(QUANTIZE / "workloads.jsonl")
+
+
+def test_an_fp8_output_with_a_bfloat16_one_keeps_the_bfloat16_workload_dtype():
+    from gpuarena.interop.flashinfer_problem import workload_dtype
+
+    assert workload_dtype(["float8_e4m3fn", "bfloat16", "float32"]) == "bfloat16"
+    assert workload_dtype(["float8_e5m2"]) == "float32"
+    assert workload_dtype(["int32", "float8_e5m2"]) == "float32"
+
+
+@pytest.mark.harness
+def test_an_fp8_output_off_by_its_rounding_fails_and_the_exact_one_passes(tmp_path):
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.solutions import load_solution
+
+    folder = _quantize(tmp_path, "float8_e4m3fn")
+    solution = tmp_path / "solution.py"
+    solution.write_text(
+        "import torch\n\n\n"
+        "def solve(x, q, amax):\n"
+        "    wide = x.float()\n"
+        "    amax.copy_(wide.abs().amax(dim=-1).clamp_min(1e-12))\n"
+        "    q.copy_((wide * (448.0 / amax)[:, None]).to(torch.float8_e4m3fn))\n"
+    )
+    record = evaluate(load_problem(folder), load_solution(solution), RunOptions(device="cpu", mode="test"))
+    assert record.status == "PASSED", record.reason
+    coarse = tmp_path / "coarse.py"  # rounded through e5m2 first: one bit of mantissa less
+    coarse.write_text(solution.read_text().replace("[:, None]).to(", "[:, None]).to(torch.float8_e5m2).to("))
+    record = evaluate(load_problem(folder), load_solution(coarse), RunOptions(device="cpu", mode="test"))
+    assert record.status == "WRONG_VALUES", record.reason
 
 
 def test_float4_is_a_named_gap_naming_the_dtype():

@@ -37,6 +37,7 @@ import pydantic
 from gpuarena.contracts.records import Evaluation, WorkloadResult
 from gpuarena.errors import FormatError, GpuarenaError
 from gpuarena.interop import flashinfer_reader, gpumode_solution, kernelbench_solution  # noqa: F401  (their readers)
+from gpuarena.interop.flashinfer_problem import workload_dtype
 from gpuarena.interop.flashinfer_sidecar import (
     ADAPTER_FILE,
     ADAPTER_HEADER,
@@ -110,17 +111,18 @@ def export_definition(problem: Problem) -> tuple[Definition, list[Trace]]:
             f"are {problem.spec.outputs}; the definition's are {list(definition.outputs)}",
             "import the definition again",
         )
-    dtypes = {spec.dtype for spec in definition.outputs.values()}
+    dtype = workload_dtype([spec.dtype for spec in definition.outputs.values()])
+    index_axis = sidecar.workload_axis
     entries = []
     for w in problem.spec.workloads:
         if w.name == sidecar.cpu_smoke:
             continue
         where = f"workload {w.name}"
-        if w.dtype not in dtypes:
+        if w.dtype != dtype:
             raise FormatError(
                 toml,
                 f"{where}.dtype",
-                f"is {w.dtype}; the definition's dtype is {dtypes.pop()}",
+                f"is {w.dtype}; the definition's dtype is {dtype}",
                 "FlashInfer-Trace definitions fix their dtypes",
             )
         for axis, value in definition.const_axes.items():
@@ -131,7 +133,7 @@ def export_definition(problem: Problem) -> tuple[Definition, list[Trace]]:
                     f"is {w.axes[axis]}; the axis is constant ({value})",
                     "a definition has one size for a constant axis",
                 )
-        unknown = [a for a in w.axes if a not in definition.axes]
+        unknown = [a for a in w.axes if a not in definition.axes and a != index_axis]
         missing = [a for a in definition.var_axes if a not in w.axes]
         if unknown or missing:
             raise FormatError(
@@ -142,6 +144,16 @@ def export_definition(problem: Problem) -> tuple[Definition, list[Trace]]:
             for name, spec in definition.inputs.items()
             if name not in sidecar.omitted
         }
+        if index_axis is not None and index_axis in w.axes:  # the workload's own inputs, as given
+            index = w.axes[index_axis]
+            if not 0 <= index < len(sidecar.workload_inputs):
+                raise FormatError(
+                    toml,
+                    f"{where}.axes.{index_axis}",
+                    f"is {index}; the import numbered {len(sidecar.workload_inputs)} workloads",
+                    "keep the numbers the import wrote",
+                )
+            inputs = dict(sidecar.workload_inputs[index])
         workload = Workload(uuid=w.name, axes={a: w.axes[a] for a in definition.var_axes}, inputs=inputs)
         entries.append(Trace(definition=definition.name, workload=workload))
     return definition, entries

@@ -8,8 +8,11 @@ A problem imported from definition D is a folder holding
 - `reference.py`: D's reference verbatim, then a marker line, then glue: `reference()` calls
   `run()` with D's inputs, `make_inputs()` draws each tensor input at its declared shape and
   dtype, passes each scalar input its value and None for an optional input the workloads omit;
-- `flashinfer.json`: D itself, the scalar inputs' values and the omitted optional inputs (the
-  glue reads it, and `flashinfer_export.export_definition` gives D and its workloads back);
+- `flashinfer.json`: D itself, the scalar inputs' values and the omitted optional inputs, and,
+  where the workloads' inputs differ beyond axes (safetensors data, an optional input some leave
+  out), each workload's inputs, numbered by a gpuarena-only axis (the glue reads it, and
+  `flashinfer_export.export_definition` gives D and its workloads back);
+- `flashinfer_inputs.json`: the workloads' safetensors tensors, read at import (flashinfer_data);
 - `README.md`: D's description, axes, inputs and outputs.
 
 Whatever D or its workloads need that gpuarena's problem format cannot carry is refused with
@@ -27,6 +30,7 @@ from pathlib import Path
 
 from gpuarena.errors import FormatError, GpuarenaError
 from gpuarena.interop import flashinfer_reader  # noqa: F401  (its reader, for the staged folder)
+from gpuarena.interop.flashinfer_data import dataset_roots
 from gpuarena.interop.flashinfer_problem import (  # the problem's files
     _elements,
     _identifier,
@@ -46,7 +50,6 @@ from gpuarena.interop.flashinfer_sidecar import (  # the sidecars and names
 )
 from gpuarena.interop.flashinfer_trace import Definition, Solution, read_definition, read_solution, read_workloads
 from gpuarena.problems.loader import REFERENCE_FILE, Problem, load_problem, load_spec
-from gpuarena.problems.model import DTYPES
 from gpuarena.solutions.loader import MANIFEST_FILE, load_solution
 from gpuarena.solutions.model import COMPILED_LANGUAGES, unsafe_source_name
 
@@ -94,7 +97,7 @@ def _verify(problem: Problem, definition: Definition) -> None:
         )
     for (name, spec), out in zip(definition.outputs.items(), outs):
         shape = [workload.axes[a] for a in spec.shape or []]
-        if not isinstance(out, torch.Tensor) or list(out.shape) != shape or out.dtype != DTYPES[spec.dtype]:
+        if not isinstance(out, torch.Tensor) or list(out.shape) != shape or out.dtype != getattr(torch, spec.dtype):
             got = (
                 f"{list(out.shape)} {str(out.dtype).removeprefix('torch.')}"
                 if isinstance(out, torch.Tensor)
@@ -141,12 +144,15 @@ def import_definition(
     verify: bool = True,
     check_device: str | None = "cpu",
     keep_failing: bool = False,
+    dataset_root: Path | str | None = None,
 ) -> ImportResult:
     """Read a Definition JSON and its workloads JSONL; write the gpuarena problem folder out_dir.
     With verify, the reference runs once on the smallest CPU workload to confirm it returns the
     definition's output shapes and dtypes. Then `gpuarena check` runs on check_device (None: not
     at all), as the other importers run it: a problem it fails is not written (FlashInferCheckFailed,
-    with its findings) unless keep_failing, which writes it and gives the findings as notes."""
+    with its findings) unless keep_failing, which writes it and gives the findings as notes.
+    Safetensors inputs are read from their files now (relative paths: under dataset_root, else the
+    data set's root found from the workloads file's place, else its folder: dataset_roots)."""
     definition = read_definition(definition_path)
     workloads = read_workloads(workloads_path, definition=definition.name)
     files, notes = problem_files(
@@ -156,6 +162,7 @@ def import_definition(
         level=level,
         definition_path=str(definition_path),
         workloads_path=str(workloads_path),
+        roots=dataset_roots(workloads_path, dataset_root),
     )
     out_dir = Path(out_dir)
     staging = _write_folder(files, out_dir, force)

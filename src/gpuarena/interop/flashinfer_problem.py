@@ -1,6 +1,8 @@
 """A FlashInfer-Trace Definition and its workloads as the files of a gpuarena problem folder:
 the checks that refuse what gpuarena's problem format cannot carry, the plan of workloads (a
-CPU workload added where none fits), and the text of problem.toml, reference.py and README.md."""
+CPU workload added where none fits, each workload's own inputs where they differ beyond axes),
+and the text of problem.toml and README.md (reference.py: flashinfer_glue; the recorded
+safetensors inputs: flashinfer_data)."""
 
 from __future__ import annotations
 
@@ -10,27 +12,28 @@ import keyword
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpuarena.errors import FormatError, GpuarenaError
 from gpuarena.interop.flashinfer_constraints import evaluate_constraint
-from gpuarena.interop.flashinfer_sidecar import (
-    REFERENCE_END,
-    REFERENCE_HEADER,
-    SIDECAR,
-    ProblemSidecar,
-    UnsupportedFeature,
-)
-from gpuarena.interop.flashinfer_trace import Definition, SafetensorsInput, ScalarInput, Trace
+from gpuarena.interop.flashinfer_data import DATA_FILE, RecordedInputs, RecordedTensor, read_tensor
+from gpuarena.interop.flashinfer_glue import reference_py
+from gpuarena.interop.flashinfer_sidecar import SIDECAR, ProblemSidecar, UnsupportedFeature
+from gpuarena.interop.flashinfer_trace import Definition, InputSource, SafetensorsInput, ScalarInput, Trace
 from gpuarena.problems.loader import PROBLEM_FILE, REFERENCE_FILE
 from gpuarena.problems.model import DTYPES
+from gpuarena.problems.pack import MAX_PROBLEM_BYTES
 
 CPU_MAX_ELEMENTS = 1 << 24
 """A workload whose inputs and outputs hold at most this many elements in all runs on the CPU too."""
 CPU_SMOKE = "cpu-smoke"
 """The name of the small CPU-only workload added when no FlashInfer workload is small enough."""
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
-_GLUE_NAMES = ("reference", "make_inputs")
+_GLUE_NAMES = ("reference", "make_inputs", "fixed_inputs")
+WORKLOAD_AXIS = "flashinfer_workload"
+"""The gpuarena-only axis numbering the FlashInfer workloads where their inputs differ beyond
+axes and dtype (recorded tensors, optional inputs some leave out); never exported."""
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -51,13 +54,13 @@ def _run_arity(definition: Definition, where: str) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in _GLUE_NAMES:
             raise UnsupportedFeature(
                 where,
-                "a reference that defines its own reference() or make_inputs()",
+                "a reference that defines its own reference(), make_inputs() or fixed_inputs()",
                 f"the reference defines {node.name}, which the gpuarena glue needs",
             )
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in _GLUE_NAMES for t in node.targets):
             raise UnsupportedFeature(
                 where,
-                "a reference that defines its own reference() or make_inputs()",
+                "a reference that defines its own reference(), make_inputs() or fixed_inputs()",
                 "the reference assigns one of those names",
             )
     run = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "run")
@@ -90,13 +93,20 @@ class _Plan:
     """Optional inputs every workload leaves out (make_inputs() passes None)."""
     workloads: list[tuple[str, dict[str, int], list[str]]]
     """(name, all axis sizes, devices) per gpuarena workload."""
+    given: list[dict[str, InputSource]] = field(default_factory=list)
+    """Each FlashInfer workload's inputs as it gives them, where the workloads differ beyond axes
+    (a safetensors input, an optional input some leave out); empty where they do not."""
+    recorded: dict[str, dict[str, RecordedTensor]] = field(default_factory=dict)
+    """The safetensors inputs' tensors, by path and key (flashinfer_data.DATA_FILE)."""
     cpu_smoke: str | None = None
     notes: list[str] = field(default_factory=list)
 
 
 FP8 = ("float8_e4m3fn", "float8_e5m2")
-"""Dtypes for inputs only: make_inputs() draws them in float32 and casts (torch has them on the
-CPU); outputs keep to gpuarena's dtypes, whose tolerances have no fp8."""
+"""fp8: inputs drawn in float32 and cast (torch has them on the CPU); outputs compared as
+FlashInfer-Bench compares every output, upcast, within atol = rtol = FP8_TOLERANCE."""
+FP8_TOLERANCE = 1e-2
+"""FlashInfer-Bench's default atol and rtol (bench/config.py), which judge fp8 outputs here."""
 
 
 def _check_definition(definition: Definition, where: str) -> str:
@@ -104,14 +114,12 @@ def _check_definition(definition: Definition, where: str) -> str:
     for kind, tensors in (("input", definition.inputs), ("output", definition.outputs)):
         for name, spec in tensors.items():
             _identifier(name, kind, where)
-            if spec.shape is None or spec.dtype in DTYPES or (kind == "input" and spec.dtype in FP8):
+            if spec.shape is None or spec.dtype in DTYPES or spec.dtype in FP8:
                 continue
-            fp8_output = " for outputs" if spec.dtype in FP8 else ""
             raise UnsupportedFeature(
                 where,
-                f"the dtype {spec.dtype}{fp8_output}",
-                f"{kind} {name!r} is {spec.dtype}; gpuarena's dtypes are {', '.join(DTYPES)}"
-                + ("; fp8 only for inputs" if fp8_output else f", and {' and '.join(FP8)} for inputs"),
+                f"the dtype {spec.dtype}",
+                f"{kind} {name!r} is {spec.dtype}; gpuarena's dtypes are {', '.join(DTYPES)}, and {' and '.join(FP8)}",
             )
     for name, spec in definition.outputs.items():
         if spec.shape is None:
@@ -130,16 +138,34 @@ FLOATS = ("bfloat16", "float16", "float32", "float64")  # least precise first
 def workload_dtype(outputs: list[str]) -> str:
     """One dtype for outputs of several (attention's output and its float32 lse): the least
     precise float, whose tolerance judges every float output, as FlashInfer-Bench judges them all
-    with one (integers are compared exactly); all integers: the first output's."""
+    with one (integers are compared exactly); all integers: the first output's. fp8 outputs are
+    not gpuarena dtypes: the least precise other float, else float32, as FlashInfer-Bench
+    compares them upcast to float32 (the tolerance is then its own: _problem_toml)."""
+    if any(dtype in FP8 for dtype in outputs):
+        return next((dtype for dtype in FLOATS if dtype in outputs), "float32")
     return next((dtype for dtype in FLOATS if dtype in outputs), outputs[0])
 
 
-def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_where: str) -> _Plan:
+def _recorded(
+    definition: Definition, name: str, source: SafetensorsInput, sizes: dict[str, int], roots: list[Path], where: str
+) -> RecordedTensor:
+    """A safetensors input's tensor, read now (the problem keeps it: flashinfer_data)."""
+    spec = definition.inputs[name]
+    if spec.shape is None:
+        raise FormatError(
+            where, f"workload.inputs.{name}", "is a safetensors tensor, but the definition declares a scalar"
+        )
+    shape = [sizes[a] for a in spec.shape]
+    return read_tensor(source, spec, shape, roots, where, f"workload.inputs.{name}")
+
+
+def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_where: str, roots: list[Path]) -> _Plan:
     dtype = _check_definition(definition, def_where)
     var = definition.var_axes
     const = definition.const_axes
     scalars: dict[str, int | float | bool] = {}
-    omitted: list[str] | None = None
+    presence: list[list[str]] = []
+    recorded: dict[str, dict[str, RecordedTensor]] = {}
     rows: list[tuple[str, dict[str, int], list[str]]] = []
     seen: set[str] = set()
     for index, entry in enumerate(workloads, start=1):
@@ -186,26 +212,16 @@ def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_whe
                 f"names {', '.join(w.inputs) or 'no inputs'}; the definition's are {', '.join(definition.inputs)}",
                 "describe every input that is not optional, and no other",
             )
-        if omitted is not None and left_out != omitted:
-            name = sorted(set(left_out) ^ set(omitted))[0]
-            raise UnsupportedFeature(
-                where,
-                "optional inputs given by some workloads and left out by others",
-                f"input {name!r} is {'left out here but given' if name in left_out else 'given here but left out'} "
-                "in an earlier workload; make_inputs() knows a workload by its axes and dtype only",
-            )
-        omitted = left_out
+        presence.append(left_out)
+        sizes = {**const, **{a: w.axes[a] for a in var}}
         for name, spec in definition.inputs.items():
             if name in left_out:
                 continue  # run() gets None
             source = w.inputs[name]
             if isinstance(source, SafetensorsInput):
-                raise UnsupportedFeature(
-                    where,
-                    "inputs loaded from safetensors files",
-                    f"input {name!r} comes from {source.path} (key {source.tensor_key!r}); "
-                    "a gpuarena problem draws its inputs in make_inputs()",
-                )
+                tensor = _recorded(definition, name, source, sizes, roots, where)
+                recorded.setdefault(source.path, {})[source.tensor_key] = tensor
+                continue
             if spec.shape is None:
                 if not isinstance(source, ScalarInput):
                     raise UnsupportedFeature(
@@ -226,7 +242,6 @@ def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_whe
                     "is a scalar, but the definition declares a tensor",
                     'use {"type": "random"}',
                 )
-        sizes = {**const, **{a: w.axes[a] for a in var}}
         for text in definition.constraints:
             try:
                 ok = evaluate_constraint(text, sizes)
@@ -246,7 +261,10 @@ def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_whe
         devices = ["cpu", "cuda"] if _elements(definition, sizes) <= CPU_MAX_ELEMENTS else ["cuda"]
         ordered = {a: sizes[a] for a in definition.axes}
         rows.append((w.uuid, ordered, devices))
-    plan = _Plan(dtype=dtype, scalars=scalars, omitted=omitted or [], workloads=rows)
+    omitted = [n for n in definition.inputs if all(n in left_out for left_out in presence)]
+    differ = bool(recorded) or any(left_out != omitted for left_out in presence)
+    given = [dict(entry.workload.inputs) for entry in workloads] if differ else []
+    plan = _Plan(dtype=dtype, scalars=scalars, omitted=omitted, workloads=rows, given=given, recorded=recorded)
     if not any("cpu" in devices for _, _, devices in rows):
         _add_cpu_smoke(definition, plan)
     return plan
@@ -306,6 +324,14 @@ def problem_name(definition_name: str) -> str:
     return name or "flashinfer-definition"
 
 
+def workload_axis(definition: Definition) -> str:
+    """WORKLOAD_AXIS, made unlike the definition's own axis names."""
+    name = WORKLOAD_AXIS
+    while name in definition.axes:
+        name += "_"
+    return name
+
+
 def _problem_toml(definition: Definition, plan: _Plan, convention: str, level: int) -> str:
     summary = (definition.description or "").strip().split("\n")[
         0
@@ -328,8 +354,19 @@ def _problem_toml(definition: Definition, plan: _Plan, convention: str, level: i
         f"operator = {_toml_str('flashinfer-trace:' + definition.name)}",
         f"models = {_toml_list(models)}",
     ]
-    for name, sizes, devices in plan.workloads:
-        axes = ", ".join(f"{_toml_key(a)} = {v}" for a, v in sizes.items())
+    if any(spec.dtype in FP8 for spec in definition.outputs.values()):
+        lines += [
+            "",
+            f"# fp8 outputs: compared upcast, within FlashInfer-Bench's default atol and rtol (and an L2 bound of {2 * FP8_TOLERANCE:g})",
+            f"[tolerance.{plan.dtype}]",
+            f"atol = {FP8_TOLERANCE!r}",
+            f"rtol = {FP8_TOLERANCE!r}",
+            f"l2 = {2 * FP8_TOLERANCE!r}",
+        ]
+    index_axis = workload_axis(definition) if plan.given else None
+    for index, (name, sizes, devices) in enumerate(plan.workloads):
+        numbered = {index_axis: index} if index_axis and name != plan.cpu_smoke else {}
+        axes = ", ".join(f"{_toml_key(a)} = {v}" for a, v in {**sizes, **numbered}.items())
         lines += [
             "",
             "[[workloads]]",
@@ -340,76 +377,6 @@ def _problem_toml(definition: Definition, plan: _Plan, convention: str, level: i
             f"devices = {_toml_list(devices)}",
         ]
     return "\n".join(lines) + "\n"
-
-
-_GLUE = '''
-# Below: gpuarena's glue, written by `gpuarena import flashinfer`. It reads the definition from
-# flashinfer.json beside this file: reference() calls run() above; make_inputs() draws every
-# tensor input at its declared shape and dtype (floats: standard normal times a random scale in
-# [0.5, 1.5), drawn in float32 and cast; integers: uniform in [-128, 128) for int8, [-1024, 1024)
-# otherwise; bools: fair coins), passes every scalar input the value all the workloads give it,
-# and None for an optional input the workloads leave out.
-
-import json as _gpuarena_json
-from pathlib import Path as _GpuarenaPath
-
-import torch as _gpuarena_torch
-
-_GPUARENA = _gpuarena_json.loads((_GpuarenaPath(__file__).parent / "flashinfer.json").read_text(encoding="utf-8"))
-_GPUARENA_DEFINITION = _GPUARENA["definition"]
-
-
-def _gpuarena_outputs(result):
-    """run()'s result in the order of the definition's outputs (a dict is accepted, as FlashInfer does)."""
-    if isinstance(result, dict):
-        values = tuple(result[name] for name in _GPUARENA_DEFINITION["outputs"])
-        return values[0] if len(values) == 1 else values
-    return result
-
-
-def reference({params}):
-    """The definition's run(); returns its outputs in the order of `outputs` in problem.toml."""
-    return _gpuarena_outputs(run({params}))
-
-
-def _gpuarena_random(shape, dtype, device, generator):
-    if dtype.is_floating_point:
-        x = _gpuarena_torch.randn(shape, generator=generator, device=device, dtype=_gpuarena_torch.float32)
-        scale = 0.5 + _gpuarena_torch.rand((), generator=generator, device=device)
-        return (x * scale).to(dtype)
-    if dtype == _gpuarena_torch.bool:
-        return _gpuarena_torch.randint(0, 2, shape, generator=generator, device=device).to(dtype)
-    low, high = (-128, 128) if dtype == _gpuarena_torch.int8 else (-1024, 1024)
-    return _gpuarena_torch.randint(low, high, shape, generator=generator, device=device, dtype=dtype)
-
-
-def make_inputs(axes, dtype, device, generator):
-    """Inputs for one workload; dtype must be the definition's (its dtypes are fixed)."""
-    outputs = [spec["dtype"] for spec in _GPUARENA_DEFINITION["outputs"].values()]
-    floats = [d for d in {floats!r} if d in outputs]  # the least precise float (workload_dtype)
-    if dtype != getattr(_gpuarena_torch, floats[0] if floats else outputs[0]):
-        raise ValueError(f"this problem's dtypes are fixed by its FlashInfer-Trace definition; {{dtype}} is not its dtype")
-    sizes = dict(axes)
-    for name, axis in _GPUARENA_DEFINITION["axes"].items():
-        if axis["type"] == "const" and sizes.setdefault(name, axis["value"]) != axis["value"]:
-            raise ValueError(f"axis {{name}} is constant ({{axis['value']}}) in the definition, not {{sizes[name]}}")
-    inputs = {{}}
-    for name, spec in _GPUARENA_DEFINITION["inputs"].items():
-        if name in _GPUARENA.get("omitted", ()):
-            inputs[name] = None
-        elif spec["shape"] is None:
-            inputs[name] = _GPUARENA["scalars"][name]
-        else:
-            shape = tuple(sizes[axis] for axis in spec["shape"])
-            inputs[name] = _gpuarena_random(shape, getattr(_gpuarena_torch, spec["dtype"]), device, generator)
-    return inputs
-'''
-
-
-def _reference_py(definition: Definition) -> str:
-    block = definition.reference if definition.reference.endswith("\n") else definition.reference + "\n"
-    glue = _GLUE.format(params=", ".join(definition.inputs), floats=FLOATS)
-    return f"{REFERENCE_HEADER}\n{block}{REFERENCE_END}\n" + glue
 
 
 def _readme(definition: Definition, plan: _Plan) -> str:
@@ -436,6 +403,12 @@ def _readme(definition: Definition, plan: _Plan) -> str:
             rows.append(f"| {name} | {kind} | {shape(spec)}{value} | {spec.dtype} |")
     if definition.constraints:
         rows += ["", "Constraints: " + "; ".join(f"`{c}`" for c in definition.constraints)]
+    if plan.given:
+        rows += [
+            "",
+            f"The workloads' inputs differ beyond their axes: the axis `{workload_axis(definition)}` numbers "
+            f"them. Their safetensors inputs are the recorded tensors, kept in `{DATA_FILE}`, the same in every draw.",
+        ]
     return "\n".join(rows) + "\n"
 
 
@@ -447,21 +420,36 @@ def problem_files(
     level: int | None = None,
     definition_path: str = "definition",
     workloads_path: str = "workloads",
+    roots: list[Path] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
-    """The files of the gpuarena problem for a definition and its workloads, and notes."""
+    """The files of the gpuarena problem for a definition and its workloads, and notes. A
+    relative safetensors path is looked for under each of `roots` (flashinfer_data.dataset_roots)."""
     if convention not in ("destination", "return"):
         raise GpuarenaError(f"convention must be destination or return, not {convention!r}")
     if not workloads:
         raise FormatError(workloads_path, None, "holds no workloads", "give at least one workload")
-    plan = _plan(definition, workloads, definition_path, workloads_path)
+    plan = _plan(definition, workloads, definition_path, workloads_path, roots or [Path(workloads_path).parent])
     level = level or (2 if "fused" in definition.tags else 1)
     sidecar = ProblemSidecar(
-        definition=definition, scalars=plan.scalars, omitted=plan.omitted, cpu_smoke=plan.cpu_smoke
+        definition=definition,
+        scalars=plan.scalars,
+        omitted=plan.omitted,
+        cpu_smoke=plan.cpu_smoke,
+        workload_axis=workload_axis(definition) if plan.given else None,
+        workload_inputs=plan.given,
     )
     files = {
         PROBLEM_FILE: _problem_toml(definition, plan, convention, level),
-        REFERENCE_FILE: _reference_py(definition),
+        REFERENCE_FILE: reference_py(definition, plan.dtype),
         SIDECAR: sidecar.model_dump_json(indent=2) + "\n",
         "README.md": _readme(definition, plan),
     }
+    if plan.recorded:
+        files[DATA_FILE] = RecordedInputs(tensors=plan.recorded).model_dump_json() + "\n"
+        size = sum(len(text) for text in files.values())
+        if size > MAX_PROBLEM_BYTES:
+            plan.notes.append(
+                f"the recorded safetensors inputs make the problem {size} bytes of text, more than a packed "
+                f"problem holds ({MAX_PROBLEM_BYTES}): it runs from its folder, but cannot be sent to a server"
+            )
     return files, plan.notes

@@ -11,7 +11,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict
 
 from gpuarena.errors import FormatError, GpuarenaError
-from gpuarena.interop.flashinfer_trace import Definition, field_path
+from gpuarena.interop.flashinfer_trace import Definition, InputSource, field_path
 
 SIDECAR = "flashinfer.json"
 """The file in an imported problem or solution folder that keeps what gpuarena's own files cannot."""
@@ -73,6 +73,12 @@ class ProblemSidecar(BaseModel):
     """Optional inputs that every workload leaves out: make_inputs() passes None for them."""
     cpu_smoke: str | None = None
     """The gpuarena-only CPU workload the import added, if any (never exported)."""
+    workload_axis: str | None = None
+    """The gpuarena-only axis whose value numbers the FlashInfer workload (an index into
+    workload_inputs), where the workloads' inputs differ beyond axes and dtype; never exported."""
+    workload_inputs: list[dict[str, InputSource]] = []
+    """Each FlashInfer workload's inputs as it gave them, by workload_axis: safetensors inputs
+    come from flashinfer_inputs.json, an optional input it leaves out is None."""
 
 
 class SolutionSidecar(BaseModel):
