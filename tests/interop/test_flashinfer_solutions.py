@@ -13,7 +13,7 @@ from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.interop import flashinfer_trace as fit
 from gpuarena.interop.flashinfer_export import pack_solution
 from gpuarena.interop.flashinfer_import import import_solution, solution_files
-from gpuarena.interop.flashinfer_sidecar import ADAPTER_FILE, UnsupportedFeature
+from gpuarena.interop.flashinfer_sidecar import UnsupportedFeature
 from gpuarena.problems import resolve_problem
 from gpuarena.solutions import load_solution
 from gpuarena.solutions.model import Solution as GpuarenaSolution
@@ -32,7 +32,8 @@ def _judge(problem, folder, **options):
 @pytest.mark.harness
 def test_an_honest_value_returning_solution_passes_on_a_destination_problem(rmsnorm_problem, tmp_path):
     folder = import_solution(SOLUTIONS / "python_returning.json", rmsnorm_problem, tmp_path / "s")
-    assert load_solution(folder).manifest.entry_point == f"{ADAPTER_FILE}:solve"  # returned outputs copied in
+    manifest = load_solution(folder).manifest
+    assert (manifest.entry_point, manifest.convention) == ("main.py:run", "return")  # called as written
     record = _judge(rmsnorm_problem, folder)
     assert record.status == "PASSED", record.reason + record.log[-2000:]
     assert len(record.workloads) == 3 and all(w.status == "PASSED" for w in record.workloads)
@@ -99,6 +100,64 @@ def test_a_cpp_solution_bound_through_tvm_ffi_passes(rmsnorm_problem, tmp_path):
     assert solution.manifest.language == "tvm-ffi" and solution.manifest.entry_point == "run"
     record = _judge(rmsnorm_problem, folder)
     assert record.status == "PASSED", record.reason + record.log[-2000:]
+
+
+RETURNING_CPP = """// RMSNorm of float32 rows on the CPU, its output allocated and returned (value-returning).
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
+
+#include <cmath>
+
+namespace ffi = tvm::ffi;
+
+ffi::Tensor run(ffi::TensorView hidden_states, ffi::TensorView weight, double eps) {
+  ffi::Tensor out = ffi::Tensor::FromEnvAlloc(TVMFFIEnvTensorAlloc, hidden_states.shape(), hidden_states.dtype(),
+                                              hidden_states.device());
+  const int64_t rows = hidden_states.size(0), cols = hidden_states.size(1);
+  const float* x = static_cast<const float*>(hidden_states.data_ptr());
+  const float* w = static_cast<const float*>(weight.data_ptr());
+  float* y = static_cast<float*>(out.data_ptr());
+  for (int64_t r = 0; r < rows; ++r) {
+    float squares = 0.f;
+    for (int64_t c = 0; c < cols; ++c) squares += x[r * cols + c] * x[r * cols + c];
+    const float inv_rms = 1.f / std::sqrt(squares / cols + static_cast<float>(eps));
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c] * inv_rms * w[c];
+  }
+  return out;
+}
+
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);
+"""
+
+
+@pytest.mark.harness
+def test_a_value_returning_cpp_solution_passes_on_a_destination_problem(rmsnorm_problem, tmp_path):
+    """Before, a C++/CUDA solution in the other convention than its problem's was refused (no
+    Python adapter can sit between the harness and a compiled entry point): now its manifest
+    says its own convention and the harness calls it so."""
+    pytest.importorskip("tvm_ffi")
+    solution = {
+        "name": "rmsnorm_returning_cpp",
+        "definition": "rmsnorm_h256",
+        "author": "gpuarena-tests",
+        "spec": {
+            "language": "cpp",
+            "target_hardware": ["cpu"],
+            "entry_point": "rmsnorm.cc::run",
+            "destination_passing_style": False,
+        },
+        "sources": [{"path": "rmsnorm.cc", "content": RETURNING_CPP}],
+    }
+    path = tmp_path / "returning_cpp.json"
+    path.write_text(json.dumps(solution))
+    folder = import_solution(path, rmsnorm_problem, tmp_path / "s")
+    manifest = load_solution(folder).manifest
+    assert (manifest.language, manifest.entry_point, manifest.convention) == ("tvm-ffi", "run", "return")
+    record = _judge(rmsnorm_problem, folder)
+    assert record.status == "PASSED", record.reason + record.log[-2000:]
+    packed = pack_solution(folder, problem=rmsnorm_problem)
+    assert packed.spec.destination_passing_style is False  # exported in its own convention
 
 
 @pytest.mark.parametrize(

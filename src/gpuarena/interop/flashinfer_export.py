@@ -360,7 +360,9 @@ def pack_solution(
         else:
             file, _, function = manifest.entry_point.partition(":")
             entry_point = f"{file}::{function or 'solve'}"
-        if problem is not None:
+        if manifest.convention is not None:  # the solution's own, where it differs from its problem's
+            destination = manifest.convention == "destination"
+        elif problem is not None:
             destination = problem.spec.convention == "destination"
         elif "destination_passing_style" in meta_spec:
             destination = bool(meta_spec["destination_passing_style"])

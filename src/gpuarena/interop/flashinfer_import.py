@@ -33,16 +33,13 @@ from gpuarena.interop import flashinfer_reader  # noqa: F401  (its reader, for t
 from gpuarena.interop.flashinfer_data import dataset_roots
 from gpuarena.interop.flashinfer_problem import (  # the problem's files
     _elements,
-    _identifier,
     _toml_list,
     _toml_str,
     problem_files,
 )
 from gpuarena.interop.flashinfer_sidecar import (  # the sidecars and names
     ADAPTER_FILE,
-    ADAPTER_HEADER,
     SIDECAR,
-    ProblemSidecar,
     SolutionSidecar,
     UnsupportedFeature,
     gpuarena_language,
@@ -219,95 +216,6 @@ def _checked(staging: Path, out_dir: Path, check_device: str | None) -> list[str
 # -- solutions -------------------------------------------------------------------------------
 
 
-def _adapter(solution: Solution, problem: Problem, sidecar: ProblemSidecar | None, where: str) -> str:
-    """solve() in the problem's convention, calling the solution's entry point in its own."""
-    destination = problem.spec.convention == "destination"
-    inputs = problem.input_names
-    outputs = problem.spec.outputs
-    params = inputs + (outputs if destination else [])
-    for name in params:
-        _identifier(name, "parameter", where)
-    head = [
-        ADAPTER_HEADER,
-        f"# flashinfer-entry-point: {solution.spec.entry_point}",
-        f"# flashinfer-destination-passing-style: {str(solution.spec.destination_passing_style).lower()}",
-        "import importlib.util as _util",
-        "import sys as _sys",
-        "from pathlib import Path as _Path",
-        "",
-        "import torch",
-        "",
-        f"_spec = _util.spec_from_file_location('flashinfer_entry_' + __name__, _Path(__file__).parent / {solution.spec.entry_file!r})",
-        "_module = _util.module_from_spec(_spec)",
-        "_sys.modules[_spec.name] = _module  # as an import would (dataclasses, pickling and Triton look there)",
-        "_spec.loader.exec_module(_module)",
-        f"_run = _module.{solution.spec.entry_function}",
-        f"_OUTPUTS = {outputs!r}",
-        "",
-    ]
-    if destination:  # the solution returns its outputs; the problem passes destinations
-        body = [
-            f"def solve({', '.join(params)}):",
-            f"    result = _run({', '.join(inputs)})",
-            "    if isinstance(result, dict):",
-            "        result = tuple(result[name] for name in _OUTPUTS)",
-            "    values = tuple(result) if isinstance(result, (tuple, list)) else (result,)",
-            f"    destinations = ({', '.join(outputs)},)",
-            "    if len(values) != len(destinations):",
-            "        raise ValueError(f'run() returned {len(values)} outputs, expected {len(destinations)}')",
-            "    for name, value, destination in zip(_OUTPUTS, values, destinations):",
-            "        if value.shape != destination.shape or value.dtype != destination.dtype:",
-            "            raise ValueError(f'output {name}: run() returned {list(value.shape)} {value.dtype}, '",
-            "                             f'expected {list(destination.shape)} {destination.dtype}')",
-            "        destination.copy_(value)",
-            "",
-        ]
-        return "\n".join(head + body)
-    # the solution writes into given outputs; the problem expects them returned
-    if sidecar is None:
-        raise UnsupportedFeature(
-            where,
-            "destination-passing solutions for problems not imported from FlashInfer-Trace",
-            "the output shapes come from the definition; import the problem with "
-            "`gpuarena import flashinfer` or use a value-returning solution",
-        )
-    definition = sidecar.definition
-    bindings: dict[str, tuple[int, int]] = {}
-    for position, spec in enumerate(definition.inputs.values()):
-        for dim, axis in enumerate([] if spec.optional else spec.shape or []):  # an optional one may be None
-            if axis in definition.var_axes:
-                bindings.setdefault(axis, (position, dim))
-    specs = []
-    for name, spec in definition.outputs.items():
-        unbound = [a for a in spec.shape or [] if a in definition.var_axes and a not in bindings]
-        if unbound:
-            raise UnsupportedFeature(
-                where,
-                "outputs with axes no input has",
-                f"output {name!r} has axis {unbound[0]!r}, so its size is unknown until run() returns",
-            )
-        specs.append((list(spec.shape or []), spec.dtype))
-    body = [
-        f"_CONST = {definition.const_axes!r}",
-        f"_BINDINGS = {bindings!r}",
-        f"_SPECS = {specs!r}",
-        "",
-        "",
-        f"def solve({', '.join(params)}):",
-        f"    args = ({', '.join(inputs)},)",
-        "    sizes = dict(_CONST)",
-        "    for axis, (position, dim) in _BINDINGS.items():",
-        "        sizes[axis] = args[position].shape[dim]",
-        "    device = next(a.device for a in args if isinstance(a, torch.Tensor))",
-        "    outs = tuple(torch.empty([sizes[a] for a in shape], dtype=getattr(torch, dtype), device=device)",
-        "                 for shape, dtype in _SPECS)",
-        "    _run(*args, *outs)",
-        "    return outs[0] if len(outs) == 1 else outs",
-        "",
-    ]
-    return "\n".join(head + body)
-
-
 def solution_files(solution: Solution, problem: Problem, where: str = "solution") -> dict[str, str]:
     """The files of the gpuarena solution folder for a FlashInfer Solution, for this problem."""
     sidecar = read_problem_sidecar(problem.path)
@@ -341,26 +249,17 @@ def solution_files(solution: Solution, problem: Problem, where: str = "solution"
             raise FormatError(
                 where, "sources", f"path {source.path!r} is a name gpuarena's solution folder uses", "rename the file"
             )
-    destination = problem.spec.convention == "destination"
     files = {s.path: s.content for s in solution.sources}
-    if spec.destination_passing_style == destination:
-        entry = spec.entry_function if compiled else f"{spec.entry_file}:{spec.entry_function}"
-    elif compiled:
-        raise UnsupportedFeature(
-            where,
-            "C++/CUDA solutions in the other calling convention than the problem's",
-            f"the solution is {'destination-passing' if spec.destination_passing_style else 'value-returning'}, "
-            f"the problem's convention is {problem.spec.convention}",
-        )
-    else:
-        files[ADAPTER_FILE] = _adapter(solution, problem, sidecar, where)
-        entry = f"{ADAPTER_FILE}:solve"
+    entry = spec.entry_function if compiled else f"{spec.entry_file}:{spec.entry_function}"
+    own = "destination" if spec.destination_passing_style else "return"
     manifest = [
         f"# Imported from the FlashInfer-Trace solution {_toml_str(solution.name)} by `gpuarena import flashinfer-solution`.",
         f"language = {_toml_str(language)}",
         f"entry_point = {_toml_str(entry)}",
         f"sources = {_toml_list(list(files))}",
     ]
+    if own != problem.spec.convention:  # called as it was written (solutions/model.py: convention)
+        manifest.append(f"convention = {_toml_str(own)}")
     meta = SolutionSidecar(solution=solution.model_dump(mode="json", exclude={"sources"}))
     return {**files, MANIFEST_FILE: "\n".join(manifest) + "\n", SIDECAR: meta.model_dump_json(indent=2) + "\n"}
 
