@@ -39,6 +39,13 @@ The choices:
 - Several GPUs. A task that needs them (`multi_gpu: true` in task.yml, a generate_input that
   takes the process's `rank`, a reference.py that uses torch.distributed: GPU MODE's
   amd_distributed tasks) is refused before any of its code runs, saying so.
+- CUDA only. A reference.py importing a package not installed here (AMD's `aiter`) is refused
+  before it runs, naming it (gpumode_needs.py): problems declare no packages. A ref_kernel that
+  fails on the CPU on data made there (a `.cuda()`, an op with no CPU kernel: nvfp4's
+  torch._scaled_mm) is run on the meta device for its outputs and the buffers it writes
+  (gpumode_gpu.py); its workloads run on CUDA only, and the import, not checked, fails on the
+  CPU saying so (written with --keep-failing, for `gpuarena check --device cuda`), as does a
+  task whose every entry is GPU-sized.
 - Inputs. `data` (a tensor, or tuples, lists, string-keyed dicts, dataclasses, namedtuples
   and SimpleNamespaces of tensors and numbers) is flattened: each tensor is one named input of reference() (names from the first line of
   ref_kernel that unpacks `data`, `a, b, c = data`, else data0, data1, ...), and the last
@@ -101,6 +108,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarena.errors import GpuarenaError
+from gpuarena.interop.gpumode_gpu import gpu_only_finding, meta_probe
 from gpuarena.interop.gpumode_probe import (
     _clone,
     _generate,
@@ -232,6 +240,9 @@ def _import_folder(
     first_layout: tuple[Any, ...] | None = None
     first: tuple[Any, Any] = (None, None)
     device = torch.device(check_device)
+    cpu_failure = ""
+    """ref_kernel's error on the CPU, where it needs CUDA: entries then probed on meta (gpumode_gpu.py)."""
+    gpu_only: set[int] = set()
     for index, case in enumerate(task.cases):
         try:
             data = _generate(task, case, case.seed, rt)
@@ -248,13 +259,31 @@ def _import_folder(
             probes[index] = (elements, tensors)
             continue
         try:
+            if cpu_failure:
+                raise RuntimeError(cpu_failure)
             out = _ref(task, data)
             case_spec = rt["output_spec"](out)
         except TypeError as exc:
             raise GpuModeError(reference, f"ref_kernel on {case.name}: {exc}") from None
         except Exception as exc:
-            raise GpuModeError(reference, f"ref_kernel on {case.name} raised {type(exc).__name__}: {exc}") from None
-        if spec is None:
+            error = cpu_failure or f"{type(exc).__name__}: {exc}"
+            if device.type != "cpu":
+                raise GpuModeError(reference, f"ref_kernel on {case.name} raised {error}") from None
+            try:
+                out, meta_buffers = meta_probe(task, data, rt)
+                case_spec = rt["output_spec"](out)
+            except Exception as meta_exc:
+                raise GpuModeError(
+                    reference,
+                    f"ref_kernel on {case.name} raised {error} on the CPU, and "
+                    f"{type(meta_exc).__name__}: {meta_exc} on the meta device",
+                    "import on a machine with a GPU (--check-device cuda)",
+                ) from None
+            cpu_failure = error
+            gpu_only.add(index)
+        if spec is None and cpu_failure:  # CUDA only: shapes from meta, values left to a GPU
+            spec, first_layout, first, buffers = case_spec, layout, (data, out), meta_buffers
+        elif spec is None:
             spec, first_layout, first = case_spec, layout, (data, out)
             buffers = find_buffers(task, case, data, rt)
             ok, message = _verdict(task.namespace["check_implementation"](_clone(data), _clone(out)))
@@ -308,7 +337,7 @@ def _import_folder(
         axes = {"case": index, **{k: v for k, v in case.args.items() if type(v) is int and k != "case"}}
         if index in probes:
             elements, tensors = probes[index]
-            on_cpu = device.type == "cpu" and elements <= CPU_MAX_ELEMENTS
+            on_cpu = device.type == "cpu" and elements <= CPU_MAX_ELEMENTS and index not in gpu_only
             dtype = _workload_dtype(tensors)
         else:
             on_cpu, dtype = False, fallback
@@ -340,6 +369,15 @@ def _import_folder(
     finally:
         sys.modules.pop(f"gpuarena_reference_{abs(hash(str(staging.resolve() / 'reference.py')))}", None)
     findings = [m.replace(str(staging), str(out_dir)).replace(staging.name, name) for m in report.errors]
+    if device.type == "cpu" and not any("cpu" in w[3] for w in workloads):  # not "no workload on the CPU"
+        why = f"ref_kernel raised {cpu_failure} on the CPU" if cpu_failure else "no entry's data is CPU-sized"
+        findings = [f for f in findings if "no workload runs on the CPU" not in f]
+        findings.insert(0, gpu_only_finding(why, out_dir, keep_failing))
+        if cpu_failure:
+            notes.append(
+                "the outputs and the output buffers were read from ref_kernel on the meta device (shapes and "
+                "dtypes, no values); the task's check_implementation was not run"
+            )
     outcome = Outcome(
         folder,
         "imported" if report.ok else "failed-check",

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs (types-PyYAML is not installed)
 
+from gpuarena.interop.gpumode_needs import missing_modules, missing_text
 from gpuarena.interop.outcome import SourceError
 
 GPUMODE_DEFAULT = (1e-5, 1e-8)
@@ -293,6 +294,9 @@ def read_task(folder: Path) -> Task:
     several = multi_gpu(yml, sources["reference.py"], cases)
     if several:
         raise GpuModeError(folder, several)
+    missing = missing_modules(sources["reference.py"])
+    if missing:
+        raise GpuModeError(folder / "reference.py", *missing_text(missing))
     tree = ast.parse(sources["reference.py"])
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
@@ -307,6 +311,10 @@ def read_task(folder: Path) -> Task:
         raise GpuModeError(folder / "reference.py", "defines custom_kernel: it is a submission, not a reference")
     try:
         namespace = load_namespace(sources, folder, _module_name(folder))
+    except ModuleNotFoundError as exc:  # imported inside a block: named as one at module level is
+        if exc.name:
+            raise GpuModeError(folder / "reference.py", *missing_text([exc.name.split(".", 1)[0]])) from None
+        raise GpuModeError(folder / "reference.py", f"running it failed: {type(exc).__name__}: {exc}") from None
     except Exception as exc:  # the task's own error, reported with its name
         raise GpuModeError(folder / "reference.py", f"running it failed: {type(exc).__name__}: {exc}") from None
     for required in ("generate_input", "ref_kernel", "check_implementation"):

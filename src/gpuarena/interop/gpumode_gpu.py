@@ -1,0 +1,57 @@
+"""GPU MODE tasks whose ref_kernel needs CUDA, imported on a machine without it (see
+interop/gpumode.py; a reference.py importing a package not installed here: gpumode_needs.py).
+
+A ref_kernel that fails on the CPU after generate_input's data was made there (a `.cuda()` in
+it, an op with no CPU kernel: torch._scaled_mm on nvfp4 data) is run once more on the meta
+device, which has shapes and dtypes but no values: that gives what it returns and the tensors
+of data it writes into (their version counters move), which is all the problem folder needs.
+Its workloads then run on CUDA only; the values, and the task's check_implementation on them,
+are left to `gpuarena check --device cuda`, and the import says so (gpu_only_finding)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuarena.interop.gpumode_probe import _clone
+
+if TYPE_CHECKING:
+    from gpuarena.interop.gpumode_task import Task
+
+
+def meta_probe(task: Task, data: Any, rt: dict[str, Any]) -> tuple[Any, dict[int, str]]:
+    """ref_kernel run on data moved to the meta device (its CUDA devices made meta too): what it
+    returns (meta tensors) and the tensors of data it writes into, as output buffers (index ->
+    "zeros" where generate_input made them zero, else "empty"). Raises what ref_kernel raises."""
+    import torch
+
+    meta = torch.device("meta")
+    tensors, layout = rt["flatten"](data)
+    copy = _clone(rt["rebuild"](layout, [t.to(meta) for t in tensors], meta))
+    moved, _ = rt["flatten"](copy)
+    versions = [t._version for t in moved]
+    # the mode alone, not on_device(): its torch.Generator stand-in, a function, breaks the
+    # `torch.Generator | None` annotations of modules the meta kernels import on first use
+    with torch.no_grad(), rt["_OnDevice"](meta):
+        out = task.namespace["ref_kernel"](copy)
+    written = [i for i, (t, v) in enumerate(zip(moved, versions)) if t._version != v]
+    buffers: dict[int, str] = {}
+    for i in written:
+        try:
+            zero = not bool(tensors[i].any())
+        except (RuntimeError, TypeError):  # a dtype with no CPU any() (fp4): made empty
+            zero = False
+        buffers[i] = "zeros" if zero else "empty"
+    return out, buffers
+
+
+def gpu_only_finding(why: str, out_dir: Path, keep_failing: bool) -> str:
+    """What the import says of a task whose every workload runs on CUDA only, imported on the CPU:
+    not checked, never passed."""
+    text = f"every workload runs on a GPU only ({why}), so it was not checked here"
+    if keep_failing:
+        return text + f"; written unchecked: check it on a GPU machine with `gpuarena check {out_dir} --device cuda`"
+    return text + (
+        " (fix: import it on a GPU machine with --check-device cuda, or give --keep-failing to write it "
+        f"unchecked and check it later with `gpuarena check {out_dir} --device cuda`)"
+    )

@@ -1,0 +1,100 @@
+"""GPU MODE tasks a machine without a GPU cannot run whole (issue 49): a ref_kernel that needs
+CUDA (GPU MODE's nvfp4 tasks), a reference.py importing a package not installed here (its
+amd_202602 tasks import AMD's aiter), a task whose every entry is GPU-sized (amd/moe), and data
+holding an nn.Module of the task's own (mla-decode's KVCache).
+
+The fixtures are GPU MODE-format folders written for these tests (fixtures/gpumode/README.md):
+gpuonly/cudaref_py, gpuonly/needspkg_py, gpuonly/kvcache_py.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from gpuarena.interop import gpumode
+from gpuarena.interop.gpumode import import_folder
+from gpuarena.interop.gpumode_needs import missing_modules
+from gpuarena.problems import load_problem
+
+from .conftest import FIXTURES
+
+GM = FIXTURES / "gpumode"
+GPU_ONLY = GM / "gpuonly"
+CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="what a machine without a GPU says")
+
+
+@CPU_ONLY
+def test_a_ref_kernel_that_needs_cuda_is_a_gpu_only_problem_left_unchecked(tmp_path):
+    outcome = import_folder(GPU_ONLY / "cudaref_py", tmp_path)
+    assert outcome.status == "failed-check" and outcome.folder is None, outcome.messages
+    text = "\n".join(outcome.messages)
+    assert "every workload runs on a GPU only (ref_kernel raised AssertionError" in text
+    assert "so it was not checked here" in text and "--check-device cuda" in text
+    assert "check_implementation was not run" in text
+    assert "no workload runs on the CPU" not in text  # the check's generic finding is replaced
+    assert not (tmp_path / "level1").exists() or not any((tmp_path / "level1").iterdir())
+
+
+@CPU_ONLY
+def test_kept_it_is_written_with_its_outputs_and_buffers_read_on_the_meta_device(tmp_path):
+    outcome = import_folder(GPU_ONLY / "cudaref_py", tmp_path, keep_failing=True)
+    assert outcome.status == "failed-check" and outcome.folder is not None
+    assert any("written unchecked: check it on a GPU machine with `gpuarena check" in m for m in outcome.messages)
+    problem = load_problem(outcome.folder)
+    assert problem.spec.outputs == ["output"]
+    assert all(w.devices == ["cuda"] for w in problem.spec.workloads)
+    assert [w.name for w in problem.spec.workloads] == ["test0-size32", "bench0-size64"]
+    assert problem.input_names[:3] == ["a", "s", "b"]  # c, written by ref_kernel, is a buffer
+    assert "c" not in problem.input_names
+    glue = (outcome.folder / "reference.py").read_text()
+    assert "_BUFFERS = {3: 'empty'}" in glue and "_OUTPUT = ('t',)" in glue
+
+
+@CPU_ONLY
+def test_a_ref_kernel_that_fails_on_the_meta_device_too_is_refused_with_both_errors(tmp_path):
+    task = tmp_path / "needs_values_py"
+    shutil.copytree(GPU_ONLY / "cudaref_py", task)
+    reference = task / "reference.py"
+    reference.write_text(reference.read_text().replace("    return c\n", "    return c * float(c.sum().item())\n"))
+    outcome = import_folder(task, tmp_path / "out")
+    assert outcome.status == "error"
+    (message,) = outcome.messages
+    assert "raised AssertionError" in message and "on the CPU, and" in message and "on the meta device" in message
+    assert "--check-device cuda" in message
+
+
+def test_a_reference_importing_a_package_not_installed_is_refused_naming_it(tmp_path):
+    outcome = import_folder(GPU_ONLY / "needspkg_py", tmp_path)
+    assert outcome.status == "error"
+    (message,) = outcome.messages
+    assert "reference.py imports `gpuarena_absent_vendor_kernels`, not installed here" in message
+    assert "declares no packages of its own" in message and "nothing of the task was run" in message
+    assert message.count("gpuarena_absent_vendor_kernels") == 2  # named once, and once in the fix
+
+
+def test_missing_modules_leaves_out_the_tasks_own_files_and_what_is_installed():
+    source = "import torch\nfrom task import input_t\nfrom utils import x\nimport os.path\nimport absent_a.b\n"
+    source += "from absent_b import c\nfrom . import d\ndef f():\n    import absent_c\n"
+    assert missing_modules(source) == ["absent_a", "absent_b"]
+
+
+def test_a_task_whose_every_entry_is_gpu_sized_says_so_not_that_it_lacks_small_workloads(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpumode, "CPU_MAX_ELEMENTS", 1)
+    outcome = import_folder(GM / "vectoradd_py", tmp_path)
+    assert outcome.status == "failed-check"
+    assert any(
+        m.startswith("every workload runs on a GPU only (no entry's data is CPU-sized)") for m in outcome.messages
+    )
+    assert not any("add small workloads" in m for m in outcome.messages)
+
+
+def test_data_holding_a_module_of_the_tasks_own_is_refused_naming_it(tmp_path):
+    """mla-decode's KVCache: its forward, which a submission calls, is the task's code, which the
+    solution's side does not get; refused, not approximated."""
+    outcome = import_folder(GPU_ONLY / "kvcache_py", tmp_path)
+    assert outcome.status == "error"
+    (message,) = outcome.messages
+    assert "data holds a Cache (a torch.nn.Module" in message and "cannot rebuild" in message
