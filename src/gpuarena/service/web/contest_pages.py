@@ -1,6 +1,7 @@
 """The contest pages: the list, a contest's page (countdown, problems, standings with the tie
 rule that decided each place, per-problem best, your entries), and the organizers' pages
-(new contest form, review queue, similarity pairs side by side, live standings in a freeze).
+(new contest form, moving the end, review queue, similarity pairs side by side, live standings
+in a freeze).
 Every form POST depends on `check_csrf`."""
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from sqlalchemy.orm import Session
 
 from gpuarena.contests.model import BONUS_ITEMS
 from gpuarena.errors import GpuarenaError
-from gpuarena.service import contest_standings, contests
-from gpuarena.service.contest_schemas import ReviewRequest, parse_contest
+from gpuarena.service import contest_schedule, contest_standings, contests
+from gpuarena.service.contest_schemas import ReviewRequest, Schedule, parse_contest
 from gpuarena.service.db import Database
 from gpuarena.service.deps import Caller, get_db
 from gpuarena.service.device_kinds import runner_warnings
@@ -121,6 +122,7 @@ def contest_page(slug: str, request: Request, db: DB, who: WHO, live: bool = Fal
         problems=problems,
         figures=figures,
         warnings=warnings,
+        error=request.query_params.get("error", ""),
     )
 
 
@@ -185,6 +187,30 @@ def review_entry(
             contests.review(session, row, who, submission_id, request)
     except (ValueError, GpuarenaError) as exc:
         return RedirectResponse(back + "&error=" + quote(f"submission {submission_id}: {exc}"), status_code=303)
+    return RedirectResponse(back, status_code=303)
+
+
+@forms.post("/contests/{slug}/schedule")
+def move_end(
+    slug: str,
+    db: DB,
+    who: SIGNED_IN,
+    end: Annotated[str, Form()] = "",
+    freeze_from: Annotated[str, Form()] = "",
+    end_now: Annotated[str, Form()] = "",
+) -> Response:
+    """The organizers' form on the contest's page: a new end (UTC), or the contest ended now."""
+    from urllib.parse import quote
+
+    back = f"/contests/{quote(slug)}"
+    try:
+        schedule = Schedule(end="now" if end_now else end.strip(), freeze_from=freeze_from.strip() or None)
+        with db.write() as session:
+            row = _contest(session, slug)
+            _organizer(session, row, who)
+            contest_schedule.reschedule(session, row, who, schedule)
+    except (ValueError, GpuarenaError) as exc:
+        return RedirectResponse(back + "?error=" + quote(str(exc).split("\n")[0][:300]), status_code=303)
     return RedirectResponse(back, status_code=303)
 
 
