@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuarena.interop.kernelbench_forward import RandomForward, probed_forward
 from gpuarena.interop.kernelbench_hf import (
     AXIS_PREFIX,
     HUB_MODELS,
@@ -49,6 +50,10 @@ _GLUE_NAMES = {"reference", "make_inputs"}
 
 class KernelBenchError(SourceError):
     """A KernelBench file that cannot be imported; the message names the file and why."""
+
+
+class RandomForwardError(KernelBenchError):
+    """Its forward differs from call to call (kernelbench_forward.RandomForward), at any size."""
 
 
 # -- reading the file ---------------------------------------------------------------------------
@@ -365,9 +370,10 @@ def _flatten_outputs(out: Any, path: Path) -> list[Any]:
     return outs
 
 
-def _probe(file: _File, sizes: dict[str, int], device: str) -> _Probe:
+def _probe(file: _File, sizes: dict[str, int], device: str, estimate: bool = False) -> _Probe:
     """Build the model and run forward at these sizes: on "meta" (shapes only, any size) or
-    on the "cpu" (seeded as the problem will be)."""
+    on the "cpu" (seeded as the problem will be). `estimate`: scalars read on meta are zero
+    (kernelbench_forward), for a forward that branches on its data."""
     import torch
 
     namespace = _run_file(file.source, file.path, sizes) if sizes != file.sizes else file.namespace
@@ -380,7 +386,10 @@ def _probe(file: _File, sizes: dict[str, int], device: str) -> _Probe:
             raise KernelBenchError(file.path, f"get_inputs() raised {type(exc).__name__}: {exc}") from None
         with offline_hub(sizes, enabled=uses_transformers(file.source)):
             model = namespace["Model"](*decode_init(args))
-        outs = _flatten_outputs(model(*inputs), file.path)
+        try:
+            outs = probed_forward(lambda: _flatten_outputs(model(*inputs), file.path), device, estimate)
+        except RandomForward as exc:
+            raise RandomForwardError(file.path, str(exc)) from None
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)] + outs
     weights = list(model.parameters()) + list(model.buffers())
     for i, value in enumerate(inputs):
@@ -396,11 +405,11 @@ def _probe(file: _File, sizes: dict[str, int], device: str) -> _Probe:
     )
 
 
-def _load(file: _File, sizes: dict[str, int]) -> float | None:
+def _load(file: _File, sizes: dict[str, int], estimate: bool = False) -> float | None:
     """How far these sizes are over the CPU's caps (_Probe.load, on meta), or None where they do
     not make a valid model."""
     try:
-        return _probe(file, sizes, "meta").load()
+        return _probe(file, sizes, "meta", estimate).load()
     except Exception:  # a shape the file does not allow, or an op without meta support
         return None
 
@@ -458,17 +467,22 @@ def _halved(
 
 def small_inputs(file: _File) -> dict[str, int] | None:
     """Sizes for a CPU workload of a model whose forward cannot run on meta (Swin's `.item()`):
-    the inputs halved under the data cap (get_inputs() alone on meta; the batch first, as only
-    the forward can say which other sizes keep the model valid), then one forward on the CPU at
-    those sizes, which must fit both caps; None where that fails."""
-    fixed = hub_axes(file.hub, cpu=True)  # a hub model's weights are not known here: its CPU sizes
+    halved (the batch first: only the forward says which other sizes keep the model valid) under
+    the caps as a meta forward with its scalars read as zero estimates them (kernelbench_forward:
+    BART's logits are over the cap, not its tokens), or else get_inputs() alone on meta; then one
+    CPU forward at those sizes, which must fit both caps; None where that fails."""
+    fixed = hub_axes(file.hub, cpu=True)  # a hub model's CPU sizes: its weights fit the cap
     free = {name: value for name, value in file.sizes.items() if name not in fixed}
-    found = _halved(free, lambda sizes: _input_load(file, {**sizes, **fixed}), batch_first=True)
+    estimate = _load(file, {**free, **fixed}, estimate=True) is not None
+    load = (lambda s: _load(file, s, True)) if estimate else (lambda s: _input_load(file, s))
+    found = _halved(free, lambda sizes: load({**sizes, **fixed}), batch_first=True)
     if found is None:
         return None
     current = {name: {**found, **fixed}[name] for name in file.sizes}
     try:
         return current if _probe(file, current, "cpu").fits_the_cpu() else None
+    except RandomForwardError:  # the forward's own fault, said as it is
+        raise
     except Exception:  # the model fails at these sizes: no CPU workload (a CPU run says why)
         return None
 

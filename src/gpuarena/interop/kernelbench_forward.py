@@ -1,0 +1,79 @@
+"""A KernelBench file's forward as the import probes it (kernelbench_read._probe): on the meta
+device past the scalars it reads, and on the CPU told apart where it draws random numbers.
+
+The meta device has shapes but no values, so `.item()`, `bool(t)` and `x in t` raise there. A
+Hugging Face model reads such scalars in checks that leave its output's shape alone (BART's,
+BigBird's and Reformer's "is any token padding", the attention mask's "is every position
+kept"), yet without them its outputs' size was unknown, and a CPU workload sized by its inputs
+alone was over the cap by its outputs (a batch of 1024 of 32 tokens, logits of 512 each: 16M
+elements). Each scalar read on meta is answered zero (False) instead: an estimate, so the sizes
+found this way are confirmed by one forward on the CPU before they are kept.
+
+A forward that draws from torch's generator and differs on each call (Reformer's LSH attention
+draws its hash rotations anew for sequences longer than its chunk, unless its config fixes
+hash_seed) cannot be judged: KernelBench's eval seeds once before Model's forward and ModelNew's
+runs after it on the generator Model's left, so no solution could match it there either. It is
+refused naming that cause, where the check would only have found the reference nondeterministic.
+
+This module imports nothing heavy at import time: torch is imported where it is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+class RandomForward(RuntimeError):
+    """A forward whose outputs change from call to call, drawing from torch's generator."""
+
+
+@contextlib.contextmanager
+def meta_scalars_as_zero() -> Iterator[list[int]]:
+    """While inside, a scalar read from a meta tensor is 0 (False, 0.0); the list yielded counts
+    them (one item per read)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    reads: list[int] = []
+    local_scalar = torch.ops.aten._local_scalar_dense.default
+
+    class _Zeros(TorchDispatchMode):
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+        ) -> Any:
+            if func is local_scalar and args[0].device.type == "meta":
+                reads.append(1)
+                tensor = args[0]
+                return False if tensor.dtype is torch.bool else 0.0 if tensor.is_floating_point() else 0
+            return func(*args, **(kwargs or {}))
+
+    with _Zeros():
+        yield reads
+
+
+def probed_forward(run: Callable[[], list[Any]], device: str, estimate: bool = False) -> list[Any]:
+    """run() (the forward's outputs, a list of tensors): on meta with `estimate`, its scalar reads
+    zero; on a real device, RandomForward raised where it advanced torch's generator and a second
+    run on the same inputs differs (one that draws and discards stays judgeable)."""
+    import torch
+
+    if device == "meta":
+        with meta_scalars_as_zero() if estimate else contextlib.nullcontext():
+            return run()
+    state = torch.random.get_rng_state()
+    outputs = run()
+    if torch.equal(state, torch.random.get_rng_state()):
+        return outputs
+    again = run()
+    if len(again) == len(outputs) and all(
+        a.shape == b.shape and a.dtype == b.dtype and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)
+        for a, b in zip(outputs, again)
+    ):  # the same bits, NaN where NaN
+        return outputs
+    raise RandomForward(
+        "forward() draws random numbers (torch's generator advanced during it) and two runs on the same "
+        "inputs differ: KernelBench's eval seeds once, before Model's forward, so ModelNew's draws differ "
+        "from Model's and no solution could match it; gpuarena judges forwards that are deterministic"
+    )
