@@ -175,18 +175,19 @@ def test_tuple_and_chained_sizes_reach_the_model(imported):
         assert torch.equal(problem.reference(**inputs), model(inputs["x"]))
 
 
-def test_no_cpu_workload_says_what_the_user_can_do(tmp_path):
+def test_a_file_with_no_cpu_workload_is_imported_to_be_checked_by_its_first_gpu_run(tmp_path):
+    """A GPU-sized problem is a problem (issue 49): written marked unchecked on the GPU, never
+    refused for want of a GPU here, and never with advice to edit a file."""
     assert small_sizes(read_file(GPU_ONLY)) is None
-    refused = import_file(GPU_ONLY, tmp_path)
-    assert refused.status == "failed-check" and refused.folder is None
-    text = "\n".join(refused.messages)
+    imported = import_file(GPU_ONLY, tmp_path)
+    assert imported.status == "imported" and imported.folder is not None and imported.folder.is_dir()
+    text = "\n".join(imported.messages)
     assert "its sizes are not top-level integer constants" in text
-    assert "--check-device cuda" in text and "--keep-failing" in text
-    assert "problem.toml" not in text  # no advice to edit a file that was not kept
-    kept = import_file(GPU_ONLY, tmp_path, keep_failing=True)
-    assert kept.folder is not None and kept.folder.is_dir()
-    assert [(w.name, w.devices) for w in load_problem(kept.folder).spec.workloads] == [("kernelbench", ["cuda"])]
-    assert any(f"gpuarena check {kept.folder} --device cuda" in m for m in kept.messages), kept.messages
+    assert "its first run on a GPU checks it" in text and f"gpuarena check {imported.folder} --device cuda" in text
+    assert "problem.toml" not in text  # no advice to edit a file the user never wrote
+    spec = load_problem(imported.folder).spec
+    assert [(w.name, w.devices) for w in spec.workloads] == [("kernelbench", ["cuda"])]
+    assert spec.unchecked == ["cuda"]
 
 
 def _stale(out_dir: Path, pid: int) -> Path:
@@ -328,3 +329,42 @@ def test_a_model_that_cannot_run_on_meta_gets_a_cpu_workload_from_its_inputs(tmp
     small = workloads["cpu-small"].axes
     assert small["image_size"] == 224 and small["batch_size"] < 10  # the batch halved, the image kept
     assert small["batch_size"] * 3 * 224 * 224 <= CPU_MAX_ELEMENTS
+
+
+BROADCAST = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """A margin loss: scores [batch, n] against signs [batch], which broadcast only while batch == n."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, scores, signs):
+        return torch.mean(torch.clamp(1 - scores * signs, min=0))
+
+
+batch_size = 4096
+width = (4096,)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, *width), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_sizes_that_must_stay_equal_are_halved_together(tmp_path):
+    """KernelBench's 100_HingeLoss broadcasts [batch, n] * [batch]: halving one size at a time
+    never gives a valid model, so it had no CPU workload; halving the equal ones together does."""
+    source = tmp_path / "1_margin.py"
+    source.write_text(BROADCAST)
+    small = small_sizes(read_file(source))
+    assert small is not None and small["batch_size"] == small["width_0"] < 4096
+    imported = import_file(source, tmp_path / "out")
+    assert imported.status == "imported", imported.messages
+    assert "cpu-small" in imported.workloads and not load_problem(imported.folder).spec.unchecked

@@ -131,6 +131,7 @@ def _run(
     import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.cli.render import render
     from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.problem_pending import check_first, pending
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
 
@@ -162,7 +163,12 @@ def _run(
         kernel_duration=ncu,
     )
     with err.status("starting") as status:
-        record = evaluate(
+        if pending(loaded_problem, device.split(":", 1)[0]):
+            status.update(f"checking {loaded_problem.id} on {device} first: it was written where it could not be")
+        refused = check_first(loaded_problem, loaded_solution, device, options.mode)
+        if refused is not None and ahead is not None:
+            ahead.close()
+        record = refused or evaluate(
             loaded_problem,
             loaded_solution,
             options,
@@ -191,7 +197,8 @@ def check(
 ) -> None:
     """Validate problems: schema, reference on every workload, outputs that trivial answers cannot match."""
     from gpuarena.problem_check import check_problem
-    from gpuarena.problems.loader import PROBLEM_FILE, problem_folder
+    from gpuarena.problem_pending import note_passed
+    from gpuarena.problems.loader import PROBLEM_FILE, load_problem, problem_folder
     from gpuarena.problems.select import ProblemFilter
 
     folders: list[Path] = []
@@ -211,6 +218,7 @@ def check(
     for folder in folders:
         report = check_problem(folder, device=device)
         if report.ok:
+            note_passed(load_problem(folder), device.split(":", 1)[0], report)  # a run need not check it again
             out.print(
                 f"[green]ok[/]    {escape(report.name)}  ({escape(report.summary)})", markup=True, highlight=False
             )

@@ -46,6 +46,7 @@ from gpuarena.interop.flashinfer_sidecar import (  # the sidecars and names
     read_problem_sidecar,
 )
 from gpuarena.interop.flashinfer_trace import Definition, Solution, read_definition, read_solution, read_workloads
+from gpuarena.interop.unchecked import devices_not_checked, mark_unchecked
 from gpuarena.problems.loader import REFERENCE_FILE, Problem, load_problem, load_spec
 from gpuarena.solutions.loader import MANIFEST_FILE, load_solution
 from gpuarena.solutions.model import COMPILED_LANGUAGES, unsafe_source_name
@@ -204,8 +205,9 @@ def _checked(staging: Path, out_dir: Path, check_device: str | None) -> list[str
 
     spec = load_spec(staging)
     kind = check_device.split(":")[0]
-    if not any(kind in w.devices for w in spec.workloads):
-        return []  # problem_files noted it (no CPU-sized workload): it is checked on a GPU machine
+    if not any(kind in w.devices for w in spec.workloads):  # problem_files noted it (no CPU-sized workload)
+        mark_unchecked(staging, devices_not_checked(staging, check_device))  # its first GPU run checks it
+        return []
     try:
         report = check_problem(staging, device=check_device)
     finally:

@@ -280,7 +280,7 @@ def _add_cpu_smoke(definition: Definition, plan: _Plan) -> None:
         if largest is None or sizes[largest] <= 1:
             plan.notes.append(
                 f"no workload fits the CPU (at most {CPU_MAX_ELEMENTS} elements) and the constant axes "
-                "alone exceed that: `gpuarena check` needs a CPU workload; add one to problem.toml"
+                "alone exceed that: it is checked by its first run on a GPU (`unchecked` in problem.toml)"
             )
             return
         sizes[largest] = (sizes[largest] + 1) // 2
@@ -291,8 +291,8 @@ def _add_cpu_smoke(definition: Definition, plan: _Plan) -> None:
     name = CPU_SMOKE if CPU_SMOKE not in {row[0] for row in plan.workloads} else f"{CPU_SMOKE}-gpuarena"
     if not ok:
         plan.notes.append(
-            "no workload fits the CPU and a smaller one would break the constraints: `gpuarena check` "
-            "needs a CPU workload; add one to problem.toml"
+            "no workload fits the CPU and a smaller one would break the constraints: it is checked by "
+            "its first run on a GPU (`unchecked` in problem.toml)"
         )
         return
     plan.workloads.append((name, sizes, ["cpu"]))

@@ -82,6 +82,7 @@ from gpuarena.interop.kernelbench_read import (  # noqa: F401  re-exported: test
 )
 from gpuarena.interop.kernelbench_solution import INIT_FORMAT, INIT_INPUT
 from gpuarena.interop.outcome import Outcome
+from gpuarena.interop.unchecked import devices_not_checked, mark_unchecked
 
 HEADER = "# gpuarena: the KernelBench problem file, verbatim, down to the marker line below."
 TOLERANCE = {"float32": (1e-4, 1e-4), "float16": (1e-2, 5e-3), "bfloat16": (1e-2, 1e-2)}
@@ -301,7 +302,7 @@ def _forget_reference(folder: Path) -> None:
     sys.modules.pop(f"gpuarena_reference_{abs(hash(str(folder.resolve() / 'reference.py')))}", None)
 
 
-def _no_cpu_workload(file: _File, meta_error: str, check_device: str, keep_failing: bool, out_dir: Path) -> str:
+def _no_cpu_workload(file: _File, meta_error: str, check_device: str, out_dir: Path) -> str:
     """Why the problem has no CPU workload, and what the user can do about it."""
     why = (
         f"on the meta device forward raised {meta_error}"
@@ -317,14 +318,9 @@ def _no_cpu_workload(file: _File, meta_error: str, check_device: str, keep_faili
     )
     if _device_type(check_device) != "cpu":
         return text
-    if keep_failing:
-        return text + (
-            f", so it was not checked here; check it on a GPU machine with `gpuarena check {out_dir} --device cuda`"
-        )
     return text + (
-        ", so it cannot be checked on the CPU (fix: import it on a GPU machine with --check-device cuda, "
-        "or give --keep-failing to write it unchecked and check it later with "
-        f"`gpuarena check {out_dir} --device cuda`)"
+        ", so it was not checked here: it is written marked `unchecked` and its first run on a GPU checks it "
+        f"(or `gpuarena check {out_dir} --device cuda` on a GPU machine, or import it there with --check-device cuda)"
     )
 
 
@@ -395,7 +391,7 @@ def _import_file(
             small = small_inputs(file)
     cpu_sizes = file.sizes if whole_on_cpu else small
     if cpu_sizes is None:
-        notes.append(_no_cpu_workload(file, meta_error, check_device, keep_failing, out_dir))
+        notes.append(_no_cpu_workload(file, meta_error, check_device, out_dir))
     cpu = None
     if cpu_sizes is not None:
         try:
@@ -440,6 +436,8 @@ def _import_file(
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         raise KernelBenchError(path, f"{out_dir} exists and is not empty", "--force replaces it")
     staging = _write_staging(files, out_dir)
+    if cpu_sizes is None and _device_type(check_device) == "cpu":
+        mark_unchecked(staging, devices_not_checked(staging, check_device))  # its first GPU run checks it
     try:
         report = check_problem(staging, device=check_device)
     except BaseException:
@@ -452,12 +450,12 @@ def _import_file(
         findings = [m for m in findings if "no workload runs on the CPU" not in m]
     outcome = Outcome(
         path,
-        "imported" if report.ok else "failed-check",
+        "failed-check" if findings else "imported",
         problem_id=f"level{number}/{name}",
         messages=notes + findings,
         workloads=[w[0] for w in workloads],
     )
-    if report.ok or keep_failing:
+    if not findings or keep_failing:
         staging_folders.put_in_place(staging, out_dir)
         outcome.folder = out_dir
     else:

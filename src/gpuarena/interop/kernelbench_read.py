@@ -443,22 +443,18 @@ def _input_load(file: _File, sizes: dict[str, int]) -> float | None:
 def _halved(
     sizes: dict[str, int], load: Callable[[dict[str, int]], float | None], batch_first: bool = False
 ) -> dict[str, int] | None:
-    """Sizes halved one at a time (the largest first; `batch_first`: a batch's before any) while
-    `load(sizes)` is over 1, each step one that `load` still takes (not None) and lowers; None
-    where no step is left, or the sizes as given do not load."""
+    """Sizes halved one at a time (the largest first; `batch_first`: a batch's before any), else
+    equal sizes together (HingeLoss's [batch, n] * [batch] broadcasts only while batch == n),
+    while `load(sizes)` is over 1, each step one that `load` still takes (not None) and lowers;
+    None where no step is left, or the sizes as given do not load."""
     current, now = dict(sizes), load(dict(sizes))
     while now is not None and now > 1:
-        step = None
-        for name, value in sorted(
-            current.items(), key=lambda item: (batch_first and not _batch_like(item[0]), -item[1])
-        ):
-            if value < MIN_SHRINK and not (_batch_like(name) and value > 1):
-                continue
-            candidate = {**current, name: value // 2}
-            smaller = load(candidate)
-            if smaller is not None and smaller < now:
-                step = candidate, smaller
-                break
+        order = sorted(current.items(), key=lambda item: (batch_first and not _batch_like(item[0]), -item[1]))
+        ones = [[n] for n, v in order if v >= MIN_SHRINK or (_batch_like(n) and v > 1)]
+        values = sorted((v for v in set(current.values()) if v >= MIN_SHRINK), reverse=True)
+        tied = [group for v in values if len(group := [n for n in current if current[n] == v]) > 1]
+        steps = ({**current, **{n: current[n] // 2 for n in names}} for names in ones + tied)
+        step = next(((c, smaller) for c in steps if (smaller := load(c)) is not None and smaller < now), None)
         if step is None:
             return None
         current, now = step

@@ -150,6 +150,10 @@ class ProblemSpec(Strict):
     elementwise tolerance allows."""
     time_limits: TimeLimits = Field(default_factory=lambda: TimeLimits())
     """The longest a whole run may take, per mode, build included; a runner may set a lower cap."""
+    unchecked: list[str] = Field(default_factory=list)
+    """Device types ("cuda", ...) on which the problem has not passed `gpuarena check` yet: an
+    importer wrote it where none of its workloads could run. Its first run on such a device
+    checks it before judging anything, once per machine (problem_pending.py)."""
     workloads: list[Workload] = Field(min_length=1)
 
     @field_validator("bytes", "flops")
