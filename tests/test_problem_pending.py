@@ -22,7 +22,9 @@ from gpuarena.problem_pending import check_first, pending
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 
-DEGENERATE = "import torch\n\n\ndef reference(a, x, b):\n    return torch.zeros_like(x)  # the same whatever the inputs\n"
+DEGENERATE = (
+    "import torch\n\n\ndef reference(a, x, b):\n    return torch.zeros_like(x)  # the same whatever the inputs\n"
+)
 RETURNS_AXPY = "def solve(a, x, b, y):\n    y.copy_(a * x + b)\n"
 
 

@@ -57,6 +57,15 @@ def _inputs(problem, axes: dict[str, int]) -> dict:
 # -- optional inputs --------------------------------------------------------------------------
 
 
+def _judged(problem_folder, path, code: str):
+    """`code` written to `path` and judged on the CPU in test mode."""
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.solutions import load_solution
+
+    path.write_text(code)
+    return evaluate(load_problem(problem_folder), load_solution(path), RunOptions(device="cpu", mode="test"))
+
+
 def test_an_optional_input_the_workloads_omit_reaches_the_reference_as_none(tmp_path):
     import_definition(OPTIONAL / "definition.json", OPTIONAL / "workloads.jsonl", tmp_path / "p")  # checked on the CPU
     problem = load_problem(tmp_path / "p")
@@ -79,19 +88,16 @@ def test_an_optional_input_the_workloads_give_is_drawn(tmp_path):
 
 @pytest.mark.harness
 def test_the_solution_gets_none_for_an_omitted_optional_input(tmp_path):
-    from gpuarena.harness.judge import RunOptions, evaluate
-    from gpuarena.solutions import load_solution
-
     import_definition(OPTIONAL / "definition.json", OPTIONAL / "workloads.jsonl", tmp_path / "p", convention="return")
-    solution = tmp_path / "solution.py"
-    solution.write_text(
+    record = _judged(
+        tmp_path / "p",
+        tmp_path / "solution.py",
         "import torch\n\n\n"
         "def solve(hidden_states, residual, weight, eps):\n"
         "    assert residual is None, type(residual)\n"
         "    inv_rms = torch.rsqrt((hidden_states * hidden_states).mean(dim=-1, keepdim=True) + eps)\n"
-        "    return hidden_states * inv_rms * weight\n"
+        "    return hidden_states * inv_rms * weight\n",
     )
-    record = evaluate(load_problem(tmp_path / "p"), load_solution(solution), RunOptions(device="cpu", mode="test"))
     assert record.status == "PASSED", record.reason
 
 
@@ -136,25 +142,18 @@ def test_mixed_optional_presence_round_trips(tmp_path):
 
 @pytest.mark.harness
 def test_the_solution_gets_none_only_where_the_workload_leaves_the_input_out(tmp_path):
-    from gpuarena.harness.judge import RunOptions, evaluate
-    from gpuarena.solutions import load_solution
-
     import_definition(OPTIONAL / "definition.json", MIXED / "workloads.jsonl", tmp_path / "p", convention="return")
-    solution = tmp_path / "solution.py"
-    solution.write_text(
+    code = (
         "import torch\n\n\n"
         "def solve(hidden_states, residual, weight, eps):\n"
         "    x = hidden_states if residual is None else hidden_states + residual\n"
         "    inv_rms = torch.rsqrt((x * x).mean(dim=-1, keepdim=True) + eps)\n"
         "    return x * inv_rms * weight\n"
     )
-    record = evaluate(load_problem(tmp_path / "p"), load_solution(solution), RunOptions(device="cpu", mode="test"))
+    record = _judged(tmp_path / "p", tmp_path / "solution.py", code)
     assert record.status == "PASSED", record.reason
-    ignoring = tmp_path / "ignoring.py"
-    ignoring.write_text(
-        solution.read_text().replace("hidden_states if residual is None else hidden_states + residual", "hidden_states")
-    )
-    record = evaluate(load_problem(tmp_path / "p"), load_solution(ignoring), RunOptions(device="cpu", mode="test"))
+    ignoring = code.replace("hidden_states if residual is None else hidden_states + residual", "hidden_states")
+    record = _judged(tmp_path / "p", tmp_path / "ignoring.py", ignoring)
     assert record.status == "WRONG_VALUES"
 
 
@@ -261,23 +260,18 @@ def test_an_fp8_output_with_a_bfloat16_one_keeps_the_bfloat16_workload_dtype():
 
 @pytest.mark.harness
 def test_an_fp8_output_off_by_its_rounding_fails_and_the_exact_one_passes(tmp_path):
-    from gpuarena.harness.judge import RunOptions, evaluate
-    from gpuarena.solutions import load_solution
-
     folder = _quantize(tmp_path, "float8_e4m3fn")
-    solution = tmp_path / "solution.py"
-    solution.write_text(
+    code = (
         "import torch\n\n\n"
         "def solve(x, q, amax):\n"
         "    wide = x.float()\n"
         "    amax.copy_(wide.abs().amax(dim=-1).clamp_min(1e-12))\n"
         "    q.copy_((wide * (448.0 / amax)[:, None]).to(torch.float8_e4m3fn))\n"
     )
-    record = evaluate(load_problem(folder), load_solution(solution), RunOptions(device="cpu", mode="test"))
+    record = _judged(folder, tmp_path / "solution.py", code)
     assert record.status == "PASSED", record.reason
-    coarse = tmp_path / "coarse.py"  # rounded through e5m2 first: one bit of mantissa less
-    coarse.write_text(solution.read_text().replace("[:, None]).to(", "[:, None]).to(torch.float8_e5m2).to("))
-    record = evaluate(load_problem(folder), load_solution(coarse), RunOptions(device="cpu", mode="test"))
+    coarse = code.replace("[:, None]).to(", "[:, None]).to(torch.float8_e5m2).to(")  # one bit of mantissa less
+    record = _judged(folder, tmp_path / "coarse.py", coarse)
     assert record.status == "WRONG_VALUES", record.reason
 
 
