@@ -17,7 +17,7 @@ from gpuarena.errors import GpuarenaError
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.session import as_outputs, bitwise_equal
 from gpuarena.problems.loader import Problem, load_problem
-from gpuarena.problems.model import OUTSIDE_CAP, Workload
+from gpuarena.problems.model import OUTSIDE_CAP, Workload, unmet_requirements
 
 
 @dataclass
@@ -260,6 +260,10 @@ def check_problem(folder: Path | str, device: str = "cpu") -> CheckReport:
     try:
         problem = load_problem(folder)
         report.name = problem.id
+        missing = problem.spec.missing_packages()
+        if missing:  # before the reference is imported: it would fail on the import, unexplained
+            report.errors.append(unmet_requirements(problem.id, missing))
+            return report
         _ = problem.module  # import the reference now, so errors show here
     except GpuarenaError as exc:
         report.errors.append(str(exc))

@@ -149,3 +149,19 @@ def test_a_submission_to_a_task_that_names_cuda_passes_on_the_cpu(tmp_path):
         RunOptions(device="cpu", mode="test"),
     )
     assert record.status == "PASSED", (record.reason, record.log[-3000:])
+
+
+def test_inside_on_device_torch_generator_is_still_a_type():
+    """Code run inside the context that uses torch.Generator as a type (torch.distributed's
+    lazy import evaluates `torch.Generator | None`; isinstance checks) works as outside it."""
+    rt = _runtime()
+    with rt["on_device"]("cpu"):
+        assert isinstance(torch.Generator, type)
+        hint = torch.Generator | None
+        made = torch.Generator(device="cuda")
+        positional = torch.Generator("cuda")
+        assert isinstance(made, torch.Generator) and isinstance(positional, torch.Generator)
+        assert made.device.type == positional.device.type == "cpu"
+        assert not isinstance(3, torch.Generator)
+        assert isinstance(None, hint) and isinstance(made, hint)
+    assert isinstance(made, torch.Generator)

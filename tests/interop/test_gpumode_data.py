@@ -21,7 +21,7 @@ import torch
 import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
 from gpuarena.interop.gpumode import import_folder
 from gpuarena.interop.gpumode_device import ON_DEVICE, SEEDED
-from gpuarena.interop.gpumode_solution import RUNTIME
+from gpuarena.interop.gpumode_solution import META_INPUT, RUNTIME
 from gpuarena.interop.gpumode_task import Case, multi_gpu
 from gpuarena.problems import load_problem
 
@@ -214,3 +214,47 @@ def test_on_the_gpu_the_globals_are_seeded_on_cuda_and_the_config_carried(tmp_pa
         RunOptions(device="cuda", mode="benchmark", budget_s=0.3),
     )
     assert record.status == "PASSED", (record.reason, record.log[-3000:])
+
+
+# -- a tensor ref_kernel ignores that a submission reads ------------------------------------------
+
+TWO_LAYOUTS = GM / "more" / "twolayouts_py"
+
+
+@pytest.mark.harness
+def test_a_tensor_the_reference_ignores_stays_an_input_with_its_data(tmp_path):
+    """The blocked copy of the scales: ref_kernel neither reads nor writes it, a submission reads
+    it (as nvfp4's rearranged scale factors), so it is an input, not an emptied buffer."""
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.solutions import load_solution
+
+    outcome = import_folder(TWO_LAYOUTS, tmp_path, keep_failing=True)
+    assert outcome.folder is not None, outcome.messages
+    problem = load_problem(outcome.folder)
+    assert problem.input_names == ["x", "s", "s_blocked", META_INPUT]  # out, written, is a buffer
+    assert "_BUFFERS = {3: 'empty'}" in (outcome.folder / "reference.py").read_text()
+    workload = problem.spec.workloads[0]
+    inputs = problem.make_inputs(dict(workload.axes), workload.torch_dtype, torch.device("cpu"), torch.Generator())
+    assert torch.equal(inputs["s_blocked"], inputs["s"].reshape(-1, 4).t())
+    record = evaluate(
+        problem, load_solution(SUBMISSIONS / "twolayouts_blocked.py"), RunOptions(device="cpu", mode="test")
+    )
+    assert record.status == "PASSED", (record.reason, record.log[-3000:])
+    # gpuarena check calls an input the reference ignores one the output does not depend on: the
+    # only finding, until a problem can say that an input is another layout of one it reads
+    findings = [m for m in outcome.messages if m.startswith("workload ")]
+    assert findings and all("does not depend on input s_blocked" in m for m in findings)
+
+
+def test_a_declared_output_the_reference_replaces_is_still_a_buffer(tmp_path):
+    """pmpp_v2's `data, output = data; output = ...`: the data's output tensor, ignored by a
+    ref_kernel that returns its own, is a buffer (as many elements as the output); the blocked
+    scales, which match no output, stay an input."""
+    task = tmp_path / "replaces_py"
+    shutil.copytree(TWO_LAYOUTS, task)
+    reference = task / "reference.py"
+    reference.write_text(reference.read_text().replace("    out.copy_(x * s[:, None])\n", "    out = x * s[:, None]\n"))
+    outcome = import_folder(task, tmp_path / "out", keep_failing=True)
+    assert outcome.folder is not None, outcome.messages
+    assert load_problem(outcome.folder).input_names == ["x", "s", "s_blocked", META_INPUT]
+    assert "_BUFFERS = {3: 'empty'}" in (outcome.folder / "reference.py").read_text()

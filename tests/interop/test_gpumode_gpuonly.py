@@ -10,6 +10,8 @@ gpuonly/cudaref_py, gpuonly/needspkg_py, gpuonly/kvcache_py.
 from __future__ import annotations
 
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -23,6 +25,7 @@ from .conftest import FIXTURES
 
 GM = FIXTURES / "gpumode"
 GPU_ONLY = GM / "gpuonly"
+SUBMISSIONS = GM / "submissions"
 CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="what a machine without a GPU says")
 
 
@@ -66,13 +69,66 @@ def test_a_ref_kernel_that_fails_on_the_meta_device_too_is_refused_with_both_err
     assert "--check-device cuda" in message
 
 
-def test_a_reference_importing_a_package_not_installed_is_refused_naming_it(tmp_path):
-    outcome = import_folder(GPU_ONLY / "needspkg_py", tmp_path)
-    assert outcome.status == "error"
+@pytest.mark.parametrize("keep_failing", [False, True])
+def test_a_reference_importing_a_package_not_installed_is_refused_naming_it(tmp_path, keep_failing):
+    """Nothing of the task can run, so nothing true can be written, kept or not."""
+    outcome = import_folder(GPU_ONLY / "needspkg_py", tmp_path, keep_failing=keep_failing)
+    assert outcome.status == "error" and outcome.folder is None
     (message,) = outcome.messages
     assert "reference.py imports `gpuarena_absent_vendor_kernels`, not installed here" in message
-    assert "declares no packages of its own" in message and "nothing of the task was run" in message
-    assert message.count("gpuarena_absent_vendor_kernels") == 2  # named once, and once in the fix
+    assert "nothing of the task was run" in message and "not even with --keep-failing" in message
+    assert 'requires = ["gpuarena_absent_vendor_kernels"]' in message  # what importing it there writes
+    assert not (tmp_path / "level1").exists() or not any((tmp_path / "level1").iterdir())
+
+
+def _vendor_package(root: Path) -> None:
+    """A stand-in for the vendor library needspkg_py imports, as the task's own machine has it."""
+    package = root / "gpuarena_absent_vendor_kernels"
+    (package / "ops").mkdir(parents=True)
+    (package / "__init__.py").write_text("VERSION = '1.0'\n")
+    (package / "ops" / "__init__.py").write_text("import torch\n\n\ndef fused_add(a, b):\n    return torch.add(a, b)\n")
+
+
+def test_imported_where_its_package_is_installed_it_requires_it_and_elsewhere_says_so(tmp_path, monkeypatch):
+    """The aiter-like task imported where its vendor library is installed carries it in
+    `requires`; where it is missing, check and run stop with one line naming it, and nothing of
+    the problem (the task's reference.py, which imports the library) is run."""
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.problem_check import check_problem
+    from gpuarena.solutions import load_solution
+
+    _vendor_package(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    outcome = import_folder(GPU_ONLY / "needspkg_py", tmp_path / "out")
+    assert outcome.status == "imported", outcome.messages
+    toml = (outcome.folder / "problem.toml").read_text()
+    assert (
+        'requires = ["gpuarena_absent_vendor_kernels"]' in toml
+        and "torch" not in toml.split("requires")[1].split("\n")[0]
+    )
+    assert load_problem(outcome.folder).spec.requires == ["gpuarena_absent_vendor_kernels"]
+    monkeypatch.undo()  # the library gone, as on another machine
+    for name in [m for m in sys.modules if m.split(".")[0] == "gpuarena_absent_vendor_kernels"]:
+        monkeypatch.delitem(sys.modules, name)
+    problem = load_problem(outcome.folder)
+    line = f"{problem.id} requires `gpuarena_absent_vendor_kernels` (problem.toml `requires`), not installed here"
+    report = check_problem(outcome.folder)
+    assert len(report.errors) == 1 and report.errors[0].startswith(line)
+    solution = load_solution(SUBMISSIONS / "vectoradd_ok.py")
+    record = evaluate(problem, solution, RunOptions(device="cpu", mode="test"))
+    assert record.status == "ERROR" and record.reason.startswith(line)
+    assert "gpuarena_absent_vendor_kernels" not in sys.modules
+
+
+def test_requires_names_the_third_party_packages_of_every_task_file():
+    from gpuarena.interop.gpumode_needs import required_packages
+
+    reference = "import torch\nimport numpy as np\nimport os, math\nfrom task import input_t\nimport aiter\n"
+    reference += "from aiter.ops import x\nfrom . import y\ndef f():\n    import inner_only\n"
+    assert required_packages(reference, "import triton\nimport aiter\n", "from typing import Any\n") == [
+        "aiter",
+        "triton",
+    ]
 
 
 def test_missing_modules_leaves_out_the_tasks_own_files_and_what_is_installed():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from gpuarena.contracts.records import Evaluation
+from gpuarena.contracts.records import Evaluation, Status
 from gpuarena.harness.device.backend import backend_for
 from gpuarena.harness.launch.ahead import DeviceAhead
 from gpuarena.harness.launch.started import StartedWorker
@@ -15,6 +15,7 @@ from gpuarena.harness.profile.run import profile_evaluation
 from gpuarena.harness.supervisor import Progress, Supervisor
 from gpuarena.harness.warm import Warm
 from gpuarena.problems.loader import Problem
+from gpuarena.problems.model import unmet_requirements
 from gpuarena.solutions.model import Solution
 
 __all__ = ["Progress", "RunOptions", "evaluate"]
@@ -36,6 +37,20 @@ def evaluate(
     harness/profile/run.py, which starts workers of its own."""
     options = options or RunOptions()
     backend_for(torch.device(options.device))  # another vendor's GPU is refused here, with the gap named
+    missing = problem.spec.missing_packages()
+    if missing:  # no verdict on the solution: the problem cannot run here (ProblemSpec.requires)
+        if worker is not None:
+            worker.close()
+        return Evaluation(
+            status=Status.ERROR,
+            reason=unmet_requirements(problem.id, missing),
+            problem=problem.id,
+            solution_hash=solution.hash,
+            solution_name=solution.name,
+            language=solution.manifest.language,
+            device=options.device,
+            mode=options.mode,
+        )
     if options.mode == "profile":
         if worker is not None:
             worker.close()

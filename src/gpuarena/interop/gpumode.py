@@ -39,8 +39,11 @@ The choices:
 - Several GPUs. A task that needs them (`multi_gpu: true` in task.yml, a generate_input that
   takes the process's `rank`, a reference.py that uses torch.distributed: GPU MODE's
   amd_distributed tasks) is refused before any of its code runs, saying so.
-- CUDA only. A reference.py importing a package not installed here (AMD's `aiter`) is refused
-  before it runs, naming it (gpumode_needs.py): problems declare no packages. A ref_kernel that
+- Packages. The third-party packages the task's files import at module level (AMD's `aiter`)
+  are the problem's `requires` in problem.toml, so check and run name one wherever it is
+  missing. A task whose package is not installed here is refused before any of it runs, naming
+  it (gpumode_needs.py: nothing true can be written without running it).
+- CUDA only. A ref_kernel that
   fails on the CPU on data made there (a `.cuda()`, an op with no CPU kernel: nvfp4's
   torch._scaled_mm) is run on the meta device for its outputs and the buffers it writes
   (gpumode_gpu.py); its workloads run on CUDA only, and the import, not checked, fails on the
@@ -60,11 +63,13 @@ The choices:
   that workload: it travels as (CONSTANT, shape, dtype, value) in place of the tensor and is
   made on every call, like a buffer, so no check calls it degenerate; in an entry the probe
   could not run, an input of at least DYNAMIC_CONSTANT elements that is one value is one. A tensor that
-  ref_kernel writes into, or whose values do not change its result, is an output buffer (GPU
-  MODE's `output = torch.empty(...)` in data): it is not an input (a solution writing into
+  ref_kernel writes into, or one it ignores that holds as many elements as one of its outputs
+  (GPU MODE's `output = torch.empty(...)` in data, replaced by ref_kernel's own), is an output
+  buffer: it is not an input (a solution writing into
   its input is refused, and a check needs inputs that matter) but a buffer leaf of the layout,
   made afresh on every call by the glue and by the adapter, zeroed where generate_input
-  zeroed it. The adapter (interop/gpumode_solution.py, added to a one-file solution defining
+  zeroed it. Any other tensor ref_kernel ignores stays an input with its values (nvfp4's
+  rearranged scale factors, which submissions read). The adapter (interop/gpumode_solution.py, added to a one-file solution defining
   `custom_kernel` and no `solve`) hands custom_kernel the same structure it expects.
 - Outputs. What ref_kernel returns (a tensor, a Python number, or tuples and lists of them)
   becomes the problem's outputs, one per tensor, in order (`output`, or `output0`, ...); a

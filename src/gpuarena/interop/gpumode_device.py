@@ -52,10 +52,20 @@ def on_device(device):
     target = _torch.device(device)
     real = _torch.Generator
 
-    def generator(device="cpu"):
-        return real(device=_moved(device, target))
+    class _GeneratorType(type):
+        """torch.Generator, still a type (`torch.Generator | None`, isinstance), whose call
+        makes a real generator on `device` where it names CUDA."""
 
-    _torch.Generator = generator
+        def __call__(cls, device="cpu"):
+            return real(device=_moved(device, target))
+
+        def __instancecheck__(cls, value):
+            return isinstance(value, real)
+
+        def __subclasscheck__(cls, subclass):
+            return issubclass(subclass, real)
+
+    _torch.Generator = _GeneratorType("Generator", (), {"__module__": "torch"})
     try:
         with _OnDevice(target):
             yield

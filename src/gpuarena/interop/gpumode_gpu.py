@@ -30,8 +30,7 @@ def meta_probe(task: Task, data: Any, rt: dict[str, Any]) -> tuple[Any, dict[int
     copy = _clone(rt["rebuild"](layout, [t.to(meta) for t in tensors], meta))
     moved, _ = rt["flatten"](copy)
     versions = [t._version for t in moved]
-    # the mode alone, not on_device(): its torch.Generator stand-in, a function, breaks the
-    # `torch.Generator | None` annotations of modules the meta kernels import on first use
+    # the mode alone, not on_device(): ref_kernel's generators, if any, stay where they are
     with torch.no_grad(), rt["_OnDevice"](meta):
         out = task.namespace["ref_kernel"](copy)
     written = [i for i, (t, v) in enumerate(zip(moved, versions)) if t._version != v]

@@ -146,8 +146,12 @@ def _ref(task: Task, data: Any) -> Any:
 
 
 def find_buffers(task: Task, case: Case, data: Any, rt: dict[str, Any]) -> dict[int, str]:
-    """Tensors of data that ref_kernel writes into or does not read: output buffers (index ->
-    "zeros" where generate_input made them zero, else "empty")."""
+    """Tensors of data that are output buffers (index -> "zeros" where generate_input made them
+    zero, else "empty"): those ref_kernel writes into, and the task's declared output that it
+    replaces with a tensor of its own (pmpp_v2's `data, output = data; output = ...`): one it
+    does not read, of as many elements as one of its outputs. Any other tensor it does not read
+    stays an input with its values: a submission may need it (nvfp4's rearranged scale factors,
+    a second copy of an input in another layout)."""
     import torch
 
     tensors, _ = rt["flatten"](data)
@@ -174,7 +178,9 @@ def find_buffers(task: Task, case: Case, data: Any, rt: dict[str, Any]) -> dict[
             continue
         if _same(result, expected):
             unread.add(i)
-    return {i: "zeros" if not bool(tensors[i].any()) else "empty" for i in sorted(written | unread)}
+    sizes = {o.numel() for o in expected if isinstance(o, torch.Tensor)}
+    declared = {i for i in unread if tensors[i].numel() in sizes}
+    return {i: "zeros" if not bool(tensors[i].any()) else "empty" for i in sorted(written | declared)}
 
 
 def find_constants(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarena.interop.gpumode_device import ON_DEVICE, SEEDED
+from gpuarena.interop.gpumode_needs import required_packages
 from gpuarena.interop.gpumode_probe import DYNAMIC_CONSTANT
 from gpuarena.interop.gpumode_solution import FORMAT, META_INPUT, RUNTIME
 from gpuarena.interop.gpumode_task import Case, Rule, Task
@@ -210,6 +211,11 @@ def _problem_toml(
         'convention = "return"',
         *(["checker = \"check\"  # the task's check_implementation (reference.py's check)"] if rule.checker else []),
         f"outputs = [{', '.join(_toml(o) for o in outputs)}]",
+        *(
+            [f"requires = [{', '.join(_toml(r) for r in required)}]  # imported by the task's files"]
+            if (required := required_packages(*(task.sources[f] for f in ("reference.py", "task.py", "utils.py"))))
+            else []
+        ),
         "",
         "[provenance]",
         'framework = "gpumode"',

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import operator
 from collections.abc import Mapping
 from typing import Literal, cast
@@ -148,6 +149,11 @@ class ProblemSpec(Strict):
     lower-precision accumulation): a solution's error against a float64 computation may be at
     most a small multiple of the reference's own (harness/precision.py), whatever the
     elementwise tolerance allows."""
+    requires: list[str] = Field(default_factory=list)
+    """Python packages (top-level import names) the reference needs beyond gpuarena's own, as
+    GPU MODE's AMD tasks need `aiter`: where one is missing, `gpuarena check` and `gpuarena run`
+    stop naming it before anything of the problem is imported (missing_packages), so the
+    problem is kept whole where it cannot run instead of failing there unexplained."""
     time_limits: TimeLimits = Field(default_factory=lambda: TimeLimits())
     """The longest a whole run may take, per mode, build included; a runner may set a lower cap."""
     unchecked: list[str] = Field(default_factory=list)
@@ -180,6 +186,26 @@ class ProblemSpec(Strict):
                     f"faithful_dtypes names {key!r}; use floating dtypes (float32, float16, bfloat16, float64)"
                 )
         return value
+
+    @field_validator("requires")
+    @classmethod
+    def _package_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name.isidentifier():
+                raise ValueError(f"requires names {name!r}; give top-level import names (aiter, triton)")
+        return value
+
+    def missing_packages(self) -> list[str]:
+        """The packages of `requires` this Python cannot find, in order (nothing is imported)."""
+        missing = []
+        for name in self.requires:
+            try:
+                found = importlib.util.find_spec(name) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                missing.append(name)
+        return missing
 
     def faithful(self, dtype: str) -> bool:
         """Whether this dtype's workloads must use math as accurate as the reference's."""
@@ -217,6 +243,16 @@ class ProblemSpec(Strict):
         moved = evaluate_formula(self.bytes, names) if self.bytes else None
         flops = evaluate_formula(self.flops, names) if self.flops else None
         return moved, flops
+
+
+def unmet_requirements(problem: str, missing: list[str]) -> str:
+    """The one line `gpuarena check` and `gpuarena run` stop with where a package the problem
+    requires (ProblemSpec.requires) is not installed: no verdict on any solution."""
+    listed = ", ".join(f"`{name}`" for name in missing)
+    return (
+        f"{problem} requires {listed} (problem.toml `requires`), not installed here: nothing of the "
+        f"problem was run; run it on a machine where {listed} {'is' if len(missing) == 1 else 'are'} installed"
+    )
 
 
 _OPS = {
