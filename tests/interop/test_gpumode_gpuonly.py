@@ -30,22 +30,23 @@ CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="what a machine 
 
 
 @CPU_ONLY
-def test_a_ref_kernel_that_needs_cuda_is_a_gpu_only_problem_left_unchecked(tmp_path):
+def test_a_ref_kernel_that_needs_cuda_is_imported_for_its_first_gpu_run_to_check(tmp_path):
+    """A GPU-sized problem is a problem: written, marked unchecked on the GPU, never passed here."""
     outcome = import_folder(GPU_ONLY / "cudaref_py", tmp_path)
-    assert outcome.status == "failed-check" and outcome.folder is None, outcome.messages
+    assert outcome.status == "imported" and outcome.folder is not None, outcome.messages
     text = "\n".join(outcome.messages)
     assert "every workload runs on a GPU only (ref_kernel raised AssertionError" in text
-    assert "so it was not checked here" in text and "--check-device cuda" in text
+    assert "so it was not checked here" in text and "its first run on a GPU checks it" in text
     assert "check_implementation was not run" in text
     assert "no workload runs on the CPU" not in text  # the check's generic finding is replaced
-    assert not (tmp_path / "level1").exists() or not any((tmp_path / "level1").iterdir())
+    assert load_problem(outcome.folder).spec.unchecked == ["cuda"]
 
 
 @CPU_ONLY
-def test_kept_it_is_written_with_its_outputs_and_buffers_read_on_the_meta_device(tmp_path):
-    outcome = import_folder(GPU_ONLY / "cudaref_py", tmp_path, keep_failing=True)
-    assert outcome.status == "failed-check" and outcome.folder is not None
-    assert any("written unchecked: check it on a GPU machine with `gpuarena check" in m for m in outcome.messages)
+def test_it_is_written_with_its_outputs_and_buffers_read_on_the_meta_device(tmp_path):
+    outcome = import_folder(GPU_ONLY / "cudaref_py", tmp_path)
+    assert outcome.folder is not None
+    assert any(f"`gpuarena check {outcome.folder} --device cuda`" in m for m in outcome.messages)
     problem = load_problem(outcome.folder)
     assert problem.spec.outputs == ["output"]
     assert all(w.devices == ["cuda"] for w in problem.spec.workloads)
@@ -140,7 +141,7 @@ def test_missing_modules_leaves_out_the_tasks_own_files_and_what_is_installed():
 def test_a_task_whose_every_entry_is_gpu_sized_says_so_not_that_it_lacks_small_workloads(tmp_path, monkeypatch):
     monkeypatch.setattr(gpumode, "CPU_MAX_ELEMENTS", 1)
     outcome = import_folder(GM / "vectoradd_py", tmp_path)
-    assert outcome.status == "failed-check"
+    assert outcome.status == "imported" and load_problem(outcome.folder).spec.unchecked == ["cuda"]
     assert any(
         m.startswith("every workload runs on a GPU only (no entry's data is CPU-sized)") for m in outcome.messages
     )

@@ -148,6 +148,7 @@ from gpuarena.interop.gpumode_write import (
     problem_name,
 )
 from gpuarena.interop.outcome import Outcome
+from gpuarena.interop.unchecked import devices_not_checked, mark_unchecked
 
 # The public names, importable from here as before the split: reading the task folder lives in
 # gpumode_task.py, probing its data in gpumode_probe.py, writing the problem in gpumode_write.py.
@@ -377,7 +378,8 @@ def _import_folder(
     if device.type == "cpu" and not any("cpu" in w[3] for w in workloads):  # not "no workload on the CPU"
         why = f"ref_kernel raised {cpu_failure} on the CPU" if cpu_failure else "no entry's data is CPU-sized"
         findings = [f for f in findings if "no workload runs on the CPU" not in f]
-        findings.insert(0, gpu_only_finding(why, out_dir, keep_failing))
+        mark_unchecked(staging, devices_not_checked(staging, check_device))  # its first GPU run checks it
+        notes.insert(0, gpu_only_finding(why, out_dir))
         if cpu_failure:
             notes.append(
                 "the outputs and the output buffers were read from ref_kernel on the meta device (shapes and "
@@ -385,12 +387,12 @@ def _import_folder(
             )
     outcome = Outcome(
         folder,
-        "imported" if report.ok else "failed-check",
+        "failed-check" if findings else "imported",
         problem_id=f"level{level}/{name}",
         messages=notes + findings,
         workloads=[w[0].name for w in workloads],
     )
-    if report.ok or keep_failing:
+    if not findings or keep_failing:
         if out_dir.exists():
             shutil.rmtree(out_dir)
         staging.rename(out_dir)

@@ -44,13 +44,11 @@ def meta_probe(task: Task, data: Any, rt: dict[str, Any]) -> tuple[Any, dict[int
     return out, buffers
 
 
-def gpu_only_finding(why: str, out_dir: Path, keep_failing: bool) -> str:
+def gpu_only_finding(why: str, out_dir: Path) -> str:
     """What the import says of a task whose every workload runs on CUDA only, imported on the CPU:
-    not checked, never passed."""
-    text = f"every workload runs on a GPU only ({why}), so it was not checked here"
-    if keep_failing:
-        return text + f"; written unchecked: check it on a GPU machine with `gpuarena check {out_dir} --device cuda`"
-    return text + (
-        " (fix: import it on a GPU machine with --check-device cuda, or give --keep-failing to write it "
-        f"unchecked and check it later with `gpuarena check {out_dir} --device cuda`)"
+    written marked unchecked, checked by its first run on a GPU (problem_pending.py)."""
+    return (
+        f"every workload runs on a GPU only ({why}), so it was not checked here: it is written marked "
+        f"`unchecked` and its first run on a GPU checks it (or `gpuarena check {out_dir} --device cuda` on a "
+        "GPU machine, or import it there with --check-device cuda)"
     )
