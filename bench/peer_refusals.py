@@ -59,6 +59,7 @@ CATEGORIES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] =
     (re.compile(r"^importer crashed: .*(allocate memory|MemoryError|out of memory)", re.M | re.I), "out of memory"),
     (re.compile(r"^importer crashed: (\w+)", re.M), lambda m: f"importer crashed ({m.group(1)})"),
     (re.compile(r"No module named '([\w]+)"), lambda m: f"needs package {m.group(1)}"),
+    (re.compile(r"imports `([\w]+)`[^:]*, not installed here"), lambda m: f"needs package {m.group(1)}"),
     (
         re.compile(r"\brank\b|world_size|torch\.distributed|init_process_group|\bnccl\b|\brccl\b|multi_gpu", re.I),
         "multi-GPU (rank)",
