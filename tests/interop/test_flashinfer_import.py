@@ -247,11 +247,14 @@ def test_scalar_outputs_are_a_named_gap():
     assert _gap(definition, _workloads()).feature == "scalar (non-tensor) outputs"
 
 
-def test_scalars_that_differ_between_workloads_are_a_named_gap():
+def test_scalars_that_differ_between_workloads_are_no_longer_a_gap():
+    """Each workload keeps its own value (test_flashinfer_scalars.py runs them)."""
     workloads = _workloads()
     workloads[2]["workload"]["inputs"]["eps"]["value"] = 1e-5
-    gap = _gap(_definition(), workloads)
-    assert gap.feature == "scalar inputs whose value differs between workloads" and "workload 3" in gap.where
+    files, _ = _files(_definition(), workloads)
+    sidecar = json.loads(files[SIDECAR])
+    assert sidecar["workload_axis"] == "flashinfer_workload"
+    assert [w["eps"]["value"] for w in sidecar["workload_inputs"]] == [1e-6, 1e-6, 1e-5]
 
 
 def test_a_random_value_for_a_scalar_input_is_a_named_gap():

@@ -14,9 +14,10 @@ _GLUE = '''
 # [0.5, 1.5), drawn in float32 and cast; integers: uniform in [-128, 128) for int8, [-1024, 1024)
 # otherwise; bools: fair coins), passes every scalar input the value all the workloads give it,
 # and None for an optional input the workloads leave out. Where the workloads' inputs differ
-# (a safetensors input, an optional input some give), the axis flashinfer.json names as
-# workload_axis says whose inputs these are: its recorded tensors (flashinfer_inputs.json, the
-# same in every draw; fixed_inputs() names them) and None where it leaves an input out.
+# (a safetensors input, an optional input some give, a scalar whose value differs), the axis
+# flashinfer.json names as workload_axis says whose inputs these are: its recorded tensors
+# (flashinfer_inputs.json, the same in every draw; fixed_inputs() names them), its own scalar
+# values, and None where it leaves an input out.
 
 import base64 as _gpuarena_base64
 import json as _gpuarena_json
@@ -99,6 +100,8 @@ def make_inputs(axes, dtype, device, generator):
             inputs[name] = None
         elif source is not None and source["type"] == "safetensors":
             inputs[name] = _gpuarena_recorded(source, device)
+        elif source is not None and source["type"] == "scalar":
+            inputs[name] = source["value"]
         elif spec["shape"] is None:
             inputs[name] = _GPUARENA["scalars"][name]
         else:

@@ -89,15 +89,20 @@ def _elements(definition: Definition, sizes: dict[str, int]) -> int:
 class _Plan:
     dtype: str
     scalars: dict[str, int | float | bool]
+    """Scalar input -> its value; one that varies (`varying`): the value for a workload without
+    its own inputs (the CPU smoke)."""
     omitted: list[str]
     """Optional inputs every workload leaves out (make_inputs() passes None)."""
     workloads: list[tuple[str, dict[str, int], list[str]]]
     """(name, all axis sizes, devices) per gpuarena workload."""
     given: list[dict[str, InputSource]] = field(default_factory=list)
     """Each FlashInfer workload's inputs as it gives them, where the workloads differ beyond axes
-    (a safetensors input, an optional input some leave out); empty where they do not."""
+    (a safetensors input, an optional input some leave out, a scalar in `varying`); empty where
+    they do not."""
     recorded: dict[str, dict[str, RecordedTensor]] = field(default_factory=dict)
     """The safetensors inputs' tensors, by path and key (flashinfer_data.DATA_FILE)."""
+    varying: list[str] = field(default_factory=list)
+    """Scalar inputs whose value differs between workloads (each gets its own, from `given`)."""
     cpu_smoke: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -164,6 +169,7 @@ def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_whe
     var = definition.var_axes
     const = definition.const_axes
     scalars: dict[str, int | float | bool] = {}
+    varying: list[str] = []
     presence: list[list[str]] = []
     recorded: dict[str, dict[str, RecordedTensor]] = {}
     rows: list[tuple[str, dict[str, int], list[str]]] = []
@@ -227,14 +233,9 @@ def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_whe
                     raise UnsupportedFeature(
                         where, "random values for scalar inputs", f"scalar input {name!r} is {source.type}"
                     )
-                if name in scalars and (scalars[name] != source.value or type(scalars[name]) is not type(source.value)):
-                    raise UnsupportedFeature(
-                        where,
-                        "scalar inputs whose value differs between workloads",
-                        f"input {name!r} is {source.value!r} here and {scalars[name]!r} in an "
-                        "earlier workload; make_inputs() knows a workload by its axes and dtype only",
-                    )
-                scalars[name] = source.value
+                first = scalars.setdefault(name, source.value)
+                if (first != source.value or type(first) is not type(source.value)) and name not in varying:
+                    varying.append(name)  # each workload gets its own: `given`, by the workload axis
             elif isinstance(source, ScalarInput):
                 raise FormatError(
                     where,
@@ -262,9 +263,9 @@ def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_whe
         ordered = {a: sizes[a] for a in definition.axes}
         rows.append((w.uuid, ordered, devices))
     omitted = [n for n in definition.inputs if all(n in left_out for left_out in presence)]
-    differ = bool(recorded) or any(left_out != omitted for left_out in presence)
+    differ = bool(recorded) or bool(varying) or any(left_out != omitted for left_out in presence)
     given = [dict(entry.workload.inputs) for entry in workloads] if differ else []
-    plan = _Plan(dtype=dtype, scalars=scalars, omitted=omitted, workloads=rows, given=given, recorded=recorded)
+    plan = _Plan(dtype, scalars, omitted, rows, given=given, recorded=recorded, varying=varying)
     if not any("cpu" in devices for _, _, devices in rows):
         _add_cpu_smoke(definition, plan)
     return plan
@@ -273,7 +274,12 @@ def _plan(definition: Definition, workloads: list[Trace], def_where: str, wl_whe
 def _add_cpu_smoke(definition: Definition, plan: _Plan) -> None:
     """A small CPU-only workload (gpuarena checks problems on the CPU): the smallest workload's
     variable axes halved until it fits, if the constraints allow."""
-    sizes = dict(min(plan.workloads, key=lambda row: _elements(definition, row[1]))[1])
+    smallest = min(range(len(plan.workloads)), key=lambda i: _elements(definition, plan.workloads[i][1]))
+    sizes = dict(plan.workloads[smallest][1])
+    for name in plan.varying:  # the scalars of the workload it is made from
+        source = plan.given[smallest].get(name)
+        if isinstance(source, ScalarInput):
+            plan.scalars[name] = source.value
     var = definition.var_axes
     while _elements(definition, sizes) > CPU_MAX_ELEMENTS:
         largest = max(var, key=lambda a: sizes[a], default=None)
@@ -399,16 +405,20 @@ def _readme(definition: Definition, plan: _Plan) -> str:
     for role, tensors in (("input", definition.inputs), ("output", definition.outputs)):
         for name, spec in tensors.items():
             value = f" = {plan.scalars[name]!r}" if spec.shape is None and name in plan.scalars else ""
+            value = " = per workload" if name in plan.varying else value
             kind = role if not spec.optional else "input (optional" + (", left out)" if name in plan.omitted else ")")
             rows.append(f"| {name} | {kind} | {shape(spec)}{value} | {spec.dtype} |")
     if definition.constraints:
         rows += ["", "Constraints: " + "; ".join(f"`{c}`" for c in definition.constraints)]
     if plan.given:
-        rows += [
-            "",
-            f"The workloads' inputs differ beyond their axes: the axis `{workload_axis(definition)}` numbers "
-            f"them. Their safetensors inputs are the recorded tensors, kept in `{DATA_FILE}`, the same in every draw.",
-        ]
+        parts = [f"the axis `{workload_axis(definition)}` numbers them"]
+        if plan.recorded:
+            parts.append(
+                f"their safetensors inputs are the recorded tensors, kept in `{DATA_FILE}`, the same in every draw"
+            )
+        if plan.varying:
+            parts.append(f"each gets its own {', '.join(f'`{name}`' for name in plan.varying)}")
+        rows += ["", "The workloads' inputs differ beyond their axes: " + "; ".join(parts) + "."]
     return "\n".join(rows) + "\n"
 
 

@@ -68,7 +68,9 @@ class ProblemSidecar(BaseModel):
     definition: Definition
     """The FlashInfer-Trace definition, as imported."""
     scalars: dict[str, int | float | bool] = {}
-    """Scalar input name -> its value (the same in every workload)."""
+    """Scalar input name -> its value in every workload; one whose value differs between
+    workloads is taken from workload_inputs, and this is its value for a workload without the
+    workload axis (the CPU smoke: that of the workload it was made from)."""
     omitted: list[str] = []
     """Optional inputs that every workload leaves out: make_inputs() passes None for them."""
     cpu_smoke: str | None = None
@@ -78,7 +80,8 @@ class ProblemSidecar(BaseModel):
     workload_inputs), where the workloads' inputs differ beyond axes and dtype; never exported."""
     workload_inputs: list[dict[str, InputSource]] = []
     """Each FlashInfer workload's inputs as it gave them, by workload_axis: safetensors inputs
-    come from flashinfer_inputs.json, an optional input it leaves out is None."""
+    come from flashinfer_inputs.json, scalars have its own values, an optional input it leaves
+    out is None."""
 
 
 class SolutionSidecar(BaseModel):
