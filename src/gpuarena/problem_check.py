@@ -241,6 +241,8 @@ def check_workload(
     other = _draw(problem, workload, device, 2)
     fixed = getattr(problem.module, "fixed_inputs", None)  # a peer's recorded data: the same every draw
     recorded = set(fixed(dict(workload.axes))) if callable(fixed) else set()
+    by_design = getattr(problem.module, "unread_inputs", None)  # the author's word: data for solutions only
+    unread = set(by_design(dict(workload.axes))) if callable(by_design) else set()
     for name, value in inputs.items():
         if not isinstance(value, torch.Tensor) or name in recorded:
             continue
@@ -248,7 +250,7 @@ def check_workload(
         changed[name] = other[name]
         if bitwise_equal(other[name], value):
             errors.append(f"{where}: input {name} is the same for two seeds; draw it from the generator")
-        elif _passes(problem, workload, _run(problem, changed), ref, inputs):
+        elif name not in unread and _passes(problem, workload, _run(problem, changed), ref, inputs):
             errors.append(
                 f"{where}: the output does not depend on input {name} (a fresh {name} gives a passing output)"
             )

@@ -69,7 +69,9 @@ The choices:
   its input is refused, and a check needs inputs that matter) but a buffer leaf of the layout,
   made afresh on every call by the glue and by the adapter, zeroed where generate_input
   zeroed it. Any other tensor ref_kernel ignores stays an input with its values (nvfp4's
-  rearranged scale factors, which submissions read). The adapter (interop/gpumode_solution.py, added to a one-file solution defining
+  rearranged scale factors, which submissions read), and the glue's unread_inputs() names it,
+  seen unread in a recorded run of ref_kernel (gpumode_reads.py), so the check does not call
+  the problem degenerate for it. The adapter (interop/gpumode_solution.py, added to a one-file solution defining
   `custom_kernel` and no `solve`) hands custom_kernel the same structure it expects.
 - Outputs. What ref_kernel returns (a tensor, a Python number, or tuples and lists of them)
   becomes the problem's outputs, one per tensor, in order (`output`, or `output0`, ...); a
@@ -125,6 +127,7 @@ from gpuarena.interop.gpumode_probe import (
     find_buffers,
     find_constants,
 )
+from gpuarena.interop.gpumode_reads import unread, unread_names
 from gpuarena.interop.gpumode_task import (
     GPU_MODE_UTILS,
     GPUMODE_DEFAULT,
@@ -249,6 +252,8 @@ def _import_folder(
     cpu_failure = ""
     """ref_kernel's error on the CPU, where it needs CUDA: entries then probed on meta (gpumode_gpu.py)."""
     gpu_only: set[int] = set()
+    reads: dict[int, set[int] | None] = {}
+    """Entry -> the tensors of its data ref_kernel never reads (gpumode_reads.py)."""
     for index, case in enumerate(task.cases):
         try:
             data = _generate(task, case, case.seed, rt)
@@ -321,6 +326,7 @@ def _import_folder(
                 "gpuarena needs the same structure in every workload",
             )
         layout_tensors = len(tensors)
+        reads[index] = unread(task, data, rt, meta=index in gpu_only)
         probes[index] = (elements, tensors)
     notes += [
         f"{', '.join(names)}: generate_input raised {error}; CUDA only, not probed" for error, names in unprobed.items()
@@ -334,6 +340,7 @@ def _import_folder(
     constants = {index: find_constants(task, task.cases[index], p[1], buffers, rt) for index, p in probes.items()}
     _, stored = rt["flatten"](first[0], buffers)
     names = _input_names(task, stored)
+    unread_inputs = {index: unread_names(found, buffers, names) for index, found in reads.items()}
     n_outputs = len(rt["outputs"](first[1], spec, device))
     outputs = ["output"] if n_outputs == 1 else [f"output{i}" for i in range(n_outputs)]
     dtypes_seen = [_workload_dtype(p[1]) for p in probes.values()]
@@ -351,7 +358,8 @@ def _import_folder(
     name = given_name or problem_name(folder)
     files = {
         "problem.toml": _problem_toml(task, name, level, outputs, rule, workloads, how),
-        "reference.py": _glue(names, task.cases, buffers, spec, constants) + (CHECK_GLUE if rule.checker else ""),
+        "reference.py": _glue(names, task.cases, buffers, spec, constants, unread_inputs)
+        + (CHECK_GLUE if rule.checker else ""),
         "README.md": _readme(task, name, how, names, workloads),
         "gpumode/task.yml": task.sources["task.yml"],
         "gpumode/reference.py": task.sources["reference.py"],

@@ -51,8 +51,12 @@ def _glue(
     buffers: dict[int, str],
     spec: tuple[Any, ...],
     constants: dict[int, list[int]] | None = None,
+    unread: dict[int, list[str]] | None = None,
 ) -> str:
     table = [dict(c.args) for c in cases]
+    unread = unread or {}
+    # an entry not probed (GPU-sized, or its data made on CUDA only): what no probed entry reads
+    elsewhere = [n for n in names if unread and all(n in found for found in unread.values())]
     seeds = [c.seed for c in cases]
     params = ", ".join([*names, META_INPUT])
     constant_table = constants or {}
@@ -83,6 +87,11 @@ _CONSTANTS = {constant_table!r}
 runtime): they travel as (CONSTANT, shape, dtype, value). A case the importer could not probe is
 not here: there an input of at least _DYNAMIC_CONSTANT elements, one value everywhere, is one."""
 _DYNAMIC_CONSTANT = {DYNAMIC_CONSTANT}
+_UNREAD = {unread!r}
+"""Workload (case) -> its inputs ref_kernel never reads, found at import (interop/gpumode_reads.py):
+data a submission may read (nvfp4's scale factors in a second layout). A case the importer could
+not probe gets _UNREAD_ELSEWHERE, the inputs no probed case reads."""
+_UNREAD_ELSEWHERE = {elsewhere!r}
 _SEED_BOUND = {seed_bound(cases)}
 """make_inputs() draws generate_input's seed below this: the range of task.yml's own seeds, where
 data made from the seed stays as varied as GPU MODE's own (interop/gpumode_write.py SEED_BOUND)."""
@@ -137,6 +146,12 @@ def reference({params}):
     ref_kernel = _gpumode()["ref_kernel"]  # loaded before rebuild: its classes rebuild data
     with _torch.no_grad():
         return outputs(ref_kernel(rebuild(layout, tensors, device)), spec, device)
+
+
+def unread_inputs(axes):
+    """The inputs no output depends on by design (the task's own data for submissions): `gpuarena
+    check` does not call the problem degenerate for them."""
+    return list(_UNREAD.get(axes["case"], _UNREAD_ELSEWHERE))
 
 
 def make_inputs(axes, dtype, device, generator):
