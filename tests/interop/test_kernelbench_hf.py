@@ -43,6 +43,7 @@ def test_a_level4_file_imports_offline_with_a_cpu_workload_of_the_same_architect
     assert full["devices"] == ["cuda"]
     assert small["axes"] == {"batch_size": 1, "sequence_length": 8, "hf_n_layer": 1, "hf_vocab_size": 512}
     assert small["devices"] == ["cpu", "cuda"]
+    assert spec["requires"] == ["transformers"]  # not a gpuarena dependency: a machine without it says so
     assert check_problem(gpt2_problem.folder, device="cpu").ok
 
 

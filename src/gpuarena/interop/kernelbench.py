@@ -59,6 +59,7 @@ from typing import Any
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.interop import staging as staging_folders
+from gpuarena.interop.gpumode_needs import required_packages  # a package the file imports: `requires`
 from gpuarena.interop.kernelbench_hf import PROLOGUE, HubModel, glue_block
 from gpuarena.interop.kernelbench_read import (  # noqa: F401  re-exported: tests and callers import them from here
     CPU_MAX_ELEMENTS,
@@ -226,6 +227,11 @@ def _problem_toml(
         'tags = ["kernelbench"]',
         'convention = "return"',
         f"outputs = [{', '.join(_toml_str(o) for o in outputs)}]",
+        *(
+            [f"requires = [{', '.join(_toml_str(r) for r in required)}]"]
+            if (required := required_packages(file.source))
+            else []
+        ),
         "",
         "[provenance]",
         'framework = "kernelbench"',
