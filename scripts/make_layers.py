@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
         return 0
     import torch
 
-    from gpuarena.problem_check import check_problem
+    from gpuarena.harness.problem_check import check_problem
 
     failed = 0
     for folder in folders:

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import FIXTURES
 from gpuarena.harness.judge import RunOptions, evaluate
-from gpuarena.problem_check import check_problem
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 
@@ -207,7 +207,7 @@ def test_rounding_amplified_in_a_few_elements_is_allowed_by_a_derived_outside_sh
     import torch
 
     from gpuarena.dataset.assemble import tolerant_check
-    from gpuarena.problem_check import HONEST_SPREAD, OUTSIDE_MARGIN, rounding_share
+    from gpuarena.harness.problem_check import HONEST_SPREAD, OUTSIDE_MARGIN, rounding_share
     from gpuarena.problems.model import OUTSIDE_CAP
 
     folder = tmp_path / "shifted_product"

@@ -118,8 +118,6 @@ PACKAGE_FLOORS = {
     "scaffold": 3,
     "redteam": 3,
     "solution_readers": 3,
-    "problem_check": 3,
-    "problem_pending": 3,
     "language_check": 3,
     "runner_wire": 3,
     "schemas": 3,

@@ -18,7 +18,8 @@ import pytest
 
 from conftest import FIXTURES
 from gpuarena.contracts.status import Status
-from gpuarena.problem_pending import check_first, pending
+from gpuarena.harness.judge import RunOptions, evaluate
+from gpuarena.harness.problem_pending import check_first, pending
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 
@@ -65,12 +66,34 @@ def test_a_sound_unchecked_problem_is_checked_once_then_judged(tmp_path, monkeyp
     assert pending(problem, "cpu") and not pending(problem, "cuda")  # only where it is marked
     assert check_first(problem, a_solution(tmp_path), "cpu", "test") is None
     assert not pending(problem, "cpu")
-    import gpuarena.problem_pending as module
+    import gpuarena.harness.problem_pending as module
 
     monkeypatch.setattr(module, "check_problem", lambda *_: pytest.fail("checked a second time"))
     assert check_first(problem, a_solution(tmp_path), "cpu", "test") is None
     (folder / "problem.toml").write_text((folder / "problem.toml").read_text() + "\n# changed\n")
     assert pending(load_problem(folder), "cpu")  # another version of the problem: checked again
+
+
+def test_every_path_into_the_judge_checks_first(tmp_path) -> None:
+    """evaluate() itself takes the check, so the warm path (run-many, run-stdin), the suite and
+    the red-team corpus do too, not only `gpuarena run` and a runner's job."""
+    problem = load_problem(unchecked_problem(tmp_path, DEGENERATE))
+    seen: list[str] = []
+    record = evaluate(problem, a_solution(tmp_path), RunOptions(device="cpu", mode="test"), progress=seen.append)
+    assert record.status == Status.ERROR and "constant" in record.reason
+    assert seen == [f"checking {problem.id} on cpu first: it was written where it could not be"]
+
+
+@pytest.mark.harness  # a warm judge's process
+def test_the_warm_path_checks_first(tmp_path) -> None:
+    bad = unchecked_problem(tmp_path / "bad", DEGENERATE)
+    solution = tmp_path / "axpy.py"
+    solution.write_text(RETURNS_AXPY)
+    env = {"GPUARENA_CACHE": str(tmp_path / "cache")}
+    run = [sys.executable, "-m", "gpuarena", "run-many", str(bad), str(solution), "--device", "cpu", "--mode", "test"]
+    done = subprocess.run([*run, "--jsonl"], capture_output=True, text=True, env=_env(env), timeout=300)
+    answer = json.loads(done.stdout.splitlines()[0])
+    assert done.returncode == 1 and answer["status"] == "ERROR", done.stdout + done.stderr
 
 
 @pytest.mark.harness  # two CLI processes

@@ -15,7 +15,7 @@ from gpuarena.contracts.records import Status
 from gpuarena.errors import FormatError
 from gpuarena.harness.judge import evaluate
 from gpuarena.harness.options import RunOptions
-from gpuarena.problem_check import check_problem
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 

@@ -307,7 +307,7 @@ def test_a_problem_whose_reference_is_jax_is_judged_checked_and_timed_as_jax() -
     harness: `gpuarena check` passes it, a PyTorch solution is judged against it, and the suite's
     jax framework times it as a JAX solution; pytorch has no implementation of it, nor jax of a
     PyTorch problem (the suite leaves those out)."""
-    from gpuarena.problem_check import check_problem
+    from gpuarena.harness.problem_check import check_problem
     from gpuarena.solutions.model import Solution, SolutionManifest
     from gpuarena.suite.frameworks import implements
     from gpuarena.suite.run import run_suite

@@ -14,7 +14,7 @@ from gpuarena.harness import protocol
 from gpuarena.harness.failure import RunFailure, worker_failure
 from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.harness.launch.process import WorkerProcess
-from gpuarena.problem_check import check_problem
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 

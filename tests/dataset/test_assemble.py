@@ -18,7 +18,7 @@ from gpuarena.dataset.assemble import Dataset, add, dump_problem_toml, model_slu
 from gpuarena.dataset.harvest import harvest
 from gpuarena.dataset.models import build
 from gpuarena.errors import GpuarenaError
-from gpuarena.problem_check import check_problem
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.problems import load_problem
 
 REPO = Path(__file__).resolve().parents[2]

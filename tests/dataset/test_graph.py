@@ -19,7 +19,7 @@ from gpuarena.dataset.assemble import add, scale_down
 from gpuarena.dataset.graph import level_of, module_graph, residual_norms
 from gpuarena.dataset.harvest import Harvest, harvest
 from gpuarena.dataset.record import record
-from gpuarena.problem_check import check_problem
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.problems import load_problem
 
 

@@ -13,7 +13,7 @@ from torch import nn
 from gpuarena.dataset import candidate
 from gpuarena.dataset.graph import module_graph
 from gpuarena.dataset.record import record
-from gpuarena.problem_check import check_problem
+from gpuarena.harness.problem_check import check_problem
 
 
 class WithBias(nn.Module):

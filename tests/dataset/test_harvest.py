@@ -15,8 +15,8 @@ from gpuarena.cli.app import app
 from gpuarena.dataset.harvest import Harvest, group_calls, harvest
 from gpuarena.dataset.models import build
 from gpuarena.dataset.record import record
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.harness.session import as_outputs
-from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
 
 TINY = "llama:dim=32,layers=1,heads=2,vocab=64,ffn=64"

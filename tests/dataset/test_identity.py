@@ -16,7 +16,7 @@ from gpuarena.dataset import traffic
 from gpuarena.dataset.distinct import distinct, identities, kind, report
 from gpuarena.dataset.identity import identity
 from gpuarena.dataset.merge import _workloads, plan, write
-from gpuarena.problem_check import check_problem
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.problems import load_problem
 from gpuarena.problems.loader import discover
 from gpuarena.problems.model import Workload

@@ -20,7 +20,7 @@ from gpuarena.cli.app import app  # noqa: E402
 from gpuarena.dataset import jax_harvest, jax_trace  # noqa: E402
 from gpuarena.dataset.assemble import add, model_slug  # noqa: E402
 from gpuarena.dataset.jax_models import build_jax  # noqa: E402
-from gpuarena.problem_check import check_problem  # noqa: E402
+from gpuarena.harness.problem_check import check_problem  # noqa: E402
 from gpuarena.problems import load_problem  # noqa: E402
 
 

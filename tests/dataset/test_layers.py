@@ -15,7 +15,7 @@ from gpuarena.dataset import layer_ops
 from gpuarena.dataset.assemble import Dataset
 from gpuarena.dataset.layer_configs import ARCHS
 from gpuarena.dataset.layers import LAYERS, WEIGHT, write
-from gpuarena.problem_check import check_problem
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.problems import load_problem
 
 REPO = Path(__file__).resolve().parents[2]

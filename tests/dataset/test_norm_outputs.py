@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from gpuarena.dataset import candidate
 from gpuarena.dataset.record import record
-from gpuarena.problem_check import check_problem
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.problems import load_problem
 
 

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from gpuarena.errors import FormatError
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.interop import flashinfer_trace as fit
 from gpuarena.interop.flashinfer_export import export_definition
 from gpuarena.interop.flashinfer_import import import_definition
 from gpuarena.interop.flashinfer_problem import CPU_SMOKE, evaluate_constraint, problem_files
 from gpuarena.interop.flashinfer_sidecar import SIDECAR, UnsupportedFeature
-from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
 
 from .conftest import INVALID, RMSNORM, SOFTMAX

@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from gpuarena.errors import FormatError
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.interop import flashinfer_trace as fit
 from gpuarena.interop.flashinfer_data import DATA_FILE
 from gpuarena.interop.flashinfer_export import export_definition
 from gpuarena.interop.flashinfer_import import import_definition
-from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
 from gpuarena.problems.pack import pack_problem, unpack_problem
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.interop import flashinfer_trace as fit
 from gpuarena.interop.flashinfer_export import export_definition
 from gpuarena.interop.flashinfer_import import import_definition
 from gpuarena.interop.flashinfer_problem import CPU_SMOKE, problem_files
 from gpuarena.interop.flashinfer_sidecar import SIDECAR, ProblemSidecar
-from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
 
 from .conftest import FIXTURES

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gpuarena.harness.problem_pending import pending
 from gpuarena.interop.flashinfer_import import import_definition
-from gpuarena.problem_pending import pending
 from gpuarena.problems import load_problem
 
 from .conftest import RMSNORM

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import gpuarena.solution_readers  # registers every format's reader
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.interop.gpumode import (
     GPUMODE_DEFAULT,
     GpuModeError,
@@ -28,7 +29,6 @@ from gpuarena.interop.gpumode import (
     read_task_yml,
 )
 from gpuarena.interop.gpumode_solution import ADAPTER_FILE, META_INPUT
-from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 from gpuarena.solutions.loader import solution_from_upload

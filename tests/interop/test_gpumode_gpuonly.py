@@ -95,7 +95,7 @@ def test_imported_where_its_package_is_installed_it_requires_it_and_elsewhere_sa
     `requires`; where it is missing, check and run stop with one line naming it, and nothing of
     the problem (the task's reference.py, which imports the library) is run."""
     from gpuarena.harness.judge import RunOptions, evaluate
-    from gpuarena.problem_check import check_problem
+    from gpuarena.harness.problem_check import check_problem
     from gpuarena.solutions import load_solution
 
     _vendor_package(tmp_path / "site")

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.interop.gpumode import import_folder
 from gpuarena.interop.gpumode_probe import _generate, _runtime
 from gpuarena.interop.gpumode_reads import unread, unread_names
 from gpuarena.interop.gpumode_task import read_task
-from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
 
 from .conftest import FIXTURES
@@ -151,7 +151,7 @@ def test_on_the_gpu_its_first_run_checks_it_and_the_blocked_submission_passes(tm
     where the blocked scales would otherwise make it degenerate; imported with that check, it
     passes it at once."""
     from gpuarena.harness.judge import RunOptions, evaluate
-    from gpuarena.problem_pending import check_first
+    from gpuarena.harness.problem_pending import check_first
     from gpuarena.solutions import load_solution
 
     solution = load_solution(GM / "submissions" / "twolayouts_blocked.py")

@@ -18,6 +18,7 @@ import torch
 
 import gpuarena.solution_readers  # registers every format's reader
 from gpuarena.harness.judge import RunOptions, evaluate
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.interop.kernelbench import (
     CPU_MAX_ELEMENTS,
     SEED,
@@ -28,7 +29,6 @@ from gpuarena.interop.kernelbench import (
     small_sizes,
 )
 from gpuarena.interop.kernelbench_solution import ADAPTER_FILE, INIT_INPUT
-from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 from gpuarena.solutions.loader import solution_from_upload

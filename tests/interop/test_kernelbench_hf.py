@@ -13,9 +13,9 @@ import torch
 
 import gpuarena.solution_readers  # noqa: F401  registers every format's reader
 from gpuarena.harness.judge import RunOptions, evaluate
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.interop.kernelbench import CPU_MAX_PARAMETERS, import_file
 from gpuarena.interop.kernelbench_hf import HUB_MODELS, decode_init, encode_init, hub_axes, offline_hub
-from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
 from gpuarena.solutions import load_solution
 

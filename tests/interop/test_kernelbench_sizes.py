@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from gpuarena.harness.problem_check import check_problem
 from gpuarena.interop import kernelbench, staging
 from gpuarena.interop.kernelbench import (
     CPU_MAX_ELEMENTS,
@@ -30,7 +31,6 @@ from gpuarena.interop.kernelbench import (
     with_sizes,
 )
 from gpuarena.interop.kernelbench_solution import INIT_INPUT
-from gpuarena.problem_check import check_problem
 from gpuarena.problems import load_problem
 from gpuarena.problems.loader import discover
 
@@ -243,7 +243,7 @@ def test_an_import_killed_during_its_check_does_not_block_the_next(tmp_path):
     out = tmp_path / "problems"
     kill = (
         "import os, signal, sys\n"
-        "import gpuarena.problem_check as check\n"
+        "import gpuarena.harness.problem_check as check\n"
         "check.check_problem = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
         "from gpuarena.interop.kernelbench import import_file\n"
         "import_file(sys.argv[1], sys.argv[2])\n"

@@ -131,7 +131,6 @@ def _run(
     import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
     from gpuarena.cli.render import render
     from gpuarena.harness.judge import RunOptions, evaluate
-    from gpuarena.problem_pending import check_first, pending
     from gpuarena.problems import resolve_problem
     from gpuarena.solutions import load_solution
 
@@ -163,12 +162,7 @@ def _run(
         kernel_duration=ncu,
     )
     with err.status("starting") as status:
-        if pending(loaded_problem, device.split(":", 1)[0]):
-            status.update(f"checking {loaded_problem.id} on {device} first: it was written where it could not be")
-        refused = check_first(loaded_problem, loaded_solution, device, options.mode)
-        if refused is not None and ahead is not None:
-            ahead.close()
-        record = refused or evaluate(
+        record = evaluate(
             loaded_problem,
             loaded_solution,
             options,
@@ -196,8 +190,8 @@ def check(
     source: Source = None,
 ) -> None:
     """Validate problems: schema, reference on every workload, outputs that trivial answers cannot match."""
-    from gpuarena.problem_check import check_problem
-    from gpuarena.problem_pending import note_passed
+    from gpuarena.harness.problem_check import check_problem
+    from gpuarena.harness.problem_pending import note_passed
     from gpuarena.problems.loader import PROBLEM_FILE, load_problem, problem_folder
     from gpuarena.problems.select import ProblemFilter
 

@@ -41,7 +41,7 @@ from gpuarena.problems.model import ProblemSpec
 from gpuarena.suite.model import SuiteResult
 
 if TYPE_CHECKING:  # types only: the check imports torch
-    from gpuarena.problem_check import CheckReport
+    from gpuarena.harness.problem_check import CheckReport
 
 SMALL_LIMIT = 32
 """Sizes up to this stay as recorded in the small workload."""

@@ -12,7 +12,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from types import TracebackType
 
-from gpuarena.problem_check import CheckReport, check_problem
+from gpuarena.harness.problem_check import CheckReport, check_problem
 
 CUDA_ERROR_MARKS = ("CUDA error", "AcceleratorError", "device-side assert")
 DIED = "the check's process died (a crash in the reference)"

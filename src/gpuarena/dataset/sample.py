@@ -210,7 +210,7 @@ def check_sample(
     """Check a sample folder (see the module docstring). `dataset`: the problem roots it must
     not repeat (default: the bundled problems)."""
     from gpuarena.bundled import bundled_root
-    from gpuarena.problem_check import check_problem
+    from gpuarena.harness.problem_check import check_problem
     from gpuarena.problems.loader import load_problem
 
     report = SampleReport(sample=str(folder), device=device, verdict="broken")

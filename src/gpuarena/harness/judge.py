@@ -11,6 +11,7 @@ from gpuarena.harness.device.backend import backend_for
 from gpuarena.harness.launch.ahead import DeviceAhead
 from gpuarena.harness.launch.started import StartedWorker
 from gpuarena.harness.options import RunOptions
+from gpuarena.harness.problem_pending import check_first, pending
 from gpuarena.harness.profile.run import profile_evaluation
 from gpuarena.harness.supervisor import Progress, Supervisor
 from gpuarena.harness.warm import Warm
@@ -37,10 +38,26 @@ def evaluate(
     harness/profile/run.py, which starts workers of its own."""
     options = options or RunOptions()
     backend_for(torch.device(options.device))  # another vendor's GPU is refused here, with the gap named
-    missing = problem.spec.missing_packages()
-    if missing:  # no verdict on the solution: the problem cannot run here (ProblemSpec.requires)
+    refused = _refused_before_judging(problem, solution, options, progress)
+    if refused is not None:  # no verdict on the solution: the problem cannot be judged here
         if worker is not None:
             worker.close()
+        return refused
+    if options.mode == "profile":
+        if worker is not None:
+            worker.close()
+        return profile_evaluation(problem, solution, options.device, options.workloads, options.timeout_s, progress)
+    return Supervisor(problem, solution, options, progress, worker, warm, ahead).run()
+
+
+def _refused_before_judging(
+    problem: Problem, solution: Solution, options: RunOptions, progress: Progress | None
+) -> Evaluation | None:
+    """The problem's own conditions, taken by every path into the judge (issue 49): packages it
+    requires that this machine lacks (ProblemSpec.requires), and a problem written where it could
+    not be checked that fails its check here on its first run (problem_pending.py)."""
+    missing = problem.spec.missing_packages()
+    if missing:
         return Evaluation(
             status=Status.ERROR,
             reason=unmet_requirements(problem.id, missing),
@@ -51,8 +68,6 @@ def evaluate(
             device=options.device,
             mode=options.mode,
         )
-    if options.mode == "profile":
-        if worker is not None:
-            worker.close()
-        return profile_evaluation(problem, solution, options.device, options.workloads, options.timeout_s, progress)
-    return Supervisor(problem, solution, options, progress, worker, warm, ahead).run()
+    if progress is not None and pending(problem, options.device.split(":", 1)[0]):
+        progress(f"checking {problem.id} on {options.device} first: it was written where it could not be")
+    return check_first(problem, solution, options.device, options.mode)

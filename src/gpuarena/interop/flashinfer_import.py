@@ -201,7 +201,7 @@ def _checked(staging: Path, out_dir: Path, check_device: str | None) -> list[str
     workload for that device is checked where it can run, and says so."""
     if check_device is None:
         return []
-    from gpuarena.problem_check import check_problem
+    from gpuarena.harness.problem_check import check_problem
 
     spec = load_spec(staging)
     kind = check_device.split(":")[0]

@@ -218,7 +218,7 @@ def _import_folder(
 ) -> Outcome:
     import torch
 
-    from gpuarena.problem_check import check_problem
+    from gpuarena.harness.problem_check import check_problem
 
     if not 1 <= level <= 4:
         raise GpuModeError(folder, f"level {level} is not one of gpuarena's levels 1-4", "give --level 1-4")

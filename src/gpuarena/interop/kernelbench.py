@@ -363,7 +363,7 @@ def _import_file(
     keep_failing: bool,
     check_device: str,
 ) -> Outcome:
-    from gpuarena.problem_check import check_problem
+    from gpuarena.harness.problem_check import check_problem
 
     for dtype in dtypes:
         if dtype not in TOLERANCE:

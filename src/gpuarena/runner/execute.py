@@ -211,7 +211,6 @@ def run_sample(request: ExecuteRequest, worker: StartedWorker) -> None:
 def run_kernel(request: ExecuteRequest, worker: StartedWorker) -> None:
     """A kernel judged on a problem by the harness, in the worker started ahead."""
     from gpuarena.harness.judge import RunOptions, evaluate
-    from gpuarena.problem_pending import check_first
     from gpuarena.problems.pack import unpack_problem
 
     out = Path(request.out)
@@ -221,10 +220,7 @@ def run_kernel(request: ExecuteRequest, worker: StartedWorker) -> None:
     options = RunOptions(
         device=request.device, mode=request.mode, seed=request.seed, timeout_s=timeout_s, budget_s=request.budget_s
     )
-    refused = check_first(problem, request.solution, request.device, request.mode)  # a problem written unchecked
-    if refused is not None:
-        worker.close()
-    record = refused or evaluate(
+    record = evaluate(  # a problem written unchecked is checked here first (harness/problem_pending.py)
         problem,
         request.solution,
         options,

@@ -17,7 +17,7 @@ from pathlib import Path
 from gpuarena.cache import cache_dir
 from gpuarena.contracts.records import Evaluation, Mode
 from gpuarena.contracts.status import Status
-from gpuarena.problem_check import CheckReport, check_problem
+from gpuarena.harness.problem_check import CheckReport, check_problem
 from gpuarena.problems.loader import Problem
 from gpuarena.problems.pack import pack_problem
 from gpuarena.solutions.model import Solution
