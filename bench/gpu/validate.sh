@@ -71,6 +71,9 @@
 #     small-sets-ab  bench/research/small_sets_ab.py: patched_reply_function and an honest small softmax,
 #                 judged with 16 and with 64 sets of the small workload, SMALL_AB_N times each (default 6):
 #                 \$OUT/small-sets-ab.json (docs/harness.md: whether 64 sets may be kept)
+#     round-costs-va  the same, ranked, on GPU MODE's vectoradd imported (all its tests and benchmarks; ROUND_PREFIX: a
+#                 command it runs under, e.g. "taskset -c 0"), each
+#                 audit piece also by workload and by what its sampled block holds: \$OUT/round-costs-va.json
 #     probes      the profiler and audit probes of stop 40, each result in \$OUT: the range profiler's
 #                 first window by its room (profiler_ahead.py), its silent drops beyond the room
 #                 (range_room_probe.py), one audit mark by counter-image size (audit_mark_cost.py), a
@@ -378,6 +381,11 @@ for s in "${steps[@]}"; do
       step round-costs "${T_PROBE:-150}" python3 bench/research/round_costs.py --out "$OUT/round-costs.json" -- \
         ${ROUND_ARGS:-level1/softmax examples/softmax/triton.py --device cuda --ncu}
       tail -32 "$W/round-costs.log" | tee -a "$SUMMARY" > /dev/null ;;
+    round-costs-va)  # the same pieces of a ranked verdict on GPU MODE's vectoradd (issue 47's problem), by workload
+      va=/tmp/costs-va && rm -rf $va && python3 -m gpuarena import gpumode .gpu/reference-kernels/problems/pmpp/vectoradd_py -o $va > /dev/null
+      step round-costs-va "${T_PROBE:-150}" ${ROUND_PREFIX:-} python3 bench/research/round_costs.py ${ROUND_OPTS:-} --mode ranked --out "$OUT/round-costs-va.json" -- \
+        $va/level1/vectoradd_py .gpu/reference-kernels/problems/pmpp/vectoradd_py/solutions/correct/submission_triton.py --device cuda
+      grep -v " @ " "$W/round-costs-va.log" | tail -60 | tee -a "$SUMMARY" > /dev/null ;;
     probes)
       step profiler-ahead "${T_PROBE:-150}" python3 bench/research/profiler_ahead.py --out "$OUT/profiler-ahead.json"
       step range-room "${T_PROBE:-150}" python3 bench/research/range_room_probe.py --out "$OUT/range-room.json"
