@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,3 +58,15 @@ def database_templates(tmp_path_factory) -> Iterator[Templates]:
     templates = Templates(tmp_path_factory.mktemp("database-templates"))
     yield templates
     templates.close()
+
+
+def gpuarena(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The command line in a process of its own, as a user runs it (COLUMNS: rich's wrapping)."""
+    return subprocess.run(
+        [sys.executable, "-m", "gpuarena", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "160", **(env or {})},
+    )

@@ -7,24 +7,12 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, ROOT, gpuarena
 
 FAST = ["--device", "cpu", "--workload", "small-64x1000", "--budget", "0.3"]
-
-
-def gpuarena(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gpuarena", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "160", **(env or {})},
-    )
 
 
 @pytest.mark.e2e

@@ -4,13 +4,12 @@ imported (its reference.py raises if it ever is), and no verdict on the solution
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import gpuarena
 from gpuarena.contracts.records import Status
 from gpuarena.errors import FormatError
 from gpuarena.harness.judge import evaluate
@@ -31,14 +30,7 @@ LINE = (
 
 
 def _gpuarena(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gpuarena", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "400"},
-    )
+    return gpuarena(*args, env={"COLUMNS": "400"})  # wide enough that no line is wrapped
 
 
 def test_check_stops_with_one_line_naming_the_package():
