@@ -62,15 +62,6 @@ def check_sample_job(
     from gpuarena.bundled import bundled_root
 
     started, t0 = dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), time.monotonic()
-    base = dict(
-        problem=SAMPLES_SLUG,
-        solution_hash=solution.hash,
-        solution_name=solution.name,
-        language=solution.manifest.language,
-        device=device,
-        mode=mode,
-        started_at=started,
-    )
     with tempfile.TemporaryDirectory(prefix="gpuarena-sample-") as root:
         try:
             if evaluation_hash(dataset.files) != dataset.hash:
@@ -83,11 +74,14 @@ def check_sample_job(
             report = _without(
                 contained_check(folder, [bundled_root(), accepted], device, budget_s), folder, solution.name
             )
-    evaluation = Evaluation(
+    evaluation = solution.record(
+        SAMPLES_SLUG,
+        device,
+        mode,
+        started_at=started,
         status=Status.PASSED if report.ok else Status.REJECTED,
         reason=reason(report),
         duration_s=time.monotonic() - t0,
-        **base,
     )
     return evaluation, report
 

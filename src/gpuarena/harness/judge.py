@@ -58,15 +58,12 @@ def _refused_before_judging(
     not be checked that fails its check here on its first run (problem_pending.py)."""
     missing = problem.spec.missing_packages()
     if missing:
-        return Evaluation(
+        return solution.record(
+            problem.id,
+            options.device,
+            options.mode,
             status=Status.ERROR,
             reason=unmet_requirements(problem.id, missing),
-            problem=problem.id,
-            solution_hash=solution.hash,
-            solution_name=solution.name,
-            language=solution.manifest.language,
-            device=options.device,
-            mode=options.mode,
         )
     if progress is not None and pending(problem, options.device.split(":", 1)[0]):
         progress(f"checking {problem.id} on {options.device} first: it was written where it could not be")

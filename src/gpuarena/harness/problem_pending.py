@@ -55,7 +55,10 @@ def check_first(problem: Problem, solution: Solution, device: str, mode: Mode) -
         return None
     shown = "; ".join(report.errors[:SHOWN_FINDINGS])
     more = len(report.errors) - SHOWN_FINDINGS
-    return Evaluation(
+    return solution.record(
+        problem.id,
+        device,
+        mode,
         status=Status.ERROR,
         reason=(
             f"{problem.id} had not passed `gpuarena check` on {device_type} (it was written where it could "
@@ -63,10 +66,4 @@ def check_first(problem: Problem, solution: Solution, device: str, mode: Mode) -
             + (f" (and {more} more)" if more > 0 else "")
         ),
         log="\n".join(report.errors),
-        problem=problem.id,
-        solution_hash=solution.hash,
-        solution_name=solution.name,
-        language=solution.manifest.language,
-        device=device,
-        mode=mode,
     )

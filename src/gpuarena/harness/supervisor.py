@@ -7,7 +7,6 @@ raw data that the supervisor checks.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import random
 import secrets
@@ -169,16 +168,7 @@ class Supervisor:
         started = time.monotonic()
         allocator.steady()  # the worker's policy: the reference's frees cost what the solution's do
         self.deadline = started + START_UP_LIMIT_S  # then the solution's own limit (_run)
-        record = Evaluation(
-            status=Status.PASSED,
-            problem=self.problem.id,
-            solution_hash=self.solution.hash,
-            solution_name=self.solution.name,
-            language=self.solution.manifest.language,
-            device=str(self.device),
-            mode=self.options.mode,
-            started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        )
+        record = self.solution.record(self.problem.id, str(self.device), self.options.mode, status=Status.PASSED)
         self.phases = Phases()
         try:
             with self.phases(START_UP):

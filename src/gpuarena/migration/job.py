@@ -71,15 +71,6 @@ def evaluate_app(
     if mode == "ranked" and (why := containment.sandbox_problem()):
         raise SandboxMissing(f"a ranked migration check needs the sandbox, and this runner has none: {why}")
     started, t0 = dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), time.monotonic()
-    base = dict(
-        problem=problem.id,
-        solution_hash=solution.hash,
-        solution_name=solution.name,
-        language=solution.manifest.language,
-        device=device,
-        mode=mode,
-        started_at=started,
-    )
     try:
         golden = unpack_golden(problem, cache)
         with tempfile.TemporaryDirectory(prefix="gpuarena-port-") as root:
@@ -94,13 +85,24 @@ def evaluate_app(
                 )
             report = check(port, golden, device, outside_timing=mode == "ranked")
     except GpuarenaError as exc:
-        return Evaluation(status=Status.COMPILE_ERROR, reason=str(exc), duration_s=time.monotonic() - t0, **base)
-    return Evaluation(
+        return solution.record(
+            problem.id,
+            device,
+            mode,
+            started_at=started,
+            status=Status.COMPILE_ERROR,
+            reason=str(exc),
+            duration_s=time.monotonic() - t0,
+        )
+    return solution.record(
+        problem.id,
+        device,
+        mode,
+        started_at=started,
         status=_status(report),
         reason=_reason(report),
         score=float(report.score.total),
         log=_log(report),
         migration=report.model_dump(mode="json"),
         duration_s=time.monotonic() - t0,
-        **base,
     )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gpuarena.contracts.records import Evaluation, Mode
 
 Language = Literal["pytorch", "triton", "cuda", "jax", "tvm-ffi", "tilelang", "cute-dsl", "app", "sample"]
 
@@ -123,6 +126,22 @@ class Solution(BaseModel):
         if cu and self.manifest.language in COMPILED_LANGUAGES:
             return f"{cu[0]} is CUDA code: a {self.manifest.language} solution with .cu sources runs on a CUDA device"
         return ""
+
+    def record(self, problem: str, device: str, mode: Mode, **fields: Any) -> Evaluation:
+        """A run's record of this solution on `problem` (an id), begun now: what every record
+        begins with, whoever makes it (the supervisor, a refusal before judging, profile mode,
+        a migration check, a sample's check); `fields` give the rest (`started_at`: when it began,
+        if not now)."""
+        fields.setdefault("started_at", dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+        return Evaluation(
+            problem=problem,
+            solution_hash=self.hash,
+            solution_name=self.name,
+            language=self.manifest.language,
+            device=device,
+            mode=mode,
+            **fields,
+        )
 
     @cached_property
     def hash(self) -> str:

@@ -344,17 +344,12 @@ def profile_evaluation(
     it, the reports' file names only (the files stay with the run), never a score."""
     started = time.monotonic()
     at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    base = dict(
-        problem=problem.id,
-        solution_hash=solution.hash,
-        solution_name=solution.name,
-        language=solution.manifest.language,
-        device=device,
-        mode="profile",
-        started_at=at,
-    )
+
+    def finished(**fields: Any) -> Evaluation:
+        return solution.record(problem.id, device, "profile", started_at=at, **fields)
+
     if workloads and len(workloads) > 1:
-        return Evaluation(status=Status.RUNTIME_ERROR, reason="profile mode profiles one workload: name one", **base)
+        return finished(status=Status.RUNTIME_ERROR, reason="profile mode profiles one workload: name one")
     out = Path(tempfile.mkdtemp(prefix="gpuarena-profile-reports-"))
     try:
         record = run_profile(
@@ -367,9 +362,7 @@ def profile_evaluation(
             progress=progress or (lambda _: None),
         )
     except GpuarenaError as exc:
-        return Evaluation(
-            status=Status.RUNTIME_ERROR, reason=str(exc), **base, duration_s=round(time.monotonic() - started, 2)
-        )
+        return finished(status=Status.RUNTIME_ERROR, reason=str(exc), duration_s=round(time.monotonic() - started, 2))
     finally:
         shutil.rmtree(out, ignore_errors=True)
     names = {
@@ -379,10 +372,9 @@ def profile_evaluation(
         for side in ("solution", "reference")
     }
     record = record.model_copy(update={**names, "roofline": ""})
-    return Evaluation(
+    return finished(
         status=Status(record.status),
         reason=record.reason,
         profile=record,
-        **base,
         duration_s=round(time.monotonic() - started, 2),
     )
