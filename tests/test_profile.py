@@ -210,6 +210,11 @@ cp "$here/../canned.csv" "$base.ncu-rep"
 
 @pytest.fixture
 def fake_ncu(tmp_path: Path) -> str:
+    return make_fake_ncu(tmp_path)
+
+
+def make_fake_ncu(tmp_path: Path) -> str:
+    """ncu's stand-in under tmp_path: runs the target, then hands back a canned report."""
     home = tmp_path / "fake-ncu"
     (home / "bin").mkdir(parents=True)
     ncu = home / "bin" / "ncu"

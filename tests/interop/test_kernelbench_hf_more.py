@@ -134,29 +134,39 @@ TINY_REFORMER = HubModel(
 )
 
 
-def test_a_forward_drawing_random_numbers_is_refused_naming_the_cause(monkeypatch, tmp_path):
+def test_a_forward_drawing_random_numbers_is_judged_with_its_calls_seeded(monkeypatch, tmp_path):
     """Reformer's LSH attention draws its hash rotations in each forward, past its chunk length:
-    the check found only "reference() is not deterministic"; the import now says why, in one line."""
+    the check found only "reference() is not deterministic", then the import refused it; now the
+    problem says `seeded_calls = true` and passes its check (torch's generators are seeded before
+    every call, the reference's and the solution's alike)."""
     monkeypatch.setitem(HUB_MODELS, "gpuarena-tests/tiny-reformer", TINY_REFORMER)
     source = LEVEL4_FILE.replace("gpuarena-tests/tiny-bart", "gpuarena-tests/tiny-reformer")
     path = tmp_path / "level4" / "2_tiny-reformer_bs2_seq16.py"
     path.parent.mkdir()
     path.write_text(source.replace("sequence_length = 32", "sequence_length = 16").replace("= 512", "= 2"))
     outcome = import_file(path, tmp_path / "out", check_device="cpu")
-    assert outcome.status == "error", outcome.messages
-    assert "draws random numbers" in outcome.messages[0] and "deterministic" in outcome.messages[0]
-    assert len(outcome.messages) == 1 and len(outcome.messages[0].splitlines()) == 1
-    shorter = path.with_name("3_tiny-reformer_bs2_seq4.py")  # within one chunk: no hashing, judged
-    shorter.write_text(path.read_text().replace("sequence_length = 16", "sequence_length = 4"))
-    outcome = import_file(shorter, tmp_path / "out", check_device="cpu")
     assert outcome.status == "imported", outcome.messages
+    assert "seeded_calls = true" in _toml(tmp_path / "out")
+    shorter = path.with_name("3_tiny-reformer_bs2_seq4.py")  # within one chunk: no hashing, no seed
+    shorter.write_text(path.read_text().replace("sequence_length = 16", "sequence_length = 4"))
+    outcome = import_file(shorter, tmp_path / "out4", check_device="cpu")
+    assert outcome.status == "imported", outcome.messages
+    assert "seeded_calls" not in _toml(tmp_path / "out4")
 
 
-def test_only_a_forward_whose_draws_change_its_outputs_is_refused():
+def _toml(out):
+    (found,) = out.rglob("problem.toml")
+    return found.read_text()
+
+
+def test_a_forward_drawing_from_torch_is_seeded_and_one_drawing_elsewhere_is_refused():
     def drawn_and_discarded():
         torch.rand(3)
         return [torch.tensor([1.0, float("nan")])]  # NaN where NaN counts as the same
 
-    assert probed_forward(drawn_and_discarded, "cpu")[0].shape == (2,)
-    with pytest.raises(RandomForward, match="draws random numbers"):
-        probed_forward(lambda: [torch.rand(3)], "cpu")
+    outputs, seeded = probed_forward(drawn_and_discarded, "cpu")
+    assert outputs[0].shape == (2,) and not seeded
+    assert probed_forward(lambda: [torch.rand(3)], "cpu")[1]  # judged with its calls seeded
+    clock = __import__("itertools").count()
+    with pytest.raises(RandomForward, match="cannot seed"):  # a source no seed of torch's fixes
+        probed_forward(lambda: [torch.rand(3) + next(clock)], "cpu")

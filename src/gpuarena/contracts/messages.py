@@ -144,6 +144,9 @@ class Share(Request[Done]):
     workload: str
     sets: list[dict[str, Any]]
     dests: list[list[Any]]
+    seeds: list[int] = []
+    """Per set, the seed torch's generators get before each call on it (ProblemSpec.seeded_calls);
+    empty: the worker seeds nothing."""
 
 
 class Select(Request[Done]):

@@ -320,7 +320,7 @@ def check_outputs(
     tol = session.problem.spec.tolerance_for(session.workload.dtype)
     checker = session.problem.checker
     for i, outputs in committed:
-        expected = session.reference(session.private[i])
+        expected = session.reference(session.private[i], i)
         verdicts = (
             [judged(checker, session.problem.spec.outputs, outputs, expected, session.private[i])]
             if checker is not None

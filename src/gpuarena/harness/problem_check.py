@@ -15,6 +15,7 @@ import torch
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.compare import compare, judged
+from gpuarena.harness.device.backend import backend_named
 from gpuarena.harness.session import as_outputs, bitwise_equal
 from gpuarena.problems.loader import Problem, load_problem
 from gpuarena.problems.model import OUTSIDE_CAP, Workload, unmet_requirements
@@ -39,7 +40,14 @@ def _draw(problem: Problem, workload: Workload, device: torch.device, seed: int)
     return problem.make_inputs(dict(workload.axes), workload.torch_dtype, device, generator)
 
 
+CALL_SEED = 7
+"""The seed torch's generators get before each call of a reference that draws in its calls
+(ProblemSpec.seeded_calls), as the harness seeds them before each call on an input set."""
+
+
 def _run(problem: Problem, inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    if problem.spec.seeded_calls:
+        torch.manual_seed(CALL_SEED)
     with torch.no_grad():
         return as_outputs(problem.reference(**inputs))
 
@@ -180,7 +188,7 @@ def check_workload(
     errors: list[str] = []
     for name, value in inputs.items():
         if isinstance(value, torch.Tensor):
-            if value.device.type != device.type:
+            if backend_named(device.type).pin(value.device) != backend_named(device.type).pin(device):
                 errors.append(f"{where}: input {name} is on {value.device}, not on the device given to make_inputs")
             if value.numel() > 1 and bool((value == value.reshape(-1)[0]).all()):
                 errors.append(f"{where}: input {name} is constant; draw random values with a random scale and offset")
@@ -211,7 +219,10 @@ def check_workload(
                 f"(max {float(r.abs().max()):.3g}), so elementwise checks cannot tell it from zeros; scale the inputs"
             )
     if not _same(ref, _run(problem, inputs)):
-        errors.append(f"{where}: reference() is not deterministic (two runs on the same inputs differ)")
+        errors.append(
+            f"{where}: reference() is not deterministic (two runs on the same inputs differ)"
+            + ("" if problem.spec.seeded_calls else "; if it draws from torch's generator, say `seeded_calls = true`")
+        )
     if problem.checker is not None:
         own = judged(problem.checker, problem.spec.outputs, ref, ref, inputs)
         if not own.ok:
@@ -275,7 +286,7 @@ def check_problem(folder: Path | str, device: str = "cpu") -> CheckReport:
     # nothing to check on this device is a failure; a problem whose data only a GPU can make
     # (an imported GPU MODE task, say) passes when checked on the GPU
     if not runnable:
-        where = "the CPU" if dev.type == "cpu" else dev.type.upper()
+        where = dev.type.upper() if backend_named(dev.type).accelerator else "the CPU"
         report.errors.append(
             f"{problem.path / 'problem.toml'}: no workload runs on {where} "
             '(fix: add small workloads with devices = ["cpu", "cuda"])'
@@ -287,6 +298,6 @@ def check_problem(folder: Path | str, device: str = "cpu") -> CheckReport:
             report.errors.append(f"workload {workload.name}: {type(exc).__name__}: {exc}")
     n_gpu = len(problem.spec.workloads) - len(problem.spec.workloads_for("cpu"))
     report.summary = f"level {problem.spec.level}, {len(runnable)} workload(s) checked on {dev.type}" + (
-        f", {n_gpu} GPU-only not run here" if dev.type == "cpu" and n_gpu else ""
+        f", {n_gpu} GPU-only not run here" if not backend_named(dev.type).accelerator and n_gpu else ""
     )
     return report

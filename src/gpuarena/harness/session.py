@@ -70,8 +70,22 @@ class WorkloadSession:
             )
         return inputs
 
-    def reference(self, inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    def call_seeds(self) -> list[int]:
+        """The seed of each set's calls where the problem draws random numbers in its calls
+        (ProblemSpec.seeded_calls), else none: the worker seeds torch's generators with set k's
+        before each call on it, and the reference's outputs for set k are computed after the same."""
+        if not self.problem.spec.seeded_calls:
+            return []
+        return [self._call_seed(k) for k in range(len(self.sets))]
+
+    def _call_seed(self, k: int) -> int:
+        return derive_seed(self.seed, self.workload.name, "call", k)
+
+    def reference(self, inputs: dict[str, Any], k: int = 0) -> tuple[torch.Tensor, ...]:
+        """The reference's outputs for inputs that go into set k (its call seeded as set k's are)."""
         faithful = precision.full_float32() if self.problem.spec.faithful(self.workload.dtype) else nullcontext()
+        if self.problem.spec.seeded_calls:
+            backend_named(self.device.type).seed(self.device, self._call_seed(k))
         with torch.no_grad(), faithful:
             outs = as_outputs(self.problem.reference(**inputs))
         if len(outs) != len(self.problem.spec.outputs):

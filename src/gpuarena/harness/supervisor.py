@@ -450,7 +450,10 @@ class Supervisor:
             try:
                 reply = worker.request(
                     messages.Share(
-                        workload=workload.name, sets=session.handles["sets"], dests=session.handles["dests"]
+                        workload=workload.name,
+                        sets=session.handles["sets"],
+                        dests=session.handles["dests"],
+                        seeds=session.call_seeds(),
                     ),
                     self.deadline,
                     f"sharing inputs of {workload.name}",

@@ -40,6 +40,7 @@ class ReferenceTwin:
         w.input_names = session.input_names
         w.output_names = supervisor.problem.spec.outputs
         w.sets = session.sets
+        w.seeds = session.call_seeds()  # seeded as the worker's calls are: its cost is the harness's
         w.dests = [[shared_like(d) for d in dests] for dests in session.dests]
         w.children = children_of(os.getpid())
         w.solve = solve or supervisor.problem.reference

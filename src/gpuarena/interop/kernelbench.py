@@ -232,6 +232,11 @@ def _problem_toml(
             if (required := required_packages(file.source))
             else []
         ),
+        *(
+            ["seeded_calls = true  # its forward draws from torch's generator: seeded before every call"]
+            if file.seeded_calls
+            else []
+        ),
         "",
         "[provenance]",
         'framework = "kernelbench"',

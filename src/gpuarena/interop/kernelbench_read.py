@@ -232,6 +232,9 @@ class _File:
     hub: dict[str, HubModel] = field(default_factory=dict)
     """The Hugging Face models the file names (level 4), from gpuarena's table; their sizes
     are among `sizes` (hf_FIELD)."""
+    seeded_calls: bool = False
+    """Its forward draws from torch's generator: judged seeded before every call (found by a
+    forward on a real device, kernelbench_forward.probed_forward)."""
 
 
 def _names_from_forward(model: Any, count: int) -> list[str]:
@@ -387,9 +390,10 @@ def _probe(file: _File, sizes: dict[str, int], device: str, estimate: bool = Fal
         with offline_hub(sizes, enabled=uses_transformers(file.source)):
             model = namespace["Model"](*decode_init(args))
         try:
-            outs = probed_forward(lambda: _flatten_outputs(model(*inputs), file.path), device, estimate)
+            outs, seeded = probed_forward(lambda: _flatten_outputs(model(*inputs), file.path), device, estimate)
         except RandomForward as exc:
             raise RandomForwardError(file.path, str(exc)) from None
+    file.seeded_calls |= seeded
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)] + outs
     weights = list(model.parameters()) + list(model.buffers())
     for i, value in enumerate(inputs):

@@ -154,6 +154,12 @@ class ProblemSpec(Strict):
     GPU MODE's AMD tasks need `aiter`: where one is missing, `gpuarena check` and `gpuarena run`
     stop naming it before anything of the problem is imported (missing_packages), so the
     problem is kept whole where it cannot run instead of failing there unexplained."""
+    seeded_calls: bool = False
+    """The reference draws from torch's global generator while it runs (dropout, torch.randn in a
+    forward): the harness seeds torch's generators before every call, of the reference and of the
+    solution alike, with the seed of the input set the call is on, so a solution that draws the
+    same numbers the same way gets the same outputs. (KernelBench's eval seeds once before the
+    reference's forward, so a solution's draws follow the reference's and none can match.)"""
     time_limits: TimeLimits = Field(default_factory=lambda: TimeLimits())
     """The longest a whole run may take, per mode, build included; a runner may set a lower cap."""
     unchecked: list[str] = Field(default_factory=list)

@@ -82,6 +82,15 @@ class Backend:
         it is made (before any solution code runs): a solution that rebinds the framework's
         function later does not turn the harness's waits into no-ops."""
 
+    def seed(self, device: torch.device, seed: int) -> None:
+        """Seed what a call on device draws from: the host's default generator, and the device's
+        (ProblemSpec.seeded_calls: the same before the reference's and the solution's call).
+        Not torch.manual_seed, which seeds every backend's and took 100 µs a call on the 2-core
+        VM, which the CPU's timing bounds then counted against the solution; this takes 1 µs."""
+        import torch  # this module is imported before torch is (backend_base's header)
+
+        torch.default_generator.manual_seed(seed)
+
     def timing_method(self, asked: str | None) -> str:
         """The method the timer uses (asked: a method named by the run), with what it needs set up."""
         raise NotImplementedError

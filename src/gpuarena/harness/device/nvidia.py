@@ -122,6 +122,10 @@ class NvidiaBackend(Backend):
     def activate(self, device: torch.device) -> None:
         self._torch.cuda.set_device(device)
 
+    def seed(self, device: torch.device, seed: int) -> None:
+        super().seed(device, seed)
+        self._torch.cuda.default_generators[self.pin(device).index].manual_seed(seed)
+
     def release_cached(self, device: torch.device) -> None:
         self._torch.cuda.empty_cache()
 

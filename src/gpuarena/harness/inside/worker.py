@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import faulthandler
-import inspect
 import os
 import signal
 import sys
@@ -31,6 +30,7 @@ from gpuarena.harness.device.backend_base import Backend
 from gpuarena.harness.device.range_timer import RangeTimerError
 from gpuarena.harness.device.timing import Timer
 from gpuarena.harness.inside import threads, triton_key
+from gpuarena.harness.inside.signature import signature_problem
 from gpuarena.harness.inside.stand_in import no_op_solve, stand_in_buffers
 from gpuarena.harness.proctree import children_of
 from gpuarena.harness.transport import attach, fds_needed
@@ -108,7 +108,8 @@ class Worker:
         self.output_names: list[str] = []
         self.sets: list[dict[str, Any]] = []
         self.dests: list[list[torch.Tensor]] = []
-        self.workloads: dict[str, tuple[list[dict[str, Any]], list[list[torch.Tensor]]]] = {}
+        self.seeds: list[int] = []
+        self.workloads: dict[str, tuple[list[dict[str, Any]], list[list[torch.Tensor]], list[int]]] = {}
         """Every workload's buffers by name, for the run's last phase to come back to (select)."""
         self.children: set[int] = set()
         """The worker's child processes at the last check: one scan of /proc per request."""
@@ -132,12 +133,13 @@ class Worker:
         finally:
             for fd in fds:
                 os.close(fd)
-        self.workloads[request.workload] = (self.sets, self.dests)
+        self.seeds = request.seeds
+        self.workloads[request.workload] = (self.sets, self.dests, self.seeds)
         return messages.Done(op="setup")
 
     def select(self, request: messages.Select) -> messages.Done:
         """Back to a workload shared earlier (the kernel-duration phase, after all of them)."""
-        self.sets, self.dests = self.workloads[request.workload]
+        self.sets, self.dests, self.seeds = self.workloads[request.workload]
         return messages.Done(op="select")
 
     def close_kernel_profiler(self, request: messages.CloseKernelProfiler) -> messages.Done:
@@ -241,7 +243,9 @@ class Worker:
             return messages.Failure(
                 status="COMPILE_ERROR", reason=_exception_line(exc), traceback=traceback.format_exc()
             )
-        problem = self._signature_problem(solve)
+        problem = signature_problem(
+            solve, self.input_names + (self.output_names if self.convention == "destination" else [])
+        )
         if problem:
             return messages.Failure(status="COMPILE_ERROR", reason=problem)
         # nothing of the solution's may run outside its calls: a thread or process started
@@ -264,19 +268,6 @@ class Worker:
     @staticmethod
     def _threads() -> set[threading.Thread]:
         return {t for t in _enumerate() if _is_alive(t)}
-
-    def _signature_problem(self, solve: Callable[..., Any]) -> str | None:
-        expected = self.input_names + (self.output_names if self.convention == "destination" else [])
-        try:
-            params = inspect.signature(solve).parameters.values()
-        except (TypeError, ValueError):  # compiled functions: cannot inspect, called positionally
-            return None
-        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-            return None
-        names = [p.name for p in params]
-        if names != expected:
-            return f"solve({', '.join(names)}) must take the problem's inputs in order: solve({', '.join(expected)})"
-        return None
 
     def guarded(self, work: Callable[[], messages.Reply]) -> messages.Reply:
         try:
@@ -356,9 +347,15 @@ class Worker:
             # the worker is a child subreaper: a double-forked or setsid daemon is its child too
             raise CallFailure("REJECTED", f"solve() left {len(spawned)} child process(es) behind after it returned")
 
+    def _seed(self, k: int) -> None:
+        """Torch's generators seeded for a call on set k, where the problem draws in its calls (Share.seeds)."""
+        if self.seeds:
+            self.backend.seed(self.device, self.seeds[k])
+
     def call_once(self, k: int, copy_to: list[torch.Tensor] | None) -> messages.Done:
         threads_before = self._threads()
         children_before = self.children
+        self._seed(k)
         result = self._invoke(k)
         self._sync()
         outs = self._outputs(k, result)
@@ -415,6 +412,7 @@ class Worker:
         def prepare(i: int) -> None:
             if destination:
                 self._poison(i % n_sets)
+            self._seed(i % n_sets)
 
         def after(i: int, result: Any) -> None:
             k = i % n_sets

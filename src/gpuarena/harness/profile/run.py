@@ -35,6 +35,7 @@ from gpuarena.contracts.records import Evaluation, Status
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.device import peaks
+from gpuarena.harness.device.backend import backend_named
 from gpuarena.harness.inside.sandbox import default_memory_limit, protect_supervisor, worker_identity
 from gpuarena.harness.launch.process import WorkerProcess
 from gpuarena.harness.launch.started import _switch
@@ -132,6 +133,9 @@ def run_profile(
     progress(f"drawing inputs for {chosen.name}")
     generator = torch.Generator(device=dev).manual_seed(derive_seed(PROFILE_SEED, chosen.name, "profile"))
     inputs = problem.make_inputs(dict(chosen.axes), chosen.torch_dtype, dev, generator)
+    seed = derive_seed(PROFILE_SEED, chosen.name, "call") if problem.spec.seeded_calls else None
+    if seed is not None:  # a reference that draws in its calls: each side's calls seeded alike
+        backend_named(dev.type).seed(dev, seed)
     with torch.no_grad():
         expected = as_outputs(problem.reference(**inputs))
     record: dict[str, Any] = dict(
@@ -158,7 +162,7 @@ def run_profile(
         for side in ("solution", "reference"):
             progress(f"profiling the {side} under ncu")
             convention = solution.manifest.convention_for(problem.spec.convention) if side == "solution" else "return"
-            outputs, record[f"{side}_profile"] = _side(ncu, run, side, convention, device, out_dir, timeout_s)
+            outputs, record[f"{side}_profile"] = _side(ncu, run, side, convention, device, out_dir, timeout_s, seed)
             if side == "solution":
                 record.update(_check(problem, chosen, outputs, expected, inputs))
     except ProfileFailure as failure:
@@ -180,9 +184,17 @@ class ProfileFailure(Exception):
 
 
 def _side(
-    ncu: str, run: Path, side: str, convention: str, device: str, out_dir: Path, timeout_s: float
+    ncu: str,
+    run: Path,
+    side: str,
+    convention: str,
+    device: str,
+    out_dir: Path,
+    timeout_s: float,
+    seed: int | None = None,
 ) -> tuple[list[Any], ProfileSide]:
-    """One side under ncu in the sandbox (called in `convention`): its outputs and its profile."""
+    """One side under ncu in the sandbox (called in `convention`, torch's generators seeded with
+    `seed` before each call where given): its outputs and its profile."""
     isolate = _switch("GPUARENA_WORKER_ISOLATION", True)
     user = worker_identity() if isolate else None
     # outside the run's folder, which the sandbox binds read-only over anything inside it
@@ -201,6 +213,7 @@ def _side(
         "out": str(written),
         "solution": str(run / "solution.json") if side == "solution" else None,
         "reference": str(run / "problem") if side == "reference" else None,
+        "seed": seed,
     }
     spec_path = run / f"{side}-spec.json"
     spec_path.write_text(json.dumps(spec))
