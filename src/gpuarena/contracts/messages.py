@@ -144,9 +144,6 @@ class Share(Request[Done]):
     workload: str
     sets: list[dict[str, Any]]
     dests: list[list[Any]]
-    seeds: list[int] = []
-    """Per set, the seed torch's generators get before each call on it (ProblemSpec.seeded_calls);
-    empty: the worker seeds nothing."""
 
 
 class Select(Request[Done]):
@@ -175,6 +172,8 @@ class Call(Request[Done]):
     op = "call"
     reply = Done
     index: int
+    seed: int | None = None
+    """What torch's generators are seeded with before the call (ProblemSpec.seeded_calls)."""
 
 
 class Time(Request[Timed]):
@@ -185,6 +184,10 @@ class Time(Request[Timed]):
     n: int
     warmup: int = 0
     evict: bool = True
+    seeds: list[int] = []
+    """Per set, what torch's generators are seeded with before each call on it (ProblemSpec.
+    seeded_calls): drawn afresh with the set's inputs every round, so no draw can be kept from one
+    round for the next; empty, nothing is seeded."""
     kernel_library: str | None = None
     """The kernel-duration phase: the range profiler's library, held until CloseKernelProfiler."""
 

@@ -35,13 +35,15 @@ def check_correctness(
         inputs, ref = (first, first_ref) if trial == 0 else (None, None)
         if inputs is None:
             inputs = session.make("trial", trial)
-            ref = session.reference(inputs)
+            ref = session.reference(inputs, session.call_seed("trial", trial))
         assert ref is not None  # given with the first trial's inputs, computed for the others
-        session.fill(0, inputs)
+        session.fill(0, inputs, "trial", trial)
         poison(session.dests[0])
         session.sync()
         reply = worker.request(
-            messages.Call(index=0), run.deadline, f"calling solve() on {session.workload.name}, trial {trial + 1}"
+            messages.Call(index=0, seed=session.call_seed("trial", trial)),
+            run.deadline,
+            f"calling solve() on {session.workload.name}, trial {trial + 1}",
         )
         result.trials = trial + 1
         if isinstance(reply, messages.Failure):

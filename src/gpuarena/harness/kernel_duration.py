@@ -273,7 +273,7 @@ def _solution_kernels(
 ) -> list[int]:
     n_sets = len(session.sets)
     reply = worker.ask(
-        messages.Time(n=n_sets, kernel_library=str(_for_the_worker(library, worker))),
+        messages.Time(n=n_sets, kernel_library=str(_for_the_worker(library, worker)), seeds=session.seeds),
         supervisor.deadline,
         f"reading kernel durations on {session.workload.name}",
     )

@@ -101,7 +101,7 @@ def measure_workload(
     refresh(0)
     timer.run_block(call_reference, WARMUP_CALLS)
     worker.ask(
-        messages.Time(n=0, warmup=max(WARMUP_CALLS, n_sets)),
+        messages.Time(n=0, warmup=max(WARMUP_CALLS, n_sets), seeds=session.seeds),
         supervisor.deadline,
         f"warming up on {session.workload.name}",
     )
@@ -145,7 +145,9 @@ def measure_workload(
             else:
                 reply, committed = audit.solution(
                     lambda: worker.request(
-                        messages.Time(n=n_sets), supervisor.deadline, f"timing {session.workload.name}"
+                        messages.Time(n=n_sets, seeds=session.seeds),
+                        supervisor.deadline,
+                        f"timing {session.workload.name}",
                     ),
                     lambda: commit_checked(supervisor, session),
                     n_sets,
@@ -227,7 +229,7 @@ def measure_workload(
                 with audit.chained():
                     reply, committed = audit.unswept(
                         lambda: worker.request(
-                            messages.Time(n=n_sets, evict=False),
+                            messages.Time(n=n_sets, evict=False, seeds=session.seeds),
                             supervisor.deadline,
                             f"timing {session.workload.name} without the cache sweeps",
                         ),
@@ -282,7 +284,7 @@ def refresh_sets(session: WorkloadSession, round_no: int, purpose: str) -> None:
     """Fresh random inputs in every shared set (drawn from the run's seed, the purpose and
     the round) and NaN in every destination, outside any timed region."""
     for k in range(len(session.sets)):
-        session.fill(k, session.make(purpose, round_no, k))
+        session.fill(k, session.make(purpose, round_no, k), purpose, round_no, k)
         poison(session.dests[k])  # a call that writes nothing leaves NaN, not an old output
     session.sync()
 
@@ -320,7 +322,7 @@ def check_outputs(
     tol = session.problem.spec.tolerance_for(session.workload.dtype)
     checker = session.problem.checker
     for i, outputs in committed:
-        expected = session.reference(session.private[i], i)
+        expected = session.reference(session.private[i], session.seeds[i] if session.seeds else None)
         verdicts = (
             [judged(checker, session.problem.spec.outputs, outputs, expected, session.private[i])]
             if checker is not None

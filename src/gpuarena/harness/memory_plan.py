@@ -265,7 +265,7 @@ def draw_and_allocate(
         scratch_start(device)
         first = session.make("trial", 0)
         step = "running the reference"
-        first_ref = session.reference(first)
+        first_ref = session.reference(first, session.call_seed("trial", 0))
         step = "planning the shared buffers"
         n_sets = count_sets(input_budget(), input_bytes(first, first_ref)) if timed else 1
         sized = for_draw(first, first_ref, n_sets, device, timed=timed, twins=twins, worker_outputs=returns)

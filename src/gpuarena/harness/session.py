@@ -53,6 +53,9 @@ class WorkloadSession:
         """The supervisor's own copy of what each shared input set must hold: inputs are
         compared with it bit for bit, and expected outputs are computed from it."""
         self.dests: list[list[torch.Tensor]] = []
+        self.seeds: list[int] = []
+        """Per set, the seed of the calls on its inputs now (call_seed), where the problem draws in
+        its calls; empty otherwise."""
         self.checks: list[list[torch.Tensor]] = []
         self.handles: dict[str, Any] = {"sets": [], "dests": [], "checks": []}
         self.synchronize = backend_named(device.type).synchronize
@@ -70,22 +73,22 @@ class WorkloadSession:
             )
         return inputs
 
-    def call_seeds(self) -> list[int]:
-        """The seed of each set's calls where the problem draws random numbers in its calls
-        (ProblemSpec.seeded_calls), else none: the worker seeds torch's generators with set k's
-        before each call on it, and the reference's outputs for set k are computed after the same."""
+    def call_seed(self, *tag: Any) -> int | None:
+        """The seed of the calls on inputs drawn with `tag` (make's), where the problem draws random
+        numbers in its calls (ProblemSpec.seeded_calls), else None: the worker seeds torch's
+        generators with it before each call on that set, and the reference's outputs for those
+        inputs are computed after the same."""
         if not self.problem.spec.seeded_calls:
-            return []
-        return [self._call_seed(k) for k in range(len(self.sets))]
+            return None
+        return derive_seed(
+            self.fresh_seed if not tag or tag[0] != "trial" else self.seed, self.workload.name, "call", *tag
+        )
 
-    def _call_seed(self, k: int) -> int:
-        return derive_seed(self.seed, self.workload.name, "call", k)
-
-    def reference(self, inputs: dict[str, Any], k: int = 0) -> tuple[torch.Tensor, ...]:
-        """The reference's outputs for inputs that go into set k (its call seeded as set k's are)."""
+    def reference(self, inputs: dict[str, Any], seed: int | None = None) -> tuple[torch.Tensor, ...]:
+        """The reference's outputs for `inputs`, its call seeded with `seed` where one is given."""
         faithful = precision.full_float32() if self.problem.spec.faithful(self.workload.dtype) else nullcontext()
-        if self.problem.spec.seeded_calls:
-            backend_named(self.device.type).seed(self.device, self._call_seed(k))
+        if seed is not None:
+            backend_named(self.device.type).seed(self.device, seed)
         with torch.no_grad(), faithful:
             outs = as_outputs(self.problem.reference(**inputs))
         if len(outs) != len(self.problem.spec.outputs):
@@ -115,7 +118,12 @@ class WorkloadSession:
             self.checks.append(list(slot))
             self.handles["checks"].append(list(slot_handles))
 
-    def fill(self, k: int, inputs: dict[str, Any]) -> None:
+    def fill(self, k: int, inputs: dict[str, Any], *tag: Any) -> None:
+        """Set k's shared inputs (drawn with `tag`, make's: its calls' seed follows from it)."""
+        seed = self.call_seed(*tag)
+        if seed is not None:
+            self.seeds += [0] * (k + 1 - len(self.seeds))
+            self.seeds[k] = seed
         for name, value in inputs.items():
             if isinstance(value, torch.Tensor):
                 self.sets[k][name].copy_(value)

@@ -450,10 +450,7 @@ class Supervisor:
             try:
                 reply = worker.request(
                     messages.Share(
-                        workload=workload.name,
-                        sets=session.handles["sets"],
-                        dests=session.handles["dests"],
-                        seeds=session.call_seeds(),
+                        workload=workload.name, sets=session.handles["sets"], dests=session.handles["dests"]
                     ),
                     self.deadline,
                     f"sharing inputs of {workload.name}",

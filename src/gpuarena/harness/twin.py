@@ -36,11 +36,12 @@ class ReferenceTwin:
         w = self.worker
         w.timer = supervisor.timer
         w.device = session.device
+        w.backend = supervisor.backend  # what it seeds before each call, where the problem draws in its calls
         w.convention = convention  # the reference: "return", whatever the solution's convention
         w.input_names = session.input_names
         w.output_names = supervisor.problem.spec.outputs
         w.sets = session.sets
-        w.seeds = session.call_seeds()  # seeded as the worker's calls are: its cost is the harness's
+        self.session = session
         w.dests = [[shared_like(d) for d in dests] for dests in session.dests]
         w.children = children_of(os.getpid())
         w.solve = solve or supervisor.problem.reference
@@ -84,7 +85,9 @@ class ReferenceTwin:
         """n timed calls: device samples, end-to-end samples, the harness's CPU time."""
         started = time.thread_time_ns()
         with torch.no_grad():  # entered once, outside the calls' windows
-            reply = self.worker.time(messages.Time(n=n, evict=evict))
+            # seeded as the worker's calls are (a problem that draws in its calls): the seeding's
+            # cost is the harness's, and the reference draws as it did for the checked outputs
+            reply = self.worker.time(messages.Time(n=n, evict=evict, seeds=self.session.seeds))
         spent = time.thread_time_ns() - started
         assert reply.device_ns is not None and reply.e2e_ns is not None  # the trusted worker's own samples
         return reply.device_ns, reply.e2e_ns, max(spent - sum(reply.e2e_ns), 0)

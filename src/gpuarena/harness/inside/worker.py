@@ -108,8 +108,7 @@ class Worker:
         self.output_names: list[str] = []
         self.sets: list[dict[str, Any]] = []
         self.dests: list[list[torch.Tensor]] = []
-        self.seeds: list[int] = []
-        self.workloads: dict[str, tuple[list[dict[str, Any]], list[list[torch.Tensor]], list[int]]] = {}
+        self.workloads: dict[str, tuple[list[dict[str, Any]], list[list[torch.Tensor]]]] = {}
         """Every workload's buffers by name, for the run's last phase to come back to (select)."""
         self.children: set[int] = set()
         """The worker's child processes at the last check: one scan of /proc per request."""
@@ -133,13 +132,12 @@ class Worker:
         finally:
             for fd in fds:
                 os.close(fd)
-        self.seeds = request.seeds
-        self.workloads[request.workload] = (self.sets, self.dests, self.seeds)
+        self.workloads[request.workload] = (self.sets, self.dests)
         return messages.Done(op="setup")
 
     def select(self, request: messages.Select) -> messages.Done:
         """Back to a workload shared earlier (the kernel-duration phase, after all of them)."""
-        self.sets, self.dests, self.seeds = self.workloads[request.workload]
+        self.sets, self.dests = self.workloads[request.workload]
         return messages.Done(op="select")
 
     def close_kernel_profiler(self, request: messages.CloseKernelProfiler) -> messages.Done:
@@ -158,7 +156,7 @@ class Worker:
         return messages.Done(op="release")
 
     def call(self, request: messages.Call) -> messages.Reply:
-        return self.guarded(lambda: self.call_once(request.index, copy_to=self.dests[request.index]))
+        return self.guarded(lambda: self.call_once(request.index, self.dests[request.index], request.seed))
 
     def timed(self, request: messages.Time) -> messages.Reply:
         return self.guarded(lambda: self.time(request))
@@ -347,15 +345,11 @@ class Worker:
             # the worker is a child subreaper: a double-forked or setsid daemon is its child too
             raise CallFailure("REJECTED", f"solve() left {len(spawned)} child process(es) behind after it returned")
 
-    def _seed(self, k: int) -> None:
-        """Torch's generators seeded for a call on set k, where the problem draws in its calls (Share.seeds)."""
-        if self.seeds:
-            self.backend.seed(self.device, self.seeds[k])
-
-    def call_once(self, k: int, copy_to: list[torch.Tensor] | None) -> messages.Done:
+    def call_once(self, k: int, copy_to: list[torch.Tensor] | None, seed: int | None = None) -> messages.Done:
         threads_before = self._threads()
         children_before = self.children
-        self._seed(k)
+        if seed is not None:  # a problem that draws in its calls (Call.seed)
+            self.backend.seed(self.device, seed)
         result = self._invoke(k)
         self._sync()
         outs = self._outputs(k, result)
@@ -404,7 +398,8 @@ class Worker:
         assert self.timer is not None
         n_sets = len(self.sets)
         for i in range(request.warmup):  # every set once at least: all pages mapped in
-            self.call_once(i % n_sets, copy_to=self.dests[i % n_sets])
+            k = i % n_sets
+            self.call_once(k, self.dests[k], request.seeds[k] if request.seeds else None)
         destination = self.convention == "destination"
         threads_before = self._threads()
         children_before = self.children  # as of the last check: nothing may have appeared since
@@ -412,7 +407,8 @@ class Worker:
         def prepare(i: int) -> None:
             if destination:
                 self._poison(i % n_sets)
-            self._seed(i % n_sets)
+            if request.seeds:  # a problem that draws in its calls (Time.seeds)
+                self.backend.seed(self.device, request.seeds[i % n_sets])
 
         def after(i: int, result: Any) -> None:
             k = i % n_sets
