@@ -27,6 +27,13 @@ OTHER_DRAWS = (
     "def solve(x):\n    torch.rand(1)  # one draw first: every mask after it is another\n"
     "    return torch.softmax(F.dropout(x, p=0.25, training=True) * 3, dim=-1)\n"
 )
+KEEPS_ITS_MASKS = (
+    "import torch\nimport torch.nn.functional as F\n\nMASKS = {}\n\n\n"
+    "def solve(x):\n"
+    "    # the mask drawn on the first call on each buffer, kept for every later call on it\n"
+    "    mask = MASKS.setdefault(x.data_ptr(), F.dropout(torch.ones_like(x), p=0.25, training=True))\n"
+    "    return torch.softmax(x * mask * 3, dim=-1)\n"
+)
 
 
 def _solution(tmp_path: Path, code: str) -> Path:
@@ -53,7 +60,9 @@ def test_a_solution_that_draws_the_same_way_passes_timed(tmp_path) -> None:
 
 
 @pytest.mark.harness
-@pytest.mark.parametrize("code", [NO_DRAWS, OTHER_DRAWS], ids=["no draws", "other draws"])
+@pytest.mark.parametrize(
+    "code", [NO_DRAWS, OTHER_DRAWS, KEEPS_ITS_MASKS], ids=["no draws", "other draws", "masks kept from a call before"]
+)
 def test_a_solution_that_draws_otherwise_is_wrong(tmp_path, code: str) -> None:
     record = judge("dropout_softmax", _solution(tmp_path, code))
     assert record.status == "WRONG_VALUES", record.reason
