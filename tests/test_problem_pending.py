@@ -34,11 +34,13 @@ def own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
 
 
-def unchecked_problem(tmp_path: Path, reference: str | None = None) -> Path:
+def unchecked_problem(tmp_path: Path, reference: str | None = None, device_type: str = "cpu") -> Path:
+    """axpy_dest written unchecked on `device_type` (with another reference where given)."""
     folder = tmp_path / "axpy_unchecked"
     shutil.copytree(FIXTURES / "problems" / "axpy_dest", folder)
     toml = folder / "problem.toml"
-    toml.write_text(toml.read_text().replace('name = "axpy_dest"', 'name = "axpy_unchecked"\nunchecked = ["cpu"]'))
+    unchecked = f'name = "axpy_unchecked"\nunchecked = ["{device_type}"]'
+    toml.write_text(toml.read_text().replace('name = "axpy_dest"', unchecked))
     if reference is not None:
         text = (folder / "reference.py").read_text()
         body = text[text.index("def make_inputs") :]

@@ -4,15 +4,15 @@ run on CUDA before anything is judged: `pytest -m gpu tests/gpu/test_conventions
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import FIXTURES, judge
+from conftest import judge
 from gpuarena.harness.problem_pending import pending
 from gpuarena.problems import load_problem
+from test_problem_pending import DEGENERATE, unchecked_problem
 
 pytestmark = [
     pytest.mark.gpu,
@@ -21,7 +21,6 @@ pytestmark = [
 
 WRITES_SOFTMAX = "import torch\n\n\ndef solve(x, y):\n    torch.softmax(x, dim=-1, out=y)\n"
 RETURNS_AXPY = "def solve(a, x, b):\n    return b + a * x\n"
-DEGENERATE = "import torch\n\n\ndef reference(a, x, b):\n    return torch.zeros_like(x)\n"
 
 
 def _solution(folder: Path, code: str, convention: str) -> Path:
@@ -47,23 +46,12 @@ def test_a_value_returning_solution_of_a_destination_problem_passes_on_cuda(tmp_
     assert record.status == "PASSED", record.reason + record.log[-2000:]
 
 
-def _unchecked(tmp_path: Path, reference: str | None = None) -> Path:
-    folder = tmp_path / "axpy_unchecked"
-    shutil.copytree(FIXTURES / "problems" / "axpy_dest", folder)
-    toml = folder / "problem.toml"
-    toml.write_text(toml.read_text().replace('name = "axpy_dest"', 'name = "axpy_unchecked"\nunchecked = ["cuda"]'))
-    if reference is not None:
-        text = (folder / "reference.py").read_text()
-        (folder / "reference.py").write_text(reference + "\n\n" + text[text.index("def make_inputs") :])
-    return folder
-
-
 def test_an_unchecked_problem_is_checked_by_its_first_cuda_run(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUARENA_CACHE", str(tmp_path / "cache"))
     axpy = _solution(tmp_path / "axpy", "def solve(a, x, b, y):\n    y.copy_(a * x + b)\n", "destination")
-    bad = judge(str(_unchecked(tmp_path / "bad", DEGENERATE)), axpy, device="cuda", mode="test")
+    bad = judge(str(unchecked_problem(tmp_path / "bad", DEGENERATE, "cuda")), axpy, device="cuda", mode="test")
     assert bad.status == "ERROR" and "had not passed `gpuarena check` on cuda" in bad.reason
-    good = _unchecked(tmp_path / "good")
+    good = unchecked_problem(tmp_path / "good", device_type="cuda")
     assert pending(load_problem(good), "cuda")
     record = judge(str(good), axpy, device="cuda", mode="test")
     assert record.status == "PASSED", record.reason
