@@ -86,6 +86,7 @@ def _set_expiry(env: dict, bounty_id: int, when: dt.datetime) -> None:
     engine.dispose()
 
 
+@pytest.mark.parametrize("board", ["postgresql"], indirect=True)  # the bounty API runs on both in the service lane
 def test_a_bounty_is_claimed_verified_by_a_ranked_run_and_paid_and_a_lock_lapses(board) -> None:
     server, env = board
     org, alice, bob = (

@@ -240,6 +240,9 @@ def _fingerprints(record: dict) -> set[str]:
     return {line for line in record["log"].splitlines() if line.startswith("inputs ")}
 
 
+# One database each for the longer flows (the queue's and the API's semantics run on both in the
+# service lane): both took 4.5 minutes of CI's two cores for the same processes twice.
+@pytest.mark.parametrize("served", ["postgresql"], indirect=True)
 def test_ranked_jobs_get_their_own_seeds(served, tmp_path) -> None:
     """Issue 16: every ranked job draws its own seed when queued, kept with the job, and the
     runner judges with it: two ranked runs of one problem see none of the same inputs, where
@@ -418,6 +421,7 @@ def test_a_solution_finds_no_server_secrets(deployed, tmp_path) -> None:
 LOOPS_FOREVER = "def solve(a, x, b, y):\n    while True:\n        pass\n"
 
 
+@pytest.mark.parametrize("served", ["sqlite"], indirect=True)  # one database: see the seeds' test
 def test_an_infinite_loop_is_cancelled_and_the_next_user_goes_on(served, tmp_path) -> None:
     """One runner, one user's `while True: pass`: the next user's job waits in the queue with
     its position shown, the author cancels, the runner kills the job within seconds, the next
