@@ -3,8 +3,9 @@
 
 An importer runs `gpuarena check` where it imports. A problem whose workloads all need a GPU
 cannot be checked on a machine without one, yet it is a problem: the importer writes it with
-`unchecked = ["cuda"]` in problem.toml, and the first run on a CUDA device (`gpuarena run`, a
-runner's job) checks it there before judging anything. A problem that fails gets no verdict on
+`unchecked = ["cuda"]` in problem.toml, and the first run on a CUDA device, by any path into the
+judge (evaluate takes the check: `gpuarena run`, run-many, run-stdin, a runner's job, the suite,
+the red-team corpus), checks it there before judging anything. A problem that fails gets no verdict on
 that device (ERROR, naming what the check found), so a degenerate problem never ranks anyone; one
 that passes is noted in the cache, keyed by its content and the device type, and is not checked
 again on this machine. `gpuarena check` passing there notes it too.

@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
     solve = _callable(spec, device, len(dests) if destination else 0)
 
     def call() -> Any:  # positionally, as the worker calls it (a compiled solve() takes no keywords)
-        if spec.get("seed") is not None:  # seeded before each call, as the worker seeds (call_seed.py)
+        if spec.get("seed") is not None:  # seeded before each call, as the worker seeds (Backend.seed)
             backend_named(device.type).seed(device, spec["seed"])
         with torch.no_grad():
             return solve(*inputs.values(), *dests) if destination else solve(*inputs.values())
