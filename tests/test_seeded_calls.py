@@ -1,9 +1,10 @@
 """Forward-time randomness under a generator the harness controls (issue 49): a problem whose
 reference draws in its calls (dropout, torch.randn) says `seeded_calls = true`, and the harness
-seeds torch's generators before every call, of the reference and of the solution alike, with the
-seed of the input set the call is on. A solution that draws the same way gets the same numbers
-and passes, in the correctness trials and in the timed rounds' checked calls; one that draws
-otherwise, or not at all, gets WRONG_VALUES."""
+seeds torch's generators before every call, of the reference and of the solution alike, with a
+seed drawn with the call's inputs (another for every trial and every round). A solution that
+draws the same way gets the same numbers and passes, in the correctness trials and in the timed
+rounds' checked calls; one that draws otherwise, not at all, or keeps what it drew on an earlier
+call gets WRONG_VALUES."""
 
 from __future__ import annotations
 
