@@ -17,7 +17,7 @@ from conftest import FIXTURES, judge
 from gpuarena.harness.problem_check import check_problem
 from test_profile import make_fake_ncu
 
-DROPOUT = FIXTURES / "problems" / "dropout_softmax"
+DROPOUT = FIXTURES / "seeded" / "dropout_softmax"  # not under fixtures/problems, which the service tests list
 SAME_DRAWS = (
     "import torch\nimport torch.nn.functional as F\n\n\n"
     "def solve(x):\n    return torch.softmax(F.dropout(x, p=0.25, training=True) * 3, dim=-1)\n"
@@ -55,7 +55,7 @@ def test_a_problem_that_draws_in_its_calls_passes_check_when_it_says_so(tmp_path
 
 @pytest.mark.harness
 def test_a_solution_that_draws_the_same_way_passes_timed(tmp_path) -> None:
-    record = judge("dropout_softmax", _solution(tmp_path, SAME_DRAWS), mode="benchmark", budget_s=0.3)
+    record = judge(str(DROPOUT), _solution(tmp_path, SAME_DRAWS), mode="benchmark", budget_s=0.3)
     assert record.status == "PASSED", record.reason + record.log[-2000:]
     assert all(w.time is not None for w in record.workloads)  # the timed rounds' checked calls matched too
 
@@ -65,7 +65,7 @@ def test_a_solution_that_draws_the_same_way_passes_timed(tmp_path) -> None:
     "code", [NO_DRAWS, OTHER_DRAWS, KEEPS_ITS_MASKS], ids=["no draws", "other draws", "masks kept from a call before"]
 )
 def test_a_solution_that_draws_otherwise_is_wrong(tmp_path, code: str) -> None:
-    record = judge("dropout_softmax", _solution(tmp_path, code))
+    record = judge(str(DROPOUT), _solution(tmp_path, code))
     assert record.status == "WRONG_VALUES", record.reason
 
 
