@@ -122,7 +122,7 @@ def test_fewer_sets_where_fewer_fit(monkeypatch):
 
 @pytest.mark.harness
 def test_running_out_of_memory_in_the_reference_is_a_reason_not_a_crash(monkeypatch):
-    def out_of_memory(self, inputs):
+    def out_of_memory(self, inputs, seed=None):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")
 
     monkeypatch.setattr(WorkloadSession, "reference", out_of_memory)
