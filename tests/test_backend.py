@@ -141,9 +141,9 @@ class RecordingBackend(CpuBackend):
     def synchronize(self, device: torch.device) -> None:
         self.log.append("sync")
 
-    def timing_method(self, asked: str | None) -> str:
+    def timing_method(self, asked: str | None, image: bytes | None = None) -> str:
         self.log.append("timing_method")
-        return super().timing_method(asked)
+        return super().timing_method(asked, image)
 
     def cold_caches(self, device: torch.device, icache: bool, image: bytes | None) -> ColdCaches:
         self.log.append("cold_caches")

@@ -30,6 +30,9 @@ CPU_SECONDS: dict[str, float] = defaultdict(float)
 """The calling thread's CPU time in each piece: far below its wall time, the thread waited (for
 the GIL, a core, the kernel), not worked."""
 COUNTS: dict[str, int] = defaultdict(int)
+WORKER: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+"""Per request type: count, the round trip's wall time, the worker's CPU time in it (all its
+threads, and its main thread's), summed."""
 
 
 def counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -106,6 +109,21 @@ def instrument() -> None:
     wrap(profiler.profile, "__enter__", "kineto profile: enter")
     wrap(profiler.profile, "__exit__", "kineto profile: exit")
     wrap(process.WorkerProcess, "request", "WorkerProcess.request (round trip to the worker)")
+    asking = process.WorkerProcess.request
+
+    def by_request(self: Any, message: Any, *args: Any, **kwargs: Any) -> Any:
+        """The worker's own CPU time per request type, read from outside (its /proc), against the
+        round trip's wall time: a worker that works (Python, the driver) or one that waits."""
+        try:
+            return asking(self, message, *args, **kwargs)
+        finally:
+            row = WORKER[type(message).__name__]
+            row["count"] += 1
+            row["wall_ms"] += (self.last_wall_ns or 0) / 1e6
+            row["worker_cpu_ms"] += (self.last_cpu_ns or 0) / 1e6
+            row["main_thread_cpu_ms"] += (self.last_main_cpu_ns or 0) / 1e6
+
+    process.WorkerProcess.request = by_request  # type: ignore[method-assign]
     # the round trip's parts on the supervisor's side: what is left is the worker's own time
     wrap(freeze.Freezer, "freeze", "Freezer.freeze (the worker frozen at each reply)")
     wrap(freeze.Freezer, "thaw", "Freezer.thaw")
@@ -308,6 +326,7 @@ def main() -> None:
             for w in record.workloads
         ],
         "pieces": pieces,
+        "worker_requests": {k: {m: round(v, 3) for m, v in row.items()} for k, row in WORKER.items()},
         "thread_cpu_s": threads,
         "main_thread_scheduling_s": scheduled,
         "send_queue_bytes": {

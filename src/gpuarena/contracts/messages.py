@@ -43,6 +43,8 @@ class Prepared(Reply):
     method: str | None = None
     """What this worker's timer times with, said before any solution code runs."""
     icache_sweep: bool = False
+    timer_records: str | None = None
+    """Where this worker's timer reads its device records from (the NVIDIA backend's collector)."""
     steps: dict[str, float] = Field(default_factory=dict)
     """Seconds per step of the preparation (bench/research/warm_breakdown.py)."""
 
@@ -102,6 +104,9 @@ class RunSetup(Message):
     method: str | None = None
     icache_image: str | None = None
     """The instruction-cache sweep compiled once by the supervisor (device/nvidia.py's worker_setup)."""
+    timer_image: str | None = None
+    """The timing library built once by the supervisor, base64 (the NVIDIA backend's CUPTI
+    collector, device/activity_timer.py), loaded by the worker from memory."""
 
 
 class Ready(Request[Done]):

@@ -189,6 +189,9 @@ class Environment(Record):
     timer_eviction: str | None = None
     """What made the caches cold before each timed call (CUDA): the L2 read sweep and, where
     the driver could load it, the instruction-cache sweep."""
+    timer_records: str | None = None
+    """Where each side's timer read the device's activity records (CUDA): gpuarena's CUPTI
+    collector, or torch's Kineto profiler where the collector could not load (and why)."""
     worker_network: str | None = None
     """"isolated" when the worker ran in its own network namespace, "available" where the platform did not allow it."""
     worker_containment: str | None = None

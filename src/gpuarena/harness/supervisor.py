@@ -365,6 +365,9 @@ class Supervisor:
         if record.environment is not None:
             record.environment.worker_network = built.network
             record.environment.timer_eviction = self.timer.eviction or None
+            worker_records = self.prepared_reply.timer_records if self.prepared_reply is not None else None
+            if self.timer.records or worker_records:
+                record.environment.timer_records = f"supervisor: {self.timer.records}; worker: {worker_records}"
         self.details.append(f"\n[gpuarena] worker rights: {built.rights}\n")
         measured: list[tuple[WorkloadSession, WorkloadResult]] = []
         for index, workload in enumerate(workloads):

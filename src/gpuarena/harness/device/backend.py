@@ -36,7 +36,7 @@ class CpuBackend(Backend):
     memory_sharing = "shared memory files"
     host_timed = True
 
-    def timing_method(self, asked: str | None) -> str:
+    def timing_method(self, asked: str | None, image: bytes | None = None) -> str:
         import torch
 
         # supervisor and worker time in turn on the same cores: one thread each, so an idle

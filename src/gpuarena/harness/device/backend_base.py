@@ -91,8 +91,13 @@ class Backend:
 
         torch.default_generator.manual_seed(seed)
 
-    def timing_method(self, asked: str | None) -> str:
-        """The method the timer uses (asked: a method named by the run), with what it needs set up."""
+    def timer_records(self) -> str | None:
+        """Where this process's timer reads device records from, in words (None: no records)."""
+        return None
+
+    def timing_method(self, asked: str | None, image: bytes | None = None) -> str:
+        """The method the timer uses (asked: a method named by the run), with what it needs set up
+        (image: a timing library the supervisor built, from `worker_setup`)."""
         raise NotImplementedError
 
     def cold_caches(self, device: torch.device, icache: bool, image: bytes | None) -> ColdCaches:

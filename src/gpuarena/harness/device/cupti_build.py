@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from gpuarena.cache import cache_dir
@@ -38,11 +39,11 @@ def compiler() -> str | None:
 
 
 def compile_program(
-    source: Path, cuda: Path, output: Path, link: bool = True, shared: bool = False
+    source: Path, cuda: Path, output: Path, link: bool = True, shared: bool = False, defines: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess:
     """Compile `source` against the toolkit at `cuda`: an executable, or a shared library with
     shared=True; link=False stops at the object file (a check that needs CUPTI's headers but no
-    driver)."""
+    driver); defines: NAME=VALUE macros."""
     places = [cuda / place for place in CUPTI_PLACES]
     libs = [f"{place}/lib64" for place in places if (place / "lib64").is_dir()]
     command = [
@@ -52,6 +53,7 @@ def compile_program(
         *(["-fPIC"] if shared else []),
         str(source),
         *[f"-I{place}/include" for place in places],
+        *[f"-D{define}" for define in defines],
     ]
     if link:
         command += [
@@ -68,22 +70,30 @@ def compile_program(
 
 
 def build(
-    source: Path, filename: str, what: str, header: str, needs: str, shared: bool = False
+    source: Path,
+    filename: str,
+    what: str,
+    header: str,
+    needs: str,
+    shared: bool = False,
+    defines: Callable[[Path], tuple[str, ...]] | None = None,
 ) -> tuple[Path | None, str]:
     """`source` built into the cache as `filename` (once per toolkit and source), or None and
-    why not; `what` names it in the reason, `needs` says which toolkit it takes."""
+    why not; `what` names it in the reason, `needs` says which toolkit it takes; defines: the
+    macros to build with, from the toolkit found."""
     cuda = cuda_home(header)
     if cuda is None:
         return None, f"no CUDA toolkit with {needs} (set CUDA_HOME)"
     if compiler() is None:
         return None, "no C++ compiler"
-    key = hashlib.sha256(source.read_bytes() + str(cuda.resolve()).encode()).hexdigest()[:16]
+    macros = defines(cuda) if defines is not None else ()
+    key = hashlib.sha256(source.read_bytes() + str(cuda.resolve()).encode() + repr(macros).encode()).hexdigest()[:16]
     target = cache_dir() / source.stem / key / filename
     if target.is_file():
         return target, ""
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".tmp")
-    done = compile_program(source, cuda, partial, shared=shared)
+    done = compile_program(source, cuda, partial, shared=shared, defines=macros)
     if done.returncode != 0:
         return None, f"building the {what} failed: " + (done.stderr or done.stdout)[-500:]
     partial.rename(target)

@@ -1,7 +1,9 @@
 """The NVIDIA backend's timing method, ``cupti-device-time``: per call, the busy time (union of
 intervals) of every kernel, copy and memset launched while the call ran, on any stream and
-from any thread, taken from CUPTI activity records through PyTorch's Kineto profiler. The
-harness's own sweep and sync are outside the call's window and are not counted."""
+from any thread, taken from CUPTI activity records: through the harness's own collector
+(activity_timer.py) where it loads, else through PyTorch's Kineto profiler, which reads the same
+records at 10-15 ms of host time more per block. The harness's own sweep and sync are outside
+the call's window and are not counted."""
 
 from __future__ import annotations
 
@@ -11,9 +13,15 @@ from typing import Any
 
 import torch
 
+from gpuarena.harness.device import activity_timer
 from gpuarena.harness.device.block import CALL_RANGE, HARNESS_RANGE, BlockSamples, BlockTimer
 
 METHOD = "cupti-device-time"
+
+
+class SweepsUnseen(activity_timer.ActivityTimerError):
+    """The block's own cache sweeps left no activity record: something else in the process took
+    CUPTI's records during the block, so no call's figure can be trusted."""
 
 
 def cupti_block(
@@ -24,6 +32,9 @@ def cupti_block(
     after: Callable[[int, Any], None] | None,
 ) -> BlockSamples:
     """Time n calls as Timer.run_block does, each call's device figure from CUPTI's records."""
+    native = activity_timer.loaded()
+    if native is not None:
+        return native_block(native, timer, call, n, prepare, after)
     from torch.autograd.profiler import record_function
 
     samples = BlockSamples(method=timer.method)
@@ -42,6 +53,50 @@ def cupti_block(
                 del result
                 timer.synchronize()  # what after() launched ends before the next call
     samples.device_ns = device_busy_ns(prof.kineto_results.events(), n)
+    return samples
+
+
+def native_block(
+    native: activity_timer.ActivityTimer,
+    timer: BlockTimer,
+    call: Callable[[int], Any],
+    n: int,
+    prepare: Callable[[int], None] | None,
+    after: Callable[[int, Any], None] | None,
+) -> BlockSamples:
+    """cupti_block through the harness's collector: each call and each harness step between calls
+    marked on CUPTI's clock, and the records attributed by their launches (activity_timer.cpp)."""
+    samples = BlockSamples(method=timer.method)
+    now = native.now
+    calls: list[int] = []
+    harness: list[int] = []
+    native.begin()
+    try:
+        for i in range(n):
+            mark = now()
+            if prepare:
+                prepare(i)
+            timer.between()
+            harness += (mark, now())
+            mark = now()
+            result, elapsed = timer.timed_call(call, i)
+            calls += (mark, now())
+            samples.e2e_ns.append(elapsed)
+            mark = now()
+            if after:
+                after(i, result)
+            del result
+            timer.synchronize()  # what after() launched ends before the next call
+            harness += (mark, now())
+    except BaseException:
+        native.end(calls, harness)  # the activity kinds off again, whatever happened
+        raise
+    samples.device_ns, own = native.end(calls, harness)
+    if own < n and getattr(timer, "evict", False):  # every between() launched the sweeps
+        raise SweepsUnseen(
+            f"the harness's own cache sweeps left {own} activity records in {n} calls: "
+            "something else took CUPTI's records during the block"
+        )
     return samples
 
 
@@ -134,10 +189,28 @@ def _union_length(intervals: list[tuple[int, int]]) -> int:
 _CUPTI_OK: bool | None = None
 
 
-def available() -> bool:
-    """Whether torch.profiler records CUDA kernels here (CUPTI present and allowed)."""
+def available(image: bytes | None = None) -> bool:
+    """Whether CUPTI records CUDA kernels here (present and allowed): through the harness's own
+    collector (the worker's from `image`, the library's bytes) if it loads and sees a kernel,
+    else through torch.profiler. The first block is run here, in the harness's set-up: it starts
+    CUPTI's threads before any solution code, so they are the harness's."""
     global _CUPTI_OK
     if _CUPTI_OK is None:
+        native = activity_timer.load(image)
+        if native is not None:
+            try:
+                x = torch.ones(1024, device="cuda")
+                native.begin()
+                mark = native.now()
+                (x * 2).sum()
+                torch.cuda.synchronize()
+                device_ns, _ = native.end([mark, native.now()], [])
+                if device_ns[0] > 0:
+                    _CUPTI_OK = True
+                    return True
+                activity_timer.unload("the collector saw no kernel in its probe")
+            except RuntimeError as exc:  # CUPTI's refusal (ActivityTimerError) or CUDA's
+                activity_timer.unload(f"the collector's probe failed: {exc}")
         try:
             x = torch.ones(1024, device="cuda")
             with kineto_profile(cpu=False) as prof:

@@ -156,10 +156,20 @@ class NvidiaBackend(Backend):
                     held += int(fields[1]) << 20
         return held if os.getpid() in listed or listed & pids else None
 
-    def timing_method(self, asked: str | None) -> str:
+    def timing_method(self, asked: str | None, image: bytes | None = None) -> str:
         from gpuarena.harness.device import cupti_timing
 
-        return asked or (self.timer if cupti_timing.available() else WALLCLOCK_METHOD)
+        if asked is None or asked == CUPTI_METHOD:
+            available = cupti_timing.available(image)  # loads the collector, starts CUPTI's threads
+            return asked or (self.timer if available else WALLCLOCK_METHOD)
+        return asked
+
+    def timer_records(self) -> str | None:
+        from gpuarena.harness.device import activity_timer
+
+        if activity_timer.loaded() is not None:
+            return "gpuarena's CUPTI collector"
+        return f"torch's Kineto profiler ({activity_timer.why() or 'the collector was not loaded'})"
 
     def cold_caches(self, device: torch.device, icache: bool, image: bytes | None) -> ColdCaches:
         return NvidiaCaches(device, icache, image)
@@ -173,8 +183,11 @@ class NvidiaBackend(Backend):
 
     @staticmethod
     def worker_setup(device: str) -> dict[str, Any]:
-        """The instruction-cache sweep compiled once, through the driver (no torch)."""
-        return {"icache_image": icache_sweep.image_text(device)}
+        """The instruction-cache sweep compiled once, through the driver (no torch), and the
+        harness's CUPTI collector built once (activity_timer.py)."""
+        from gpuarena.harness.device import activity_timer
+
+        return {"icache_image": icache_sweep.image_text(device), "timer_image": activity_timer.image_text()}
 
     def input_budget(self, device: torch.device) -> InputBudget:
         # large sets may take up to 15% of the free memory to reach FEW_SETS: the twins of the

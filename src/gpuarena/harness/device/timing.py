@@ -54,11 +54,13 @@ class Timer:
         icache: bool = True,
         icache_image: bytes | None = None,
         backend: Backend | None = None,
+        timer_image: bytes | None = None,
     ):
         """icache=False: no instruction-cache sweep (the other side of the run has none, and
         both sides must start each call from the same state); icache_image: the sweep already
         compiled for this device (backend.worker_setup); backend: the device's (default: the
-        one its type names)."""
+        one its type names); timer_image: the backend's timing library, built by the supervisor
+        (backend.worker_setup)."""
         begun = time.perf_counter()
         self.startup_s: dict[str, float] = {}
         """Seconds per step of this set-up (the sweeps' builds, the method's probe)."""
@@ -77,7 +79,9 @@ class Timer:
         """The range timer while held (open_kernel_profiler)."""
         self.startup_s["sweeps"] = time.perf_counter() - begun
         begun = time.perf_counter()
-        self.method = self.backend.timing_method(method)
+        self.method = self.backend.timing_method(method, timer_image)
+        self.records = self.backend.timer_records() if self.method == self.backend.timer else None
+        """Where the method's device records come from (backend.timer_records), in words."""
         self.startup_s["method"] = time.perf_counter() - begun
 
     @property

@@ -182,6 +182,7 @@ class Worker:
             method=setup.method,
             backend=self.backend,
             icache_image=base64.b64decode(setup.icache_image) if setup.icache_image is not None else None,
+            timer_image=base64.b64decode(setup.timer_image) if setup.timer_image is not None else None,
         )
         # seconds per step, for bench/research/warm_breakdown.py (the Timer's own are in it)
         steps = {"context": context - begun, "timer": time.perf_counter() - context, **self.timer.startup_s}
@@ -190,6 +191,7 @@ class Worker:
         return messages.Prepared(
             method=self.timer.method,
             icache_sweep=self.timer.has_icache_sweep,
+            timer_records=self.timer.records,
             steps={k: round(v, 4) for k, v in steps.items()},
         )
 
