@@ -153,3 +153,41 @@ def test_profile_mode_seeds_both_sides_calls_alike(tmp_path) -> None:
         problem, load_solution(_solution(tmp_path, OTHER_DRAWS)), "cpu", tmp_path / "o2", timeout_s=300, ncu=fake_ncu
     )
     assert wrong.status == "WRONG_VALUES", wrong.reason
+
+
+@pytest.mark.parametrize(
+    ("forward", "draws"),
+    [
+        ("dropout", True),
+        ("randn", True),
+        ("bernoulli", True),
+        ("dropout in eval", False),
+        ("none", False),
+    ],
+)
+def test_a_forward_probed_on_meta_alone_is_seeded_where_it_calls_a_random_operation(forward, draws) -> None:
+    """A GPU-sized KernelBench file is probed on the meta device alone, where nothing is drawn:
+    a call of an operation that would draw (one taking a Generator, or a dropout that trains)
+    says its calls must be seeded, so its problem.toml says `seeded_calls = true` before any GPU
+    run (before, such a file was written without it, and its first GPU run's check found the
+    reference nondeterministic)."""
+    import torch
+    import torch.nn.functional as F
+
+    from gpuarena.interop.kernelbench_forward import probed_forward
+
+    def run():
+        x = torch.ones(4, 8)
+        if forward == "dropout":
+            return [F.dropout(x, p=0.5, training=True)]
+        if forward == "randn":
+            return [x + torch.randn(4, 8)]
+        if forward == "bernoulli":
+            return [x * torch.bernoulli(torch.full((4, 8), 0.5))]
+        if forward == "dropout in eval":
+            return [F.dropout(x, p=0.5, training=False)]
+        return [x * 2]
+
+    with torch.device("meta"):
+        outputs, seeded = probed_forward(run, "meta")
+    assert outputs[0].device.type == "meta" and seeded is draws

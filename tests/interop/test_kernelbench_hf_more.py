@@ -99,7 +99,7 @@ def test_a_forward_reading_scalars_on_meta_is_sized_by_its_outputs_for_the_cpu(t
 def test_scalars_read_on_meta_are_zero_only_inside_the_block():
     with torch.device("meta"):
         flags = torch.ones(3, dtype=torch.bool)
-        with meta_scalars_as_zero() as reads:
+        with meta_scalars_as_zero() as (reads, _):
             assert bool(flags.any()) is False and float(flags.float().sum()) == 0.0
         assert len(reads) == 2
         with pytest.raises(RuntimeError):

@@ -24,6 +24,7 @@ This module imports nothing heavy at import time: torch is imported where it is 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -33,27 +34,57 @@ class RandomForward(RuntimeError):
 
 
 @contextlib.contextmanager
-def meta_scalars_as_zero() -> Iterator[list[int]]:
-    """While inside, a scalar read from a meta tensor is 0 (False, 0.0); the list yielded counts
-    them (one item per read)."""
+def meta_scalars_as_zero(zeros: bool = True) -> Iterator[tuple[list[int], list[str]]]:
+    """While inside, a scalar read from a meta tensor is 0 (False, 0.0) where `zeros`; yields the
+    reads (one item per read) and the random operations called (drawing: draws_random)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     reads: list[int] = []
+    draws: list[str] = []
     local_scalar = torch.ops.aten._local_scalar_dense.default
 
     class _Zeros(TorchDispatchMode):
         def __torch_dispatch__(
             self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
         ) -> Any:
-            if func is local_scalar and args[0].device.type == "meta":
+            if draws_random(func, args, kwargs or {}):
+                draws.append(str(func))
+            if zeros and func is local_scalar and args[0].device.type == "meta":
                 reads.append(1)
                 tensor = args[0]
                 return False if tensor.dtype is torch.bool else 0.0 if tensor.is_floating_point() else 0
             return func(*args, **(kwargs or {}))
 
     with _Zeros():
-        yield reads
+        yield reads, draws
+
+
+DROPOUTS = {"native_dropout", "_fused_dropout", "native_dropout_backward"}
+"""aten's dropouts, whose schema names no generator yet which draw from torch's when training."""
+
+
+def draws_random(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether an aten operation draws from torch's generator: one of its overloads takes a
+    Generator (rand, randn, bernoulli, normal, uniform_, multinomial, randperm, ...: `randn(4)`
+    is the overload without one, drawing from the default), or it is a dropout called to train.
+    On the meta device nothing is drawn, but the call says the forward would."""
+    packet = getattr(func, "overloadpacket", None)
+    if packet is None:
+        return False
+    name = str(packet).split(".")[-1]
+    if name in DROPOUTS:
+        train = kwargs.get("train", args[2] if len(args) > 2 else True)
+        return train is None or bool(train)
+    return _takes_a_generator(packet)
+
+
+@functools.cache
+def _takes_a_generator(packet: Any) -> bool:
+    overloads = (getattr(packet, name, None) for name in packet.overloads())
+    return any(
+        "Generator" in str(argument.type) for op in overloads if op is not None for argument in op._schema.arguments
+    )
 
 
 PROBE_SEED = 7
@@ -62,14 +93,17 @@ PROBE_SEED = 7
 
 def probed_forward(run: Callable[[], list[Any]], device: str, estimate: bool = False) -> tuple[list[Any], bool]:
     """run() (the forward's outputs, a list of tensors) and whether its calls must be seeded: on
-    meta with `estimate`, its scalar reads zero; on a real device, where it advanced torch's
-    generator and a second run on the same inputs differs, two runs after the same seed must
-    agree (seeded: True), else RandomForward (one that draws and discards needs no seed)."""
+    meta (with `estimate`, its scalar reads zero), where it calls a random operation (a GPU-sized
+    file is probed there alone: the first GPU run's check confirms its draws are the generator's);
+    on a real device, where it advanced torch's generator and a second run on the same inputs
+    differs, two runs after the same seed must agree (seeded: True), else RandomForward (one that
+    draws and discards needs no seed)."""
     import torch
 
-    if device == "meta":
-        with meta_scalars_as_zero() if estimate else contextlib.nullcontext():
-            return run(), False
+    if device == "meta":  # no values to compare: a call of a random operation says it draws
+        with meta_scalars_as_zero(zeros=estimate) as (_, draws):
+            outputs = run()
+        return outputs, bool(draws)
     state = torch.random.get_rng_state()
     outputs = run()
     if torch.equal(state, torch.random.get_rng_state()) or _same(outputs, run()):
