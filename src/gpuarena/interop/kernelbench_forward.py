@@ -60,8 +60,9 @@ def meta_scalars_as_zero(zeros: bool = True) -> Iterator[tuple[list[int], list[s
         yield reads, draws
 
 
-DROPOUTS = {"native_dropout", "_fused_dropout", "native_dropout_backward"}
-"""aten's dropouts, whose schema names no generator yet which draw from torch's when training."""
+DROPOUTS = {"native_dropout", "_fused_dropout"}
+"""aten's dropouts, whose schema names no generator yet which draw from torch's when training
+(their backward reads the mask drawn, and draws nothing)."""
 
 
 def draws_random(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
