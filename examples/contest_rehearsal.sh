@@ -111,8 +111,10 @@ as olga gpuarena contest standings rehearsal --live
 [ "$(api olga '/api/contests/rehearsal/standings?live=1' | totals)" = "[('blue', 10.0), ('red', 6.0)]" ] || fail "the organiser's live standings miss the late entry"
 
 step "A speed bounty on the same problem: olga posts it, carol claims it and earns it, olga pays carol"
-as olga gpuarena bounty create --title "softmax on the CPU, 0.8x the reference" --category speed --problem level1/softmax \
-  --device-kind cpu --speedup 0.8 --reward 50 --currency EUR | tee bounty.txt
+# carol's solution is the reference's own computation, so it scores about 1.0; the target leaves room
+# for a busy machine's noise (one CI run on 2 loaded cores scored it 0.76 against a target of 0.8)
+as olga gpuarena bounty create --title "softmax on the CPU, 0.5x the reference" --category speed --problem level1/softmax \
+  --device-kind cpu --speedup 0.5 --reward 50 --currency EUR | tee bounty.txt
 BOUNTY=$(api "" "/api/bounties" | json "d[0]['id']")
 as carol gpuarena bounty claim "$BOUNTY"
 printf 'import torch\n\n\ndef solve(x):\n    return torch.softmax(x, dim=-1)\n' > carol_fast.py
