@@ -216,6 +216,8 @@ def check(
             out.print(
                 f"[green]ok[/]    {escape(report.name)}  ({escape(report.summary)})", markup=True, highlight=False
             )
+            for seen in report.notes:
+                out.print(f"      note: {seen}", highlight=False, markup=False)
         else:
             failed += 1
             out.print(f"[bold red]FAIL[/]  {escape(report.name)}", markup=True, highlight=False)

@@ -160,6 +160,10 @@ class ProblemSpec(Strict):
     solution alike, with the seed of the input set the call is on, so a solution that draws the
     same numbers the same way gets the same outputs. (KernelBench's eval seeds once before the
     reference's forward, so a solution's draws follow the reference's and none can match.)"""
+    tolerance_as_stated: str | None = None
+    """The peer whose tolerance (or checker) the problem keeps exactly as its task states it
+    ("GPU MODE"): its verdicts then match the peer's. Where honest rounding would fail that
+    tolerance, `gpuarena check` reports it instead of refusing the problem."""
     time_limits: TimeLimits = Field(default_factory=lambda: TimeLimits())
     """The longest a whole run may take, per mode, build included; a runner may set a lower cap."""
     unchecked: list[str] = Field(default_factory=list)
