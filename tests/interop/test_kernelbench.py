@@ -283,3 +283,43 @@ def test_init_inputs_holding_a_list_build_the_model_on_both_sides(tmp_path):
     solution.write_text(model.replace("class Model(", "class ModelNew(").split("\n\n\nbatch_size")[0] + "\n")
     record = evaluate(load_problem(outcome.folder), load_solution(solution), RunOptions(device="cpu", mode="test"))
     assert record.status == "PASSED", record.reason
+
+
+CLOSURE = (
+    "import torch\nimport torch.nn as nn\n\n\n"
+    "class Model(nn.Module):\n"
+    "    def __init__(self, width):\n"
+    "        super().__init__()\n"
+    "        self.mlp = nn.ModuleDict(dict(up=nn.Linear(width, 2 * width), down=nn.Linear(2 * width, width)))\n"
+    "        m = self.mlp\n"
+    "        self.mlpf = lambda x: m.down(torch.tanh(m.up(x)))  # as 44_MiniGPTBlock's MLP forward\n\n"
+    "    def forward(self, x):\n"
+    "        return x + self.mlpf(x)\n\n\n"
+    "batch_size = 64\nwidth = 48\n\n\n"
+    "def get_inputs():\n    return [torch.randn(batch_size, width)]\n\n\n"
+    "def get_init_inputs():\n    return [width]\n"
+)
+
+
+def test_each_device_and_dtype_gets_a_model_of_its_own_not_a_copy(tmp_path):
+    """KernelBench @423217d's level3/44_MiniGPTBlock calls its MLP through a lambda over the first
+    model's modules: a copy moved to the GPU still called the CPU's (the check failed on an H200,
+    "mat1 is on cuda:0, different from other tensors on cpu"). Here the dtype stands for the
+    device: the reference in float64 after float32 must use float64 parameters throughout."""
+    path = tmp_path / "44_Closure.py"
+    path.write_text(CLOSURE)
+    outcome = import_file(path, tmp_path / "out")
+    assert outcome.status == "imported", outcome.messages
+    problem = load_problem(outcome.folder)
+    small = next(w for w in problem.spec.workloads if "cpu" in w.devices)
+    for dtype in (torch.float32, torch.float64):
+        inputs = problem.make_inputs(dict(small.axes), dtype, torch.device("cpu"), torch.Generator().manual_seed(3))
+        with torch.no_grad():
+            got = problem.reference(**inputs)
+        assert got.dtype == dtype
+    namespace: dict = {}
+    exec(CLOSURE, namespace)
+    torch.manual_seed(SEED)
+    model = namespace["Model"](*inputs[INIT_INPUT][2]).to(torch.float64)
+    with torch.no_grad():
+        assert torch.equal(got, model(inputs["x"]))

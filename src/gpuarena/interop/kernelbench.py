@@ -161,24 +161,32 @@ def _namespace(sizes):
     return _namespaces[key]
 
 
-def _init(sizes, dtype):
+def _forked(device):
+    """torch.manual_seed seeds every generator, the GPU's too: fork the one a call draws from, or
+    a seeded call's draws (dropout's masks) would follow this seed on the first call alone."""
+    return _torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
+
+
+def _init(sizes, dtype, device):
     """(format, seed, init args, sizes, dtype): a plain tuple, the same in every draw."""
-    with _torch.random.fork_rng(devices=[]):
+    with _forked(device):
         _torch.manual_seed(_SEED)
         args = _encode_init(_namespace(sizes)["get_init_inputs"]())
     return (_INIT_FORMAT, _SEED, args, tuple(sorted(sizes.items())), str(dtype).removeprefix("torch."))
 
 
 def _model(init, device, dtype):
-    built = repr(init)  # init args may hold lists (ResNet's `layers`), which do not hash
-    key = (built, str(device), str(dtype))
+    # init args may hold lists (ResNet's `layers`), which do not hash
+    key = (repr(init), str(device), str(dtype))
     if key not in _models:
         _, seed, args, sizes, _ = init
-        if built not in _models:  # built on the CPU, as KernelBench builds it, and kept as built
-            with _torch.random.fork_rng(devices=[]), _torch.no_grad(), _offline_hub(dict(sizes)):
-                _torch.manual_seed(seed)
-                _models[built] = _namespace(dict(sizes))["Model"](*_decode_init(_copy.deepcopy(args)))
-        _models[key] = _copy.deepcopy(_models[built]).to(device=device, dtype=dtype)
+        # built on the CPU under the seed, as KernelBench builds it, then moved in place: afresh for
+        # each device and dtype, never copied, since a copy's forward may still call the original
+        # through a closure (44_MiniGPTBlock's `mlpf` lambda holds the first model's MLP)
+        with _forked(device), _torch.no_grad(), _offline_hub(dict(sizes)):
+            _torch.manual_seed(seed)
+            model = _namespace(dict(sizes))["Model"](*_decode_init(_copy.deepcopy(args)))
+        _models[key] = model.to(device=device, dtype=dtype)
     return _models[key]
 
 
@@ -197,7 +205,7 @@ def make_inputs(axes, dtype, device, generator):
     seed = int(_torch.randint(0, 2**62, (1,), generator=generator, device=device).item())
     # made on the device itself (torch's factories default to it inside): at KernelBench's
     # published sizes a CPU draw of 6.4 GB, then its copy, took seconds per input set
-    with _torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), device:
+    with _forked(device), device:
         _torch.manual_seed(seed)
         values = list(namespace["get_inputs"]())
     if len(values) != len(_INPUTS):
@@ -207,7 +215,7 @@ def make_inputs(axes, dtype, device, generator):
         if isinstance(value, _torch.Tensor):
             value = value.to(device=device, dtype=dtype if value.is_floating_point() else value.dtype)
         inputs[name] = value
-    inputs[{INIT_INPUT!r}] = _init(axes, dtype)
+    inputs[{INIT_INPUT!r}] = _init(axes, dtype, device)
     return inputs
 '''
 
