@@ -108,6 +108,7 @@ def test_workloads_tolerance_and_time_limits_come_from_task_yml(imported):
     assert [w.timed for w in spec.workloads] == [False, False, True, True]  # GPU MODE times its benchmarks only
     tol = spec.tolerance_for("float32")
     assert (tol.atol, tol.rtol) == (1e-3, 1e-3)
+    assert spec.tolerance_as_stated == "GPU MODE"  # kept as the task states it: check reports, never refuses
     assert (spec.time_limits.test, spec.time_limits.benchmark, spec.time_limits.ranked) == (120, 180, 300)
     # C, which ref_kernel writes into, is a buffer made on every call, not an input
     assert problem.input_names == ["a", "b", META_INPUT]
@@ -199,6 +200,7 @@ def test_an_unreadable_checker_imports_when_told_how_to_judge(tmp_path):
     assert outcome.status == "imported", outcome.messages
     spec = load_problem(outcome.folder).spec
     assert spec.tolerance_for("float32").atol == 0.0
+    assert spec.tolerance_as_stated is None  # the importer's rule, not the task's
     assert "in place of the task's check_implementation" in (outcome.folder / "README.md").read_text()
 
 

@@ -81,7 +81,8 @@ def test_seeding_the_global_generators_puts_their_state_back():
 
 def test_a_mask_of_ones_travels_as_a_constant_and_is_made_on_every_call(gated):
     full = _draw(gated, "test0", 3)
-    assert full["mask"] == ("constant", (24,), "float32", 1.0)  # not a tensor a check calls degenerate
+    # not a tensor a check calls degenerate; with the device its draw was made for
+    assert full["mask"] == ("constant", (24,), "float32", 1.0, "cpu")
     drawn = _draw(gated, "test1", 3)
     assert isinstance(drawn["mask"], torch.Tensor) and set(drawn["mask"].unique().tolist()) <= {0.0, 1.0}
     (out,) = gated.reference(**full)
@@ -96,6 +97,19 @@ def test_constant_of_says_one_value_only_for_more_than_one_element():
     assert rt["constant_of"](torch.ones(1)) is None  # one element: nothing to call constant
     made = rt["rebuild"](("t", 0), [("constant", (2, 2), "bool", True)], torch.device("cpu"))
     assert made.dtype == torch.bool and bool(made.all())
+
+
+def test_data_of_constants_alone_is_rebuilt_on_the_device_its_draw_was_made_for():
+    """linalg/eigh_py's lapack_zero case: its one input, a zero matrix, travels as a constant. With
+    no tensor among the inputs the device was taken to be the CPU: on an H200 the task's own
+    submissions computed there and were REJECTED ("output output0 is on cpu, expected cuda:0")."""
+    rt = _runtime()
+    zero = ("constant", (2, 3, 3), "float32", 0.0, "meta")  # meta stands for the GPU here
+    assert rt["device_of"]([zero]) == torch.device("meta")
+    assert rt["device_of"]([("constant", (2,), "float32", 0.0)]) == torch.device("cpu")  # imported before
+    assert rt["device_of"]([zero, torch.zeros(1)]) == torch.device("cpu")  # a tensor says it first
+    made = rt["rebuild"](("t", 0), [zero], rt["device_of"]([zero]))
+    assert made.device.type == "meta" and made.shape == (2, 3, 3)
 
 
 @pytest.mark.harness

@@ -155,3 +155,31 @@ def test_data_holding_a_module_of_the_tasks_own_is_refused_naming_it(tmp_path):
     assert outcome.status == "error"
     (message,) = outcome.messages
     assert "data holds a Cache (a torch.nn.Module" in message and "cannot rebuild" in message
+
+
+H200_NVFP4 = (
+    "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasLtMatmulAlgoGetHeuristic( "
+    "ltHandle, computeDesc.descriptor(), Adesc.descriptor(), ...)`"
+)
+
+
+def test_the_words_of_a_gpu_without_what_the_reference_needs_are_told_from_a_broken_reference():
+    """As GPU MODE's nvfp4 tasks failed on an H200 (issue 49), and errors that are the task's own."""
+    assert gpumode.beyond_this_gpu(H200_NVFP4)
+    assert gpumode.beyond_this_gpu("CUDA error: no kernel image is available for execution on the device")
+    assert not gpumode.beyond_this_gpu("RuntimeError: The size of tensor a (64) must match the size of tensor b (32)")
+    assert not gpumode.beyond_this_gpu("AssertionError: c must be on CUDA")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_a_ref_kernel_this_gpu_cannot_run_is_written_for_one_that_can(tmp_path):
+    """Imported on a GPU where ref_kernel raises cuBLAS's NOT_SUPPORTED: written with its outputs
+    read on the meta device, marked unchecked on CUDA, the GPU it failed on named."""
+    outcome = import_folder(GPU_ONLY / "newergpu_py", tmp_path, check_device="cuda")
+    assert outcome.status == "imported" and outcome.folder is not None, outcome.messages
+    text = "\n".join(outcome.messages)
+    assert f"ref_kernel needs another GPU than this {torch.cuda.get_device_name()}" in text
+    assert "CUBLAS_STATUS_NOT_SUPPORTED" in text and "marked `unchecked`" in text
+    spec = load_problem(outcome.folder).spec
+    assert spec.unchecked == ["cuda"] and all(w.devices == ["cuda"] for w in spec.workloads)

@@ -186,3 +186,59 @@ def test_a_submission_using_torch_compile_passes(tmp_path):
         RunOptions(device="cpu", mode="test"),
     )
     assert record.status == "PASSED", (record.reason, record.log[-3000:])
+
+
+FLOAT64_REFERENCE = """import torch
+from task import input_t, output_t
+from utils import make_match_reference
+
+
+def ref_kernel(data: input_t) -> output_t:
+    a, b, c = data
+    return (a.double() + b.double()).cumsum(dim=1)  # in float64, as GPU MODE's prefixsum_py
+
+
+def generate_input(size: int, seed: int) -> input_t:
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randn(size, size, generator=gen) * 3 + 1
+    b = torch.randn(size, size, generator=gen) * 2 - 1
+    return a, b, torch.empty(size, size)
+
+
+check_implementation = make_match_reference(ref_kernel, rtol=1e-3, atol=1e-3)
+"""
+
+FLOAT32_SUBMISSION = (
+    "import torch\n\n\ndef custom_kernel(data):\n    a, b, c = data\n"
+    "    return torch.cumsum(a + b, dim=1)  # float32: GPU MODE compares values, whatever the dtype\n"
+)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("as_stated", [True, False])
+def test_an_output_of_another_float_dtype_is_judged_by_value_where_the_task_s_check_does(tmp_path, as_stated):
+    """GPU MODE's verbose_allclose compares values whatever the dtypes: its prefixsum_py reference
+    returns float64 and its own submissions float32, which gpuarena called WRONG_DTYPE on an H200
+    (issue 49). With the task's check kept as stated the output is converted and judged by value;
+    with a tolerance given to the importer instead, the dtype is gpuarena's to insist on."""
+    import json
+    import shutil
+    import subprocess
+
+    task = tmp_path / "cumsum_py"
+    shutil.copytree(GM / "vectoradd_py", task)
+    (task / "reference.py").write_text(FLOAT64_REFERENCE)
+    options = {} if as_stated else {"atol": 1e-3, "rtol": 1e-3}
+    outcome = import_folder(task, tmp_path / "out", **options)
+    assert outcome.status == "imported" and outcome.folder is not None, outcome.messages
+    assert (load_problem(outcome.folder).spec.tolerance_as_stated == "GPU MODE") is as_stated
+    submission = tmp_path / "submission.py"
+    submission.write_text(FLOAT32_SUBMISSION)
+    run = subprocess.run(
+        [sys.executable, "-m", "gpuarena", "run", str(outcome.folder), str(submission)]
+        + ["--device", "cpu", "--mode", "test", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    record = json.loads(run.stdout)
+    assert record["status"] == ("PASSED" if as_stated else "WRONG_DTYPE"), (record.get("reason"), run.stderr[-2000:])

@@ -102,6 +102,10 @@ class RunSetup(Message):
     input_names: list[str] = Field(default_factory=list)
     output_names: list[str] = Field(default_factory=list)
     method: str | None = None
+    float_outputs_converted: bool = False
+    """A floating output of another floating dtype than the reference's is converted into its
+    destination, not WRONG_DTYPE: the problem keeps a peer's check that compares values whatever
+    the dtype (GPU MODE's verbose_allclose; ProblemSpec.tolerance_as_stated)."""
     icache_image: str | None = None
     """The instruction-cache sweep compiled once by the supervisor (device/nvidia.py's worker_setup)."""
     timer_image: str | None = None

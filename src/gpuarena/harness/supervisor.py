@@ -322,6 +322,7 @@ class Supervisor:
             input_names=self.problem.input_names,
             output_names=self.problem.spec.outputs,
             method=self.options.timing_method,
+            float_outputs_converted=self.problem.spec.tolerance_as_stated is not None,
         )
         if record.environment is not None:
             record.environment.worker_containment = worker.containment

@@ -115,7 +115,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarena.errors import GpuarenaError
-from gpuarena.interop.gpumode_gpu import gpu_only_finding, meta_probe
+from gpuarena.interop.gpumode_gpu import beyond_this_gpu, gpu_only_finding, meta_probe, needs_another_gpu
 from gpuarena.interop.gpumode_probe import (
     _clone,
     _generate,
@@ -218,7 +218,7 @@ def _import_folder(
 ) -> Outcome:
     import torch
 
-    from gpuarena.harness.problem_check import check_problem
+    from gpuarena.harness.problem_check import CheckReport, check_problem
 
     if not 1 <= level <= 4:
         raise GpuModeError(folder, f"level {level} is not one of gpuarena's levels 1-4", "give --level 1-4")
@@ -233,6 +233,7 @@ def _import_folder(
             exact or not (atol or rtol),
             f"atol={atol or 0:g}, rtol={rtol or 0:g} given to the importer, judged by closeness to "
             "ref_kernel's output in place of the task's check_implementation",
+            from_task=False,
         )
         how = checking_rule(task.sources["reference.py"], reference).how + "; overridden: " + rule.how
     else:
@@ -278,7 +279,7 @@ def _import_folder(
             raise GpuModeError(reference, f"ref_kernel on {case.name}: {exc}") from None
         except Exception as exc:
             error = cpu_failure or f"{type(exc).__name__}: {exc}"
-            if device.type != "cpu":
+            if device.type != "cpu" and not beyond_this_gpu(error):
                 raise GpuModeError(reference, f"ref_kernel on {case.name} raised {error}") from None
             try:
                 out, meta_buffers = meta_probe(task, data, rt)
@@ -375,14 +376,18 @@ def _import_folder(
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         raise GpuModeError(folder, f"{out_dir} exists and is not empty", "--force replaces it")
     staging = _write_staging(files, out_dir)
+    beyond = device.type != "cpu" and bool(cpu_failure)  # this GPU cannot run ref_kernel: not checked here
     try:
-        report = check_problem(staging, device=check_device)
+        report = CheckReport(name) if beyond else check_problem(staging, device=check_device)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     finally:
         sys.modules.pop(f"gpuarena_reference_{abs(hash(str(staging.resolve() / 'reference.py')))}", None)
     findings = [m.replace(str(staging), str(out_dir)).replace(staging.name, name) for m in report.errors]
+    if beyond:  # written for a GPU that can run it, which checks it first
+        mark_unchecked(staging, ["cuda"])
+        notes.insert(0, needs_another_gpu(cpu_failure, device, out_dir))
     if device.type == "cpu" and not any("cpu" in w[3] for w in workloads):  # not "no workload on the CPU"
         why = f"ref_kernel raised {cpu_failure} on the CPU" if cpu_failure else "no entry's data is CPU-sized"
         findings = [f for f in findings if "no workload runs on the CPU" not in f]

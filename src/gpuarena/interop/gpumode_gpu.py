@@ -6,16 +6,23 @@ it, an op with no CPU kernel: torch._scaled_mm on nvfp4 data) is run once more o
 device, which has shapes and dtypes but no values: that gives what it returns and the tensors
 of data it writes into (their version counters move), which is all the problem folder needs.
 Its workloads then run on CUDA only; the values, and the task's check_implementation on them,
-are left to `gpuarena check --device cuda`, and the import says so (gpu_only_finding)."""
+are left to `gpuarena check --device cuda`, and the import says so (gpu_only_finding).
+
+The same holds on a GPU that cannot run ref_kernel (beyond_this_gpu: cuBLAS has no nvfp4 matmul
+on an H200): the task is written for a GPU that can, marked unchecked, and says so
+(needs_another_gpu)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuarena.interop.gpumode_probe import _clone
 
 if TYPE_CHECKING:
+    import torch
+
     from gpuarena.interop.gpumode_task import Task
 
 
@@ -51,4 +58,32 @@ def gpu_only_finding(why: str, out_dir: Path) -> str:
         f"every workload runs on a GPU only ({why}), so it was not checked here: it is written marked "
         f"`unchecked` and its first run on a GPU checks it (or `gpuarena check {out_dir} --device cuda` on a "
         "GPU machine, or import it there with --check-device cuda)"
+    )
+
+
+BEYOND_THIS_GPU = re.compile(
+    r"NOT_SUPPORTED|no kernel image is available|not supported on (this|the current) (device|GPU|architecture)"
+    r"|requires? (a )?(compute capability|sm_?\d+|SM ?\d+)",
+    re.I,
+)
+"""The words of an error that says this GPU lacks what the reference needs (cuBLAS has no nvfp4
+matmul before sm_100: GPU MODE's nvfp4 tasks on an H200), not that the reference is wrong."""
+
+
+def beyond_this_gpu(error: str) -> bool:
+    return bool(BEYOND_THIS_GPU.search(error))
+
+
+def needs_another_gpu(error: str, device: torch.device, out_dir: Path) -> str:
+    """What the import says of a task whose ref_kernel this GPU cannot run: its outputs read on the
+    meta device, written marked unchecked, checked by its first run on a GPU that runs it."""
+    import torch
+
+    name = torch.cuda.get_device_name(device) if torch.cuda.is_available() else str(device)
+    major, minor = torch.cuda.get_device_capability(device) if torch.cuda.is_available() else (0, 0)
+    return (
+        f"ref_kernel needs another GPU than this {name} (compute capability {major}.{minor}): it raised "
+        f"{error[:200]}; the outputs were read on the meta device, so it was not checked here: it is written "
+        f"marked `unchecked` and its first run on a GPU that runs it checks it (or `gpuarena check {out_dir} "
+        "--device cuda` there); on this GPU that check fails and no verdict is given"
     )

@@ -49,7 +49,8 @@ _SCALAR_TYPES = (bool, int, float, str, type(None))
 _CARRIED = ("gpuarena carries tensors, numbers, strings, None, and tuples, lists, dicts, dataclasses, "
             "namedtuples and SimpleNamespaces of them")
 CONSTANT = "constant"
-"""An input that is one value everywhere travels as (CONSTANT, shape, dtype, value): constant_of()."""
+"""An input that is one value everywhere travels as (CONSTANT, shape, dtype, value, device): constant_of(),
+the device added by make_inputs (device_of)."""
 OWN_CLASSES = {}
 """The task's own dataclasses and namedtuples by name, where its files are at hand (the glue and
 the importer's probe fill it); elsewhere (the adapter) a class of the same name and fields
@@ -261,10 +262,16 @@ def restructure(flat, spec):
 
 
 def device_of(tensors):
-    """The device of the first tensor (constant inputs, plain tuples, are passed over)."""
+    """The device of the first tensor (constant inputs, plain tuples, are passed over); where every
+    input is a constant (eigh's zero matrix), the device its draw was made for, which the constant
+    carries as its fifth element (make_inputs adds it: without it, data was rebuilt on the CPU and
+    a GPU task's outputs came back there)."""
     for t in tensors:
         if isinstance(t, _torch.Tensor):
             return t.device
+    for t in tensors:
+        if isinstance(t, tuple) and len(t) == 5 and t[0] == CONSTANT:
+            return _torch.device(t[4])
     return _torch.device("cpu")
 '''
 

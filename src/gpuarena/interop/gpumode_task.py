@@ -337,6 +337,8 @@ class Rule:
     checker: bool = False
     """Judged by the task's own check_implementation, run by the supervisor (ProblemSpec.checker),
     where it cannot be read as one tolerance."""
+    from_task: bool = True
+    """The task's own rule (ProblemSpec.tolerance_as_stated), not one given to the importer."""
 
 
 def _literal(node: ast.AST | None) -> float | None:

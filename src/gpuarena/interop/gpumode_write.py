@@ -176,7 +176,7 @@ def make_inputs(axes, dtype, device, generator):
                              "but generate_input now varies it: import the task again")
         if fixed is None and constant is not None and t.numel() < _DYNAMIC_CONSTANT:
             constant = None
-        inputs[name] = constant if constant is not None else t.to(device)
+        inputs[name] = (*constant, str(device)) if constant is not None else t.to(device)
     inputs[{META_INPUT!r}] = (_FORMAT, layout, _OUTPUT)
     return inputs
 '''
@@ -225,6 +225,7 @@ def _problem_toml(
         'tags = ["gpumode"]',
         'convention = "return"',
         *(["checker = \"check\"  # the task's check_implementation (reference.py's check)"] if rule.checker else []),
+        *(['tolerance_as_stated = "GPU MODE"  # the task\'s own check, kept exactly'] if rule.from_task else []),
         f"outputs = [{', '.join(_toml(o) for o in outputs)}]",
         *(
             [f"requires = [{', '.join(_toml(r) for r in required)}]  # imported by the task's files"]
