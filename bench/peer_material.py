@@ -34,13 +34,19 @@ fetched at run time (any of the three may be left out):
   W/flashinfer/DEFINITION -o W/flashinfer-solutions/...`.
 
 `--device` is passed as the importers' `--check-device` (cpu or cuda); `--jobs` runs that many
-imports at once; `--limit N` takes at most N items of each material, evenly from its groups
+imports at once; `--gpus N` shares them out among N GPUs (each import sees one, the one running
+the fewest imports when it starts), and an import that ran out of memory beside others on its GPU
+is run again at the end, alone there (the record says so); `--groups` takes only the named groups
+(KernelBench's level3, GPU MODE's pmpp_v2), `--names` only the named items; `--submissions`
+also judges GPU MODE's own submissions of each imported task (bench/peer_submissions.py); `--limit N` takes at most N items of each material, evenly from its groups
 (levels, GPU MODE groups, op types); `--timeout` (300 s) and `--max-memory-gb` (8, through
 prlimit) bound each import, whose overrun is its outcome (timeout, out of memory), never the
 run's end; `--budget S` bounds the whole run (items not started by then are listed as not run). Writes OUT/peer-material-MACHINE-DATE.json (every item with its command, outcome,
 category and the importer's own messages) and .md (the table and the refusals by category), and
 prints the table. MACHINE is cpu-vm on the CPU, else the GPU's name (NVIDIA-H200).
-`--reclassify REPORT` applies today's categories to a report's recorded messages. How an
+`--reclassify REPORT` applies today's categories to a report's recorded messages; `--merge
+REPORT...` makes one report of several runs on one machine (an item's outcome from the last that
+ran it: a run again of what an earlier one refused, after a fix). How an
 import's output is read and a refusal's reason shortened to a category: bench/peer_refusals.py.
 What a run records of each item and how the report is written: bench/peer_material_report.py.
 """
@@ -73,6 +79,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peer_material_report import PEER_COUNTS, Item, write_report  # noqa: E402
 from peer_refusals import BUDGET_SPENT, IMPORTED, REFUSED, TIMEOUT, classify, parse_output  # noqa: E402
+from peer_submissions import imported_problem, judge_all  # noqa: E402
+from peer_submissions import write as write_submissions  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # The material
@@ -170,6 +178,18 @@ def _natural(path: Path) -> list[Any]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.name)]
 
 
+def chosen(items: list[Item], groups: str | None, names: str | None = None) -> list[Item]:
+    """The items of the named groups, or of the named items (level3/35_LSTM.py; @FILE: one a
+    line); all where neither is given."""
+    if groups:
+        wanted = {g.strip() for g in groups.split(",") if g.strip()}
+        items = [i for i in items if i.group in wanted]
+    if names:
+        listed = Path(names[1:]).read_text().split() if names.startswith("@") else names.split(",")
+        items = [i for i in items if i.name in {n.strip() for n in listed}]
+    return items
+
+
 def limited(items: list[Item], limit: int | None) -> list[Item]:
     """At most `limit` items, taken in turn from each group (so a quick run sees every level)."""
     if limit is None or len(items) <= limit:
@@ -225,10 +245,44 @@ def _memory_limit(gigabytes: float | None) -> list[str]:
     return ["prlimit", f"--as={int(gigabytes * 2**30)}", "--"]
 
 
-def run_item(item: Item, work: Path, device: str, timeout: float, memory_gb: float | None = None) -> Item:
+class GpuSlots:
+    """Which GPU the next import gets: the one running the fewest imports now (CUDA_VISIBLE_DEVICES
+    of the import's process), so a machine of several GPUs shares the material out among them."""
+
+    def __init__(self, count: int):
+        self.running = [0] * max(1, count)
+        self.lock = threading.Lock()
+
+    def take(self) -> int:
+        with self.lock:
+            gpu = min(range(len(self.running)), key=lambda g: self.running[g])
+            self.running[gpu] += 1
+            return gpu
+
+    def give(self, gpu: int) -> None:
+        with self.lock:
+            self.running[gpu] -= 1
+
+
+def run_item(
+    item: Item,
+    work: Path,
+    device: str,
+    timeout: float,
+    memory_gb: float | None = None,
+    gpu: int | None = None,
+    threads: int | None = None,
+) -> Item:
     """Run the item's import in a process (group) of its own, killed at `timeout` seconds, its
-    address space capped at memory_gb (so one huge import fails alone, not the machine)."""
+    address space capped at memory_gb (so one huge import fails alone, not the machine), on GPU
+    `gpu` alone where one is given, with `threads` CPU threads for its ops where given."""
     item.command = import_command(item, work, device)
+    env = {**os.environ, "COLUMNS": "400"}
+    if threads is not None:  # imports at once share the cores: spinning OpenMP threads of each starve all
+        env["OMP_NUM_THREADS"] = str(threads)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        item.extra["gpu"] = str(gpu)
     started = time.perf_counter()
     process = subprocess.Popen(
         _memory_limit(memory_gb) + item.command,
@@ -236,7 +290,7 @@ def run_item(item: Item, work: Path, device: str, timeout: float, memory_gb: flo
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "COLUMNS": "400"},
+        env=env,
         start_new_session=True,  # the whole group is killed at the time limit
     )
     try:
@@ -273,23 +327,47 @@ def run_all(
     say: Callable[[str], None],
     memory_gb: float | None = None,
     deadline: float | None = None,
+    gpus: int = 0,
 ) -> None:
-    """Import every item, `jobs` at a time, saying each outcome as it comes; an item not started
-    by `deadline` (a time.monotonic() value) is not run, and says so."""
+    """Import every item, `jobs` at a time (shared out among `gpus` GPUs where given), saying each
+    outcome as it comes; an item not started by `deadline` (a time.monotonic() value) is not run,
+    and says so. With GPUs, an import that ran out of memory while others shared its GPU is run
+    again at the end, alone on its GPU: what another import held is not the file's property."""
     lock = threading.Lock()
     done = itertools.count(1)
+    slots = GpuSlots(gpus) if gpus else None
+    threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else None
 
     def one(item: Item) -> None:
         if deadline is not None and time.monotonic() > deadline:
             not_run(item, BUDGET_SPENT, "not started: the run's --budget was spent")
+        elif slots is None:
+            run_item(item, work, device, timeout, memory_gb, threads=threads)
         else:
-            run_item(item, work, device, timeout, memory_gb)
+            gpu = slots.take()
+            try:
+                run_item(item, work, device, timeout, memory_gb, gpu, threads)
+            finally:
+                slots.give(gpu)
         with lock:
             what = item.outcome if item.outcome == IMPORTED else f"{item.outcome}: {item.category}"
             say(f"[{next(done)}/{len(items)}] {item.peer} {item.name}: {what} ({item.seconds:g} s)")
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(one, items))
+    spent = deadline is not None and time.monotonic() > deadline
+    again = [i for i in items if gpus and jobs > gpus and not spent and _out_of_device_memory(i)]
+    for item in again:
+        item.extra["retried"] = f"alone on its GPU, after {item.category} beside other imports"
+    if again:
+        say(f"{len(again)} import(s) out of memory beside others: again, one per GPU")
+        run_all(again, work, device, timeout, gpus, say, memory_gb, deadline, gpus)
+
+
+def _out_of_device_memory(item: Item) -> bool:
+    return item.outcome == REFUSED and any(
+        "out of memory" in m.lower() or "OutOfMemoryError" in m for m in [item.category, *item.messages]
+    )
 
 
 def run_flashinfer(
@@ -358,6 +436,26 @@ def reclassify(path: Path, command: str) -> int:
     return 0
 
 
+def merge(paths: list[Path], out: Path, command: str) -> int:
+    """Reports of runs on one machine as one: each item's outcome from the last report that ran
+    it (a run again of what an earlier one refused, after a fix), every source report named."""
+    reports = [json.loads(p.read_text()) for p in paths]
+    by_name: dict[tuple[str, str], Item] = {}
+    for report, path in zip(reports, paths):
+        for entry in report["items"]:
+            item = Item(**entry)
+            if item.category != BUDGET_SPENT or (item.peer, item.name) not in by_name:
+                item.extra = {**item.extra, "report": path.name}
+                by_name[(item.peer, item.name)] = item
+    items = list(by_name.values())
+    merged = {**reports[0], "command": command, "merged_from": [p.name for p in paths]}
+    merged["elapsed_s"] = round(sum(r.get("elapsed_s", 0) for r in reports), 1)
+    given = {g for r in reports for g in _given(r)}
+    out.mkdir(parents=True, exist_ok=True)
+    write_report(merged, items, given, out / f"peer-material-{merged['machine']}-{merged['date']}-merged")
+    return 0
+
+
 def _given(report: dict[str, Any]) -> list[str]:
     named = {"kernelbench": ["kernelbench"], "gpumode": ["gpumode"]}
     named["flashinfer-trace"] = ["flashinfer-definition", "flashinfer-solution"]
@@ -376,11 +474,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the importers' --check-device")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="where the JSON and Markdown go")
     parser.add_argument("--jobs", type=int, default=1, help="imports at once")
+    parser.add_argument(
+        "--gpus", type=int, default=0, help="share the imports out among this many GPUs (CUDA_VISIBLE_DEVICES)"
+    )
     parser.add_argument("--limit", type=int, help="at most this many items of each material (a quick run)")
+    parser.add_argument(
+        "--groups",
+        help="only these groups, comma-separated: KernelBench's levels (level3), GPU MODE's folders (pmpp_v2)",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds each import may take")
     parser.add_argument(
-        "--max-memory-gb", type=float, default=8.0, help="each import's address space at most (0: no cap)"
+        "--max-memory-gb",
+        type=float,
+        help="each import's address space at most (0: no cap; default 8 on the CPU, none with CUDA, whose "
+        "context maps far more address space than it uses)",
     )
+    parser.add_argument(
+        "--submissions",
+        action="store_true",
+        help="also judge every GPU MODE submission of each imported task (peer_submissions.py)",
+    )
+    parser.add_argument("--names", help="only these items, comma-separated (level3/35_LSTM.py), or @FILE, one a line")
     parser.add_argument("--budget", type=float, help="seconds for the whole run: items not started by then are not run")
     parser.add_argument("--work", type=Path, help="where the imported problems go (default: a temporary folder)")
     parser.add_argument("--note", default="", help="a line for the record (where the material came from)")
@@ -390,7 +504,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="REPORT",
         help="re-apply today's categories to a report's recorded messages (nothing is imported again)",
     )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        metavar="REPORT",
+        help="one report from runs on one machine: each item as the last report that ran it says",
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        return merge(
+            args.merge, args.out, "python bench/peer_material.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        )
+    if args.max_memory_gb is None:
+        args.max_memory_gb = 8.0 if args.device == "cpu" else 0.0
     if args.reclassify:
         return reclassify(
             args.reclassify, "python bench/peer_material.py " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -409,15 +536,26 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         items: list[Item] = []
         given: set[str] = set()
+        judged: list[Any] = []
         if args.gpumode:
-            gm = limited(gpumode_items(args.gpumode.resolve()), args.limit)
+            gm = limited(chosen(gpumode_items(args.gpumode.resolve()), args.groups, args.names), args.limit)
             given.add("gpumode")
-            run_all(gm, work, args.device, args.timeout, args.jobs, _say, args.max_memory_gb, deadline)
+            run_all(gm, work, args.device, args.timeout, args.jobs, _say, args.max_memory_gb, deadline, args.gpus)
             items += gm
+            if args.submissions:
+                tasks = [
+                    (i.name, Path(i.source), found)
+                    for i in gm
+                    if i.outcome == IMPORTED
+                    and (
+                        found := imported_problem(work, _slug(i.group), Path(i.source), i.extra.get("problem_name", ""))
+                    )
+                ]
+                judged = judge_all(tasks, args.device, args.timeout, args.jobs, args.gpus, _say)
         if args.kernelbench:
-            kb = limited(kernelbench_items(args.kernelbench.resolve()), args.limit)
+            kb = limited(chosen(kernelbench_items(args.kernelbench.resolve()), args.groups, args.names), args.limit)
             given.add("kernelbench")
-            run_all(kb, work, args.device, args.timeout, args.jobs, _say, args.max_memory_gb, deadline)
+            run_all(kb, work, args.device, args.timeout, args.jobs, _say, args.max_memory_gb, deadline, args.gpus)
             items += kb
         if args.flashinfer_trace:
             definitions, solutions = flashinfer_items(args.flashinfer_trace.resolve())
@@ -440,7 +578,10 @@ def main(argv: list[str] | None = None) -> int:
         "max_memory_gb": args.max_memory_gb,
         "budget_s": args.budget,
         "jobs": args.jobs,
+        "gpus": args.gpus,
         "limit": args.limit,
+        "groups": args.groups,
+        "names": args.names,
         "elapsed_s": round(time.perf_counter() - started, 1),
         "note": args.note,
         "material": {
@@ -450,6 +591,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     write_report(report, items, given, args.out / f"peer-material-{machine}-{stamp}")
+    if args.gpumode and args.submissions:
+        _say(write_submissions(judged, args.out, f"peer-submissions-{machine}-{stamp}", report))
     return 0
 
 

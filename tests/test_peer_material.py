@@ -60,7 +60,7 @@ def test_material_is_found_in_the_peers_layouts(tmp_path):
         "level2/33_Gemm_Max_SubtractMean.py",
     ]
     gm = pm.gpumode_items(FIXTURES / "gpumode")
-    assert len(gm) == 19  # every folder holding task.yml, invalid/no_generate_input included
+    assert len(gm) == 20  # every folder holding task.yml, invalid/no_generate_input included
     names = {i.name: i.extra["problem_name"] for i in gm}
     assert names["groups/pmpp/sort_py"] == "pmpp_sort_py" and names["groups/pmpp_v2/sort_py"] == "pmpp_v2_sort_py"
     # one output folder per group: two tasks of one name never meet
@@ -162,9 +162,10 @@ def test_a_whole_run_over_the_fixtures(tmp_path):
         ("kernelbench", "imported", ""): 3,
         ("kernelbench", "refused", "degenerate (output independent of an input)"): 1,  # 40_Add_IgnoresSecond
         ("kernelbench", "refused", "degenerate (constant output)"): 1,  # 33_Gemm_Max_SubtractMean
-        # both sort_py, each in its group's folder; gpuonly/cudaref_py and cudablocked_py unchecked; more/twolayouts_py,
+        # both sort_py, each in its group's folder; gpuonly/cudaref_py and cudablocked_py unchecked; newergpu_py, whose
+        # ref_kernel fails on a GPU only; more/twolayouts_py,
         # whose second layout of the scales its reference never reads (its glue's unread_inputs names it)
-        ("gpumode", "imported", ""): 15,
+        ("gpumode", "imported", ""): 16,
         ("gpumode", "refused", "not a problem (defines no generate_input)"): 1,
         ("gpumode", "refused", "multi-GPU (rank)"): 1,  # invalid/distributed_py, refused up front
         ("gpumode", "refused", "needs package gpuarena_absent_vendor_kernels"): 1,  # gpuonly/needspkg_py
@@ -177,7 +178,7 @@ def test_a_whole_run_over_the_fixtures(tmp_path):
     assert report["table"] == {
         "KernelBench problems": "imported 3 of 5 (L1 1/2, L2 2/3); refused: degenerate (constant output) 1; "
         "degenerate (output independent of an input) 1",
-        "GPU MODE tasks": "imported 15 of 19; refused: data holds a non-tensor object 1; multi-GPU (rank) 1; needs "
+        "GPU MODE tasks": "imported 16 of 20; refused: data holds a non-tensor object 1; multi-GPU (rank) 1; needs "
         "package gpuarena_absent_vendor_kernels 1; not a problem (defines no generate_input) 1",
         "FlashInfer-Trace definitions": "with workloads 2 of 3; imported 2; refused: no workloads in the material 1",
         "FlashInfer-Trace solutions": "loaded 4 of 5; refused: its definition is not in the material 1",
@@ -204,3 +205,87 @@ def test_a_report_is_reclassified_from_its_recorded_messages(tmp_path):
     assert again["table"] == {"GPU MODE tasks": "imported 0 of 2; refused: not a task folder (no task.py) 1; timeout 1"}
     assert again["command"] == report["command"] and again["reclassified"].endswith(f"--reclassify {path}")
     assert "| GPU MODE tasks | 42 |" in path.with_suffix(".md").read_text()
+
+
+@pytest.mark.quick
+def test_items_are_chosen_by_group_or_name_and_shared_among_gpus(tmp_path):
+    kb = pm.kernelbench_items(FIXTURES / "kernelbench")
+    assert [i.name for i in pm.chosen(kb, "level2", None)][:1] == ["level2/7_Conv2d_ReLU_BiasAdd.py"]
+    listed = tmp_path / "names.txt"
+    listed.write_text("level1/40_Add_IgnoresSecond.py\nlevel2/21_Gemm_Scale_Tanh.py\n")
+    assert [i.name for i in pm.chosen(kb, None, f"@{listed}")] == [
+        "level1/40_Add_IgnoresSecond.py",
+        "level2/21_Gemm_Scale_Tanh.py",
+    ]
+    assert pm.chosen(kb, "level1", "level2/21_Gemm_Scale_Tanh.py") == []  # both filters apply
+    slots = pm.GpuSlots(2)
+    first, second, third = slots.take(), slots.take(), slots.take()
+    assert sorted([first, second]) == [0, 1] and third in (0, 1)  # the least busy GPU each time
+    slots.give(first)
+    assert slots.take() == first
+
+
+@pytest.mark.e2e
+def test_gpu_mode_s_own_submissions_are_judged_beside_what_gpu_mode_says(tmp_path):
+    """A task folder with GPU MODE's kinds of submissions: the example, a correct solution and a
+    wrong one, each run unmodified through `gpuarena run` after the import."""
+    task = tmp_path / "material" / "pmpp" / "histogram_py"
+    shutil.copytree(FIXTURES / "gpumode" / "histogram_py", task)
+    submissions = FIXTURES / "gpumode" / "submissions"
+    shutil.copy(submissions / "histogram_ok.py", task / "submission.py")
+    (task / "solutions" / "correct").mkdir(parents=True)
+    (task / "solutions" / "wrong").mkdir(parents=True)
+    shutil.copy(submissions / "histogram_ok.py", task / "solutions" / "correct" / "ok.py")
+    shutil.copy(submissions / "histogram_off_by_one.py", task / "solutions" / "wrong" / "off_by_one.py")
+    out = tmp_path / "out"
+    args = ["--gpumode", str(tmp_path / "material"), "--device", "cpu", "--jobs", "2", "--submissions"]
+    assert pm.main([*args, "--out", str(out)]) == 0
+    (json_file,) = out.glob("peer-submissions-cpu-vm-*.json")
+    report = json.loads(json_file.read_text())
+    judged = {Path(s["submission"]).name: (s["expected"], s["status"], s["agrees"]) for s in report["submissions"]}
+    assert judged == {
+        "submission.py": ("passes", "PASSED", True),
+        "ok.py": ("passes", "PASSED", True),
+        "off_by_one.py": ("fails", "WRONG_VALUES", True),
+    }, report["submissions"]
+    assert report["summary"] == "3 of 3 submissions judged as GPU MODE judges them"
+    assert "| pmpp/histogram_py | `solutions/wrong/off_by_one.py` | fails | WRONG_VALUES | yes |" in (
+        json_file.with_suffix(".md").read_text()
+    )
+
+
+@pytest.mark.quick
+def test_runs_on_one_machine_are_merged_by_their_last_word_on_each_item(tmp_path, capsys):
+    header = {"machine": "NVIDIA-H200", "date": "2026-11-30", "device": "cuda", "timeout_s": 150.0}
+    header |= {"note": "", "elapsed_s": 10.0, "material": {"kernelbench": {"path": "KB", "revision": ""}}}
+
+    def report(name: str, items: list) -> Path:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({**header, "command": name, "items": [asdict(i) for i in items]}))
+        return path
+
+    first = report(
+        "first",
+        [
+            pm.Item("kernelbench", "level1/a.py", "level1", "a", outcome="imported"),
+            pm.Item("kernelbench", "level1/b.py", "level1", "b", outcome="refused", category="timeout"),
+            pm.Item("kernelbench", "level2/c.py", "level2", "c", outcome="refused", category=pm.BUDGET_SPENT),
+        ],
+    )
+    again = report(
+        "again",
+        [
+            pm.Item("kernelbench", "level1/b.py", "level1", "b", outcome="imported"),
+            pm.Item(
+                "kernelbench", "level2/c.py", "level2", "c", outcome="refused", category="degenerate (constant output)"
+            ),
+        ],
+    )
+    assert pm.main(["--merge", str(first), str(again), "--out", str(tmp_path / "out")]) == 0
+    merged = json.loads((tmp_path / "out" / "peer-material-NVIDIA-H200-2026-11-30-merged.json").read_text())
+    assert merged["merged_from"] == ["first.json", "again.json"] and merged["elapsed_s"] == 20.0
+    assert (
+        merged["table"]["KernelBench problems"]
+        == "imported 2 of 3 (L1 2/2, L2 0/1); refused: degenerate (constant output) 1"
+    )
+    assert {i["name"]: i["extra"]["report"] for i in merged["items"]}["level1/b.py"] == "again.json"

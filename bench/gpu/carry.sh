@@ -13,22 +13,24 @@ pip download -q --only-binary=:all: --python-version 3.12 \
 # the machine's own numpy goes with its torch and jax; hf_xet only downloads from a hub (none there)
 rm -f .whl/numpy-* .whl/hf_xet-*
 ls .gpu/bubblewrap_*.deb >/dev/null 2>&1 || (cd .gpu && apt-get download bubblewrap)
-# GPU MODE's reference-kernels for bench/peer_gpumode.py (their code is fetched, never committed):
+# GPU MODE's reference-kernels for bench/peer_gpumode.py and bench/peer_material.py (their code is fetched, never committed):
 # GPUMODE_REPO names a local clone or bare git directory of github.com/gpu-mode/reference-kernels
 if [ -n "${GPUMODE_REPO:-}" ]; then
   rm -rf .gpu/reference-kernels && mkdir -p .gpu/reference-kernels
-  git --git-dir="$(git -C "$GPUMODE_REPO" rev-parse --absolute-git-dir)" archive HEAD problems/pmpp | tar -x -C .gpu/reference-kernels
+  gm_git=$(git -C "$GPUMODE_REPO" rev-parse --absolute-git-dir)
+  git --git-dir="$gm_git" archive HEAD problems | tar -x -C .gpu/reference-kernels
+  git --git-dir="$gm_git" rev-parse HEAD > .gpu/reference-kernels/REVISION
 fi
 # KernelBench for bench/peer_kernelbench.py (its code is fetched, never committed): KERNELBENCH_REPO
 # names a local clone or bare git directory of github.com/ScalingIntelligence/KernelBench. Its eval's
-# package (src/kernelbench) and the problem files of levels 1 and 2, with the revision in REVISION; and
+# package (src/kernelbench) and the problem files of every level, with the revision in REVISION; and
 # the light pure-Python packages that package imports at its top and the machine lacks (requests,
 # python-dotenv; tqdm comes with transformers above; openai and litellm, which its eval never calls,
 # are stood in for by the bench)
 if [ -n "${KERNELBENCH_REPO:-}" ]; then
   kb_git=$(git -C "$KERNELBENCH_REPO" rev-parse --absolute-git-dir)
   rm -rf .gpu/kernelbench && mkdir -p .gpu/kernelbench
-  git --git-dir="$kb_git" archive HEAD src/kernelbench KernelBench/level1 KernelBench/level2 | tar -x -C .gpu/kernelbench
+  git --git-dir="$kb_git" archive HEAD src/kernelbench KernelBench | tar -x -C .gpu/kernelbench
   git --git-dir="$kb_git" rev-parse HEAD > .gpu/kernelbench/REVISION
   pip download -q --only-binary=:all: --python-version 3.12 \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \

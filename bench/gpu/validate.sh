@@ -25,6 +25,10 @@
 #     peer-flashinfer  bench/peer_flashinfer.py: FlashInfer-Bench's own Benchmark (flashinfer-bench from .whl/,
 #                 without flashinfer-python) beside gpuarena's ranked verdict on a few FlashInfer-Trace definitions
 #                 written by the bench, the same solutions, each read against ncu (PEER_FI_REPEAT, PEER_FI_ARGS, T_PEER_FI)
+#     peer-material  bench/peer_material.py --device cuda on the peers' whole material carried in .gpu/
+#                 (bench/gpu/carry.sh with KERNELBENCH_REPO and GPUMODE_REPO first): PM_WHAT (kernelbench
+#                 gpumode), PM_GPUS (every GPU of the machine), PM_JOBS (2 a GPU), PM_TIMEOUT (180 s an import),
+#                 PM_ARGS (--groups level3,level4, say); T_PM; $OUT/peer-material-*
 #     kb-sizes    bench/kernelbench_sizes.py: KernelBench problems at their published sizes, peak GPU memory
 #     redteam-part   one part of the corpus, REDTEAM_PART=K/N (every Nth case from the Kth, K from 0:
 #                 0/2 and 1/2 are the whole corpus; 2/2 skips case 0), run
@@ -279,6 +283,20 @@ for s in "${steps[@]}"; do
       step peer-flashinfer "${T_PEER_FI:-540}" python3 bench/peer_flashinfer.py \
         --repeat "${PEER_FI_REPEAT:-2}" ${PEER_FI_ARGS:-} --out "$OUT"
       tail -30 "$W/peer-flashinfer.log" | tee -a "$SUMMARY" > /dev/null ;;
+    peer-material)  # the peers' whole material imported here, shared out among the GPUs
+      gpus=${PM_GPUS:-$(nvidia-smi -L | wc -l)}; pm_from=()
+      for what in ${PM_WHAT:-kernelbench gpumode}; do
+        case $what in
+          kernelbench) pm_from+=(--kernelbench .gpu/kernelbench) ;;
+          gpumode) pm_from+=(--gpumode .gpu/reference-kernels) ;;
+        esac
+      done
+      pm_limit=${T_PM:-560}; pm_timeout=${PM_TIMEOUT:-180}  # none started past the budget: the report is written in time
+      step peer-material "$pm_limit" python3 bench/peer_material.py "${pm_from[@]}" --device cuda \
+        --gpus "$gpus" --jobs "${PM_JOBS:-$((2 * gpus))}" --timeout "$pm_timeout" \
+        --budget "$((pm_limit - pm_timeout - 40))" ${PM_ARGS:-} \
+        --note "$(cat .gpu/kernelbench/REVISION 2>/dev/null | cut -c1-8) (KernelBench), reference-kernels as carried" --out "$OUT"
+      tail -12 "$W/peer-material.log" | sed 's/^/[peer-material]   /' | tee -a "$SUMMARY" ;;
     kb-sizes)  # KernelBench problems at their published sizes (6.4 GB tensors), peak GPU memory
       step kb-sizes "${T_KB_SIZES:-500}" python3 bench/kernelbench_sizes.py --out "$OUT"
       tail -5 "$W/kb-sizes.log" | sed 's/^/[kb-sizes]   /' | tee -a "$SUMMARY" ;;

@@ -1,0 +1,131 @@
+"""GPU MODE's own submissions judged through gpuarena, beside what GPU MODE says of them (issue 49).
+
+A task folder of gpu-mode/reference-kernels holds submissions: `submission.py` (the task's
+example), `submissions/*.py` (more examples), `solutions/correct/*` and `solutions/wrong/*`.
+GPU MODE's evaluation passes the first three kinds and fails the last. For every task that
+`bench/peer_material.py` imported, each submission is run unmodified through `gpuarena run
+PROBLEM SUBMISSION --mode test --json`, in a process of its own, and its verdict set against
+GPU MODE's expectation. Called by `peer_material.py --submissions`; writes
+OUT/peer-submissions-MACHINE-DATE.{json,md}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+PASS, FAIL = "passes", "fails"
+
+
+@dataclass
+class Judged:
+    """One submission of a task, what GPU MODE expects of it and gpuarena's verdict."""
+
+    task: str
+    submission: str
+    expected: str
+    """passes (an example or a correct solution) or fails (solutions/wrong)."""
+    problem: str = ""
+    status: str = ""
+    reason: str = ""
+    seconds: float = 0.0
+    command: list[str] = field(default_factory=list)
+
+    @property
+    def agrees(self) -> bool:
+        return (self.status == "PASSED") == (self.expected == PASS)
+
+
+def submissions(task: Path) -> list[tuple[Path, str]]:
+    """The task's submissions with what GPU MODE expects of each (sorted, so runs compare)."""
+    found: list[tuple[Path, str]] = []
+    if (task / "submission.py").is_file():
+        found.append((task / "submission.py", PASS))
+    found += [(p, PASS) for p in sorted((task / "submissions").glob("*.py"))]
+    found += [(p, PASS) for p in sorted((task / "solutions" / "correct").glob("*")) if p.is_file()]
+    found += [(p, FAIL) for p in sorted((task / "solutions" / "wrong").glob("*")) if p.is_file()]
+    return [(p, e) for p, e in found if p.suffix in (".py", ".cu", ".cpp")]
+
+
+def imported_problem(work: Path, group_slug: str, task: Path, name: str = "") -> Path | None:
+    """The problem folder the import of `task` wrote under work/gpumode/GROUP (LEVEL/NAME)."""
+    for candidate in (name, task.name):
+        if candidate:
+            hits = sorted((work / "gpumode" / group_slug).glob(f"*/{candidate}/problem.toml"))
+            if hits:
+                return hits[0].parent
+    return None
+
+
+def judge(one: Judged, device: str, timeout: float, env: dict[str, str]) -> Judged:
+    """`gpuarena run` in test mode, its verdict read from its JSON record."""
+    one.command = [sys.executable, "-m", "gpuarena", "run", one.problem, one.submission, "--mode", "test"]
+    one.command += ["--device", device, "--json"]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(one.command, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        one.status, one.reason = "TIMEOUT", f"not done in {timeout:g} s"
+    else:
+        try:
+            record = json.loads(done.stdout[done.stdout.index("{") :])
+            one.status, one.reason = str(record.get("status", "")), str(record.get("reason") or "")[:400]
+        except ValueError:
+            one.status, one.reason = "NO RECORD", (done.stderr or done.stdout)[-400:]
+    one.seconds = round(time.perf_counter() - started, 1)
+    return one
+
+
+def judge_all(
+    tasks: list[tuple[str, Path, Path]],
+    device: str,
+    timeout: float,
+    jobs: int,
+    gpus: int,
+    say: Callable[[str], None],
+) -> list[Judged]:
+    """tasks: (name, task folder, imported problem folder). Each submission on a GPU of its own
+    turn (CUDA_VISIBLE_DEVICES), `jobs` at once."""
+    work = [
+        Judged(task=name, submission=str(path), expected=expected, problem=str(problem))
+        for name, folder, problem in tasks
+        for path, expected in submissions(folder)
+    ]
+
+    def one(n_item: tuple[int, Judged]) -> Judged:
+        n, item = n_item
+        env = {**os.environ, "COLUMNS": "400"}
+        if gpus:
+            env["CUDA_VISIBLE_DEVICES"] = str(n % gpus)
+        judge(item, device, timeout, env)
+        say(f"[submission] {item.task} {Path(item.submission).name}: {item.status} (expected: {item.expected})")
+        return item
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, enumerate(work)))
+
+
+def write(judged: list[Judged], out: Path, stem: str, header: dict[str, Any]) -> str:
+    """OUT/STEM.json and .md; returns the summary line."""
+    agree = sum(j.agrees for j in judged)
+    line = f"{agree} of {len(judged)} submissions judged as GPU MODE judges them"
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [{**asdict(j), "agrees": j.agrees} for j in judged]
+    (out / f"{stem}.json").write_text(json.dumps({**header, "summary": line, "submissions": rows}, indent=1))
+    lines = [f"# GPU MODE's submissions through gpuarena ({header.get('machine', '')}, {header.get('date', '')})", ""]
+    lines += [f"Command: `{header.get('command', '')}`", "", line, ""]
+    lines += ["| task | submission | GPU MODE | gpuarena | agrees | reason |", "| --- | --- | --- | --- | --- | --- |"]
+    for j in judged:
+        shown = "/".join(Path(j.submission).parts[-3:]) if "solutions" in j.submission else Path(j.submission).name
+        reason = j.reason.replace("|", "/").replace("\n", " ")[:160]
+        lines.append(f"| {j.task} | `{shown}` | {j.expected} | {j.status} | {'yes' if j.agrees else 'NO'} | {reason} |")
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    return line
