@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -42,6 +43,20 @@ class Judged:
     @property
     def agrees(self) -> bool:
         return (self.status == "PASSED") == (self.expected == PASS)
+
+    @property
+    def runs_here(self) -> bool:
+        """False where this machine lacks what the submission needs (a package, a GPU, a newer GPU):
+        no verdict of GPU MODE's to compare with."""
+        return not NOT_HERE.search(self.reason)
+
+
+NOT_HERE = re.compile(
+    r"No module named|CUDA_HOME|active drivers|has no workloads for device kind|CUBLAS_STATUS_NOT_SUPPORTED"
+    r"|no kernel image is available"
+)
+"""A verdict that says the machine lacks what the submission needs (the `helion` package, CUDA,
+Triton's GPU driver, a B200's nvfp4 matmul)."""
 
 
 def submissions(task: Path) -> list[tuple[Path, str]]:
@@ -115,10 +130,14 @@ def judge_all(
 
 def write(judged: list[Judged], out: Path, stem: str, header: dict[str, Any]) -> str:
     """OUT/STEM.json and .md; returns the summary line."""
-    agree = sum(j.agrees for j in judged)
-    line = f"{agree} of {len(judged)} submissions judged as GPU MODE judges them"
+    here = [j for j in judged if j.runs_here]
+    agree = sum(j.agrees for j in here)
+    line = (
+        f"{agree} of {len(here)} submissions that run here judged as GPU MODE judges them; "
+        f"{len(judged) - len(here)} of {len(judged)} cannot run on this machine"
+    )
     out.mkdir(parents=True, exist_ok=True)
-    rows = [{**asdict(j), "agrees": j.agrees} for j in judged]
+    rows = [{**asdict(j), "agrees": j.agrees, "runs_here": j.runs_here} for j in judged]
     (out / f"{stem}.json").write_text(json.dumps({**header, "summary": line, "submissions": rows}, indent=1))
     lines = [f"# GPU MODE's submissions through gpuarena ({header.get('machine', '')}, {header.get('date', '')})", ""]
     lines += [f"Command: `{header.get('command', '')}`", "", line, ""]
@@ -126,6 +145,21 @@ def write(judged: list[Judged], out: Path, stem: str, header: dict[str, Any]) ->
     for j in judged:
         shown = "/".join(Path(j.submission).parts[-3:]) if "solutions" in j.submission else Path(j.submission).name
         reason = j.reason.replace("|", "/").replace("\n", " ")[:160]
-        lines.append(f"| {j.task} | `{shown}` | {j.expected} | {j.status} | {'yes' if j.agrees else 'NO'} | {reason} |")
+        said = "not here" if not j.runs_here else "yes" if j.agrees else "NO"
+        lines.append(f"| {j.task} | `{shown}` | {j.expected} | {j.status} | {said} | {reason} |")
     (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
     return line
+
+
+def rewrite(report: Path) -> str:
+    """A report written again from its JSON (today's NOT_HERE and summary): its .json and .md."""
+    data = json.loads(report.read_text())
+    fields = set(Judged.__dataclass_fields__)
+    judged = [Judged(**{k: v for k, v in row.items() if k in fields}) for row in data.pop("submissions")]
+    data.pop("summary", None)
+    return write(judged, report.parent, report.stem, data)
+
+
+if __name__ == "__main__":
+    for path in sys.argv[1:]:
+        print(rewrite(Path(path)))

@@ -248,7 +248,13 @@ def test_gpu_mode_s_own_submissions_are_judged_beside_what_gpu_mode_says(tmp_pat
         "ok.py": ("passes", "PASSED", True),
         "off_by_one.py": ("fails", "WRONG_VALUES", True),
     }, report["submissions"]
-    assert report["summary"] == "3 of 3 submissions judged as GPU MODE judges them"
+    assert report["summary"] == (
+        "3 of 3 submissions that run here judged as GPU MODE judges them; 0 of 3 cannot run on this machine"
+    )
+    sub = pm.judge_all.__globals__["Judged"]  # peer_submissions.Judged, as peer_material imports it
+    missing = sub(task="t", submission="s.py", expected="passes", status="COMPILE_ERROR")
+    missing.reason = "ModuleNotFoundError: No module named 'helion'"
+    assert not missing.runs_here and sub(task="t", submission="s.py", expected="fails", status="WRONG_VALUES").runs_here
     assert "| pmpp/histogram_py | `solutions/wrong/off_by_one.py` | fails | WRONG_VALUES | yes |" in (
         json_file.with_suffix(".md").read_text()
     )
