@@ -251,7 +251,8 @@ def test_gpu_mode_s_own_submissions_are_judged_beside_what_gpu_mode_says(tmp_pat
     assert report["summary"] == (
         "3 of 3 submissions that run here judged as GPU MODE judges them; 0 of 3 cannot run on this machine"
     )
-    sub = pm.judge_all.__globals__["Judged"]  # peer_submissions.Judged, as peer_material imports it
+    from peer_submissions import Judged as sub  # bench/ is on sys.path once peer_material is loaded
+
     missing = sub(task="t", submission="s.py", expected="passes", status="COMPILE_ERROR")
     missing.reason = "ModuleNotFoundError: No module named 'helion'"
     assert not missing.runs_here and sub(task="t", submission="s.py", expected="fails", status="WRONG_VALUES").runs_here

@@ -161,9 +161,7 @@ def _namespace(sizes):
     return _namespaces[key]
 
 
-def _forked(device):
-    """torch.manual_seed seeds every generator, the GPU's too: fork the one a call draws from, or
-    a seeded call's draws (dropout's masks) would follow this seed on the first call alone."""
+def _forked(device):  # manual_seed reseeds the GPU's generator too: a seeded call's draws keep theirs
     return _torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
 
 
@@ -176,13 +174,11 @@ def _init(sizes, dtype, device):
 
 
 def _model(init, device, dtype):
-    # init args may hold lists (ResNet's `layers`), which do not hash
-    key = (repr(init), str(device), str(dtype))
+    key = (repr(init), str(device), str(dtype))  # init args may hold lists (ResNet's), which do not hash
     if key not in _models:
         _, seed, args, sizes, _ = init
-        # built on the CPU under the seed, as KernelBench builds it, then moved in place: afresh for
-        # each device and dtype, never copied, since a copy's forward may still call the original
-        # through a closure (44_MiniGPTBlock's `mlpf` lambda holds the first model's MLP)
+        # built under the seed as KernelBench builds it, afresh for each device and dtype, never a copy:
+        # a copy's forward may call the original through a closure (44_MiniGPTBlock's `mlpf` lambda)
         with _forked(device), _torch.no_grad(), _offline_hub(dict(sizes)):
             _torch.manual_seed(seed)
             model = _namespace(dict(sizes))["Model"](*_decode_init(_copy.deepcopy(args)))
