@@ -356,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
                         found := imported_problem(work, _slug(i.group), Path(i.source), i.extra.get("problem_name", ""))
                     )
                 ]
-                judged = judge_all(tasks, args.device, args.timeout, args.jobs, args.gpus, _say)
+                judged = judge_all(tasks, args.device, args.timeout, args.jobs, args.gpus, _say, deadline)
         if args.kernelbench:
             kb = limited(chosen(kernelbench_items(args.kernelbench.resolve()), args.groups, args.names), args.limit)
             given.add("kernelbench")

@@ -48,7 +48,7 @@ class Judged:
     def runs_here(self) -> bool:
         """False where this machine lacks what the submission needs (a package, a GPU, a newer GPU):
         no verdict of GPU MODE's to compare with."""
-        return not NOT_HERE.search(self.reason)
+        return not NOT_HERE.search(self.reason) and self.status != NOT_RUN
 
 
 NOT_HERE = re.compile(
@@ -57,6 +57,11 @@ NOT_HERE = re.compile(
 )
 """A verdict that says the machine lacks what the submission needs (the `helion` package, CUDA,
 Triton's GPU driver, a B200's nvfp4 matmul)."""
+NOT_RUN = "NOT RUN"
+"""A submission not started before the run's --budget was spent."""
+BESIDE_OTHERS = ("ERROR", "RUNTIME_ERROR", "TIMEOUT")
+"""Verdicts that a submission judged beside others may owe to them (the GPU's memory, its time):
+such a submission is judged once more alone at the end, and that verdict stands."""
 
 
 def submissions(task: Path) -> list[tuple[Path, str]]:
@@ -106,9 +111,11 @@ def judge_all(
     jobs: int,
     gpus: int,
     say: Callable[[str], None],
+    deadline: float | None = None,
 ) -> list[Judged]:
     """tasks: (name, task folder, imported problem folder). Each submission on a GPU of its own
-    turn (CUDA_VISIBLE_DEVICES), `jobs` at once."""
+    turn (CUDA_VISIBLE_DEVICES), `jobs` at once; none started past `deadline` (time.monotonic());
+    one whose verdict may be its neighbours' doing (BESIDE_OTHERS) is judged again alone."""
     work = [
         Judged(task=name, submission=str(path), expected=expected, problem=str(problem))
         for name, folder, problem in tasks
@@ -117,15 +124,31 @@ def judge_all(
 
     def one(n_item: tuple[int, Judged]) -> Judged:
         n, item = n_item
+        if deadline is not None and time.monotonic() > deadline:
+            item.status, item.reason = NOT_RUN, "not started: the run's --budget was spent"
+            return item
         env = {**os.environ, "COLUMNS": "400"}
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = str(n % gpus)
         judge(item, device, timeout, env)
-        say(f"[submission] {item.task} {Path(item.submission).name}: {item.status} (expected: {item.expected})")
+        said = f"[submission] {item.task} {Path(item.submission).name}: {item.status} (expected: {item.expected})"
+        say(said + (f": {item.reason[:200]}" if item.status != "PASSED" else ""))
         return item
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, enumerate(work)))
+        judged = list(pool.map(one, enumerate(work)))
+    for item in judged if jobs > 1 else []:
+        if item.status in BESIDE_OTHERS and (deadline is None or time.monotonic() < deadline):
+            beside = f"{item.status}: {item.reason}"[:150]
+            judge(
+                item,
+                device,
+                timeout,
+                {**os.environ, "COLUMNS": "400", **({"CUDA_VISIBLE_DEVICES": "0"} if gpus else {})},
+            )
+            item.reason = f"{item.reason} (judged again alone; beside others: {beside})".lstrip()
+            say(f"[submission, alone] {item.task} {Path(item.submission).name}: {item.status}: {item.reason[:300]}")
+    return judged
 
 
 def write(judged: list[Judged], out: Path, stem: str, header: dict[str, Any]) -> str:

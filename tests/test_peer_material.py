@@ -60,7 +60,7 @@ def test_material_is_found_in_the_peers_layouts(tmp_path):
         "level2/33_Gemm_Max_SubtractMean.py",
     ]
     gm = pm.gpumode_items(FIXTURES / "gpumode")
-    assert len(gm) == 20  # every folder holding task.yml, invalid/no_generate_input included
+    assert len(gm) == 21  # every folder holding task.yml, invalid/no_generate_input included
     names = {i.name: i.extra["problem_name"] for i in gm}
     assert names["groups/pmpp/sort_py"] == "pmpp_sort_py" and names["groups/pmpp_v2/sort_py"] == "pmpp_v2_sort_py"
     # one output folder per group: two tasks of one name never meet
@@ -164,8 +164,9 @@ def test_a_whole_run_over_the_fixtures(tmp_path):
         ("kernelbench", "refused", "degenerate (constant output)"): 1,  # 33_Gemm_Max_SubtractMean
         # both sort_py, each in its group's folder; gpuonly/cudaref_py and cudablocked_py unchecked; newergpu_py, whose
         # ref_kernel fails on a GPU only; more/twolayouts_py,
-        # whose second layout of the scales its reference never reads (its glue's unread_inputs names it)
-        ("gpumode", "imported", ""): 16,
+        # whose second layout of the scales its reference never reads (its glue's unread_inputs names it); more/chunkstate_py,
+        # whose first chunk's output is u exactly (notes: the task's own data, kept as GPU MODE states it)
+        ("gpumode", "imported", ""): 17,
         ("gpumode", "refused", "not a problem (defines no generate_input)"): 1,
         ("gpumode", "refused", "multi-GPU (rank)"): 1,  # invalid/distributed_py, refused up front
         ("gpumode", "refused", "needs package gpuarena_absent_vendor_kernels"): 1,  # gpuonly/needspkg_py
@@ -178,7 +179,7 @@ def test_a_whole_run_over_the_fixtures(tmp_path):
     assert report["table"] == {
         "KernelBench problems": "imported 3 of 5 (L1 1/2, L2 2/3); refused: degenerate (constant output) 1; "
         "degenerate (output independent of an input) 1",
-        "GPU MODE tasks": "imported 16 of 20; refused: data holds a non-tensor object 1; multi-GPU (rank) 1; needs "
+        "GPU MODE tasks": "imported 17 of 21; refused: data holds a non-tensor object 1; multi-GPU (rank) 1; needs "
         "package gpuarena_absent_vendor_kernels 1; not a problem (defines no generate_input) 1",
         "FlashInfer-Trace definitions": "with workloads 2 of 3; imported 2; refused: no workloads in the material 1",
         "FlashInfer-Trace solutions": "loaded 4 of 5; refused: its definition is not in the material 1",
@@ -296,3 +297,18 @@ def test_runs_on_one_machine_are_merged_by_their_last_word_on_each_item(tmp_path
         == "imported 2 of 3 (L1 2/2, L2 0/1); refused: degenerate (constant output) 1"
     )
     assert {i["name"]: i["extra"]["report"] for i in merged["items"]}["level1/b.py"] == "again.json"
+
+
+@pytest.mark.quick
+def test_submissions_past_the_budget_are_not_run_and_count_nowhere(tmp_path):
+    """`--budget` bounds the submissions too: on the H200 (stop 64) a run's 64 submissions outlasted
+    its step's limit, which killed it before any report was written."""
+    from peer_submissions import NOT_RUN, judge_all
+
+    task = tmp_path / "pmpp" / "histogram_py"
+    shutil.copytree(FIXTURES / "gpumode" / "histogram_py", task)
+    shutil.copy(FIXTURES / "gpumode" / "submissions" / "histogram_ok.py", task / "submission.py")
+    said: list[str] = []
+    judged = judge_all([("pmpp/histogram_py", task, tmp_path / "imported")], "cpu", 60, 2, 0, said.append, 0.0)
+    assert [(j.status, j.runs_here, j.command) for j in judged] == [(NOT_RUN, False, [])]
+    assert not said

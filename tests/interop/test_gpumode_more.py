@@ -188,6 +188,23 @@ def test_a_submission_using_torch_compile_passes(tmp_path):
     assert record.status == "PASSED", (record.reason, record.log[-3000:])
 
 
+@pytest.mark.harness
+def test_a_submission_holding_parameters_runs_without_autograd_as_the_reference_does(tmp_path):
+    """GPU MODE's trimul submission builds nn.Parameters in every call: under autograd each kept
+    output held its graph and every activation (102 GiB of an H200, REJECTED for the memory). The
+    adapter calls custom_kernel without autograd, as the glue calls ref_kernel."""
+    from gpuarena.harness.judge import RunOptions, evaluate
+
+    outcome = import_folder(GM / "vectoradd_py", tmp_path)
+    assert outcome.status == "imported", outcome.messages
+    record = evaluate(
+        load_problem(outcome.folder),
+        load_solution(SUBMISSIONS / "vectoradd_parameters.py"),
+        RunOptions(device="cpu", mode="test"),
+    )
+    assert record.status == "PASSED", (record.reason, record.log[-3000:])
+
+
 FLOAT64_REFERENCE = """import torch
 from task import input_t, output_t
 from utils import make_match_reference

@@ -275,6 +275,19 @@ class _Found:
     trivial: list[str] = field(default_factory=list)
     """A trivial answer passes it, or an input does not matter to it."""
 
+    def weak(self, problem: Problem, finding: str, exact: bool, notes: list[str]) -> None:
+        """A trivial finding. On a problem kept as its peer states it, one whose trivial answer
+        is the reference's own output bit for bit is a note: there the task's data makes the
+        computation trivial (GPU MODE's gated_deltanet_chunk_fwd_o draws a gate whose exp
+        underflows where h is read, so h never matters; a one-chunk fwd_h's states are zeros),
+        no tolerance hides a wrong answer, and the peer's check accepts the same answers."""
+        if exact and problem.spec.tolerance_as_stated:
+            notes.append(
+                f"{finding}: exactly, by the task's own data ({problem.spec.tolerance_as_stated}'s, kept as stated)"
+            )
+        else:
+            self.trivial.append(finding)
+
 
 def check_one(
     problem: Problem, workload: Workload, device: torch.device, needs: dict[str, float] | None, notes: list[str]
@@ -319,7 +332,7 @@ def check_one(
             errors.append(f"{where}: output {out_name} has NaN or Inf values")
         constant = r.numel() > 1 and bool((r == r.reshape(-1)[0]).all())
         if constant:
-            trivial.append(f"{where}: output {out_name} is constant, so a constant answer would pass")
+            found.weak(problem, f"{where}: output {out_name} is constant, so a constant answer would pass", True, notes)
         tol = problem.spec.tolerance_for(workload.dtype)
         if r.is_floating_point() and r.numel() and tol.atol > 0 and float(r.abs().max()) < tol.atol and not constant:
             tiny.append(k)  # a constant one (zeros) is trivial already: it is no rounding
@@ -353,16 +366,25 @@ def check_one(
         notes += [f"{r} (the tolerance is {problem.spec.tolerance_as_stated}'s, kept as stated)" for r in rounding]
     else:
         errors += rounding
-    if _passes(problem, workload, tuple(torch.zeros_like(r) for r in ref), ref, inputs):
-        trivial.append(
-            f"{where}: returning zeros passes the tolerance; scale the inputs so outputs are not tiny, or tighten the tolerance"
+    zeros = tuple(torch.zeros_like(r) for r in ref)
+    if _passes(problem, workload, zeros, ref, inputs):
+        found.weak(
+            problem,
+            f"{where}: returning zeros passes the tolerance; scale the inputs so outputs are not tiny, or tighten the tolerance",
+            _same(zeros, ref),
+            notes,
         )
     # the mean of a one-element output is that output: only outputs of several elements are
     # replaced by their mean (integer and boolean outputs are kept exact)
     spread = [r.is_floating_point() and r.numel() > 1 for r in ref]
     means = tuple(torch.full_like(r, float(r.double().mean())) if wide else r.clone() for r, wide in zip(ref, spread))
     if any(spread) and _passes(problem, workload, means, ref, inputs):
-        trivial.append(f"{where}: returning the mean everywhere passes; outputs must vary more than the tolerance")
+        found.weak(
+            problem,
+            f"{where}: returning the mean everywhere passes; outputs must vary more than the tolerance",
+            _same(means, ref),
+            notes,
+        )
     for name, value in inputs.items():
         if (
             isinstance(value, torch.Tensor)
@@ -371,7 +393,7 @@ def check_one(
             and value.dtype == ref[0].dtype
         ):
             if _passes(problem, workload, (value.clone(),), ref, inputs):
-                trivial.append(f"{where}: returning input {name} unchanged passes")
+                found.weak(problem, f"{where}: returning input {name} unchanged passes", _same((value,), ref), notes)
     other = _draw(problem, workload, device, 2)
     fixed = getattr(problem.module, "fixed_inputs", None)  # a peer's recorded data: the same every draw
     recorded = set(fixed(dict(workload.axes))) if callable(fixed) else set()
@@ -384,9 +406,12 @@ def check_one(
         changed[name] = other[name]
         if bitwise_equal(other[name], value):
             trivial.append(f"{where}: input {name} is the same for two seeds; draw it from the generator")
-        elif name not in unread and _passes(problem, workload, _run(problem, changed), ref, inputs):
-            trivial.append(
-                f"{where}: the output does not depend on input {name} (a fresh {name} gives a passing output)"
+        elif name not in unread and _passes(problem, workload, (without := _run(problem, changed)), ref, inputs):
+            found.weak(
+                problem,
+                f"{where}: the output does not depend on input {name} (a fresh {name} gives a passing output)",
+                _same(without, ref),
+                notes,
             )
     return found
 

@@ -297,7 +297,8 @@ def _import_folder(
             spec, first_layout, first, buffers = case_spec, layout, (data, out), meta_buffers
         elif spec is None:
             spec, first_layout, first = case_spec, layout, (data, out)
-            buffers = find_buffers(task, case, data, rt)
+            reads[index] = unread(task, data, rt, meta=False)
+            buffers = find_buffers(task, case, data, rt, reads[index])
             ok, message = _verdict(task.namespace["check_implementation"](_clone(data), _clone(out)))
             if not ok:
                 raise GpuModeError(
@@ -327,7 +328,8 @@ def _import_folder(
                 "gpuarena needs the same structure in every workload",
             )
         layout_tensors = len(tensors)
-        reads[index] = unread(task, data, rt, meta=index in gpu_only)
+        if index not in reads:
+            reads[index] = unread(task, data, rt, meta=index in gpu_only)
         probes[index] = (elements, tensors)
     notes += [
         f"{', '.join(names)}: generate_input raised {error}; CUDA only, not probed" for error, names in unprobed.items()

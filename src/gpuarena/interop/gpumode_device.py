@@ -79,6 +79,7 @@ GLOBAL_SEED = 42
 
 SEEDED = '''\
 # -- GPU MODE's set_seed around generate_input (interop/gpumode_device.py) --
+import copy as _copy_module
 import random as _random
 
 
@@ -111,6 +112,25 @@ def seeded_globals(seed, device):
             _random.setstate(python_state)
             if _numpy is not None:
                 _numpy.random.set_state(numpy_state)
+
+
+def drawn_input(generate_input, args, seed, global_seed, device):
+    """generate_input(**args, seed=seed) made for device, the global generators seeded. On CUDA,
+    CUDA is the default device too, so what the task draws without naming a device is drawn on
+    the GPU instead of the CPU and copied (bioml/trimul's Cauchy inputs through
+    torch.distributions: 805 million numbers, about 20 s a draw on the CPU's generator, more
+    than an import's time on an H200); a task whose CPU-side code cannot run so (a CPU
+    generator, NumPy) fails the same way on every draw and is drawn as written."""
+    device = _torch.device(device)
+    if device.type != "cuda":
+        with on_device(device), seeded_globals(global_seed, device):
+            return generate_input(**args, seed=seed)
+    try:
+        with _torch.device(device), seeded_globals(global_seed, device):
+            return generate_input(**_copy_module.deepcopy(args), seed=seed)
+    except Exception:
+        with seeded_globals(global_seed, device):
+            return generate_input(**args, seed=seed)
 '''
 """GPU MODE's eval.py calls `set_seed(POPCORN_SEED or 42)` (random, numpy and torch, CUDA
 included) once, before its tests; a task's generate_input may draw from those global generators

@@ -124,18 +124,15 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _generate(task: Task, case: Case, seed: int, rt: dict[str, Any], global_seed: int = GLOBAL_SEED) -> Any:
-    """generate_input on the entry's arguments, its data made on the probe's device where that
-    is not CUDA, with the global generators seeded as GPU MODE's eval.py seeds them
-    (gpumode_device.py)."""
-    import contextlib
+    """generate_input on the entry's arguments, its data made on the probe's device, with the
+    global generators seeded as GPU MODE's eval.py seeds them (gpumode_device.drawn_input)."""
     import copy
 
     import torch
 
     device = torch.device(rt["probe_device"])
-    here = rt["on_device"](device) if device.type != "cuda" else contextlib.nullcontext()
-    with here, rt["seeded_globals"](global_seed, device):
-        return task.namespace["generate_input"](**copy.deepcopy(case.args), seed=seed)  # lists: its own copy
+    # lists in the arguments: generate_input's own copy
+    return rt["drawn_input"](task.namespace["generate_input"], copy.deepcopy(case.args), seed, global_seed, device)
 
 
 def _ref(task: Task, data: Any) -> Any:
@@ -145,13 +142,19 @@ def _ref(task: Task, data: Any) -> Any:
         return task.namespace["ref_kernel"](_clone(data))
 
 
-def find_buffers(task: Task, case: Case, data: Any, rt: dict[str, Any]) -> dict[int, str]:
+def find_buffers(
+    task: Task, case: Case, data: Any, rt: dict[str, Any], untouched: set[int] | None = None
+) -> dict[int, str]:
     """Tensors of data that are output buffers (index -> "zeros" where generate_input made them
     zero, else "empty"): those ref_kernel writes into, and the task's declared output that it
     replaces with a tensor of its own (pmpp_v2's `data, output = data; output = ...`): one it
     does not read, of as many elements as one of its outputs. Any other tensor it does not read
     stays an input with its values: a submission may need it (nvfp4's rearranged scale factors,
-    a second copy of an input in another layout)."""
+    a second copy of an input in another layout). `untouched` (gpumode_reads.unread: the tensors
+    no op of ref_kernel touches, None where unknown) must hold a declared output too: an input
+    that ref_kernel reads but that happens not to matter on this entry is no buffer (GPU MODE's
+    gated_deltanet_chunk_fwd_h on one chunk multiplies w by a zero state, and k, w were made
+    empty buffers)."""
     import torch
 
     tensors, _ = rt["flatten"](data)
@@ -179,7 +182,7 @@ def find_buffers(task: Task, case: Case, data: Any, rt: dict[str, Any]) -> dict[
         if _same(result, expected):
             unread.add(i)
     sizes = {o.numel() for o in expected if isinstance(o, torch.Tensor)}
-    declared = {i for i in unread if tensors[i].numel() in sizes}
+    declared = {i for i in unread if tensors[i].numel() in sizes and (untouched is None or i in untouched)}
     return {i: "zeros" if not bool(tensors[i].any()) else "empty" for i in sorted(written | declared)}
 
 

@@ -317,7 +317,11 @@ def solve(*args):
     tensors = args[:-1]
     _, layout, spec = meta
     device = device_of(tensors)
-    return outputs(custom_kernel(rebuild(layout, tensors, device)), spec, device)
+    # without autograd, as the reference's glue calls ref_kernel: a submission that builds
+    # nn.Parameters (trimul's) would otherwise record a graph holding every activation of every
+    # call whose output the harness keeps (102 GiB of an H200), and pay for recording it
+    with _torch.no_grad():
+        return outputs(custom_kernel(rebuild(layout, tensors, device)), spec, device)
 """
 
 

@@ -161,8 +161,7 @@ def make_inputs(axes, dtype, device, generator):
     global_seed = int(_torch.randint(0, 2**32, (1,), generator=generator, device=device).item())
     device = _torch.device(device)
     generate_input = _gpumode()["generate_input"]
-    with (on_device(device) if device.type != "cuda" else _contextlib.nullcontext()), seeded_globals(global_seed, device):
-        data = generate_input(**args, seed=seed)
+    data = drawn_input(generate_input, args, seed, global_seed, device)
     tensors, layout = flatten(data, _BUFFERS)
     if len(tensors) != len(_INPUTS):
         raise ValueError(f"generate_input made {{len(tensors)}} input tensors; the problem was imported with "
