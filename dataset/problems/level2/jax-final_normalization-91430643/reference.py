@@ -64,11 +64,26 @@ def _tensors(result):
     return tensors[0] if len(tensors) == 1 else tensors
 
 
+def _strides(shape, spec):
+    """The recorded strides at the recorded size; on a workload of other shapes, the same order of
+    dimensions packed (the recorded strides there read a storage of the recorded size: Mixtral's
+    experts drawn at 8 x 40 x 48 drew 822 million numbers)."""
+    stride = spec["stride"]
+    if stride is None or math.prod(shape) == spec["numel"]:
+        return stride
+    packed, step = [0] * len(shape), 1
+    for d in sorted(range(len(shape)), key=lambda d: (abs(stride[d]), -d)):
+        if stride[d]:  # a broadcast dimension keeps its 0
+            packed[d], step = step, step * int(shape[d])
+    return packed
+
+
 def _draw(shape, spec, device, generator, axes):
     dtype = getattr(torch, spec["dtype"])
     size = [int(s) for s in shape]
-    if spec["stride"] is not None:  # redraw the storage the recorded strides read from
-        size = [1 + sum((s - 1) * abs(st) for s, st in zip(shape, spec["stride"]))]
+    stride = _strides(size, spec)
+    if stride is not None:  # redraw the storage the strides read from
+        size = [1 + sum((s - 1) * abs(st) for s, st in zip(shape, stride))]
     low, high = spec["low"], spec["high"]
     scale = 0.5 + torch.rand((), generator=generator, device=device)
     if dtype == torch.bool:
@@ -96,7 +111,7 @@ def _draw(shape, spec, device, generator, axes):
         offset = 0.1 * spread * (2 * torch.rand((), generator=generator, device=device) - 1)
         values = torch.randn(size, generator=generator, device=device) * spread * scale + offset
     values = values.to(dtype)
-    return values.as_strided(shape, spec["stride"]) if spec["stride"] is not None else values
+    return values.as_strided(shape, stride) if stride is not None else values
 
 
 def make_inputs(axes, dtype, device, generator):
