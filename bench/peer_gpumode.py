@@ -50,18 +50,20 @@ def gpumode_folder(task: Path, submission: Path, into: Path) -> None:
         (into / f"{kind}.txt").write_text("\n".join(lines) + "\n")
 
 
-def run_gpumode(folder: Path, mode: str, cases: str) -> dict[str, Any]:
+def run_gpumode(
+    folder: Path, mode: str, cases: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> dict[str, Any]:
     """One `eval.py MODE CASES` process, timed from outside; its POPCORN log kept."""
     read, write = os.pipe()
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "eval.py", mode, cases],
         cwd=folder,
-        env={**os.environ, "POPCORN_FD": str(write)},
+        env={**(os.environ if env is None else env), "POPCORN_FD": str(write)},
         pass_fds=(write,),
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
     )
     wall = time.perf_counter() - started
     os.close(write)

@@ -38,7 +38,8 @@ imports at once; `--gpus N` shares them out among N GPUs (each import sees one, 
 the fewest imports when it starts), and an import that ran out of memory beside others on its GPU
 is run again at the end, alone there (the record says so); `--groups` takes only the named groups
 (KernelBench's level3, GPU MODE's pmpp_v2), `--names` only the named items; `--submissions`
-also judges GPU MODE's own submissions of each imported task (bench/peer_submissions.py); `--limit N` takes at most N items of each material, evenly from its groups
+also judges GPU MODE's own submissions of each imported task (bench/peer_submissions.py;
+`--gpumode-eval`: GPU MODE's own eval.py judges each too); `--limit N` takes at most N items of each material, evenly from its groups
 (levels, GPU MODE groups, op types); `--timeout` (300 s) and `--max-memory-gb` (8, through
 prlimit) bound each import, whose overrun is its outcome (timeout, out of memory), never the
 run's end; `--budget S` bounds the whole run (items not started by then are listed as not run). Writes OUT/peer-material-MACHINE-DATE.json (every item with its command, outcome,
@@ -299,6 +300,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also judge every GPU MODE submission of each imported task (peer_submissions.py)",
     )
+    parser.add_argument(
+        "--gpumode-eval",
+        action="store_true",
+        help="with --submissions: GPU MODE's own eval.py judges each Python submission too (test mode), "
+        "and gpuarena's verdict is held against that",
+    )
     parser.add_argument("--names", help="only these items, comma-separated (level3/35_LSTM.py), or @FILE, one a line")
     parser.add_argument("--budget", type=float, help="seconds for the whole run: items not started by then are not run")
     parser.add_argument("--work", type=Path, help="where the imported problems go (default: a temporary folder)")
@@ -356,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
                         found := imported_problem(work, _slug(i.group), Path(i.source), i.extra.get("problem_name", ""))
                     )
                 ]
-                judged = judge_all(tasks, args.device, args.timeout, args.jobs, args.gpus, _say, deadline)
+                judged = judge_all(
+                    tasks, args.device, args.timeout, args.jobs, args.gpus, _say, deadline, args.gpumode_eval
+                )
         if args.kernelbench:
             kb = limited(chosen(kernelbench_items(args.kernelbench.resolve()), args.groups, args.names), args.limit)
             given.add("kernelbench")

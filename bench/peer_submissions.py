@@ -16,12 +16,16 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_gpumode import gpumode_folder, run_gpumode
 
 PASS, FAIL = "passes", "fails"
 
@@ -39,10 +43,14 @@ class Judged:
     reason: str = ""
     seconds: float = 0.0
     command: list[str] = field(default_factory=list)
+    own: str = ""
+    """GPU MODE's own eval.py in test mode on the same submission (passes or fails; empty where
+    not run): where given, what gpuarena's verdict is held against."""
+    own_log: str = ""
 
     @property
     def agrees(self) -> bool:
-        return (self.status == "PASSED") == (self.expected == PASS)
+        return (self.status == "PASSED") == ((self.own or self.expected) == PASS)
 
     @property
     def runs_here(self) -> bool:
@@ -104,6 +112,23 @@ def judge(one: Judged, device: str, timeout: float, env: dict[str, str]) -> Judg
     return one
 
 
+def own_verdict(one: Judged, task: Path, env: dict[str, str], timeout: float) -> None:
+    """GPU MODE's own eval.py in test mode on the submission, in a scratch folder laid out as its
+    runner lays it out (peer_gpumode.py); a Python submission only (the task names it
+    submission.py)."""
+    if Path(one.submission).suffix != ".py":
+        return
+    with tempfile.TemporaryDirectory(prefix="gpumode-eval-") as scratch:
+        try:
+            gpumode_folder(task, Path(one.submission), Path(scratch))
+            ran = run_gpumode(Path(scratch), "test", "tests.txt", env, timeout)
+        except Exception as exc:  # eval.py that could not run: no verdict of GPU MODE's
+            one.own_log = f"{type(exc).__name__}: {exc}"[:300]
+            return
+    one.own = PASS if ran["passed"] else FAIL
+    one.own_log = " / ".join(ran["log"])[-300:]
+
+
 def judge_all(
     tasks: list[tuple[str, Path, Path]],
     device: str,
@@ -112,10 +137,13 @@ def judge_all(
     gpus: int,
     say: Callable[[str], None],
     deadline: float | None = None,
+    own_eval: bool = False,
 ) -> list[Judged]:
     """tasks: (name, task folder, imported problem folder). Each submission on a GPU of its own
     turn (CUDA_VISIBLE_DEVICES), `jobs` at once; none started past `deadline` (time.monotonic());
-    one whose verdict may be its neighbours' doing (BESIDE_OTHERS) is judged again alone."""
+    one whose verdict may be its neighbours' doing (BESIDE_OTHERS) is judged again alone.
+    `own_eval`: GPU MODE's eval.py judges each too (own_verdict)."""
+    folders = {name: folder for name, folder, _ in tasks}
     work = [
         Judged(task=name, submission=str(path), expected=expected, problem=str(problem))
         for name, folder, problem in tasks
@@ -131,7 +159,10 @@ def judge_all(
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = str(n % gpus)
         judge(item, device, timeout, env)
-        said = f"[submission] {item.task} {Path(item.submission).name}: {item.status} (expected: {item.expected})"
+        if own_eval:
+            own_verdict(item, folders[item.task], env, timeout)
+        said = f"[submission] {item.task} {Path(item.submission).name}: {item.status} (expected: {item.expected}"
+        said += f"; GPU MODE's eval.py: {item.own or 'not run'})" if own_eval else ")"
         say(said + (f": {item.reason[:200]}" if item.status != "PASSED" else ""))
         return item
 
@@ -159,17 +190,26 @@ def write(judged: list[Judged], out: Path, stem: str, header: dict[str, Any]) ->
         f"{agree} of {len(here)} submissions that run here judged as GPU MODE judges them; "
         f"{len(judged) - len(here)} of {len(judged)} cannot run on this machine"
     )
+    owned = [j for j in here if j.own]
+    if owned:
+        line += (
+            f"; GPU MODE's own eval.py judged {len(owned)} of them here and differs from its folders' word on "
+            f"{sum(j.own != j.expected for j in owned)}"
+        )
     out.mkdir(parents=True, exist_ok=True)
     rows = [{**asdict(j), "agrees": j.agrees, "runs_here": j.runs_here} for j in judged]
     (out / f"{stem}.json").write_text(json.dumps({**header, "summary": line, "submissions": rows}, indent=1))
     lines = [f"# GPU MODE's submissions through gpuarena ({header.get('machine', '')}, {header.get('date', '')})", ""]
     lines += [f"Command: `{header.get('command', '')}`", "", line, ""]
-    lines += ["| task | submission | GPU MODE | gpuarena | agrees | reason |", "| --- | --- | --- | --- | --- | --- |"]
+    lines += [
+        "| task | submission | GPU MODE (folder) | GPU MODE's eval.py | gpuarena | agrees | reason |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for j in judged:
         shown = "/".join(Path(j.submission).parts[-3:]) if "solutions" in j.submission else Path(j.submission).name
         reason = j.reason.replace("|", "/").replace("\n", " ")[:160]
         said = "not here" if not j.runs_here else "yes" if j.agrees else "NO"
-        lines.append(f"| {j.task} | `{shown}` | {j.expected} | {j.status} | {said} | {reason} |")
+        lines.append(f"| {j.task} | `{shown}` | {j.expected} | {j.own or '-'} | {j.status} | {said} | {reason} |")
     (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
     return line
 

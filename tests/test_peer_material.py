@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import sys
 from collections import Counter
@@ -257,7 +258,7 @@ def test_gpu_mode_s_own_submissions_are_judged_beside_what_gpu_mode_says(tmp_pat
     missing = sub(task="t", submission="s.py", expected="passes", status="COMPILE_ERROR")
     missing.reason = "ModuleNotFoundError: No module named 'helion'"
     assert not missing.runs_here and sub(task="t", submission="s.py", expected="fails", status="WRONG_VALUES").runs_here
-    assert "| pmpp/histogram_py | `solutions/wrong/off_by_one.py` | fails | WRONG_VALUES | yes |" in (
+    assert "| pmpp/histogram_py | `solutions/wrong/off_by_one.py` | fails | - | WRONG_VALUES | yes |" in (
         json_file.with_suffix(".md").read_text()
     )
 
@@ -312,3 +313,35 @@ def test_submissions_past_the_budget_are_not_run_and_count_nowhere(tmp_path):
     judged = judge_all([("pmpp/histogram_py", task, tmp_path / "imported")], "cpu", 60, 2, 0, said.append, 0.0)
     assert [(j.status, j.runs_here, j.command) for j in judged] == [(NOT_RUN, False, [])]
     assert not said
+
+
+STAND_IN_EVAL = """import os, sys
+from submission import custom_kernel
+ok = custom_kernel(3) == 4  # a stand-in for GPU MODE's eval.py, written for this test
+with os.fdopen(int(os.environ["POPCORN_FD"]), "w") as log:
+    log.write(f"mode: {sys.argv[1]}\\ncheck: {'pass' if ok else 'fail'}\\n")
+"""
+
+
+@pytest.mark.quick
+def test_gpu_mode_s_own_eval_judges_a_submission_and_is_what_gpuarena_is_held_against(tmp_path):
+    """`--gpumode-eval`: the task's own eval.py (here a stand-in) in test mode, in a folder laid out
+    as task.yml's `files` say; where it ran, a verdict agrees with it rather than with the folder."""
+    from peer_submissions import FAIL, PASS, Judged, own_verdict
+
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "task.yml").write_text(
+        'files:\n  - {"name": "submission.py", "source": "@SUBMISSION@"}\n  - {"name": "eval.py", "source": "eval.py"}\n'
+        'tests:\n  - {"size": 4}\nbenchmarks:\n  - {"size": 8}\n'
+    )
+    (task / "eval.py").write_text(STAND_IN_EVAL)
+    (task / "right.py").write_text("def custom_kernel(x):\n    return x + 1\n")
+    (task / "wrong.py").write_text("def custom_kernel(x):\n    return x\n")
+    right = Judged(task="t", submission=str(task / "right.py"), expected=PASS, status="PASSED")
+    wrong = Judged(task="t", submission=str(task / "wrong.py"), expected=PASS, status="WRONG_VALUES")
+    for one in (right, wrong):
+        own_verdict(one, task, dict(os.environ), 60)
+    assert (right.own, wrong.own) == (PASS, FAIL), (right.own_log, wrong.own_log)
+    assert right.agrees and wrong.agrees  # the folder says passes, GPU MODE's own eval fails it too
+    assert not Judged(task="t", submission="s.py", expected=PASS, status="WRONG_VALUES").agrees
