@@ -113,20 +113,23 @@ def judge(one: Judged, device: str, timeout: float, env: dict[str, str]) -> Judg
 
 
 def own_verdict(one: Judged, task: Path, env: dict[str, str], timeout: float) -> None:
-    """GPU MODE's own eval.py in test mode on the submission, in a scratch folder laid out as its
-    runner lays it out (peer_gpumode.py); a Python submission only (the task names it
-    submission.py)."""
+    """GPU MODE's own eval.py on the submission, in a scratch folder laid out as its runner lays
+    it out (peer_gpumode.py): `test` on the tests, then `leaderboard` on the benchmarks (where its
+    recheck catches what only large inputs show: vectorsum's `wrong/cheat.py` passes `test`);
+    passes where both do. A Python submission only (the task names it submission.py)."""
     if Path(one.submission).suffix != ".py":
         return
     with tempfile.TemporaryDirectory(prefix="gpumode-eval-") as scratch:
         try:
             gpumode_folder(task, Path(one.submission), Path(scratch))
             ran = run_gpumode(Path(scratch), "test", "tests.txt", env, timeout)
+            if ran["passed"]:
+                ran = run_gpumode(Path(scratch), "leaderboard", "benchmarks.txt", env, timeout)
         except Exception as exc:  # eval.py that could not run: no verdict of GPU MODE's
             one.own_log = f"{type(exc).__name__}: {exc}"[:300]
             return
     one.own = PASS if ran["passed"] else FAIL
-    one.own_log = " / ".join(ran["log"])[-300:]
+    one.own_log = f"{ran['mode']}: " + " / ".join(ran["log"])[-300:]
 
 
 def judge_all(
