@@ -174,6 +174,10 @@ def markdown(result: dict[str, Any]) -> str:
         f"{result['gpuarena_ranked_s']:.2f} s ({result['ratio']:.2f}x); the audit's share of the ranked "
         f"record: {result['audit_share']:.0%}.",
         "",
+        f"A new submission on both sides (GPU MODE with an empty Triton cache for its test and leaderboard, "
+        f"gpuarena a file it has not judged): GPU MODE {result['gpumode_new_verdict_s']:.2f} s, gpuarena ranked "
+        f"{result['gpuarena_new_ranked_s']:.2f} s ({result['new_ratio']:.2f}x).",
+        "",
     ]
     warm = result.get("gpuarena_warm")
     if warm:
@@ -181,7 +185,8 @@ def markdown(result: dict[str, Any]) -> str:
         lines += [
             f"gpuarena ranked, served warm (`run-many`, {len(warm['jobs'])} distinct copies, one process): "
             f"first {warm['jobs'][0]['seconds'] if warm['jobs'] else None} s, then "
-            f"{[j['seconds'] for j in later]} s a verdict ({result['warm_ratio']:.2f}x GPU MODE's test + leaderboard); "
+            f"{[j['seconds'] for j in later]} s a verdict ({result['warm_ratio']:.2f}x GPU MODE's test + leaderboard, "
+            f"{result['warm_new_ratio']:.2f}x a new submission's: each copy is one); "
             f"statuses {[j['status'] for j in warm['jobs']]}.",
             "",
             "Phases of the last warm verdict: " + json.dumps(later[-1]["phases"] if later else None),
@@ -221,8 +226,14 @@ def main() -> None:
         "repeat": args.repeat,
         "device": torch.cuda.get_device_name(0),
         "command": "python3 bench/peer_gpumode.py " + " ".join(sys.argv[1:]),
-        "gpumode": {"test": [], "leaderboard": [], "benchmark": []},
-        "gpuarena": {"test": [], "ranked": []},
+        "gpumode": {
+            "test": [],
+            "leaderboard": [],
+            "benchmark": [],
+            "test, new submission": [],
+            "leaderboard, new submission": [],
+        },
+        "gpuarena": {"test": [], "ranked": [], "ranked, new submission": []},
     }
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / "gpumode"
@@ -249,7 +260,7 @@ def main() -> None:
         problem = next(p.parent for p in imported.rglob("problem.toml"))
         mine = Path(scratch) / "submission.py"
         shutil.copy(submission, mine)
-        for _ in range(args.repeat):
+        for repeat in range(args.repeat):
             for mode, cases in (
                 ("test", "tests.txt"),
                 ("leaderboard", "benchmarks.txt"),
@@ -257,10 +268,19 @@ def main() -> None:
             ):
                 result["gpumode"][mode].append(run_gpumode(folder, mode, cases))
                 print("gpumode", mode, result["gpumode"][mode][-1]["wall_s"], flush=True)
+            # a new submission: Triton's cache empty for GPU MODE (one for its test and leaderboard
+            # runs, as one container would hold), a file of another hash for gpuarena (whose kept
+            # builds are per solution)
+            fresh = {**os.environ, "TRITON_CACHE_DIR": str(Path(scratch) / f"triton-cache-{repeat}")}
+            for mode, cases in (("test", "tests.txt"), ("leaderboard", "benchmarks.txt")):
+                result["gpumode"][f"{mode}, new submission"].append(run_gpumode(folder, mode, cases, env=fresh))
             for mode in ("test", "ranked"):
                 result["gpuarena"][mode].append(run_gpuarena(problem, mine, mode))
                 r = result["gpuarena"][mode][-1]
                 print("gpuarena", mode, r["wall_s"], r.get("status"), r.get("phases"), flush=True)
+            new = Path(scratch) / f"new_{repeat}_submission.py"
+            new.write_text(f"# new submission {repeat}\n" + submission.read_text())
+            result["gpuarena"]["ranked, new submission"].append(run_gpuarena(problem, new, "ranked"))
         if args.warm:
             result["gpuarena_warm"] = run_gpuarena_warm(problem, mine, args.warm)
             print("gpuarena warm", json.dumps(result["gpuarena_warm"])[:3000], flush=True)
@@ -271,9 +291,17 @@ def main() -> None:
     result["gpumode_verdict_s"] = median(result["gpumode"]["test"]) + median(result["gpumode"]["leaderboard"])
     result["gpuarena_ranked_s"] = median(result["gpuarena"]["ranked"])
     result["ratio"] = result["gpuarena_ranked_s"] / result["gpumode_verdict_s"]
+    result["gpumode_new_verdict_s"] = median(result["gpumode"]["test, new submission"]) + median(
+        result["gpumode"]["leaderboard, new submission"]
+    )
+    result["gpuarena_new_ranked_s"] = median(result["gpuarena"]["ranked, new submission"])
+    result["new_ratio"] = result["gpuarena_new_ranked_s"] / result["gpumode_new_verdict_s"]
     warm_jobs = [j["seconds"] for j in (result.get("gpuarena_warm") or {"jobs": []})["jobs"][1:] if j["seconds"]]
     result["gpuarena_warm_ranked_s"] = statistics.median(warm_jobs) if warm_jobs else None
     result["warm_ratio"] = result["gpuarena_warm_ranked_s"] / result["gpumode_verdict_s"] if warm_jobs else float("nan")
+    result["warm_new_ratio"] = (
+        result["gpuarena_warm_ranked_s"] / result["gpumode_new_verdict_s"] if warm_jobs else float("nan")
+    )
     shares = [
         (r.get("phases") or {}).get("device audit", 0.0) / r["duration_s"]
         for r in result["gpuarena"]["ranked"]

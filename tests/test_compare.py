@@ -149,3 +149,28 @@ def test_chunks_give_the_figures_and_the_verdict_of_one_pass(monkeypatch: pytest
         assert got.max_rel_error == pytest.approx(expected.max_rel_error)
         assert got.l2_rel_error == pytest.approx(expected.l2_rel_error)
     assert "worst at [9, 16]" in whole[1].reason and "worst at [6, 6]" in whole[2].reason
+
+
+def test_a_finite_reference_gives_the_figures_of_the_masked_comparison_and_an_equal_output_zeros():
+    """A chunk whose reference is finite throughout skips the masking of non-finite entries;
+    with one matched infinity appended (which the masking leaves out of every figure) the
+    same outputs take the masked path and must give the same figures, bit for bit. An output
+    equal to the reference is PASSED with zeros without the float64 passes; one with a NaN
+    where the reference has one is not `equal` and goes through them, still PASSED."""
+    generator = torch.Generator().manual_seed(11)
+    ref = torch.randn(300, generator=generator)
+    tol = Tolerance(atol=1e-3, rtol=1e-3, l2=1e-2)
+    out = ref + 1e-3 * torch.randn(300, generator=generator)
+    out[17] = float("nan")
+    for candidate in (ref + 1e-5, out, torch.zeros_like(ref)):
+        finite = compare("y", candidate, ref, tol)
+        inf = torch.tensor([float("inf")])
+        masked = compare("y", torch.cat([candidate, inf]), torch.cat([ref, inf]), tol)
+        figures = ("ok", "status", "max_abs_error", "max_rel_error", "l2_rel_error", "outside")
+        assert [getattr(finite, k) for k in figures] == [getattr(masked, k) for k in figures]
+        assert finite.reason.replace("of 300 ", "of 301 ") == masked.reason
+    equal = compare("y", ref.clone(), ref, tol)
+    assert equal.ok and (equal.max_abs_error, equal.max_rel_error, equal.l2_rel_error) == (0.0, 0.0, 0.0)
+    with_nan = ref.clone()
+    with_nan[3] = float("nan")
+    assert compare("y", with_nan.clone(), with_nan, tol).ok

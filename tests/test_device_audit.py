@@ -265,11 +265,15 @@ class PlannedSampler:
         self.chip = "TEST"
         self.traffic_missing = "" if self.traffic else "the chip reads none of them (test)"
 
+    running = False
+
     def start(self) -> None:
         PlannedSampler.states.append("start")
+        self.running = True
 
     def stop(self) -> None:
         PlannedSampler.states.append("stop")
+        self.running = False
 
     def segment(self, work, what: str = "a segment", chained: bool = False):
         assert PlannedSampler.states[-1:] == ["start"], "sampled while sampling was off"
@@ -785,6 +789,27 @@ def test_a_sampler_that_will_not_start_again_in_a_run_rejects_it(tmp_path, monke
     with pytest.raises(RunFailure, match="could earlier in this run"):
         RoundsAudit(supervisor, None, enabled=True)
     assert RoundsAudit(supervisor, None, enabled=False).sampler is None  # the CPU's
+
+
+@pytest.mark.harness
+def test_one_sampling_window_serves_every_timed_workload_each_looked_at_quiet_first(audited_on_the_cpu):
+    """The sampler starts once for the run's timed workloads and stops at its end (a stop and a
+    start cost about 21 ms a workload on an H200); each workload still finds the GPU quiet before
+    its rounds (the solution's correctness calls ran in between) and has its own twins."""
+    PlannedSampler.plan, PlannedSampler.seen, PlannedSampler.states, PlannedSampler.chained = {}, [], [], []
+    PlannedSampler.reads = {}
+    record = judge(
+        "level1/softmax",
+        EXAMPLES / "softmax" / "pytorch.py",
+        mode="benchmark",
+        workloads=["small-64x1000", "small-128x4096"],
+    )
+    assert record.status == "PASSED", record.reason
+    assert [w.device_audit is not None and w.device_audit.calls > 0 for w in record.workloads] == [True, True]
+    assert PlannedSampler.states == ["start", "stop"]
+    assert PlannedSampler.seen.count("an idle GPU") == 2
+    second = PlannedSampler.seen.index("an idle GPU", 1)
+    assert HARNESS in PlannedSampler.seen[second:] and REFERENCE_TWIN in PlannedSampler.seen[second:]
 
 
 @pytest.mark.harness

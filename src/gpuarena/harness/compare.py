@@ -32,7 +32,9 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
         )
     if out.dtype != ref.dtype:
         return Comparison(False, "WRONG_DTYPE", f"output {name} has dtype {out.dtype}, expected {ref.dtype}")
-    if out.numel() == 0:
+    if out.numel() == 0 or torch.equal(out, ref):
+        # bit for bit the reference's values (NaN never equals, so a NaN output goes on): every
+        # figure below would be zero, in two cheap passes instead of thirty in float64
         return Comparison(True, "PASSED", "", 0.0, 0.0, 0.0)
     if not ref.is_floating_point():  # indices, ids, masks: exact, whatever the workload's float tolerance
         wrong = out != ref
@@ -82,30 +84,43 @@ class _Figures:
 
 def _chunk(f: _Figures, o: torch.Tensor, r: torch.Tensor, offset: int, tol: Tolerance) -> None:
     """Fold one chunk's figures in (o, r: float64, flat). Entries where the reference is not
-    finite are left out of the closeness figures; they must match exactly (checked here too)."""
+    finite are left out of the closeness figures; they must match exactly (checked here too).
+    A chunk whose reference is finite throughout (nearly always) skips the masking: the same
+    figures, bit for bit, in about two thirds of the passes over the chunk."""
     ref_finite = torch.isfinite(r)
-    bad = ~torch.isfinite(o) & ref_finite
-    mismatch = ~ref_finite & ~((o == r) | (torch.isnan(o) & torch.isnan(r)))
-    zero = r.new_zeros(())
-    diff = torch.where(ref_finite, (o - r).abs(), zero)
-    size = torch.where(ref_finite, r.abs(), zero)
-    score = torch.where(ref_finite, diff - tol.rtol * size, -math.inf)
+    masked = not bool(ref_finite.all())
+    diff = (o - r).abs_()
+    size = r.abs()
+    if masked:
+        zero = r.new_zeros(())
+        bad = ~torch.isfinite(o) & ref_finite
+        mismatch = (~ref_finite & ~((o == r) | (torch.isnan(o) & torch.isnan(r)))).any()
+        diff, size = torch.where(ref_finite, diff, zero), torch.where(ref_finite, size, zero)
+        bad_nan = (torch.isnan(o) & bad).any()
+    else:
+        bad = ~torch.isfinite(o)
+        mismatch = torch.zeros((), dtype=torch.bool, device=r.device)
+        bad_nan = torch.isnan(o).any()
+    scaled = tol.rtol * size
+    score = diff - scaled
+    if masked:
+        score = torch.where(ref_finite, score, -math.inf)
     worst_at = int(torch.argmax(score)) if score.numel() else 0
     figures = torch.stack(
         [
             bad.sum().to(torch.float64),
-            (torch.isnan(o) & bad).any().to(torch.float64),
-            mismatch.any().to(torch.float64),
+            bad_nan.to(torch.float64),
+            mismatch.to(torch.float64),
             diff.max(),
             (diff / size.clamp_min(max(tol.atol, 1e-30))).max(),
             (size * size).sum(),
             (diff * diff).sum(),
-            (diff > tol.atol + tol.rtol * size).sum().to(torch.float64),
+            (diff > scaled.add_(tol.atol)).sum().to(torch.float64),
             score[worst_at],
             o[worst_at],
             r[worst_at],
         ]
-    ).tolist()  # one wait for the device per chunk
+    ).tolist()  # one wait for the device per chunk (and one for the mask, one for the worst)
     f.bad += int(figures[0])
     f.bad_nan = f.bad_nan or bool(figures[1])
     f.mismatch = f.mismatch or bool(figures[2])

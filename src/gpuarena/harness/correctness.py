@@ -108,8 +108,10 @@ def _precision(
     if isinstance(exact, str):
         result.float64_skipped = exact
         return
-    solution_error = precision.worst_error(session.dests[0], exact)
     reference_error = precision.worst_error(ref, exact)
+    # an output bit for bit the reference's has its error (the float64 passes once, not twice)
+    same = all(torch.equal(out, expected) for out, expected in zip(session.dests[0], ref))
+    solution_error = reference_error if same else precision.worst_error(session.dests[0], exact)
     if solution_error is None or reference_error is None:
         return
     result.error_vs_float64 = max(result.error_vs_float64 or 0.0, solution_error)

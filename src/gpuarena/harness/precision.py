@@ -91,8 +91,10 @@ def relative_error(out: torch.Tensor, exact: torch.Tensor) -> float | None:
         o = flat_out[start : start + CHUNK].double()
         e = flat_exact[start : start + CHUNK].double()
         finite = torch.isfinite(e) & torch.isfinite(o)
-        zero = e.new_zeros(())  # where, not a boolean index: no copy of the finite entries
-        e, d = torch.where(finite, e, zero), torch.where(finite, o - e, zero)
+        d = o - e
+        if not bool(finite.all()):  # where, not a boolean index: no copy of the finite entries
+            zero = e.new_zeros(())
+            e, d = torch.where(finite, e, zero), torch.where(finite, d, zero)
         sums = torch.stack([(e * e).sum(), (d * d).sum()]).tolist()
         norm_sq, diff_sq = norm_sq + sums[0], diff_sq + sums[1]
     norm, diff = math.sqrt(norm_sq), math.sqrt(diff_sq)

@@ -298,6 +298,13 @@ class Supervisor:
                     keep_caches(self.solution.hash, workdir_fd, started.process.cache_root.name, self.details)
                 arena.close()
                 if self._sampler is not None:
+                    if self._sampler.running:  # the timed workloads' one window (rounds_audit.begin)
+                        try:
+                            self._sampler.stop()
+                        except device_audit.SamplerError:
+                            self._sampler.close()
+                            self._sampler = None
+                if self._sampler is not None:
                     if self.warm is not None:
                         self.warm.sampler = self._sampler
                     else:

@@ -126,6 +126,8 @@ class DeviceSampler:
             text=True,
         )
         HARNESS_PROCESSES.add(self.process.pid)
+        self.running = False
+        """Sampling on (`start`) and not yet stopped: one window serves a run's timed workloads."""
         ready = self._read()
         if not ready.get("ready"):
             self.close()
@@ -184,10 +186,11 @@ class DeviceSampler:
     def start(self) -> None:
         self.last = None
         self._send("start")
+        self.running = True
         time.sleep(SETTLE_S)
 
     def stop(self) -> None:
-        self.last = None
+        self.last, self.running = None, False
         self._send("stop")
 
     @contextmanager
