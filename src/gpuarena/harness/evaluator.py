@@ -30,8 +30,10 @@ from gpuarena.solutions.model import Solution
 class Evaluator:
     """Judges solutions one at a time on one device kind, workers always started ahead.
 
-    `ahead` workers wait for jobs (default: 2 on a GPU, where a worker's start, about 1.5 s on
-    an H100, is longer than a small job; 1 on the CPU). On a GPU, and for a job that times
+    `ahead` workers wait for jobs (default: 3 on a GPU, where a worker's start, its imports
+    and then its CUDA context under the GPU's lock (never while a job times), takes 2.5-3 s of
+    wall time on an H200 against about 1.1 s a small job: with 2 a job still waited about 0.2 s
+    for its worker, 0.4 s in test mode (bench/warm_path.py); 1 on the CPU). On a GPU, and for a job that times
     nothing (test mode), replacements start as a job starts (their imports use CPU cores while
     the job times the GPU, as a runner's next job process does); a job timed on the CPU has the
     cores to itself, and they start once it has ended."""
@@ -39,7 +41,7 @@ class Evaluator:
     def __init__(self, device: str, ahead: int | None = None):
         self.device = device
         self.gpu = backend_named(device).accelerator
-        self.ahead = max(1, ahead if ahead is not None else (2 if self.gpu else 1))
+        self.ahead = max(1, ahead if ahead is not None else (3 if self.gpu else 1))
         self._waiting: deque[StartedWorker] = deque()
         self.jobs = 0
         self.warm = Warm() if self.gpu else None

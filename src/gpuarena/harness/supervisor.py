@@ -297,9 +297,9 @@ class Supervisor:
                 if workdir_fd is not None:
                     keep_caches(self.solution.hash, workdir_fd, started.process.cache_root.name, self.details)
                 arena.close()
-                if self._sampler is not None:
-                    if self._sampler.running:  # the timed workloads' one window (rounds_audit.begin)
-                        try:
+                if self._sampler is not None and self.warm is None:
+                    if self._sampler.running:  # the timed workloads' one window (rounds_audit.begin);
+                        try:  # a warm process keeps it on for its next job
                             self._sampler.stop()
                         except device_audit.SamplerError:
                             self._sampler.close()

@@ -11,7 +11,7 @@
 //   "mark"     -> {"busy_ns": B, "span_ns": S, "samples": N, "overflow": 0|1, "read_bytes": R}  so far,
 //                 sampling on (read_bytes: the traffic metric summed over the samples, -1 without one)
 //   "stop"     -> the same, and sampling ends
-//   "quit"     -> exits
+//   "quit"     -> exits (sampling ended first, if on)
 // Starting and stopping cost tens of ms each, a mark about one decoding pass: a caller reads many
 // short segments of one window as differences of marks.
 // busy_ns sums, over the completed samples, sm__cycles_active.max / gr__cycles_elapsed.max x the
@@ -271,7 +271,16 @@ int main(int argc, char** argv) {
     };
     std::string line;
     while (std::getline(std::cin, line)) {
-        if (line == "quit") break;
+        if (line == "quit") {
+            if (sampling) {  // a window kept open for the next job (harness/warm.py): ended here
+                CUpti_PmSampling_Stop_Params stop = {CUpti_PmSampling_Stop_Params_STRUCT_SIZE};
+                stop.pPmSamplingObject = sampler;
+                cuptiPmSamplingStop(&stop);
+                sampling = false;
+                decoder.join();
+            }
+            break;
+        }
         if (line == "start") {
             if (sampling) fail("start while sampling");
             reset();
