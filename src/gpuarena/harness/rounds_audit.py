@@ -20,8 +20,8 @@ requests (each call of it waiting on the host as long as the solution's calls sp
 `_pace`), and the solution is judged on the median of the paired differences: the clocks'
 drift, a few µs a call, falls out of each pair (with the harness sampled apart, every second
 round, the noise allowance grew to 3 x 1.4 µs a call and a 3x forged claim on a 4.5 µs softmax
-passed). The trusted reference through the worker's own `time` code is sampled in the rounds
-(TWIN_BLOCKS): it gives what the counters see of a call beyond its CUPTI time (`inflation`).
+passed). The trusted reference through the worker's own `time` code is sampled every
+TWIN_EVERY-th round: it gives what the counters see of a call beyond its CUPTI time (`inflation`).
 
 The same pairs carry the bytes each segment read from device memory: the L2 sweep reads three
 times the L2 a call, so requests that read far less than the harness alone did not evict
@@ -99,10 +99,10 @@ Under the bound, a claim is rejected once it is under about 0.46 x the time the 
 (0.7 x (T - 3 x 0.25 x claimed)); larger kernels stop at MIN_REQUESTS."""
 MAX_PACE_NS = 5_000_000
 """The harness block's wait per call follows the solution's host time per call up to this."""
-TWIN_BLOCKS, TWIN_EVERY = 4, 2
-"""The reference's twins are sampled in every round until each has TWIN_BLOCKS blocks (the median
-counts), then every TWIN_EVERY-th: the FEW_REQUESTS rounds of a steady kernel hold them all (topped up
-after the rounds they cost a wait for a quiet GPU and marks of their own, about 45 ms a workload)."""
+TWIN_EVERY = 2
+"""The reference's twins are sampled in the first round and every TWIN_EVERY-th after it,"""
+TWIN_BLOCKS = 4
+"""and after the rounds until each has this many blocks; the median block counts."""
 MISSING_HARNESS_FRACTION = 0.05
 MISSING_HARNESS_SIGMAS = 5.0
 """A solution's requests whose median shows the GPU doing less than the harness alone by more
@@ -289,7 +289,7 @@ class RoundsAudit:
         """At the start of round `round_no` (from 1), before its timed blocks: the twins' blocks,
         in the rounds' conditions. (At a round's end they would follow the solution's request with
         only the output check between: work it left queued on the GPU would land in them.)"""
-        if self.on and (len(self.twin_ns[REFERENCE_TWIN]) < TWIN_BLOCKS or (round_no - 1) % TWIN_EVERY == 0):
+        if self.on and (round_no - 1) % TWIN_EVERY == 0:
             self._sample_twins()
 
     def finish(self, result: WorkloadResult) -> DeviceAudit:
