@@ -807,9 +807,10 @@ def test_one_sampling_window_serves_every_timed_workload_each_looked_at_quiet_fi
     assert record.status == "PASSED", record.reason
     assert [w.device_audit is not None and w.device_audit.calls > 0 for w in record.workloads] == [True, True]
     assert PlannedSampler.states == ["start", "stop"]
-    assert PlannedSampler.seen.count("an idle GPU") == 2
-    second = PlannedSampler.seen.index("an idle GPU", 1)
-    assert HARNESS in PlannedSampler.seen[second:] and REFERENCE_TWIN in PlannedSampler.seen[second:]
+    # each workload looked at quiet first (and again before twins topped up after its rounds)
+    assert PlannedSampler.seen.count("an idle GPU") >= 2
+    assert PlannedSampler.seen.count(HARNESS) >= 2 * FEW_REQUESTS
+    assert PlannedSampler.seen.count(REFERENCE_TWIN) >= 2 * TWIN_BLOCKS
 
 
 @pytest.mark.harness
