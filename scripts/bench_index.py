@@ -36,6 +36,7 @@ MADE_BY = {
     "eval-latency": "bench/eval_latency.py",
     "fidelity": "bench/fidelity.py",
     "first-hour": "bench/first_hour.sh",
+    "fusions-check": "scripts/make_fusions.py",
     "gpu-tests": "bench/gpu/validate.sh",
     "gpu-validate": "bench/gpu/validate.sh",
     "dataset-distinct": "gpuarena dataset distinct",
