@@ -20,17 +20,14 @@ from __future__ import annotations
 import ast
 import inspect
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gpuarena.dataset import fusion_ops, fusion_ops_pick, fusion_ops_seq, layer_ops
-from gpuarena.dataset.assemble import Dataset, Entry, _write, dump_problem_toml
+from gpuarena.dataset import fusion_ops, fusion_ops_pick, fusion_ops_seq, layer_ops, written
 from gpuarena.dataset.fusion_list import FUSIONS, Fusion
 from gpuarena.dataset.fusion_models import MODELS
-from gpuarena.dataset.layers import WEIGHT
 from gpuarena.problems.model import DEFAULT_TOLERANCES
 
 PREFIX = "fusion-"
@@ -106,7 +103,7 @@ def problem_spec(fusion: Fusion) -> dict[str, Any]:
         "level": LEVEL,
         "summary": f"{model.title}: {fusion.summary}.",
         "tags": ["fusion", "published-config", fusion.model.split("-")[0], fusion.model, fusion.family],
-        "weight": WEIGHT,
+        "weight": written.WEIGHT,
         "convention": "return",
         "outputs": fusion.outputs,
         "bytes": fusion.moved,
@@ -126,38 +123,20 @@ def problem_spec(fusion: Fusion) -> dict[str, Any]:
 
 def write_fusion(fusion: Fusion, root: Path) -> Path:
     """Write one problem folder (replacing an earlier one)."""
-    folder = Path(root) / f"level{LEVEL}" / fusion.name
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    (folder / "problem.toml").write_text(dump_problem_toml(problem_spec(fusion)))
-    (folder / "reference.py").write_text(reference_source(fusion))
-    return folder
+    return written.write_folder(
+        Path(root) / f"level{LEVEL}" / fusion.name, problem_spec(fusion), reference_source(fusion)
+    )
 
 
 def write(root: Path, fusions: list[Fusion] | None = None) -> list[Path]:
     """Write every fusion problem under root (fusion-* folders of earlier runs that are no longer
     made are removed), and list them in root/dataset.json where root is a dataset."""
-    root = Path(root)
-    chosen = FUSIONS if fusions is None else fusions
     if fusions is None:
-        for old in sorted(root.glob(f"level*/{PREFIX}*")):
-            shutil.rmtree(old)
+        written.clear(root, PREFIX)
+    chosen = FUSIONS if fusions is None else fusions
     folders = [write_fusion(fusion, root) for fusion in chosen]
-    if (root / "dataset.json").is_file():
-        register(root, chosen)
+    written.register(root, {f"level{LEVEL}/{fusion.name}": MODELS[fusion.model].title for fusion in chosen})
     return folders
-
-
-def register(root: Path, fusions: list[Fusion]) -> Dataset:
-    """List the fusions in root/dataset.json as kept (replacing earlier entries of theirs), each
-    with the flat weight and its model's published config as its harvest."""
-    dataset = Dataset.model_validate_json((root / "dataset.json").read_text())
-    mine = {f"level{LEVEL}/{fusion.name}": fusion for fusion in fusions}
-    entries = [e for e in dataset.entries if e.problem not in mine]
-    for problem, fusion in mine.items():
-        title = MODELS[fusion.model].title
-        entries.append(Entry(problem=problem, status="kept", weight=WEIGHT, harvests=[f"published config {title}"]))
-    return _write(root, dataset.harvests, entries)
 
 
 def families(fusions: list[Fusion] | None = None) -> Counter[str]:

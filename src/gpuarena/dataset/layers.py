@@ -20,17 +20,15 @@ from __future__ import annotations
 import inspect
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.dataset import layer_ops
-from gpuarena.dataset.assemble import Dataset, Entry, _write, dump_problem_toml
+from gpuarena.dataset import layer_ops, written
 from gpuarena.dataset.layer_configs import ARCHS
 
-WEIGHT = 0.1
+WEIGHT = written.WEIGHT
 """Every layer problem's weight: flat, since no harvest measured its share of a model's time."""
 PREFIX = "layer-"
 BOOST = {3: 6.0, 4: 8.0}
@@ -400,35 +398,17 @@ def problem_spec(layer: Layer) -> dict[str, Any]:
 
 def write_layer(layer: Layer, root: Path) -> Path:
     """Write one problem folder (replacing an earlier one)."""
-    folder = Path(root) / f"level{layer.level}" / layer.name
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    (folder / "problem.toml").write_text(dump_problem_toml(problem_spec(layer)))
-    (folder / "reference.py").write_text(reference_source(layer))
-    return folder
+    return written.write_folder(
+        Path(root) / f"level{layer.level}" / layer.name, problem_spec(layer), reference_source(layer)
+    )
 
 
 def write(root: Path, layers: list[Layer] | None = None) -> list[Path]:
     """Write every layer problem under root (layer-* folders of earlier runs that are no longer
     made are removed), and list them in root/dataset.json where root is a dataset."""
-    root = Path(root)
-    chosen = LAYERS if layers is None else layers
     if layers is None:
-        for old in sorted(root.glob(f"level*/{PREFIX}*")):
-            shutil.rmtree(old)
+        written.clear(root, PREFIX)
+    chosen = LAYERS if layers is None else layers
     folders = [write_layer(layer, root) for layer in chosen]
-    if (root / "dataset.json").is_file():
-        register(root, chosen)
+    written.register(root, {f"level{layer.level}/{layer.name}": ARCHS[layer.arch].title for layer in chosen})
     return folders
-
-
-def register(root: Path, layers: list[Layer]) -> Dataset:
-    """List the layers in root/dataset.json as kept (replacing earlier entries of theirs), each
-    with its flat weight and its model's published config as its harvest."""
-    dataset = Dataset.model_validate_json((root / "dataset.json").read_text())
-    mine = {f"level{layer.level}/{layer.name}": layer for layer in layers}
-    entries = [e for e in dataset.entries if e.problem not in mine]
-    for problem, layer in mine.items():
-        title = ARCHS[layer.arch].title
-        entries.append(Entry(problem=problem, status="kept", weight=WEIGHT, harvests=[f"published config {title}"]))
-    return _write(root, dataset.harvests, entries)
