@@ -30,10 +30,11 @@ from gpuarena.solutions.model import Solution
 class Evaluator:
     """Judges solutions one at a time on one device kind, workers always started ahead.
 
-    `ahead` workers wait for jobs (default: 3 on a GPU, where a worker's start, its imports
-    and then its CUDA context under the GPU's lock (never while a job times), takes 2.5-3 s of
-    wall time on an H200 against about 1.1 s a small job: with 2 a job still waited about 0.2 s
-    for its worker, 0.4 s in test mode (bench/warm_path.py); 1 on the CPU). On a GPU, and for a job that times
+    `ahead` workers wait for jobs (default: 3 on a GPU, where a worker's start is its imports,
+    then its CUDA context and timer under the GPU's lock, which it never takes while a job times
+    (`prepare` alone is 1.3 s on an H200), against about 1.1 s a small job: with 2, a warm job's
+    start-up still waited 0.17-0.24 s for its worker, 0.41 s in test mode (bench/warm_path.py);
+    1 on the CPU). On a GPU, and for a job that times
     nothing (test mode), replacements start as a job starts (their imports use CPU cores while
     the job times the GPU, as a runner's next job process does); a job timed on the CPU has the
     cores to itself, and they start once it has ended."""
