@@ -149,11 +149,16 @@ def test_jobs_through_a_warm_evaluator_leave_no_worker_behind(tmp_path) -> None:
     assert all(not w.alive() and not Path(w._folder.name).exists() for w in workers)
 
 
-WARMED = """import torch
+WARMED = """import sys
+
+import torch
 from triton.runtime.cache import triton_key
 
 # built only where the worker computed Triton's cache key before the solution was imported
 assert triton_key.cache_info().currsize == 1, "Triton's cache key was not computed ahead"
+# and began its driver utilities' compile beside it (which fails without a GPU), over by now
+ahead = sys.modules["gpuarena.harness.inside.triton_key"]
+assert ahead._utils is not None and not ahead._utils.is_alive(), "Triton's utilities were not made ahead"
 
 
 def solve(a, x, b, y):

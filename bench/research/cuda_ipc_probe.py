@@ -37,8 +37,8 @@ def child(mode: str, uid: int, gid: int, fd: int) -> None:
         if mode == "vmm":
             from gpuarena.harness import cuda_vmm
 
-            m = cuda_vmm.import_fd(torch.device("cuda:0"), fds[0], payload["size"], (1024,), torch.float32)
-            t = m.tensor
+            m = cuda_vmm.import_fd(torch.device("cuda:0"), fds[0], payload["size"])
+            t = m.view(0, (1024,), torch.float32)
         else:
             from gpuarena.harness.transport import attach
 
@@ -72,8 +72,8 @@ def parent() -> None:
     ]:
         fds: list[int] = []
         if mode == "vmm":
-            m, fd, size = cuda_vmm.allocate(dev, (1024,), torch.float32)
-            t = m.tensor
+            m, fd, size = cuda_vmm.allocate(dev, 1024 * 4)
+            t = m.view(0, (1024,), torch.float32)
             payload = {"size": size}
             fds = [fd]
         else:

@@ -137,12 +137,12 @@ def _wrap(ptr: int, shape: tuple[int, ...], dtype: torch.dtype, index: int) -> t
 
 
 class Mapping:
-    """One allocation mapped into this process's address space; `tensor` views it (valid
-    until close())."""
+    """One allocation mapped into this process's address space; `view` gives tensors over
+    parts of it (valid until close())."""
 
-    def __init__(self, handle: int, size: int, index: int, shape: tuple[int, ...], dtype: torch.dtype):
+    def __init__(self, handle: int, size: int, index: int):
         lib = _cuda()
-        self.handle, self.size, self.ptr = handle, size, 0
+        self.handle, self.size, self.index, self.ptr = handle, size, index, 0
         ptr = ctypes.c_ulonglong()
         _check(lib.cuMemAddressReserve(ctypes.byref(ptr), size, 0, 0, 0), "cuMemAddressReserve")
         self.ptr = ptr.value
@@ -153,7 +153,13 @@ class Mapping:
         except CudaError:
             self.close()
             raise
-        self.tensor = _wrap(self.ptr, shape, dtype, index)
+
+    def view(self, offset: int, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """A tensor over bytes [offset, offset + its size) of the allocation: a storage of its
+        own (torch sees separate buffers, as it did with one allocation each)."""
+        if offset < 0 or offset % ALIGNMENT or offset + _nbytes(shape, dtype) > self.size:
+            raise ValueError(f"a view of {_nbytes(shape, dtype)} bytes at {offset} of an allocation of {self.size}")
+        return _wrap(self.ptr + offset, shape, dtype, self.index)
 
     def close(self) -> None:
         lib = _cuda()
@@ -166,6 +172,10 @@ class Mapping:
             self.handle = 0
 
 
+ALIGNMENT = 512
+"""Where each tensor of one allocation starts (a multiple of): torch's own allocator's."""
+
+
 def _nbytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
     n = 1
     for s in shape:
@@ -173,12 +183,27 @@ def _nbytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
     return n * dtype.itemsize
 
 
-def allocate(device: torch.device, shape: tuple[int, ...], dtype: torch.dtype) -> tuple[Mapping, int, int]:
-    """A new allocation mapped here: (mapping, exported file descriptor, size in bytes).
-    The caller closes the descriptor once it has been passed on."""
+def layout(specs: list[tuple[tuple[int, ...], torch.dtype]]) -> tuple[list[int], int]:
+    """Offsets of tensors of these (shape, dtype) placed one after another in one allocation,
+    each at a multiple of ALIGNMENT, and the bytes they span."""
+    offsets, end = [], 0
+    for shape, dtype in specs:
+        start = -(-end // ALIGNMENT) * ALIGNMENT
+        offsets.append(start)
+        end = start + _nbytes(shape, dtype)
+    return offsets, end
+
+
+def allocate(device: torch.device, nbytes: int) -> tuple[Mapping, int, int]:
+    """A new allocation of at least nbytes mapped here: (mapping, exported file descriptor,
+    size in bytes). The caller closes the descriptor once it has been passed on.
+
+    One allocation serves many tensors (`layout`, `Mapping.view`): each costs about 0.8 ms to
+    create and export and 0.6 ms to release whatever its size (H200,
+    bench/research/vmm_cost.py), and a workload of 64 input sets has hundreds of tensors."""
     index = _ensure_context(device)
     g = granularity(index)
-    size = max(g, -(-_nbytes(shape, dtype) // g) * g)
+    size = max(g, -(-nbytes // g) * g)
     lib = _cuda()
     handle = ctypes.c_ulonglong()
     prop = _prop(index)
@@ -195,13 +220,13 @@ def allocate(device: torch.device, shape: tuple[int, ...], dtype: torch.dtype) -
         lib.cuMemRelease(handle.value)
         raise
     try:
-        return Mapping(handle.value, size, index, tuple(shape), dtype), fd.value, size
+        return Mapping(handle.value, size, index), fd.value, size
     except CudaError:
         os.close(fd.value)
         raise
 
 
-def import_fd(device: torch.device, fd: int, size: int, shape: tuple[int, ...], dtype: torch.dtype) -> Mapping:
+def import_fd(device: torch.device, fd: int, size: int) -> Mapping:
     """Worker side: map an allocation exported by allocate() (fd received over the socket)."""
     index = _ensure_context(device)
     handle = ctypes.c_ulonglong()
@@ -211,4 +236,4 @@ def import_fd(device: torch.device, fd: int, size: int, shape: tuple[int, ...], 
         ),
         "cuMemImportFromShareableHandle",
     )
-    return Mapping(handle.value, size, index, tuple(shape), dtype)
+    return Mapping(handle.value, size, index)

@@ -20,8 +20,9 @@ requests (each call of it waiting on the host as long as the solution's calls sp
 `_pace`), and the solution is judged on the median of the paired differences: the clocks'
 drift, a few µs a call, falls out of each pair (with the harness sampled apart, every second
 round, the noise allowance grew to 3 x 1.4 µs a call and a 3x forged claim on a 4.5 µs softmax
-passed). The trusted reference through the worker's own `time` code is sampled every
-TWIN_EVERY-th round: it gives what the counters see of a call beyond its CUPTI time (`inflation`).
+passed). The trusted reference through the worker's own `time` code (its twin), sampled in the
+first round, gives what the counters see of a call beyond its CUPTI time (`inflation`) and what
+the reference's timed blocks may hold; more blocks only where the verdict depends on them.
 
 The same pairs carry the bytes each segment read from device memory: the L2 sweep reads three
 times the L2 a call, so requests that read far less than the harness alone did not evict
@@ -57,7 +58,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from gpuarena.contracts import messages
 from gpuarena.contracts.records import DeviceAudit, Status, WorkloadResult
-from gpuarena.harness.audit_checks import ReadSamples, check_reads, check_unswept, streams_past_l2
+from gpuarena.harness.audit_checks import ReadSamples, check_reads, check_unswept, streams_past_l2, twins_decide
 from gpuarena.harness.device import device_audit
 from gpuarena.harness.device.device_audit import SamplerError, Window
 from gpuarena.harness.failure import RunFailure
@@ -99,10 +100,10 @@ Under the bound, a claim is rejected once it is under about 0.46 x the time the 
 (0.7 x (T - 3 x 0.25 x claimed)); larger kernels stop at MIN_REQUESTS."""
 MAX_PACE_NS = 5_000_000
 """The harness block's wait per call follows the solution's host time per call up to this."""
-TWIN_EVERY = 2
-"""The reference's twins are sampled in the first round and every TWIN_EVERY-th after it,"""
 TWIN_BLOCKS = 4
-"""and after the rounds until each has this many blocks; the median block counts."""
+"""The twins after the rounds, where the verdict depends on them (audit_checks.twins_decide), until
+each has this many blocks; the median counts. (Every second round and always topped up, they
+took 0.1 s a workload, 13 ms a block, a fifth of the audit of GPU MODE's vectoradd on an H200.)"""
 MISSING_HARNESS_FRACTION = 0.05
 MISSING_HARNESS_SIGMAS = 5.0
 """A solution's requests whose median shows the GPU doing less than the harness alone by more
@@ -286,14 +287,15 @@ class RoundsAudit:
         return result
 
     def twins(self, round_no: int) -> None:
-        """At the start of round `round_no` (from 1), before its timed blocks: the twins' blocks,
-        in the rounds' conditions. (At a round's end they would follow the solution's request with
-        only the output check between: work it left queued on the GPU would land in them.)"""
-        if self.on and (round_no - 1) % TWIN_EVERY == 0:
+        """At the start of the first round, before its timed blocks and right after the GPU was
+        found quiet: the twins' blocks, in the rounds' conditions, with no work of the solution's
+        before them that could still be queued (at a round's end they would follow its request
+        with only the output check between)."""
+        if self.on and round_no == 1:
             self._sample_twins()
 
     def finish(self, result: WorkloadResult) -> DeviceAudit:
-        """The verdict, from the medians (the twins topped up first where the rounds were few)."""
+        """The verdict, from the medians (the twins topped up first where it depends on them)."""
         audit = DeviceAudit(
             margin=device_audit.AUDIT_MARGIN,
             claimed_us=result.time.median_us if result.time else None,
@@ -306,7 +308,8 @@ class RoundsAudit:
             audit.skipped = self.supervisor.sampler_missing
             return audit
         try:
-            if len(self.twin_ns[REFERENCE_TWIN]) < TWIN_BLOCKS:
+            twin, n = self.twin_ns[REFERENCE_TWIN], len(self.session.sets)
+            if len(twin) < TWIN_BLOCKS and twins_decide(twin, self.reference_ns, self.paired_ns, n, audit.claimed_us):
                 started = time.monotonic()
                 self._wait_quiet("the reference's own share is measured")
                 self.seconds += time.monotonic() - started
@@ -314,7 +317,6 @@ class RoundsAudit:
                     self._sample_twins()
         finally:
             self.stop()
-        n = len(self.session.sets)
 
         def per_call(ns: float) -> float:
             return max(ns, 0.0) / n / 1e3

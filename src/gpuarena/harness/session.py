@@ -101,16 +101,20 @@ class WorkloadSession:
 
     def allocate(self, example: dict[str, Any], ref: tuple[torch.Tensor, ...], n_sets: int, n_checks: int) -> None:
         """Shared buffers: n_sets input sets with their destinations, and check slots."""
+        names = [name for name, value in example.items() if isinstance(value, torch.Tensor)]
+        specs = [(tuple(example[name].shape), example[name].dtype) for name in names]
+        specs += [(tuple(r.shape), r.dtype) for r in ref]
+        made = iter(self.arena.empty_many(specs * n_sets))  # one device allocation for them all
         for _ in range(n_sets):
             shared, handles = {}, {}
             for name, value in example.items():
                 if isinstance(value, torch.Tensor):
-                    shared[name], handles[name] = self.arena.empty(value.shape, value.dtype)
+                    shared[name], handles[name] = next(made)
                 else:
                     shared[name] = handles[name] = value
             self.sets.append(shared)
             self.handles["sets"].append(handles)
-            dest, dest_handles = zip(*(self.arena.empty(r.shape, r.dtype) for r in ref))
+            dest, dest_handles = zip(*(next(made) for _ in ref))
             self.dests.append(list(dest))
             self.handles["dests"].append(list(dest_handles))
         for _ in range(n_checks):

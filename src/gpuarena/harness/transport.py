@@ -52,7 +52,7 @@ class SharedArena:
         """A new contiguous shared tensor and the handle the worker attaches with."""
         if self.device.type == "cuda":
             if self.owner is not None or self.by_fd:
-                return self._cuda_by_fd(tuple(shape), dtype)
+                return self._cuda_by_fd([(tuple(shape), dtype)])[0]
             tensor = torch.empty(shape, dtype=dtype, device=self.device)
             self._keep.append(tensor)
             buffer = io.BytesIO()
@@ -92,27 +92,42 @@ class SharedArena:
         handle.update(dtype=str(dtype), shape=list(shape))
         return tensor, handle
 
-    def _cuda_by_fd(self, shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, Any]:
-        """Device memory for a worker of another user or in a sandbox: a cuMemCreate allocation,
-        exported as a file descriptor that goes with the next request (take_fds)."""
+    def empty_many(self, specs: list[tuple[tuple[int, ...], torch.dtype]]) -> list[tuple[torch.Tensor, Any]]:
+        """New contiguous shared tensors of these (shape, dtype), with their handles: device
+        memory for a worker of its own user or in a sandbox in one allocation (cuda_vmm.allocate
+        says why), everything else as `empty` makes it."""
+        if self.device.type != "cuda" or (self.owner is None and not self.by_fd):
+            return [self.empty(shape, dtype) for shape, dtype in specs]
+        return self._cuda_by_fd([(tuple(shape), dtype) for shape, dtype in specs])
+
+    def _cuda_by_fd(self, specs: list[tuple[tuple[int, ...], torch.dtype]]) -> list[tuple[torch.Tensor, Any]]:
+        """Device memory for a worker of another user or in a sandbox: one cuMemCreate
+        allocation for all these tensors, exported as a file descriptor that goes with the next
+        request (take_fds); each handle names its part (its offset)."""
         from gpuarena.harness import cuda_vmm
 
         index = self.device.index if self.device.index is not None else torch.cuda.current_device()
-        if any(s == 0 for s in shape):
-            tensor = torch.empty(shape, dtype=dtype, device=self.device)
-            self._keep.append(tensor)
-            return tensor, {"kind": "cuda-empty", "shape": list(shape), "dtype": str(dtype), "device": index}
-        mapping, fd, size = cuda_vmm.allocate(self.device, shape, dtype)
-        self._mappings.append(mapping)
-        self._fds.append(fd)
-        return mapping.tensor, {
-            "kind": "cuda-fd",
-            "fd": len(self._fds) - 1,
-            "size": size,
-            "shape": list(shape),
-            "dtype": str(dtype),
-            "device": index,
-        }
+        out: list[tuple[torch.Tensor, Any]] = []
+        kept = [(shape, dtype) for shape, dtype in specs if all(s != 0 for s in shape)]
+        offsets, nbytes = cuda_vmm.layout(kept)
+        mapping = None
+        if kept:
+            mapping, fd, size = cuda_vmm.allocate(self.device, nbytes)
+            self._mappings.append(mapping)
+            self._fds.append(fd)
+        places = iter(offsets)
+        for shape, dtype in specs:
+            if any(s == 0 for s in shape):
+                tensor = torch.empty(shape, dtype=dtype, device=self.device)
+                self._keep.append(tensor)
+                out.append((tensor, {"kind": "cuda-empty", "shape": list(shape), "dtype": str(dtype), "device": index}))
+                continue
+            assert mapping is not None  # made above, for every tensor that is not empty
+            offset = next(places)
+            handle = {"kind": "cuda-fd", "fd": len(self._fds) - 1, "size": size, "offset": offset}
+            handle.update(shape=list(shape), dtype=str(dtype), device=index)
+            out.append((mapping.view(offset, shape, dtype), handle))
+        return out
 
     def take_fds(self) -> list[int]:
         """The descriptors of the allocations made since the last call, in the order their
@@ -156,19 +171,25 @@ a tensor of an earlier workload)."""
 
 
 def fds_needed(handles: Any) -> int:
-    """How many descriptors come with a request whose handles these are."""
+    """How many descriptors come with a request whose handles these are (handles of one
+    allocation name one descriptor)."""
+    return len(_fd_indices(handles))
+
+
+def _fd_indices(handles: Any) -> set[int]:
     if isinstance(handles, dict):
         if handles.get("kind") in ("cuda-fd", "cpu-fd"):
-            return 1
-        return sum(fds_needed(v) for v in handles.values())
+            return {handles["fd"]}
+        return set().union(*(_fd_indices(v) for v in handles.values()))
     if isinstance(handles, (list, tuple)):
-        return sum(fds_needed(v) for v in handles)
-    return 0
+        return set().union(*(_fd_indices(v) for v in handles))
+    return set()
 
 
-def attach(handle: Any, fds: list[int] | None = None) -> torch.Tensor:
+def attach(handle: Any, fds: list[int] | None = None, mapped: dict[int, Any] | None = None) -> torch.Tensor:
     """Worker side: map a tensor the supervisor shared (fds: the descriptors that came with
-    the request, for cuda-fd handles)."""
+    the request, for cuda-fd handles; mapped: this request's allocations mapped so far, by
+    descriptor, for the handles that share one)."""
     if handle["kind"] == "cuda":
         return pickle.loads(handle["pickle"])
     dtype = getattr(torch, handle["dtype"].removeprefix("torch."))
@@ -179,12 +200,14 @@ def attach(handle: Any, fds: list[int] | None = None) -> torch.Tensor:
 
         if fds is None or not 0 <= handle["fd"] < len(fds):
             raise ValueError("a cuda-fd handle without its file descriptor")
-        fd = fds[handle["fd"]]
-        mapping = cuda_vmm.import_fd(
-            torch.device(f"cuda:{handle['device']}"), fd, handle["size"], tuple(handle["shape"]), dtype
-        )
-        _worker_mappings.append(mapping)
-        return mapping.tensor
+        mapping = mapped.get(handle["fd"]) if mapped is not None else None
+        if mapping is None:
+            device = torch.device(f"cuda:{handle['device']}")
+            mapping = cuda_vmm.import_fd(device, fds[handle["fd"]], handle["size"])
+            _worker_mappings.append(mapping)
+            if mapped is not None:
+                mapped[handle["fd"]] = mapping
+        return mapping.view(handle.get("offset", 0), tuple(handle["shape"]), dtype)
     if handle["nbytes"] == 0:
         return torch.empty(handle["shape"], dtype=dtype)
     path = handle["path"]

@@ -17,13 +17,34 @@ FLAG = "--warm-triton"
 """The worker's command-line switch for it (harness/inside/sandbox.py)."""
 
 _thread: threading.Thread | None = None
+_utils: threading.Thread | None = None
+
+
+def _compile_utils() -> None:
+    """Triton's CUDA driver utilities compiled into the worker's cache (a C compile of 0.3-0.5 s,
+    `build_driver`), beside the key and the worker's imports rather than after them: in a cold
+    run the supervisor waited for it (py-spy, H200). Only Triton's own module, no torch and no
+    device: the active driver, made later, finds the compiled module in the cache. Started once
+    Triton is imported: two threads importing it at once deadlock on its module locks (both
+    imports then fail, the key's too)."""
+    try:
+        from triton.backends.nvidia.driver import CudaUtils
+    except Exception:  # no Triton, or not NVIDIA's: nothing to compile ahead
+        return
+    try:
+        CudaUtils()
+    except Exception:  # left for the active driver to meet
+        pass
 
 
 def _compute() -> None:
+    global _utils
     try:
         from triton.runtime.cache import triton_key
     except Exception:  # no Triton, or one that keeps it elsewhere: nothing to warm
         return
+    _utils = threading.Thread(target=_compile_utils, name="gpuarena-triton-utils", daemon=True)
+    _utils.start()
     try:
         triton_key()
     except Exception:  # left for the solution's own launch to meet
@@ -39,9 +60,11 @@ def start() -> None:
 
 
 def join() -> None:
-    """Wait for it: before any solution code runs."""
+    """Wait for them: before any solution code runs (the key's thread starts the other one)."""
     if _thread is not None:
         _thread.join()
+    if _utils is not None:
+        _utils.join()
 
 
 def build_driver() -> None:

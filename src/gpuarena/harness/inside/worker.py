@@ -127,9 +127,12 @@ class Worker:
         descriptors, sent right after the request (see transport)."""
         wanted = fds_needed([request.sets, request.dests])
         fds = _receive_fds(self.conn, wanted) if wanted else []
+        mapped: dict[int, object] = {}  # a workload's device buffers are one allocation (transport)
         try:
-            self.sets = [{k: attach(v, fds) if isinstance(v, dict) else v for k, v in s.items()} for s in request.sets]
-            self.dests = [[attach(h, fds) for h in d] for d in request.dests]
+            self.sets = [
+                {k: attach(v, fds, mapped) if isinstance(v, dict) else v for k, v in s.items()} for s in request.sets
+            ]
+            self.dests = [[attach(h, fds, mapped) for h in d] for d in request.dests]
         finally:
             for fd in fds:
                 os.close(fd)
