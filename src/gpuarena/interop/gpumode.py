@@ -116,6 +116,7 @@ from typing import Any
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.interop.gpumode_gpu import beyond_this_gpu, gpu_only_finding, meta_probe, needs_another_gpu
+from gpuarena.interop.gpumode_parts import LayoutsDiffer, import_parts
 from gpuarena.interop.gpumode_probe import (
     _clone,
     _generate,
@@ -193,13 +194,28 @@ def import_folder(
     keep_failing: bool = False,
     check_device: str = "cpu",
     name: str | None = None,
+    cases: list[int] | None = None,
 ) -> Outcome:
     """One GPU MODE problem folder as the problem folder OUT_ROOT/levelN/NAME (NAME: the
-    folder's name unless given), checked with `gpuarena check` first. Never raises for the
-    folder's own faults: the Outcome says them."""
+    folder's name unless given), checked with `gpuarena check` first; a folder whose entries
+    make data of several layouts as one problem each (gpumode_parts). `cases`: only these of
+    its entries (in task.yml's order, tests first). Never raises for the folder's own faults:
+    the Outcome says them."""
     folder = Path(folder)
     try:
-        return _import_folder(folder, Path(out_root), level, atol, rtol, exact, force, keep_failing, check_device, name)
+        return _import_folder(
+            folder, Path(out_root), level, atol, rtol, exact, force, keep_failing, check_device, name, cases
+        )
+    except LayoutsDiffer as differ:
+
+        def one(group: list[int], part: str) -> Outcome:
+            chosen = [cases[i] for i in group] if cases is not None else group
+            return import_folder(
+                folder, out_root, level=level, atol=atol, rtol=rtol, exact=exact, force=force,
+                keep_failing=keep_failing, check_device=check_device, name=part, cases=chosen,
+            )  # fmt: skip
+
+        return import_parts(folder, name or problem_name(folder), differ.groups, one)
     except GpuarenaError as exc:
         return Outcome(folder, "error", messages=[str(exc)])
 
@@ -215,7 +231,10 @@ def _import_folder(
     keep_failing: bool,
     check_device: str,
     given_name: str | None,
+    cases: list[int] | None,
 ) -> Outcome:
+    import dataclasses
+
     import torch
 
     from gpuarena.harness.problem_check import CheckReport, check_problem
@@ -223,6 +242,8 @@ def _import_folder(
     if not 1 <= level <= 4:
         raise GpuModeError(folder, f"level {level} is not one of gpuarena's levels 1-4", "give --level 1-4")
     task = read_task(folder)
+    if cases is not None:
+        task = dataclasses.replace(task, cases=[task.cases[i] for i in cases])
     reference = folder / "reference.py"
     if exact or atol is not None or rtol is not None:
         if exact and (atol or rtol):
@@ -246,8 +267,8 @@ def _import_folder(
     probes: dict[int, tuple[Any, Any]] = {}
     buffers: dict[int, str] | None = None
     spec: tuple[Any, ...] | None = None
-    layout_tensors: int | None = None
     first_layout: tuple[Any, ...] | None = None
+    layouts: dict[Any, list[int]] = {}  # each structure of data -> its entries: a problem each (gpumode_parts)
     first: tuple[Any, Any] = (None, None)
     device = torch.device(check_device)
     cpu_failure = ""
@@ -263,6 +284,10 @@ def _import_folder(
             raise GpuModeError(reference, f"generate_input(**{case.name}): {exc}") from None
         except Exception as exc:  # e.g. a torch.cuda call on a machine without a GPU
             unprobed.setdefault(f"{type(exc).__name__}: {exc}", []).append(case.name)
+            continue
+        signature = (_shape_of(layout), len(tensors))
+        layouts.setdefault(signature, []).append(index)
+        if signature != next(iter(layouts)):  # another layout: a problem of its own (gpumode_parts)
             continue
         tensors = [t.to(device) for t in tensors]
         data = rt["rebuild"](layout, tensors, device)
@@ -299,7 +324,10 @@ def _import_folder(
             spec, first_layout, first = case_spec, layout, (data, out)
             reads[index] = unread(task, data, rt, meta=False)
             buffers = find_buffers(task, case, data, rt, reads[index])
-            ok, message = _verdict(task.namespace["check_implementation"](_clone(data), _clone(out)))
+            try:
+                ok, message = _verdict(task.namespace["check_implementation"](_clone(data), _clone(out)))
+            except Exception as exc:  # a checker that cannot read ref_kernel's own output
+                ok, message = False, f"it raised {type(exc).__name__}: {exc}"
             if not ok:
                 raise GpuModeError(
                     reference,
@@ -319,18 +347,11 @@ def _import_folder(
                 f"ref_kernel returns {case_spec} on {case.name} but {spec} on the first "
                 "entry; gpuarena needs the same outputs for every workload",
             )
-        if len(tensors) != (layout_tensors if layout_tensors is not None else len(tensors)) or (
-            first_layout is not None and _shape_of(layout) != _shape_of(first_layout)
-        ):
-            raise GpuModeError(
-                reference,
-                f"generate_input's data on {case.name} is laid out unlike on the first entry; "
-                "gpuarena needs the same structure in every workload",
-            )
-        layout_tensors = len(tensors)
         if index not in reads:
             reads[index] = unread(task, data, rt, meta=index in gpu_only)
         probes[index] = (elements, tensors)
+    if len(layouts) > 1:
+        raise LayoutsDiffer(list(layouts.values()))
     notes += [
         f"{', '.join(names)}: generate_input raised {error}; CUDA only, not probed" for error, names in unprobed.items()
     ]
@@ -475,5 +496,5 @@ def import_folders(paths: Sequence[Path | str], out_root: Path | str, **options:
                 + ", ".join(others)
                 + " imported with it",
             )
-        outcomes.append(outcome)
+        outcomes += outcome.parts or [outcome]  # a task of several layouts: a problem each
     return outcomes

@@ -30,3 +30,5 @@ class Outcome:
     messages: list[str] = field(default_factory=list)
     """The check's findings, or the error."""
     workloads: list[str] = field(default_factory=list)
+    parts: list[Outcome] = field(default_factory=list)
+    """A source written as several problems (a GPU MODE task of several layouts): each one's."""
