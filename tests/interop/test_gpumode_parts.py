@@ -62,6 +62,29 @@ def test_a_checker_that_cannot_read_the_reference_s_own_output_is_said_not_raise
     assert "check_implementation rejects ref_kernel's own output" in said and "AttributeError" in said
 
 
+def test_an_entry_whose_data_cannot_be_made_here_is_kept_with_the_first_layout(tmp_path):
+    """On a machine without a GPU some entries make no data (a CUDA call in generate_input): their
+    layout is unknown, so they go with the first one, as in a task of one layout; never dropped."""
+    folder = tmp_path / "groupscale_py"
+    shutil.copytree(GROUPS, folder)
+    yml = folder / "task.yml"
+    yml.write_text(yml.read_text() + '  - {"groups": 3, "rows": 128, "cols": 32, "seed": 46}\n')
+    reference = folder / "reference.py"
+    reference.write_text(
+        reference.read_text().replace(
+            "    gen = torch.Generator(device=\"cuda\")\n",
+            "    if rows == 128:\n        raise RuntimeError(\"Torch not compiled with CUDA enabled\")\n"
+            "    gen = torch.Generator(device=\"cuda\")\n",
+        )
+    )
+    outcome = import_folder(folder, tmp_path / "out")
+    assert outcome.status == "imported", outcome.messages
+    first = outcome.parts[0]
+    assert "bench2-groups3-rows128-cols32" in first.workloads
+    assert sum(len(p.workloads) for p in outcome.parts) == 6
+    assert any("not probed" in m for m in first.messages)
+
+
 @pytest.mark.harness
 def test_a_submission_runs_unmodified_against_each_layout_s_problem(tmp_path):
     from gpuarena.harness.judge import RunOptions, evaluate

@@ -351,7 +351,7 @@ def _import_folder(
             reads[index] = unread(task, data, rt, meta=index in gpu_only)
         probes[index] = (elements, tensors)
     if len(layouts) > 1:
-        raise LayoutsDiffer(list(layouts.values()))
+        raise LayoutsDiffer(list(layouts.values()), len(task.cases))
     notes += [
         f"{', '.join(names)}: generate_input raised {error}; CUDA only, not probed" for error, names in unprobed.items()
     ]

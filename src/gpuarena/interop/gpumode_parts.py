@@ -21,9 +21,13 @@ from gpuarena.interop.outcome import Outcome
 class LayoutsDiffer(Exception):
     """Raised by the import's probe: the entries' data come in more than one layout."""
 
-    def __init__(self, groups: list[list[int]]):
+    def __init__(self, groups: list[list[int]], entries: int):
+        """groups: the probed entries of each layout; entries: how many the task has. Those whose
+        data could not be made here (CUDA only, on a CPU machine) go with the first layout, as in
+        a task of one layout: never dropped."""
         super().__init__(f"{len(groups)} layouts")
-        self.groups = groups
+        seen = {i for group in groups for i in group}
+        self.groups = [sorted(groups[0] + [i for i in range(entries) if i not in seen]), *groups[1:]]
         """Each layout's entries (indices into the task's entries), the first entry's layout first."""
 
 
