@@ -61,7 +61,7 @@ def test_material_is_found_in_the_peers_layouts(tmp_path):
         "level2/33_Gemm_Max_SubtractMean.py",
     ]
     gm = pm.gpumode_items(FIXTURES / "gpumode")
-    assert len(gm) == 21  # every folder holding task.yml, invalid/no_generate_input included
+    assert len(gm) == 22  # every folder holding task.yml, invalid/no_generate_input included
     names = {i.name: i.extra["problem_name"] for i in gm}
     assert names["groups/pmpp/sort_py"] == "pmpp_sort_py" and names["groups/pmpp_v2/sort_py"] == "pmpp_v2_sort_py"
     # one output folder per group: two tasks of one name never meet
@@ -166,8 +166,9 @@ def test_a_whole_run_over_the_fixtures(tmp_path):
         # both sort_py, each in its group's folder; gpuonly/cudaref_py and cudablocked_py unchecked; newergpu_py, whose
         # ref_kernel fails on a GPU only; more/twolayouts_py,
         # whose second layout of the scales its reference never reads (its glue's unread_inputs names it); more/chunkstate_py,
-        # whose first chunk's output is u exactly (notes: the task's own data, kept as GPU MODE states it)
-        ("gpumode", "imported", ""): 17,
+        # whose first chunk's output is u exactly (notes: the task's own data, kept as GPU MODE states it);
+        # more/groupscale_py, whose entries of three layouts became three problems
+        ("gpumode", "imported", ""): 18,
         ("gpumode", "refused", "not a problem (defines no generate_input)"): 1,
         ("gpumode", "refused", "multi-GPU (rank)"): 1,  # invalid/distributed_py, refused up front
         ("gpumode", "refused", "needs package gpuarena_absent_vendor_kernels"): 1,  # gpuonly/needspkg_py
@@ -180,7 +181,7 @@ def test_a_whole_run_over_the_fixtures(tmp_path):
     assert report["table"] == {
         "KernelBench problems": "imported 3 of 5 (L1 1/2, L2 2/3); refused: degenerate (constant output) 1; "
         "degenerate (output independent of an input) 1",
-        "GPU MODE tasks": "imported 17 of 21; refused: data holds a non-tensor object 1; multi-GPU (rank) 1; needs "
+        "GPU MODE tasks": "imported 18 of 22; refused: data holds a non-tensor object 1; multi-GPU (rank) 1; needs "
         "package gpuarena_absent_vendor_kernels 1; not a problem (defines no generate_input) 1",
         "FlashInfer-Trace definitions": "with workloads 2 of 3; imported 2; refused: no workloads in the material 1",
         "FlashInfer-Trace solutions": "loaded 4 of 5; refused: its definition is not in the material 1",

@@ -72,9 +72,9 @@ def test_an_entry_whose_data_cannot_be_made_here_is_kept_with_the_first_layout(t
     reference = folder / "reference.py"
     reference.write_text(
         reference.read_text().replace(
-            "    gen = torch.Generator(device=\"cuda\")\n",
-            "    if rows == 128:\n        raise RuntimeError(\"Torch not compiled with CUDA enabled\")\n"
-            "    gen = torch.Generator(device=\"cuda\")\n",
+            '    gen = torch.Generator(device="cuda")\n',
+            '    if rows == 128:\n        raise RuntimeError("Torch not compiled with CUDA enabled")\n'
+            '    gen = torch.Generator(device="cuda")\n',
         )
     )
     outcome = import_folder(folder, tmp_path / "out")
