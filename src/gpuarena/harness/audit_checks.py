@@ -59,19 +59,17 @@ def check_unswept(audit: DeviceAudit, unswept_ns: list[float], n: int) -> None:
 
 
 def twins_decide(
-    twin_ns: list[float], reference_ns: list[float], paired_ns: list[float], n: int, claimed_us: float | None
+    twin_ns: list[float], reference_ns: list[float], claimed_us: float | None, observed_us: float, noise_us: float
 ) -> bool:
     """Whether a verdict depends on the reference's twin blocks (busy ns each, `twin_ns`) beyond
     those sampled: none yet; the reference's timed blocks (`reference_ns`) busier than the least
-    busy twin block (the shared-GPU check not passed beyond doubt); or a claim the solution's
-    paired requests (`paired_ns`, n calls each) contradict unless some inflation is allowed
-    (`device_audit.inflation` only loosens that check, never tightens it)."""
+    busy twin block (the shared-GPU check not passed beyond doubt); or a claim that what the
+    counters saw of the solution's requests (`observed_us` a call, `noise_us` its error)
+    contradicts unless some inflation is allowed (`device_audit.inflation` only loosens that check,
+    never tightens it)."""
     if not twin_ns or (reference_ns and statistics.median(reference_ns) > min(twin_ns)):
         return True
-    if claimed_us is None or not paired_ns:
-        return False
-    observed = max(statistics.median(paired_ns), 0.0) / n / 1e3
-    return device_audit.understated(claimed_us, observed, 0.0, device_audit.median_error(paired_ns) / n / 1e3)
+    return claimed_us is not None and device_audit.understated(claimed_us, observed_us, 0.0, noise_us)
 
 
 def check_reads(audit: DeviceAudit, sampler: DeviceSampler, samples: ReadSamples, n: int) -> None:

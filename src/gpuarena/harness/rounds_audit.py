@@ -307,9 +307,18 @@ class RoundsAudit:
         if self.sampler is None:
             audit.skipped = self.supervisor.sampler_missing
             return audit
+        n = len(self.session.sets)
+
+        def per_call(ns: float) -> float:
+            return max(ns, 0.0) / n / 1e3
+
+        audit.observed_us_per_call = per_call(statistics.median(self.paired_ns)) if self.paired_ns else 0.0
+        audit.noise_us = self.noise_us()
         try:
-            twin, n = self.twin_ns[REFERENCE_TWIN], len(self.session.sets)
-            if len(twin) < TWIN_BLOCKS and twins_decide(twin, self.reference_ns, self.paired_ns, n, audit.claimed_us):
+            twin = self.twin_ns[REFERENCE_TWIN]
+            if len(twin) < TWIN_BLOCKS and twins_decide(
+                twin, self.reference_ns, audit.claimed_us, audit.observed_us_per_call, audit.noise_us
+            ):
                 started = time.monotonic()
                 self._wait_quiet("the reference's own share is measured")
                 self.seconds += time.monotonic() - started
@@ -317,18 +326,12 @@ class RoundsAudit:
                     self._sample_twins()
         finally:
             self.stop()
-
-        def per_call(ns: float) -> float:
-            return max(ns, 0.0) / n / 1e3
-
         harness = statistics.median(self.twin_ns[HARNESS])
         reference_harness = statistics.median(self.twin_ns[REFERENCE_HARNESS] or self.twin_ns[HARNESS])
         reference_twin = statistics.median(self.twin_ns[REFERENCE_TWIN])
         audit.calls = self.calls
         audit.harness_us_per_call = per_call(harness)
-        audit.observed_us_per_call = per_call(statistics.median(self.paired_ns)) if self.paired_ns else 0.0
         audit.observed_us_per_request = [round(ns / n / 1e3, 3) for ns in self.paired_ns]
-        audit.noise_us = self.noise_us()
         audit.harness_pace_us = self._twins[HARNESS].pace_ns / 1e3
         audit.reference_observed_us_per_call = per_call(reference_twin - reference_harness)
         audit.inflation_us = device_audit.inflation(audit.reference_observed_us_per_call, audit.reference_claimed_us)
