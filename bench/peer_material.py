@@ -82,7 +82,7 @@ from peer_material_run import (  # noqa: E402, F401  (names the tests and caller
     run_flashinfer,
 )
 from peer_refusals import BUDGET_SPENT, IMPORTED, REFUSED, TIMEOUT, classify, parse_output  # noqa: E402, F401
-from peer_submissions import imported_problem, judge_all  # noqa: E402
+from peer_submissions import imported_problems, judge_all  # noqa: E402
 from peer_submissions import write as write_submissions  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
@@ -360,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
                     for i in gm
                     if i.outcome == IMPORTED
                     and (
-                        found := imported_problem(work, _slug(i.group), Path(i.source), i.extra.get("problem_name", ""))
+                        found := imported_problems(
+                            work, _slug(i.group), Path(i.source), i.extra.get("problem_name", "")
+                        )
                     )
                 ]
                 judged = judge_all(

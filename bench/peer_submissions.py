@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peer_gpumode import gpumode_folder, run_gpumode
 
 PASS, FAIL = "passes", "fails"
+PROBLEMS_APART = "; "
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Judged:
     expected: str
     """passes (an example or a correct solution) or fails (solutions/wrong)."""
     problem: str = ""
+    """The imported problem's folder; a task of several layouts: one a layout, PROBLEMS_APART between."""
     status: str = ""
     reason: str = ""
     seconds: float = 0.0
@@ -83,31 +85,45 @@ def submissions(task: Path) -> list[tuple[Path, str]]:
     return [(p, e) for p, e in found if p.suffix in (".py", ".cu", ".cpp")]
 
 
-def imported_problem(work: Path, group_slug: str, task: Path, name: str = "") -> Path | None:
-    """The problem folder the import of `task` wrote under work/gpumode/GROUP (LEVEL/NAME)."""
+def imported_problems(work: Path, group_slug: str, task: Path, name: str = "") -> list[Path]:
+    """The problem folders the import of `task` wrote under work/gpumode/GROUP (LEVEL/NAME), or,
+    for a task whose entries make data of several layouts, one a layout (LEVEL/NAME_layoutK, in
+    order): GPU MODE judges a submission on every entry, so gpuarena judges it on every layout."""
     for candidate in (name, task.name):
         if candidate:
-            hits = sorted((work / "gpumode" / group_slug).glob(f"*/{candidate}/problem.toml"))
+            group = work / "gpumode" / group_slug
+            hits = sorted(group.glob(f"*/{candidate}/problem.toml"))
             if hits:
-                return hits[0].parent
-    return None
+                return [hits[0].parent]
+            layouts = [p.parent for p in group.glob(f"*/{candidate}_layout*/problem.toml")]
+            layouts = [p for p in layouts if p.name.removeprefix(f"{candidate}_layout").isdigit()]
+            if layouts:
+                return sorted(layouts, key=lambda p: int(p.name.removeprefix(f"{candidate}_layout")))
+    return []
 
 
 def judge(one: Judged, device: str, timeout: float, env: dict[str, str]) -> Judged:
-    """`gpuarena run` in test mode, its verdict read from its JSON record."""
-    one.command = [sys.executable, "-m", "gpuarena", "run", one.problem, one.submission, "--mode", "test"]
-    one.command += ["--device", device, "--json"]
+    """`gpuarena run` in test mode on each of the submission's problems (a task of several
+    layouts has one a layout), its verdict read from its JSON record: the first that is not
+    PASSED, named by its problem, stands."""
     started = time.perf_counter()
-    try:
-        done = subprocess.run(one.command, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        one.status, one.reason = "TIMEOUT", f"not done in {timeout:g} s"
-    else:
+    for problem in one.problem.split(PROBLEMS_APART):
+        one.command = [sys.executable, "-m", "gpuarena", "run", problem, one.submission, "--mode", "test"]
+        one.command += ["--device", device, "--json"]
         try:
-            record = json.loads(done.stdout[done.stdout.index("{") :])
-            one.status, one.reason = str(record.get("status", "")), str(record.get("reason") or "")[:400]
-        except ValueError:
-            one.status, one.reason = "NO RECORD", (done.stderr or done.stdout)[-400:]
+            done = subprocess.run(one.command, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            one.status, one.reason = "TIMEOUT", f"not done in {timeout:g} s"
+        else:
+            try:
+                record = json.loads(done.stdout[done.stdout.index("{") :])
+                one.status, one.reason = str(record.get("status", "")), str(record.get("reason") or "")[:400]
+            except ValueError:
+                one.status, one.reason = "NO RECORD", (done.stderr or done.stdout)[-400:]
+        if one.status != "PASSED":
+            if PROBLEMS_APART in one.problem:
+                one.reason = f"{Path(problem).name}: {one.reason}"
+            break
     one.seconds = round(time.perf_counter() - started, 1)
     return one
 
@@ -133,7 +149,7 @@ def own_verdict(one: Judged, task: Path, env: dict[str, str], timeout: float) ->
 
 
 def judge_all(
-    tasks: list[tuple[str, Path, Path]],
+    tasks: list[tuple[str, Path, list[Path]]],
     device: str,
     timeout: float,
     jobs: int,
@@ -142,14 +158,14 @@ def judge_all(
     deadline: float | None = None,
     own_eval: bool = False,
 ) -> list[Judged]:
-    """tasks: (name, task folder, imported problem folder). Each submission on a GPU of its own
+    """tasks: (name, task folder, imported problem folders). Each submission on a GPU of its own
     turn (CUDA_VISIBLE_DEVICES), `jobs` at once; none started past `deadline` (time.monotonic());
     one whose verdict may be its neighbours' doing (BESIDE_OTHERS) is judged again alone.
     `own_eval`: GPU MODE's eval.py judges each too (own_verdict)."""
     folders = {name: folder for name, folder, _ in tasks}
     work = [
-        Judged(task=name, submission=str(path), expected=expected, problem=str(problem))
-        for name, folder, problem in tasks
+        Judged(task=name, submission=str(path), expected=expected, problem=PROBLEMS_APART.join(map(str, problems)))
+        for name, folder, problems in tasks
         for path, expected in submissions(folder)
     ]
 

@@ -245,6 +245,23 @@ def test_the_run_s_summary_says_what_the_audit_checked_or_why_it_did_not():
     assert _audit_summary(record) == ""
 
 
+class LazyWindow:
+    """A planned window the audit may use only once the stand-in's `read_pending` read it."""
+
+    def __init__(self, window: Window, what: str):
+        self.window, self.what, self.ready = window, what, False
+
+    @property
+    def busy_ns(self) -> float:
+        assert self.ready, f"{self.what}'s window used before it was read"
+        return self.window.busy_ns
+
+    @property
+    def read_bytes(self) -> float | None:
+        assert self.ready, f"{self.what}'s window used before it was read"
+        return self.window.read_bytes
+
+
 class PlannedSampler:
     """A stand-in for the PM sampler in a real run on the CPU: each segment reports the busy
     time planned for what it samples (by the name the audit gives it; a function of how many
@@ -262,10 +279,14 @@ class PlannedSampler:
     """Per segment in `seen`: whether it was chained to the one before."""
 
     def __init__(self, binary: Path, index: int):
+        self.calibrated, self.pending = False, []
         self.chip = "TEST"
         self.traffic_missing = "" if self.traffic else "the chip reads none of them (test)"
 
     running = False
+
+    def windows_read(self) -> str:
+        return "marks: a stand-in's"
 
     def start(self) -> None:
         PlannedSampler.states.append("start")
@@ -275,6 +296,12 @@ class PlannedSampler:
         PlannedSampler.states.append("stop")
         self.running = False
 
+    lazy = False
+    """True: segments after a calibration come back as spans (LazyWindow) whose figures may only
+    be used once `read_pending` was called after them, as a real sampler's are read by instants."""
+    reads_of_pending: list[int] = []
+    """How many spans each `read_pending` read (lazy only)."""
+
     def segment(self, work, what: str = "a segment", chained: bool = False):
         assert PlannedSampler.states[-1:] == ["start"], "sampled while sampling was off"
         PlannedSampler.chained.append(chained)
@@ -283,10 +310,31 @@ class PlannedSampler:
         busy = planned(PlannedSampler.seen.count(what)) if callable(planned) else planned
         PlannedSampler.seen.append(what)
         read = self.reads.get(what, 0.0) if self.traffic else None
-        return result, Window(busy_ns=busy, span_ns=1e6, samples=8, overflow=False, read_bytes=read)
+        window = Window(busy_ns=busy, span_ns=1e6, samples=8, overflow=False, read_bytes=read)
+        if self.lazy and self.calibrated:
+            span = LazyWindow(window, what)
+            self.pending.append(span)
+            return result, span
+        return result, window
 
     def idle(self, seconds: float = 0.005):
-        return self.segment(lambda: None, "an idle GPU")[1]
+        window = self.segment(lambda: None, "an idle GPU")[1]
+        if isinstance(window, LazyWindow):  # read at once, as DeviceSampler.idle does
+            self.read_pending()
+            return window.window
+        return window
+
+    def calibrate(self, burst) -> bool:
+        """No GPU to spin here: lazy stand-ins count themselves calibrated, the others read at once, as by marks."""
+        self.calibrated, self.pending = self.lazy, []
+        return self.lazy
+
+    def read_pending(self) -> None:
+        if self.lazy and self.pending:
+            PlannedSampler.reads_of_pending.append(len(self.pending))
+            for span in self.pending:
+                span.ready = True
+            self.pending = []
 
     def close(self) -> None:
         pass
@@ -326,6 +374,7 @@ def audited_on_the_cpu(tmp_path, monkeypatch):
         PlannedSampler.reads = reads or {}
         options = {"workloads": ["small-64x1000"]} if problem == "level1/softmax" else {}
         record = judge(problem, solution, mode="benchmark", **options)
+        assert record.workloads, (record.status, record.reason, record.log[-3000:])
         return record, record.workloads[0].device_audit
 
     return run
@@ -342,6 +391,25 @@ def test_the_audit_passes_a_claim_the_counters_do_not_contradict(audited_on_the_
     # the audit's own time (twins, sampler start and stop) is its phase, not the timing's
     assert list(record.phases) == ["start-up", "build", "correctness", "timing", "device audit", "teardown"]
     assert record.phases["device audit"] > 0 and record.phases["timing"] > 0
+
+
+@pytest.mark.harness
+def test_windows_read_by_their_instants_are_read_together_before_any_figure_is_used(audited_on_the_cpu, monkeypatch):
+    """With the samples' clock calibrated, a segment's figures are read lazily (device_audit.Span):
+    the audit reads every pending one in one request where a decision needs them (about once a
+    round), never a figure before its read, and reaches the same verdicts: an honest claim
+    passes, one far under what the counters saw is rejected."""
+    monkeypatch.setattr(PlannedSampler, "lazy", True)
+    PlannedSampler.reads_of_pending = []
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "PASSED", record.reason
+    reads = PlannedSampler.reads_of_pending
+    sampled = len(PlannedSampler.seen) - PlannedSampler.seen.count("an idle GPU")
+    assert sum(reads) == sampled  # every window read, each once
+    assert len(reads) <= len(audit.observed_us_per_request) + 2 and max(reads) >= 3  # together, not one by one
+    PlannedSampler.reads_of_pending = []
+    record, audit = audited_on_the_cpu({SOLUTION: 1e9})
+    assert record.status == "REJECTED" and "counters saw" in record.reason, record.reason
 
 
 @pytest.mark.harness
@@ -603,12 +671,19 @@ def test_how_many_requests_the_audit_wants(monkeypatch):
     from types import SimpleNamespace
 
     from gpuarena.harness import rounds_audit
+    from gpuarena.harness.audit_figures import AuditFigures
     from gpuarena.harness.rounds_audit import MAX_REQUESTS, UNSWEPT_UNDER_US, RoundsAudit
+
+    def _window(busy: float) -> Window:
+        return Window(busy_ns=busy, span_ns=1e6, samples=8, overflow=False)
 
     def wants_more(paired_ns: list[float], claimed_us: float, streams: bool = False, calls: int = 1) -> bool:
         """paired_ns: per request (its `calls` calls together)."""
         audit = object.__new__(RoundsAudit)
-        audit.on, audit.paired_ns, audit.session = True, paired_ns, SimpleNamespace(sets=[0] * calls)
+        audit.on, audit.session, audit.seconds = True, SimpleNamespace(sets=[0] * calls), 0.0
+        audit.sampler = SimpleNamespace(read_pending=lambda: None)
+        audit.figures = AuditFigures(())
+        audit.figures.requests = [(_window(ns), _window(0.0)) for ns in paired_ns]
         monkeypatch.setattr(rounds_audit, "streams_past_l2", lambda session: streams)
         return audit.wants_more(claimed_us)
 

@@ -264,6 +264,37 @@ def test_gpu_mode_s_own_submissions_are_judged_beside_what_gpu_mode_says(tmp_pat
     )
 
 
+@pytest.mark.e2e
+def test_a_submission_to_a_task_of_several_layouts_is_judged_on_every_layout(tmp_path):
+    """A task whose entries make data of several layouts is imported as one problem a layout
+    (NAME_layoutK); GPU MODE judges a submission on every entry, so each submission is judged on
+    every layout, and one wrong on a single layout fails there, named."""
+    task = tmp_path / "material" / "pmpp" / "groupscale_py"
+    shutil.copytree(FIXTURES / "gpumode" / "more" / "groupscale_py", task)
+    submissions = FIXTURES / "gpumode" / "submissions"
+    shutil.copy(submissions / "groupscale_ok.py", task / "submission.py")
+    (task / "solutions" / "wrong").mkdir(parents=True)
+    shutil.copy(submissions / "groupscale_wrong_on_three.py", task / "solutions" / "wrong" / "on_three.py")
+    out = tmp_path / "out"
+    args = ["--gpumode", str(tmp_path / "material"), "--device", "cpu", "--jobs", "2", "--submissions"]
+    assert pm.main([*args, "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
+    (json_file,) = out.glob("peer-submissions-cpu-vm-*.json")
+    report = json.loads(json_file.read_text())
+    judged = {Path(s["submission"]).name: s for s in report["submissions"]}
+    assert set(judged) == {"submission.py", "on_three.py"}, report["submissions"]
+    layouts = judged["submission.py"]["problem"].split("; ")
+    assert [Path(p).name for p in layouts] == [
+        "groupscale_py_layout1",
+        "groupscale_py_layout2",
+        "groupscale_py_layout3",
+    ]
+    assert judged["submission.py"]["status"] == "PASSED" and judged["submission.py"]["agrees"]
+    wrong = judged["on_three.py"]
+    assert wrong["status"] == "WRONG_VALUES" and wrong["agrees"], wrong
+    three = [Path(p).name for p in layouts if "groups = 3," in (Path(p) / "problem.toml").read_text()]
+    assert len(three) == 1 and wrong["reason"].startswith(f"{three[0]}: "), wrong["reason"]
+
+
 @pytest.mark.quick
 def test_runs_on_one_machine_are_merged_by_their_last_word_on_each_item(tmp_path, capsys):
     header = {"machine": "NVIDIA-H200", "date": "2026-11-30", "device": "cuda", "timeout_s": 150.0}

@@ -116,8 +116,11 @@ class DeviceAudit(Record):
     """Why the reads were not checked (the chip gives no traffic counter beside the activity one)."""
     skipped: str = ""
     """Why no audit ran (no sampler on this machine)."""
+    windows: str = ""
+    """How its segments were read: "instants, offset X µs" (the samples' clock measured against
+    the host's, device/sample_clock.py) or "marks: why" (a decoding pass at each end)."""
     seconds: float | None = None
-    """Wall time this workload's audit added: its sampler's marks and settling, the twins'
+    """Wall time this workload's audit added: its sampler's marks or guards and reads, the twins'
     blocks, the rounds run only because its figure was not yet steady, and the unswept requests."""
 
 

@@ -59,8 +59,9 @@ from typing import TYPE_CHECKING, TypeVar
 from gpuarena.contracts import messages
 from gpuarena.contracts.records import DeviceAudit, Status, WorkloadResult
 from gpuarena.harness.audit_checks import ReadSamples, check_reads, check_unswept, streams_past_l2, twins_decide
+from gpuarena.harness.audit_figures import AuditFigures, Sampled
 from gpuarena.harness.device import device_audit
-from gpuarena.harness.device.device_audit import SamplerError, Window
+from gpuarena.harness.device.device_audit import SamplerError
 from gpuarena.harness.failure import RunFailure
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.harness.twin import ReferenceTwin
@@ -151,25 +152,8 @@ class RoundsAudit:
                 "nothing may hold them while a job runs",
             )
         self.on = False
-        self.solution_ns: list[float] = []
-        """Busy ns per sampled request of the solution (calls, harness work, commit),"""
-        self.paired_ns: list[float] = []
-        """and less the harness's block sampled just before it."""
-        self.paired_bytes: list[float] = []
-        """Device-memory bytes read per sampled request less its harness block's (where counted)."""
-        self.harness_bytes: list[float] = []
-        """Bytes read per harness block (where counted)."""
-        self.reference_ns: list[float] = []
-        """Busy ns per timed reference block."""
-        self.twin_ns: dict[str, list[float]] = {
-            HARNESS: [],
-            REFERENCE_HARNESS: [],
-            REFERENCE_TWIN: [],
-            UNSWEPT_HARNESS: [],
-        }
-        """Busy ns per block of each twin."""
-        self.unswept_ns: list[float] = []
-        """Busy ns per unswept request of the solution less its harness block's (`unswept`)."""
+        self.figures = AuditFigures((HARNESS, REFERENCE_HARNESS, REFERENCE_TWIN, UNSWEPT_HARNESS))
+        """The windows sampled, read into figures where a decision needs them (`_read`)."""
         self.calls = 0
         self.call_ns: dict[str, list[float]] = {SOLUTION: [], HARNESS: []}
         """The median call window (host time, end to end) of each request of the solution and of
@@ -202,6 +186,9 @@ class RoundsAudit:
                 self.sampler.start()
             self.on = True
             self._wait_quiet("the timed rounds")
+            # where the samples lie on the host's clock (each workload: the clocks drift apart):
+            # segments read by their instants, not by marks (device/sample_clock.py)
+            self.sampler.calibrate(self.session.spin)
         except SamplerError as exc:
             raise self._failed(exc) from None
         finally:
@@ -214,7 +201,7 @@ class RoundsAudit:
         MIN_REQUESTS while the observed figure is not yet steady to QUICK_NOISE_FRACTION of the
         claim, or the figure still too rough to judge a claim of `claimed_us` (at most
         MAX_REQUESTS)."""
-        sampled = len(self.paired_ns)
+        sampled = len(self.figures.requests)
         if not self.on or sampled >= MAX_REQUESTS:
             return False
         if sampled < FEW_REQUESTS:
@@ -224,19 +211,19 @@ class RoundsAudit:
             # holds twice L2): the swept figure to a quarter of the claim as well took 8-17 more
             # requests (0.4-1.1 s a workload) on GPU MODE's vectoradd at 1024² to 4096² (H200)
             return False
+        self._read()
         noise = self.noise_us()
         return noise > (QUICK_NOISE_FRACTION if sampled < MIN_REQUESTS else NOISE_FRACTION) * claimed_us
 
     def noise_us(self) -> float:
         """The standard error of the observed figure so far, per call."""
-        return device_audit.median_error(self.paired_ns) / len(self.session.sets) / 1e3
+        return device_audit.median_error(self.figures.paired_ns) / len(self.session.sets) / 1e3
 
     def solution(self, request: Callable[[], T], commit: Callable[[], C], calls: int) -> tuple[T, C]:
         """One timed request of the solution and the commit that ends it, sampled."""
         if not self.on:
             return request(), commit()
-        harness_window = self._sample(HARNESS)
-        harness = harness_window.busy_ns
+        harness = self._sample(HARNESS)
         wall = [0]
 
         def timed_request() -> T:
@@ -250,11 +237,7 @@ class RoundsAudit:
         e2e = reply.e2e_ns if isinstance(reply, messages.Timed) else None
         if e2e:
             self._pace(SOLUTION, statistics.median(e2e), wall[0])
-        self.solution_ns.append(window.busy_ns)
-        self.paired_ns.append(window.busy_ns - harness)
-        if window.read_bytes is not None and harness_window.read_bytes is not None:
-            self.paired_bytes.append(window.read_bytes - harness_window.read_bytes)
-            self.harness_bytes.append(harness_window.read_bytes)
+        self.figures.requests.append((window, harness))
         self.calls += calls
         return reply, committed
 
@@ -265,17 +248,18 @@ class RoundsAudit:
     def unswept(self, request: Callable[[], T], commit: Callable[[], C]) -> tuple[T, C]:
         """One request of the solution's calls without the cache sweeps and the commit that ends
         it, sampled, after the harness alone run the same way."""
-        harness = self._sample(UNSWEPT_HARNESS).busy_ns
+        harness = self._sample(UNSWEPT_HARNESS)
         (reply, committed), window = self._segment(lambda: (request(), commit()), UNSWEPT)
-        self.unswept_ns.append(window.busy_ns - harness)
+        self.figures.unswept.append((window, harness))
         return reply, committed
 
     def unswept_settled(self, claimed_us: float) -> bool:
         """Whether the unswept requests so far already pass a claim of `claimed_us` a call
         beyond doubt (UNSWEPT_FEW of them, the largest figure taken whole)."""
-        if len(self.unswept_ns) < UNSWEPT_FEW:
+        if len(self.figures.unswept) < UNSWEPT_FEW:
             return False
-        largest = max(max(self.unswept_ns), 0.0) / len(self.session.sets) / 1e3
+        self._read()
+        largest = max(max(self.figures.unswept_ns), 0.0) / len(self.session.sets) / 1e3
         return not device_audit.understated(claimed_us, largest, noise_us=0.0, floor_us=0.0)
 
     def reference(self, block: Callable[[], T]) -> T:
@@ -283,7 +267,7 @@ class RoundsAudit:
         if not self.on:
             return block()
         result, window = self._segment(block, REFERENCE)
-        self.reference_ns.append(window.busy_ns)
+        self.figures.reference.append(window)
         return result
 
     def twins(self, round_no: int) -> None:
@@ -312,32 +296,37 @@ class RoundsAudit:
         def per_call(ns: float) -> float:
             return max(ns, 0.0) / n / 1e3
 
-        audit.observed_us_per_call = per_call(statistics.median(self.paired_ns)) if self.paired_ns else 0.0
-        audit.noise_us = self.noise_us()
+        figures = self.figures
         try:
-            twin = self.twin_ns[REFERENCE_TWIN]
+            self._read()
+            paired_ns = figures.paired_ns
+            audit.observed_us_per_call = per_call(statistics.median(paired_ns)) if paired_ns else 0.0
+            audit.noise_us = self.noise_us()
+            twin = figures.twin_ns(REFERENCE_TWIN)
             if len(twin) < TWIN_BLOCKS and twins_decide(
-                twin, self.reference_ns, audit.claimed_us, audit.observed_us_per_call, audit.noise_us
+                twin, figures.reference_ns, audit.claimed_us, audit.observed_us_per_call, audit.noise_us
             ):
                 started = time.monotonic()
                 self._wait_quiet("the reference's own share is measured")
                 self.seconds += time.monotonic() - started
-                while len(self.twin_ns[REFERENCE_TWIN]) < TWIN_BLOCKS:
+                while len(figures.twins[REFERENCE_TWIN]) < TWIN_BLOCKS:
                     self._sample_twins()
+                self._read()
         finally:
             self.stop()
-        harness = statistics.median(self.twin_ns[HARNESS])
-        reference_harness = statistics.median(self.twin_ns[REFERENCE_HARNESS] or self.twin_ns[HARNESS])
-        reference_twin = statistics.median(self.twin_ns[REFERENCE_TWIN])
+        harness = statistics.median(figures.twin_ns(HARNESS))
+        reference_harness = statistics.median(figures.twin_ns(REFERENCE_HARNESS) or figures.twin_ns(HARNESS))
+        reference_twin = statistics.median(figures.twin_ns(REFERENCE_TWIN))
         audit.calls = self.calls
+        audit.windows = self.sampler.windows_read()
         audit.harness_us_per_call = per_call(harness)
-        audit.observed_us_per_request = [round(ns / n / 1e3, 3) for ns in self.paired_ns]
+        audit.observed_us_per_request = [round(ns / n / 1e3, 3) for ns in paired_ns]
         audit.harness_pace_us = self._twins[HARNESS].pace_ns / 1e3
         audit.reference_observed_us_per_call = per_call(reference_twin - reference_harness)
         audit.inflation_us = device_audit.inflation(audit.reference_observed_us_per_call, audit.reference_claimed_us)
         audit.reference_twin_us_per_call = per_call(reference_twin)
-        if self.reference_ns:
-            timed = statistics.median(self.reference_ns)
+        if figures.reference:
+            timed = statistics.median(figures.reference_ns)
             audit.reference_timed_us_per_call = per_call(timed)
             if timed > (1 + REFERENCE_SHARED_FRACTION) * reference_twin + REFERENCE_SHARED_NS_PER_CALL * n:
                 raise RunFailure(
@@ -349,7 +338,7 @@ class RoundsAudit:
                     "harness's ran under the reference's timing (run the job again on a GPU "
                     "of its own)",
                 )
-        paired_us = statistics.median(self.paired_ns) / n / 1e3 if self.paired_ns else 0.0
+        paired_us = statistics.median(paired_ns) / n / 1e3 if paired_ns else 0.0
         if paired_us < -(
             MISSING_HARNESS_FRACTION * audit.harness_us_per_call + MISSING_HARNESS_SIGMAS * audit.noise_us
         ):
@@ -361,8 +350,8 @@ class RoundsAudit:
                 "after its calls did not run",
             )
         assert self.sampler is not None  # checked above
-        check_reads(audit, self.sampler, ReadSamples(self.paired_ns, self.paired_bytes, self.harness_bytes), n)
-        check_unswept(audit, self.unswept_ns, n)
+        check_reads(audit, self.sampler, ReadSamples(paired_ns, figures.paired_bytes, figures.harness_bytes), n)
+        check_unswept(audit, figures.unswept_ns, n)
         if audit.claimed_us is not None and device_audit.understated(
             audit.claimed_us, audit.observed_us_per_call, audit.inflation_us, audit.noise_us
         ):
@@ -380,7 +369,7 @@ class RoundsAudit:
                 f"the claimed device time ({audit.claimed_us:.2f} µs per call) is below what "
                 f"the GPU's own counters saw from outside the worker "
                 f"({audit.observed_us_per_call:.2f} µs per call in the median of "
-                f"{len(self.solution_ns)} timed requests, the harness's share taken "
+                f"{len(figures.requests)} timed requests, the harness's share taken "
                 f"off{allowance})",
             )
         return audit
@@ -392,8 +381,8 @@ class RoundsAudit:
 
     @contextmanager
     def chained(self) -> Iterator[None]:
-        """The segments sampled inside follow one another: the mark that ends one starts the
-        next (two marks and settling waits fewer per round, about 5 ms on an H100). The caller
+        """The segments sampled inside follow one another: the instant (or mark) that ends one
+        starts the next (device_audit.DeviceSampler.segment). The caller
         runs nothing on the GPU between them, only host work (reading a reply, say)."""
         self._chain = False  # the first segment inside makes marks of its own
         try:
@@ -401,7 +390,18 @@ class RoundsAudit:
         finally:
             self._chain = None
 
-    def _segment(self, work: Callable[[], T], what: str) -> tuple[T, Window]:
+    def _read(self) -> None:
+        """The windows sampled so far, read (those read by their instants, in one request)."""
+        assert self.sampler is not None
+        started = time.monotonic()
+        try:
+            self.sampler.read_pending()
+        except SamplerError as exc:
+            raise self._failed(exc) from None
+        finally:
+            self.seconds += time.monotonic() - started
+
+    def _segment(self, work: Callable[[], T], what: str) -> tuple[T, Sampled]:
         assert self.sampler is not None
         self.session.sync()  # the supervisor's own earlier GPU work stays out of the segment
         started, worked = time.monotonic(), 0.0
@@ -449,7 +449,7 @@ class RoundsAudit:
             if name != HARNESS:  # sampled with every request of the solution's
                 self._sample(name)
 
-    def _sample(self, name: str) -> Window:
+    def _sample(self, name: str) -> Sampled:
         """One block of a twin (the harness's work of a request, the commit's included), sampled.
         UNSWEPT_HARNESS: the harness's twin without the cache sweeps."""
         unswept = name == UNSWEPT_HARNESS
@@ -470,7 +470,7 @@ class RoundsAudit:
         window = self._segment(block_then_commit, name)[1]
         if name == HARNESS and e2e:
             self._pace(HARNESS, statistics.median(e2e) - pace, wall[0] - pace * n)
-        self.twin_ns[name].append(window.busy_ns)
+        self.figures.twins[name].append(window)
         return window
 
     def _wait_quiet(self, before: str) -> None:

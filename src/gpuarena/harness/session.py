@@ -14,6 +14,7 @@ import torch
 
 from gpuarena.contracts.records import Status
 from gpuarena.harness import precision
+from gpuarena.harness.device import sample_clock
 from gpuarena.harness.device.backend import backend_named
 from gpuarena.harness.device.backend_base import InputBudget
 from gpuarena.harness.failure import RunFailure
@@ -160,6 +161,11 @@ class WorkloadSession:
 
     def sync(self) -> None:
         self.synchronize(self.device)
+
+    def spin(self) -> None:
+        """One SM busy for about half a millisecond, then synced: the burst the device audit
+        finds the samples' clock by (device/sample_clock.py)."""
+        backend_named(self.device.type).spin(self.device, sample_clock.SPIN_CYCLES)
 
 
 def poison(tensors: list[torch.Tensor]) -> None:

@@ -82,6 +82,11 @@ class Backend:
         it is made (before any solution code runs): a solution that rebinds the framework's
         function later does not turn the harness's waits into no-ops."""
 
+    def spin(self, device: torch.device, cycles: int) -> None:
+        """Keep one of the device's cores busy for about `cycles` clock cycles, then wait for it:
+        the device audit's clock calibration (sample_clock.py). Devices with an audit only."""
+        raise NotImplementedError(f"{type(self).__name__} has no device audit to calibrate")
+
     def seed(self, device: torch.device, seed: int) -> None:
         """Seed what a call on device draws from: the host's default generator, and the device's
         (ProblemSpec.seeded_calls: the same before the reference's and the solution's call).

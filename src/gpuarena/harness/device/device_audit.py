@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from gpuarena.harness.device import cupti_build
+from gpuarena.harness.device import cupti_build, sample_clock
 from gpuarena.harness.proctree import HARNESS_PROCESSES
 
 AUDIT_MARGIN = 0.7
@@ -66,6 +66,9 @@ REPLY_TIMEOUT_S = 60.0
 """A sampler that does not answer a command within this is killed and the audit skipped."""
 IDLE_BUSY_FRACTION = 0.01
 """Above this busy fraction in a window with nothing of the job's running, the GPU is shared."""
+CALIBRATION_SAMPLES = 256
+"""The newest samples read to find the calibration burst (sample_clock.py): its quiet lead-in,
+itself and the idle after it, about 4 ms of 120 µs samples, with room to spare."""
 SOURCE = Path(__file__).with_name("pm_sampler.cpp")
 T = TypeVar("T")
 
@@ -110,10 +113,43 @@ class Window:
         )
 
 
+class Span:
+    """A segment read by its two instants on the samples' clock (sample_clock.py): its figures
+    are read with every other span pending, in one request, when one is first used."""
+
+    def __init__(self, sampler: DeviceSampler, start_ns: int, end_ns: int, what: str):
+        self.sampler, self.start_ns, self.end_ns, self.what = sampler, start_ns, end_ns, what
+        self.window: Window | None = None
+
+    def read(self) -> Window:
+        if self.window is None:
+            self.sampler.read_pending()
+        if self.window is None:
+            raise SamplerError(f"a window of an audit that is over (sampling {self.what})")
+        return self.window
+
+    @property
+    def busy_ns(self) -> float:
+        return self.read().busy_ns
+
+    @property
+    def span_ns(self) -> float:
+        return self.read().span_ns
+
+    @property
+    def read_bytes(self) -> float | None:
+        return self.read().read_bytes
+
+
+SPAN_COVERED = 0.9
+"""A span whose samples cover less of it than this lost samples: it is not read as idle."""
+
+
 class DeviceSampler:
     """One sampler process for one GPU, held for a run. Sampling starts and stops once per
-    audit (`sampling()`, tens of ms each on an H100); the pieces of work inside are read as
-    differences of marks (`segment()`, one decoding pass each)."""
+    audit (`sampling()`, tens of ms each on an H100); the pieces of work inside are read by
+    their instants once the samples' clock is known (`calibrate()`), else as differences of
+    marks (`segment()`, one decoding pass each)."""
 
     def __init__(self, binary: Path, device_index: int):
         metric = os.environ.get("GPUARENA_AUDIT_METRIC", METRIC)
@@ -147,6 +183,18 @@ class DeviceSampler:
         self.last: Window | None = None
         """The mark that ended the last segment (None once sampling stopped): where a chained
         segment starts."""
+        self.offset_ns: int | None = None
+        """The samples' clock less CLOCK_REALTIME (`calibrate`); None: segments are read by marks."""
+        self.guard_ns = 0
+        """Idle kept on each side of a segment read by its instants (sample_clock.py)."""
+        self.clock_missing = "not calibrated"
+        """Why segments are read by marks ('' when they are not)."""
+        self.edge_ns: int | None = None
+        """The host instant that ended the last span (None once sampling stopped): where a
+        chained one starts."""
+        self.pending: list[Span] = []
+        self.waited_s = 0.0
+        """Wall time spent reading spans (the audit's, not the work's)."""
 
     def _read(self) -> dict:
         assert self.process.stdout is not None
@@ -184,13 +232,14 @@ class DeviceSampler:
         )
 
     def start(self) -> None:
-        self.last = None
+        self.last, self.offset_ns, self.edge_ns, self.clock_missing = None, None, None, "not calibrated"
+        self.pending = []
         self._send("start")
         self.running = True
         time.sleep(SETTLE_S)
 
     def stop(self) -> None:
-        self.last, self.running = None, False
+        self.last, self.edge_ns, self.running, self.pending = None, None, False, []
         self._send("stop")
 
     @contextmanager
@@ -212,7 +261,78 @@ class DeviceSampler:
         """What the counters saw since sampling started, up to now."""
         return self._window(self._send("mark"))
 
-    def segment(self, work: Callable[[], T], what: str = "a segment", chained: bool = False) -> tuple[T, Window]:
+    def calibrate(self, burst: Callable[[], None]) -> bool:
+        """Measure where the samples lie on the host's clock (sample_clock.py) from `burst()`, the
+        caller's spin on a quiet GPU that returns once it ended; False (and `clock_missing` says
+        why): segments are read by marks until the next calibration. Spans of an earlier audit
+        that nobody read (it failed on the way) are dropped: old samples are not kept for ever."""
+        self.offset_ns, self.edge_ns, self.pending = None, None, []
+        burst()  # untimed: its kernel loaded (a first launch waits ms for it) and the clocks up
+        time.sleep(sample_clock.LEAD_NS / 1e9)
+        host_start = time.time_ns()
+        burst()
+        host_end = time.time_ns()
+        why = ""
+        for _ in range(20):
+            time.sleep(0.001)
+            listed = self._send(f"samples {CALIBRATION_SAMPLES}")["samples"]
+            offset, guard, why = sample_clock.estimate(listed, host_start, host_end)
+            if why != "incomplete":
+                break
+        if offset is None:
+            self.clock_missing = why
+            return False
+        self.offset_ns, self.guard_ns, self.clock_missing = offset, guard, ""
+        return True
+
+    def windows_read(self) -> str:
+        """How segments are read now (DeviceAudit.windows)."""
+        if self.offset_ns is None:
+            return "marks: " + self.clock_missing
+        return f"instants, offset {self.offset_ns / 1e3:.1f} µs"
+
+    def read_pending(self) -> None:
+        """Every span not yet read, in one request."""
+        pending, self.pending = [span for span in self.pending if span.window is None], []
+        if not pending:
+            return
+        started = time.monotonic()
+        try:
+            reply = self._send("windows " + " ".join(f"{span.start_ns} {span.end_ns}" for span in pending))
+        finally:
+            self.waited_s += time.monotonic() - started
+        for span, (busy, covered, samples, read) in zip(pending, reply["windows"], strict=True):
+            if covered < SPAN_COVERED * (span.end_ns - span.start_ns):
+                raise SamplerError(
+                    f"the samples cover {covered / 1e3:.0f} µs of {(span.end_ns - span.start_ns) / 1e3:.0f} "
+                    f"(sampling {span.what})"
+                )
+            span.window = Window(
+                busy_ns=float(busy),
+                span_ns=float(covered),
+                samples=int(samples),
+                overflow=bool(reply["overflow"]),
+                read_bytes=float(read) if read >= 0 else None,
+            )
+
+    def _span(self, work: Callable[[], T], what: str, chained: bool) -> tuple[T, Span]:
+        """work() between two host instants, a guard of idle on each side (sample_clock.py)."""
+        assert self.offset_ns is not None
+        guard = self.guard_ns
+        start = self.edge_ns if chained else None
+        if start is None:
+            time.sleep(2 * guard / 1e9)  # the caller's earlier GPU work ended before this
+            start = time.time_ns() - guard
+        self.edge_ns = None
+        result = work()
+        end = time.time_ns() + guard
+        time.sleep(2 * guard / 1e9)  # nothing after it starts inside its last sample
+        self.edge_ns = end
+        span = Span(self, start + self.offset_ns, end + self.offset_ns, what)
+        self.pending.append(span)
+        return result, span
+
+    def segment(self, work: Callable[[], T], what: str = "a segment", chained: bool = False) -> tuple[T, Window | Span]:
         """work() between two marks (inside `sampling()`): what the GPU did meanwhile. The
         caller makes sure its own earlier GPU work has finished before (a device sync), and
         work() returns once its GPU work has. `what` names the work in errors (and lets a
@@ -220,6 +340,8 @@ class DeviceSampler:
         segment instead of settling and marking again (a mark is a decoding pass, about 1.4 ms
         on an H100, and the settling 1 ms): for segments run back to back, with nothing on the
         GPU between them (the caller's promise)."""
+        if self.offset_ns is not None:
+            return self._span(work, what, chained)
         try:
             before = self.last if chained else None
             if before is None:
@@ -235,7 +357,8 @@ class DeviceSampler:
 
     def idle(self, seconds: float = 0.005) -> Window:
         """A segment with nothing of the job's on the GPU: anything seen is someone else's."""
-        return self.segment(lambda: time.sleep(seconds), "an idle GPU")[1]
+        window = self.segment(lambda: time.sleep(seconds), "an idle GPU")[1]
+        return window.read() if isinstance(window, Span) else window
 
     def close(self) -> None:
         if self.process.poll() is None:

@@ -126,6 +126,11 @@ class NvidiaBackend(Backend):
         super().seed(device, seed)
         self._torch.cuda.default_generators[self.pin(device).index].manual_seed(seed)
 
+    def spin(self, device: torch.device, cycles: int) -> None:
+        with self._torch.cuda.device(self.pin(device)):
+            self._torch.cuda._sleep(cycles)
+        self.synchronize(device)
+
     def release_cached(self, device: torch.device) -> None:
         self._torch.cuda.empty_cache()
 

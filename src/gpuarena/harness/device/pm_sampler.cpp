@@ -10,6 +10,11 @@
 //   "start"    -> {"started": true}                  sampling runs from here
 //   "mark"     -> {"busy_ns": B, "span_ns": S, "samples": N, "overflow": 0|1, "read_bytes": R}  so far,
 //                 sampling on (read_bytes: the traffic metric summed over the samples, -1 without one)
+//   "windows T0 T1 [T0 T1 ...]" -> {"windows": [[B, S, N, R], ...], "overflow": 0|1}: the same figures
+//                 between instants of the samples' own clock (about CLOCK_REALTIME's), each sample
+//                 across an end by its share inside; it waits for the sample that holds the last end
+//   "samples N" -> {"samples": [[start, end, B, R], ...], ...}: the newest N samples decoded, newest first
+//   "clock"    -> {"cupti_ns": C, "realtime_ns": R, "monotonic_ns": M, "raw_ns": W}: the host's clocks now
 //   "stop"     -> the same, and sampling ends
 //   "quit"     -> exits (sampling ended first, if on)
 // Starting and stopping cost tens of ms each, a mark about one decoding pass: a caller reads many
@@ -27,13 +32,17 @@
 //        -L$CUDA/extras/CUPTI/lib64 -L$CUDA/lib64/stubs -lcupti -lcuda -Wl,-rpath,$CUDA/extras/CUPTI/lib64
 
 #include <cuda.h>
+#include <cupti_activity.h>
 #include <cupti_pmsampling.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_target.h>
 
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -67,6 +76,16 @@ static void check_cu(CUresult result, const char* call) {
 
 #define CUPTI(call) check(call, #call)
 #define CU(call) check_cu(call, #call)
+
+// Samples kept for "window" (about a minute at 120 us each): a window is asked for within
+// milliseconds of its end, so older ones are never needed.
+static const size_t KEPT_SAMPLES = 1u << 19;
+
+static uint64_t clock_ns(clockid_t which) {
+    timespec now;
+    clock_gettime(which, &now);
+    return uint64_t(now.tv_sec) * 1000000000ull + uint64_t(now.tv_nsec);
+}
 
 static std::vector<const char*> METRICS = {"gr__cycles_elapsed.max", "sm__cycles_active.max"};
 static const char* DEFAULT_TRAFFIC = "dram__bytes_read.sum,dram__bytes.sum";
@@ -203,6 +222,11 @@ int main(int argc, char** argv) {
     // fills the hardware buffer; each pass adds its completed samples to the totals and resets.
     double busy_ns = 0, span_ns = 0, read_bytes = 0;
     uint64_t samples = 0, seen = 0;
+    struct Kept {
+        uint64_t start, end;
+        double busy_ns, read_bytes;
+    };
+    std::deque<Kept> kept;  // the window's samples, newest last, for "window" and "samples"
     int overflow = 0;
     std::string decode_error;
     auto decode_pass = [&]() -> bool {  // true: the counter data image was full, go again
@@ -244,10 +268,14 @@ int main(int argc, char** argv) {
             span_ns += width;
             samples += 1;
             read_bytes += values[2];  // 0 without a traffic metric
+            double busy = 0;
             if (values[0] > 0) {
                 double fraction = values[1] / values[0];
-                busy_ns += (fraction < 1 ? fraction : 1) * width;
+                busy = (fraction < 1 ? fraction : 1) * width;
+                busy_ns += busy;
             }
+            kept.push_back({sample.startTimestamp, sample.endTimestamp, busy, values[2]});
+            if (kept.size() > KEPT_SAMPLES) kept.pop_front();
         }
         reset();
         return decode.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
@@ -286,6 +314,7 @@ int main(int argc, char** argv) {
             reset();
             busy_ns = span_ns = read_bytes = 0;
             samples = seen = 0;
+            kept.clear();
             overflow = 0;
             decode_error.clear();
             CUpti_PmSampling_Start_Params start = {CUpti_PmSampling_Start_Params_STRUCT_SIZE};
@@ -303,6 +332,97 @@ int main(int argc, char** argv) {
                 }
             });
             std::printf("{\"started\": true}\n");
+            std::fflush(stdout);
+            continue;
+        }
+        if (line == "clock") {  // the clocks a window's ends could be read in, at one instant
+            uint64_t cupti = 0;
+            cuptiGetTimestamp(&cupti);
+            std::printf("{\"cupti_ns\": %llu, \"realtime_ns\": %llu, \"monotonic_ns\": %llu, \"raw_ns\": %llu}\n",
+                        (unsigned long long)cupti, (unsigned long long)clock_ns(CLOCK_REALTIME),
+                        (unsigned long long)clock_ns(CLOCK_MONOTONIC), (unsigned long long)clock_ns(CLOCK_MONOTONIC_RAW));
+            std::fflush(stdout);
+            continue;
+        }
+        if (line.rfind("samples ", 0) == 0) {  // "samples N": the newest N samples decoded, newest first
+            if (!sampling) fail("samples without start");
+            size_t count = std::strtoull(line.c_str() + 8, nullptr, 10);
+            std::string listed;
+            std::lock_guard<std::mutex> hold(decoding);
+            for (int pass = 0; pass < 1000 && decode_error.empty() && decode_pass(); ++pass) {
+            }
+            for (auto it = kept.rbegin(); it != kept.rend() && count > 0; ++it, --count) {
+                char item[160];
+                std::snprintf(item, sizeof item, "%s[%llu, %llu, %.0f, %.0f]", listed.empty() ? "" : ", ",
+                              (unsigned long long)it->start, (unsigned long long)it->end, it->busy_ns, it->read_bytes);
+                listed += item;
+            }
+            std::printf("{\"samples\": [%s], \"overflow\": %d}\n", listed.c_str(), overflow);
+            std::fflush(stdout);
+            continue;
+        }
+        if (line.rfind("windows ", 0) == 0) {
+            // "windows T0 T1 [T0 T1 ...]": the samples' figures between pairs of instants of their
+            // own clock, each sample across an end counted by its share inside; it waits until a
+            // sample that ends at or after the last T1 is decoded.
+            if (!sampling) fail("windows without start");
+            std::vector<unsigned long long> ends;
+            {
+                const char* at = line.c_str() + 8;
+                char* next = nullptr;
+                for (unsigned long long value = std::strtoull(at, &next, 10); next != at; value = std::strtoull(at, &next, 10)) {
+                    ends.push_back(value);
+                    at = next;
+                }
+            }
+            if (ends.empty() || ends.size() % 2 != 0) fail("bad windows: " + line);
+            unsigned long long last = 0;
+            for (size_t k = 0; k < ends.size(); k += 2) {
+                if (ends[k + 1] < ends[k]) fail("bad windows: " + line);
+                last = ends[k + 1] > last ? ends[k + 1] : last;
+            }
+            auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+            bool reached = false;
+            for (bool first = true; true; first = false) {
+                {
+                    std::lock_guard<std::mutex> hold(decoding);
+                    for (int pass = 0; pass < 1000 && decode_error.empty() && decode_pass(); ++pass) {
+                    }
+                    reached = !kept.empty() && kept.back().end >= last;
+                }
+                if (reached || !decode_error.empty() || std::chrono::steady_clock::now() > deadline) break;
+                std::this_thread::sleep_for(std::chrono::microseconds(first ? 100 : 50));
+            }
+            if (!decode_error.empty()) {
+                totals();
+                continue;
+            }
+            if (!reached) {
+                std::printf("{\"error\": \"no sample reached the windows' end within 2 s\"}\n");
+                std::fflush(stdout);
+                continue;
+            }
+            std::string listed;
+            std::lock_guard<std::mutex> hold(decoding);
+            for (size_t k = 0; k < ends.size(); k += 2) {
+                uint64_t t0 = ends[k], t1 = ends[k + 1];
+                double w_busy = 0, w_span = 0, w_read = 0;
+                unsigned long long w_samples = 0;
+                for (auto it = kept.rbegin(); it != kept.rend() && it->end > t0; ++it) {
+                    if (it->start >= t1 || it->end <= it->start) continue;
+                    uint64_t from = it->start > t0 ? it->start : t0, to = it->end < t1 ? it->end : t1;
+                    double share = double(to - from) / double(it->end - it->start);
+                    w_busy += share * it->busy_ns;
+                    w_read += share * it->read_bytes;
+                    w_span += double(to - from);
+                    w_samples += 1;
+                }
+                char item[200];
+                std::snprintf(item, sizeof item, "%s[%.0f, %.0f, %llu, %.0f]", listed.empty() ? "" : ", ", w_busy, w_span,
+                              w_samples, traffic.empty() ? -1.0 : w_read);
+                listed += item;
+            }
+            std::printf("{\"windows\": [%s], \"overflow\": %d}\n", listed.c_str(), overflow);
             std::fflush(stdout);
             continue;
         }
