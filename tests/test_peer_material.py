@@ -342,7 +342,7 @@ def test_submissions_past_the_budget_are_not_run_and_count_nowhere(tmp_path):
     shutil.copytree(FIXTURES / "gpumode" / "histogram_py", task)
     shutil.copy(FIXTURES / "gpumode" / "submissions" / "histogram_ok.py", task / "submission.py")
     said: list[str] = []
-    judged = judge_all([("pmpp/histogram_py", task, tmp_path / "imported")], "cpu", 60, 2, 0, said.append, 0.0)
+    judged = judge_all([("pmpp/histogram_py", task, [tmp_path / "imported"])], "cpu", 60, 2, 0, said.append, 0.0)
     assert [(j.status, j.runs_here, j.command) for j in judged] == [(NOT_RUN, False, [])]
     assert not said
 

@@ -11,10 +11,10 @@ same matmul burst, to 0.04%.
 
 The offset is not taken on trust: each workload's audit measures it (`estimate`) from a burst of
 known shape the supervisor runs alone on a quiet GPU (one SM spinning for about 0.5 ms after a
-quiet lead-in, its kernel launched once before), read at the burst's end and checked against its
-start; anything that does not look like that burst leaves the audit on marks.
-Segments are then spaced out by a guard (a sample's width and the offset's error) on each side,
-so no sample that straddles a window's end holds work of either side.
+quiet lead-in, its kernel launched once before), read at both the burst's edges (on an H200 the
+audits read offsets of 5-46 µs); anything that does not look like that burst leaves the audit on
+marks. Segments are then spaced out by a guard (a sample's width and the offset's uncertainty) on
+each side, so no sample that straddles a window's end holds work of either side.
 """
 
 from __future__ import annotations
