@@ -30,6 +30,9 @@
 #                 gpumode), PM_GPUS (every GPU of the machine), PM_JOBS (2 a GPU), PM_TIMEOUT (180 s an import),
 #                 PM_ARGS (--groups level3,level4, say); T_PM; $OUT/peer-material-*
 #     kb-sizes    bench/kernelbench_sizes.py: KernelBench problems at their published sizes, peak GPU memory
+#     audit-windows  one cold ranked verdict of GPU MODE's vectoradd (.gpu/reference-kernels), imported
+#                 fresh: its phases, and per workload how the audit read its segments (DeviceAudit.windows:
+#                 by instants or by marks, and why), its seconds and requests; the record in $OUT/audit-windows.json
 #     redteam-part   one part of the corpus, REDTEAM_PART=K/N (every Nth case from the Kth, K from 0:
 #                 0/2 and 1/2 are the whole corpus; 2/2 skips case 0), run
 #                 alone on the GPU, so with the device audit on: the whole corpus in N calls
@@ -300,6 +303,22 @@ for s in "${steps[@]}"; do
     kb-sizes)  # KernelBench problems at their published sizes (6.4 GB tensors), peak GPU memory
       step kb-sizes "${T_KB_SIZES:-500}" python3 bench/kernelbench_sizes.py --out "$OUT"
       tail -5 "$W/kb-sizes.log" | sed 's/^/[kb-sizes]   /' | tee -a "$SUMMARY" ;;
+    audit-windows)  # a cold ranked verdict, and how its audit read each workload's segments
+      step audit-windows "${T_AUDIT_WINDOWS:-200}" bash -c '
+        rm -rf /tmp/audit-windows && python3 -m gpuarena import gpumode .gpu/reference-kernels/problems/pmpp/vectoradd_py \
+          -o /tmp/audit-windows --check-device cuda > /dev/null &&
+        python3 -m gpuarena run /tmp/audit-windows/level1/vectoradd_py \
+          .gpu/reference-kernels/problems/pmpp/vectoradd_py/solutions/correct/submission_triton.py \
+          --device cuda --mode ranked --json > "$OUT/audit-windows.json"
+        python3 -c "
+import json, sys
+record = json.load(open(sys.argv[1]))
+print(record[\"status\"], record[\"duration_s\"], record[\"phases\"])
+for w in record[\"workloads\"]:
+    a = w.get(\"device_audit\") or {}
+    if a: print(w[\"name\"], w[\"status\"], a.get(\"windows\"), a.get(\"seconds\"), len(a.get(\"observed_us_per_request\") or []))
+" "$OUT/audit-windows.json"'
+      tail -8 "$W/audit-windows.log" | sed 's/^/[audit-windows]   /' | tee -a "$SUMMARY" ;;
     redteam-cases)  # REDTEAM_CASES=name,name: only these cases, default settings
       do_redteam redteam-cases "${T_REDTEAM:-560}" python3 bench/redteam_stream.py --device cuda --cases "${REDTEAM_CASES:-}" --json "$W/redteam-cases.json" ;;
     redteam-part)
