@@ -77,7 +77,7 @@ static void check_cu(CUresult result, const char* call) {
 #define CUPTI(call) check(call, #call)
 #define CU(call) check_cu(call, #call)
 
-// Samples kept for "window" (about a minute at 120 us each): a window is asked for within
+// Samples kept for "windows" (about a minute at 120 us each): a window is asked for within
 // milliseconds of its end, so older ones are never needed.
 static const size_t KEPT_SAMPLES = 1u << 19;
 
@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
         uint64_t start, end;
         double busy_ns, read_bytes;
     };
-    std::deque<Kept> kept;  // the window's samples, newest last, for "window" and "samples"
+    std::deque<Kept> kept;  // the window's samples, newest last, for "windows" and "samples"
     int overflow = 0;
     std::string decode_error;
     auto decode_pass = [&]() -> bool {  // true: the counter data image was full, go again
