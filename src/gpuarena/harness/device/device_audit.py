@@ -333,7 +333,9 @@ class DeviceSampler:
         return result, span
 
     def segment(self, work: Callable[[], T], what: str = "a segment", chained: bool = False) -> tuple[T, Window | Span]:
-        """work() between two marks (inside `sampling()`): what the GPU did meanwhile. The
+        """work() between two instants once the samples' clock is calibrated (a Span, read later
+        with the others: `_span`), else between two marks (inside `sampling()`): what the GPU did
+        meanwhile. The
         caller makes sure its own earlier GPU work has finished before (a device sync), and
         work() returns once its GPU work has. `what` names the work in errors (and lets a
         test's stand-in tell segments apart). chained: start at the mark that ended the last
