@@ -139,6 +139,9 @@ def test_spans_are_read_together_chained_ones_tile_and_the_others_keep_a_guard(f
     assert len(windows) == 1  # one request for the three
     ends = [int(x) for x in windows[0].split()[1:]]
     assert ends == [first.start_ns, first.end_ns, chained.start_ns, chained.end_ns, apart.start_ns, apart.end_ns]
+    # a window between any two instants (bench/research/pm_clock_probe.py) goes the same way
+    assert sampler.window(10, 20).busy_ns == 1000.0
+    assert log.read_text().splitlines()[-1] == "windows 10 20"
 
 
 def test_a_span_its_samples_do_not_cover_is_an_error_not_an_idle_gpu(fake_sampler, tmp_path):

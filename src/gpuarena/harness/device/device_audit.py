@@ -275,7 +275,7 @@ class DeviceSampler:
         why = ""
         for _ in range(20):
             time.sleep(0.001)
-            listed = self._send(f"samples {CALIBRATION_SAMPLES}")["samples"]
+            listed = self.newest_samples(CALIBRATION_SAMPLES)
             offset, guard, why = sample_clock.estimate(listed, host_start, host_end)
             if why != "incomplete":
                 break
@@ -284,6 +284,20 @@ class DeviceSampler:
             return False
         self.offset_ns, self.guard_ns, self.clock_missing = offset, guard, ""
         return True
+
+    def newest_samples(self, count: int) -> list[list[float]]:
+        """The newest `count` samples decoded, newest first: [start ns, end ns, busy ns, bytes read]."""
+        return self._send(f"samples {count}")["samples"]
+
+    def clocks(self) -> dict:
+        """The sampler's reading of the host's clocks, without a decoding pass (a round trip)."""
+        return self._send("clock")
+
+    def window(self, start_ns: int, end_ns: int, what: str = "a window") -> Window:
+        """What the counters saw between two instants of the samples' clock, read now."""
+        span = Span(self, start_ns, end_ns, what)
+        self.pending.append(span)
+        return span.read()
 
     def windows_read(self) -> str:
         """How segments are read now (DeviceAudit.windows)."""
