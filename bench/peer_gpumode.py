@@ -101,6 +101,12 @@ def run_gpuarena(problem: Path, submission: Path, mode: str) -> dict[str, Any]:
         record = json.loads(done.stdout)
     except json.JSONDecodeError:
         return {"mode": mode, "wall_s": round(wall, 3), "rc": done.returncode, "stderr": done.stderr[-3000:]}
+    return {"mode": mode, "wall_s": round(wall, 3), "rc": done.returncode, **verdict_of(record)}
+
+
+def verdict_of(record: dict[str, Any]) -> dict[str, Any]:
+    """A record's status and reason, phases, and each workload's figures and audit costs; a
+    workload that did not pass keeps its reason and its whole device audit (why, to look into)."""
     workloads = []
     for w in record.get("workloads", []):
         audit = w.get("device_audit") or {}
@@ -114,13 +120,12 @@ def run_gpuarena(problem: Path, submission: Path, mode: str) -> dict[str, Any]:
                 "audit_requests": len(audit.get("observed_us_per_request") or []),
                 "unswept_requests": len(audit.get("unswept_per_request") or []),
                 "noise_us": audit.get("noise_us"),
+                **({"reason": w.get("reason"), "device_audit": audit} if w["status"] != "PASSED" else {}),
             }
         )
     return {
-        "mode": mode,
-        "wall_s": round(wall, 3),
-        "rc": done.returncode,
         "status": record.get("status"),
+        "reason": record.get("reason") or "",
         "duration_s": record.get("duration_s"),
         "phases": record.get("phases"),
         "workloads": workloads,
@@ -145,12 +150,7 @@ def run_gpuarena_warm(problem: Path, submission: Path, copies: int) -> dict[str,
     wall = time.perf_counter() - started
     answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     jobs = [
-        {
-            "seconds": a.get("seconds"),
-            "status": a.get("status") or a.get("error"),
-            "duration_s": (a.get("record") or {}).get("duration_s"),
-            "phases": (a.get("record") or {}).get("phases"),
-        }
+        {"seconds": a.get("seconds"), **verdict_of(a.get("record") or {}), "status": a.get("status") or a.get("error")}
         for a in answers
     ]
     return {"wall_s": round(wall, 3), "rc": done.returncode, "jobs": jobs, "stderr": done.stderr[-2000:]}
@@ -187,7 +187,9 @@ def markdown(result: dict[str, Any]) -> str:
             f"first {warm['jobs'][0]['seconds'] if warm['jobs'] else None} s, then "
             f"{[j['seconds'] for j in later]} s a verdict ({result['warm_ratio']:.2f}x GPU MODE's test + leaderboard, "
             f"{result['warm_new_ratio']:.2f}x a new submission's: each copy is one); "
-            f"statuses {[j['status'] for j in warm['jobs']]}.",
+            f"statuses {[j['status'] for j in warm['jobs']]}"
+            + "".join(f"; job {i + 1}: {j['reason']}" for i, j in enumerate(warm["jobs"]) if j.get("reason"))
+            + ".",
             "",
             "Phases of the last warm verdict: " + json.dumps(later[-1]["phases"] if later else None),
             "",

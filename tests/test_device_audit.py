@@ -336,7 +336,7 @@ class PlannedSampler:
                 span.ready = True
             self.pending = []
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         pass
 
 
@@ -930,7 +930,7 @@ def test_a_sampler_started_ahead_is_the_run_s_own(audited_on_the_cpu, monkeypatc
             self.process = SimpleNamespace(poll=lambda: 0 if self.closed else None)
             made.append(self)
 
-        def close(self) -> None:
+        def close(self, wait: bool = True) -> None:
             self.closed = True
 
     monkeypatch.setattr(device_audit, "DeviceSampler", Counted)

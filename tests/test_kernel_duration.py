@@ -381,7 +381,7 @@ def test_the_audit_s_sampler_is_quit_before_the_profiler_opens(tmp_path, monkeyp
             self.counters = (counters_folder / "counters").open("a")
             fcntl.flock(self.counters, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while the profiler holds them
 
-        def close(self) -> None:
+        def close(self, wait: bool = True) -> None:
             self.counters.close()
 
     PlannedSampler.plan, PlannedSampler.seen, PlannedSampler.states = {}, [], []

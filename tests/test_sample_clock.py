@@ -86,6 +86,8 @@ for line in sys.stdin:
     line = line.strip()
     log.write(line + "\\n"); log.flush()
     if line == "quit":
+        if __import__("os").path.exists(sys.argv[-1] + ".slow"):  # CUPTI's teardown, drawn out
+            __import__("time").sleep(1.0)
         break
     if line.startswith("windows "):
         ends = [int(x) for x in line.split()[1:]]
@@ -99,14 +101,11 @@ for line in sys.stdin:
 """
 
 
-@pytest.fixture
-def fake_sampler(tmp_path: Path):
-    """A DeviceSampler over a stand-in process that speaks the sampler's protocol, answers every
-    window as fully covered with 1 µs busy, and logs each command it got."""
+def stand_in(tmp_path: Path, log: Path) -> DeviceSampler:
+    """A DeviceSampler over FAKE, which logs each command it gets to `log`."""
     script = tmp_path / "fake-sampler"
     script.write_text(f"#!{sys.executable}\n" + FAKE)
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    log = tmp_path / "commands.log"
     import gpuarena.harness.device.device_audit as device_audit
 
     real_popen = device_audit.subprocess.Popen
@@ -116,9 +115,17 @@ def fake_sampler(tmp_path: Path):
 
     device_audit.subprocess.Popen = popen
     try:
-        sampler = DeviceSampler(script, 0)
+        return DeviceSampler(script, 0)
     finally:
         device_audit.subprocess.Popen = real_popen
+
+
+@pytest.fixture
+def fake_sampler(tmp_path: Path):
+    """A DeviceSampler over a stand-in process that speaks the sampler's protocol, answers every
+    window as fully covered with 1 µs busy, and logs each command it got."""
+    log = tmp_path / "commands.log"
+    sampler = stand_in(tmp_path, log)
     sampler.start()
     sampler.offset_ns, sampler.guard_ns, sampler.clock_missing = 5_000, 160_000, ""
     yield sampler, log
@@ -171,3 +178,18 @@ def test_spans_an_earlier_audit_left_unread_are_dropped_not_read_later(fake_samp
     with pytest.raises(SamplerError, match="over"):
         stale.read()
     assert not any(line.startswith("windows") for line in log.read_text().splitlines())
+
+
+def test_a_sampler_left_to_quit_alone_is_gone_before_the_next_one_starts(tmp_path):
+    """A run whose process ends next does not wait for its sampler's teardown (close(wait=False)),
+    but a sampler started later in the same process, which needs the counters, waits for it."""
+    log = tmp_path / "commands.log"
+    Path(str(log) + ".slow").write_text("")  # each stand-in takes a second to leave
+    first = stand_in(tmp_path, log)
+    first.close(wait=False)
+    assert first.process.poll() is None  # asked to quit, still leaving
+    second = stand_in(tmp_path, log)  # waits for the first to be gone
+    assert first.process.poll() is not None
+    second.close()
+    assert second.process.poll() is not None
+    assert log.read_text().splitlines().count("quit") == 2

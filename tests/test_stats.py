@@ -66,6 +66,15 @@ def test_stopping_rule():
     assert not converged(noisy, min_samples=30)
 
 
+def test_the_stopping_rule_s_floor_only_widens_the_target_for_the_smallest_times():
+    rounds = [2900.0, 2905.0, 2910.0, 2880.0, 2940.0, 2950.0]  # ns: ±1% is ±29 ns, the interval ±35
+    assert not converged(rounds, min_samples=4)
+    assert converged(rounds, min_samples=4, floor=50)
+    large = [r * 100 for r in rounds]  # the same scatter in proportion at 290 µs: ±1% binds, not 50 ns
+    assert not converged(large, min_samples=4, floor=50)
+    assert not converged([2900.0, 2905.0, 3000.0, 2800.0], min_samples=4, floor=50)  # ±100 ns is not resolution
+
+
 def test_weighted_geometric_mean():
     assert weighted_geomean([2.0, 0.5], [1, 1]) == pytest.approx(1.0)
     assert weighted_geomean([4.0, 1.0], [1, 3]) == pytest.approx(4**0.25)

@@ -15,6 +15,7 @@ import shutil
 from types import SimpleNamespace
 from typing import NamedTuple
 
+import numpy
 import pytest
 import torch
 
@@ -70,9 +71,10 @@ def test_seeding_the_global_generators_puts_their_state_back():
     torch_state, python_state = torch.get_rng_state(), random.getstate()
     with rt["seeded_globals"](7, "cpu"):
         a = torch.randn(4)
-        r = random.random()
+        r, n = random.random(), numpy.random.rand()
     with rt["seeded_globals"](7, "cpu"):
         assert torch.equal(torch.randn(4), a) and random.random() == r  # as set_seed(7) would
+        assert numpy.random.rand() == n  # NumPy's seeded too (its state is not put back: the harness draws none)
     assert torch.equal(torch.get_rng_state(), torch_state) and random.getstate() == python_state
 
 

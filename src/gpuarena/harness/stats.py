@@ -10,7 +10,7 @@ import numpy as np
 
 BOOTSTRAP_RESAMPLES = 2000
 TARGET_HALF_WIDTH = 0.01
-"""Stop once the median's 95% interval is within ±1% of the median."""
+"""Stop once the median's 95% interval is within ±1% of the median (or a resolution floor: `converged`)."""
 
 
 @dataclass(frozen=True)
@@ -136,11 +136,16 @@ def median_interval(samples: Sequence[float], confidence: float = 0.95) -> Summa
     return Summary(median, float(min(low, median)), float(max(high, median)), int(n))
 
 
-def converged(samples: Sequence[float], min_samples: int, target: float = TARGET_HALF_WIDTH) -> bool:
-    """The stopping rule: enough samples and a 95% interval of the median within ±target."""
+def converged(
+    samples: Sequence[float], min_samples: int, target: float = TARGET_HALF_WIDTH, floor: float = 0.0
+) -> bool:
+    """The stopping rule: enough samples and a 95% interval of the median within ±target of it,
+    or within ±floor (the samples' unit) where that is wider: a resolution below which rounds of
+    the same kernel do not agree anyway."""
     if len(samples) < min_samples:
         return False
-    return median_interval(samples).relative_half_width <= target
+    interval = median_interval(samples)
+    return (interval.high - interval.low) / 2 <= max(target * interval.median, floor)
 
 
 def weighted_geomean(values: Sequence[float], weights: Sequence[float]) -> float:

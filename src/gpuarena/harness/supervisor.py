@@ -176,15 +176,16 @@ class Supervisor:
             try:
                 self._run_with(ready, record)
             finally:
-                with self.phases(TEARDOWN):
+                with self.phases(TEARDOWN):  # the device's state after the run is read while the worker leaves
+                    finish = threading.Thread(target=self.backend.finish, args=(record.environment, self.device))
+                    finish.start()
                     if self.warm is not None and ready.process.init_pid is not None:
                         # while the next job starts; never while one times. Unsandboxed, closing kills
                         # every child of ours that came after the worker, so it cannot overlap a job
                         self.warm.retire(ready.close)
                     else:
                         ready.close()
-            with self.phases(TEARDOWN):
-                self.backend.finish(record.environment, self.device)
+                    finish.join()
         except GpuarenaError:  # the caller's mistake (no such device, say): said to the caller
             raise
         except Exception as exc:  # the harness failed, not the solution: a record that says so
@@ -307,8 +308,8 @@ class Supervisor:
                 if self._sampler is not None:
                     if self.warm is not None:
                         self.warm.sampler = self._sampler
-                    else:
-                        self._sampler.close()
+                    else:  # nothing reads it again: it leaves while the run ends
+                        self._sampler.close(wait=False)
                     self._sampler = None
                 record.log = started.process.read_log() + record.log + "".join(self.details)
                 # people read logs and reasons; the judging machine's layout is not theirs to see

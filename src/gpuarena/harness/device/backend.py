@@ -60,6 +60,7 @@ NVIDIA_PIECES: dict[str, str] = {
     "worker (CUPTI PM sampling), started ahead of torch's import",
     "device/cupti_build.py": "building those CUPTI programs against the CUDA toolkit",
     "device/icache_sweep.py": "an instruction-cache sweep kernel compiled with nvcc for the device's architecture",
+    "inside/context_ahead.py": "a worker's CUDA context made through libcuda while it imports torch",
     "cuda_vmm.py, transport.py": "device buffers shared with the worker (cuMem* with POSIX file descriptors, CUDA IPC)",
     "device/peaks.py, device/environment.py": "the device's peaks and identity (nvidia-smi, clocks)",
     "profile/run.py, profile/child.py, profile/ncu_report.py": "profile mode under Nsight Compute",
@@ -95,6 +96,16 @@ def compiles_triton(device: str) -> bool:
     """Whether Triton compiles kernels for a device named as text, without importing torch: the
     GPU's backend does; on the CPU Triton's interpreter runs them (no cache key, nothing to warm)."""
     return device.partition(":")[0] != "cpu"
+
+
+def context_ordinal(device: str) -> int | None:
+    """The ordinal of the device whose context a worker started ahead makes while it imports
+    (inside/context_ahead.py), for a device named as text, without importing torch: a GPU's
+    (`cuda` alone is the current device, a fresh process's first); None on the CPU."""
+    kind, _, index = device.partition(":")
+    if kind == "cpu":
+        return None
+    return int(index) if index else 0
 
 
 def device_memory(device: torch.device) -> tuple[int, int]:

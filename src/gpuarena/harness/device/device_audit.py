@@ -23,6 +23,7 @@ import os
 import select
 import statistics
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -152,6 +153,9 @@ class DeviceSampler:
     marks (`segment()`, one decoding pass each)."""
 
     def __init__(self, binary: Path, device_index: int):
+        for leaving in list(_LEAVING):  # a sampler still leaving holds the counters until it is gone
+            leaving.join()
+            _LEAVING.discard(leaving)
         metric = os.environ.get("GPUARENA_AUDIT_METRIC", METRIC)
         traffic = os.environ.get("GPUARENA_AUDIT_TRAFFIC", TRAFFIC)
         self.process = subprocess.Popen(
@@ -376,17 +380,35 @@ class DeviceSampler:
         window = self.segment(lambda: time.sleep(seconds), "an idle GPU")[1]
         return window.read() if isinstance(window, Span) else window
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Quit the sampler. wait=False: asked to quit now and waited for in a thread, for a run
+        whose process ends next (CUPTI's teardown took 0.19 s of a cold verdict, py-spy, H200); a
+        sampler started later in this process waits for it first."""
         if self.process.poll() is None:
             try:
                 assert self.process.stdin is not None
                 self.process.stdin.write("quit\n")
                 self.process.stdin.flush()
-                self.process.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
+            except OSError:
                 self.process.kill()
-                self.process.wait()
+        if wait:
+            self._reap()
+            return
+        thread = threading.Thread(target=self._reap, name="gpuarena-sampler-leaving", daemon=True)
+        thread.start()
+        _LEAVING.add(thread)
+
+    def _reap(self) -> None:
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
         HARNESS_PROCESSES.discard(self.process.pid)
+
+
+_LEAVING: set[threading.Thread] = set()
+"""Samplers of this process asked to quit and not yet gone (`close(wait=False)`)."""
 
 
 def shared(idle: Window) -> bool:

@@ -262,13 +262,14 @@ def _option(args: list[str], name: str) -> str | None:
 
 def main() -> None:
     """Usage: python -m gpuarena.harness.inside.sandbox FD [--isolate-network] [--memory-limit BYTES]
-    [--user UID:GID] [--warm-triton] [--exec PROGRAM ARG...]
+    [--user UID:GID] [--warm-triton] [--context-ahead ORDINAL] [--exec PROGRAM ARG...]
 
     --warm-triton: compute Triton's cache key while the worker imports (harness/inside/triton_key.py).
+    --context-ahead: make CUDA device ORDINAL's context while the worker imports (context_ahead.py).
     --exec: once the guards are applied, replace this process with PROGRAM instead of serving
     the harness's requests (profile mode: Nsight Compute, which starts the solution's process
     under the same guards: the user, the limits and the subreaper flag survive exec)."""
-    from gpuarena.harness.inside import triton_key  # torch-free, as this module
+    from gpuarena.harness.inside import context_ahead, triton_key  # torch-free, as this module
 
     args = sys.argv[1:]
     program: list[str] = []
@@ -299,6 +300,9 @@ def main() -> None:
     if triton_key.FLAG in args:
         args.remove(triton_key.FLAG)
         triton_key.start()  # before the worker's imports, which it overlaps
+    ordinal = _option(args, context_ahead.FLAG)
+    if ordinal is not None:
+        context_ahead.start(int(ordinal))  # so does the device's context
     from gpuarena.harness.inside.worker import main as worker_main
 
     worker_main(args, network=network, rights=rights)

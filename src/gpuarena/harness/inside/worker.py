@@ -29,7 +29,7 @@ from gpuarena.harness.device.backend import CPU, backend_named
 from gpuarena.harness.device.backend_base import Backend
 from gpuarena.harness.device.range_timer import RangeTimerError
 from gpuarena.harness.device.timing import Timer
-from gpuarena.harness.inside import threads, triton_key
+from gpuarena.harness.inside import context_ahead, threads, triton_key
 from gpuarena.harness.inside.signature import signature_problem
 from gpuarena.harness.inside.stand_in import no_op_solve, stand_in_buffers
 from gpuarena.harness.proctree import children_of
@@ -173,6 +173,7 @@ class Worker:
         timer (whose first profile starts CUPTI's threads). The supervisor counts the threads
         this leaves as the harness's; any thread after the import is the solution's."""
         begun = time.perf_counter()
+        context_ahead.join()  # a context made ahead is the harness's, done before the threads are counted
         self.device = torch.device(setup.device)
         self.backend = backend_named(self.device.type)
         # bound now, before any solution code: a patched synchronize would let the copy race
@@ -190,8 +191,7 @@ class Worker:
         )
         # seconds per step, for bench/research/warm_breakdown.py (the Timer's own are in it)
         steps = {"context": context - begun, "timer": time.perf_counter() - context, **self.timer.startup_s}
-        # what this timer does, said by the harness before any solution code runs: the supervisor
-        # decides the run's method with it and never reads one from a later reply
+        # what this timer does, said before any solution code: the run's method is chosen by it, never a later reply
         return messages.Prepared(
             method=self.timer.method,
             icache_sweep=self.timer.has_icache_sweep,

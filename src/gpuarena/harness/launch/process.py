@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 from gpuarena.contracts.status import Status
 from gpuarena.harness import protocol
 from gpuarena.harness.failure import RunFailure, worker_failure
-from gpuarena.harness.inside import triton_key
+from gpuarena.harness.inside import context_ahead, triton_key
 from gpuarena.harness.inside.sandbox import become_subreaper
 from gpuarena.harness.launch import cgroup, containment, schedstat
 from gpuarena.harness.launch.freeze import FreezeFailure, Freezer, descendants
@@ -66,6 +66,7 @@ class WorkerProcess:
         readable: Sequence[str] = (),
         writable: Sequence[str] = (),
         warm_triton: bool = False,
+        context_on: int | None = None,
     ):
         """user: (uid, gid, dedicated) to run the worker as (see sandbox.worker_identity);
         workdir must then be the worker's (the caller gives it the folder). gpu: whether the
@@ -73,7 +74,8 @@ class WorkerProcess:
         count work done on a GPU). exec_argv: a program to run under the guards instead of the
         worker (profile mode's Nsight Compute; it does not answer requests), with the folders
         it must read (readable) and write (writable) besides the worker's. warm_triton: the
-        worker computes Triton's cache key while it imports (harness/inside/triton_key.py)."""
+        worker computes Triton's cache key while it imports (harness/inside/triton_key.py);
+        context_on: the CUDA ordinal whose context it makes meanwhile (inside/context_ahead.py)."""
         self.log_path = log_path
         self.user = user
         self.gpu = gpu
@@ -125,6 +127,7 @@ class WorkerProcess:
             + (["--memory-limit", str(memory_limit)] if memory_limit else [])
             + (["--user", f"{user[0]}:{user[1]}"] if user else [])
             + ([triton_key.FLAG] if warm_triton and not exec_argv else [])
+            + ([context_ahead.FLAG, str(context_on)] if context_on is not None and not exec_argv else [])
             + (["--exec", *exec_argv] if exec_argv else [])
         )
         self.readable, self.writable = list(readable), list(writable)

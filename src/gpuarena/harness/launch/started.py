@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from gpuarena.harness.device.backend import compiles_triton, worker_setup
+from gpuarena.harness.device.backend import context_ordinal as backend_context_ordinal
 from gpuarena.harness.inside.sandbox import default_memory_limit, protect_supervisor, worker_identity
 from gpuarena.harness.launch.process import WorkerProcess
 
@@ -40,6 +41,14 @@ def warm_triton(prepare_on: str | None) -> bool:
     """Whether a worker started ahead computes Triton's cache key while it imports
     (harness/inside/triton_key.py): on a GPU, where Triton is installed."""
     return prepare_on is not None and compiles_triton(prepare_on) and importlib.util.find_spec("triton") is not None
+
+
+def context_ordinal(prepare_on: str | None) -> int | None:
+    """The ordinal whose context a worker started ahead makes while it imports
+    (harness/inside/context_ahead.py): the device it prepares on, where that is a GPU."""
+    if prepare_on is None or not _switch("GPUARENA_CONTEXT_AHEAD", True):
+        return None
+    return backend_context_ordinal(prepare_on)
 
 
 class SharedLock(Protocol):
@@ -83,7 +92,9 @@ class StartedWorker:
             protect_supervisor(True)
         self._folder = tempfile.TemporaryDirectory(prefix="gpuarena-run-")
         try:
-            self.process = self._start(Path(self._folder.name), memory_limit_bytes, warm_triton(prepare_on))
+            # a context made while another job times could disturb it: only where no lock is shared
+            context_on = context_ordinal(prepare_on) if gpu_lock is None else None
+            self.process = self._start(Path(self._folder.name), memory_limit_bytes, warm_triton(prepare_on), context_on)
         except BaseException:
             self._folder.cleanup()
             if self.isolate:
@@ -123,7 +134,9 @@ class StartedWorker:
             self._preparing.join()
             self._preparing = None
 
-    def _start(self, tmp: Path, memory_limit_bytes: int | None, triton_key: bool) -> WorkerProcess:
+    def _start(
+        self, tmp: Path, memory_limit_bytes: int | None, triton_key: bool, context_on: int | None
+    ) -> WorkerProcess:
         # every guard is on by default, on the CPU and on CUDA (run on an H100: see
         # docs/harness.md); each has a switch for platforms where it cannot be applied
         memory = (
@@ -145,6 +158,7 @@ class StartedWorker:
             user=self.user,
             gpu=self.gpu,
             warm_triton=triton_key,
+            context_on=context_on,
         )
 
     @property
