@@ -168,6 +168,7 @@ def test_a_span_missing_a_few_samples_is_read_as_the_kept_ones_say(fake_sampler,
     window = span.read()
     assert window.busy_ns == pytest.approx(1000.0) and window.read_bytes == pytest.approx(2000.0)
     assert window.span_ns == pytest.approx(span.end_ns - span.start_ns)
+    assert sampler.windows_read() == "instants, offset 5.0 µs, samples missing from up to 20% of a window"
 
 
 def test_without_a_calibrated_clock_segments_are_read_by_marks(fake_sampler):

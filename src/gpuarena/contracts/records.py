@@ -118,7 +118,8 @@ class DeviceAudit(Record):
     """Why no audit ran (no sampler on this machine)."""
     windows: str = ""
     """How its segments were read: "instants, offset X µs" (the samples' clock measured against
-    the host's, device/sample_clock.py) or "marks: why" (a decoding pass at each end)."""
+    the host's, device/sample_clock.py; ", samples missing from up to N% of a window" where some
+    were lost and the window was read scaled to its whole) or "marks: why" (a decoding pass at each end)."""
     seconds: float | None = None
     """Wall time this workload's audit added: its sampler's marks or guards and reads, the twins'
     blocks, the rounds run only because its figure was not yet steady, and the unswept requests."""

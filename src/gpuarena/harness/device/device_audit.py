@@ -201,6 +201,8 @@ class DeviceSampler:
         """The host instant that ended the last span (None once sampling stopped): where a
         chained one starts."""
         self.pending: list[Span] = []
+        self.least_covered = 1.0
+        """The smallest share of a span its samples covered since the last calibration (windows_read says it)."""
         self.waited_s = 0.0
         """Wall time spent reading spans (the audit's, not the work's)."""
 
@@ -274,7 +276,7 @@ class DeviceSampler:
         caller's spin on a quiet GPU that returns once it ended; False (and `clock_missing` says
         why): segments are read by marks until the next calibration. Spans of an earlier audit
         that nobody read (it failed on the way) are dropped: old samples are not kept for ever."""
-        self.offset_ns, self.edge_ns, self.pending = None, None, []
+        self.offset_ns, self.edge_ns, self.pending, self.least_covered = None, None, [], 1.0
         burst()  # untimed: its kernel loaded (a first launch waits ms for it) and the clocks up
         time.sleep(sample_clock.LEAD_NS / 1e9)
         host_start = time.time_ns()
@@ -311,7 +313,12 @@ class DeviceSampler:
         """How segments are read now (DeviceAudit.windows)."""
         if self.offset_ns is None:
             return "marks: " + self.clock_missing
-        return f"instants, offset {self.offset_ns / 1e3:.1f} µs"
+        lost = (
+            f", samples missing from up to {1 - self.least_covered:.0%} of a window"
+            if self.least_covered < 0.995
+            else ""
+        )
+        return f"instants, offset {self.offset_ns / 1e3:.1f} µs{lost}"
 
     def read_pending(self) -> None:
         """Every span not yet read, in one request."""
@@ -330,6 +337,7 @@ class DeviceSampler:
                     f"the samples cover {covered / 1e3:.0f} µs of {whole / 1e3:.0f} (sampling {span.what})"
                 )
             scale = whole / covered if covered < whole else 1.0
+            self.least_covered = min(self.least_covered, 1 / scale)
             span.window = Window(
                 busy_ns=float(busy) * scale,
                 span_ns=float(max(covered, whole)),
