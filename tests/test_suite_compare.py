@@ -216,7 +216,7 @@ def test_the_shipped_baseline_is_picked_on_the_result_s_device_and_says_what_it_
     bundled = {p.id for p in discover()}
     dataset = {p.id for p in all_problems([ROOT / "dataset" / "problems"]) if implements(p, "pytorch")}
     assert shipped_baseline(dataset, "NVIDIA H200") == SHIPPED_BASELINES / "H200-pytorch-dataset.json"
-    assert shipped_baseline(dataset, "NVIDIA H100 80GB HBM3") == SHIPPED_BASELINES / "H100-pytorch-dataset.json"
+    assert shipped_baseline(dataset, "NVIDIA H100 80GB HBM3") is None  # its dataset baseline was of the unmerged one
     assert shipped_baseline(bundled, "NVIDIA H200") is None  # the bundled problems' baseline is the H100's
     assert shipped_baseline(bundled, "AMD EPYC") is None
     # every shipped baseline names what it left out of the problems its framework has, with the reason
@@ -232,7 +232,7 @@ def test_suite_run_runs_twice_keeps_what_it_left_out_and_times_and_scores_a_sort
     spanning them; a JAX problem the pytorch framework leaves out is kept in the file with the
     reason; and a sort (two integer outputs, values and stable indices) is timed and scored."""
     out = tmp_path / "s.json"
-    sort, jax = "level1/sort-66a818c7", "level1/jax-add-51fa62b6"
+    sort, jax = "level1/sort-ab780ebe", "level1/jax-add-51fa62b6"
     code, said = cli(
         "suite", "run", "--device", "cpu", "--root", str(ROOT / "dataset" / "problems"),
         "--problems", sort, "--problems", jax, "--runs", "2", "--budget", "0.1", "-o", str(out),
@@ -258,7 +258,7 @@ def test_a_run_keeps_the_problems_it_leaves_out_with_the_reason() -> None:
     from gpuarena.suite.run import left_out_of
 
     problems = ROOT / "dataset" / "problems"
-    sort = load_problem(problems / "level1" / "sort-66a818c7", root=problems)
+    sort = load_problem(problems / "level1" / "sort-ab780ebe", root=problems)
     jax = load_problem(problems / "level1" / "jax-add-51fa62b6", root=problems)
     gpu_only = dataclasses.replace(
         sort,
@@ -274,24 +274,24 @@ def test_a_run_keeps_the_problems_it_leaves_out_with_the_reason() -> None:
     assert left_out_of([sort, gpu_only], "pytorch", "cuda") == {}
 
 
-def test_the_sorts_are_scored_against_the_shipped_h200_baseline() -> None:
-    """Issue 48: the four sort problems were never scored because no shipped baseline held them
-    (their references became stable sorts after the baseline's run, and they were cut from it).
-    Timed again, they are: an H200 eager result of the whole dataset scores every one of them."""
+def test_the_sort_is_scored_against_the_shipped_h200_baseline() -> None:
+    """Issue 48: the sort problems were never scored (cut from the shipped baseline). The merged
+    dataset holds the four harvests' sorts as one problem, and an H200 eager result of it (the
+    baseline's own run, restamped) scores it on every model's shape."""
     from gpuarena.cli.suite_cli import SHIPPED_BASELINES
 
     baseline = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H200-pytorch-dataset.json").read_text())
     again = SuiteResult.model_validate_json(
-        (ROOT / "bench" / "results" / "suite-dataset-sorts-adds-pytorch-NVIDIA-H200-2026-11-29.json").read_text()
+        (ROOT / "bench" / "results" / "suite-dataset-pytorch-NVIDIA-H200-2026-12-01-stop69-as-timed.json").read_text()
     )
-    c = compare(baseline, again)
-    scored = {r.problem for r in c.ratios}
-    assert {p for p in scored if p.startswith("level1/sort-")} == {
-        "level1/sort-66a818c7",
-        "level1/sort-8c305e40",
-        "level1/sort-ab780ebe",
-        "level1/sort-c2527235",
-    }
+    from gpuarena.problems import load_problem
+    from gpuarena.suite.restamp import restamped
+
+    problems = ROOT / "dataset" / "problems"
+    sorts = [p for p in again.problems if p.problem.startswith("level1/sort-")]
+    sort = load_problem(problems / "level1" / "sort-ab780ebe", root=problems)
+    c = compare(baseline, restamped(again.model_copy(update={"problems": sorts}), {sort.id: sort}))
+    assert [(r.problem, r.ratio) for r in c.ratios] == [("level1/sort-ab780ebe", pytest.approx(1.0))]
     assert not any(name.startswith("level1/sort-") for name in c.left_out)
 
 
@@ -305,3 +305,54 @@ def test_a_run_that_learnt_no_device_name_merges_with_runs_on_its_device() -> No
     assert merged.device_name == "NVIDIA H200" and merged.runs == 2 and merged.problems[0].time_us is None
     with pytest.raises(GpuarenaError, match="not runs of one thing"):
         merge_runs([named, suite({"level1/a": None}, device="cpu", device_name="cpu")])
+
+
+def test_a_result_is_restamped_with_today_s_weights_and_workloads() -> None:
+    """suite restamp: the time from the kept medians with the workloads' weights as the problem now
+    gives them, only those it runs on the device (the CPU's `small` is not a GPU's), a joined
+    name found under its part, the interval moved by the time's factor; a problem whose workload
+    was not timed is left out with the reason, one no longer given too."""
+    import dataclasses
+
+    from gpuarena.problems import load_problem
+    from gpuarena.suite.model import ProblemTime
+    from gpuarena.suite.restamp import restamped
+
+    problems = ROOT / "dataset" / "problems"
+    sort = load_problem(problems / "level1" / "sort-ab780ebe", root=problems)
+    shapes = [w for w in sort.spec.workloads if "cuda" in w.devices]
+    weights = {w.name: w.weight for w in shapes}
+    medians = {w.name: 10.0 * (k + 1) for k, w in enumerate(shapes)}
+    timed = ProblemTime(
+        problem=sort.id, level=1, weight=9.0, status="PASSED", time_us=20.0, low_us=19.0, high_us=22.0,
+        workloads={**medians, "small": 0.5}, runs_us=[20.0],
+    )  # fmt: skip
+    joined = dataclasses.replace(
+        sort,
+        id="level1/joined",
+        spec=sort.spec.model_copy(
+            update={"workloads": [shapes[0].model_copy(update={"name": f"someone-prefill.{shapes[0].name}"})]}
+        ),
+    )
+    untimed = dataclasses.replace(sort, id="level1/untimed")
+    result = suite({}).model_copy(
+        update={
+            "device": "cuda",
+            "problems": [
+                timed,
+                timed.model_copy(update={"problem": "level1/joined"}),
+                timed.model_copy(update={"problem": "level1/untimed", "workloads": {"small": 0.5}}),
+                timed.model_copy(update={"problem": "level1/gone"}),
+            ],
+        }
+    )
+    got = restamped(result, {p.id: p for p in (sort, joined, untimed)})
+    (now, again) = got.problems
+    expected = math.exp(sum(weights[n] * math.log(medians[n]) for n in medians) / sum(weights.values()))
+    assert now.time_us == pytest.approx(expected) and now.weight == sort.spec.weight
+    assert now.model_weights == sort.spec.model_weights and set(now.workloads) == set(medians)  # no `small`
+    assert (now.low_us, now.high_us) == pytest.approx((19 * expected / 20, 22 * expected / 20))
+    assert now.runs_us == pytest.approx([expected])
+    assert again.problem == "level1/joined" and again.time_us == pytest.approx(medians[shapes[0].name])
+    assert "were not all timed" in got.left_out["level1/untimed"] and "level1/gone" in got.left_out
+    assert "restamped" in got.command

@@ -76,7 +76,7 @@ def test_every_problem_loads_with_a_cpu_workload_formulas_and_its_published_conf
     for folder in _shipped().values():
         spec = load_problem(folder).spec
         assert spec.level == 2 and spec.weight == WEIGHT and {"fusion", "published-config"} <= set(spec.tags)
-        assert any(w.devices == ["cpu", "cuda"] for w in spec.workloads)
+        assert any(w.devices == ["cpu"] for w in spec.workloads)  # for machines without a GPU: a GPU scores real sizes
         assert any(w.devices == ["cuda"] for w in spec.workloads)
         for workload in spec.workloads:
             moved, flops = spec.cost(workload)

@@ -52,7 +52,7 @@ def test_every_problem_loads_with_a_cpu_workload_formulas_and_its_published_conf
     for folder in _shipped().values():
         spec = load_problem(folder).spec
         assert spec.level in (3, 4) and spec.weight == WEIGHT and "published-config" in spec.tags
-        assert any(w.devices == ["cpu", "cuda"] for w in spec.workloads)
+        assert any(w.devices == ["cpu"] for w in spec.workloads)  # for machines without a GPU: a GPU scores real sizes
         assert any(w.devices == ["cuda"] for w in spec.workloads)
         for workload in spec.workloads:
             moved, flops = spec.cost(workload)

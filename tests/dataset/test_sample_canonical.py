@@ -256,6 +256,7 @@ def test_the_sample_weights_are_the_shipped_datasets_medians():
     weights: dict[int, list[float]] = {}
     for path in DATASET.glob("level*/*/problem.toml"):
         spec = tomllib.loads(path.read_text())
-        weights.setdefault(spec["level"], []).append(spec.get("weight", 1.0))
+        if spec.get("weight", 1.0) > 0:  # an op a kept fusion claims whole weighs 0: no sample's weight
+            weights.setdefault(spec["level"], []).append(spec.get("weight", 1.0))
     for level, found in weights.items():
         assert SAMPLE_WEIGHTS[level] == pytest.approx(statistics.median(found), rel=0.25), level

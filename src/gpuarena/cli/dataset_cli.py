@@ -340,6 +340,119 @@ def dataset_leave_out_cmd(
     )
 
 
+@dataset_app.command("weigh")
+def dataset_weigh_cmd(
+    root: Annotated[Path, typer.Argument(help="The dataset's folder (level1-4/*/problem.toml, dataset.json)")],
+    harvest_folders: Annotated[
+        list[Path] | None, typer.Argument(help="More harvest folders: `--harvests dataset/harvests/*` lists them all")
+    ] = None,
+    harvests: Annotated[
+        list[Path] | None,
+        typer.Option("--harvests", help="Folders written by gpuarena harvest -o; the words after it are more"),
+    ] = None,
+    timings: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--timings", help="A suite result (gpuarena suite run -o) of eager PyTorch on a GPU, or JAX's (repeatable)"
+        ),
+    ] = None,
+    write: Annotated[
+        bool, typer.Option("--write", help="Write the weights into problem.toml and dataset.json")
+    ] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the report here as JSON")] = None,
+) -> None:
+    """Weigh a dataset's problems by the model time they stand for, each op call counted once:
+    weight (each model-phase's calls claimed by the outermost kept problem; each model-phase
+    weighs alike), level_weight (the same within a level), model_weights and workload weights;
+    reports each model-phase's coverage and the suite times that disagree with the harvest's
+    by more than 2x (docs/dataset.md)."""
+    from pydantic import ValidationError
+
+    from gpuarena.dataset.weights import weigh
+    from gpuarena.dataset.weights import write as write_weights
+    from gpuarena.suite.model import SuiteResult
+
+    results = []
+    for path in timings or []:
+        try:
+            results.append(SuiteResult.model_validate_json(path.read_text()))
+        except (OSError, ValidationError) as exc:
+            fail(GpuarenaError(f"{path}: not a suite result ({str(exc).splitlines()[0]})"))
+    try:
+        folders = [*(harvests or []), *(harvest_folders or [])]
+        if not folders:
+            raise GpuarenaError("no harvests: give --harvests dataset/harvests/* (folders written by gpuarena harvest)")
+        with err.status("weighing"):
+            report = weigh(root, folders, results)
+        if write:
+            write_weights(root, report)
+    except GpuarenaError as exc:
+        fail(exc)
+        return
+    if json_out is not None:
+        json_out.write_text(report.model_dump_json(indent=2) + "\n")
+    _show_weights(report)
+
+
+def _show_weights(report: Any) -> None:
+    """What `dataset weigh` found: each model-phase's sum and coverage, the heaviest problems, the
+    disagreements and the problems nothing claims."""
+    from rich.table import Table
+
+    models = Table("model-phase", "sum", "covered", "problems", "harvest-timed", "notes", header_style="bold")
+    for m in report.models:
+        covered = f"{m.covered:.1%}" if m.covered is not None else "-"
+        models.add_row(
+            m.label, f"{m.weight_sum:.6f}", covered, str(m.problems), str(m.harvest_timed), str(len(m.notes))
+        )
+    out.print(models)
+    where = {p.problem: max(((c, m.label) for m in report.models for c in m.claims if c.problem == p.problem),
+                            key=lambda x: x[0].weight, default=None) for p in report.problems[:15]}  # fmt: skip
+    top = Table(
+        "problem", "weight", "level weight", "model-phase", "µs/call", "calls/forward", "from", header_style="bold",
+        title="the 15 largest weights",
+    )  # fmt: skip
+    for p in report.problems[:15]:
+        found = where[p.problem]
+        claim, label = found if found else (None, "-")
+        top.add_row(
+            p.problem,
+            f"{p.weight:.4f}",
+            f"{p.level_weight:.4f}",
+            label,
+            f"{claim.us_per_call:.1f}" if claim else "-",
+            f"{claim.calls:g}" if claim else "-",
+            claim.source if claim else "-",
+        )
+    out.print(top)
+    if report.disagreements:
+        table = Table(
+            "model-phase", "group", "problem", "calls/forward", "recorded µs", "timed µs", "timed/recorded",
+            header_style="bold", title=f"{len(report.disagreements)} suite times more than 2x off the harvest's",
+        )  # fmt: skip
+        for d in report.disagreements:
+            table.add_row(
+                d.label,
+                d.group,
+                d.problem,
+                f"{d.calls:g}",
+                f"{d.recorded_us:.1f}",
+                f"{d.timed_us:.1f}",
+                f"{d.ratio:.2f}",
+            )
+        out.print(table)
+    for problem in report.unclaimed:
+        out.print(f"unclaimed (weight 0): {problem}", highlight=False)
+    levels = ", ".join(f"level {k} {v:.6f}" for k, v in report.level_sums.items())
+    out.print(
+        f"{len(report.problems)} problems, {len(report.models)} model-phases and configs: weights sum to "
+        f"{report.weight_sum:.6f}; level weights: {levels}; {len(report.disagreements)} disagreements, "
+        f"{len(report.unclaimed)} unclaimed; "
+        + (f"written into {report.root}" if report.written else "nothing written (--write writes)"),
+        highlight=False,
+    )
+
+
 def _service_commands() -> None:
     """The commands that go through a service (cli/sample_cli.py)."""
     from gpuarena.cli import sample_cli

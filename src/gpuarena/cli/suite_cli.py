@@ -289,5 +289,25 @@ def merge_cmd(
     )
 
 
+@suite_app.command("restamp")
+def restamp_cmd(
+    result: Annotated[Path, typer.Argument(help="A suite result (gpuarena suite run -o)")],
+    root: Annotated[list[Path], typer.Option("--root", help="The problems as they are now (repeatable)")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the restamped result (JSON)")],
+) -> None:
+    """Read a suite result with the problems' weights and workloads as they are now (after
+    `gpuarena dataset weigh --write`, say): each time from its kept workload medians, nothing
+    timed again (docs/suite.md)."""
+    from gpuarena.suite.restamp import restamped
+    from gpuarena.suite.run import all_problems
+
+    stamped = restamped(_load(result), {p.id: p for p in all_problems(root)})
+    output.write_text(stamped.model_dump_json(indent=2) + "\n")
+    err.print(
+        f"wrote {output}: {len(stamped.problems)} problems, {len(stamped.left_out)} left out (its left_out says why)",
+        highlight=False,
+    )
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(suite_app, name="suite")

@@ -60,6 +60,9 @@ class Entry(BaseModel):
     harvests: list[str]
     """The harvests (model phase) that found it."""
     reasons: list[str] = []
+    merged: list[str] = []
+    """The problems folded into it by `dataset merge` (and into those, before): a harvest's
+    group names its problem by the id it was written under (`dataset weigh` maps it here)."""
 
 
 class Dataset(BaseModel):
@@ -248,10 +251,22 @@ def _merge(
         first = spec["workloads"][0]
         small = scale_down(first["axes"]) if spec["level"] > 1 else shrink(first["axes"])
         spec["workloads"].append({**first, "name": "small", "axes": small, "devices": ["cpu", "cuda"]})
+    spec["workloads"] = cpu_only_small(spec["workloads"])
     spec["weight"] = float(f"{spec['weight']:.6g}")
     (target / "problem.toml").write_text(dump_problem_toml(spec))
     # bytes and FLOPs over the workloads as they now are (a model's shapes may have joined)
     (target / "problem.toml").write_text(dump_problem_toml(with_formulas(spec, target)))
+
+
+SMALL_NAME = re.compile(r"^small(-\d+)?$")
+
+
+def cpu_only_small(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The CPU-sized workloads (`small`, and `small-N` where a merge joined several) for machines
+    without a GPU alone where the recorded shapes run on one: a GPU's score is the real sizes'
+    (issue 48: half of 264 problems' weight was a workload of 2.8 µs on an H200)."""
+    on_gpu = any("cuda" in w.get("devices", ["cpu", "cuda"]) for w in workloads if not SMALL_NAME.match(w["name"]))
+    return [{**w, "devices": ["cpu"]} if on_gpu and SMALL_NAME.match(w["name"]) else w for w in workloads]
 
 
 def retried(entries: list[Entry], on: Sequence[str] = ()) -> set[str]:

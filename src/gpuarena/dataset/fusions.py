@@ -94,7 +94,7 @@ def problem_spec(fusion: Fusion) -> dict[str, Any]:
     model = MODELS[fusion.model]
     config = ", ".join(f"{k} {v}" for k, v in model.published.items())
     workloads = [
-        {"name": "small", "axes": fusion.small, "dtype": fusion.dtype, "weight": 1.0, "devices": ["cpu", "cuda"]},
+        {"name": "small", "axes": fusion.small, "dtype": fusion.dtype, "weight": 1.0, "devices": ["cpu"]},
         {"name": f"{fusion.model}-{fusion.label}", "axes": fusion.full, "dtype": fusion.dtype, "weight": 1.0,
          "devices": ["cuda"]},
     ]  # fmt: skip

@@ -105,12 +105,26 @@ def _merged(calls: list[CallRecord]) -> CallRecord:
     return calls[0].model_copy(update={"args": args})
 
 
+def call_key(call: CallRecord) -> str:
+    """What groups calls (an op group's `signature`): the op and its arguments' signatures. The
+    weights (dataset/weights.py) find a group's calls in profile.jsonl by it."""
+    return json.dumps([call.op, [a.signature() for a in call.args]])
+
+
+def module_key(cls: str, graph: ModuleGraph | str) -> str:
+    """What groups module calls: the class and its graph's inputs and body (or why it is none).
+    A module group's `signature` is its sha256; the weights (dataset/weights.py) find a group's
+    module calls in modules.jsonl by it."""
+    if isinstance(graph, str):
+        return json.dumps([cls, graph])
+    return json.dumps([cls, [a.signature() for a in graph.call.args], graph.body])
+
+
 def group_calls(calls: list[CallRecord], repeats: int = 1) -> list[tuple[Group, CallRecord]]:
     """Groups in the order of their first call, each with its representative call; shares sum to 1."""
     by_key: dict[str, list[CallRecord]] = {}
     for call in calls:
-        key = json.dumps([call.op, [a.signature() for a in call.args]])
-        by_key.setdefault(key, []).append(call)
+        by_key.setdefault(call_key(call), []).append(call)
     total = sum(c.seconds for c in calls) or 1.0
     groups = []
     for key, members in by_key.items():
@@ -150,10 +164,7 @@ def group_modules(recorder: Recorder, repeats: int = 1) -> list[tuple[Group, Mod
     by_key: dict[str, tuple[list[ModuleCall], ModuleGraph | str]] = {}
     for module in fusion_calls(recorder):
         graph = module_graph(calls, module, recorder.externals)
-        if isinstance(graph, str):
-            key = json.dumps([module.cls, graph])
-        else:
-            key = json.dumps([module.cls, [a.signature() for a in graph.call.args], graph.body])
+        key = module_key(module.cls, graph)
         by_key.setdefault(key, ([], graph))[0].append(module)
     groups: list[tuple[Group, ModuleGraph | None]] = []
     for key, (members, graph) in by_key.items():

@@ -360,7 +360,7 @@ def problem_spec(layer: Layer) -> dict[str, Any]:
         size = f"{full['batch']}x{full['context']}"
     workloads = [
         {"name": "small", "axes": _axes(layer, {**arch.small, **layer.small}, flops + moved), "dtype": "bfloat16",
-         "weight": 1.0, "devices": ["cpu", "cuda"]},
+         "weight": 1.0, "devices": ["cpu"]},  # for machines without a GPU: the real sizes score a GPU
         {"name": f"{layer.arch}-{layer.phase}-{size}", "axes": _axes(layer, full, flops + moved), "dtype": "bfloat16",
          "weight": 1.0, "devices": ["cuda"]},
     ]  # fmt: skip

@@ -15,6 +15,7 @@ The merged problem:
   either ran;
 - **weight**: the members' sum (each member's weight is its share of a model's time, so the
   computation keeps the time all the models spend in it); tags and provenance: every member's;
+  its dataset.json entry names the members (`merged`), which `dataset weigh` maps harvests by;
 - **tolerance**: per dtype, the loosest of the members' in each field. The members' derived
   tolerances (`outside`) differ only by the value ranges their inputs were drawn in (Llama's and
   Mistral's RMSNorm + residual: 8e-07 and 2e-06); the strictest would fail an honest kernel on the
@@ -31,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.dataset.assemble import Dataset, Entry, _write, dump_problem_toml
+from gpuarena.dataset.assemble import Dataset, Entry, _write, cpu_only_small, dump_problem_toml
 from gpuarena.dataset.identity import trace
 from gpuarena.dataset.keys import Identity, Trace
 from gpuarena.dataset.traffic import with_formulas
@@ -215,7 +216,7 @@ def _fold(
     tolerance = _tolerance(parts)
     if tolerance:
         spec["tolerance"] = tolerance
-    spec["workloads"] = _workloads(joined)
+    spec["workloads"] = cpu_only_small(_workloads(joined))
     return fold, spec, apart
 
 
@@ -247,4 +248,5 @@ def write(root: Path, output: Path, merge_plan: MergePlan, specs: dict[str, Any]
             if folded is not None and target is not None:
                 target.weight = float(f"{target.weight + folded.weight:.6g}")
                 target.harvests = list(dict.fromkeys([*target.harvests, *folded.harvests]))
+                target.merged = list(dict.fromkeys([*target.merged, member, *folded.merged]))
         _write(output, dataset.harvests, list(entries.values()))

@@ -5,8 +5,9 @@ gives a problem of its level, its workloads weighted equally.
 A harvested problem's weight is its operator's share of a model's time (docs/dataset.md), which
 a contributor cannot measure for the dataset's suite; a hand-set weight would let a contributor
 make their own problem count more. So an accepted sample's problem gets the median weight of the
-shipped dataset's problems at its level (`SAMPLE_WEIGHTS`, from dataset/problems;
-tests/dataset/test_sample_canonical.py checks they still are). Pure text work on problem.toml:
+shipped dataset's problems at its level that weigh anything (`SAMPLE_WEIGHTS`, from
+dataset/problems; tests/dataset/test_sample_canonical.py checks they still are: since `dataset
+weigh`, an op whose every call a kept fusion claims weighs 0, and a sample must weigh something). Pure text work on problem.toml:
 the server runs it on accepted samples without running anything.
 """
 
@@ -16,8 +17,9 @@ import re
 import tomllib
 from typing import Any
 
-SAMPLE_WEIGHTS = {1: 0.0256, 2: 0.0672, 3: 0.0467, 4: 0.463}
-"""The median weight of dataset/problems' problems per level (2026-11-29, 366 problems)."""
+SAMPLE_WEIGHTS = {1: 0.00139, 2: 0.00101, 3: 0.00131, 4: 0.00113}
+"""The median weight of dataset/problems' problems of weight above 0, per level (2026-12-01,
+397 problems, weights of `gpuarena dataset weigh` from an H200's eager times: they sum to 1)."""
 _WEIGHT_LINE = re.compile(r"^\s*weight\s*=.*$")
 _HEADER = re.compile(r"^\s*\[")
 

@@ -124,8 +124,16 @@ class ProblemSpec(Strict):
     summary: str = Field(min_length=1)
     """One line saying what the operator computes."""
     tags: list[str] = Field(default_factory=list)
-    weight: float = Field(default=1.0, gt=0)
-    """Weight of the problem in the suite."""
+    weight: float = Field(default=1.0, ge=0)
+    """Weight of the problem in the suite. In the dataset (`gpuarena dataset weigh`,
+    docs/dataset.md): its share of the time of the model-phases it comes from, each op call
+    counted once (0: every call it stands for is inside a kept fusion, or nothing claims it)."""
+    level_weight: float | None = Field(default=None, ge=0)
+    """Its weight among its own level's problems (the per-level scores): each level a view of
+    the whole model at its granularity. None: not weighed (the per-level scores use `weight`)."""
+    model_weights: dict[str, float] = Field(default_factory=dict)
+    """Its share of each model-phase's time it comes from, by label (`llama-prefill`): the
+    per-model scores. Empty: not weighed."""
     convention: Literal["return", "destination"] = "return"
     """"return": solve(...) returns outputs; "destination": solve(..., *outputs) writes into them."""
     outputs: list[str] = Field(default_factory=lambda: ["output"], min_length=1)

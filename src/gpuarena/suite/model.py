@@ -17,6 +17,11 @@ class ProblemTime(BaseModel):
     """Its level."""
     weight: float
     """Its weight in the suite (problem.toml)."""
+    level_weight: float | None = None
+    """Its weight among its level's problems (problem.toml; None: not given, the per-level score
+    uses `weight`)."""
+    model_weights: dict[str, float] = {}
+    """Its share of each model-phase's time, by label (problem.toml; the per-model scores)."""
     tags: list[str] = []
     """Its tags."""
     status: str

@@ -22,6 +22,8 @@ def problem_time(problem: Problem, record: Evaluation) -> ProblemTime:
         problem=problem.id,
         level=problem.spec.level,
         weight=problem.spec.weight,
+        level_weight=problem.spec.level_weight,
+        model_weights=problem.spec.model_weights,
         tags=problem.spec.tags,
         status=record.status.value,
         reason=record.reason,

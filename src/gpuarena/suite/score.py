@@ -6,7 +6,8 @@ high / this low] from the two sides' 95% intervals. The score is the weighted ge
 the ratios with the problems' weights, and its interval the same mean of the interval ends (as
 wide as the problems' own intervals allow, never narrower). Problems that either side did not
 time are listed and left out of the score; a score over fewer problems than the baseline has
-says so (`covered`).
+says so (`covered`). The score by level and by model weigh with the problems' level_weight and
+model_weights where every problem of the level or model has them (`gpuarena dataset weigh`).
 
 That interval is the timings' only. How much the score rests on which problems the dataset holds
 is a second one (`problems_low`, `problems_high`): the same score over the problem set drawn again
@@ -46,6 +47,10 @@ class ProblemRatio(BaseModel):
     """Its level."""
     weight: float
     """Its weight."""
+    level_weight: float | None = None
+    """Its weight among its level's problems (None: not given)."""
+    model_weights: dict[str, float] = {}
+    """Its share of each model-phase's time, by label (`llama-prefill`; empty: not given)."""
     tags: list[str] = []
     """Its tags (the models it was harvested from among them: model_tags)."""
     ratio: float
@@ -94,9 +99,11 @@ class Comparison(BaseModel):
     ratios: list[ProblemRatio]
     """Each problem's ratio, slowest relative to the baseline first."""
     by_level: dict[int, float]
-    """The score over each level's problems alone."""
+    """The score over each level's problems alone, weighed by their level_weight where every one
+    of the level's has one (else by weight)."""
     by_model: dict[str, float] = {}
-    """The score over the problems harvested from each model alone (model_tags)."""
+    """The score over the problems harvested from each model alone (model_tags), weighed by their
+    model_weights for that model where every one has them (else by weight)."""
 
 
 PROBLEM_RESAMPLES = 2000
@@ -117,13 +124,36 @@ def model_tags(tags: list[str], operator: str | None = None) -> list[str]:
     return [t for t in tags if t not in NOT_MODELS and t != operator and "." not in t and ":" not in t]
 
 
-def _by(ratios: list[ProblemRatio], key: Callable[[ProblemRatio], Iterable[_Group]]) -> dict[_Group, float]:
-    """The weighted geometric mean of the ratios per group (a problem may be in several)."""
+def model_weight(r: ProblemRatio, model: str) -> float | None:
+    """The problem's share of a model's time (the sum over the model's phases: a label is
+    `<model slug>-<phase>`, the tags hold the slug and the phase apart), or None where its
+    model_weights name none of the model's phases."""
+    shares = [w for label, w in r.model_weights.items() if label.rsplit("-", 1)[0] == model]
+    return sum(shares) if shares else None
+
+
+def _by(
+    ratios: list[ProblemRatio],
+    key: Callable[[ProblemRatio], Iterable[_Group]],
+    own: Callable[[ProblemRatio, _Group], float | None] = lambda r, g: None,
+) -> dict[_Group, float]:
+    """The weighted geometric mean of the ratios per group (a problem may be in several). own:
+    a problem's weight within the group (dataset/weights.py), used where every problem of the
+    group has one and they do not all weigh 0; else each problem's weight: the two are on
+    different scales and are never mixed within a group."""
     groups: dict[_Group, list[ProblemRatio]] = {}
     for r in ratios:
         for group in key(r):
             groups.setdefault(group, []).append(r)
-    return {g: weighted_geomean([r.ratio for r in rs], [r.weight for r in rs]) for g, rs in sorted(groups.items())}
+    scores: dict[_Group, float] = {}
+    for g, rs in sorted(groups.items()):
+        owns = [own(r, g) for r in rs]
+        weights = [float(w) for w in owns if w is not None]
+        if len(weights) < len(rs) or sum(weights) <= 0:
+            weights = [r.weight for r in rs]
+        if sum(weights) > 0:  # a group of weightless problems has no score
+            scores[g] = weighted_geomean([r.ratio for r in rs], weights)
+    return scores
 
 
 def problem_interval(
@@ -197,6 +227,8 @@ def compare(
                     problem=p.problem,
                     level=p.level,
                     weight=p.weight,
+                    level_weight=p.level_weight,
+                    model_weights=p.model_weights,
                     tags=p.tags,
                     ratio=b.time_us / p.time_us,
                     low=b.low_us / p.high_us,
@@ -234,6 +266,6 @@ def compare(
         left_out=dict(sorted(left_out.items())),
         left_out_counts=dict(sorted(kinds.items())),
         ratios=sorted(ratios, key=lambda r: r.ratio),
-        by_level=_by(ratios, lambda r: [r.level]),
-        by_model=_by(ratios, lambda r: model_tags(r.tags)),
+        by_level=_by(ratios, lambda r: [r.level], lambda r, _level: r.level_weight),
+        by_model=_by(ratios, lambda r: model_tags(r.tags), model_weight),
     )
