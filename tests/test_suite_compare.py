@@ -356,3 +356,49 @@ def test_a_result_is_restamped_with_today_s_weights_and_workloads() -> None:
     assert again.problem == "level1/joined" and again.time_us == pytest.approx(medians[shapes[0].name])
     assert "were not all timed" in got.left_out["level1/untimed"] and "level1/gone" in got.left_out
     assert "restamped" in got.command
+
+
+def test_problems_that_all_weigh_nothing_are_refused_a_whole_score_with_the_reason() -> None:
+    """Since `dataset weigh`, an op whose every call a kept fusion holds weighs 0: a comparison of
+    such problems alone has no whole score, and says why rather than dividing by zero."""
+    weightless = suite({"level1/a": (10, 9, 11)})
+    weightless.problems[0].weight = 0.0
+    with pytest.raises(GpuarenaError, match="all weigh 0"):
+        compare(weightless, weightless)
+
+
+def test_parts_of_one_run_made_in_several_calls_join_into_one_result() -> None:
+    """A suite cut into device calls (`suite run --skip-in`): the parts, each timing other
+    problems, join in order; a problem in two parts, or parts of other frameworks or devices, are
+    refused with the reason; what no part timed stays left out."""
+    from gpuarena.suite.runs import join_parts
+
+    one = suite({"level1/a": (10, 9, 11)}, left_out={"level1/c": "no cuda workload"})
+    two = suite({"level1/b": (20, 19, 21), "level1/c": (5, 4, 6)})
+    joined = join_parts([one, two])
+    assert [p.problem for p in joined.problems] == ["level1/a", "level1/b", "level1/c"] and not joined.left_out
+    with pytest.raises(GpuarenaError, match="level1/a is in parts 1 and 2"):
+        join_parts([one, one])
+    with pytest.raises(GpuarenaError, match="join parts of one suite run"):
+        join_parts([one, two.model_copy(update={"framework": "torch-compile"})])
+    with pytest.raises(GpuarenaError, match="join parts of one device's run"):
+        join_parts([one, two.model_copy(update={"device_name": "NVIDIA H100 80GB HBM3"})])
+
+
+@pytest.mark.harness
+def test_suite_run_skips_what_an_earlier_part_timed_and_the_parts_join(tmp_path) -> None:
+    first, rest, joined = tmp_path / "first.json", tmp_path / "rest.json", tmp_path / "joined.json"
+    chosen = ["--problems", "level1/add", "--problems", "level1/gelu"]
+    code, said = cli("suite", "run", "--device", "cpu", "--problems", "level1/add", "--budget", "0.1", "-o", str(first))
+    assert code == 0, said
+    code, said = cli(
+        "suite", "run", "--device", "cpu", *chosen, "--skip-in", str(first), "--budget", "0.1", "-o", str(rest)
+    )
+    assert code == 0, said
+    assert [p.problem for p in SuiteResult.model_validate_json(rest.read_text()).problems] == ["level1/gelu"]
+    code, said = cli("suite", "join", str(first), str(rest), "-o", str(joined))
+    assert code == 0 and "2 problems from 2 parts" in said, said
+    assert [p.problem for p in SuiteResult.model_validate_json(joined.read_text()).problems] == [
+        "level1/add",
+        "level1/gelu",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -153,6 +154,14 @@ def run_cmd(
     ] = 1,
     across_devices: AcrossDevices = False,
     across_workloads: AcrossWorkloads = False,
+    skip_in: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--skip-in",
+            help="Leave out the problems this earlier result already has (repeatable): a suite cut into "
+            "device calls, the parts joined after with `suite join`",
+        ),
+    ] = None,
 ) -> None:
     """Time a framework's implementation of each problem and write the suite result."""
     from gpuarena.problems.select import ProblemFilter, select
@@ -167,6 +176,8 @@ def run_cmd(
         if runs < 1:
             raise GpuarenaError(f"--runs {runs}: give 1 or more")
         chosen = select(all_problems(root or []), ProblemFilter.of(match, level, tag, model, source))
+        had = {p.problem for path in skip_in or [] for p in _load(path).problems}
+        chosen = [p for p in chosen if p.id not in had]
         if framework not in FRAMEWORKS:
             raise GpuarenaError(f"--framework {framework!r}: use one of {', '.join(FRAMEWORKS)}")
         if gpus != 1 and device != "cuda":
@@ -265,6 +276,20 @@ def compare_cmd(
         err.print(f"plots written to {plots}", highlight=False)
 
 
+def _write_combined(
+    combine: Callable[[list[SuiteResult]], SuiteResult], paths: list[Path], output: Path
+) -> SuiteResult | None:
+    """The results at `paths` made one by `combine`, written to `output`; None where they are
+    refused (said, exit 2)."""
+    try:
+        combined = combine([_load(path) for path in paths])
+    except GpuarenaError as exc:
+        fail(exc)
+        return None
+    output.write_text(combined.model_dump_json(indent=2) + "\n")
+    return combined
+
+
 @suite_app.command("merge")
 def merge_cmd(
     runs: Annotated[
@@ -276,12 +301,9 @@ def merge_cmd(
     several runs, as `suite run --runs N` writes it."""
     from gpuarena.suite.runs import merge_runs
 
-    try:
-        merged = merge_runs([_load(path) for path in runs])
-    except GpuarenaError as exc:
-        fail(exc)
+    merged = _write_combined(merge_runs, runs, output)
+    if merged is None:
         return
-    output.write_text(merged.model_dump_json(indent=2) + "\n")
     timed = sum(p.time_us is not None for p in merged.problems)
     err.print(
         f"wrote {output}: {merged.runs} runs, {timed} of {len(merged.problems)} problems timed in every run",
@@ -307,6 +329,21 @@ def restamp_cmd(
         f"wrote {output}: {len(stamped.problems)} problems, {len(stamped.left_out)} left out (its left_out says why)",
         highlight=False,
     )
+
+
+@suite_app.command("join")
+def join_cmd(
+    parts: Annotated[list[Path], typer.Argument(help="Results of one suite run made in parts (`suite run --skip-in`)")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the joined result (JSON)")],
+) -> None:
+    """Join the parts of one suite run made in separate device calls, each timing other
+    problems, into one result (`suite merge` is for runs of the same problems)."""
+    from gpuarena.suite.runs import join_parts
+
+    joined = _write_combined(join_parts, parts, output)
+    if joined is None:
+        return
+    err.print(f"wrote {output}: {len(joined.problems)} problems from {len(parts)} parts", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

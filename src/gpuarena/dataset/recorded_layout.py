@@ -1,9 +1,9 @@
 """How a recorded op's inputs were laid out in the model: the share of their bytes passed strided.
 
 `gpuarena dataset weigh` asks it where the suite's time and the harvest's disagree: the harness
-times every input as a contiguous copy, so an op the model ran on strided inputs (a channels_last
-upsample, a rotary `cat` of transposed halves) was timed on another layout than the model's
-(weights.DISAGREE)."""
+timed every input as a contiguous copy until stop 69, so an op the model ran on strided inputs (a
+channels_last upsample, a rotary `cat` of transposed halves) was timed on another layout than the
+model's (weights.DISAGREE)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,10 @@ that fit the free memory with `headroom` left over, and a workload that cannot f
 one set ends before it starts (`refusal`), with no verdict on the solution (Status.ERROR).
 
 What is not counted, because the supervisor cannot know it ahead: the solution's own
-workspace in the worker, and the float64 computation of the correctness trials (bounded by
-correctness.FLOAT64_LEAST and the device's budget; where it runs out of memory the record says
-so in `float64_skipped`, precision.float64_reference). The headroom is for those, for the
+workspace in the worker beyond the reference's (the plan counts that much: `plan`), and the
+float64 computation of the correctness trials (bounded by correctness.FLOAT64_LEAST and the
+device's budget; where it runs out of memory the record says so in `float64_skipped`,
+precision.float64_reference). The headroom is for those, for the
 drawing's temporaries and for the allocators' rounding."""
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from gpuarena.harness.device import backend
 from gpuarena.harness.device.backend_base import InputBudget
 from gpuarena.harness.measure import CHECKED_PER_BLOCK
 from gpuarena.harness.session import WorkloadSession, count_sets, input_bytes
+from gpuarena.harness.transport import storage_numel
 
 HEADROOM_SHARE = 0.05
 """The share of the device's total memory a plan leaves free,"""
@@ -106,6 +108,10 @@ def plan(
     Both add
     - reference temporaries: `scratch`, what the reference's first call took past its outputs
       (measured where the device counts it; 0 otherwise);
+    - worker's temporaries: the same again, for the solution's own in the worker, which shares
+      the device (an honest solution's are of the reference's order). Without it, DeepSeek-V3's
+      decoder layer at its published size planned to the headroom's edge and the supervisor ran
+      out of an H200's memory while the worker held 7.06 GiB of its own (stop 69's suite run);
     - comparison chunks: compare.CHUNK elements of the largest output widened to float64,
       CHUNK_ARRAYS of them (`output_elements`; a whole chunk where not given);
     - worker's outputs: a solution that returns its outputs (the "return" convention) holds one
@@ -117,6 +123,7 @@ def plan(
     chunk = min(CHUNK, output_elements if output_elements is not None else CHUNK)
     both = {
         "reference temporaries": scratch,
+        "worker's temporaries": scratch,
         "comparison chunks": CHUNK_ARRAYS * 8 * chunk if output_bytes else 0,
         "worker's outputs": output_bytes if worker_outputs else 0,
     }
@@ -186,7 +193,8 @@ def for_draw(
 
 
 def tensor_bytes(tensors: Iterable[torch.Tensor]) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
+    """Bytes the tensors' layouts span (a strided input's shared buffer spans its strides)."""
+    return sum(storage_numel(t) * t.element_size() for t in tensors)
 
 
 def refusal(p: MemoryPlan, device: object) -> str:

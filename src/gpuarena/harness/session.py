@@ -18,7 +18,7 @@ from gpuarena.harness.device import sample_clock
 from gpuarena.harness.device.backend import backend_named
 from gpuarena.harness.device.backend_base import InputBudget
 from gpuarena.harness.failure import RunFailure
-from gpuarena.harness.transport import SharedArena
+from gpuarena.harness.transport import SharedArena, storage_numel, strided, strided_layout
 from gpuarena.problems.loader import Problem
 from gpuarena.problems.model import Workload
 
@@ -103,14 +103,19 @@ class WorkloadSession:
     def allocate(self, example: dict[str, Any], ref: tuple[torch.Tensor, ...], n_sets: int, n_checks: int) -> None:
         """Shared buffers: n_sets input sets with their destinations, and check slots."""
         names = [name for name, value in example.items() if isinstance(value, torch.Tensor)]
-        specs = [(tuple(example[name].shape), example[name].dtype) for name in names]
+        layouts = {name: strided_layout(example[name]) for name in names}  # strided inputs stay so
+        specs = [
+            ((storage_numel(example[name]),) if layouts[name] else tuple(example[name].shape), example[name].dtype)
+            for name in names
+        ]
         specs += [(tuple(r.shape), r.dtype) for r in ref]
         made = iter(self.arena.empty_many(specs * n_sets))  # one device allocation for them all
         for _ in range(n_sets):
             shared, handles = {}, {}
             for name, value in example.items():
                 if isinstance(value, torch.Tensor):
-                    shared[name], handles[name] = next(made)
+                    layout = layouts[name]
+                    shared[name], handles[name] = strided(next(made), layout) if layout else next(made)
                 else:
                     shared[name] = handles[name] = value
             self.sets.append(shared)
@@ -131,7 +136,7 @@ class WorkloadSession:
             self.seeds[k] = seed
         for name, value in inputs.items():
             if isinstance(value, torch.Tensor):
-                self.sets[k][name].copy_(value)
+                _written(self.sets[k][name]).copy_(_written(value))
             elif value != self.sets[k][name]:
                 raise RunFailure(Status.REJECTED, f"problem bug: scalar input {name} changes between draws")
         while len(self.private) <= k:
@@ -199,7 +204,16 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def input_bytes(inputs: dict[str, Any], outputs: tuple[torch.Tensor, ...]) -> int:
     tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)] + list(outputs)
-    return sum(t.numel() * t.element_size() for t in tensors)
+    return sum(storage_numel(t) * t.element_size() for t in tensors)
+
+
+def _written(t: torch.Tensor) -> torch.Tensor:
+    """The tensor with each broadcast dimension (stride 0) cut to one element: what a copy
+    writes, since every element along such a dimension is one element of the buffer."""
+    for dim, (size, stride) in enumerate(zip(t.shape, t.stride())):
+        if stride == 0 and size > 1:
+            t = t.narrow(dim, 0, 1)
+    return t
 
 
 FEW_SETS = 5

@@ -1,4 +1,5 @@
-"""Several runs of the suite as one result: the whole suite run again (`suite run --runs N`, or
+"""Several runs of the suite as one result (and the parts of one run made in several calls:
+`join_parts`): the whole suite run again (`suite run --runs N`, or
 `suite merge` of runs made apart), so a score's interval can span the run-to-run spread and not
 only the noise within one run.
 
@@ -78,6 +79,42 @@ def merge_runs(results: list[SuiteResult]) -> SuiteResult:
             "runs": total,
             "device_name": next(iter(names), first.device_name),
             "problems": [merge_problem(times, total) for times in by_problem.values()],
+            "left_out": dict(sorted(left_out.items())),
+            "command": " ; ".join(dict.fromkeys(r.command for r in results)),
+        }
+    )
+
+
+def join_parts(results: list[SuiteResult]) -> SuiteResult:
+    """Results of one framework on one device that each timed other problems (one suite cut
+    into device calls: `suite run --skip-in`), as one run: the problems in the parts' order, the
+    left-out problems no part timed. A problem in two parts is refused: they would be two runs
+    of it (`merge_runs` is for those)."""
+    if not results:
+        raise GpuarenaError("no result to join")
+    first = results[0]
+    seen: dict[str, int] = {}
+    for k, r in enumerate(results):
+        if (r.framework, r.device, r.runs) != (first.framework, first.device, first.runs):
+            raise GpuarenaError(
+                f"part {k + 1} is {r.framework} on {r.device} over {r.runs} run(s), part 1 {first.framework} on "
+                f"{first.device} over {first.runs}: join parts of one suite run"
+            )
+        for p in r.problems:
+            if p.problem in seen:
+                raise GpuarenaError(
+                    f"{p.problem} is in parts {seen[p.problem] + 1} and {k + 1}: parts time other problems "
+                    "(suite merge takes runs of the same ones)"
+                )
+            seen[p.problem] = k
+    names = {r.device_name for r in results if r.device_name != r.device}
+    if len(names) > 1:
+        raise GpuarenaError(f"parts timed on {', '.join(sorted(names))}: join parts of one device's run")
+    left_out = {name: why for r in results for name, why in r.left_out.items() if name not in seen}
+    return first.model_copy(
+        update={
+            "device_name": next(iter(names), first.device_name),
+            "problems": [p for r in results for p in r.problems],
             "left_out": dict(sorted(left_out.items())),
             "command": " ; ".join(dict.fromkeys(r.command for r in results)),
         }

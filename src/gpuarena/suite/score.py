@@ -242,6 +242,12 @@ def compare(
     if not ratios:
         raise GpuarenaError(f"{_label(result)} and the baseline {_label(baseline)} have no timed problem in common")
     weights = [r.weight for r in ratios]
+    if sum(weights) <= 0:
+        raise GpuarenaError(
+            f"the {len(ratios)} problem(s) the two results have in common all weigh 0 (in the dataset, an op whose "
+            "every call a kept fusion holds: its time is the fusion's); the whole score is not defined, time "
+            "more of the dataset (each level's level weights score it: docs/dataset.md)"
+        )
     pairings = run_pairings(base_runs, result_runs)
     runs_scores = [weighted_geomean(row, weights) for row in pairings]
     problems_low, problems_high = problem_interval(pairings, weights)
