@@ -257,6 +257,53 @@ def test_every_shipped_dataset_problem_passes_check_on_the_cpu(shard):
     assert not failures, failures
 
 
+def test_a_tolerance_a_gpu_s_recheck_derives_is_checked_on_the_cpu_too(tmp_path, monkeypatch):
+    """A device's recheck that widens a problem's tolerance (`outside`, derived at its recorded
+    size) checks it again on the CPU, whose small workloads the tolerance governs too: T5's block
+    passed the H200's recheck with `outside = 0.0002`, then failed the CPU's check in CI (a fresh
+    key weight passed at the small size). The problem is left out, named by the device, so
+    `--retry-left-out-on` that device takes it back; a problem whose tolerance did not change is
+    not checked again."""
+    from gpuarena.dataset import checker as checker_module
+    from gpuarena.dataset.assemble import recheck
+    from gpuarena.harness.problem_check import CheckReport
+
+    root = tmp_path / "dataset"
+    made = add([_harvest(tmp_path, "a", seed=0)], root)
+    widened, kept = [e.problem for e in made.entries if e.status == "kept"][:2]
+    on_cpu: list[str] = []
+
+    class Stand:
+        """The device's checks (none here): the first problem needs a wider tolerance, the other not;
+        the CPU's check of a widened problem fails as T5's did."""
+
+        def __init__(self, device: str, isolate: bool | None = None) -> None:
+            self.device = device
+
+        def __call__(self, folder: Path) -> CheckReport:
+            name = f"{folder.parent.name}/{folder.name}"
+            if self.device == "cpu":
+                on_cpu.append(name)
+                return CheckReport(name=name, errors=["workload small: the output does not depend on input k"])
+            wider = "outside" not in (folder / "problem.toml").read_text() and name == widened
+            return CheckReport(name=name, outside_needed={"float32": 0.001} if wider else {})
+
+        def __enter__(self) -> Stand:
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            pass
+
+    monkeypatch.setattr(checker_module, "CandidateChecker", Stand)
+    index, newly = recheck(root, "cuda")
+    assert on_cpu == [widened]  # only the problem whose tolerance the device widened
+    (left,) = newly
+    assert left.problem == widened and left.reasons == [
+        "on cuda: the tolerance derived here fails the CPU's check: workload small: the output does not depend on input k"
+    ]
+    assert retried(index.entries, ["cuda"]) >= {widened} and (root / kept).exists()
+
+
 def test_problems_an_honest_framework_failed_in_a_suite_run_are_left_out_with_its_verdict(tmp_path):
     """`dataset leave-out ROOT --failed-in SUITE.json`: a problem whose framework implementation
     (torch.compile of its reference, an honest kernel) gave wrong values leaves the dataset with the
