@@ -385,6 +385,23 @@ def test_parts_of_one_run_made_in_several_calls_join_into_one_result() -> None:
         join_parts([one, two.model_copy(update={"device_name": "NVIDIA H100 80GB HBM3"})])
 
 
+def test_a_part_that_times_problems_again_replaces_their_earlier_times_when_asked() -> None:
+    """After a harness fix (inputs that keep their layout) a few problems are timed again: with
+    `retimed` the later part's times replace the earlier ones (in the later part's place);
+    without it the overlap is refused; a part that lists a problem twice is refused either way."""
+    from gpuarena.suite.runs import join_parts
+
+    old = suite({"level1/a": (10, 9, 11), "level1/b": (20, 19, 21), "level1/c": (5, 4, 6)})
+    again = suite({"level1/b": (80, 79, 81)})
+    joined = join_parts([old, again], retimed=True)
+    assert [(p.problem, p.time_us) for p in joined.problems] == [("level1/a", 10), ("level1/c", 5), ("level1/b", 80)]
+    with pytest.raises(GpuarenaError, match="--retimed"):
+        join_parts([old, again])
+    twice = again.model_copy(update={"problems": again.problems * 2})
+    with pytest.raises(GpuarenaError, match="is in parts 2 and 2"):
+        join_parts([old, twice], retimed=True)
+
+
 @pytest.mark.harness
 def test_suite_run_skips_what_an_earlier_part_timed_and_the_parts_join(tmp_path) -> None:
     first, rest, joined = tmp_path / "first.json", tmp_path / "rest.json", tmp_path / "joined.json"

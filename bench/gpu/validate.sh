@@ -51,6 +51,10 @@
 #     suite       gpuarena suite run on every bundled problem (SUITE_FRAMEWORK: pytorch or torch-compile;
 #                 SUITE_BUDGET s a workload; SUITE_BASELINE: a result to score it against; SUITE_ARGS: more,
 #                 e.g. --root dataset/problems --level 2 --gpus 0): $OUT/suite-*.json
+#     suite-warm  torch.compile's caches filled before a timed suite run: WARM_SLOTS (12) suite processes at once on
+#                 this one GPU over SUITE_ARGS' problems, their times thrown away (they share the GPU); the
+#                 autotuner's picks are removed after, so a timed run makes its own alone. The timed run reads the
+#                 caches with SUITE_SHARED_CACHE=1 (a dedicated worker user's caches, docs/environment.md)
 #     recheck     gpuarena dataset recheck RECHECK_ROOT (default dataset/problems) --device cuda; the dataset
 #                 as it leaves it: $OUT/dataset-rechecked.tgz
 #     check       gpuarena check --device cuda (CHECK_ARGS; default: the dataset's levels 2-4) 
@@ -236,6 +240,13 @@ do_service() {
   unset GPUARENA_HOME
 }
 
+shared_cache() {  # one compile cache for the suite's workers: a dedicated worker user whose caches the sandbox shares
+  SUITE_CACHE=${SUITE_CACHE:-/tmp/gpuarena-suite-cache}
+  mkdir -p "$SUITE_CACHE/inductor" "$SUITE_CACHE/triton" && chown -R 61000:61000 "$SUITE_CACHE"
+  export GPUARENA_WORKER_UID=61000 TORCHINDUCTOR_CACHE_DIR=$SUITE_CACHE/inductor TRITON_CACHE_DIR=$SUITE_CACHE/triton
+  note "suite: compile caches shared in $SUITE_CACHE ($(du -sh "$SUITE_CACHE" | cut -f1)), worker user 61000"
+}
+
 do_fidelity() {
   step fidelity "${T_FIDELITY:-420}" python3 bench/fidelity.py --out "$W" ${FIDELITY_ARGS:-}
   tail -12 "$W/fidelity.log" | sed 's/^/[fidelity]   /' | tee -a "$SUMMARY"
@@ -355,8 +366,16 @@ for w in record[\"workloads\"]:
     audit-cost) step audit-cost "${T_AUDIT_COST:-500}" python3 bench/research/audit_cost.py ${AUDIT_COST_ARGS:-} --out "$OUT/audit-cost.json" ;;
     suite)  # SUITE_FRAMEWORK: pytorch (default) or torch-compile; SUITE_BASELINE: a result to score it against
       fw=${SUITE_FRAMEWORK:-pytorch}
+      [ "${SUITE_SHARED_CACHE:-0}" = 1 ] && shared_cache
       step "suite-$fw" "${T_SUITE:-540}" python3 -m gpuarena.cli suite run --device cuda --framework "$fw" \
            --budget "${SUITE_BUDGET:-0.2}" -o "$OUT/suite-$fw.json" ${SUITE_BASELINE:+--baseline "$SUITE_BASELINE"} ${SUITE_ARGS:-} ;;
+    suite-warm)  # WARM_SLOTS processes on this GPU compile SUITE_ARGS' problems into the shared caches
+      shared_cache
+      slots=$(python3 -c "print(','.join(['${CUDA_VISIBLE_DEVICES:-0}'] * ${WARM_SLOTS:-12}))")
+      step suite-warm "${T_WARM:-400}" env CUDA_VISIBLE_DEVICES="$slots" python3 -m gpuarena.cli suite run --device cuda \
+           --framework torch-compile --gpus 0 --budget 0.01 -o "$W/suite-warm.json" ${SUITE_ARGS:-}
+      python3 -c "import json, collections, sys; r = json.load(open(sys.argv[1])); print('[suite-warm]  ', dict(collections.Counter(p['status'] for p in r['problems'])))" "$W/suite-warm.json" 2>&1 | tee -a "$SUMMARY"
+      note "[suite-warm]   autotuner picks removed: $(find "$SUITE_CACHE/inductor" -name '*.best_config' -print -delete | wc -l); caches $(du -sh "$SUITE_CACHE" | cut -f1)" ;;
     recheck)  # RECHECK_ROOT: the dataset's folder; what it keeps and leaves out comes back in one archive
       step recheck "${T_RECHECK:-400}" python3 -m gpuarena.cli dataset recheck "${RECHECK_ROOT:-dataset/problems}" --device cuda
       last recheck 'kept|left out' 60

@@ -237,3 +237,41 @@ def test_a_grouped_mm_costs_2_rows_k_n(tmp_path: Path) -> None:
     derived = derive(problem)
     for w in problem.spec.workloads:
         assert derived.counts[w.name][1] == 2 * w.axes["x_0"] * w.axes["x_1"] * w.axes["mat2_2"]
+
+
+def test_a_merged_problem_whose_shapes_no_formula_covers_carries_each_workload_s_traced_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Merged models' shapes of one `mul`: a prefill's [1, seq, width] by [1, seq, 1] and a decode's
+    [16, 1, width] by [16, 1, 1]. A symbolic trace specialises the axes of size 1, so each shape's
+    formula misses the other's count (21 dataset problems had no figures); each workload then
+    carries its own traced figures, which the speed of light and the floor use."""
+    body = "def reference(x, o):\n    return x * o\n"
+    shapes = [
+        {"x_0": 1, "x_1": 64, "x_2": 32, "o_0": 1, "o_1": 64, "o_2": 1},
+        {"x_0": 16, "x_1": 1, "x_2": 32, "o_0": 16, "o_1": 1, "o_2": 1},
+    ]
+    folder = _problem(tmp_path, "mulmerged", body, {"x": 3, "o": 3}, shapes, dtype="bfloat16")
+    derived = derive(load_problem(folder))
+    assert derived.reason is None and derived.complete
+    assert derived.bytes is None or derived.flops is None, "a formula covers both shapes: the case is gone"
+    script = _script()
+    assert script.main(["--check", str(tmp_path)]) == 1
+    before = (folder / "problem.toml").read_text()
+    script.main([str(tmp_path)])
+    after = (folder / "problem.toml").read_text()
+    assert script.main(["--check", str(tmp_path)]) == 0
+    capsys.readouterr()
+    for w in load_problem(folder).spec.workloads:
+        rows, width = w.axes["x_0"] * w.axes["x_1"], w.axes["x_2"]
+        assert load_problem(folder).spec.cost(w) == ((2 * rows * width + rows) * 2, rows * width)
+        assert (w.bytes is not None) == (derived.bytes is None) and (w.flops is not None) == (derived.flops is None)
+    assert [line for line in before.splitlines() if line not in after.splitlines()] == []  # only lines added
+    script.main([str(tmp_path)])
+    assert (folder / "problem.toml").read_text() == after  # idempotent
+
+
+def test_every_shipped_dataset_problem_has_both_figures_for_every_workload(capsys: pytest.CaptureFixture) -> None:
+    """Issue 48: bytes and FLOPs for every problem, so each gets the speed of light and the floor
+    check (from a formula, or a workload's own traced figures)."""
+    assert _script().main(["--check", str(DATASET)]) == 0, capsys.readouterr().out

@@ -335,12 +335,20 @@ def restamp_cmd(
 def join_cmd(
     parts: Annotated[list[Path], typer.Argument(help="Results of one suite run made in parts (`suite run --skip-in`)")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the joined result (JSON)")],
+    retimed: Annotated[
+        bool,
+        typer.Option(
+            "--retimed",
+            help="A later part times again problems an earlier part had (after a harness fix, say): "
+            "its times replace the earlier ones",
+        ),
+    ] = False,
 ) -> None:
     """Join the parts of one suite run made in separate device calls, each timing other
     problems, into one result (`suite merge` is for runs of the same problems)."""
     from gpuarena.suite.runs import join_parts
 
-    joined = _write_combined(join_parts, parts, output)
+    joined = _write_combined(lambda results: join_parts(results, retimed), parts, output)
     if joined is None:
         return
     err.print(f"wrote {output}: {len(joined.problems)} problems from {len(parts)} parts", highlight=False)

@@ -34,7 +34,10 @@ reshape to [32, ...]) stay numbers. JAX references (`provenance.framework = "jax
 `jax.make_jaxpr` on each workload's shapes; each term's sizes are matched to the axes whose values
 equal them in every workload (else a number the same in every workload). Either way the formulas
 are then evaluated at every workload's axes and must give what a concrete trace of that workload
-counts, or the problem gets none (`Derived.reason` says why).
+counts. Where none does (a merged problem's shapes: each model's has other axes of size 1, which
+a symbolic trace specialises), each workload carries its own traced figure instead
+(`Derived.workload_figures`); where the trace itself fails, the problem gets none
+(`Derived.reason` says why).
 """
 
 from __future__ import annotations
@@ -415,9 +418,13 @@ def derive(problem: Problem) -> Derived:
                 else:
                     derived.flops = candidate[1]
                 break
+    if derived.flops is None and derived.counts and all(c[1] == 0 for c in derived.counts.values()):
+        derived.flops = "0"
     if derived.bytes is None or derived.flops is None:
         missing = " and ".join(n for n, v in (("bytes", derived.bytes), ("flops", derived.flops)) if v is None)
-        derived.reason = f"no {missing} formula evaluates to every workload's count"
+        derived.notes.append(
+            f"no {missing} formula evaluates to every workload's count: each workload carries its own traced figure"
+        )
     if derived.flops is not None and all(c[1] == 0 for c in derived.counts.values()):
         derived.flops = "0"  # pure data movement: the speed of light and the floor go by bytes alone
         derived.notes.append("no arithmetic: flops 0")
@@ -443,6 +450,12 @@ def with_formulas(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
     before assembly added a workload) may hold sizes that were fixed for those."""
     derived = derive(load_problem(folder))
     spec = {key: value for key, value in spec.items() if key not in ("bytes", "flops")}
-    if derived.bytes is not None and derived.flops is not None:
-        spec["bytes"], spec["flops"] = derived.bytes, derived.flops
+    if not derived.complete:
+        return spec
+    spec.update({key: formula for key, formula in (("bytes", derived.bytes), ("flops", derived.flops)) if formula})
+    own = derived.workload_figures()
+    spec["workloads"] = [
+        {**{k: v for k, v in w.items() if k not in ("bytes", "flops")}, **own.get(w["name"], {})}
+        for w in spec.get("workloads", [])
+    ]
     return spec

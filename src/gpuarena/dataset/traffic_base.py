@@ -27,6 +27,22 @@ class Derived:
     reason: str | None = None
     notes: list[str] = field(default_factory=list)
 
+    def workload_figures(self) -> dict[str, dict[str, int]]:
+        """Per workload name, the traced figures it carries itself: those no formula covers
+        (a merged problem's shapes, each specialised on other axes of size 1); nothing where
+        the trace failed."""
+        own = [key for key, formula in (("bytes", self.bytes), ("flops", self.flops)) if formula is None]
+        if not own or not self.complete:
+            return {}
+        return {
+            name: {key: int(count[("bytes", "flops").index(key)]) for key in own} for name, count in self.counts.items()
+        }
+
+    @property
+    def complete(self) -> bool:
+        """Whether every workload gets both figures, from a formula or its own count."""
+        return self.reason is None and ((self.bytes is not None and self.flops is not None) or bool(self.counts))
+
 
 def fake_inputs(problem: Problem, workload: Workload) -> dict[str, Any]:
     from torch._subclasses.fake_tensor import FakeTensorMode

@@ -78,6 +78,12 @@ class Workload(Strict):
     """False: judged for correctness only, in every mode, and never timed or scored. A peer's
     tests as its own evaluation uses them (GPU MODE's task.yml `tests`, which it checks and
     does not time): timing and auditing five tiny shapes took two thirds of a ranked verdict."""
+    bytes: int | None = Field(default=None, ge=0)
+    """This workload's minimum bytes moved, in place of the problem's formula: for a merged
+    problem whose workloads no one formula over the axes covers (a size of 1 on other axes in
+    each model's shapes), the figure traced for this workload (scripts/derive_traffic.py)."""
+    flops: int | None = Field(default=None, ge=0)
+    """This workload's floating-point operations, in place of the problem's formula (as bytes)."""
 
     @field_validator("dtype")
     @classmethod
@@ -256,11 +262,15 @@ class ProblemSpec(Strict):
         return [w for w in self.workloads if device_kind in w.devices]
 
     def cost(self, workload: Workload) -> tuple[float | None, float | None]:
-        """(bytes, flops) of a workload, where the problem gives the formulas."""
+        """(bytes, flops) of a workload: its own figures where it has them, else the problem's
+        formulas where it gives them."""
         names = {**workload.axes, "dtype_bytes": workload.torch_dtype.itemsize}
         moved = evaluate_formula(self.bytes, names) if self.bytes else None
         flops = evaluate_formula(self.flops, names) if self.flops else None
-        return moved, flops
+        return (
+            moved if workload.bytes is None else float(workload.bytes),
+            flops if workload.flops is None else float(workload.flops),
+        )
 
 
 def unmet_requirements(problem: str, missing: list[str]) -> str:

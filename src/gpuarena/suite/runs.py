@@ -85,11 +85,12 @@ def merge_runs(results: list[SuiteResult]) -> SuiteResult:
     )
 
 
-def join_parts(results: list[SuiteResult]) -> SuiteResult:
+def join_parts(results: list[SuiteResult], retimed: bool = False) -> SuiteResult:
     """Results of one framework on one device that each timed other problems (one suite cut
     into device calls: `suite run --skip-in`), as one run: the problems in the parts' order, the
     left-out problems no part timed. A problem in two parts is refused: they would be two runs
-    of it (`merge_runs` is for those)."""
+    of it (`merge_runs` is for those), unless `retimed`: then a later part times again what an
+    earlier one had (after a harness fix, say) and its time replaces the earlier one's."""
     if not results:
         raise GpuarenaError("no result to join")
     first = results[0]
@@ -101,10 +102,10 @@ def join_parts(results: list[SuiteResult]) -> SuiteResult:
                 f"{first.device} over {first.runs}: join parts of one suite run"
             )
         for p in r.problems:
-            if p.problem in seen:
+            if p.problem in seen and (not retimed or seen[p.problem] == k):
                 raise GpuarenaError(
                     f"{p.problem} is in parts {seen[p.problem] + 1} and {k + 1}: parts time other problems "
-                    "(suite merge takes runs of the same ones)"
+                    "(suite merge takes runs of the same ones; --retimed lets a later part's time replace an earlier's)"
                 )
             seen[p.problem] = k
     names = {r.device_name for r in results if r.device_name != r.device}
@@ -114,7 +115,7 @@ def join_parts(results: list[SuiteResult]) -> SuiteResult:
     return first.model_copy(
         update={
             "device_name": next(iter(names), first.device_name),
-            "problems": [p for r in results for p in r.problems],
+            "problems": [p for k, r in enumerate(results) for p in r.problems if seen[p.problem] == k],
             "left_out": dict(sorted(left_out.items())),
             "command": " ; ".join(dict.fromkeys(r.command for r in results)),
         }
