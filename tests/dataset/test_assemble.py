@@ -350,3 +350,33 @@ def test_problems_an_honest_framework_failed_in_a_suite_run_are_left_out_with_it
     ]
     assert index.kept == made.kept - 1 and (root / passed).is_dir() and (root / crashed).is_dir()
     assert wrong in retried(index.entries, ["cuda"]) and wrong not in retried(index.entries)
+
+
+def test_problems_named_with_a_reason_are_left_out_and_the_index_keeps_why(tmp_path):
+    """`gpuarena dataset leave-out ROOT --problem ID --reason TEXT`: a problem found wanting by
+    reading it (a reference whose activation the writer fixed to zeros measures nothing) leaves
+    with the reason in dataset.json and its folder removed; an id the dataset does not keep, or a
+    --problem without a reason, is refused and nothing changes."""
+    from gpuarena.dataset.assemble import Entry
+
+    root = tmp_path / "dataset"
+    for name in ("level3/a", "level3/b"):
+        (root / name).mkdir(parents=True)
+        (root / name / "problem.toml").write_text("# a stand-in\n")
+    entries = [Entry(problem=n, status="kept", weight=0.5, harvests=["h"]) for n in ("level3/a", "level3/b")]
+    (root / "dataset.json").write_text(
+        Dataset(harvests=["h"], kept=2, left_out=0, left_out_share=0.0, entries=entries).model_dump_json()
+    )
+    before = (root / "dataset.json").read_text()
+    for args in (["--problem", "level3/nope", "--reason", "why"], ["--problem", "level3/a"], []):
+        refused = CliRunner().invoke(app, ["dataset", "leave-out", str(root), *args])
+        assert refused.exit_code != 0, refused.output
+        assert (root / "dataset.json").read_text() == before and (root / "level3" / "a").is_dir()
+    reason = "its activation is a constant the writer fixed: it measures a broadcast"
+    result = CliRunner().invoke(app, ["dataset", "leave-out", str(root), "--problem", "level3/a", "--reason", reason])
+    assert result.exit_code == 0, result.output
+    index = Dataset.model_validate_json((root / "dataset.json").read_text())
+    left = {e.problem: e for e in index.entries}
+    assert left["level3/a"].status == "left-out" and left["level3/a"].reasons == [reason]
+    assert left["level3/b"].status == "kept" and (index.kept, index.left_out) == (1, 1)
+    assert not (root / "level3" / "a").exists() and (root / "level3" / "b").is_dir()

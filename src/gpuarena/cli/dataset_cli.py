@@ -310,26 +310,40 @@ def dataset_recheck_cmd(
 def dataset_leave_out_cmd(
     root: Annotated[Path, typer.Argument(help="The dataset's folder (made by gpuarena dataset add)")],
     failed_in: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--failed-in", help="A suite result (gpuarena suite run -o) of an honest framework, torch-compile say"
         ),
-    ],
+    ] = None,
+    problem: Annotated[
+        list[str] | None, typer.Option("--problem", help="A kept problem's id to leave out (repeatable)")
+    ] = None,
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why the --problem ones are left out (dataset.json keeps it)")
+    ] = "",
 ) -> None:
-    """Leave out the problems whose implementation gave wrong values in a suite run: a tolerance
-    an honest implementation fails is unfair (docs/dataset.md)."""
+    """Leave out the problems whose implementation gave wrong values in a suite run (a tolerance
+    an honest implementation fails is unfair), or problems named with the reason (docs/dataset.md)."""
     from pydantic import ValidationError
 
-    from gpuarena.dataset.assemble import leave_out_failed
+    from gpuarena.dataset.assemble import leave_out_failed, leave_out_named
     from gpuarena.suite.model import SuiteResult
 
+    problem = problem or []
+    if (failed_in is None) == (not problem) or (problem and not reason.strip()):
+        fail(GpuarenaError("give --failed-in RESULT, or --problem ID... with --reason TEXT"))
+        return
+    result = None
     try:
-        result = SuiteResult.model_validate_json(failed_in.read_text())
+        result = SuiteResult.model_validate_json(failed_in.read_text()) if failed_in is not None else None
     except (OSError, ValidationError) as exc:
         fail(GpuarenaError(f"{failed_in}: not a suite result ({str(exc).splitlines()[0]})"))
         return
     try:
-        dataset, newly = leave_out_failed(root, result)
+        if result is None:
+            dataset, newly = leave_out_named(root, problem, reason.strip())
+        else:
+            dataset, newly = leave_out_failed(root, result)
     except GpuarenaError as exc:
         fail(exc)
         return

@@ -435,6 +435,20 @@ def leave_out_failed(root: Path, result: SuiteResult) -> tuple[Dataset, list[Ent
     return _write(root, dataset.harvests, dataset.entries), newly
 
 
+def leave_out_named(root: Path, problems: list[str], reason: str) -> tuple[Dataset, list[Entry]]:
+    """Leave out kept problems by id, for a reason found by reading them (a reference whose
+    activation the writer fixed to zeros measures nothing, say); an id the dataset does not
+    keep is refused before anything changes."""
+    root = Path(root)
+    dataset = _existing(root)
+    kept = {e.problem: e for e in dataset.entries if e.status == "kept"}
+    unknown = [name for name in problems if name not in kept]
+    if unknown:
+        raise GpuarenaError(f"{root} keeps no problem {', '.join(unknown)} (dataset.json lists what it keeps)")
+    newly = [_leave_out(root, kept[name], [reason]) for name in dict.fromkeys(problems)]
+    return _write(root, dataset.harvests, dataset.entries), newly
+
+
 def _existing(root: Path) -> Dataset:
     """The index of the dataset at `root`, or a clear refusal where there is none."""
     if not (root / "dataset.json").is_file():
