@@ -356,6 +356,7 @@ def test_a_result_is_restamped_with_today_s_weights_and_workloads() -> None:
     assert again.problem == "level1/joined" and again.time_us == pytest.approx(medians[shapes[0].name])
     assert "were not all timed" in got.left_out["level1/untimed"] and "level1/gone" in got.left_out
     assert "restamped" in got.command
+    assert restamped(got, {p.id: p for p in (sort, joined)}).command == got.command  # said once, however often
 
 
 def test_problems_that_all_weigh_nothing_are_refused_a_whole_score_with_the_reason() -> None:

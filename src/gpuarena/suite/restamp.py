@@ -17,6 +17,12 @@ from gpuarena.problems.loader import Problem
 from gpuarena.suite.model import ProblemTime, SuiteResult
 from gpuarena.suite.runs import run_times
 
+RESTAMPED = (
+    "restamped with the problems' weights and workloads of today (gpuarena suite restamp: "
+    "the times from the kept medians, each interval moved by its time's factor)"
+)
+"""What a restamped result's command says once, however often it is restamped again."""
+
 
 def restamped(result: SuiteResult, problems: dict[str, Problem]) -> SuiteResult:
     """The result with each problem's weights and time as `problems` (by id) now give them."""
@@ -68,9 +74,7 @@ def restamped(result: SuiteResult, problems: dict[str, Problem]) -> SuiteResult:
         update={
             "problems": kept,
             "left_out": dict(sorted(left_out.items())),
-            "command": result.command
-            + " ; restamped with the problems' weights and workloads of today (gpuarena suite restamp: "
-            "the times from the kept medians, each interval moved by its time's factor)",
+            "command": result.command if RESTAMPED in result.command else f"{result.command} ; {RESTAMPED}",
         }
     )
 
