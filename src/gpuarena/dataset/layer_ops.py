@@ -364,3 +364,34 @@ def bottleneck(p: Params, cfg: Config) -> torch.Tensor:
     h = conv_bn(p, h, "conv3", 1, False, cfg)
     short = conv_bn(p, x, "down", stride, False, cfg) if "down" in p else x
     return (h.float() + short.float()).relu().to(x.dtype)
+
+
+def conv_bn_act(p: Params, x: torch.Tensor, name: str, act: str, cfg: Config) -> torch.Tensor:
+    """A stride-1 convolution (no bias, `name`; depthwise where its weight has one input channel
+    a group) and its inference-mode batch norm in float32, then `act`: silu, relu6 or none."""
+    w = p[name]
+    y = F.conv2d(x, w, padding=w.shape[-1] // 2, groups=x.shape[1] // w.shape[1]).float()
+    shape = (1, -1, 1, 1)
+    y = (y - p[f"{name}_mean"].float().view(shape)) * torch.rsqrt(p[f"{name}_var"].float().view(shape) + cfg["eps"])
+    y = y * p[f"{name}_w"].float().view(shape) + p[f"{name}_b"].float().view(shape)
+    if act == "silu":
+        y = F.silu(y)
+    elif act == "relu6":
+        y = y.clamp(0.0, 6.0)
+    return y.to(x.dtype)
+
+
+def inverted_residual(p: Params, cfg: Config) -> torch.Tensor:
+    """Level 4: MobileNetV2's inverted residual block, or EfficientNet's MBConv with its
+    squeeze-and-excitation (`se_reduce`, `se_expand`): a 1x1 expansion, a depthwise convolution,
+    each with its batch norm and activation, the excitation's channel scale, a 1x1 projection
+    with its batch norm, and the identity shortcut (a repeated block of a stage: stride 1)."""
+    x, act = p["x"], cfg["act"]
+    h = conv_bn_act(p, x, "expand", act, cfg)
+    h = conv_bn_act(p, h, "depthwise", act, cfg)
+    if "se_reduce" in p:
+        s = h.float().mean((2, 3), keepdim=True)
+        s = F.silu(F.conv2d(s, p["se_reduce"].float(), p["se_reduce_b"].float()))
+        h = (h.float() * torch.sigmoid(F.conv2d(s, p["se_expand"].float(), p["se_expand_b"].float()))).to(x.dtype)
+    h = conv_bn_act(p, h, "project", "none", cfg)
+    return (h.float() + x.float()).to(x.dtype)

@@ -7,7 +7,8 @@ instead: each reference is plain PyTorch, assembled from the pieces in dataset/l
 (dataset/layer_configs.py) and every parameter an input drawn at the model's scale, biases and
 norm weights included, so that every input matters. Level 3: an attention module with its
 projections, a mixture of experts with its router, BERT's attention and MLP modules; level 4: a
-whole decoder or encoder layer, ResNet-50's bottleneck blocks.
+whole decoder or encoder layer, ResNet-50's bottleneck blocks, EfficientNet-B0's MBConv and
+MobileNetV2's inverted residual blocks.
 
 `write(root)` writes them as ROOT/level3/layer-*/ and ROOT/level4/layer-*/ (the same files every
 time) and, where ROOT is a dataset (dataset.json), lists them there as kept, their harvest
@@ -137,6 +138,20 @@ GROUPS["bottleneck"] = [
     *_conv_bn("conv3", "cout", "mid", 1, "out_size"),
 ]
 GROUPS["down"] = _conv_bn("down", "cout", "cin", 1, "out_size")
+GROUPS["inverted"] = [
+    ("x", ["batch", "cin", "size", "size"], "act", 1.0, ""),
+    *_conv_bn("expand", "mid", "cin", 1, "size"),
+    *_conv_bn("depthwise", "mid", "1", 3, "size"),
+    *_conv_bn("project", "cin", "mid", 1, "size"),
+]
+GROUPS["se"] = [
+    ("se_reduce", ["se", "mid", "1", "1"], "weight", 1.0, "conv:1"),
+    ("se_reduce_b", ["se"], "bias", 0.1, ""),
+    ("se_expand", ["mid", "se", "1", "1"], "weight", 1.0, "conv:1"),
+    ("se_expand_b", ["mid"], "bias", 0.1, ""),
+]
+OUTPUT = {"bottleneck": "batch*cout*out_size*out_size", "inverted_residual": "batch*cin*size*size"}
+"""The output's size of the entries whose output is not the hidden states' [batch, seq, hidden]."""
 
 
 class Layer(BaseModel):
@@ -160,6 +175,9 @@ class Layer(BaseModel):
     extra: list[tuple[str, dict[str, int]]] = []
     """Further real-size workloads (name, axes over the arch's)."""
     phase: str = "prefill"
+    unchecked: list[str] = []
+    """Device kinds it has not yet passed `gpuarena check` on (docs/formats.md): the first run
+    there checks it, and the suite's GPU baseline has no time for it until a GPU session has."""
 
     @property
     def name(self) -> str:
@@ -213,6 +231,10 @@ LAYERS: list[Layer] = [
     _l("bottleneck-downsample", 4, "resnet50", "bottleneck", "bottleneck down", "ResNet-50's first bottleneck of a stage: stride 2 on the 3x3 conv and a strided 1x1 projection shortcut", ["conv", "batchnorm"],
        full={"size": 56, "out_size": 28, "cin": 256, "mid": 128, "cout": 512}, small={"size": 16, "out_size": 8, "cin": 32, "mid": 16, "cout": 64},
        extra=[("stage4", {"batch": 64, "size": 14, "out_size": 7, "cin": 1024, "mid": 512, "cout": 2048})]),
+    _l("mbconv", 4, "efficientnet-b0", "inverted_residual", "inverted se", "EfficientNet-B0's MBConv block, a repeat of stage 4: 1x1 expansion x6, 3x3 depthwise, squeeze-and-excitation, 1x1 projection, each convolution with its batch norm, SiLU, identity shortcut", ["conv", "batchnorm", "depthwise", "squeeze-excite"],
+       extra=[("stage2", {"batch": 64, "size": 56, "cin": 24, "mid": 144, "se": 6})], unchecked=["cuda"]),
+    _l("inverted-residual", 4, "mobilenet-v2", "inverted_residual", "inverted", "MobileNetV2's inverted residual block, a repeat of its 14x14 stage: 1x1 expansion x6, 3x3 depthwise, 1x1 projection, each convolution with its batch norm, ReLU6 after the first two, identity shortcut", ["conv", "batchnorm", "depthwise"],
+       extra=[("stage3", {"batch": 64, "size": 28, "cin": 32, "mid": 192})], unchecked=["cuda"]),
 ]  # fmt: skip
 
 DEFAULT_BF16 = {"atol": 2e-2, "rtol": 2e-2, "l2": 1e-2}
@@ -286,7 +308,7 @@ def _flops(layer: Layer) -> str:
 def _bytes(layer: Layer) -> str:
     """Every input read once and the output written once (every expert's weights included)."""
     sizes = [_product(shape) for _n, shape, init, _s, _r in _inputs(layer) if init != "scalar"]
-    sizes.append("batch*cout*out_size*out_size" if layer.entry == "bottleneck" else "batch*seq*hidden")
+    sizes.append(OUTPUT.get(layer.entry, "batch*seq*hidden"))
     if "cache" in layer.groups:  # the new keys and values
         sizes.append("2*batch*kv_heads*seq*head_dim")
     return f"({' + '.join(sizes)}) * dtype_bytes"
@@ -380,6 +402,7 @@ def problem_spec(layer: Layer) -> dict[str, Any]:
         "outputs": ["output", "k_new", "v_new"] if "cache" in layer.groups else ["output"],
         "bytes": moved,
         "flops": flops,
+        **({"unchecked": layer.unchecked} if layer.unchecked else {}),
         "provenance": {
             "framework": "pytorch",
             "operator": f"{layer.entry} (plain PyTorch from the published architecture; gpuarena.dataset.layer_ops)",
