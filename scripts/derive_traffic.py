@@ -34,17 +34,6 @@ def _split(text: str) -> tuple[list[str], int]:
     return lines, first
 
 
-def present(text: str) -> dict[str, str]:
-    """The top-level bytes/flops lines a problem.toml has, by key."""
-    lines, first = _split(text)
-    found: dict[str, str] = {}
-    for line in lines[:first]:
-        match = TOP_KEY.match(line)
-        if match:
-            found[match.group(1)] = line
-    return found
-
-
 def with_formulas(text: str, formulas: dict[str, str | None]) -> str:
     """The problem.toml text with these top-level formulas set (None: removed, the workloads
     carrying their own figures); nothing else changes."""
