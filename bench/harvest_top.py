@@ -29,18 +29,29 @@ def main() -> None:
         for g in [g for g in groups if g.get("kind", "op") == kind][: args.n]:
             shapes = ""
             if kind == "op":
-                _, signature = json.loads(g["signature"])
-                shapes = " ".join(
-                    f"{name}={'x'.join(map(str, value[0]))}:{value[1]}"
-                    for name, value in ((a[0], a[1]) for a in signature)
-                    if isinstance(value, list) and len(value) == 3 and isinstance(value[0], list)
-                )
+                shapes = _shapes(json.loads(g["signature"]))
             elif g["status"] == "written":
                 shapes = f"level {g['level']}"
             elif g["reasons"]:
                 shapes = g["reasons"][0][:90]
             per_forward_ms = 1e3 * g["seconds"] / report["repeats"]
             print(f"{g['share']:7.1%} {per_forward_ms:8.3f} {g['calls']:5d}  {g['status']:<11} {g['op']} {shapes}")
+
+
+def _shapes(signature: list) -> str:
+    """A PyTorch group's [op, [(name, [shape, dtype, ...]), ...]] or a JAX one's [kind, op, lines,
+    [[shape, dtype] or a constant, ...]], as name=AxB:dtype (JAX's inputs unnamed)."""
+    if len(signature) == 2:
+        return " ".join(
+            f"{name}={'x'.join(map(str, value[0]))}:{value[1]}"
+            for name, value in ((a[0], a[1]) for a in signature[1])
+            if isinstance(value, list) and len(value) == 3 and isinstance(value[0], list)
+        )
+    return " ".join(
+        f"{'x'.join(map(str, a[0]))}:{a[1]}"
+        for a in signature[-1]
+        if isinstance(a, list) and len(a) == 2 and isinstance(a[0], list)
+    )
 
 
 if __name__ == "__main__":

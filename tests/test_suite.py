@@ -349,3 +349,55 @@ def test_a_problem_whose_reference_is_jax_is_judged_checked_and_timed_as_jax() -
     # float32 dot products in float32, as PyTorch's (JAX's default takes TF32 on recent GPUs)
     assert jax.config.jax_default_matmul_precision == "highest"
     assert any("level1/softmax: its reference is written in pytorch, no jax implementation" in s for s in said)
+
+
+def _slow_add(tmp_path):
+    """level1/add whose reference, the suite's implementation under pytorch, never returns in the
+    worker (where the solution's copy of reference.py lives outside the problem's folder); the
+    supervisor's own reference, in the folder, computes the expected outputs at once."""
+    import shutil
+
+    folder = tmp_path / "level1" / "slow_add"
+    shutil.copytree(resolve_problem("level1/add").path, folder)
+    reference = folder / "reference.py"
+    reference.write_text(
+        reference.read_text()
+        .replace("import torch\n", f"import os\nimport time\n\nimport torch\n\nHOME = {str(folder)!r}\n", 1)
+        .replace(
+            '    """y = a + b',
+            "    if os.path.dirname(os.path.abspath(__file__)) != HOME:\n        time.sleep(3600)\n"
+            + '    """y = a + b',
+            1,
+        )
+    )
+    return load_problem(folder, root=tmp_path)
+
+
+@pytest.mark.harness
+def test_a_problem_past_the_suite_s_time_limit_is_a_timeout_and_the_suite_goes_on(tmp_path) -> None:
+    """--time-limit caps each problem's run (torch.compile spent over 500 s building Mamba's
+    selective scan on an H200, stop 71, and held the whole suite): past it the problem is TIMEOUT
+    with the reason, and the next one is timed, in one process and spread over processes."""
+    from gpuarena.suite.run import run_suite
+    from gpuarena.suite.shard import run_sharded
+
+    problems = [_slow_add(tmp_path), resolve_problem("level1/add")]
+    for result in (
+        run_suite(problems, "pytorch", "cpu", 0.05, time_limit_s=8.0),
+        run_sharded(problems, "pytorch", "cpu", 0.05, [{}], time_limit_s=8.0),
+    ):
+        slow, add = result.problems
+        assert (slow.problem, slow.status, slow.time_us) == ("level1/slow_add", "TIMEOUT", None), slow
+        assert "(the suite's --time-limit, 8 s)" in (slow.reason or ""), slow.reason
+        assert add.status == "PASSED" and add.time_us, add
+
+
+def test_a_time_limit_of_nothing_is_refused(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from gpuarena.cli.app import app
+
+    out = tmp_path / "s.json"
+    ran = CliRunner().invoke(app, ["suite", "run", "--problems", "level1/add", "--time-limit", "0", "-o", str(out)])
+    assert ran.exit_code != 0 and "--time-limit 0: give a number of seconds over 0" in ran.output
+    assert not out.exists()

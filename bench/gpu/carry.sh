@@ -42,6 +42,12 @@ fi
 # its top (agents/schema.py); its other imports (torch, triton, pydantic, safetensors, filelock,
 # typing_extensions; apache-tvm-ffi for tvm-ffi solutions only) are the machine's or come above
 pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d .whl "flashinfer-bench==0.1.2" docstring-parser
+# KerasHub on Keras 3 for the JAX harvests at published sizes (validate.sh harvest-jax): the packages
+# alone (--no-deps: keras-hub's tensorflow-text and kagglehub serve tokenizers and presets, which a
+# backbone built from its config never imports), and keras's own that the machine lacks (namex, optree)
+pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+  -d .whl "keras>=3.5" "keras-hub>=0.20" namex optree
 # py-spy (a static binary in a wheel) for bench/research/sampled_stacks.py (the `stacks` step)
 pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
   --platform manylinux_2_17_x86_64 --platform manylinux1_x86_64 -d .whl py-spy

@@ -49,8 +49,9 @@
 #     pm-cross    bench/research/pm_sampling_cross.py (does CUPTI PM sampling in another process see it?)
 #     audit-cost  bench/research/audit_cost.py (the sampler's costs; the softmax examples with the audit off and on)
 #     suite       gpuarena suite run on every bundled problem (SUITE_FRAMEWORK: pytorch or torch-compile;
-#                 SUITE_BUDGET s a workload; SUITE_BASELINE: a result to score it against; SUITE_ARGS: more,
-#                 e.g. --root dataset/problems --level 2 --gpus 0): $OUT/suite-*.json
+#                 SUITE_BUDGET s a workload; SUITE_BASELINE: a result to score it against; SUITE_TIME_LIMIT: s a
+#                 problem at most, then TIMEOUT; SUITE_ARGS: more, e.g. --root dataset/problems --level 2 --gpus 0):
+#                 $OUT/suite-*.json
 #     suite-warm  torch.compile's caches filled before a timed suite run: WARM_SLOTS (12) suite processes at once on
 #                 this one GPU over SUITE_ARGS' problems, their times thrown away (they share the GPU); the
 #                 autotuner's picks are removed after, so a timed run makes its own alone. The timed run reads the
@@ -60,6 +61,9 @@
 #     check       gpuarena check --device cuda (CHECK_ARGS; default: the dataset's levels 2-4) 
 #     harvest     the harvester's GPU tests, then gpuarena harvest of real-size models (HARVEST_RUNS: ';'-separated
 #                 "MODEL OPTIONS"), bf16, kernel times from the profiler: \$OUT/harvest-K.json, top groups in the summary
+#     harvest-jax its GPU test, then gpuarena harvest of JAX models on the GPU (HARVEST_JAX_RUNS: ';'-separated
+#                 "MODEL OPTIONS"; default: KerasHub's Llama 2 7B, Mistral 7B and Gemma 2B at their published sizes,
+#                 bf16; keras and keras-hub from .whl/): each harvest's folder as \$OUT/harvest-jax-K.tgz
 #     app-jobs    bench/app_jobs.py: migration checks as a runner's job process runs them (ranked, sandboxed),
 #                 the golden of examples/apps/mlp_reference recorded on this GPU
 #     latency     bench/eval_latency.py (issue 18's targets: whole `gpuarena run`s timed, with their phases)
@@ -240,6 +244,12 @@ do_service() {
   unset GPUARENA_HOME
 }
 
+# KerasHub's backbones at their published configs (its presets' config.json: Llama 2 7B, Mistral 7B v0.1, Gemma 2B,
+# whose intermediate_dim is twice Hugging Face's intermediate_size), whole depth, prefill of 1 x 2048 tokens
+JAX_PUBLISHED="jax:keras:LlamaBackbone,vocabulary_size=32000,num_layers=32,num_query_heads=32,num_key_value_heads=32,hidden_dim=4096,intermediate_dim=11008 --seq 2048"
+JAX_PUBLISHED+=";jax:keras:MistralBackbone,vocabulary_size=32000,num_layers=32,num_query_heads=32,num_key_value_heads=8,hidden_dim=4096,intermediate_dim=14336,sliding_window=4096 --seq 2048"
+JAX_PUBLISHED+=";jax:keras:GemmaBackbone,vocabulary_size=256000,num_layers=18,num_query_heads=8,num_key_value_heads=1,hidden_dim=2048,intermediate_dim=32768,head_dim=256 --seq 2048"
+
 shared_cache() {  # one compile cache for the suite's workers: a dedicated worker user whose caches the sandbox shares
   SUITE_CACHE=${SUITE_CACHE:-/tmp/gpuarena-suite-cache}
   mkdir -p "$SUITE_CACHE/inductor" "$SUITE_CACHE/triton" && chown -R 61000:61000 "$SUITE_CACHE"
@@ -368,7 +378,7 @@ for w in record[\"workloads\"]:
       fw=${SUITE_FRAMEWORK:-pytorch}
       [ "${SUITE_SHARED_CACHE:-0}" = 1 ] && shared_cache
       step "suite-$fw" "${T_SUITE:-540}" python3 -m gpuarena.cli suite run --device cuda --framework "$fw" \
-           --budget "${SUITE_BUDGET:-0.2}" -o "$OUT/suite-$fw.json" ${SUITE_BASELINE:+--baseline "$SUITE_BASELINE"} ${SUITE_ARGS:-} ;;
+           --budget "${SUITE_BUDGET:-0.2}" -o "$OUT/suite-$fw.json" ${SUITE_BASELINE:+--baseline "$SUITE_BASELINE"} ${SUITE_TIME_LIMIT:+--time-limit "$SUITE_TIME_LIMIT"} ${SUITE_ARGS:-} ;;
     suite-warm)  # WARM_SLOTS processes on this GPU compile SUITE_ARGS' problems into the shared caches
       shared_cache
       slots=$(python3 -c "print(','.join(['${CUDA_VISIBLE_DEVICES:-0}'] * ${WARM_SLOTS:-12}))")
@@ -392,6 +402,16 @@ for w in record[\"workloads\"]:
         step harvest-$i "${T_HARVEST:-400}" python3 -m gpuarena.cli harvest $run --device cuda --dtype bfloat16 -o "$W/harvest-$i"
         [ -f "$W/harvest-$i/harvest.json" ] && cp "$W/harvest-$i/harvest.json" "$OUT/harvest-$i.json" \
           && python3 bench/harvest_top.py "$W/harvest-$i" --n 15 | tee -a "$SUMMARY"
+      done ;;
+    harvest-jax)  # HARVEST_JAX_RUNS: ';'-separated "MODEL OPTIONS" (default: three KerasHub backbones at published sizes)
+      [ "${HARVEST_TESTS:-1}" = 1 ] && step harvest-jax-tests "${T_TESTS:-300}" python3 -m pytest -m gpu tests/gpu/test_jax_harvest_gpu.py -q -p no:cacheprovider -rfE
+      IFS=';' read -ra runs <<< "${HARVEST_JAX_RUNS:-$JAX_PUBLISHED}"
+      i=0
+      for run in "${runs[@]}"; do
+        i=$((i + 1))
+        step harvest-jax-$i "${T_HARVEST:-400}" env KERAS_BACKEND=jax python3 -m gpuarena.cli harvest $run --device cuda --dtype bfloat16 -o "$W/harvest-jax-$i"
+        [ -f "$W/harvest-jax-$i/harvest.json" ] && tar czf "$OUT/harvest-jax-$i.tgz" -C "$W" "harvest-jax-$i" \
+          && python3 bench/harvest_top.py "$W/harvest-jax-$i" --n 15 | tee -a "$SUMMARY"
       done ;;
     app-jobs) step app-jobs "${T_APP_JOBS:-600}" python3 bench/app_jobs.py --device cuda --out "$OUT/app-jobs-cuda.json" ;;
     latency) step latency "${T_LATENCY:-500}" python3 bench/eval_latency.py --device cuda ${LATENCY_ARGS:-} --out "$OUT/eval-latency-cuda.json" ;;

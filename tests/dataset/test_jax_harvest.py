@@ -139,10 +139,22 @@ def test_the_dataset_keeps_a_jax_harvest_s_references_as_jax(harvested, tmp_path
 
 def test_jax_harvests_refuse_what_they_cannot_do_with_a_reason(tmp_path):
     runner = CliRunner()
-    refused = runner.invoke(app, ["harvest", "jax:tiny-llama", "--device", "cuda", "-o", str(tmp_path / "a")])
-    assert refused.exit_code != 0 and "on the CPU for now" in refused.output
+    if not _jax_gpus():  # a GPU's harvest: tests/gpu/test_jax_harvest_gpu.py
+        refused = runner.invoke(app, ["harvest", "jax:tiny-llama", "--device", "cuda", "-o", str(tmp_path / "a")])
+        assert refused.exit_code != 0 and "--device cuda: JAX has no gpu here" in refused.output
+    refused = runner.invoke(app, ["harvest", "jax:tiny-llama", "--device", "tpu", "-o", str(tmp_path / "a")])
+    assert refused.exit_code != 0 and "use cpu, cuda or cuda:N" in refused.output
     refused = runner.invoke(app, ["harvest", "jax:tiny-llama", "--phase", "decode", "-o", str(tmp_path / "b")])
     assert refused.exit_code != 0 and "prefill only" in refused.output
     refused = runner.invoke(app, ["harvest", "jax:nothing", "-o", str(tmp_path / "c")])
     assert refused.exit_code != 0 and "unknown JAX model" in refused.output
     assert not any(tmp_path.iterdir())
+
+
+def _jax_gpus() -> int:
+    import jax
+
+    try:
+        return len(jax.devices("gpu"))
+    except RuntimeError:
+        return 0

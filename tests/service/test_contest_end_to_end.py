@@ -33,6 +33,9 @@ def said(done) -> str:
     return " ".join(done.stderr.split())
 
 
+# One database (PostgreSQL, where the service's own site runs on SQLite: tests/service/test_end_to_end.py); the
+# contest's queries run on both in the service lane (tests/service/test_contests_api.py).
+@pytest.mark.parametrize("served", ["postgresql"], indirect=True)
 def test_a_contest_from_file_to_standings(served, tmp_path) -> None:
     server, env = served
     tokens = {

@@ -24,6 +24,7 @@ from tests.service.processes import SOLUTIONS, Server, _cli, _wait_for
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.parametrize("served", ["sqlite"], indirect=True)  # one database each: see the seeds' test
 def test_serve_submit_result_leaderboard(served) -> None:
     server, env = served
     token = _cli("users", "add", "alice", env=env).stdout.strip().splitlines()[-1]

@@ -19,6 +19,7 @@ def env(env: dict) -> dict:
     return env
 
 
+@pytest.mark.parametrize("served", ["sqlite"], indirect=True)  # the queue's preemption on both: test_preemption.py
 def test_an_uncancelled_infinite_loop_is_preempted_for_another_users_job(served) -> None:
     server, env = served
     tokens = {name: _cli("users", "add", name, env=env).stdout.strip().splitlines()[-1] for name in ("ann", "bob")}

@@ -117,31 +117,31 @@ def _harvest_jax(
     modules: bool,
     command: str,
 ) -> Any:
-    """A JAX model's harvest (dataset/jax_harvest.py): on the CPU, where its primitives run one by one."""
-    from gpuarena.dataset.jax_harvest import harvest_jax
+    """A JAX model's harvest (dataset/jax_harvest.py), its weights and primitives on the device's
+    JAX device (a GPU's at real sizes), each primitive run and timed alone."""
+    import jax
+
+    from gpuarena.dataset.jax_harvest import harvest_jax, jax_device
     from gpuarena.dataset.jax_models import build_jax
 
-    if device != "cpu":
-        raise GpuarenaError(
-            f"--device {device}: JAX models are harvested on the CPU for now (each primitive is timed "
-            "alone there); their problems run on any device"
-        )
-    workload = build_jax(model, phase, batch, seq, seed=seed, dtype=dtype)
-    with err.status("recording") as status:
-        return harvest_jax(
-            workload.forward,
-            workload.arguments,
-            output,
-            model=model,
-            phase=phase,
-            sizes=workload.sizes,
-            command=command,
-            seed=seed,
-            min_share=min_share,
-            repeats=repeats,
-            progress=lambda text: status.update(text),
-            fusions=modules,
-        )
+    with jax.default_device(jax_device(device)):  # the model's weights too, not JAX's default
+        workload = build_jax(model, phase, batch, seq, seed=seed, dtype=dtype)
+        with err.status("recording") as status:
+            return harvest_jax(
+                workload.forward,
+                workload.arguments,
+                output,
+                model=model,
+                phase=phase,
+                sizes=workload.sizes,
+                command=command,
+                seed=seed,
+                min_share=min_share,
+                repeats=repeats,
+                progress=lambda text: status.update(text),
+                fusions=modules,
+                device=device,
+            )
 
 
 def _report(result: Any, output: Path) -> None:

@@ -162,6 +162,14 @@ def run_cmd(
             "device calls, the parts joined after with `suite join`",
         ),
     ] = None,
+    time_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--time-limit",
+            help="Seconds one problem's run may take at most (its own benchmark limit where lower): past it "
+            "the problem is a TIMEOUT and the suite goes on",
+        ),
+    ] = None,
 ) -> None:
     """Time a framework's implementation of each problem and write the suite result."""
     from gpuarena.problems.select import ProblemFilter, select
@@ -175,6 +183,8 @@ def run_cmd(
             raise GpuarenaError(f"--device {device!r}: use cpu or cuda")
         if runs < 1:
             raise GpuarenaError(f"--runs {runs}: give 1 or more")
+        if time_limit is not None and time_limit <= 0:
+            raise GpuarenaError(f"--time-limit {time_limit:g}: give a number of seconds over 0")
         chosen = select(all_problems(root or []), ProblemFilter.of(match, level, tag, model, source))
         had = {p.problem for path in skip_in or [] for p in _load(path).problems}
         chosen = [p for p in chosen if p.id not in had]
@@ -202,9 +212,20 @@ def run_cmd(
             if gpus != 1:
                 from gpuarena.suite.shard import gpu_slots, run_sharded
 
-                one = run_sharded(chosen, framework, device, budget, gpu_slots(gpus), progress=show, checkpoint=save)
+                one = run_sharded(
+                    chosen,
+                    framework,
+                    device,
+                    budget,
+                    gpu_slots(gpus),
+                    progress=show,
+                    checkpoint=save,
+                    time_limit_s=time_limit,
+                )
             else:
-                one = run_suite(chosen, framework, device, budget, progress=show, checkpoint=save)
+                one = run_suite(
+                    chosen, framework, device, budget, progress=show, checkpoint=save, time_limit_s=time_limit
+                )
             done.append(one)
         result = merge_runs(done)
         output.write_text(result.model_dump_json(indent=2) + "\n")

@@ -16,6 +16,7 @@ import enum
 import hashlib
 import json
 import math
+import os
 import re
 import shutil
 from collections.abc import Callable
@@ -374,6 +375,26 @@ def _write(staged: Path, group: Group, piece: Piece, summary: str, what: str, mo
     )
 
 
+def jax_device(device: str) -> Any:
+    """The JAX device a harvest on `device` (cpu, cuda, cuda:N) runs on; a clear error where JAX
+    has none of that kind (a CPU-only jaxlib on a GPU host, say)."""
+    import jax
+
+    if device != "cpu" and not device.startswith("cuda"):
+        raise GpuarenaError(f"--device {device!r}: use cpu, cuda or cuda:N")
+    if device != "cpu":  # the check's child processes share the GPU with this one
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    platform = "cpu" if device == "cpu" else "gpu"
+    try:
+        devices = jax.devices(platform)
+    except RuntimeError as exc:
+        raise GpuarenaError(f"--device {device}: JAX has no {platform} here ({exc})") from None
+    index = int(device.partition(":")[2] or 0)
+    if index >= len(devices):
+        raise GpuarenaError(f"--device {device}: JAX sees {len(devices)} {platform} device(s)")
+    return devices[index]
+
+
 def harvest_jax(
     forward: Callable[..., Any],
     arguments: list[Any],
@@ -388,6 +409,7 @@ def harvest_jax(
     repeats: int = 3,
     progress: Callable[[str], None] = lambda _: None,
     fusions: bool = True,
+    device: str = "cpu",
 ) -> Harvest:
     """Trace forward(*arguments), run it primitive by primitive, group, check and write the
     problems under out/level1-4/; returns (and writes) harvest.json. out must be new, empty, or a
@@ -409,7 +431,7 @@ def harvest_jax(
     (out / "profile.jsonl").write_text("".join(line + "\n" for line in profile_lines(trace)))
     where = f"{model} {phase} (" + ", ".join(f"{k} {v}" for k, v in sizes.items()) + ")"
     groups = [(g, p) for g, p in groups_of(trace) if fusions or g.kind == "op"]
-    with CandidateChecker("cpu") as checker:
+    with CandidateChecker(device) as checker:
         for n, (group, piece) in enumerate(groups):
             if group.reasons or piece is None:  # metadata or unsupported, and why
                 continue
@@ -426,7 +448,7 @@ def harvest_jax(
             )
             models = [
                 f"{where}: {group.calls} call(s) a forward, {group.share:.2%} of the measured time "
-                f"(gpuarena harvest, seed {seed}, on cpu, each primitive timed alone)"
+                f"(gpuarena harvest, seed {seed}, on {device}, each primitive timed alone)"
             ]
             _write(staged, group, piece, summary, what, models, phase)
             report = checker(staged)
@@ -458,7 +480,7 @@ def harvest_jax(
         model=model,
         phase=phase,
         sizes=sizes,
-        device="cpu",
+        device=device,
         seed=seed,
         repeats=repeats,
         min_share=min_share,

@@ -232,9 +232,9 @@ LAYERS: list[Layer] = [
        full={"size": 56, "out_size": 28, "cin": 256, "mid": 128, "cout": 512}, small={"size": 16, "out_size": 8, "cin": 32, "mid": 16, "cout": 64},
        extra=[("stage4", {"batch": 64, "size": 14, "out_size": 7, "cin": 1024, "mid": 512, "cout": 2048})]),
     _l("mbconv", 4, "efficientnet-b0", "inverted_residual", "inverted se", "EfficientNet-B0's MBConv block, a repeat of stage 4: 1x1 expansion x6, 3x3 depthwise, squeeze-and-excitation, 1x1 projection, each convolution with its batch norm, SiLU, identity shortcut", ["conv", "batchnorm", "depthwise", "squeeze-excite"],
-       extra=[("stage2", {"batch": 64, "size": 56, "cin": 24, "mid": 144, "se": 6})], unchecked=["cuda"]),
+       extra=[("stage2", {"batch": 64, "size": 56, "cin": 24, "mid": 144, "se": 6})]),
     _l("inverted-residual", 4, "mobilenet-v2", "inverted_residual", "inverted", "MobileNetV2's inverted residual block, a repeat of its 14x14 stage: 1x1 expansion x6, 3x3 depthwise, 1x1 projection, each convolution with its batch norm, ReLU6 after the first two, identity shortcut", ["conv", "batchnorm", "depthwise"],
-       extra=[("stage3", {"batch": 64, "size": 28, "cin": 32, "mid": 192})], unchecked=["cuda"]),
+       extra=[("stage3", {"batch": 64, "size": 28, "cin": 32, "mid": 192})]),
 ]  # fmt: skip
 
 DEFAULT_BF16 = {"atol": 2e-2, "rtol": 2e-2, "l2": 1e-2}

@@ -3,6 +3,7 @@ warm evaluator: one process, workers started ahead) and keep each problem's time
 
 from __future__ import annotations
 
+import math
 import platform
 import shlex
 import sys
@@ -50,11 +51,15 @@ def run_suite(
     budget_s: float = 1.0,
     progress: Callable[[str], None] = lambda text: None,
     checkpoint: Callable[[SuiteResult], None] = lambda result: None,
+    time_limit_s: float | None = None,
 ) -> SuiteResult:
     """Time the framework's implementation of each problem on device; a problem with no
     workload for the device, or not in this framework, is left out (said in progress, and kept
     with the reason in the result's left_out). checkpoint gets the result so far
-    after each problem (the CLI writes it, so a run stopped early keeps what it timed)."""
+    after each problem (the CLI writes it, so a run stopped early keeps what it timed).
+    time_limit_s caps each problem's whole run below its own benchmark limit: one problem a
+    framework takes minutes to build (torch.compile unrolling a recurrence) is a TIMEOUT, and
+    the suite goes on."""
     from gpuarena.harness.evaluator import Evaluator
     from gpuarena.harness.supervisor import RunOptions
 
@@ -73,7 +78,7 @@ def run_suite(
                 mode="benchmark",
                 budget_s=budget_s,
                 workloads=workloads,
-                timeout_s=problem.spec.time_limit_for("benchmark"),
+                timeout_s=min(problem.spec.time_limit_for("benchmark"), time_limit_s or math.inf),
                 kernel_duration=False,
                 device_audit=False,
             )  # the dataset's own code: nothing to audit
@@ -81,6 +86,9 @@ def run_suite(
             if record.environment is not None and not device_name:
                 device_name = record.environment.device_name
             times.append(problem_time(problem, record))
+            if record.status == "TIMEOUT" and options.timeout_s < problem.spec.time_limit_for("benchmark"):
+                said = f"{times[-1].reason} (the suite's --time-limit, {options.timeout_s:g} s)"
+                times[-1] = times[-1].model_copy(update={"reason": said})
             checkpoint(result_of(framework, device, device_name, times, left_out))
             shown = f"{times[-1].time_us:.1f} µs" if times[-1].time_us is not None else times[-1].status
             progress(f"[{i}/{len(problems)}] {problem.id}: {shown}")

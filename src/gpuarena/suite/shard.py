@@ -65,6 +65,7 @@ def run_sharded(
     slots: list[dict[str, str]],
     progress: Callable[[str], None] = lambda text: None,
     checkpoint: Callable[[SuiteResult], None] = lambda result: None,
+    time_limit_s: float | None = None,
 ) -> SuiteResult:
     """Time the problems on len(slots) processes at once (each slot: environment variables for its
     child). A child that dies leaves its remaining problems with status ERROR and the reason,
@@ -89,6 +90,7 @@ def run_sharded(
             "framework": framework,
             "device": device,
             "budget_s": budget_s,
+            "time_limit_s": time_limit_s,
             "problems": [{"folder": str(p.path), "root": str(_root(p))} for p in share],
         }
         assert child.stdin is not None and child.stdout is not None
@@ -173,6 +175,7 @@ def _child() -> None:
         job["budget_s"],
         progress=lambda text: say({"progress": text}),
         checkpoint=done,
+        time_limit_s=job.get("time_limit_s"),
     )
 
 
