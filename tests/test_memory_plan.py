@@ -4,6 +4,7 @@ solution) before any timing, as does the supervisor running out of memory while 
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -30,7 +31,7 @@ def test_the_timed_plan_counts_every_term():
         "reference outputs": 50 * MIB,
         "commit copies": CHECKED_PER_BLOCK * 50 * MIB,
         "twins' destinations": 2 * 5 * 50 * MIB,
-        "reference temporaries": MIB,
+        "supervisor's temporaries": MIB,
         "worker's temporaries": MIB,  # the solution's own, in the worker on the same device: the reference's again
         "comparison chunks": CHUNK_ARRAYS * 8 * 1000,
         "worker's outputs": 50 * MIB,
@@ -38,6 +39,29 @@ def test_the_timed_plan_counts_every_term():
     assert p.peak == sum(p.terms.values())
     assert p.headroom == 5 * GIB  # 5% of the total
     assert p.fits
+
+
+def test_the_worker_is_charged_the_reference_s_temporaries_not_the_drawing_s():
+    """The supervisor draws again in the timed rounds, so its temporaries are the larger of the
+    draw's and the reference call's; the worker draws nothing (stop 70: a bf16 expert tensor drawn
+    in float32 put 42.90 GiB on the worker's side of DeepSeek-V3's plan)."""
+    p = plan(GIB, GIB, 1, 200 * GIB, 200 * GIB, scratch=40 * GIB, worker_scratch=2 * GIB)
+    assert p.terms["supervisor's temporaries"] == 40 * GIB and p.terms["worker's temporaries"] == 2 * GIB
+    assert plan(GIB, GIB, 1, 200 * GIB, 200 * GIB, scratch=3 * GIB).terms["worker's temporaries"] == 3 * GIB
+
+
+@pytest.mark.harness
+def test_the_plan_reads_the_drawing_s_and_the_call_s_temporaries_apart(monkeypatch):
+    """Measured where the device counts them (CUDA's allocator; 0 on the host): the first reading
+    is the draw's, the second the reference call's, and the refusal names both terms."""
+    readings = itertools.cycle([8 * GIB, GIB])  # each workload's draw, then its reference's call
+    monkeypatch.setattr(memory_plan, "scratch", lambda device: next(readings))
+    monkeypatch.setattr(memory_plan, "free_memory", lambda device: (64 * MIB, 2 * GIB))
+    record = judge("level1/softmax", SOFTMAX, mode="benchmark", workloads=SMALL)
+    assert record.workloads, record.reason
+    reason = record.workloads[0].reason
+    assert record.status == "ERROR" and reason.startswith("too large for cpu"), reason
+    assert "supervisor's temporaries 8.00 GiB" in reason and "worker's temporaries 1.00 GiB" in reason, reason
 
 
 def test_an_untimed_plan_is_the_correctness_trials_alone():

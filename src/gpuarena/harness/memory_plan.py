@@ -86,6 +86,7 @@ def plan(
     worker_outputs: bool = True,
     output_elements: int | None = None,
     scratch: int = 0,
+    worker_scratch: int | None = None,
 ) -> MemoryPlan:
     """The peak for n_sets sets of `input_bytes` (one set's input tensors) with outputs of
     `output_bytes` (the reference's, one set's), against `free` of `total` bytes.
@@ -106,12 +107,16 @@ def plan(
       audit's two or three) keep destinations of their own for every set and a call's outputs
       (twins x (n_sets + 1) x outputs).
     Both add
-    - reference temporaries: `scratch`, what the reference's first call took past its outputs
-      (measured where the device counts it; 0 otherwise);
-    - worker's temporaries: the same again, for the solution's own in the worker, which shares
-      the device (an honest solution's are of the reference's order). Without it, DeepSeek-V3's
-      decoder layer at its published size planned to the headroom's edge and the supervisor ran
-      out of an H200's memory while the worker held 7.06 GiB of its own (stop 69's suite run);
+    - supervisor's temporaries: `scratch`, the larger of what drawing a set and the reference's
+      first call took past what they keep (measured where the device counts it; 0 otherwise):
+      the timed rounds draw again;
+    - worker's temporaries: `worker_scratch` (default `scratch`), the reference's call's alone,
+      for the solution's own in the worker, which shares the device (an honest solution's are of
+      the reference's order; it draws nothing). Without it, DeepSeek-V3's decoder layer at its
+      published size planned to the headroom's edge and the supervisor ran out of an H200's
+      memory while the worker held 7.06 GiB of its own (stop 69's suite run); counted as the
+      drawing's too, the plan refused it (stop 70: a bf16 expert tensor drawn in float32 took
+      twice the inputs past them, 42.90 GiB, which the worker never allocates);
     - comparison chunks: compare.CHUNK elements of the largest output widened to float64,
       CHUNK_ARRAYS of them (`output_elements`; a whole chunk where not given);
     - worker's outputs: a solution that returns its outputs (the "return" convention) holds one
@@ -122,8 +127,8 @@ def plan(
     held = {"sets": n * input_bytes, "destinations": n * output_bytes}
     chunk = min(CHUNK, output_elements if output_elements is not None else CHUNK)
     both = {
-        "reference temporaries": scratch,
-        "worker's temporaries": scratch,
+        "supervisor's temporaries": scratch,
+        "worker's temporaries": scratch if worker_scratch is None else worker_scratch,
         "comparison chunks": CHUNK_ARRAYS * 8 * chunk if output_bytes else 0,
         "worker's outputs": output_bytes if worker_outputs else 0,
     }
@@ -167,13 +172,15 @@ def for_draw(
     timed: bool,
     twins: int,
     worker_outputs: bool,
+    drawing: int = 0,
+    calling: int = 0,
 ) -> MemoryPlan:
     """`fit` for a workload whose first trial's inputs and reference outputs are drawn (held now,
-    so counted back into the free memory: the plan has them), after `scratch_start`."""
+    so counted back into the free memory: the plan has them); `drawing` and `calling`: the
+    temporaries (`scratch`) of that draw and of the reference's call."""
     in_bytes = tensor_bytes(v for v in inputs.values() if isinstance(v, torch.Tensor))
     out_bytes = tensor_bytes(outputs)
     largest = max((t.numel() for t in outputs), default=0)
-    temporaries = scratch(device)
     free, total = free_memory(device)
     return fit(
         n_sets,
@@ -187,7 +194,8 @@ def for_draw(
             twins=twins,
             worker_outputs=worker_outputs,
             output_elements=largest,
-            scratch=temporaries,
+            scratch=max(drawing, calling),
+            worker_scratch=calling,
         ),
     )
 
@@ -272,11 +280,24 @@ def draw_and_allocate(
     try:
         scratch_start(device)
         first = session.make("trial", 0)
+        drawing = scratch(device)
         step = "running the reference"
+        scratch_start(device)  # the reference's own, which the worker's are of the order of
         first_ref = session.reference(first, session.call_seed("trial", 0))
+        calling = scratch(device)
         step = "planning the shared buffers"
         n_sets = count_sets(input_budget(), input_bytes(first, first_ref)) if timed else 1
-        sized = for_draw(first, first_ref, n_sets, device, timed=timed, twins=twins, worker_outputs=returns)
+        sized = for_draw(
+            first,
+            first_ref,
+            n_sets,
+            device,
+            timed=timed,
+            twins=twins,
+            worker_outputs=returns,
+            drawing=drawing,
+            calling=calling,
+        )
         if not sized.fits:
             return Drawn(reason=refusal(sized, device), plan=sized)
         note = ""
