@@ -63,7 +63,8 @@
 #                 "MODEL OPTIONS"), bf16, kernel times from the profiler: \$OUT/harvest-K.json, top groups in the summary
 #     harvest-jax its GPU test, then gpuarena harvest of JAX models on the GPU (HARVEST_JAX_RUNS: ';'-separated
 #                 "MODEL OPTIONS"; default: KerasHub's Llama 2 7B, Mistral 7B and Gemma 2B at their published sizes,
-#                 bf16; keras and keras-hub from .whl/): each harvest's folder as \$OUT/harvest-jax-K.tgz
+#                 bf16; keras and keras-hub from .whl/; HARVEST_JAX_ONLY=K: the Kth alone, one a call): each
+#                 harvest's folder as \$OUT/harvest-jax-K.tgz
 #     app-jobs    bench/app_jobs.py: migration checks as a runner's job process runs them (ranked, sandboxed),
 #                 the golden of examples/apps/mlp_reference recorded on this GPU
 #     latency     bench/eval_latency.py (issue 18's targets: whole `gpuarena run`s timed, with their phases)
@@ -406,6 +407,7 @@ for w in record[\"workloads\"]:
     harvest-jax)  # HARVEST_JAX_RUNS: ';'-separated "MODEL OPTIONS" (default: three KerasHub backbones at published sizes)
       [ "${HARVEST_TESTS:-1}" = 1 ] && step harvest-jax-tests "${T_TESTS:-300}" python3 -m pytest -m gpu tests/gpu/test_jax_harvest_gpu.py -q -p no:cacheprovider -rfE
       IFS=';' read -ra runs <<< "${HARVEST_JAX_RUNS:-$JAX_PUBLISHED}"
+      [ -n "${HARVEST_JAX_ONLY:-}" ] && runs=("${runs[$((HARVEST_JAX_ONLY - 1))]}")  # one model a device call
       i=0
       for run in "${runs[@]}"; do
         i=$((i + 1))
