@@ -24,6 +24,21 @@ SOLUTIONS = FIXTURES / "solutions"
 EXAMPLES = ROOT / "examples"
 
 
+def _share_the_cores() -> None:
+    """Each of a lane's test processes (pytest-xdist) gets its share of the cores for torch's
+    threads: two processes each running torch on every core fight over them, spinning (the
+    dataset's whole CPU check: 168 s on the 2-core VM so, 53 s with one thread each). The
+    harness's workers run on one thread already (worker_env.py)."""
+    processes = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if processes > 1:
+        import torch
+
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // processes))
+
+
+_share_the_cores()
+
+
 def judge(problem: str, solution: Path, **options) -> Evaluation:
     """Evaluate on the CPU; problem is a bundled id or a fixture name."""
     fixture = FIXTURES / "problems" / problem

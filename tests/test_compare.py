@@ -174,3 +174,20 @@ def test_a_finite_reference_gives_the_figures_of_the_masked_comparison_and_an_eq
     with_nan = ref.clone()
     with_nan[3] = float("nan")
     assert compare("y", with_nan.clone(), with_nan, tol).ok
+
+
+def test_a_comparison_without_its_worst_element_gives_the_same_verdict_and_figures():
+    """`worst=False` (the problem check's trial comparisons read only `ok`) skips looking for the
+    worst element, in the finite and the masked way alike; every figure and the verdict stay."""
+    generator = torch.Generator().manual_seed(5)
+    ref = torch.randn(4000, generator=generator)
+    tol = Tolerance(atol=1e-3, rtol=1e-3, l2=1.0)
+    off = ref + 1e-2 * torch.randn(4000, generator=generator)
+    for candidate, reference in (
+        (off, ref),
+        (torch.cat([off, torch.tensor([float("inf")])]), torch.cat([ref, torch.tensor([float("inf")])])),
+    ):
+        named, quiet = compare("y", candidate, reference, tol), compare("y", candidate, reference, tol, worst=False)
+        figures = ("ok", "status", "max_abs_error", "max_rel_error", "l2_rel_error", "outside")
+        assert not named.ok and [getattr(named, k) for k in figures] == [getattr(quiet, k) for k in figures]
+        assert "worst at" in named.reason and quiet.reason == named.reason.split("; worst at")[0]
