@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from gpuarena.cli.app import app  # noqa: E402
-from gpuarena.dataset import jax_harvest, jax_trace  # noqa: E402
+from gpuarena.dataset import jax_harvest, jax_source, jax_trace  # noqa: E402
 from gpuarena.dataset.assemble import add, model_slug  # noqa: E402
 from gpuarena.dataset.jax_models import build_jax  # noqa: E402
 from gpuarena.harness.problem_check import check_problem  # noqa: E402
@@ -115,14 +115,14 @@ def test_a_scope_s_outputs_are_what_equations_outside_it_use_wherever_they_are()
     ],
 )
 def test_parameters_are_written_as_source_that_rebuilds_them(value):
-    rebuilt = eval(jax_harvest.param_source(value), {"jax": jax, "jnp": jnp})
+    rebuilt = eval(jax_source.param_source(value), {"jax": jax, "jnp": jnp})
     assert rebuilt == value or (isinstance(value, float) and rebuilt == value)
     assert type(rebuilt) is type(value) or isinstance(value, np.dtype)
 
 
 def test_a_parameter_that_cannot_be_written_says_why():
-    with pytest.raises(jax_harvest.Unwritable, match="function"):
-        jax_harvest.param_source(lambda x: x)
+    with pytest.raises(jax_source.Unwritable, match="function"):
+        jax_source.param_source(lambda x: x)
 
 
 def test_the_dataset_keeps_a_jax_harvest_s_references_as_jax(harvested, tmp_path):

@@ -60,3 +60,26 @@ def test_a_jax_model_harvested_on_the_gpu_is_checked_there_and_assembled_for_bot
     spec = tomllib.loads((tmp_path / "dataset" / kept[0] / "problem.toml").read_text())
     devices = {w["name"]: w["devices"] for w in spec["workloads"]}
     assert devices.pop("small") == ["cpu"] and all(d == ["cuda"] for d in devices.values()), devices
+
+
+@pytest.mark.skipif(not _gpus(), reason="JAX sees no GPU here")
+def test_a_keras_backbone_s_cudnn_attention_is_written_and_its_blocks_with_it(tmp_path) -> None:
+    """KerasHub runs its attention on a GPU as cuDNN's fused primitive (stop 72: Llama 2 7B,
+    Mistral 7B and Gemma 2B at their published sizes); it is written as jax.nn's portable
+    attention, checked on the GPU, and the attention block and the whole layer that hold it are
+    written at level 4."""
+    pytest.importorskip("keras_hub")
+    out = tmp_path / "keras-llama"
+    ran = CliRunner().invoke(
+        app,
+        ["harvest", "jax:keras:LlamaBackbone", "--device", "cuda", "--seq", "128", "--repeats", "1"]
+        + ["--min-share", "0", "--dtype", "bfloat16", "-o", str(out)],
+    )
+    assert ran.exit_code == 0, ran.output
+    groups = json.loads((out / "harvest.json").read_text())["groups"]
+    attention = [g for g in groups if g["op"] == "jax.nn.dot_product_attention"]
+    assert attention and all(g["status"] == "written" for g in attention), attention
+    reference = (out / attention[0]["problem"] / "reference.py").read_text()
+    assert "jax.nn.dot_product_attention(" in reference and "MaskType" not in reference
+    blocks = [g for g in groups if g["kind"] != "op" and g["status"] == "written" and g["level"] == 4]
+    assert blocks, [(g["op"], g["status"], g["reasons"]) for g in groups if g["kind"] != "op"]

@@ -31,8 +31,9 @@ MODEL_PREFIX = re.compile(
     re.IGNORECASE,
 )
 """The architectures' names that lead their module classes (WhisperEncoderLayer: EncoderLayer)."""
-NAMESPACES = ("aten.", "jax.lax.", "torch.nn.functional.", "torch.")
-"""Where a level-1 operator's name comes from: aten.mul.Tensor, jax.lax.mul, torch.softmax."""
+NAMESPACES = ("aten.", "jax.lax.", "jax.nn.", "torch.nn.functional.", "torch.")
+"""Where a level-1 operator's name comes from: aten.mul.Tensor, jax.lax.mul, torch.softmax, and
+jax.nn.dot_product_attention (cuDNN's attention in a JAX harvest, written portably)."""
 KEYWORDS = (
     ("norm", "norm"),
     ("attention", "attention"),

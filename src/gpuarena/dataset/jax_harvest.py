@@ -12,7 +12,6 @@ writer as a PyTorch harvest's (`candidate.render`), from the recorded shapes and
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import math
@@ -27,6 +26,14 @@ import numpy as np
 
 from gpuarena.dataset import candidate
 from gpuarena.dataset.harvest import IGNORED, Group, Harvest, _slug
+from gpuarena.dataset.jax_source import (
+    CUDNN_ATTENTION,
+    Unwritable,
+    attention_source,
+    literal_source,
+    param_source,
+    primitive_source,
+)
 from gpuarena.dataset.jax_trace import Const, Equation, Trace, flatten, run
 from gpuarena.dataset.record import ArgRecord, CallRecord, TensorInfo
 from gpuarena.errors import GpuarenaError
@@ -74,58 +81,6 @@ def reference({params}):
 ''' + "".join(candidate.TEMPLATE.partition(candidate.HELPERS_START)[1:])
 
 
-class Unwritable(Exception):
-    """A parameter or primitive that cannot be written into a reference (the reason)."""
-
-
-def param_source(value: Any) -> str:
-    """A primitive's parameter as Python source that rebuilds it."""
-    import jax
-
-    if value is None or isinstance(value, (bool, str)):
-        return repr(value)
-    if isinstance(value, (int, np.integer)):
-        return repr(int(value))
-    if isinstance(value, (float, np.floating)):
-        return repr(float(value)) if math.isfinite(value) else f"float({str(float(value))!r})"
-    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
-        return f"jnp.dtype({np.dtype(value).name!r})"
-    if isinstance(value, enum.Enum):
-        if getattr(jax.lax, type(value).__name__, None) is type(value):
-            return f"jax.lax.{type(value).__name__}.{value.name}"
-        raise Unwritable(f"parameter value {value!r} is not one of jax.lax's")
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        if getattr(jax.lax, type(value).__name__, None) is not type(value):
-            raise Unwritable(f"parameter value {value!r} is not one of jax.lax's")
-        fields = ", ".join(f"{k}={param_source(v)}" for k, v in zip(value._fields, value))
-        return f"jax.lax.{type(value).__name__}({fields})"
-    if isinstance(value, (tuple, list)):
-        items = [param_source(v) for v in value]
-        if isinstance(value, list):
-            return "[" + ", ".join(items) + "]"
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-    raise Unwritable(f"a parameter of type {type(value).__name__} ({str(value)[:60]})")
-
-
-def literal_source(const: Const) -> str:
-    if const.shape:
-        return f"jnp.zeros({const.shape!r}, dtype=jnp.dtype({const.dtype!r}))"
-    value = np.asarray(const.value).item()
-    if isinstance(value, float) and not math.isfinite(value):
-        text = f"float({str(value)!r})"
-    else:
-        text = repr(value)
-    return f"jnp.asarray({text}, dtype=jnp.dtype({const.dtype!r}))"
-
-
-def primitive_source(eqn: Equation) -> str:
-    import jax
-
-    if getattr(jax.lax, f"{eqn.name}_p", None) is not eqn.primitive:
-        raise Unwritable(f"the primitive {eqn.name} is not jax.lax.{eqn.name}_p")
-    return f"jax.lax.{eqn.name}_p.bind"
-
-
 class Piece:
     """Equations written as one reference: its inputs (values made before it, in order of first
     use), its outputs (values used outside it, or the forward's), and its body's lines, with
@@ -150,7 +105,7 @@ class Piece:
                 if not isinstance(given, int) or given in made or given in self.inputs or given in written_in:
                     continue
                 scalar = _scalar(trace.info[given])
-                if given in zeroed:
+                if given in zeroed or 0 in trace.info[given].shape:  # an empty value is zeros too
                     written_in[given] = Const(0, trace.info[given].dtype, tuple(trace.info[given].shape))
                 elif scalar is not None:
                     written_in[given] = scalar
@@ -178,6 +133,11 @@ class Piece:
             )
             if eqn.name in IDENTITY and len(args) == len(eqn.outputs) == 1:
                 self.lines.append(f"{outs} = {args[0]}")
+                continue
+            if eqn.name == CUDNN_ATTENTION:
+                made_empty = [g if isinstance(g, Const) else written_in.get(g) for g in eqn.inputs]
+                empty = [c is not None and 0 in c.shape for c in made_empty]
+                self.lines.append(f"{outs} = {attention_source(eqn, args, empty)}")
                 continue
             params = [f"{key}={param_source(value)}" for key, value in sorted(eqn.params.items())]
             self.lines.append(f"{outs} = {primitive_source(eqn)}({', '.join([*args, *params])})")
@@ -225,7 +185,7 @@ def level_of(equations: list[Equation]) -> int:
     attention (two matrix multiplies around an exp) or five matrix multiplies and more."""
     names = [e.name for e in equations]
     matmuls = sum(n in MATMULS for n in names)
-    if matmuls >= 5 or (matmuls >= 2 and "exp" in names):
+    if matmuls >= 5 or (matmuls >= 2 and "exp" in names) or CUDNN_ATTENTION in names:
         return 4
     return 3 if matmuls else 2
 
@@ -271,7 +231,7 @@ def groups_of(trace: Trace) -> list[tuple[Group, Piece | None]]:
         if key not in found:
             group = Group(
                 name=f"jax-{_slug(eqn.name)}-{hashlib.sha256(key.encode()).hexdigest()[:8]}",
-                op=f"jax.lax.{eqn.name}",
+                op="jax.nn.dot_product_attention" if eqn.name == CUDNN_ATTENTION else f"jax.lax.{eqn.name}",
                 signature=key,
                 calls=0,
                 first_call=eqn.index,
