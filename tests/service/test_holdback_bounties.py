@@ -26,7 +26,7 @@ SHOWN = "7.25"  # how the history prints LATE (.4g)
 def shows_score(text: str) -> bool:
     """Whether LATE is printed in `text` as a number of its own: a timestamp's seconds such as
     "10:37:07.251" hold the same characters and must not count."""
-    return re.search(r"(?<![\d.])7\.25(?![\d])", text) is not None
+    return re.search(rf"(?<![\d.]){re.escape(SHOWN)}(?!\d)", text) is not None
 
 
 class HeldBounty:
