@@ -94,7 +94,7 @@ def test_heads_second_and_a_sliding_window_are_written_as_jax_nn_s():
     q, k, v = (rng.standard_normal((1, 2, 6, 8), dtype=np.float32) for _ in range(3))  # (batch, heads, tokens, dim)
     trace, eqn = _traced(q, k, v, None, layout=fused.AttentionLayout.BNTH.value, sliding_window_length=3)
     _, source, reference = _written(trace, eqn)
-    assert "bias=None" in source and "local_window_size=(2, 0)" in source
+    assert "bias=None" in source and "local_window_size=(3 - 1, 0)" in source
     out = reference(q, k, v)
     tokens = np.arange(6)
     window = (tokens[None, :] <= tokens[:, None]) & (tokens[None, :] >= tokens[:, None] - 2)

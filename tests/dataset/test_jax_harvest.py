@@ -72,7 +72,7 @@ def test_a_whole_forward_written_as_a_reference_computes_what_the_model_did():
         + "".join(f"    {line}\n" for line in piece.lines)
     )
     scope: dict = {"jax": jax, "jnp": jnp}
-    exec(source, scope)
+    exec(jax_source.SIZES_SOURCE + "\n\n" + source, scope)  # as the template holds `_sizes`
     got = scope["whole"](*[values[i] for i in piece.inputs])
     np.testing.assert_allclose(np.asarray(got), np.asarray(workload.forward(*workload.arguments)), rtol=1e-5, atol=1e-5)
 

@@ -182,6 +182,33 @@ def test_a_jax_reference_gets_its_figures_too(tmp_path: Path) -> None:
         assert 2 * m * n * k <= flops <= 2 * m * n * k + 2 * m * n  # the product, and the relu's compare
 
 
+def test_a_jax_size_that_is_part_of_an_axis_is_written_as_that_part(tmp_path: Path) -> None:
+    """A rotary split's halves (64 of a head's 128, 8 of 16 at the small size) are no input's axis:
+    a JAX reference names them (dataset/jax_sizes.py), and the formula writes them as the head's
+    half, the smallest part of an axis they are in every workload, so every problem keeps figures."""
+    pytest.importorskip("jax")
+    body = """
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit
+    def reference(x):
+        first, second = jnp.split(x, 2, axis=-1)
+        return jnp.concatenate([first * second, first + second], axis=-1)
+    """
+    shapes = [{"x_0": 48, "x_1": 128}, {"x_0": 6, "x_1": 16}]
+    folder = _problem(tmp_path, "jaxhalves", body, {"x": 2}, shapes)
+    toml = folder / "problem.toml"
+    toml.write_text(toml.read_text().replace('operator = "test"', 'framework = "jax"\noperator = "test"'))
+    derived = derive(load_problem(folder))
+    assert derived.reason is None and derived.flops is not None
+    assert "(x_1/2)" in derived.flops and "x_0/" not in derived.flops  # the head's half, no other axis
+    for w in load_problem(folder).spec.workloads:
+        rows, half = w.axes["x_0"], w.axes["x_1"] // 2
+        assert derived.counts[w.name][1] == 2 * rows * half  # a product and a sum per pair
+
+
 @pytest.mark.parametrize("name", ["add", "mm"])
 def test_dataset_problems_carry_figures_that_match_their_trace(tmp_path: Path, name: str) -> None:
     """A harvested problem, its formulas as written into the dataset, evaluate to a fresh trace's

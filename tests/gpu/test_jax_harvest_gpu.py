@@ -5,6 +5,7 @@ recorded shapes to the GPU alone and a CPU-sized workload to machines without on
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 
 import pytest
@@ -67,12 +68,15 @@ def test_a_keras_backbone_s_cudnn_attention_is_written_and_its_blocks_with_it(tm
     """KerasHub runs its attention on a GPU as cuDNN's fused primitive (stop 72: Llama 2 7B,
     Mistral 7B and Gemma 2B at their published sizes); it is written as jax.nn's portable
     attention, checked on the GPU, and the attention block and the whole layer that hold it are
-    written at level 4."""
+    written at level 4. Assembled, each passes the CPU's check at a workload smaller than the
+    recorded one (its sizes read from the model traced at half its sizes: dataset/jax_sizes.py)."""
+    os.environ.setdefault("KERAS_BACKEND", "jax")  # as `harvest jax:keras:...` sets it: keras_hub imports
     pytest.importorskip("keras_hub")
     out = tmp_path / "keras-llama"
+    model = "jax:keras:LlamaBackbone,hidden_dim=512,intermediate_dim=1376,num_query_heads=8,num_key_value_heads=4"
     ran = CliRunner().invoke(
         app,
-        ["harvest", "jax:keras:LlamaBackbone", "--device", "cuda", "--seq", "128", "--repeats", "1"]
+        ["harvest", model, "--device", "cuda", "--seq", "1024", "--repeats", "1"]
         + ["--min-share", "0", "--dtype", "bfloat16", "-o", str(out)],
     )
     assert ran.exit_code == 0, ran.output
@@ -83,3 +87,12 @@ def test_a_keras_backbone_s_cudnn_attention_is_written_and_its_blocks_with_it(tm
     assert "jax.nn.dot_product_attention(" in reference and "MaskType" not in reference
     blocks = [g for g in groups if g["kind"] != "op" and g["status"] == "written" and g["level"] == 4]
     assert blocks, [(g["op"], g["status"], g["reasons"]) for g in groups if g["kind"] != "op"]
+    made = add([out], tmp_path / "dataset")
+    for block in blocks:
+        entry = next(e for e in made.entries if e.problem == block["problem"])
+        assert entry.status == "kept", (block["op"], entry.reasons)
+        spec = tomllib.loads((tmp_path / "dataset" / block["problem"] / "problem.toml").read_text())
+        sizes = {w["name"]: w["axes"] for w in spec["workloads"]}
+        recorded = next(axes for name, axes in sizes.items() if name != "small")
+        assert sum(sizes["small"].values()) < sum(recorded.values()), sizes  # smaller, and it passed
+        assert "S = _sizes(" in (out / block["problem"] / "reference.py").read_text()

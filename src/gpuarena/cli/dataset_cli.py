@@ -122,10 +122,11 @@ def _harvest_jax(
     import jax
 
     from gpuarena.dataset.jax_harvest import harvest_jax, jax_device
-    from gpuarena.dataset.jax_models import build_jax
+    from gpuarena.dataset.jax_models import build_jax, halved_jax
 
     with jax.default_device(jax_device(device)):  # the model's weights too, not JAX's default
         workload = build_jax(model, phase, batch, seq, seed=seed, dtype=dtype)
+        halved = halved_jax(model, phase, batch, seq, seed=seed, dtype=dtype) if modules else None
         with err.status("recording") as status:
             return harvest_jax(
                 workload.forward,
@@ -141,6 +142,7 @@ def _harvest_jax(
                 progress=lambda text: status.update(text),
                 fusions=modules,
                 device=device,
+                halved=(halved.forward, halved.arguments) if halved else None,
             )
 
 

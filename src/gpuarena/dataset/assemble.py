@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.dataset import candidate, graph
+from gpuarena.dataset import candidate, graph, jax_sizes
 from gpuarena.dataset.record import CallRecord, ModuleCall
 from gpuarena.dataset.traffic import with_formulas
 from gpuarena.errors import GpuarenaError
@@ -107,16 +107,18 @@ SCALED_NUMEL = 1 << 20
 """Nor any input of more elements than this (a ResNet stage's 64 x 256 x 56 x 56 activations)."""
 
 
-def scale_down(axes: dict[str, int]) -> dict[str, int]:
+def scale_down(axes: dict[str, int], named: Sequence[int] = ()) -> dict[str, int]:
     """A fusion's small workload: every even size over SMALL_LIMIT divided by one power of two f,
     so that the sizes a module's graph relates keep their relations (hidden = heads x head_dim, a
     convolution's 224 pixels in and 56 out, a view's batch x seq), which `shrink`'s renumbering
     breaks. f doubles while the largest size is over SCALED_MAX and every even one divides by the
     next f into at least SCALED_MIN, or an input holds more than SCALED_NUMEL elements; an odd size
     (a ViT's 197 tokens) stays as it is. Bounded by the largest size alone, a ResNet layer's check
-    on its small workload (64 images of 256 x 56 x 56: no size over 256) took 15 s on the CPU."""
+    on its small workload (64 images of 256 x 56 x 56: no size over 256) took 15 s on the CPU.
+    named: the sizes a JAX reference's body names (`S(n)`, dataset/jax_sizes.py), which f must
+    divide into at least SCALED_MIN too (a head's half: 64 of 128)."""
     large = [v for v in axes.values() if v > SMALL_LIMIT]
-    even = [v for v in large if v % 2 == 0]
+    even = [v for v in large if v % 2 == 0] + list(named)
     inputs: dict[str, list[int]] = {}
     for name, size in axes.items():  # axes are <input>_<dim>
         inputs.setdefault(name.rsplit("_", 1)[0], []).append(size)
@@ -130,7 +132,7 @@ def scale_down(axes: dict[str, int]) -> dict[str, int]:
     f = 1
     while even and too_big(f) and all(v % (2 * f) == 0 and v // (2 * f) >= SCALED_MIN for v in even):
         f *= 2
-    if large and max(large) // f > LENIENT_ABOVE:
+    if large and max(large) // f > LENIENT_ABOVE and not named:
         # a size no power of two divides far enough (BERT's vocabulary of 30522 = 2 x 15261): the
         # LM head would stay a 96 GFLOP matmul. Divide every size over 32, rounding down: such a
         # size is seldom tied to the others.
@@ -249,7 +251,10 @@ def _merge(
     spec["workloads"] = [w for w in spec["workloads"] if w["name"] != "small"]
     if not any("cpu" in w["devices"] for w in spec["workloads"]):
         first = spec["workloads"][0]
-        small = scale_down(first["axes"]) if spec["level"] > 1 else shrink(first["axes"])
+        # a JAX reference's sizes scale by one factor, and the sizes its body names (S(n)) with them
+        jax = spec["provenance"].get("framework") == "jax"
+        named = jax_sizes.sizes_in((target / "reference.py").read_text()) if jax else []
+        small = scale_down(first["axes"], named) if spec["level"] > 1 or jax else shrink(first["axes"])
         spec["workloads"].append({**first, "name": "small", "axes": small, "devices": ["cpu", "cuda"]})
     spec["workloads"] = cpu_only_small(spec["workloads"])
     spec["weight"] = float(f"{spec['weight']:.6g}")

@@ -26,8 +26,11 @@ import numpy as np
 
 from gpuarena.dataset import candidate
 from gpuarena.dataset.harvest import IGNORED, Group, Harvest, _slug
+from gpuarena.dataset.jax_sizes import FACTOR, sized_lines
 from gpuarena.dataset.jax_source import (
     CUDNN_ATTENTION,
+    JAX_TEMPLATE,
+    SIZED_TEMPLATE,
     Unwritable,
     attention_source,
     literal_source,
@@ -58,28 +61,6 @@ IDENTITY = frozenset({"stop_gradient", "copy", "copy_p", "optimization_barrier"}
 """Primitives that return their input in a forward pass: written as the value itself."""
 MATMULS = frozenset({"dot_general", "conv_general_dilated", "ragged_dot", "ragged_dot_general"})
 
-JAX_TEMPLATE = '''"""{title}
-
-Written by `gpuarena harvest`: {what}, on inputs redrawn with the recorded
-shapes, dtypes and value ranges."""
-
-import math
-
-import jax
-import jax.numpy as jnp
-import torch
-
-# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), the deviation of
-# a normal draw whose extreme at the recorded size (numel) is the recorded one, sorted (offsets), the axis a
-# sorted input ends at (None: its recorded maximum), the axis indices stay below
-INPUTS = {specs}
-
-
-@jax.jit
-def reference({params}):
-{body}
-''' + "".join(candidate.TEMPLATE.partition(candidate.HELPERS_START)[1:])
-
 
 class Piece:
     """Equations written as one reference: its inputs (values made before it, in order of first
@@ -99,12 +80,15 @@ class Piece:
         self.equations = equations
         made = {o for e in equations for o in e.outputs}
         self.inputs: list[int] = []
+        self.order: list[int] = []  # the inputs it takes with none zeroed
         written_in: dict[int, Const] = {}
         for eqn in equations:
             for given in eqn.inputs:
                 if not isinstance(given, int) or given in made or given in self.inputs or given in written_in:
                     continue
                 scalar = _scalar(trace.info[given])
+                if scalar is None and 0 not in trace.info[given].shape:
+                    self.order.append(given)
                 if given in zeroed or 0 in trace.info[given].shape:  # an empty value is zeros too
                     written_in[given] = Const(0, trace.info[given].dtype, tuple(trace.info[given].shape))
                 elif scalar is not None:
@@ -135,8 +119,8 @@ class Piece:
                 self.lines.append(f"{outs} = {args[0]}")
                 continue
             if eqn.name == CUDNN_ATTENTION:
-                made_empty = [g if isinstance(g, Const) else written_in.get(g) for g in eqn.inputs]
-                empty = [c is not None and 0 in c.shape for c in made_empty]
+                # empty: given so, or made inside a scope (KerasHub's layers make their own)
+                empty = [0 in (g.shape if isinstance(g, Const) else trace.info[g].shape) for g in eqn.inputs]
                 self.lines.append(f"{outs} = {attention_source(eqn, args, empty)}")
                 continue
             params = [f"{key}={param_source(value)}" for key, value in sorted(eqn.params.items())]
@@ -145,6 +129,31 @@ class Piece:
         self.lines.append(f"return {results[0]}" if len(results) == 1 else f"return ({', '.join(results)})")
         self.input_info = [trace.info[i] for i in self.inputs]
         self.output_info = [trace.info[o] for o in self.outputs]
+        self.sized = False
+        self.smaller: Piece | None = None  # the piece at half the sizes it was sized by
+
+    def with_zeros(self, ignored: set[int]) -> Piece:
+        """The piece with these inputs made zeros too, its sizes written as before."""
+        piece = Piece(self.trace, self.equations, self.needed_outside, self.zeroed | ignored)
+        piece.size_by(self.smaller)
+        return piece
+
+    def size_by(self, smaller: Piece | None, factor: int = FACTOR) -> None:
+        """Write the numbers that are sizes as S(n) (dataset/jax_sizes.py): `smaller` is the same
+        piece traced with the model's sizes divided by factor (its inputs zeroed alike)."""
+        if smaller is None or len(smaller.order) != len(self.order):
+            return
+        given = smaller
+        if self.zeroed:  # the same inputs, by place, made zeros there too
+            zeroed = frozenset(smaller.order[self.order.index(i)] for i in self.zeroed)
+            smaller = Piece(smaller.trace, smaller.equations, smaller.needed_outside, zeroed)
+        lines = sized_lines(self.lines, smaller.lines, factor)
+        if lines is None or lines == self.lines:
+            return
+        self.smaller = given
+        recorded = tuple(tuple(info.shape) for info in self.input_info)
+        inputs = "".join(f"x{k}, " for k in range(len(self.inputs)))
+        self.lines, self.sized = [f"S = _sizes({recorded!r}, ({inputs}))", *lines], True
 
     def call(self, op: str, seconds: float) -> CallRecord:
         """The piece as the candidate writer's call: its inputs as x0, x1... and its results."""
@@ -320,7 +329,7 @@ def profile_lines(trace: Trace) -> list[str]:
 
 def _write(staged: Path, group: Group, piece: Piece, summary: str, what: str, models: list[str], phase: str) -> None:
     call = piece.call(group.op, group.seconds)
-    reference = candidate.render(call, summary, what, piece.lines, JAX_TEMPLATE)
+    reference = candidate.render(call, summary, what, piece.lines, SIZED_TEMPLATE if piece.sized else JAX_TEMPLATE)
     candidate.write(
         staged,
         call,
@@ -333,6 +342,27 @@ def _write(staged: Path, group: Group, piece: Piece, summary: str, what: str, mo
         reference=reference,
         framework="jax",
     )
+
+
+def _size_layers(groups: list[tuple[Group, Piece | None]], halved: tuple[Callable[..., Any], list[Any]]) -> None:
+    """Each layer's piece with its sizes written as S(n), from the same layer traced at half the
+    model's sizes (the first of that scope's pieces there that reads alike but for sizes)."""
+    import jax
+
+    forward, arguments = halved
+    smaller = flatten(jax.make_jaxpr(forward)(*arguments))
+    run(smaller, list(arguments), repeats=0)
+    halves: dict[str, list[Piece]] = {}
+    for group, piece in groups_of(smaller):
+        if piece is not None and group.kind == "module":
+            halves.setdefault(group.op, []).append(piece)
+    for group, piece in groups:
+        if piece is None or group.kind != "module":
+            continue
+        for half in halves.get(group.op, []):
+            piece.size_by(half)
+            if piece.sized:
+                break
 
 
 def jax_device(device: str) -> Any:
@@ -368,10 +398,12 @@ def harvest_jax(
     progress: Callable[[str], None] = lambda _: None,
     fusions: bool = True,
     device: str = "cpu",
+    halved: tuple[Callable[..., Any], list[Any]] | None = None,
 ) -> Harvest:
     """Trace forward(*arguments), run it primitive by primitive, group, check and write the
     problems under out/level1-4/; returns (and writes) harvest.json. out must be new, empty, or a
-    previous harvest's folder (then replaced)."""
+    previous harvest's folder (then replaced). halved: the model's forward and arguments at half
+    its sizes, traced to tell which numbers of the layers' references are sizes (jax_sizes.py)."""
     import jax
 
     from gpuarena.dataset.checker import CandidateChecker
@@ -389,6 +421,9 @@ def harvest_jax(
     (out / "profile.jsonl").write_text("".join(line + "\n" for line in profile_lines(trace)))
     where = f"{model} {phase} (" + ", ".join(f"{k} {v}" for k, v in sizes.items()) + ")"
     groups = [(g, p) for g, p in groups_of(trace) if fusions or g.kind == "op"]
+    if halved is not None:
+        progress("tracing the model at half its sizes")
+        _size_layers(groups, halved)
     with CandidateChecker(device) as checker:
         for n, (group, piece) in enumerate(groups):
             if group.reasons or piece is None:  # metadata or unsupported, and why
@@ -419,7 +454,7 @@ def harvest_jax(
                 }
                 if report.ok or not ignored:
                     break
-                piece = Piece(piece.trace, piece.equations, piece.needed_outside, piece.zeroed | ignored)
+                piece = piece.with_zeros(ignored)
                 shutil.rmtree(staged)
                 _write(staged, group, piece, summary, what, models, phase)
                 report = checker(staged)

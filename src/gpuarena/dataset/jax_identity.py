@@ -31,6 +31,8 @@ class _Rename(ast.NodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         name = node.id
+        if name == "S":  # jax_source's sizes, named as such
+            return node
         if name not in self.names:
             if name in self.parameters:
                 self.names[name] = f"in{len(self.order)}"
@@ -43,7 +45,13 @@ class _Rename(ast.NodeTransformer):
 
 
 class _Sizes(ast.NodeTransformer):
-    """Integers inside shape parameters become one placeholder."""
+    """Integers inside shape parameters, and the recorded shapes `_sizes` scales them from, become
+    one placeholder."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if isinstance(node.func, ast.Name) and node.func.id in ("_sizes", "S"):  # jax_source.S
+            return _blank(node, float)
+        return self.generic_visit(node)
 
     def visit_keyword(self, node: ast.keyword) -> ast.AST:
         if node.arg in SHAPE_PARAMETERS:
@@ -51,10 +59,13 @@ class _Sizes(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
-def _blank(node: ast.AST) -> ast.AST:
+def _blank(node: ast.AST, *kinds: type) -> ast.AST:
+    """node with its integers (and constants of these kinds) as one placeholder."""
+
     class Blank(ast.NodeTransformer):
         def visit_Constant(self, const: ast.Constant) -> ast.AST:
-            return ast.Constant("?") if isinstance(const.value, int) and not isinstance(const.value, bool) else const
+            number = isinstance(const.value, (int, *kinds)) and not isinstance(const.value, bool)
+            return ast.Constant("?") if number else const
 
     return Blank().visit(node)
 

@@ -64,6 +64,39 @@ def build_jax(model: str, phase: str, batch: int, seq: int, seed: int = 0, dtype
     raise GpuarenaError(f"unknown JAX model {model!r}: jax:tiny-llama or jax:keras:<Backbone>[,key=value...]")
 
 
+SCALED_KEYS = ("hidden_dim", "intermediate_dim", "vocabulary_size", "head_dim", "sliding_window")
+"""A KerasHub backbone's sizes that a layer's shapes scale with (its heads and depth do not)."""
+
+
+def halved_jax(
+    model: str, phase: str, batch: int, seq: int, seed: int = 0, dtype: str = "float32"
+) -> JaxWorkload | None:
+    """The model at half its sizes (widths, vocabulary, window, tokens; two layers at most, the
+    same heads), or None where a size is odd: a harvest traces it to tell which numbers of its
+    layers' references are sizes (dataset/jax_sizes.py)."""
+    if seq % 2:
+        return None
+    if model == "jax:tiny-llama":
+        return _tiny_llama(batch, seq // 2, seed, dtype, dim=32, ffn=88, vocab=128)
+    name, *items = model.removeprefix("jax:keras:").split(",")
+    sizes = dict(KERAS_SIZES.get(name, {}))
+    for key, _, value in (item.partition("=") for item in items):
+        if not value.isdigit():
+            return None  # build_jax says why
+        sizes[key] = int(value)
+    if any(sizes[k] % 2 for k in SCALED_KEYS if k in sizes):
+        return None
+    halved = {
+        **sizes,
+        **{k: sizes[k] // 2 for k in SCALED_KEYS if k in sizes},
+        "num_layers": min(sizes.get("num_layers", 2), 2),
+    }
+    try:
+        return _keras(",".join([name, *(f"{k}={v}" for k, v in halved.items())]), batch, seq // 2, seed, dtype)
+    except GpuarenaError:
+        return None  # a backbone its halved sizes do not build: its layers stay unsized
+
+
 def _tiny_llama(
     batch: int,
     seq: int,

@@ -7,19 +7,74 @@ as `jax.nn.dot_product_attention` with the recorded scale, mask and window, as a
 writes cuDNN's SDPA as `F.scaled_dot_product_attention`: the same computation on any device (XLA's
 implementation, JAX's default), for a solution to beat with cuDNN's or its own. Only what a
 forward pass uses is written: no dropout, padding lengths, offsets, page tables or training
-outputs."""
+outputs.
+
+`_sizes` is written into a reference whose body names sizes (`S(n)`, dataset/jax_sizes.py)."""
 
 from __future__ import annotations
 
 import enum
+import inspect
 import math
 from typing import Any
 
 import numpy as np
 
+from gpuarena.dataset import candidate
 from gpuarena.dataset.jax_trace import Const, Equation
 
 CUDNN_ATTENTION = "dot_product_attention_fwd_wrapper"
+
+
+def _sizes(recorded, inputs):  # written into references as it is
+    """`S`: a size the reference's body names (recorded), at its inputs' shapes. A smaller workload
+    divides the recorded sizes by one factor f (`dataset.assemble.scale_down`); so does S."""
+    factors = {r / a for shape, x in zip(recorded, inputs) for r, a in zip(shape, x.shape) if r != a}
+    if len(factors) > 1 or any(f != int(f) for f in factors):
+        raise ValueError(
+            f"the inputs' shapes {[tuple(x.shape) for x in inputs]} are not the recorded {recorded} "
+            "divided by one factor"
+        )
+    f = int(factors.pop()) if factors else 1
+
+    def S(size):
+        if isinstance(size, float):
+            return size / f
+        if size % f:
+            raise ValueError(f"the size {size} the reference names does not divide by the workload's factor {f}")
+        return size // f
+
+    return S
+
+
+SIZES_SOURCE = inspect.getsource(_sizes).replace("  # written into references as it is", "")
+"""`_sizes` as a reference holds it."""
+
+_HEAD = '''"""{title}
+
+Written by `gpuarena harvest`: {what}, on inputs redrawn with the recorded
+shapes, dtypes and value ranges."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import torch
+
+# name -> rank, dtype, stride (None: contiguous), recorded value range (None: unknown), the deviation of
+# a normal draw whose extreme at the recorded size (numel) is the recorded one, sorted (offsets), the axis a
+# sorted input ends at (None: its recorded maximum), the axis indices stay below
+INPUTS = {specs}
+'''
+_REFERENCE = """
+
+@jax.jit
+def reference({params}):
+{body}
+""" + "".join(candidate.TEMPLATE.partition(candidate.HELPERS_START)[1:])
+JAX_TEMPLATE = _HEAD + _REFERENCE
+SIZED_TEMPLATE = _HEAD + "\n\n" + SIZES_SOURCE.replace("{", "{{").replace("}", "}}") + _REFERENCE
+"""A reference whose body names sizes (`S`): with `_sizes`."""
 
 
 class Unwritable(Exception):
@@ -100,6 +155,6 @@ def attention_source(eqn: Equation, args: list[str], empty: list[bool]) -> str:
     ]
     window = params.get("sliding_window_length")
     if window:  # cuDNN's window holds the token itself: jax.nn's left window is one less
-        options.append(f"local_window_size=({int(window) - 1}, 0)")
+        options.append(f"local_window_size=({int(window)} - 1, 0)")  # the window a size (jax_sizes)
     call = f"jax.nn.dot_product_attention({query}, {key}, {value}, {', '.join(options)})"
     return f"(jnp.swapaxes({call}, 1, 2),)" if heads_second else f"({call},)"

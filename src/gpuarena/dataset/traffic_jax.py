@@ -176,6 +176,8 @@ def _match(terms_by_workload: list[list[_Term]], workloads: list[Workload]) -> s
                 factors.append(found)
             elif len(set(values)) == 1:
                 coefficient *= values[0]
+            elif (part := _part_of_axis(workloads, values)) is not None:
+                factors.append(part)  # a head's half (a rotary split): an axis over k in every workload
             else:
                 raise TrafficError(f"a size ({values}) is neither an axis nor the same in every workload")
         key = "*".join(sorted(factors))
@@ -184,6 +186,19 @@ def _match(terms_by_workload: list[list[_Term]], workloads: list[Workload]) -> s
     text = " + ".join(parts) if parts else "0"
     check_formula(text)
     return text
+
+
+def _part_of_axis(workloads: list[Workload], values: list[int]) -> str | None:
+    """`(axis/k)` where the size is that axis divided by one integer k in every workload (a JAX
+    reference's sizes scale with its axes: dataset/jax_sizes.py), the smallest such k (a head's
+    half is its head's, not the tokens' over 32), else None."""
+    parts = []
+    for axis in workloads[0].axes:
+        sizes = [w.axes.get(axis) or 0 for w in workloads]
+        ks = {s // v if v and s % v == 0 else 0 for s, v in zip(sizes, values)}
+        if len(ks) == 1 and (k := ks.pop()) > 1:
+            parts.append((k, axis))
+    return f"({min(parts)[1]}/{min(parts)[0]})" if parts else None
 
 
 def jax_formulas(problem: Problem) -> tuple[str, str, dict[str, tuple[int, int]]]:
