@@ -232,8 +232,8 @@ def test_the_shipped_baselines_cover_the_bundled_problems_and_the_dataset() -> N
     assert shipped_baseline(dataset) == SHIPPED_BASELINES / "H200-pytorch-dataset.json"
     assert shipped_baseline({"level9/nothing"}) is None
     jax_dataset = {p.id for p in all_problems([ROOT / "dataset" / "problems"]) if implements(p, "jax")}
-    assert jax_dataset and shipped_baseline(jax_dataset) == SHIPPED_BASELINES / "H100-jax-dataset.json"
-    jax_baseline = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H100-jax-dataset.json").read_text())
+    assert jax_dataset and shipped_baseline(jax_dataset) == SHIPPED_BASELINES / "H200-jax-dataset.json"
+    jax_baseline = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H200-jax-dataset.json").read_text())
     assert jax_baseline.framework == "jax" and {p.problem for p in jax_baseline.problems} == jax_dataset
     assert all(p.status == "PASSED" for p in jax_baseline.problems)
     baseline = SuiteResult.model_validate_json((SHIPPED_BASELINES / "H100-pytorch.json").read_text())

@@ -232,7 +232,7 @@ def test_suite_run_runs_twice_keeps_what_it_left_out_and_times_and_scores_a_sort
     spanning them; a JAX problem the pytorch framework leaves out is kept in the file with the
     reason; and a sort (two integer outputs, values and stable indices) is timed and scored."""
     out = tmp_path / "s.json"
-    sort, jax = "level1/sort-ab780ebe", "level1/jax-add-51fa62b6"
+    sort, jax = "level1/sort-ab780ebe", "level1/jax-add-d8c2d718"
     code, said = cli(
         "suite", "run", "--device", "cpu", "--root", str(ROOT / "dataset" / "problems"),
         "--problems", sort, "--problems", jax, "--runs", "2", "--budget", "0.1", "-o", str(out),
@@ -259,7 +259,7 @@ def test_a_run_keeps_the_problems_it_leaves_out_with_the_reason() -> None:
 
     problems = ROOT / "dataset" / "problems"
     sort = load_problem(problems / "level1" / "sort-ab780ebe", root=problems)
-    jax = load_problem(problems / "level1" / "jax-add-51fa62b6", root=problems)
+    jax = load_problem(problems / "level1" / "jax-add-d8c2d718", root=problems)
     gpu_only = dataclasses.replace(
         sort,
         id="level1/gpu-only",
@@ -268,7 +268,7 @@ def test_a_run_keeps_the_problems_it_leaves_out_with_the_reason() -> None:
         ),
     )
     assert left_out_of([sort, jax, gpu_only], "pytorch", "cpu") == {
-        "level1/jax-add-51fa62b6": "its reference is written in jax, no pytorch implementation",
+        "level1/jax-add-d8c2d718": "its reference is written in jax, no pytorch implementation",
         "level1/gpu-only": "no cpu workload",
     }
     assert left_out_of([sort, gpu_only], "pytorch", "cuda") == {}

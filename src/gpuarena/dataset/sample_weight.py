@@ -17,9 +17,10 @@ import re
 import tomllib
 from typing import Any
 
-SAMPLE_WEIGHTS = {1: 0.00142, 2: 0.00097, 3: 0.00112, 4: 0.00076}
-"""The median weight of dataset/problems' problems of weight above 0, per level (2026-12-01, stop
-70: 361 problems, weights of `gpuarena dataset weigh` from an H200's eager times: they sum to 1)."""
+SAMPLE_WEIGHTS = {1: 0.00105, 2: 0.00091, 3: 0.00100, 4: 0.00069}
+"""The median weight of dataset/problems' problems of weight above 0, per level (2026-12-02, stop
+73: 375 problems, weights of `gpuarena dataset weigh` from an H200's eager PyTorch and JAX times:
+they sum to 1)."""
 _WEIGHT_LINE = re.compile(r"^\s*weight\s*=.*$")
 _HEADER = re.compile(r"^\s*\[")
 
