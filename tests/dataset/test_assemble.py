@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 
 from gpuarena.cli.app import app
 from gpuarena.dataset import traffic
-from gpuarena.dataset.assemble import Dataset, add, dump_problem_toml, model_slug, retried, shrink
+from gpuarena.dataset.assemble import Dataset, add, dump_problem_toml, model_slug, retried
 from gpuarena.dataset.harvest import harvest
 from gpuarena.dataset.models import build
+from gpuarena.dataset.small_workload import shrink
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.problem_check import check_problem
 from gpuarena.problems import load_problem

@@ -15,10 +15,11 @@ from typer.testing import CliRunner
 
 from gpuarena.cli.app import app
 from gpuarena.dataset import candidate
-from gpuarena.dataset.assemble import add, scale_down
+from gpuarena.dataset.assemble import add
 from gpuarena.dataset.graph import level_of, module_graph, residual_norms
 from gpuarena.dataset.harvest import Harvest, harvest
 from gpuarena.dataset.record import record
+from gpuarena.dataset.small_workload import scale_down
 from gpuarena.harness.problem_check import check_problem
 from gpuarena.problems import load_problem
 

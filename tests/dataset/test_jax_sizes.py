@@ -19,7 +19,8 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 from gpuarena.dataset import jax_harvest, jax_identity, jax_sizes, jax_source, jax_trace  # noqa: E402
-from gpuarena.dataset.assemble import add, scale_down  # noqa: E402
+from gpuarena.dataset.assemble import add  # noqa: E402
+from gpuarena.dataset.small_workload import scale_down  # noqa: E402
 
 HEADS = 4
 

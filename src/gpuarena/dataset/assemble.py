@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import re
 import shutil
 import tomllib
@@ -35,6 +34,13 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuarena.dataset import candidate, graph, jax_sizes
 from gpuarena.dataset.record import CallRecord, ModuleCall
+from gpuarena.dataset.small_workload import (
+    cpu_only_small,
+    degenerate_small,
+    halved_factor,
+    scale_down,
+    shrink,
+)
 from gpuarena.dataset.traffic import with_formulas
 from gpuarena.errors import GpuarenaError
 from gpuarena.problems.model import ProblemSpec
@@ -42,10 +48,6 @@ from gpuarena.suite.model import SuiteResult
 
 if TYPE_CHECKING:  # types only: the check imports torch
     from gpuarena.harness.problem_check import CheckReport
-
-SMALL_LIMIT = 32
-"""Sizes up to this stay as recorded in the small workload."""
-SMALL_STEP = 8
 
 
 class Entry(BaseModel):
@@ -91,55 +93,6 @@ def model_slug(model: str) -> str:
     name = model.removeprefix("hf:").replace(":size=full", "").split(",")[0]
     name = re.sub(r"(For(CausalLM|ImageClassification|MaskedLM|SequenceClassification)|LMHeadModel)$", "", name)
     return re.sub(r"[^a-z0-9]+", "-", name.lower().replace("=", "")).strip("-")
-
-
-def shrink(axes: dict[str, int]) -> dict[str, int]:
-    """The small workload's axes: sizes over SMALL_LIMIT mapped, in order, onto 40, 48, 56..."""
-    large = sorted({v for v in axes.values() if v > SMALL_LIMIT})
-    mapped = {v: SMALL_LIMIT + SMALL_STEP * (i + 1) for i, v in enumerate(large)}
-    return {k: mapped.get(v, v) for k, v in axes.items()}
-
-
-SCALED_MAX = 256
-SCALED_MIN = 4
-LENIENT_ABOVE = 2048
-SCALED_NUMEL = 1 << 20
-"""Nor any input of more elements than this (a ResNet stage's 64 x 256 x 56 x 56 activations)."""
-
-
-def scale_down(axes: dict[str, int], named: Sequence[int] = ()) -> dict[str, int]:
-    """A fusion's small workload: every even size over SMALL_LIMIT divided by one power of two f,
-    so that the sizes a module's graph relates keep their relations (hidden = heads x head_dim, a
-    convolution's 224 pixels in and 56 out, a view's batch x seq), which `shrink`'s renumbering
-    breaks. f doubles while the largest size is over SCALED_MAX and every even one divides by the
-    next f into at least SCALED_MIN, or an input holds more than SCALED_NUMEL elements; an odd size
-    (a ViT's 197 tokens) stays as it is. Bounded by the largest size alone, a ResNet layer's check
-    on its small workload (64 images of 256 x 56 x 56: no size over 256) took 15 s on the CPU.
-    named: the sizes a JAX reference's body names (`S(n)`, dataset/jax_sizes.py), which f must
-    divide into at least SCALED_MIN too (a head's half: 64 of 128)."""
-    large = [v for v in axes.values() if v > SMALL_LIMIT]
-    even = [v for v in large if v % 2 == 0] + list(named)
-    inputs: dict[str, list[int]] = {}
-    for name, size in axes.items():  # axes are <input>_<dim>
-        inputs.setdefault(name.rsplit("_", 1)[0], []).append(size)
-
-    def too_big(f: int) -> bool:
-        most = max(
-            math.prod(v // f if v > SMALL_LIMIT and v % f == 0 else v for v in sizes) for sizes in inputs.values()
-        )
-        return max(large) // f > SCALED_MAX or most > SCALED_NUMEL
-
-    f = 1
-    while even and too_big(f) and all(v % (2 * f) == 0 and v // (2 * f) >= SCALED_MIN for v in even):
-        f *= 2
-    if large and max(large) // f > LENIENT_ABOVE and not named:
-        # a size no power of two divides far enough (BERT's vocabulary of 30522 = 2 x 15261): the
-        # LM head would stay a 96 GFLOP matmul. Divide every size over 32, rounding down: such a
-        # size is seldom tied to the others.
-        while max(large) // f > SCALED_MAX and min(large) // (2 * f) >= SCALED_MIN:
-            f *= 2
-        return {k: v // f if v > SMALL_LIMIT else v for k, v in axes.items()}
-    return {k: v // f if v > SMALL_LIMIT and v % f == 0 else v for k, v in axes.items()}
 
 
 def _toml_value(value: Any) -> str:
@@ -263,17 +216,6 @@ def _merge(
     (target / "problem.toml").write_text(dump_problem_toml(with_formulas(spec, target)))
 
 
-SMALL_NAME = re.compile(r"^small(-\d+)?$")
-
-
-def cpu_only_small(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The CPU-sized workloads (`small`, and `small-N` where a merge joined several) for machines
-    without a GPU alone where the recorded shapes run on one: a GPU's score is the real sizes'
-    (issue 48: half of 264 problems' weight was a workload of 2.8 µs on an H200)."""
-    on_gpu = any("cuda" in w.get("devices", ["cpu", "cuda"]) for w in workloads if not SMALL_NAME.match(w["name"]))
-    return [{**w, "devices": ["cpu"]} if on_gpu and SMALL_NAME.match(w["name"]) else w for w in workloads]
-
-
 def retried(entries: list[Entry], on: Sequence[str] = ()) -> set[str]:
     """The problems a retry assembles again: those the CPU's check left out at assembly, and those
     a recheck on one of the devices `on` left out (its reasons start with "on <device>:"): that
@@ -356,9 +298,23 @@ def add(
                 continue
             progress(f"checking {n + 1}/{len(entries)}: {entry.problem}")
             report = tolerant_check(checker, root / entry.problem)
+            while not report.ok and degenerate_small(report.errors) and _halve_small(root / entry.problem):
+                report = tolerant_check(checker, root / entry.problem)  # a less small workload
             if not report.ok:
                 _leave_out(root, entry, report.errors)
     return _write(root, commands, list(entries.values()))
+
+
+def _halve_small(folder: Path) -> bool:
+    """Write folder's small workload with half its factor (small_workload.halved_factor), its
+    bytes and FLOPs derived again; False where there is none to halve."""
+    path = folder / "problem.toml"
+    spec = halved_factor(tomllib.loads(path.read_text()))
+    if spec is None:
+        return False
+    path.write_text(dump_problem_toml(spec))
+    path.write_text(dump_problem_toml(with_formulas(spec, folder)))
+    return True
 
 
 def tolerant_check(checker: Callable[[Path], CheckReport], folder: Path) -> CheckReport:

@@ -11,7 +11,7 @@ computed (the rotary tables). The module's weight is the device time of its span
 Sizes inside the calls (a view's [batch, seq, heads, head_dim]) are written as the inputs' own
 sizes where one matches (`hidden_states.shape[1]`), or a share of one (`// heads`), a small size
 times one (batch x seq), or a multiple of one (a fused qkv's 2 x hidden), so that the dataset's
-small workload of a fusion (every size over 32 divided by one factor, assemble.scale_down)
+small workload of a fusion (every size over 32 divided by one factor, small_workload.scale_down)
 computes the same function on smaller tensors. A size that matches none stays as recorded; such
 a problem's small workload fails its check and the dataset leaves it out, with the reason.
 """
@@ -31,7 +31,7 @@ MAX_CALLS = 400
 """Aten calls (views included) a module may make to be written as one problem: a decoder layer
 makes about 60, a whole model thousands."""
 SMALL_LIMIT = 32
-"""Sizes up to this are kept by the dataset's small workload (assemble.SMALL_LIMIT): written as recorded."""
+"""Sizes up to this are kept by the dataset's small workload (small_workload.SMALL_LIMIT): written as recorded."""
 
 MATMUL_OPS = frozenset(
     {

@@ -4,7 +4,7 @@ sizes (issue 48).
 A reference is traced at the model's shapes, so its primitives' parameters hold them (a
 broadcast's `shape=(1, 2048, 1)`, a split's `sizes=(64, 64)`, a reshape's heads x head_dim) and
 so do its literals (an RMSNorm's mean over 4096). A GPU harvest's problem is also checked on the
-CPU at a smaller workload (`assemble.scale_down`: every size over 32 divided by one factor), where
+CPU at a smaller workload (`small_workload.scale_down`: every size over 32 divided by one factor), where
 the recorded numbers contradict the inputs (stop 72: 12 of 81 problems, "Sum of sizes 128 must be
 equal to dimension 3"). Which of them are sizes cannot be told from one trace: a layer's 32 heads
 stay 32 at any width while its half head of 32 does not. The same layer traced at half the

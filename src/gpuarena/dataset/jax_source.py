@@ -28,7 +28,7 @@ CUDNN_ATTENTION = "dot_product_attention_fwd_wrapper"
 
 def _sizes(recorded, inputs):  # written into references as it is
     """`S`: a size the reference's body names (recorded), at its inputs' shapes. A smaller workload
-    divides the recorded sizes by one factor f (`dataset.assemble.scale_down`); so does S."""
+    divides the recorded sizes by one factor f (`dataset.small_workload.scale_down`); so does S."""
     factors = {r / a for shape, x in zip(recorded, inputs) for r, a in zip(shape, x.shape) if r != a}
     if len(factors) > 1 or any(f != int(f) for f in factors):
         raise ValueError(

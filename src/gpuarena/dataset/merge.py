@@ -32,9 +32,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.dataset.assemble import Dataset, Entry, _write, cpu_only_small, dump_problem_toml
+from gpuarena.dataset.assemble import Dataset, Entry, _write, dump_problem_toml
 from gpuarena.dataset.identity import trace
 from gpuarena.dataset.keys import Identity, Trace
+from gpuarena.dataset.small_workload import cpu_only_small
 from gpuarena.dataset.traffic import with_formulas
 from gpuarena.errors import GpuarenaError
 from gpuarena.problems.loader import Problem
