@@ -117,10 +117,7 @@ def _family(source: str) -> str:
     """The family text jax_identity keys a reference by: its body renamed, its sizes blanked."""
     function = ast.parse(source).body[0]
     assert isinstance(function, ast.FunctionDef)
-    renamer = jax_identity._Rename([a.arg for a in function.args.args])
-    body = [renamer.visit(statement) for statement in function.body]
-    reparsed = ast.parse("\n".join(ast.unparse(s) for s in body)).body
-    return "\n".join(ast.dump(jax_identity._Sizes().visit(s)) for s in reparsed)
+    return jax_identity.family_text(jax_identity.renamed(function)[0])
 
 
 def test_one_layer_at_two_widths_is_one_family_and_its_axes_still_count():

@@ -88,6 +88,19 @@ def _inputs_spec(tree: ast.Module) -> dict[str, Any]:
     return {}
 
 
+def renamed(function: ast.FunctionDef) -> tuple[list[ast.stmt], list[str]]:
+    """The reference's body with its parameters renamed by first use (in0, in1...) and its locals
+    by assignment (v0, v1...), and the parameters in that order."""
+    renamer = _Rename([a.arg for a in function.args.args])
+    body = [renamer.visit(ast.fix_missing_locations(statement)) for statement in function.body]
+    return body, renamer.order + [a.arg for a in function.args.args if a.arg not in renamer.order]
+
+
+def family_text(body: list[ast.stmt]) -> str:
+    """The renamed body with its sizes blanked: what the family key reads."""
+    return "\n".join(ast.dump(_Sizes().visit(s)) for s in ast.parse("\n".join(ast.unparse(s) for s in body)).body)
+
+
 def jax_identity(problem: Problem) -> Identity:
     """A JAX problem's keys, read from its reference.py without running it."""
     spec = problem.spec
@@ -96,9 +109,7 @@ def jax_identity(problem: Problem) -> Identity:
     if function is None:
         name = f"unparsed:{problem.id}"
         return Identity(problem.id, spec.level, "jax", name, name, error="no reference function in reference.py")
-    renamer = _Rename([a.arg for a in function.args.args])
-    body = [renamer.visit(ast.fix_missing_locations(statement)) for statement in function.body]
-    order = renamer.order + [a.arg for a in function.args.args if a.arg not in renamer.order]
+    body, order = renamed(function)
     inputs = _inputs_spec(tree)
     layout = tuple((inputs.get(n, {}).get("dtype"), inputs.get(n, {}).get("stride")) for n in order)
     ranks = tuple(inputs.get(n, {}).get("rank") for n in order)
@@ -112,9 +123,6 @@ def jax_identity(problem: Problem) -> Identity:
         }
     )
     exact_body = "\n".join(ast.dump(s) for s in body)
-    family_body = "\n".join(
-        ast.dump(_Sizes().visit(s)) for s in ast.parse("\n".join(ast.unparse(s) for s in body)).body
-    )
     exact = digest(("jax", exact_body, layout, shapes))
-    family = digest(("jax", family_body, layout, ranks, sorted({w.dtype for w in spec.workloads})))
+    family = digest(("jax", family_text(body), layout, ranks, sorted({w.dtype for w in spec.workloads})))
     return Identity(problem.id, spec.level, "jax", exact, family, order)
