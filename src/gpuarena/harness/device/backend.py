@@ -60,7 +60,9 @@ NVIDIA_PIECES: dict[str, str] = {
     "worker (CUPTI PM sampling), started ahead of torch's import",
     "device/cupti_build.py": "building those CUPTI programs against the CUDA toolkit",
     "device/icache_sweep.py": "an instruction-cache sweep kernel compiled with nvcc for the device's architecture",
-    "inside/context_ahead.py": "a worker's CUDA context made through libcuda while it imports torch",
+    "inside/context_ahead.py, inside/triton_key.py": "a worker's CUDA context made through libcuda while it imports "
+    "torch, and Triton's first launch made ready meanwhile (its cache key, driver utilities, ptxas's version for the "
+    "devices' archs)",
     "cuda_vmm.py, transport.py": "device buffers shared with the worker (cuMem* with POSIX file descriptors, CUDA IPC)",
     "device/peaks.py, device/environment.py": "the device's peaks and identity (nvidia-smi, clocks)",
     "profile/run.py, profile/child.py, profile/ncu_report.py": "profile mode under Nsight Compute",

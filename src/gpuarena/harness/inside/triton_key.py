@@ -2,7 +2,8 @@
 
 A Triton kernel's first launch in a process, cached on disk or not, computes Triton's cache key:
 a hash of Triton's own files and of its 500 MB library (0.9 s on the 2-core VM; on an H100 most
-of the 0.5 s a Triton run's worker spent in its first call). The worker's interpreter and torch
+of the 0.5 s a Triton run's worker spent in its first call), and ptxas's version, for the backend's
+hash (`ptxas_versions`). The worker's interpreter and torch
 take seconds to import, and that is the run's longest path (bench/research/cli_timeline.py), so a
 worker started ahead on a GPU computes the key in a thread from its first moment: hashing and
 reading let the import go on. The thread is the harness's and is over before the solution is
@@ -11,6 +12,8 @@ imported (the worker's build joins it); Triton's own `lru_cache` keeps the key f
 
 from __future__ import annotations
 
+import ctypes
+import inspect
 import threading
 
 FLAG = "--warm-triton"
@@ -37,6 +40,54 @@ def _compile_utils() -> None:
         pass
 
 
+CAPABILITY_MAJOR, CAPABILITY_MINOR = 75, 76
+"""libcuda's CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR and _MINOR."""
+
+
+def device_archs() -> list[int]:
+    """The compute capabilities (major * 10 + minor, Triton's `target.arch`) of the visible CUDA
+    devices, read through libcuda: no torch, no context. Empty where there is no driver."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return []
+    count = ctypes.c_int()
+    if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return []
+    archs = set()
+    for ordinal in range(count.value):
+        device, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        if lib.cuDeviceGet(ctypes.byref(device), ordinal) != 0:
+            continue
+        if (
+            lib.cuDeviceGetAttribute(ctypes.byref(major), CAPABILITY_MAJOR, device) == 0
+            and lib.cuDeviceGetAttribute(ctypes.byref(minor), CAPABILITY_MINOR, device) == 0
+        ):
+            archs.add(major.value * 10 + minor.value)
+    return sorted(archs)
+
+
+def ptxas_versions(archs: list[int]) -> None:
+    """ptxas's version for each arch, into Triton's own `lru_cache`. A Triton kernel's first
+    compile in a process, found in the disk cache or not, hashes the backend with it: two runs of
+    `ptxas --version` (the tool's check, then the version), 0.23 s of a cold verdict's first call on
+    an H200 (py-spy: `CUDABackend.hash`). Called as the backend calls it (the arch positional: the
+    cache keys on how it is called); a Triton whose function takes no arch gets one call."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas_version
+    except Exception:  # no Triton, or no NVIDIA backend in it
+        return
+    try:
+        takes_arch = bool(inspect.signature(get_ptxas_version).parameters)
+    except (TypeError, ValueError):
+        return
+    for arch in archs if takes_arch else [None]:
+        try:
+            get_ptxas_version(arch) if arch is not None else get_ptxas_version()
+        except Exception:  # left for the solution's own launch to meet
+            pass
+
+
 def _compute() -> None:
     global _utils
     try:
@@ -49,6 +100,7 @@ def _compute() -> None:
         triton_key()
     except Exception:  # left for the solution's own launch to meet
         pass
+    ptxas_versions(device_archs())
 
 
 def start() -> None:
