@@ -234,3 +234,31 @@ def test_memory_hog_hits_the_workers_cap(softmax_small):
     record = softmax_small(SOLUTIONS / "hogs_memory.py", memory_limit_bytes=2 << 30)
     assert record.status == "RUNTIME_ERROR"
     assert "MemoryError" in record.reason
+
+
+RIGHT_ONCE = """import torch
+
+calls = [0]
+
+
+def solve(x):
+    calls[0] += 1
+    out = torch.softmax(x, dim=-1)
+    return out if calls[0] == 1 else out * 0.5
+"""
+
+
+@pytest.mark.harness
+def test_a_timed_workload_gets_one_trial_and_its_timed_rounds_check_the_rest(softmax_small, tmp_path):
+    """A workload timed next gets one correctness trial (correctness.TIMED_TRIALS): each timed
+    round checks a call on fresh inputs, chosen after the block ran, which is what the second and
+    third trials checked. A solution right only on its first call still fails, in the rounds."""
+    record = softmax_small(EXAMPLES / "softmax" / "pytorch.py", mode="benchmark")
+    assert record.status == "PASSED", record.reason
+    assert record.workloads[0].trials == 1 and record.workloads[0].time is not None
+    once = tmp_path / "right_once.py"
+    once.write_text(RIGHT_ONCE)
+    record = softmax_small(once, mode="benchmark")
+    assert record.status == "WRONG_VALUES" and "a timed call returned wrong values" in record.reason, record.reason
+    record = softmax_small(once)  # test mode: nothing timed, three trials
+    assert record.status == "WRONG_VALUES" and "trial 2" in record.reason, record.reason

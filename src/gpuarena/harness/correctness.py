@@ -11,11 +11,25 @@ import torch
 from gpuarena.contracts import messages
 from gpuarena.contracts.records import Status, WorkloadResult
 from gpuarena.harness import precision
+from gpuarena.harness.bitwise import equal as bitwise_equal
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.failure import RunFailure, worker_failure
 from gpuarena.harness.launch.process import WorkerProcess
 from gpuarena.harness.run_context import RunContext
-from gpuarena.harness.session import WorkloadSession, bitwise_equal, poison
+from gpuarena.harness.session import WorkloadSession, poison
+
+TIMED_TRIALS = 1
+"""Correctness trials of a workload that is timed next. Each of its timed rounds (at least
+bounds.MIN_REQUESTS; four or more where the device audit samples them) refills every input set
+with fresh data and checks a call chosen only once the block has run (measure.check_outputs),
+which is what further trials would check, on more inputs. The first trial stays: a wrong
+solution fails before any timing, with the trial's error figures."""
+
+
+def trials_for(trials: int, timed: bool) -> int:
+    """The correctness trials a workload gets: `trials`, or TIMED_TRIALS where its timed rounds
+    check the rest."""
+    return min(trials, TIMED_TRIALS) if timed else trials
 
 
 def check_correctness(
