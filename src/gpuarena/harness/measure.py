@@ -290,6 +290,9 @@ def refresh_sets(session: WorkloadSession, round_no: int, purpose: str) -> None:
     """Fresh random inputs in every shared set (drawn from the run's seed, the purpose and
     the round) and NaN in every destination, outside any timed region."""
     for k in range(len(session.sets)):
+        # the set's last inputs go before its next are drawn: held together, a workload of one set
+        # (DeepSeek-V3's MoE layer, 42 GiB drawn) needed twice what its plan counted (H200)
+        session.forget(k)
         session.fill(k, session.make(purpose, round_no, k), purpose, round_no, k)
         poison(session.dests[k])  # a call that writes nothing leaves NaN, not an old output
     session.sync()

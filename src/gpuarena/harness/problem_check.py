@@ -14,9 +14,10 @@ from typing import Any
 import torch
 
 from gpuarena.errors import GpuarenaError
+from gpuarena.harness.bitwise import equal as bitwise_equal
 from gpuarena.harness.compare import compare, judged
 from gpuarena.harness.device.backend import backend_named
-from gpuarena.harness.session import as_outputs, bitwise_equal
+from gpuarena.harness.session import as_outputs
 from gpuarena.problems.loader import Problem, load_problem
 from gpuarena.problems.model import OUTSIDE_CAP, Workload, unmet_requirements
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from gpuarena.contracts.records import Status
-from gpuarena.harness import precision
+from gpuarena.harness import bitwise, precision
 from gpuarena.harness.device import sample_clock
 from gpuarena.harness.device.backend import backend_named
 from gpuarena.harness.device.backend_base import InputBudget
@@ -143,6 +143,11 @@ class WorkloadSession:
             self.private.append({})
         self.private[k] = inputs
 
+    def forget(self, k: int) -> None:
+        """Let set k's private inputs go (fill gives it new ones): nothing checks them until then."""
+        if k < len(self.private):
+            self.private[k] = {}
+
     def modified_input(self) -> str | None:
         """The first input, over all sets, whose shared copy differs (bitwise) from the private
         one. Every comparison of small inputs is queued on the device first and read back once:
@@ -154,7 +159,7 @@ class WorkloadSession:
             for name, value in self.private[k].items():
                 if isinstance(value, torch.Tensor) and value.numel():
                     names.append(name)
-                    differs.append(bitwise_differs(self.sets[k][name], value))
+                    differs.append(bitwise.differs(self.sets[k][name], value))
         if not differs:
             return None
         queued = {i: flag for i, flag in enumerate(differs) if isinstance(flag, torch.Tensor)}
@@ -176,30 +181,6 @@ class WorkloadSession:
 def poison(tensors: list[torch.Tensor]) -> None:
     for t in tensors:
         t.fill_(float("nan") if t.is_floating_point() else (True if t.dtype == torch.bool else -1))
-
-
-QUEUED_COMPARISON_BYTES = 16 << 20
-"""Inputs up to this size are compared on the device without waiting (a temporary of their size
-each); larger ones with torch.equal, which needs no temporary, one wait each (they are few)."""
-
-
-def bitwise_differs(a: torch.Tensor, b: torch.Tensor) -> bool | torch.Tensor:
-    """Whether two tensors differ in any bit (or in shape or dtype): for small ones a 0-dim bool
-    tensor on their device, not yet waited for."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return True
-    if a.numel() * a.element_size() > QUEUED_COMPARISON_BYTES:
-        return not bitwise_equal(a, b)
-    if a.numel() == 0:
-        return False
-    return torch.ne(a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8)).any()
-
-
-def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.numel() == 0:
-        return True
-    # reshape first: a 0-dim tensor cannot be viewed as bytes
-    return torch.equal(a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8))
 
 
 def input_bytes(inputs: dict[str, Any], outputs: tuple[torch.Tensor, ...]) -> int:
