@@ -117,11 +117,12 @@ def instrument() -> None:
         try:
             return asking(self, message, *args, **kwargs)
         finally:
-            row = WORKER[type(message).__name__]
-            row["count"] += 1
-            row["wall_ms"] += (self.last_wall_ns or 0) / 1e6
-            row["worker_cpu_ms"] += (self.last_cpu_ns or 0) / 1e6
-            row["main_thread_cpu_ms"] += (self.last_main_cpu_ns or 0) / 1e6
+            for key in (type(message).__name__, f"{type(message).__name__} @ {CURRENT['workload']}"):
+                row = WORKER[key]
+                row["count"] += 1
+                row["wall_ms"] += (self.last_wall_ns or 0) / 1e6
+                row["worker_cpu_ms"] += (self.last_cpu_ns or 0) / 1e6
+                row["main_thread_cpu_ms"] += (self.last_main_cpu_ns or 0) / 1e6
 
     process.WorkerProcess.request = by_request  # type: ignore[method-assign]
     # the round trip's parts on the supervisor's side: what is left is the worker's own time
@@ -166,9 +167,50 @@ def instrument() -> None:
         setattr(audit, attribute, counted_by(lambda self, *a, _n=attribute: f"audit.{_n}", getattr(audit, attribute)))
     measure.measure_workload = in_workload(measure.measure_workload)
     supervisor.measure_workload = measure.measure_workload  # imported there by name
-    for attribute in ("_check_correctness", "_kernel_durations", "_workload", "_precision"):
+    for attribute in ("_check_correctness", "_kernel_durations", "_workload", "_precision", "_start_up"):
         if hasattr(supervisor.Supervisor, attribute):
             wrap(supervisor.Supervisor, attribute, f"Supervisor.{attribute}")
+    # the correctness phase and the run's end, piece by piece (issue 47: 0.45-0.55 s and 0.2 s of a
+    # cold ranked vectoradd on an H200)
+    from gpuarena.harness import correctness, held_memory, memory_plan, precision, transport
+    from gpuarena.harness.device import environment
+    from gpuarena.harness.launch import cgroup, started
+
+    supervisor.Supervisor._workload = counted_by(  # type: ignore[method-assign]
+        lambda self, worker, arena, workload, method: f"Supervisor._workload: {workload.name}",
+        _naming(supervisor.Supervisor._workload),
+    )
+    supervisor.check_correctness = counted("correctness.check_correctness", correctness.check_correctness)
+    held_memory.draw_workload = counted("held_memory.draw_workload", held_memory.draw_workload)
+    wrap(memory_plan, "draw_and_allocate", "memory_plan.draw_and_allocate")
+    wrap(correctness, "_precision", "correctness._precision (float64)")
+    wrap(correctness, "compare", "correctness.compare")
+    from gpuarena.harness import session as session_module
+
+    for attribute in ("make", "reference", "fill", "sync"):
+        wrap(session_module.WorkloadSession, attribute, f"WorkloadSession.{attribute}")
+    for attribute in dir(precision):
+        if not attribute.startswith("_") and callable(getattr(precision, attribute)) and attribute[0].islower():
+            if getattr(getattr(precision, attribute), "__module__", "") == precision.__name__:
+                wrap(precision, attribute, f"precision.{attribute}")
+    for attribute in ("stop", "close", "_reap"):
+        wrap(process.WorkerProcess, attribute, f"WorkerProcess.{attribute}")
+    wrap(cgroup.Cgroup, "remove", "Cgroup.remove")
+    wrap(started.StartedWorker, "close", "StartedWorker.close")
+    wrap(environment, "gpu_state", "environment.gpu_state (nvidia-smi)")
+    wrap(transport.SharedArena, "close", "SharedArena.close")
+    wrap(device_audit.DeviceSampler, "close", "DeviceSampler.close")
+
+
+def _naming(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The workload's name as the current one from its first piece (the correctness phase too)."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, worker: Any, arena: Any, workload: Any, *args: Any, **kwargs: Any) -> Any:
+        CURRENT["workload"] = workload.name
+        return fn(self, worker, arena, workload, *args, **kwargs)
+
+    return wrapper
 
 
 def thread_cpu() -> dict[str, float]:
