@@ -4,16 +4,13 @@ what it asks of libcuda, against a stand-in library that logs the calls, and whi
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.stand_in_library import built
 
 from gpuarena.harness.launch.started import context_ordinal
-
-COMPILER = shutil.which("gcc") or shutil.which("cc")
 
 # libcuda's three calls, each logged with its arguments; cuInit fails where STAND_IN_FAIL is set
 STAND_IN = r"""
@@ -34,12 +31,7 @@ int cuDevicePrimaryCtxRetain(void** context, int device) {
 
 def run_ahead(tmp_path: Path, ordinal: int, fail: bool = False) -> list[str]:
     """context_ahead.start(ordinal) then join() in a fresh interpreter over the stand-in; the calls it made."""
-    if COMPILER is None:
-        pytest.skip("no C compiler")
-    source, library = tmp_path / "stand_in.c", tmp_path / "libcuda.so.1"
-    source.write_text(STAND_IN)
-    built = subprocess.run([COMPILER, "-shared", "-fPIC", str(source), "-o", str(library)], capture_output=True)
-    assert built.returncode == 0, built.stderr
+    built(tmp_path, STAND_IN)
     log = tmp_path / "calls.log"
     env = {**os.environ, "LD_LIBRARY_PATH": str(tmp_path), "STAND_IN_LOG": str(log)}
     if fail:

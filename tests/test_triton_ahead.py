@@ -5,14 +5,12 @@ libcuda without torch, so the backend's hash at the solution's first compile is 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-COMPILER = shutil.which("gcc") or shutil.which("cc")
+from tests.stand_in_library import built
 
 # libcuda's four calls for the devices' capabilities: two devices, 9.0 and 8.0 (attributes 75 and 76)
 STAND_IN = r"""
@@ -35,12 +33,7 @@ def _run(code: str, env: dict[str, str] | None = None) -> str:
 
 
 def _archs(tmp_path: Path, fail: bool = False) -> str:
-    if COMPILER is None:
-        pytest.skip("no C compiler")
-    source, library = tmp_path / "stand_in.c", tmp_path / "libcuda.so.1"
-    source.write_text(STAND_IN)
-    built = subprocess.run([COMPILER, "-shared", "-fPIC", str(source), "-o", str(library)], capture_output=True)
-    assert built.returncode == 0, built.stderr
+    built(tmp_path, STAND_IN)
     env = {**os.environ, "LD_LIBRARY_PATH": str(tmp_path)}
     if fail:
         env["STAND_IN_FAIL"] = "1"
