@@ -1,13 +1,11 @@
 """Whether two tensors hold the same bits, without a copy of either and with a bounded temporary.
 
-The supervisor checks after every call of the solution that no input changed, bit for bit,
-against its private copy. Comparing bytes of contiguous copies cost two copies of every input
-that is not contiguous: DeepSeek-V3's MoE layer keeps its experts' weights in their recorded,
-transposed strides (14 GiB each), and on the H200 judging the worker's replies asked for 14 GiB
-more than the device had (REJECTED: "the supervisor could not judge the worker's replies",
-`gpuarena suite run --framework torch-compile`). And on a GPU torch.equal is `eq(a, b).all()`: a
-temporary of one byte per element. So each tensor is viewed as integers of its element's size
-(a view of any strides, no copy), and compared a chunk at a time."""
+The supervisor checks after every timed request of the solution that no input changed, bit for
+bit, against its private copy. Comparing the bytes of contiguous copies made two copies of every
+input that is not contiguous, temporaries no memory plan counts: DeepSeek-V3's MoE layer keeps
+its experts' weights in their recorded, transposed strides, 14 GiB each on an H200. And on a GPU
+torch.equal is `eq(a, b).all()`, a temporary of a byte per element. So each tensor is viewed as
+integers of its element's size (a view of any strides, no copy) and compared a chunk at a time."""
 
 from __future__ import annotations
 

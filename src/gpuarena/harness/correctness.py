@@ -40,9 +40,12 @@ def check_correctness(
     result: WorkloadResult,
     first: dict[str, Any],
     first_ref: tuple[torch.Tensor, ...],
+    timed: bool = False,
 ) -> None:
     """`trials` calls on fresh inputs (the first trial's given), each judged in the supervisor;
-    the first wrong one ends the workload with its verdict (RunFailure)."""
+    the first wrong one ends the workload with its verdict (RunFailure). A workload `timed` next
+    gets `trials_for` its rounds."""
+    trials = trials_for(trials, timed)
     tol = run.problem.spec.tolerance_for(session.workload.dtype)
     worst = {"abs": 0.0, "rel": 0.0, "l2": 0.0}
     for trial in range(trials):

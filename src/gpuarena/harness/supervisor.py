@@ -23,7 +23,7 @@ from gpuarena.contracts.records import Environment, Evaluation, Status, Workload
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness import held_memory, kernel_duration, memory_plan
 from gpuarena.harness.calibration import ProcessExtra, calibrate
-from gpuarena.harness.correctness import check_correctness, trials_for
+from gpuarena.harness.correctness import check_correctness
 from gpuarena.harness.device import device_audit
 from gpuarena.harness.device.backend import Backend, backend_for
 from gpuarena.harness.device.timing import Timer
@@ -483,9 +483,7 @@ class Supervisor:
             return session, result
         try:
             with self.phases(CORRECTNESS):
-                check_correctness(
-                    self, trials_for(self.options.trials, timing), worker, session, result, first, first_ref
-                )
+                check_correctness(self, self.options.trials, worker, session, result, first, first_ref, timing)
             del first, first_ref  # the timing draws its own: a workload of many GB holds two tensors less
             if timing and result.status == Status.PASSED:
                 plan = TimingPlan(
