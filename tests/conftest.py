@@ -16,7 +16,7 @@ from gpuarena.harness.judge import RunOptions, evaluate
 from gpuarena.problems import load_problem, resolve_problem
 from gpuarena.solutions import load_solution
 
-pytest_plugins = ["tests.lanes", "tests.order"]
+pytest_plugins = ["tests.lanes"]
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
