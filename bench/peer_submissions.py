@@ -72,6 +72,20 @@ NOT_RUN = "NOT RUN"
 BESIDE_OTHERS = ("ERROR", "RUNTIME_ERROR", "TIMEOUT")
 """Verdicts that a submission judged beside others may owe to them (the GPU's memory, its time):
 such a submission is judged once more alone at the end, and that verdict stands."""
+OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|CUDA out of memory|too large for cuda")
+"""A reason that names the GPU's memory running out: beside others' imports and submissions, any
+verdict with it may be theirs (on the H200, bioml/trimul's was REJECTED so, beside three others,
+where it PASSED alone at stop 64)."""
+
+
+def owed_to_others(one: Judged) -> bool:
+    """Whether a verdict reached beside other judgings may be their doing (BESIDE_OTHERS, or
+    any reason that names the GPU's memory running out), GPU MODE's own eval.py's included."""
+    return (
+        one.status in BESIDE_OTHERS
+        or bool(OUT_OF_MEMORY.search(one.reason))
+        or (one.own == FAIL and bool(OUT_OF_MEMORY.search(one.own_log)))
+    )
 
 
 def submissions(task: Path) -> list[tuple[Path, str]]:
@@ -188,14 +202,13 @@ def judge_all(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         judged = list(pool.map(one, enumerate(work)))
     for item in judged if jobs > 1 else []:
-        if item.status in BESIDE_OTHERS and (deadline is None or time.monotonic() < deadline):
+        if owed_to_others(item) and (deadline is None or time.monotonic() < deadline):
             beside = f"{item.status}: {item.reason}"[:150]
-            judge(
-                item,
-                device,
-                timeout,
-                {**os.environ, "COLUMNS": "400", **({"CUDA_VISIBLE_DEVICES": "0"} if gpus else {})},
-            )
+            alone = {**os.environ, "COLUMNS": "400", **({"CUDA_VISIBLE_DEVICES": "0"} if gpus else {})}
+            judge(item, device, timeout, alone)
+            if own_eval:
+                item.own, item.own_log = "", ""
+                own_verdict(item, folders[item.task], alone, timeout)
             item.reason = f"{item.reason} (judged again alone; beside others: {beside})".lstrip()
             say(f"[submission, alone] {item.task} {Path(item.submission).name}: {item.status}: {item.reason[:300]}")
     return judged

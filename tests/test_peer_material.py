@@ -347,6 +347,23 @@ def test_submissions_past_the_budget_are_not_run_and_count_nowhere(tmp_path):
     assert not said
 
 
+@pytest.mark.quick
+def test_a_verdict_that_names_the_gpu_s_memory_running_out_is_judged_again_alone():
+    """Beside three others on the H200, bioml/trimul's own submission was REJECTED for the
+    supervisor's OutOfMemoryError, and GPU MODE's eval.py failed it beside them too; alone it
+    PASSED (stop 64). Such verdicts, either side's, may be the neighbours' doing."""
+    from peer_submissions import FAIL, PASS, Judged, owed_to_others
+
+    oom = "the supervisor could not judge the worker's replies (OutOfMemoryError: CUDA out of memory. Tried"
+    assert owed_to_others(Judged(task="t", submission="s.py", expected=PASS, status="REJECTED", reason=oom))
+    assert owed_to_others(Judged(task="t", submission="s.py", expected=PASS, status="TIMEOUT"))
+    own_oom = Judged(task="t", submission="s.py", expected=PASS, status="PASSED", own=FAIL)
+    own_oom.own_log = "test: torch.OutOfMemoryError: CUDA out of memory"
+    assert owed_to_others(own_oom)
+    assert not owed_to_others(Judged(task="t", submission="s.py", expected=PASS, status="REJECTED", reason="forged"))
+    assert not owed_to_others(Judged(task="t", submission="s.py", expected=PASS, status="WRONG_VALUES"))
+
+
 STAND_IN_EVAL = """import os, sys
 from submission import custom_kernel
 ok = custom_kernel(3) == 4  # a stand-in for GPU MODE's eval.py, written for this test
