@@ -124,6 +124,24 @@ def test_a_job_beyond_its_users_share_is_preempted_for_a_job_that_waited_too_lon
         assert set(session.scalars(select(Submission.status))) == {"PASSED"}
 
 
+def test_a_pre_empted_job_waits_for_a_free_slot_and_does_not_take_back_its_own(db) -> None:
+    """On a 2-core VM a test-mode job took longer than the end-to-end test's 3 s turn: ann's loop,
+    pre-empted for bob's job, pre-empted it back once it had waited 3 s, twice each, and then
+    held the slot for good (max_preemptions), so bob's job never finished."""
+    s = Scene(db, slots=(1,))
+    loop = s.submit("ann")
+    s.claim()
+    waiting = s.submit("bob")
+    s.age(loop), s.age(waiting)
+    assert queue.preempt(db, s.runners[0], AFTER_S) == [loop]
+    assert s.claim().id == waiting
+    s.age(waiting), s.age(loop)  # bob's job has run long; ann's pre-empted loop has waited long
+    assert queue.preempt(db, s.runners[0], AFTER_S) == []  # bob's job runs on to its end
+    fresh = s.submit("cat")  # a job that has not had its turn is owed one
+    s.age(fresh)
+    assert queue.preempt(db, s.runners[0], AFTER_S) == [waiting]
+
+
 def test_no_preemption_within_the_share_or_for_ones_own_jobs(db) -> None:
     s = Scene(db, slots=(1, 1))
     # two slots, ann and bob one each: cat has nothing queued, so each holds exactly their share

@@ -5,7 +5,9 @@ among the user's queued ones), then oldest first (one user's fifty jobs do not s
 one, and a free slot goes to the user running fewest). A running job can be pre-empted
 (`preempt`): when other users' jobs have waited longer than a set time while its user holds
 more than their share of the device kind's slots, its runner is told at its heartbeat to
-stop it, and it goes back to the queue behind them, not counted as an attempt. A claim takes a
+stop it, and it goes back to the queue behind them, not counted as an attempt; it then waits for
+a free slot and pre-empts nothing itself (else it takes the slot back from the job that replaced
+it, and two users' jobs trade turns until neither finishes). A claim takes a
 lease: a random token and a deadline. Heartbeats move the deadline; a lease
 that runs out puts the job back in the queue (up to max_attempts, then the submission ends
 as ERROR). A result is accepted only with the job's current lease token, once: posting it
@@ -263,7 +265,8 @@ def preemptible(session: Session, kind: str, now: dt.datetime, after_s: float, m
     """The running jobs on `kind` to stop now, in any runner. A user's share is the kind's slots
     (those of the runners online, or those busy if more) over the users with jobs queued or
     running there. Users below their share whose jobs have waited more than after_s, and who
-    were not served (a claim or a pre-emption of theirs) within after_s either, are owed slots,
+    were not served (a claim or a pre-emption of theirs) within after_s either, are owed slots
+    (a pre-empted job counts for nothing here: it had its turn, and waits for a free slot),
     up to their share, less the slots free now (their jobs will be claimed there). Users above
     their share give back their excess, up to what is owed: their jobs that have run at least
     after_s and were pre-empted fewer than max_preemptions times (a job is not stopped over
@@ -283,7 +286,7 @@ def preemptible(session: Session, kind: str, now: dt.datetime, after_s: float, m
         for user in session.scalars(
             select(Submission.user_id)
             .join(Job, Job.submission_id == Submission.id)
-            .where(Job.state == "queued", Job.device_kind == kind, Job.queued_at <= waited)
+            .where(Job.state == "queued", Job.device_kind == kind, Job.queued_at <= waited, Job.preemptions == 0)
         )
         if (last := served.get(user)) is None or last <= waited
     )
