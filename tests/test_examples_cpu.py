@@ -19,9 +19,20 @@ def test_pytorch_softmax_passes_every_cpu_workload_with_timing():
 def test_triton_softmax_passes_under_the_interpreter(monkeypatch):
     pytest.importorskip("triton")
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    record = judge("level1/softmax", EXAMPLES / "softmax" / "triton.py", mode="benchmark", budget_s=0.2)
-    assert record.status == "PASSED", record.reason + record.log[-2000:]
-    assert record.language == "triton"
+    # timed on the small workload only: the interpreter runs each program in NumPy, and timing
+    # 128 x 4096 ran past the 60 s limit on a slower 2-core VM; that one is checked, not timed
+    timed = judge(
+        "level1/softmax",
+        EXAMPLES / "softmax" / "triton.py",
+        mode="benchmark",
+        budget_s=0.2,
+        workloads=["small-64x1000"],
+    )
+    assert timed.status == "PASSED", timed.reason + timed.log[-2000:]
+    assert timed.language == "triton" and all(w.time for w in timed.workloads)
+    checked = judge("level1/softmax", EXAMPLES / "softmax" / "triton.py", mode="test")
+    assert checked.status == "PASSED", checked.reason + checked.log[-2000:]
+    assert {w.name for w in checked.workloads} == {"small-64x1000", "small-128x4096"}
 
 
 def test_triton_add_passes_under_the_interpreter(monkeypatch):
