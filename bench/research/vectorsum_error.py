@@ -1,7 +1,7 @@
 """GPU MODE's pmpp/vectorsum_py `submission.py` (a Triton sum of 1024-element blocks into one
 float32 accumulator by atomic adds) on its own, outside any harness: its error against the task's
-float64 reference on GPU MODE's largest benchmark, for GPU MODE's seed and others, and for the
-same input twice. gpuarena's test mode failed it (a relative error of 2.1e-4 against an rtol of
+float64 reference on GPU MODE's largest benchmark, for GPU MODE's seed and others, three calls on
+each input. gpuarena's test mode failed it (a relative error of 2.1e-4 against an rtol of
 1e-5, its second trial) where GPU MODE's eval.py passed it; this tells the submission's own
 numerics from anything the harness does.
 
