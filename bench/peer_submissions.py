@@ -63,7 +63,7 @@ class Judged:
 
 NOT_HERE = re.compile(
     r"No module named|CUDA_HOME|active drivers|has no workloads for device kind|CUBLAS_STATUS_NOT_SUPPORTED"
-    r"|no kernel image is available"
+    r"|no kernel image is available|is not installed where the harness runs"
 )
 """A verdict that says the machine lacks what the submission needs (the `helion` package, CUDA,
 Triton's GPU driver, a B200's nvfp4 matmul)."""

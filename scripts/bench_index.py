@@ -28,6 +28,7 @@ INDEX = "README.md"
 MADE_BY = {
     "adapter-cost": "bench/adapter_cost.py",
     "add-cute-dsl": "gpuarena run",
+    "add-helion": "gpuarena run",
     "app-jobs": "bench/app_jobs.py",
     "chaos": "bench/chaos.py",
     "check-dataset": "gpuarena check",

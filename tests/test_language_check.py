@@ -36,7 +36,7 @@ def test_every_kernel_language_of_solution_toml_is_registered_by_a_module_of_its
 
 
 def test_build_and_runtimes_read_the_registry():
-    assert set(runtimes.STARTED_AHEAD) == {"jax", "tilelang", "cute-dsl"}
+    assert set(runtimes.STARTED_AHEAD) == {"jax", "tilelang", "cute-dsl", "helion"}
     assert runtimes.describe("pytorch") is None and runtimes.describe("triton") is None
     assert (runtimes.describe("tvm-ffi") or "").startswith("apache-tvm-ffi ")
     pytorch = languages.get("pytorch")

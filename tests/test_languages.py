@@ -14,7 +14,7 @@ import pytest
 from conftest import EXAMPLES, FIXTURES, judge
 from gpuarena.solutions import languages
 from gpuarena.solutions.build import BuildError, build
-from gpuarena.solutions.loader import load_solution, pack
+from gpuarena.solutions.loader import load_solution, pack, python_language
 
 SOLUTIONS = FIXTURES / "solutions"
 
@@ -165,6 +165,29 @@ def test_a_cute_dsl_solution_where_the_package_is_missing_is_a_compile_error_nam
     record = judge("level1/add", EXAMPLES / "add" / "cute_dsl.py", workloads=["small-64k"])
     assert record.status == "COMPILE_ERROR"
     assert "pip install nvidia-cutlass-dsl" in record.reason, record.reason
+
+
+# -- Helion ---------------------------------------------------------------------------------------
+def test_a_file_that_imports_helion_is_a_helion_solution():
+    solution = load_solution(EXAMPLES / "add" / "helion.py")
+    assert solution.manifest.language == "helion"
+
+
+def test_a_gpu_mode_helion_submission_is_a_helion_solution_even_beside_triton():
+    """GPU MODE's helion track: `import helion` decides, whatever else the file imports."""
+    assert python_language("import torch\nimport triton\nimport helion\nimport helion.language as hl\n") == "helion"
+    assert python_language("import torch\nimport triton\n") == "triton"
+
+
+@pytest.mark.harness
+def test_a_helion_solution_where_the_package_is_missing_is_a_compile_error_naming_it():
+    """Helion's kernels need a GPU: CI meets this path. The example passes on the lent GPU
+    (tests/gpu), and so do GPU MODE's helion submissions (docs/peers.md)."""
+    if importlib.util.find_spec("helion") is not None:
+        pytest.skip("helion is installed here")
+    record = judge("level1/add", EXAMPLES / "add" / "helion.py", workloads=["small-64k"])
+    assert record.status == "COMPILE_ERROR"
+    assert "pip install helion" in record.reason, record.reason
 
 
 # -- what every such language shares -------------------------------------------------------------

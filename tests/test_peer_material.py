@@ -6,6 +6,7 @@ subprocesses), so the script cannot rot unnoticed."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -14,8 +15,11 @@ import sys
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
+from unittest import mock
 
 import pytest
+
+from gpuarena.solutions import languages, runtimes
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "interop" / "fixtures"
@@ -259,6 +263,13 @@ def test_gpu_mode_s_own_submissions_are_judged_beside_what_gpu_mode_says(tmp_pat
     missing = sub(task="t", submission="s.py", expected="passes", status="COMPILE_ERROR")
     missing.reason = "ModuleNotFoundError: No module named 'helion'"
     assert not missing.runs_here and sub(task="t", submission="s.py", expected="fails", status="WRONG_VALUES").runs_here
+    helion = languages.get("helion")  # a helion submission where the package is missing: the harness says so
+    assert helion is not None and helion.package is not None
+    broken = dataclasses.replace(helion, package=languages.Package("gpuarena_no_such_module", "helion"))
+    with mock.patch.dict(languages.base._LANGUAGES, {"helion": broken}), pytest.raises(runtimes.MissingPackage) as said:
+        runtimes.require("helion")
+    missing.reason = str(said.value)
+    assert not missing.runs_here, missing.reason
     assert "| pmpp/histogram_py | `solutions/wrong/off_by_one.py` | fails | - | WRONG_VALUES | yes |" in (
         json_file.with_suffix(".md").read_text()
     )

@@ -48,6 +48,11 @@ pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d .whl "fla
 pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
   -d .whl "keras>=3.5" "keras-hub>=0.20" namex optree
+# Helion for GPU MODE's helion tasks (their reference.py and submissions import it): --no-deps, as its
+# declared scikit-learn serves only two autotuner searches that import it optionally (a submission
+# with fixed configs never autotunes), with filecheck, which it imports at its top. 1.4.0: 1.5.1 imports
+# what the H200's torch 2.11 lacks (torch._inductor's IntelGPUError); 1.4.0 runs the tasks' submissions
+pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d .whl "helion==1.4.0" filecheck
 # py-spy (a static binary in a wheel) for bench/research/sampled_stacks.py (the `stacks` step)
 pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
   --platform manylinux_2_17_x86_64 --platform manylinux1_x86_64 -d .whl py-spy

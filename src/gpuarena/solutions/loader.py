@@ -20,18 +20,22 @@ _IMPORTS_TRITON = re.compile(r"^\s*(import triton|from triton\b)", re.MULTILINE)
 _IMPORTS_JAX = re.compile(r"^\s*(import jax\b|from jax\b)", re.MULTILINE)
 _IMPORTS_TILELANG = re.compile(r"^\s*(import tilelang\b|from tilelang\b)", re.MULTILINE)
 _IMPORTS_CUTE_DSL = re.compile(r"^\s*(import cutlass\b|from cutlass\b)", re.MULTILINE)
+_IMPORTS_HELION = re.compile(r"^\s*(import helion\b|from helion\b)", re.MULTILINE)
 
 
 def python_language(source: str) -> str:
     """A one-file solution's language, from what it imports: TileLang, else CuTe DSL (the
     `cutlass` package of nvidia-cutlass-dsl), else JAX (its solve() takes and returns JAX
-    arrays, Pallas kernels included), else Triton, else PyTorch."""
+    arrays, Pallas kernels included), else Helion (which compiles through Triton and may import
+    it too), else Triton, else PyTorch."""
     if _IMPORTS_TILELANG.search(source):
         return "tilelang"
     if _IMPORTS_CUTE_DSL.search(source):
         return "cute-dsl"
     if _IMPORTS_JAX.search(source):
         return "jax"
+    if _IMPORTS_HELION.search(source):
+        return "helion"
     return "triton" if _IMPORTS_TRITON.search(source) else "pytorch"
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuarena.contracts.records import Evaluation, Mode
 
-Language = Literal["pytorch", "triton", "cuda", "jax", "tvm-ffi", "tilelang", "cute-dsl", "app", "sample"]
+Language = Literal["pytorch", "triton", "cuda", "jax", "tvm-ffi", "tilelang", "cute-dsl", "helion", "app", "sample"]
 
 COMPILED_LANGUAGES = ("cuda", "tvm-ffi")
 """Languages built from C++/CUDA sources, whose entry point is a function the built module exports."""
@@ -37,7 +37,7 @@ class SolutionManifest(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
     language: Language
-    """pytorch, triton, jax, tilelang, cute-dsl (Python files), cuda (C++/CUDA bound with torch's
+    """pytorch, triton, jax, tilelang, cute-dsl, helion (Python files), cuda (C++/CUDA bound with torch's
     extensions), tvm-ffi (C++/CUDA bound with TVM-FFI), or app (a whole application ported to
     another stack, checked against a migration target's golden record: gpuarena.migration.target), or
     sample (a dataset sample's folder, checked by `gpuarena sample check` on a runner:

@@ -5,10 +5,10 @@ A new language is a new module here, listed below."""
 
 from __future__ import annotations
 
-from gpuarena.solutions.languages import cuda, cute_dsl, jax, pytorch, tilelang, triton, tvm_ffi
+from gpuarena.solutions.languages import cuda, cute_dsl, helion, jax, pytorch, tilelang, triton, tvm_ffi
 from gpuarena.solutions.languages.base import BuildError, Language, Package, SelfTest, get, register, registered
 
-MODULES = (pytorch, triton, cuda, jax, tvm_ffi, tilelang, cute_dsl)
+MODULES = (pytorch, triton, cuda, jax, tvm_ffi, tilelang, cute_dsl, helion)
 """The language modules, in the order they are listed."""
 
 __all__ = ["MODULES", "BuildError", "Language", "Package", "SelfTest", "get", "register", "registered"]
