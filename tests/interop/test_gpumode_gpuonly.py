@@ -9,6 +9,7 @@ gpuonly/cudaref_py, gpuonly/needspkg_py, gpuonly/kvcache_py.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sys
 from pathlib import Path
@@ -18,13 +19,14 @@ import torch
 
 from gpuarena.interop import gpumode
 from gpuarena.interop.gpumode import import_folder
-from gpuarena.interop.gpumode_needs import missing_modules
+from gpuarena.interop.gpumode_needs import missing_modules, missing_text
 from gpuarena.problems import load_problem
 
 from .conftest import FIXTURES
 
 GM = FIXTURES / "gpumode"
 GPU_ONLY = GM / "gpuonly"
+ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = GM / "submissions"
 CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="what a machine without a GPU says")
 
@@ -80,6 +82,23 @@ def test_a_reference_importing_a_package_not_installed_is_refused_naming_it(tmp_
     assert "nothing of the task was run" in message and "not even with --keep-failing" in message
     assert 'requires = ["gpuarena_absent_vendor_kernels"]' in message  # what importing it there writes
     assert not (tmp_path / "level1").exists() or not any((tmp_path / "level1").iterdir())
+
+
+def test_a_vendor_package_s_refusal_names_the_gpu_it_is_for(tmp_path):
+    """GPU MODE's amd_202602 tasks import AMD's aiter: the refusal says which machine imports them,
+    and the peer bench still files it under the package (bench/peer_refusals.py)."""
+    why, fix = missing_text(["aiter"])
+    assert (
+        "reference.py imports `aiter` (`aiter` is AMD's ROCm kernel library, for AMD Instinct GPUs), not installed"
+        in why
+    )
+    assert 'requires = ["aiter"]' in fix
+    assert "(" not in missing_text(["gpuarena_absent_vendor_kernels"])[0].split(", not installed")[0]
+    spec = importlib.util.spec_from_file_location("peer_refusals", ROOT / "bench" / "peer_refusals.py")
+    assert spec is not None and spec.loader is not None
+    refusals = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(refusals)
+    assert refusals.classify([why]) == "needs package aiter"
 
 
 def _vendor_package(root: Path) -> None:

@@ -19,6 +19,9 @@ _OWN_MODULES = ("task", "utils", "reference", "submission")
 """The modules a task folder brings itself (GPU MODE's eval puts them beside each other)."""
 _BROUGHT = ("torch", "numpy")
 """Packages every gpuarena install has (its own dependencies), never worth declaring."""
+DEVICE_OF = {"aiter": "AMD's ROCm kernel library, for AMD Instinct GPUs"}
+"""Vendor packages that say which GPU a task needs: a refusal names it, so the user knows which
+machine to import the task on (GPU MODE's amd_202602 tasks need aiter, on an MI355X)."""
 
 
 def _imported(source: str) -> list[str]:
@@ -66,8 +69,10 @@ def missing_text(names: list[str]) -> tuple[str, str]:
     """The refusal of a task whose reference.py imports packages not installed here, and its fix."""
     listed = ", ".join(f"`{n}`" for n in names)
     toml = ", ".join(f'"{n}"' for n in names)
+    devices = "; ".join(f"`{n}` is {DEVICE_OF[n]}" for n in names if n in DEVICE_OF)
+    named = f"{listed} ({devices})" if devices else listed
     return (
-        f"reference.py imports {listed}, not installed here: generate_input and ref_kernel cannot run, so "
+        f"reference.py imports {named}, not installed here: generate_input and ref_kernel cannot run, so "
         "the task's inputs, buffers and outputs are unknown here and no problem can be written (not even "
         "with --keep-failing); nothing of the task was run",
         f"import it where {listed} {'is' if len(names) == 1 else 'are'} installed (the task's own GPU "
