@@ -67,31 +67,17 @@ def test_ncu_s_figure_for_another_language(language, path, package):
     assert 0.8 * w.time.median_us < w.time.kernel_duration_us < 1.3 * w.time.median_us + 5, w.time
 
 
-def test_cute_dsl_add_passes_with_timing():
-    """CuTe DSL's first compile starts threads: the worker starts its runtime ahead, so the
-    solution's own compile (in the warm-up calls) starts none of its own."""
-    pytest.importorskip("cutlass")
-    record = judge(
-        "level1/add", EXAMPLES / "add" / "cute_dsl.py", device="cuda", mode="benchmark", budget_s=1.0, timeout_s=900
-    )
-    keep("add-cute-dsl", record)
+@pytest.mark.parametrize(
+    ("language", "path", "package"), [("cute-dsl", "cute_dsl.py", "cutlass"), ("helion", "helion.py", "helion")]
+)
+def test_add_in_a_language_started_ahead_passes_with_timing(language, path, package):
+    """CuTe DSL's first compile and Helion's import start threads: the worker starts their runtimes
+    ahead, so the solution's own import and compile (in the warm-up calls) start none of their own."""
+    pytest.importorskip(package)
+    record = judge("level1/add", EXAMPLES / "add" / path, device="cuda", mode="benchmark", budget_s=1.0, timeout_s=900)
+    keep(f"add-{language}", record)
     assert record.status == "PASSED", record.reason + record.log[-3000:]
-    assert record.language == "cute-dsl" and record.environment.solution_runtime
-    for w in record.workloads:
-        assert w.time.method == "cupti-device-time" and w.time.samples >= 10
-        assert w.speedup > 0 and w.speed_of_light.bandwidth_fraction < 1.1, (w.name, w.speed_of_light)
-
-
-def test_helion_add_passes_with_timing():
-    """Helion's import starts a native thread: the worker starts its runtime ahead, so the
-    solution's own import and compile (in the warm-up calls) start none of their own."""
-    pytest.importorskip("helion")
-    record = judge(
-        "level1/add", EXAMPLES / "add" / "helion.py", device="cuda", mode="benchmark", budget_s=1.0, timeout_s=900
-    )
-    keep("add-helion", record)
-    assert record.status == "PASSED", record.reason + record.log[-3000:]
-    assert record.language == "helion" and record.environment.solution_runtime
+    assert record.language == language and record.environment.solution_runtime
     for w in record.workloads:
         assert w.time.method == "cupti-device-time" and w.time.samples >= 10
         assert w.speedup > 0 and w.speed_of_light.bandwidth_fraction < 1.1, (w.name, w.speed_of_light)
