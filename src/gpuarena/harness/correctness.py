@@ -26,10 +26,24 @@ which is what further trials would check, on more inputs. The first trial stays:
 solution fails before any timing, with the trial's error figures."""
 
 
-def trials_for(trials: int, timed: bool) -> int:
-    """The correctness trials a workload gets: `trials`, or TIMED_TRIALS where its timed rounds
-    check the rest."""
-    return min(trials, TIMED_TRIALS) if timed else trials
+SHARED_BY = 4
+"""A run's correctness-only workloads share `trials` x SHARED_BY draws, each of them at least one
+and at most `trials` (trials_for). The further trials of a workload look for answers wrong on
+some draws only (a race, a read of memory never written); a problem of many such workloads makes
+many draws already, each of its own shape and data, so a workload needs fewer of its own: GPU
+MODE's eigh_py has 39 tests and 13 benchmarks, and three trials each (156 batched eigh calls,
+their references and the task's float64 checker) kept its test-mode verdict over 200 s on an
+H200, where GPU MODE's own test checks each test once. Up to SHARED_BY such workloads keep
+`trials` each (the bundled problems, GPU MODE's vectoradd: five tests, three trials each)."""
+
+
+def trials_for(trials: int, timed: bool, untimed: int = 1) -> int:
+    """The correctness trials a workload gets: TIMED_TRIALS where its timed rounds check the
+    rest; else its share of the draws that the run's `untimed` correctness-only workloads share
+    (SHARED_BY), at least one, at most `trials`."""
+    if timed:
+        return min(trials, TIMED_TRIALS)
+    return max(1, min(trials, -(-trials * SHARED_BY // max(untimed, 1))))
 
 
 def check_correctness(
@@ -41,11 +55,12 @@ def check_correctness(
     first: dict[str, Any],
     first_ref: tuple[torch.Tensor, ...],
     timed: bool = False,
+    untimed: int = 1,
 ) -> None:
     """`trials` calls on fresh inputs (the first trial's given), each judged in the supervisor;
-    the first wrong one ends the workload with its verdict (RunFailure). A workload `timed` next
-    gets `trials_for` its rounds."""
-    trials = trials_for(trials, timed)
+    the first wrong one ends the workload with its verdict (RunFailure). A workload `timed` next,
+    or one of the run's `untimed` correctness-only workloads, gets `trials_for` them."""
+    trials = trials_for(trials, timed, untimed)
     tol = run.problem.spec.tolerance_for(session.workload.dtype)
     worst = {"abs": 0.0, "rel": 0.0, "l2": 0.0}
     for trial in range(trials):

@@ -472,8 +472,7 @@ class Supervisor:
                 for fd in fds:
                     os.close(fd)
         if isinstance(reply, messages.Failure):
-            # the worker could not map the shared buffers (CUDA IPC refused, say): say so, with
-            # the worker's traceback, rather than fail later on buffers it does not have
+            # the worker could not map the shared buffers (CUDA IPC refused, say): said, with its traceback
             failure = worker_failure(reply)
             result.status = Status(failure.status)
             result.reason = (
@@ -483,7 +482,8 @@ class Supervisor:
             return session, result
         try:
             with self.phases(CORRECTNESS):
-                check_correctness(self, self.options.trials, worker, session, result, first, first_ref, timing)
+                untimed = sum(self.options.mode == "test" or not w.timed for w in self.workloads())
+                check_correctness(self, self.options.trials, worker, session, result, first, first_ref, timing, untimed)
             del first, first_ref  # the timing draws its own: a workload of many GB holds two tensors less
             if timing and result.status == Status.PASSED:
                 plan = TimingPlan(
