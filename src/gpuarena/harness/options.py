@@ -20,7 +20,8 @@ class RunOptions:
     (our interpreter, torch, the device's context) is ours, not the solution's, and has its
     own limit (supervisor.START_UP_LIMIT_S): a busy machine never times out an honest run."""
     trials: int = 3
-    """Correctness trials per workload, each on fresh inputs."""
+    """Correctness trials per workload, each on fresh inputs: at most this many; a workload timed
+    next gets one, and a run's correctness-only workloads share this many x 4 (correctness.trials_for)."""
     budget_s: float = 2.0
     """Timing budget per workload; timing stops earlier once the interval is tight."""
     min_samples: int | None = None
