@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
+
+from gpuarena.interop.gpumode_task import _cases, _verdict, read_task_yml
 
 
 def _sync() -> None:
@@ -48,20 +49,11 @@ def _module(name: str, path: Path) -> Any:
 
 
 def entries(task: Path, only: str) -> list[tuple[str, dict[str, Any]]]:
-    """task.yml's tests and benchmarks (or only one kind), each named by its kind and index."""
-    spec = yaml.safe_load((task / "task.yml").read_text())
-    kinds = ["tests", "benchmarks"] if only == "all" else [only]
-    return [(f"{kind[:-1]}{i}", dict(entry)) for kind in kinds for i, entry in enumerate(spec.get(kind) or [])]
-
-
-def accepted(verdict: Any) -> bool:
-    """check_implementation's word, as GPU MODE's eval reads it: (ok, message), a bool, or a
-    message that is empty (or None) where the output is right."""
-    if isinstance(verdict, tuple) and verdict and isinstance(verdict[0], bool):
-        return verdict[0]
-    if isinstance(verdict, bool):
-        return verdict
-    return not verdict
+    """task.yml's tests and benchmarks (or only one kind), read and named as gpuarena's importer
+    reads and names them (its workload names), each with generate_input's arguments, seed included."""
+    path = task / "task.yml"
+    kinds = {"all": ("test", "bench"), "tests": ("test",), "benchmarks": ("bench",)}[only]
+    return [(c.name, {**c.args, "seed": c.seed}) for c in _cases(read_task_yml(path), path) if c.kind in kinds]
 
 
 def costs(task: Path, submission: Path, only: str, limit: int | None) -> list[dict[str, Any]]:
@@ -74,11 +66,11 @@ def costs(task: Path, submission: Path, only: str, limit: int | None) -> list[di
         _, ref_s = timed(lambda data=data: reference.ref_kernel(data))
         output, call_s = timed(lambda data=data: solution.custom_kernel(data))
         verdict, check_s = timed(lambda data=data, output=output: reference.check_implementation(data, output))
-        ok = accepted(verdict)
+        ok = _verdict(verdict)[0]  # check_implementation's answer, read as the importer reads it
         seconds = {"generate_input_s": draw_s, "ref_kernel_s": ref_s, "custom_kernel_s": call_s, "check_s": check_s}
         rows.append({"entry": name, "args": entry, **{k: round(v, 4) for k, v in seconds.items()}, "passed": ok})
         print(
-            f"{name:12} draw {draw_s:8.3f} s  ref {ref_s:8.3f} s  call {call_s:8.3f} s  check {check_s:8.3f} s"
+            f"{name[:40]:40} draw {draw_s:8.3f} s  ref {ref_s:8.3f} s  call {call_s:8.3f} s  check {check_s:8.3f} s"
             f"  {'ok' if ok else 'REJECTED'}  {entry}",
             flush=True,
         )
