@@ -28,6 +28,7 @@ show() { printf '$ %s\n' "$*" >&2; }
 as() { local who=$1; shift; { printf '$'; printf ' %q' "$@"; printf '   # as %s\n' "$who"; } >&2; GPUARENA_TOKEN=${TOKEN[$who]} "$@"; }
 fail() { echo "REHEARSAL FAILED: $* (the server's log: $WORK/serve.log)" >&2; exit 1; }
 json() { python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
+verdict() { json "d.get('status'), d.get('reason')" 2>&1 || true; }
 api() { local who=$1 path=$2; curl -sf ${who:+-H "Authorization: Bearer ${TOKEN[$who]}"} "$GPUARENA_SERVER$path"; }
 at() { python3 -c "import datetime as d; print((d.datetime.now(d.UTC) + d.timedelta(seconds=$1)).strftime('%Y-%m-%dT%H:%M:%SZ'))"; }
 SERVER=; trap '[ -z "$SERVER" ] || { kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true; }' EXIT
@@ -77,7 +78,7 @@ printf 'import torch\n\n\ndef solve(x):\n    return torch.stack([torch.softmax(r
 cp "$HERE/examples/softmax/pytorch.py" alice.py
 sed -e 's/row_max/peak/g; s/row_sum/total/g; s/xf/xs/g; s/# .*//' alice.py > carol.py
 for who in dave alice carol; do
-  as $who gpuarena submit level1/softmax $who.py --device cpu --contest rehearsal --json > $who.json
+  as $who gpuarena submit level1/softmax $who.py --device cpu --contest rehearsal --json > $who.json || fail "$who's entry: $(verdict < $who.json)"
   [ "$(json "d['status']" < $who.json)" = PASSED ] || fail "$who's entry did not pass"
 done
 ALICE=$(json "d['submission_id']" < alice.json); CAROL=$(json "d['submission_id']" < carol.json)
@@ -99,7 +100,7 @@ as olga gpuarena contest reschedule rehearsal --end +10m --freeze-from now
 
 step "Dave enters torch.softmax itself; only dave and olga see its result until the end"
 printf 'import torch\n\n\ndef solve(x):\n    return torch.softmax(x, dim=-1)\n' > dave_fast.py
-as dave gpuarena submit level1/softmax dave_fast.py --device cpu --contest rehearsal --json > dave_fast.json
+as dave gpuarena submit level1/softmax dave_fast.py --device cpu --contest rehearsal --json > dave_fast.json || fail "dave's late entry: $(verdict < dave_fast.json)"
 LATE=$(json "d['submission_id']" < dave_fast.json)
 show "curl $GPUARENA_SERVER/api/submissions/$LATE   # anonymous"
 api "" "/api/submissions/$LATE" | tee held.json | json "d['status'], d.get('score'), d.get('held_until')"
@@ -112,13 +113,14 @@ as olga gpuarena contest standings rehearsal --live
 
 step "A speed bounty on the same problem: olga posts it, carol claims it and earns it, olga pays carol"
 # carol's solution is the reference's own computation, so it scores about 1.0; the target leaves room
-# for a busy machine's noise (one CI run on 2 loaded cores scored it 0.76 against a target of 0.8)
-as olga gpuarena bounty create --title "softmax on the CPU, 0.5x the reference" --category speed --problem level1/softmax \
-  --device-kind cpu --speedup 0.5 --reward 50 --currency EUR | tee bounty.txt
+# for a busy machine's noise (one CI run on 2 loaded cores scored it 0.76 against a target of 0.8;
+# beside two other judgings and three busy processes on the 2-core VM it scored 0.48-1.05)
+as olga gpuarena bounty create --title "softmax on the CPU, 0.25x the reference" --category speed --problem level1/softmax \
+  --device-kind cpu --speedup 0.25 --reward 50 --currency EUR | tee bounty.txt
 BOUNTY=$(api "" "/api/bounties" | json "d[0]['id']")
 as carol gpuarena bounty claim "$BOUNTY"
 printf 'import torch\n\n\ndef solve(x):\n    return torch.softmax(x, dim=-1)\n' > carol_fast.py
-as carol gpuarena submit level1/softmax carol_fast.py --device cpu --json > carol_fast.json
+as carol gpuarena submit level1/softmax carol_fast.py --device cpu --json > carol_fast.json || fail "carol's ranked run: $(verdict < carol_fast.json)"
 for _ in $(seq 60); do [ "$(api "" "/api/bounties/$BOUNTY" | json "d['state']")" = verified ] && break; sleep 1; done
 as carol gpuarena bounty show "$BOUNTY"
 [ "$(api "" "/api/bounties/$BOUNTY" | json "d['state']")" = verified ] || fail "carol's ranked run did not verify the bounty"

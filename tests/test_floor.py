@@ -94,3 +94,36 @@ def test_the_cpu_bound_holds_with_many_threads_beside_the_supervisor():
     finally:
         stop.set()
     assert record.status == "REJECTED" and "tampered" in record.reason, record.reason
+
+
+@pytest.mark.harness
+def test_the_harness_share_is_the_twin_s_cpu_time_outside_its_calls_not_outside_their_windows(tmp_path):
+    """The reference's calls' windows are clock time; on a busy machine they also hold the
+    supervisor's waits for a core. The twin took the block's CPU time less those windows as the
+    harness's share, which such waits brought to 0, and an honest softmax beside two other
+    judgings on 2 cores was REJECTED by the main thread's bound (CI, contest_rehearsal.sh). A
+    reference that sleeps in its calls stands in for the waits: its windows hold time off the
+    core, and the share must still be the harness's CPU time."""
+    import shutil
+    from pathlib import Path
+
+    from gpuarena.harness.judge import RunOptions, evaluate
+    from gpuarena.problems import load_problem
+    from gpuarena.solutions import load_solution
+
+    folder = tmp_path / "softmax"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "problems" / "level1" / "softmax", folder)
+    reference = folder / "reference.py"
+    text = reference.read_text()
+    waiting = text.replace(
+        "    return torch.softmax(x.float(), dim=-1)",
+        "    time.sleep(0.002)\n    return torch.softmax(x.float(), dim=-1)",
+        1,
+    )
+    assert waiting != text
+    reference.write_text("import time\n" + waiting)
+    honest = tmp_path / "honest.py"
+    honest.write_text("import torch\n\n\ndef solve(x):\n    return torch.softmax(x.float(), dim=-1).to(x.dtype)\n")
+    options = RunOptions(device="cpu", mode="benchmark", timeout_s=180, workloads=["small-128x4096"], budget_s=0.5)
+    record = evaluate(load_problem(folder), load_solution(honest), options)
+    assert record.status == "PASSED", record.reason

@@ -39,12 +39,21 @@ if TYPE_CHECKING:
 # Captured at import, before any solution code runs, so that patching the module attribute
 # later does not change what the harness calls.
 _perf_counter_ns = time.perf_counter_ns
+_thread_time_ns = time.thread_time_ns
 
 KERNEL_DURATION_METHOD = "cupti-range-profiler gpu__time_duration.sum"
 
 
 class Timer:
     """Times calls on one device with the best method its backend has."""
+
+    calls_cpu_ns: int | None = None
+    """Set to 0 by the reference's twin in the supervisor (twin.py), never in a worker: the
+    thread's CPU time in each timed call is then added here, read just outside the call's window
+    (host-clock blocks only). The windows are clock time, which on a busy machine holds the
+    thread's waits for a core: the block's CPU time less the windows left the harness's share
+    at 0 in half an honest softmax's blocks beside two other judgings on 2 cores, and the
+    worker's bound, allowed nothing for the harness, rejected it."""
 
     def __init__(
         self,
@@ -147,7 +156,10 @@ class Timer:
             if prepare:
                 prepare(i)
             self.between()
+            cpu_before = _thread_time_ns() if self.calls_cpu_ns is not None else 0
             result, elapsed = self.timed_call(call, i)
+            if self.calls_cpu_ns is not None:
+                self.calls_cpu_ns += _thread_time_ns() - cpu_before
             samples.e2e_ns.append(elapsed)
             samples.device_ns.append(elapsed)
             if after:
