@@ -417,6 +417,8 @@ def test_a_solution_finds_no_server_secrets(deployed, tmp_path) -> None:
     record = json.loads(done.stdout)
     assert "snoop found: 0 []" in record["log"], record["log"][-4000:]
     assert record["status"] == "WRONG_VALUES", (record["status"], record.get("reason"))
+    # with --json the verdict's reason is in the log too, not only in the JSON on stdout
+    assert f"submission {record['submission_id']}: WRONG_VALUES: {record['reason']}" in done.stderr, done.stderr
 
 
 LOOPS_FOREVER = "def solve(a, x, b, y):\n    while True:\n        pass\n"

@@ -117,7 +117,10 @@ def submit(
     except GpuarenaError as exc:
         fail(exc)
     evaluation = final.get("evaluation")
+    reason = (evaluation or final).get("reason") or ""
     if json_out:
+        if final["status"] != "PASSED" and reason:  # the log says why, not only the JSON
+            err.print(f"submission {submission_id}: {final['status']}: {reason}", highlight=False)
         sys.stdout.write(
             json.dumps(
                 {

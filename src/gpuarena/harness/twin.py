@@ -88,7 +88,8 @@ class ReferenceTwin:
         timer = self.worker.timer
         assert timer is not None
         started = time.thread_time_ns()
-        timer.calls_cpu_ns = 0
+        if self.session.device.type == "cpu":  # the only device whose bounds take the harness's CPU time
+            timer.calls_cpu_ns = 0
         try:
             with torch.no_grad():  # entered once, outside the calls' windows
                 # seeded as the worker's calls are (a problem that draws in its calls): the seeding's
@@ -99,7 +100,7 @@ class ReferenceTwin:
             timer.calls_cpu_ns = None
         spent = time.thread_time_ns() - started
         assert reply.device_ns is not None and reply.e2e_ns is not None  # the trusted worker's own samples
-        if not in_calls:  # a block timed on the device, not on the host clock: its windows are the calls'
+        if not in_calls:  # not counted (a GPU's block): the windows, as the calls' time
             in_calls = sum(reply.e2e_ns)
         return reply.device_ns, reply.e2e_ns, max(spent - in_calls, 0)
 

@@ -48,7 +48,7 @@ class Timer:
     """Times calls on one device with the best method its backend has."""
 
     calls_cpu_ns: int | None = None
-    """Set to 0 by the reference's twin in the supervisor (twin.py), never in a worker: the
+    """Set to 0 by the reference's twin in the supervisor on the CPU (twin.py), never in a worker: the
     thread's CPU time in each timed call is then added here, read just outside the call's window
     (host-clock blocks only). The windows are clock time, which on a busy machine holds the
     thread's waits for a core: the block's CPU time less the windows left the harness's share
