@@ -90,6 +90,35 @@ def test_an_error_that_stops_every_entry_is_said_once(tmp_path):
     assert message.count("generate_input raised") == 1
 
 
+def test_the_import_lets_each_entry_s_data_go_before_it_draws_the_next(tmp_path):
+    """The import held every probed entry's tensors until its last step: GPU MODE's bioml/trimul,
+    3.2 GB an entry, went past the 8 GB an import is given and was not imported on the CPU. Now
+    it keeps an entry's size, dtype and one-value inputs only (gpumode_probe.probed): when an
+    entry is drawn, no earlier entry's tensor is alive but the first's (the outputs' template)."""
+    task = tmp_path / "many_entries_py"
+    shutil.copytree(CUDA_NAMED, task)
+    alive_log = tmp_path / "alive.txt"
+    reference = task / "reference.py"
+    text = reference.read_text()
+    counted = text.replace(
+        "def generate_input(size: int, seed: int) -> input_t:\n",
+        "import weakref\nMADE = []\n\n\ndef generate_input(size: int, seed: int) -> input_t:\n"
+        f"    with open({str(alive_log)!r}, 'a') as log:\n"
+        "        log.write(f'{sum(r() is not None for r in MADE)}\\n')\n",
+    ).replace(
+        '    return a.contiguous(), (b * scale).to("cuda")\n',
+        '    made = a.contiguous(), (b * scale).to("cuda")\n    MADE.extend(weakref.ref(t) for t in made)\n    return made\n',
+    )
+    assert counted.count("MADE") == 3, counted
+    reference.write_text(counted)
+    entries = "".join(f'  - {{"size": {40 + i}, "seed": {i}}}\n' for i in range(6))
+    (task / "task.yml").write_text((task / "task.yml").read_text().split("tests:")[0] + "tests:\n" + entries)
+    outcome = import_folder(task, tmp_path / "out")
+    assert outcome.status == "imported", outcome.messages
+    alive = [int(line) for line in alive_log.read_text().split()]
+    assert len(alive) >= 6 and max(alive) <= 2, alive  # the first entry's two tensors at most
+
+
 def test_the_runtime_frees_a_calls_outputs_without_the_collector():
     """What the adapter and the glue run on every call holds no reference cycle: with the
     collector off (as in a timed block), an output is freed as soon as its caller drops it."""

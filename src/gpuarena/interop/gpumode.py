@@ -124,9 +124,9 @@ from gpuarena.interop.gpumode_probe import (
     _ref,
     _runtime,
     _shape_of,
-    _workload_dtype,
     find_buffers,
     find_constants,
+    probed,
 )
 from gpuarena.interop.gpumode_reads import unread, unread_names
 from gpuarena.interop.gpumode_task import (
@@ -154,8 +154,7 @@ from gpuarena.interop.gpumode_write import (
 from gpuarena.interop.outcome import Outcome
 from gpuarena.interop.unchecked import devices_not_checked, mark_unchecked
 
-# The public names, importable from here as before the split: reading the task folder lives in
-# gpumode_task.py, probing its data in gpumode_probe.py, writing the problem in gpumode_write.py.
+# The public names, importable from here as before the split (gpumode_task, _probe and _write).
 __all__ = [
     "CHECK_GLUE",
     "CPU_MAX_ELEMENTS",
@@ -264,7 +263,7 @@ def _import_folder(
     notes: list[str] = []
     unprobed: dict[str, list[str]] = {}
     """generate_input's error -> the entries it stopped (said once, not once an entry)."""
-    probes: dict[int, tuple[Any, Any]] = {}
+    probes: dict[int, tuple[int, str, dict[int, Any]]] = {}  # gpumode_probe.probed: not the tensors
     buffers: dict[int, str] | None = None
     spec: tuple[Any, ...] | None = None
     first_layout: tuple[Any, ...] | None = None
@@ -277,6 +276,7 @@ def _import_folder(
     reads: dict[int, set[int] | None] = {}
     """Entry -> the tensors of its data ref_kernel never reads (gpumode_reads.py)."""
     for index, case in enumerate(task.cases):
+        data = tensors = out = None  # the last entry's go before this one is drawn (trimul's are 3.2 GB)
         try:
             data = _generate(task, case, case.seed, rt)
             tensors, layout = rt["flatten"](data)
@@ -293,7 +293,7 @@ def _import_folder(
         data = rt["rebuild"](layout, tensors, device)
         elements = sum(t.numel() for t in tensors)
         if elements > CPU_MAX_ELEMENTS and probes:
-            probes[index] = (elements, tensors)
+            probes[index] = probed(tensors, buffers or {}, rt)
             continue
         try:
             if cpu_failure:
@@ -349,7 +349,7 @@ def _import_folder(
             )
         if index not in reads:
             reads[index] = unread(task, data, rt, meta=index in gpu_only)
-        probes[index] = (elements, tensors)
+        probes[index] = probed(tensors, buffers or {}, rt)
     if len(layouts) > 1:
         raise LayoutsDiffer(list(layouts.values()), len(task.cases))
     notes += [
@@ -361,21 +361,21 @@ def _import_folder(
             "no entry of tests or benchmarks could be run here: " + "; ".join(notes),
             "import on a machine with a GPU (--check-device cuda)",
         )
-    constants = {index: find_constants(task, task.cases[index], p[1], buffers, rt) for index, p in probes.items()}
+    data = tensors = out = None  # the last entry's go before find_constants draws again
+    constants = {index: find_constants(task, task.cases[index], p[2], buffers, rt) for index, p in probes.items()}
     _, stored = rt["flatten"](first[0], buffers)
     names = _input_names(task, stored)
     unread_inputs = {index: unread_names(found, buffers, names) for index, found in reads.items()}
     n_outputs = len(rt["outputs"](first[1], spec, device))
     outputs = ["output"] if n_outputs == 1 else [f"output{i}" for i in range(n_outputs)]
-    dtypes_seen = [_workload_dtype(p[1]) for p in probes.values()]
+    dtypes_seen = [p[1] for p in probes.values()]
     fallback = max(set(dtypes_seen), key=dtypes_seen.count)
     workloads = []
     for index, case in enumerate(task.cases):
         axes = {"case": index, **{k: v for k, v in case.args.items() if type(v) is int and k != "case"}}
         if index in probes:
-            elements, tensors = probes[index]
+            elements, dtype, _ = probes[index]
             on_cpu = device.type == "cpu" and elements <= CPU_MAX_ELEMENTS and index not in gpu_only
-            dtype = _workload_dtype(tensors)
         else:
             on_cpu, dtype = False, fallback
         workloads.append((case, axes, dtype, ["cpu", "cuda"] if on_cpu else ["cuda"]))

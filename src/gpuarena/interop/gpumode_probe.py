@@ -186,23 +186,31 @@ def find_buffers(
     return {i: "zeros" if not bool(tensors[i].any()) else "empty" for i in sorted(written | declared)}
 
 
-def find_constants(
-    task: Task, case: Case, tensors: list[Any], buffers: dict[int, str], rt: dict[str, Any]
-) -> list[int]:
-    """The inputs of an entry (indices among the tensors that are not buffers) that are one value
-    everywhere, the same in a second draw of other seeds: constants of the workload (trimul's
-    mask of ones where it says nomask), which travel as (CONSTANT, shape, dtype, value) and are
-    made on every call, like buffers, rather than passed as inputs that a check would call
-    degenerate. A draw that fails leaves the entry without constants."""
+def probed(tensors: list[Any], buffers: dict[int, str], rt: dict[str, Any]) -> tuple[int, str, dict[int, Any]]:
+    """What the import keeps of an entry's draw, so that its tensors can go before the next is
+    drawn (held for every entry, GPU MODE's trimul, 3.2 GB an entry, went past 8 GB): its
+    elements, its dtype, and the inputs (indices among the tensors that are not buffers) that
+    are one value everywhere in it, with that value (what find_constants draws again for)."""
     kept = [t for i, t in enumerate(tensors) if i not in buffers]
-    found = [i for i, t in enumerate(kept) if rt["constant_of"](t) is not None]
-    if not found:
+    one_value = {i: value for i, t in enumerate(kept) if (value := rt["constant_of"](t)) is not None}
+    return sum(t.numel() for t in tensors), _workload_dtype(tensors), one_value
+
+
+def find_constants(
+    task: Task, case: Case, candidates: dict[int, Any], buffers: dict[int, str], rt: dict[str, Any]
+) -> list[int]:
+    """The one-value inputs of an entry's draw (probed) that are the same in a second draw of other seeds:
+    constants of the workload (trimul's mask of ones where it says nomask), which travel as
+    (CONSTANT, shape, dtype, value) and are made on every call, like buffers, rather than passed
+    as inputs that a check would call degenerate. A draw that fails leaves the entry without
+    constants."""
+    if not candidates:
         return []
     try:
         other, _ = rt["flatten"](_generate(task, case, case.seed + OTHER, rt, GLOBAL_SEED + OTHER), buffers)
     except Exception:
         return []
-    return [i for i in found if i < len(other) and rt["constant_of"](other[i]) == rt["constant_of"](kept[i])]
+    return [i for i, value in candidates.items() if i < len(other) and rt["constant_of"](other[i]) == value]
 
 
 def _input_names(task: Task, layout: tuple[Any, ...]) -> list[str]:
