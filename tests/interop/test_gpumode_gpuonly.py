@@ -202,3 +202,69 @@ def test_a_ref_kernel_this_gpu_cannot_run_is_written_for_one_that_can(tmp_path):
     assert "CUBLAS_STATUS_NOT_SUPPORTED" in text and "marked `unchecked`" in text
     spec = load_problem(outcome.folder).spec
     assert spec.unchecked == ["cuda"] and all(w.devices == ["cuda"] for w in spec.workloads)
+
+
+def test_the_meta_probe_makes_what_ref_kernel_builds_on_the_default_device_on_meta_too():
+    """amd/moe's ref_kernel builds its experts' layers on the default device at full size, then
+    swaps their weights for the data's: on the CPU the meta probe built them for real, past the
+    8 GB an import is given. They are meta tensors there now, like the data."""
+    from types import SimpleNamespace
+
+    from gpuarena.interop.gpumode_device import ON_DEVICE
+    from gpuarena.interop.gpumode_gpu import meta_probe
+    from gpuarena.interop.gpumode_solution import RUNTIME
+
+    built: list[str] = []
+
+    def ref_kernel(data):
+        x, w = data
+        layer = torch.nn.Linear(w.shape[1], w.shape[0], bias=False)
+        built.append(layer.weight.device.type)
+        layer.weight = torch.nn.Parameter(w)
+        return layer(x)
+
+    rt: dict = {}
+    exec(compile(RUNTIME + ON_DEVICE, "gpumode_runtime", "exec"), rt)
+    task = SimpleNamespace(namespace={"ref_kernel": ref_kernel})
+    out, buffers = meta_probe(task, (torch.ones(2, 64), torch.ones(32, 64)), rt)  # type: ignore[arg-type]
+    assert built == ["meta"] and out.device.type == "meta" and out.shape == (2, 32) and buffers == {}
+
+
+def test_a_checker_out_of_memory_on_a_gpu_sized_entry_leaves_the_check_to_a_gpu():
+    """amd/moe's check_implementation calls ref_kernel again, on 5.8 GB of layers: on the CPU it
+    ran out of memory on an entry too large to run there anyway, and the import called that the
+    checker rejecting ref_kernel's own output. Out of memory is no verdict: a GPU checks it. Any
+    other error, or running out on an entry the CPU runs, still rejects."""
+    from types import SimpleNamespace
+
+    from gpuarena.interop.gpumode_gpu import own_output_verdict
+
+    def runs_out(data, output):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 58720256 bytes")
+
+    def breaks(data, output):
+        raise KeyError("router.weight")
+
+    data, out = (torch.ones(2),), torch.ones(2)
+    notes: list[str] = []
+    verdict = own_output_verdict(
+        SimpleNamespace(namespace={"check_implementation": runs_out}), data, out, True, notes, "test1"
+    )  # type: ignore[arg-type]
+    assert verdict == (True, "") and notes == [
+        "check_implementation ran out of memory here on test1, a GPU-sized entry: a GPU checks it"
+    ]
+    ok, why = own_output_verdict(
+        SimpleNamespace(namespace={"check_implementation": runs_out}), data, out, False, [], "t"
+    )  # type: ignore[arg-type]
+    assert not ok and "can't allocate memory" in why
+    ok, why = own_output_verdict(SimpleNamespace(namespace={"check_implementation": breaks}), data, out, True, [], "t")  # type: ignore[arg-type]
+    assert not ok and why.startswith("it raised KeyError")
+    gpu_out = RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
+    def gpu_runs_out(data, output):
+        raise gpu_out
+
+    ok, why = own_output_verdict(
+        SimpleNamespace(namespace={"check_implementation": gpu_runs_out}), data, out, True, [], "t"
+    )  # type: ignore[arg-type]
+    assert not ok and "CUDA out of memory" in why  # on a GPU the import is the first GPU run

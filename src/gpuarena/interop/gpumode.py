@@ -115,7 +115,14 @@ from pathlib import Path
 from typing import Any
 
 from gpuarena.errors import GpuarenaError
-from gpuarena.interop.gpumode_gpu import beyond_this_gpu, gpu_only_finding, meta_probe, needs_another_gpu
+from gpuarena.interop.gpumode_gpu import (
+    META_PROBED,
+    beyond_this_gpu,
+    gpu_only_finding,
+    meta_probe,
+    needs_another_gpu,
+    own_output_verdict,
+)
 from gpuarena.interop.gpumode_parts import LayoutsDiffer, import_parts
 from gpuarena.interop.gpumode_probe import (
     _clone,
@@ -324,10 +331,7 @@ def _import_folder(
             spec, first_layout, first = case_spec, layout, (data, out)
             reads[index] = unread(task, data, rt, meta=False)
             buffers = find_buffers(task, case, data, rt, reads[index])
-            try:
-                ok, message = _verdict(task.namespace["check_implementation"](_clone(data), _clone(out)))
-            except Exception as exc:  # a checker that cannot read ref_kernel's own output
-                ok, message = False, f"it raised {type(exc).__name__}: {exc}"
+            ok, message = own_output_verdict(task, data, out, elements > CPU_MAX_ELEMENTS, notes, case.name)
             if not ok:
                 raise GpuModeError(
                     reference,
@@ -416,11 +420,7 @@ def _import_folder(
         findings = [f for f in findings if "no workload runs on the CPU" not in f]
         mark_unchecked(staging, devices_not_checked(staging, check_device))  # its first GPU run checks it
         notes.insert(0, gpu_only_finding(why, out_dir))
-        if cpu_failure:
-            notes.append(
-                "the outputs and the output buffers were read from ref_kernel on the meta device (shapes and "
-                "dtypes, no values); the task's check_implementation was not run"
-            )
+        notes += [META_PROBED] if cpu_failure else []
     outcome = Outcome(
         folder,
         "failed-check" if findings else "imported",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuarena.interop.gpumode_probe import _clone
+from gpuarena.interop.gpumode_task import _verdict
 
 if TYPE_CHECKING:
     import torch
@@ -37,8 +38,11 @@ def meta_probe(task: Task, data: Any, rt: dict[str, Any]) -> tuple[Any, dict[int
     copy = _clone(rt["rebuild"](layout, [t.to(meta) for t in tensors], meta))
     moved, _ = rt["flatten"](copy)
     versions = [t._version for t in moved]
-    # the mode alone, not on_device(): ref_kernel's generators, if any, stay where they are
-    with torch.no_grad(), rt["_OnDevice"](meta):
+    # the mode alone, not on_device(): ref_kernel's generators, if any, stay where they are. What
+    # it makes on the default device is made on meta too, not for real on the host: amd/moe's builds
+    # its experts' layers at full size there (up to 99 of 7168 x 2048 floats) before it swaps in the
+    # data's weights (its probe still stops at torch's bincount, which has no meta kernel)
+    with torch.no_grad(), meta, rt["_OnDevice"](meta):
         out = task.namespace["ref_kernel"](copy)
     written = [i for i, (t, v) in enumerate(zip(moved, versions)) if t._version != v]
     buffers: dict[int, str] = {}
@@ -49,6 +53,32 @@ def meta_probe(task: Task, data: Any, rt: dict[str, Any]) -> tuple[Any, dict[int
             zero = False
         buffers[i] = "zeros" if zero else "empty"
     return out, buffers
+
+
+META_PROBED = (
+    "the outputs and the output buffers were read from ref_kernel on the meta device (shapes and "
+    "dtypes, no values); the task's check_implementation was not run"
+)
+"""What the import says of a task whose outputs it read on the meta device only."""
+HOST_OUT_OF_MEMORY = re.compile(r"DefaultCPUAllocator|can't allocate memory|Cannot allocate memory")
+"""torch's words for the host's memory running out (a GPU's, "CUDA out of memory", is not one)."""
+
+
+def own_output_verdict(
+    task: Task, data: Any, out: Any, gpu_sized: bool, notes: list[str], name: str
+) -> tuple[bool, str]:
+    """The task's check_implementation on ref_kernel's own output of the first probed entry: (ok,
+    why not). A checker that cannot read it rejects it; one that runs out of the host's memory
+    on a GPU-sized entry (amd/moe's calls ref_kernel again, on 5.8 GB of layers) has not judged
+    it: that is left to the entry's first run on a GPU, and the notes say so. A GPU running out
+    is no such case: there the import is that first run."""
+    try:
+        return _verdict(task.namespace["check_implementation"](_clone(data), _clone(out)))
+    except Exception as exc:
+        if gpu_sized and (isinstance(exc, MemoryError) or HOST_OUT_OF_MEMORY.search(str(exc))):
+            notes.append(f"check_implementation ran out of memory here on {name}, a GPU-sized entry: a GPU checks it")
+            return True, ""
+        return False, f"it raised {type(exc).__name__}: {exc}"
 
 
 def gpu_only_finding(why: str, out_dir: Path) -> str:
