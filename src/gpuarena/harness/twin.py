@@ -88,7 +88,7 @@ class ReferenceTwin:
         timer = self.worker.timer
         assert timer is not None
         started = time.thread_time_ns()
-        if self.session.device.type == "cpu":  # the only device whose bounds take the harness's CPU time
+        if self.worker.backend.host_timed:  # the CPU: its bounds take the harness's CPU time (bounds.py)
             timer.calls_cpu_ns = 0
         try:
             with torch.no_grad():  # entered once, outside the calls' windows
