@@ -113,10 +113,9 @@ as olga gpuarena contest standings rehearsal --live
 
 step "A speed bounty on the same problem: olga posts it, carol claims it and earns it, olga pays carol"
 # carol's solution is the reference's own computation, so it scores about 1.0; the target leaves room
-# for a busy machine's noise (one CI run on 2 loaded cores scored it 0.76 against a target of 0.8;
-# beside other judgings and three busy processes on the 2-core VM it scored 0.48-1.05)
-as olga gpuarena bounty create --title "softmax on the CPU, 0.25x the reference" --category speed --problem level1/softmax \
-  --device-kind cpu --speedup 0.25 --reward 50 --currency EUR | tee bounty.txt
+# for a busy machine's noise (one CI run on 2 loaded cores scored it 0.76 against a target of 0.8)
+as olga gpuarena bounty create --title "softmax on the CPU, 0.5x the reference" --category speed --problem level1/softmax \
+  --device-kind cpu --speedup 0.5 --reward 50 --currency EUR | tee bounty.txt
 BOUNTY=$(api "" "/api/bounties" | json "d[0]['id']")
 as carol gpuarena bounty claim "$BOUNTY"
 printf 'import torch\n\n\ndef solve(x):\n    return torch.softmax(x, dim=-1)\n' > carol_fast.py

@@ -747,9 +747,7 @@ def test_the_harness_s_block_is_spaced_out_as_the_solution_s_calls_are(audited_o
     )
     record, audit = audited_on_the_cpu({}, solution=slow)
     assert record.status == "PASSED", record.reason
-    # about 3000, capped by the wall times the supervisor saw, which a busy machine makes noisy:
-    # 1299-2254 on the 2-core VM beside a test lane and an import; 3 ms of host work, not 0
-    assert 1000 < audit.harness_pace_us < 4000
+    assert 2500 < audit.harness_pace_us < 4000
 
 
 def test_claimed_host_time_spaces_the_harness_s_block_out_no_more_than_the_supervisor_saw():
