@@ -413,6 +413,34 @@ def test_windows_read_by_their_instants_are_read_together_before_any_figure_is_u
 
 
 @pytest.mark.harness
+def test_samples_lost_to_a_context_elsewhere_get_the_workload_measured_again(audited_on_the_cpu, monkeypatch):
+    """A CUDA context made or ended by another process leaves the PM sampler's samples with gaps of
+    1-20 ms (bench/research/pm_sample_gaps.py, H200), and a window they leave short is no reading
+    of the solution: an honest vectoradd was REJECTED so. The workload is measured afresh once
+    (nothing of the first try counts) and the record says why; a loss met again still fails."""
+    monkeypatch.setattr(PlannedSampler, "lazy", True)
+    read_pending, losses = PlannedSampler.read_pending, [1]
+
+    def losing(self) -> None:
+        if losses[0] and self.pending:
+            losses[0] -= 1
+            self.pending = []
+            raise device_audit.SamplesLost("the samples cover 834 µs of 6911 (sampling the reference's timed block)")
+        read_pending(self)
+
+    monkeypatch.setattr(PlannedSampler, "read_pending", losing)
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "PASSED", record.reason
+    assert "measured again after:" in audit.windows and "the samples cover 834 µs of 6911" in audit.windows
+    # both tries sampled the solution's requests; the figures are the second try's alone
+    assert PlannedSampler.seen.count(SOLUTION) > len(audit.observed_us_per_request) >= FEW_REQUESTS
+    losses[0] = 2
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "REJECTED", record.reason
+    assert "measured again after the same" in record.reason and "834 µs of 6911" in record.reason
+
+
+@pytest.mark.harness
 def test_every_timed_request_is_audited_and_nothing_else_is_sent(audited_on_the_cpu, monkeypatch):
     """Audited requests are the timed rounds' requests: each of the solution's timed requests
     is a sampled segment, and no request of another kind is sent for the audit."""

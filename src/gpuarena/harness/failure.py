@@ -20,6 +20,12 @@ class RunFailure(Exception):
         self.status, self.reason, self.detail = Status(status), reason, detail
 
 
+class MeasureAgain(RunFailure):
+    """A failure that the same workload measured again need not meet: the device audit's samples
+    lost to another process's CUDA context (device_audit.SamplesLost). measure.py measures the
+    workload once more before it stands."""
+
+
 WORKER_FAILURES = frozenset(
     {
         Status.COMPILE_ERROR,

@@ -62,7 +62,7 @@ from gpuarena.harness.audit_checks import ReadSamples, check_reads, check_unswep
 from gpuarena.harness.audit_figures import AuditFigures, Sampled
 from gpuarena.harness.device import device_audit
 from gpuarena.harness.device.device_audit import SamplerError
-from gpuarena.harness.failure import RunFailure
+from gpuarena.harness.failure import MeasureAgain, RunFailure
 from gpuarena.harness.session import WorkloadSession
 from gpuarena.harness.twin import ReferenceTwin
 
@@ -490,10 +490,10 @@ class RoundsAudit:
         )
 
     def _failed(self, exc: SamplerError) -> RunFailure:
-        """The counters could not be read once the sampler had started: a solution could make
-        that happen (by holding the GPU's counters), so the run is not passed unaudited."""
+        """The counters unread once the sampler started: a solution could make that happen (by holding them), so
+        the run is not passed unaudited; samples lost to a context elsewhere: measured again first (measure.py)."""
         self.stop()
-        return RunFailure(
+        return (MeasureAgain if isinstance(exc, device_audit.SamplesLost) else RunFailure)(
             Status.REJECTED,
             f"the GPU's counters could not be read during the device audit ({exc}); "
             "nothing may hold them while a job runs",
