@@ -18,7 +18,10 @@ gpuarena's side: `gpuarena import gpumode` of the same task folder, then the sam
 file, unmodified, through `gpuarena run --mode ranked` (every test and benchmark a workload,
 correctness on each, timing and the device audit on each timed one), and `--mode test`. Each
 wall time is the whole `gpuarena run` process; the record's phases and each workload's audit
-cost (`device_audit.seconds`) say where it went.
+cost (`device_audit.seconds`) say where it went. Served warm, as an agent's run-many serves it
+(--warm), and served as a contest's participant gets it (--served: `gpuarena serve` and
+`gpuarena runner` on cuda:0, new submissions through the API, each timed from the request that
+makes it to the answer that says it is done).
 
 Writes DIR/peer-gpumode.json and DIR/peer-gpumode.md."""
 
@@ -156,6 +159,20 @@ def run_gpuarena_warm(problem: Path, submission: Path, copies: int) -> dict[str,
     return {"wall_s": round(wall, 3), "rc": done.returncode, "jobs": jobs, "stderr": done.stderr[-2000:]}
 
 
+def run_gpuarena_served(problems: Path, problem: Path, submission: Path, jobs: int) -> list[dict[str, Any]]:
+    """The same verdict as a contest's participant gets it: `gpuarena serve` (SQLite) and one
+    `gpuarena runner` on cuda:0 (its job process started ahead, as runners run by default),
+    `jobs` distinct copies of the submission sent one at a time through the API, each timed
+    from the request that makes it to the answer that says it is done
+    (bench/job_latency.py). The first is the runner's first job: no process ahead of it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from job_latency import Served, one_run
+
+    name = problem.relative_to(problems).as_posix()
+    served = Served(problems, name, submission, "cuda:0", "ranked", distinct=True)
+    return one_run(True, jobs, 3.0, served)
+
+
 def markdown(result: dict[str, Any]) -> str:
     gm, ga = result["gpumode"], result["gpuarena"]
     lines = [
@@ -194,6 +211,21 @@ def markdown(result: dict[str, Any]) -> str:
             "Phases of the last warm verdict: " + json.dumps(later[-1]["phases"] if later else None),
             "",
         ]
+    served = result.get("gpuarena_served")
+    if served:
+        lines += [
+            f"gpuarena ranked, served (`gpuarena serve` and `gpuarena runner` on cuda:0, {len(served)} new "
+            f"submissions through the API, one at a time; submit to result as the client saw it): "
+            f"{[j['seconds'] for j in served]} s, statuses {[j['status'] for j in served]}; after the first "
+            f"(the runner's first job) the median is {result['gpuarena_served_s']} s, "
+            f"{result['served_new_ratio']:.2f}x GPU MODE's new submission; the audit's share of those records: "
+            f"{result['served_audit_share']:.0%}"
+            + "".join(f"; job {i + 1}: {j['reason']}" for i, j in enumerate(served) if j.get("reason"))
+            + ".",
+            "",
+            "Phases of the last served verdict: " + json.dumps(served[-1].get("phases")),
+            "",
+        ]
     ranked = ga["ranked"][-1]
     lines += [
         "Phases of the last ranked run: " + json.dumps(ranked.get("phases")),
@@ -215,6 +247,9 @@ def main() -> None:
     parser.add_argument("--submission", default="solutions/correct/submission_triton.py")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--warm", type=int, default=4, help="distinct copies judged by one warm process (0: none)")
+    parser.add_argument(
+        "--served", type=int, default=4, help="new submissions judged through a server and a runner on cuda:0 (0: none)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     task = args.reference_kernels / args.task
@@ -286,6 +321,9 @@ def main() -> None:
         if args.warm:
             result["gpuarena_warm"] = run_gpuarena_warm(problem, mine, args.warm)
             print("gpuarena warm", json.dumps(result["gpuarena_warm"])[:3000], flush=True)
+        if args.served:
+            result["gpuarena_served"] = run_gpuarena_served(imported, problem, submission, args.served)
+            print("gpuarena served", json.dumps(result["gpuarena_served"])[:3000], flush=True)
 
     def median(runs: list[dict[str, Any]]) -> float:
         return statistics.median(r["wall_s"] for r in runs)
@@ -304,6 +342,17 @@ def main() -> None:
     result["warm_new_ratio"] = (
         result["gpuarena_warm_ranked_s"] / result["gpumode_new_verdict_s"] if warm_jobs else float("nan")
     )
+    served = [j["seconds"] for j in result.get("gpuarena_served", [])[1:] if j["status"] == "PASSED"]
+    result["gpuarena_served_s"] = statistics.median(served) if served else None
+    result["served_new_ratio"] = (
+        result["gpuarena_served_s"] / result["gpumode_new_verdict_s"] if served else float("nan")
+    )
+    served_shares = [
+        j["phases"].get("device audit", 0.0) / j["duration_s"]
+        for j in result.get("gpuarena_served", [])[1:]
+        if j.get("phases") and j.get("duration_s")
+    ]
+    result["served_audit_share"] = statistics.median(served_shares) if served_shares else float("nan")
     shares = [
         (r.get("phases") or {}).get("device audit", 0.0) / r["duration_s"]
         for r in result["gpuarena"]["ranked"]

@@ -33,7 +33,7 @@ from gpuarena.contracts.wire import DeviceSlot
 from gpuarena.dataset.sample import SampleReport
 from gpuarena.harness import phases
 from gpuarena.runner.devices import health_check
-from gpuarena.runner.execute import SAMPLE_REPORT, ExecuteRequest
+from gpuarena.runner.execute import SAMPLE_REPORT, SERVE_ENV, ExecuteRequest
 from gpuarena.runner.self_tests import failed, run_self_tests
 from gpuarena.runner_wire import TypedJob
 
@@ -69,6 +69,11 @@ class RunnerConfig:
     """Start each slot's next job process ahead (Python, torch and the harness imported,
     nothing on the device), so a job does not wait for those imports: on a GPU slot while the
     current job runs; on the CPU, where a job's timing shares the cores, once it has ended."""
+    serve: bool | None = None
+    """Kernel jobs go to a job process that stays for the slot's next one (execute.serve_jobs: the
+    harness's Evaluator, so workers wait with their CUDA contexts made and the PM sampler is kept,
+    as `gpuarena run-many` judges); each job still has a worker of its own. None: on GPU slots
+    only (with prewarm). A serving process that dies is replaced by a fresh one."""
     self_test: bool = False
     """Run the languages' self-tests at start, once per device kind, and show them in the slots'
     software (runner/self_tests.py); `gpuarena runner` turns it on unless --no-self-test."""
@@ -80,6 +85,10 @@ class Spare:
 
     process: subprocess.Popen
     log_path: Path
+    serving: bool = False
+    """Started with execute.SERVE_ENV: it judges kernel jobs one after another (RunnerConfig.serve)."""
+    jobs: int = 0
+    """Jobs it has judged and stayed for."""
 
 
 class Runner:
@@ -221,28 +230,24 @@ class Runner:
             cache=str(self.config.work_dir / "problems"),
             out=str(out),
         )
-        spare = self._take_spare(slot, env)
+        serving = job.kind == "kernel" and self._serves(slot)
+        spare = self._take_spare(slot, env, serving)
+        self._hand(item, spare, request.model_dump_json().encode() + b"\n", out, env)
+        if spare.jobs and spare.process.returncode is not None and not out.is_file() and not item.lost:
+            # a kept process that died as the job came (killed waiting): the job goes to a fresh one
+            log.warning("the serving job process on %s had died (%s)", slot.device, spare.process.returncode)
+            self._kill_spare(spare)
+            spare = self._take_spare(slot, env, serving)
+            self._hand(item, spare, request.model_dump_json().encode() + b"\n", out, env)
         process, log_path = spare.process, spare.log_path
-        item.process = process
-        assert process.stdin is not None
-        try:
-            process.stdin.write(request.model_dump_json().encode())
-            process.stdin.close()
-        except BrokenPipeError:
-            pass
-        if self.config.prewarm and is_gpu(slot) and not self.stopping.is_set():
-            self._start_spare(slot, env)
-        # the run's own limit, its worker's start-up limit (harness START_UP_LIMIT_S, 120 s) and room to report
-        deadline = time.monotonic() + self.config.timeout_s + 240
-        while process.poll() is None:
-            if item.lost or self.stopping.is_set() or not slot.healthy or time.monotonic() > deadline:
-                self._terminate(item)
-                break
-            time.sleep(0.1)
-        if self.config.prewarm and not is_gpu(slot) and not self.stopping.is_set() and slot.healthy:
+        kept = serving and process.poll() is None and not self.stopping.is_set() and slot.healthy
+        if kept:  # it waits for the slot's next job, its next workers already starting
+            spare.jobs += 1
+            self._keep_spare(slot, spare)
+        elif self.config.prewarm and (serving or not is_gpu(slot)) and not self.stopping.is_set() and slot.healthy:
             self._start_spare(slot, env)
         try:
-            if out.is_file() and process.returncode == 0:
+            if out.is_file() and (kept or process.returncode == 0):
                 if (report := folder / SAMPLE_REPORT).is_file():
                     item.sample = SampleReport.model_validate_json(report.read_text())
                 return Evaluation.model_validate_json(out.read_text()), ""
@@ -252,13 +257,44 @@ class Runner:
             return None, f"unreadable evaluation: {exc}"
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-            log_path.unlink(missing_ok=True)
+            if kept:  # its log holds the next job's lines only
+                os.truncate(log_path, 0)
+            else:
+                log_path.unlink(missing_ok=True)
 
     # job processes
-    def _spawn(self, slot: DeviceSlot, env: dict[str, str]) -> Spare:
+    def _hand(self, item: Running, spare: Spare, line: bytes, out: Path, env: dict[str, str]) -> None:
+        """Give the job to the process and wait until it has written `out` (a serving one) or
+        ended, or the job must stop (lost, the runner stopping, the slot drained, too long)."""
+        process, slot, serving = spare.process, item.slot, spare.serving
+        item.process = process
+        assert process.stdin is not None
+        try:
+            process.stdin.write(line)
+            process.stdin.flush() if serving else process.stdin.close()
+        except BrokenPipeError:
+            pass
+        if self.config.prewarm and is_gpu(slot) and not serving and not self.stopping.is_set():
+            self._start_spare(slot, env)  # its imports while this job runs
+        # the run's own limit, its worker's start-up limit (harness START_UP_LIMIT_S, 120 s) and room to report
+        deadline = time.monotonic() + self.config.timeout_s + 240
+        while process.poll() is None and not (serving and out.is_file()):
+            if item.lost or self.stopping.is_set() or not slot.healthy or time.monotonic() > deadline:
+                self._terminate(item)
+                break
+            time.sleep(0.02 if serving else 0.1)
+
+    def _serves(self, slot: DeviceSlot) -> bool:
+        """Whether the slot's kernel jobs go to a serving job process (RunnerConfig.serve)."""
+        serve = self.config.serve
+        return serve if serve is not None else self.config.prewarm and is_gpu(slot)
+
+    def _spawn(self, slot: DeviceSlot, env: dict[str, str], serving: bool = False) -> Spare:
         self.config.work_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.config.work_dir / f"execute-{slot.device.replace(':', '')}-{os.urandom(6).hex()}.log"
-        with open(log_path, "wb") as log_file:
+        if serving:
+            env = {**env, SERVE_ENV: "1"}
+        with open(log_path, "ab") as log_file:  # appending: a kept process's log is emptied between jobs
             process = subprocess.Popen(
                 [sys.executable, "-m", "gpuarena.runner.execute"],
                 stdin=subprocess.PIPE,
@@ -267,10 +303,13 @@ class Runner:
                 env=env,
                 start_new_session=True,
             )
-        return Spare(process, log_path)
+        return Spare(process, log_path, serving)
 
     def _start_spare(self, slot: DeviceSlot, env: dict[str, str]) -> None:
-        spare = self._spawn(slot, env)
+        self._keep_spare(slot, self._spawn(slot, env, self._serves(slot)))
+
+    def _keep_spare(self, slot: DeviceSlot, spare: Spare) -> None:
+        """`spare` waits for the slot's next job (one waiting before is stopped)."""
         with self.lock:
             old, self.spares[slot.device] = self.spares.get(slot.device), spare
         if old is not None:
@@ -281,16 +320,19 @@ class Runner:
                     del self.spares[slot.device]
             self._kill_spare(spare)
 
-    def _take_spare(self, slot: DeviceSlot, env: dict[str, str]) -> Spare:
-        """The slot's process started ahead, if it still waits; else a new one."""
+    def _take_spare(self, slot: DeviceSlot, env: dict[str, str], serving: bool = False) -> Spare:
+        """The slot's process started ahead, if it still waits and serves as the job needs; else a new one."""
         with self.lock:
             spare = self.spares.pop(slot.device, None)
-        if spare is not None and spare.process.poll() is None:
+        if spare is not None and spare.process.poll() is None and spare.serving == serving:
             return spare
-        if spare is not None:  # it died waiting (its log says why): start afresh
-            log.warning("the job process started ahead on %s had exited (%s)", slot.device, spare.process.returncode)
+        if spare is not None:  # it died waiting (its log says why), or serves otherwise: start afresh
+            if spare.process.poll() is not None:
+                log.warning(
+                    "the job process started ahead on %s had exited (%s)", slot.device, spare.process.returncode
+                )
             self._kill_spare(spare)
-        return self._spawn(slot, env)
+        return self._spawn(slot, env, serving)
 
     def _kill_spare(self, spare: Spare) -> None:
         self._stop_process(spare.process)

@@ -5,6 +5,12 @@ torch) is imported and the worker started before the job is read, so a runner ca
 process ahead of its next job and hand it the job when one comes.
 
     python -m gpuarena.runner.execute < job.json
+
+Started with SERVE_ENV=1 it serves: kernel jobs one after another, each a line on stdin, judged
+by the harness's Evaluator as `gpuarena run-many` judges (workers waiting with their CUDA
+contexts made, the PM sampler kept from one job to the next), until stdin closes, SERVE_JOBS
+have been judged or a job of another kind has run. Each job still gets a worker of its own,
+started with nothing of any problem or solution in it; a job that fails the process ends it.
 """
 
 from __future__ import annotations
@@ -48,9 +54,18 @@ class ExecuteRequest(BaseModel):
 
 
 SAMPLE_REPORT = "sample.json"
+SERVE_ENV = "GPUARENA_JOB_SERVE"
+SERVE_JOBS = 200
+"""Kernel jobs a serving process judges before it leaves and the runner starts a fresh one: a
+bound on what one process gathers (its caches, torch's allocator) over a long contest."""
 
 if TYPE_CHECKING:
+    from gpuarena.contracts.records import Evaluation
+    from gpuarena.harness.judge import Progress, RunOptions
     from gpuarena.harness.launch.started import StartedWorker
+    from gpuarena.problems.loader import Problem
+
+    Judging = Callable[[Problem, Solution, RunOptions, Progress | None], Evaluation]
 
 
 PR_SET_PDEATHSIG = 1
@@ -175,10 +190,33 @@ def main() -> int:
     from gpuarena.harness import judge  # noqa: F401  (torch and the harness, before the worker starts)
     from gpuarena.harness.launch.started import StartedWorker
 
+    if os.environ.get(SERVE_ENV) == "1":
+        return serve_jobs()
     # the worker starts (its guards, its interpreter, torch) while the job is still on its way
     worker = StartedWorker(gpu=os.environ.get("GPUARENA_JOB_DEVICE", "cuda") != "cpu")
     request = ExecuteRequest.model_validate_json(sys.stdin.buffer.read())
     RUNS[request.kind](request, worker)
+    return 0
+
+
+def serve_jobs() -> int:
+    """Jobs from stdin, one a line, until it closes (SERVE_ENV, see the module)."""
+    from gpuarena.harness.evaluator import Evaluator
+    from gpuarena.harness.launch.started import StartedWorker
+
+    device = os.environ.get("GPUARENA_JOB_DEVICE", "cuda")
+    with Evaluator(device) as evaluator:  # its workers start (and make their CUDA contexts) now
+        for _ in range(SERVE_JOBS):
+            line = sys.stdin.buffer.readline()
+            if not line.strip():
+                return 0
+            request = ExecuteRequest.model_validate_json(line)
+            if request.kind != "kernel":  # runs by its own entry, and the process ends with it
+                evaluator.close()
+                RUNS[request.kind](request, StartedWorker(gpu=device != "cpu"))
+                return 0
+            judge = evaluator.judge if request.device == evaluator.device else None
+            run_kernel(request, judge=judge)
     return 0
 
 
@@ -208,8 +246,9 @@ def run_sample(request: ExecuteRequest, worker: StartedWorker) -> None:
     _write(Path(request.out), record)
 
 
-def run_kernel(request: ExecuteRequest, worker: StartedWorker) -> None:
-    """A kernel judged on a problem by the harness, in the worker started ahead."""
+def run_kernel(request: ExecuteRequest, worker: StartedWorker | None = None, judge: Judging | None = None) -> None:
+    """A kernel judged on a problem by the harness, in the worker started ahead (or by `judge`:
+    a serving process's Evaluator)."""
     from gpuarena.harness.judge import RunOptions, evaluate
     from gpuarena.problems.pack import unpack_problem
 
@@ -220,13 +259,15 @@ def run_kernel(request: ExecuteRequest, worker: StartedWorker) -> None:
     options = RunOptions(
         device=request.device, mode=request.mode, seed=request.seed, timeout_s=timeout_s, budget_s=request.budget_s
     )
-    record = evaluate(  # a problem written unchecked is checked here first (harness/problem_pending.py)
-        problem,
-        request.solution,
-        options,
-        progress=lambda text: print(text, file=sys.stderr, flush=True),
-        worker=worker,
-    )
+
+    def progress(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    # a problem written unchecked is checked here first (harness/problem_pending.py)
+    if judge is not None:
+        record = judge(problem, request.solution, options, progress)
+    else:
+        record = evaluate(problem, request.solution, options, progress=progress, worker=worker)
     _write(out, record)
 
 
