@@ -66,6 +66,12 @@ def main() -> int:
         "run out of attempts through no fault of its own; the report gives the attempts seen)",
     )
     parser.add_argument("--server-share", type=float, default=0.35, help="share of kills aimed at API servers")
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="runners keep one job process serving their jobs one after another (`gpuarena runner --serve`, "
+        "a GPU's default), so kills meet kept job processes too",
+    )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--out", type=Path, default=None, help="[default: bench/results/chaos-<date>.json]")
@@ -102,6 +108,7 @@ def main() -> int:
         GPUARENA_MAX_ATTEMPTS=str(args.max_attempts),
         XDG_CONFIG_HOME=str(work / "config"),
         PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+        GPUARENA_RUNNER_SERVE="1" if args.serve else "0",
     )
     procs: list[Proc] = []
     batches: list[subprocess.Popen] = []

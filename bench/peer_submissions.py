@@ -202,7 +202,11 @@ def judge_all(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         judged = list(pool.map(one, enumerate(work)))
     for item in judged if jobs > 1 else []:
-        if owed_to_others(item) and (deadline is None or time.monotonic() < deadline):
+        if owed_to_others(item) and deadline is not None and time.monotonic() >= deadline:
+            # say so: a TIMEOUT beside others is not the submission's (linalg/eigh_py's three at
+            # stop 78, three at once on one H200, PASSED alone in 130 s each on 2026-12-04)
+            item.reason += " (judged beside others and not again alone: the run's --budget was spent)"
+        elif owed_to_others(item) and (deadline is None or time.monotonic() < deadline):
             beside = f"{item.status}: {item.reason}"[:150]
             alone = {**os.environ, "COLUMNS": "400", **({"CUDA_VISIBLE_DEVICES": "0"} if gpus else {})}
             judge(item, device, timeout, alone)

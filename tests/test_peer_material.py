@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -373,6 +374,31 @@ def test_a_verdict_that_names_the_gpu_s_memory_running_out_is_judged_again_alone
     assert owed_to_others(own_oom)
     assert not owed_to_others(Judged(task="t", submission="s.py", expected=PASS, status="REJECTED", reason="forged"))
     assert not owed_to_others(Judged(task="t", submission="s.py", expected=PASS, status="WRONG_VALUES"))
+
+
+@pytest.mark.quick
+def test_a_timeout_beside_others_not_judged_again_alone_says_so(tmp_path, monkeypatch):
+    """linalg/eigh_py's three submissions read TIMEOUT beside each other on one H200 (stop 78) and
+    the run's --budget left no time to judge them alone, where each PASSED in 130 s (2026-12-04):
+    such a verdict says it is not the submission's own."""
+    import peer_submissions
+    from peer_submissions import PASS, Judged
+
+    def slow_timeout(one: Judged, device: str, timeout: float, env: dict) -> Judged:
+        time.sleep(0.4)  # past the run's deadline
+        one.status, one.reason = "TIMEOUT", "not done in 300 s"
+        return one
+
+    task = tmp_path / "pmpp" / "histogram_py"
+    shutil.copytree(FIXTURES / "gpumode" / "histogram_py", task)
+    shutil.copy(FIXTURES / "gpumode" / "submissions" / "histogram_ok.py", task / "submission.py")
+    monkeypatch.setattr(peer_submissions, "judge", slow_timeout)
+    tasks = [("pmpp/histogram_py", task, [tmp_path / "imported"])]
+    judged = peer_submissions.judge_all(tasks, "cpu", 60, 2, 1, lambda _: None, time.monotonic() + 0.2)
+    assert [(j.expected, j.status) for j in judged] == [(PASS, "TIMEOUT")]
+    assert judged[0].reason == (
+        "not done in 300 s (judged beside others and not again alone: the run's --budget was spent)"
+    )
 
 
 STAND_IN_EVAL = """import os, sys

@@ -189,6 +189,16 @@ def runner(
             "on the device), so jobs do not wait for Python and torch to load",
         ),
     ] = True,
+    serve: Annotated[
+        bool | None,
+        typer.Option(
+            "--serve/--no-serve",
+            envvar="GPUARENA_RUNNER_SERVE",
+            help="Keep one job process per device serving its kernel jobs one after another (workers waiting with "
+            "their CUDA contexts made, as run-many judges) [default: on GPUs with --prewarm]",
+            show_default=False,
+        ),
+    ] = None,
     self_test: Annotated[
         bool,
         typer.Option(
@@ -256,6 +266,7 @@ def runner(
             list_devices=list_devices,
             health_interval_s=health_interval,
             prewarm=prewarm,
+            serve=serve,
             self_test=self_test,
             **named,
         )
