@@ -1,13 +1,15 @@
 """A runner's serving job process (issue 47: "the warm path (run-stdin, run-many, runners) keeps
 workers and references ready across requests"): kernel jobs go one after another to one job
 process that judges them with the harness's Evaluator, each with a worker of its own; one that
-dies is replaced and the next job is judged all the same. A real runner, its real job processes
+dies is replaced and the next job is judged all the same, even one handed to it as it died. A real runner, its real job processes
 and a real server."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -16,7 +18,7 @@ from tests.service.conftest import submission_body
 
 from gpuarena.client import Client
 from gpuarena.contracts.wire import DeviceSlot
-from gpuarena.runner.agent import Runner, RunnerConfig
+from gpuarena.runner.agent import Runner, RunnerConfig, Spare
 
 pytestmark = pytest.mark.e2e
 
@@ -64,10 +66,21 @@ def test_kernel_jobs_are_served_by_one_job_process_and_a_dead_one_is_replaced(ap
         os.kill(served_by, signal.SIGKILL)  # dies waiting: the next job gets a fresh one
         third = _judged(api, alice, thread)
         replaced_by = _serving_pid(runner)
+        # one that dies as the job comes (it reads the job, then is killed): a fresh one judges it
+        dying = subprocess.Popen(
+            [sys.executable, "-c", "import os, sys; sys.stdin.readline(); os.kill(os.getpid(), 9)"],
+            stdin=subprocess.PIPE,
+        )
+        with runner.lock:
+            kept = runner.spares.pop("cpu:0")
+            runner.spares["cpu:0"] = Spare(dying, tmp_path / "dying.log", serving=True, jobs=1)
+        kept.process.kill()
+        fourth = _judged(api, alice, thread)
+        assert dying.wait(timeout=10) == -signal.SIGKILL
     finally:
         runner.stop()
         thread.join(timeout=60)
-    for n, shown in enumerate((first, second, third)):
+    for n, shown in enumerate((first, second, third, fourth)):
         assert shown["status"] == "PASSED", (n, shown["reason"])
         assert shown["evaluation"]["workloads"] and all(w["time"] for w in shown["evaluation"]["workloads"])
     assert replaced_by != served_by

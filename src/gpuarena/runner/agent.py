@@ -232,9 +232,10 @@ class Runner:
         )
         serving = job.kind == "kernel" and self._serves(slot)
         spare = self._take_spare(slot, env, serving)
-        self._hand(item, spare, request.model_dump_json().encode() + b"\n", out, env)
-        if spare.jobs and spare.process.returncode is not None and not out.is_file() and not item.lost:
-            # a kept process that died as the job came (killed waiting): the job goes to a fresh one
+        stopped = self._hand(item, spare, request.model_dump_json().encode() + b"\n", out, env)
+        if spare.jobs and not stopped and spare.process.returncode is not None and not out.is_file():
+            # a kept process that ended on its own without the job's result (killed while it waited,
+            # say): the job goes to a fresh one, once
             log.warning("the serving job process on %s had died (%s)", slot.device, spare.process.returncode)
             self._kill_spare(spare)
             spare = self._take_spare(slot, env, serving)
@@ -263,9 +264,10 @@ class Runner:
                 log_path.unlink(missing_ok=True)
 
     # job processes
-    def _hand(self, item: Running, spare: Spare, line: bytes, out: Path, env: dict[str, str]) -> None:
+    def _hand(self, item: Running, spare: Spare, line: bytes, out: Path, env: dict[str, str]) -> bool:
         """Give the job to the process and wait until it has written `out` (a serving one) or
-        ended, or the job must stop (lost, the runner stopping, the slot drained, too long)."""
+        ended, or the job must stop (lost, the runner stopping, the slot drained, too long):
+        whether it was stopped so."""
         process, slot, serving = spare.process, item.slot, spare.serving
         item.process = process
         assert process.stdin is not None
@@ -281,8 +283,9 @@ class Runner:
         while process.poll() is None and not (serving and out.is_file()):
             if item.lost or self.stopping.is_set() or not slot.healthy or time.monotonic() > deadline:
                 self._terminate(item)
-                break
+                return True
             time.sleep(0.02 if serving else 0.1)
+        return False
 
     def _serves(self, slot: DeviceSlot) -> bool:
         """Whether the slot's kernel jobs go to a serving job process (RunnerConfig.serve)."""
