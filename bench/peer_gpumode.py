@@ -159,6 +159,12 @@ def run_gpuarena_warm(problem: Path, submission: Path, copies: int) -> dict[str,
     return {"wall_s": round(wall, 3), "rc": done.returncode, "jobs": jobs, "stderr": done.stderr[-2000:]}
 
 
+def audit_share(runs: list[dict[str, Any]]) -> float:
+    """The median share of the device audit in the records of these runs (nan: none has a record)."""
+    shares = [(r.get("phases") or {}).get("device audit", 0.0) / r["duration_s"] for r in runs if r.get("duration_s")]
+    return statistics.median(shares) if shares else float("nan")
+
+
 def run_gpuarena_served(problems: Path, problem: Path, submission: Path, jobs: int) -> list[dict[str, Any]]:
     """The same verdict as a contest's participant gets it: `gpuarena serve` (SQLite) and one
     `gpuarena runner` on cuda:0 (its job process started ahead, as runners run by default),
@@ -347,18 +353,8 @@ def main() -> None:
     result["served_new_ratio"] = (
         result["gpuarena_served_s"] / result["gpumode_new_verdict_s"] if served else float("nan")
     )
-    served_shares = [
-        j["phases"].get("device audit", 0.0) / j["duration_s"]
-        for j in result.get("gpuarena_served", [])[1:]
-        if j.get("phases") and j.get("duration_s")
-    ]
-    result["served_audit_share"] = statistics.median(served_shares) if served_shares else float("nan")
-    shares = [
-        (r.get("phases") or {}).get("device audit", 0.0) / r["duration_s"]
-        for r in result["gpuarena"]["ranked"]
-        if r.get("duration_s")
-    ]
-    result["audit_share"] = statistics.median(shares) if shares else float("nan")
+    result["served_audit_share"] = audit_share(result.get("gpuarena_served", [])[1:])
+    result["audit_share"] = audit_share(result["gpuarena"]["ranked"])
     (args.out / "peer-gpumode.json").write_text(json.dumps(result, indent=1) + "\n")
     (args.out / "peer-gpumode.md").write_text(markdown(result))
     print(markdown(result))

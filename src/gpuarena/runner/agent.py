@@ -232,14 +232,15 @@ class Runner:
         )
         serving = job.kind == "kernel" and self._serves(slot)
         spare = self._take_spare(slot, env, serving)
-        stopped = self._hand(item, spare, request.model_dump_json().encode() + b"\n", out, env)
+        line = request.model_dump_json().encode() + b"\n"
+        stopped = self._hand(item, spare, line, out, env)
         if spare.jobs and not stopped and spare.process.returncode is not None and not out.is_file():
             # a kept process that ended on its own without the job's result (killed while it waited,
             # say): the job goes to a fresh one, once
             log.warning("the serving job process on %s had died (%s)", slot.device, spare.process.returncode)
             self._kill_spare(spare)
             spare = self._take_spare(slot, env, serving)
-            self._hand(item, spare, request.model_dump_json().encode() + b"\n", out, env)
+            self._hand(item, spare, line, out, env)
         process, log_path = spare.process, spare.log_path
         kept = serving and process.poll() is None and not self.stopping.is_set() and slot.healthy
         if kept:  # it waits for the slot's next job, its next workers already starting
