@@ -189,6 +189,78 @@ def test_a_workload_judged_again_counts_only_the_rounds_judged_last(monkeypatch)
     assert judged["failed"] == 1 and record.workloads[0].time.samples == judged["calls"] > 0
 
 
+def test_a_judgement_again_weighs_the_harness_by_its_own_rounds():
+    """A load that began after the first judgement stretches the harness's work in the worker
+    and in the reference's twin alike; judged again, the requests are weighed against the twins
+    of their own rounds, not the run's (CI's service lane once REJECTED an honest axpy so)."""
+    from gpuarena.harness.bounds import HARNESS_MARGIN, TimeBudget
+    from gpuarena.harness.calibration import ProcessExtra
+
+    budget = TimeBudget(cpu=True, cores=1, process_extra=ProcessExtra(per_request_ns=0, per_call_ns=0))
+    for _ in range(9):
+        budget.add_harness(400_000)  # quiet rounds
+    budget.restart()
+    for _ in range(5):  # busy rounds: the twin and the worker's harness work both at 700 µs
+        budget.add_harness(700_000)
+        budget.add([100_000] * 8, wall_ns=1_600_000, worker_cpu_ns=800_000 + int(HARNESS_MARGIN * 700_000))
+    assert budget.holds()
+    budget.check()
+    # the same requests weighed against the quiet rounds' twins fail: the pairing is what passes them
+    budget.judged_from = 0
+    assert not budget.holds()
+
+
+def test_a_busy_machine_is_measured_from_outside_and_named():
+    """Only waits that other processes caused count as busy (the worker's own threads holding its
+    core do not: process.WorkerProcess.last_excused_ns), and a rejection says how busy it was."""
+    from gpuarena.harness.bounds import BUSY_SHARE, TimeBudget
+    from gpuarena.harness.calibration import ProcessExtra
+    from gpuarena.harness.failure import RunFailure
+
+    budget = TimeBudget(cpu=True, cores=1, process_extra=ProcessExtra(per_request_ns=0, per_call_ns=0))
+    budget.add_harness(100_000)
+    for _ in range(5):  # the calls reported at 1 ns while the main thread ran 800 µs
+        budget.add([1] * 8, wall_ns=1_000_000, worker_cpu_ns=900_000, main_cpu_ns=900_000, excused_ns=0)
+    assert not budget.busy()
+    with pytest.raises(RunFailure) as quiet:
+        budget.check()
+    assert "other processes" not in quiet.value.reason
+    budget.restart()
+    for _ in range(5):
+        budget.add([1] * 8, wall_ns=1_000_000, worker_cpu_ns=900_000, main_cpu_ns=900_000, excused_ns=300_000)
+    assert budget.busy() and budget.busy_share() == pytest.approx(0.3) and BUSY_SHARE < 0.3
+    with pytest.raises(RunFailure, match="tampered") as busy:
+        budget.check()
+    assert "other processes held its core for 30% of the last judgement's time" in busy.value.reason
+
+
+@pytest.mark.harness
+@pytest.mark.parametrize("busy", [True, False])
+def test_a_busy_machine_gets_more_judgements_a_quiet_one_does_not(monkeypatch, busy):
+    """Judgements that fail on a busy machine (other processes held the worker's core) are made
+    again after a pause, up to BUSY_JUDGEMENTS more; on a quiet one the third failure stands.
+    Here the bounds fail four times whatever the times: the fifth judgement comes only if busy."""
+    from gpuarena.harness import bounds, measure
+
+    calls = {"n": 0}
+    failed = bounds.TimeBudget._failed
+
+    def fail_four(self):
+        calls["n"] += 1
+        return [self.main_thread] if calls["n"] <= 4 else failed(self)
+
+    monkeypatch.setattr(bounds.TimeBudget, "_failed", fail_four)
+    monkeypatch.setattr(bounds.TimeBudget, "busy", lambda self: busy)
+    monkeypatch.setattr(measure, "BUSY_PAUSE_S", 0.01)
+    record = judge("level1/softmax", SOLUTIONS / "same_as_reference.py", mode="benchmark", workloads=["small-64x1000"])
+    if busy:  # four failed, the fifth judgement passed, and the check after it
+        assert record.status == "PASSED", record.reason
+        assert calls["n"] == 6
+    else:  # three judgements failed, and the check after them
+        assert record.status == "REJECTED" and "tampered" in record.reason, record.reason
+        assert calls["n"] == measure.JUDGEMENTS + 1
+
+
 def test_what_ranks_is_the_blocks_total_per_call():
     """Work moved between the calls of a block (every set computed in the first call, calls
     skipped and filled by the last) leaves the block's total as it was: that is what ranks."""

@@ -198,7 +198,8 @@ def test_a_new_runner_runs_each_kind_by_its_entry(api, live, tmp_path) -> None:
     finally:
         runner.stop()
         thread.join(timeout=60)
-    assert all(s["status"] == "PASSED" for s in shown.values()), {k: s["reason"] for k, s in shown.items()}
+    reasons = "\n".join(f"{k}: {s['status']}: {s['reason']}" for k, s in shown.items())  # whole, not cut
+    assert all(s["status"] == "PASSED" for s in shown.values()), reasons
     # run_kernel judged the kernel on the problem's workloads; run_app checked the port
     # against its golden run; run_sample wrote the sample's report beside its record
     assert shown["kernel"]["evaluation"]["workloads"] and shown["kernel"]["evaluation"]["migration"] is None

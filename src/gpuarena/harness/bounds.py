@@ -46,6 +46,9 @@ cores): the harness's share there is three times the call."""
 MAIN_THREAD_TOLERANCE = 0.20
 """The same for the worker's main thread's time on a core, which a busy machine stretches far less than the
 clock (its caches, not its waits): an honest gelu under four processes on 2 cores needed 17%."""
+BUSY_SHARE = 0.02
+"""A judgement's requests in which other processes held the worker's main thread's core (or the
+supervisor's) for this share of their time or more ran on a busy machine (TimeBudget.busy)."""
 
 
 @dataclass
@@ -102,6 +105,8 @@ class TimeBudget:
         """What the worker's process adds to the twin's harness share (calibration.py)."""
         self.harness_blocks: list[int] = []
         """The harness's CPU time in each reference block so far (the caller adds them)."""
+        self.judged_from = 0
+        """The first of harness_blocks from the rounds judged now (restart)."""
         self.reported = self.calls = 0
         self.measured = True
         self.restart()
@@ -117,9 +122,10 @@ class TimeBudget:
         of the run's blocks is what the harness costs. The harness only computes there, so
         this is also its time on the clock (what the worker's process adds to that, waking
         up and being frozen, is ProcessExtra's)."""
-        if not self.harness_blocks:
+        blocks = self.harness_blocks[self.judged_from :] or self.harness_blocks  # the judged rounds' own
+        if not blocks:
             return None
-        return sorted(self.harness_blocks)[(len(self.harness_blocks) - 1) // 2]  # the lower of two middles
+        return sorted(blocks)[(len(blocks) - 1) // 2]  # the lower of two middles
 
     def allowance_ns(self, calls: int) -> float:
         """The harness's CPU time in a request of `calls` calls."""
@@ -153,6 +159,8 @@ class TimeBudget:
             )
         self.reported += reported
         self.calls += len(e2e_ns)
+        self.wall_ns += wall_ns
+        self.excused_ns += min(excused_ns, wall_ns)
         if not self.cpu or self.harness_ns is None:
             return
         calls = len(e2e_ns)
@@ -178,8 +186,24 @@ class TimeBudget:
     def holds(self) -> bool:
         return not self._failed()
 
+    def busy_share(self) -> float:
+        """The share of the judged requests' time in which other processes held the worker's main
+        thread's core or the supervisor's (measured from outside: the worker's own threads do
+        not count, process.WorkerProcess.last_excused_ns)."""
+        return self.excused_ns / self.wall_ns if self.wall_ns else 0.0
+
+    def busy(self) -> bool:
+        """Whether the judged requests ran on a busy machine: a judgement failed then is worth
+        another on later rounds (measure.py), since a load from outside stretches the harness's
+        own work past the twin's in ways no tolerance fits; a forged breakdown fails each one."""
+        return self.busy_share() >= BUSY_SHARE
+
     def restart(self) -> None:
-        """Forget the requests so far: the next check judges only the requests after this."""
+        """Forget the requests so far: the next check judges only the requests after this,
+        against the harness's share in the same rounds (a load that began or ended between
+        judgements moves both alike)."""
+        self.judged_from = len(self.harness_blocks)
+        self.wall_ns = self.excused_ns = 0
         self.clock = Bound("clock", CLOCK_TOLERANCE, self.clock_allowance_ns)
         self.main_thread = Bound("main thread", MAIN_THREAD_TOLERANCE, self.allowance_ns)
         self.threads = Bound("threads", 0.0, self.allowance_ns)
@@ -215,6 +239,10 @@ class TimeBudget:
             f"harness's own share and the tolerance ({sorted(bound.allowances())[middle] / per_call / 1e3:.0f} µs "
             f"per call, measured on the reference); over {self.calls} timed calls it reported "
             f"{self.reported / 1e3:.0f} µs against {sum(r[0] for r in bound.requests) / 1e3:.0f} µs measured "
-            "(judged again on "
-            "fresh rounds, with the same outcome): its times were tampered with, or it worked outside its calls",
+            f"(judged again on fresh rounds, with the same outcome{self._busy_words()}): its times were tampered "
+            "with, or it worked outside its calls",
         )
+
+    def _busy_words(self) -> str:
+        share = self.busy_share()
+        return f"; other processes held its core for {share:.0%} of the last judgement's time" if share else ""
