@@ -366,6 +366,7 @@ def deployed(request) -> Iterator[tuple[Server, dict, list[str]]]:
         GPUARENA_SUBMIT_LIMIT="1000",
         GPUARENA_MAX_IN_FLIGHT="1000",
         GPUARENA_RUNNER_SELF_TEST="0",  # the languages' self-tests: tests/test_language_check.py
+        GPUARENA_RUNNER_BUDGET="0.1",  # the jobs' timing: enough rounds for every bound, not a ranking's
     )
     if request.param == "checkout-on-pythonpath":
         environment["PYTHONPATH"] = str(ROOT)

@@ -31,7 +31,7 @@ from gpuarena.service.tables import Token, User, utcnow
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from gpuarena.runner.agent import Runner
+    from gpuarena.runner.agent import Runner, RunnerConfig
 
 log = logging.getLogger("gpuarena.service")
 EMBEDDED_RUNNER = "embedded-runner"
@@ -105,7 +105,45 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+BUDGET_ENV = "GPUARENA_RUNNER_BUDGET"
+DEFAULT_BUDGET_S = 2.0
+
+
+def runner_budget() -> float:
+    """GPUARENA_RUNNER_BUDGET: the embedded runner's timing budget per workload, in seconds, as
+    `gpuarena runner --budget` reads it (default 2). Read before the server starts: a bad value
+    stops it with nothing changed."""
+    raw = os.environ.get(BUDGET_ENV, "").strip()
+    if not raw:
+        return DEFAULT_BUDGET_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise GpuarenaError(f"{BUDGET_ENV}={raw!r}: give the timing budget per workload in seconds, above 0")
+    return value
+
+
+def embedded_config(settings: Settings, name: str, gpus: bool, budget_s: float) -> RunnerConfig:
+    """The embedded runner's configuration: this machine's devices (the GPUs unless `gpus` is
+    False), its work folder under the server's home, the environment's self-test choice."""
+    from gpuarena.host_devices import detect
+    from gpuarena.runner.agent import RunnerConfig
+    from gpuarena.runner.devices import advertise
+    from gpuarena.runner.self_tests import wanted as self_tests_wanted
+
+    return RunnerConfig(
+        name=name,
+        slots=advertise(detect(gpus=gpus)),
+        work_dir=settings.home / "runner",
+        self_test=self_tests_wanted(),
+        budget_s=budget_s,
+    )
+
+
 def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gpus: bool = True) -> None:
+    budget_s = runner_budget() if with_runner else DEFAULT_BUDGET_S
     sock = listening_socket(host, port)
     db = prepare(settings)
     embedded: list[tuple[Runner, threading.Thread]] = []  # the embedded runner and its thread, once started
@@ -114,22 +152,11 @@ def serve(settings: Settings, host: str, port: int, with_runner: bool, runner_gp
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if with_runner:
             from gpuarena.client import Client
-            from gpuarena.host_devices import detect
-            from gpuarena.runner.agent import Runner, RunnerConfig
-            from gpuarena.runner.devices import advertise
-            from gpuarena.runner.self_tests import wanted as self_tests_wanted
+            from gpuarena.runner.agent import Runner
 
             local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
             client = Client(f"http://{local}:{port}", embedded_runner_token(db, f"embedded@{local}:{port}"[:64]))
-            runner = Runner(
-                client,
-                RunnerConfig(
-                    name=f"embedded@{local}:{port}",
-                    slots=advertise(detect(gpus=runner_gpus)),
-                    work_dir=settings.home / "runner",
-                    self_test=self_tests_wanted(),
-                ),
-            )
+            runner = Runner(client, embedded_config(settings, f"embedded@{local}:{port}", runner_gpus, budget_s))
             thread = threading.Thread(target=runner.run, name="embedded-runner", daemon=True)
             thread.start()
             embedded.append((runner, thread))

@@ -180,7 +180,10 @@ def runner(
             help="Seconds between health checks of idle devices (0: only at start and after a harness failure)",
         ),
     ] = 60.0,
-    budget: Annotated[float, typer.Option(help="Timing budget per workload, in seconds")] = 2.0,
+    budget: Annotated[
+        float,
+        typer.Option(envvar="GPUARENA_RUNNER_BUDGET", min=0.001, help="Timing budget per workload, in seconds"),
+    ] = 2.0,
     prewarm: Annotated[
         bool,
         typer.Option(
