@@ -53,3 +53,11 @@ def test_gpuarena_runner_reads_its_budget_from_the_environment(monkeypatch) -> N
     assert cli.invoke(app, [*base, "--budget", "0.7"], env={"GPUARENA_RUNNER_BUDGET": "0.3"}).exit_code == 0
     refused = cli.invoke(app, base, env={"GPUARENA_RUNNER_BUDGET": "0"})
     assert seen == [0.3, 0.7] and refused.exit_code == 2 and "budget" in refused.output.lower()
+
+
+def test_gpuarena_serve_names_a_bad_budget_before_it_says_it_serves(tmp_path: Path) -> None:
+    from gpuarena.cli.app import app
+
+    said = CliRunner().invoke(app, ["serve", "--home", str(tmp_path / "home")], env={"GPUARENA_RUNNER_BUDGET": "soon"})
+    assert said.exit_code == 2 and "GPUARENA_RUNNER_BUDGET='soon'" in said.output
+    assert "serving on" not in said.output and not (tmp_path / "home").exists()

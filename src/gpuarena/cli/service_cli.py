@@ -91,6 +91,7 @@ def serve(
 ) -> None:
     """Run the server: JSON API (docs at /docs), the database (SQLite by default), and a runner for this machine's devices."""
     need_server("serve")
+    from gpuarena.cli.serve import runner_budget
     from gpuarena.cli.serve import serve as run_server
     from gpuarena.service.db import shown_url
 
@@ -98,6 +99,8 @@ def serve(
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the runner's heartbeats and polls, every few seconds
     try:
         settings = _settings(home, database, **({"problem_roots": problems} if problems else {}))
+        if not no_runner:
+            runner_budget()  # a bad GPUARENA_RUNNER_BUDGET is named before "serving on"
         err.print(
             f"gpuarena serving on http://{host}:{port} (API docs at /docs), database {shown_url(settings.database_url)}",
             highlight=False,
