@@ -51,8 +51,10 @@ def test_gpuarena_runner_reads_its_budget_from_the_environment(monkeypatch) -> N
     cli = CliRunner()
     assert cli.invoke(app, base, env={"GPUARENA_RUNNER_BUDGET": "0.3"}).exit_code == 0
     assert cli.invoke(app, [*base, "--budget", "0.7"], env={"GPUARENA_RUNNER_BUDGET": "0.3"}).exit_code == 0
-    refused = cli.invoke(app, base, env={"GPUARENA_RUNNER_BUDGET": "0"})
-    assert seen == [0.3, 0.7] and refused.exit_code == 2 and "budget" in refused.output.lower()
+    for bad in ("0", "-1", "inf", "nan"):  # refused as serve's embedded runner refuses them
+        refused = cli.invoke(app, base, env={"GPUARENA_RUNNER_BUDGET": bad})
+        assert refused.exit_code == 2 and "above 0" in refused.output, (bad, refused.output)
+    assert seen == [0.3, 0.7]
 
 
 def test_gpuarena_serve_names_a_bad_budget_before_it_says_it_serves(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ the other."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import stat
@@ -109,6 +110,14 @@ BUDGET_ENV = "GPUARENA_RUNNER_BUDGET"
 DEFAULT_BUDGET_S = 2.0
 
 
+BAD_BUDGET = "give the timing budget per workload in seconds, above 0"
+
+
+def budget_ok(value: float) -> bool:
+    """A timing budget a runner can keep: finite and above 0 (`runner --budget` and serve's runner)."""
+    return math.isfinite(value) and value > 0
+
+
 def runner_budget() -> float:
     """GPUARENA_RUNNER_BUDGET: the embedded runner's timing budget per workload, in seconds, as
     `gpuarena runner --budget` reads it (default 2). Read before the server starts: a bad value
@@ -119,9 +128,9 @@ def runner_budget() -> float:
     try:
         value = float(raw)
     except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise GpuarenaError(f"{BUDGET_ENV}={raw!r}: give the timing budget per workload in seconds, above 0")
+        value = math.nan
+    if not budget_ok(value):
+        raise GpuarenaError(f"{BUDGET_ENV}={raw!r}: {BAD_BUDGET}")
     return value
 
 

@@ -117,6 +117,15 @@ RUNNER_TOKEN_IN_PS = (
 )
 
 
+def _checked_budget(value: float) -> float:
+    """--budget (GPUARENA_RUNNER_BUDGET) as serve's embedded runner takes it: finite, above 0."""
+    from gpuarena.cli.serve import BAD_BUDGET, budget_ok
+
+    if not budget_ok(value):
+        raise typer.BadParameter(BAD_BUDGET)
+    return value
+
+
 def _runner_token(context: typer.Context, token: str | None, token_file: Path | None) -> str | None:
     """The runner's token: from GPUARENA_TOKEN or --token-file, which `ps` does not show; --token
     typed on the command line still works (scripts use it) but is warned about."""
@@ -185,7 +194,9 @@ def runner(
     ] = 60.0,
     budget: Annotated[
         float,
-        typer.Option(envvar="GPUARENA_RUNNER_BUDGET", min=0.001, help="Timing budget per workload, in seconds"),
+        typer.Option(
+            envvar="GPUARENA_RUNNER_BUDGET", callback=_checked_budget, help="Timing budget per workload, in seconds"
+        ),
     ] = 2.0,
     prewarm: Annotated[
         bool,
