@@ -692,15 +692,15 @@ def test_how_many_requests_the_audit_wants(monkeypatch):
     """At least FEW_REQUESTS; past that, on to MIN_REQUESTS unless the observed figure is steady
     to QUICK_NOISE_FRACTION of the claim, and past MIN_REQUESTS while it is rougher than
     NOISE_FRACTION, never past MAX_REQUESTS. A claim the unswept requests judge (under
-    UNSWEPT_UNDER_US) on sets that together take twice L2 or more stops at FEW_REQUESTS,
+    UNSWEPT_UNDER_US) on sets that together take twice L2 or more stops at STREAMING_REQUESTS,
     however rough its swept figure. Requests, not calls: 64 calls a request still go on to
     MIN_REQUESTS (the first requests' pairs, paced before the solution's host time was known,
     are outvoted)."""
     from types import SimpleNamespace
 
-    from gpuarena.harness import rounds_audit
+    from gpuarena.harness import bounds, rounds_audit
     from gpuarena.harness.audit_figures import AuditFigures
-    from gpuarena.harness.rounds_audit import MAX_REQUESTS, UNSWEPT_UNDER_US, RoundsAudit
+    from gpuarena.harness.rounds_audit import MAX_REQUESTS, STREAMING_REQUESTS, UNSWEPT_UNDER_US, RoundsAudit
 
     def _window(busy: float) -> Window:
         return Window(busy_ns=busy, span_ns=1e6, samples=8, overflow=False)
@@ -717,9 +717,11 @@ def test_how_many_requests_the_audit_wants(monkeypatch):
 
     rough = [float(k % 2) * 1e9 for k in range(FEW_REQUESTS)]
     small = UNSWEPT_UNDER_US / 10
-    assert wants_more(rough[:-1], small, streams=True) and not wants_more(rough, small, streams=True)
-    assert wants_more(rough, small)  # sets L2 holds: warm unswept calls bound a forgery loosely
-    assert wants_more(rough, UNSWEPT_UNDER_US, streams=True)  # judged on the swept figure alone
+    streaming = rough[:STREAMING_REQUESTS]  # no round for the audit alone: the timing's own least
+    assert STREAMING_REQUESTS == bounds.MIN_REQUESTS < FEW_REQUESTS
+    assert wants_more(streaming[:-1], small, streams=True) and not wants_more(streaming, small, streams=True)
+    assert wants_more(streaming, small) and wants_more(rough, small)  # L2 holds the sets: the unswept bound is loose
+    assert wants_more(streaming, UNSWEPT_UNDER_US, streams=True)  # judged on the swept figure alone
     monkeypatch.setattr(rounds_audit, "UNSWEPT_UNDER_US", 0.0)  # no unswept requests: the swept rules
 
     steady = [100_000.0 + (k % 2) * 1_000 for k in range(FEW_REQUESTS)]  # 100 µs, ±1 µs: noise ~0.6 µs
@@ -838,6 +840,37 @@ def test_a_gpu_that_stays_busy_before_the_rounds_rejects_the_run(audited_on_the_
     record, audit = audited_on_the_cpu({})
     assert record.status == "REJECTED" and "busy with work that is not the harness's" in record.reason
     assert len(looks) == device_audit.QUIET_ATTEMPTS and SOLUTION not in PlannedSampler.seen
+
+
+@pytest.mark.harness
+def test_a_calibration_is_the_quiet_check_and_a_failed_one_gets_the_check_of_its_own(audited_on_the_cpu, monkeypatch):
+    """The samples' clock is read only after a quiet lead-in (sample_clock.LEAD_NS), so a workload
+    whose calibration read it is not looked at for quiet again before its rounds; one whose
+    calibration failed (a busy lead-in, say) gets the quiet check, which rejects a GPU that stays
+    busy, and a second calibration."""
+    calibrations: list[int] = []
+    calibrate = PlannedSampler.calibrate
+
+    def counted(self, burst) -> bool:
+        calibrations.append(len(PlannedSampler.seen))
+        return calibrate(self, burst)
+
+    monkeypatch.setattr(PlannedSampler, "calibrate", counted)
+    monkeypatch.setattr(PlannedSampler, "lazy", True)  # the stand-in's calibrations read an offset
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "PASSED", record.reason
+    assert calibrations == [0] and "an idle GPU" not in PlannedSampler.seen[: PlannedSampler.seen.index(SOLUTION)]
+    calibrations.clear()
+    monkeypatch.setattr(PlannedSampler, "lazy", False)  # every calibration fails
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "PASSED", record.reason
+    assert calibrations == [0, 1] and PlannedSampler.seen[0] == "an idle GPU"
+    calibrations.clear()
+    monkeypatch.setattr(device_audit, "QUIET_WAIT_S", 0.01)
+    monkeypatch.setattr(device_audit, "shared", lambda idle: True)
+    record, audit = audited_on_the_cpu({})
+    assert record.status == "REJECTED" and "busy with work that is not the harness's" in record.reason
+    assert calibrations == [0] and SOLUTION not in PlannedSampler.seen
 
 
 @pytest.mark.harness

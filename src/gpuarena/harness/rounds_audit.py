@@ -1,51 +1,45 @@
-"""The device audit over the timed rounds themselves (CUDA): what the GPU's own counters saw of
-every timed request of the solution, against the device time the worker claimed for it.
+"""The device audit over the timed rounds themselves (CUDA): what the GPU's own counters saw of every timed request
+of the solution, against the device time the worker claimed for it.
 
-The PM sampler (device_audit.py) holds the counters for the whole timed phase, and every one
-of the solution's timed requests is a sampled segment, so no audited request can be told apart
-from a timed one (requests of the audit's own, without the sweep, once could). A segment
-runs from the request to the copy of the outputs the supervisor will check, chosen only once
-the reply is in (`commit`), so any work a checked output needs, however the solution delays
+The PM sampler (device_audit.py) holds the counters for the whole timed phase, and every one of the solution's timed
+requests is a sampled segment, so no audited request can be told apart from a timed one (requests of the audit's
+own, without the sweep, once could). A segment runs from the request to the copy of the outputs the supervisor will
+check, chosen only once the reply is in (`commit`), so any work a checked output needs, however the solution delays
 it on the GPU, is inside the segment: what finishes later was wrong when copied.
 
-What the segments hold besides the solution's calls is the harness's: the L2 and
-instruction-cache sweeps before each call, poisoning and copying outputs out, the copy of
-the checked outputs. On an H100 the sweeps took about 160 µs of the busiest SM's time per
-call (the L2 read sweep alone 58.7 µs, steady within ±0.6% over blocks of 30,
-bench/research/results/audit-rounds-NVIDIA-H100.md), so they must be taken off precisely, in the same
-conditions: the GPU's clocks after a long idle (a CUDA build) made whole rounds 3.5% busier
-than the same blocks a few seconds later. So the same harness code with a solve() that does
-nothing, run in the supervisor (twin.py), is sampled just before every one of the solution's
-requests (each call of it waiting on the host as long as the solution's calls spend there,
-`_pace`), and the solution is judged on the median of the paired differences: the clocks'
-drift, a few µs a call, falls out of each pair (with the harness sampled apart, every second
-round, the noise allowance grew to 3 x 1.4 µs a call and a 3x forged claim on a 4.5 µs softmax
-passed). The trusted reference through the worker's own `time` code (its twin), sampled in the
-first round, gives what the counters see of a call beyond its CUPTI time (`inflation`) and what
-the reference's timed blocks may hold; more blocks only where the verdict depends on them.
+What the segments hold besides the solution's calls is the harness's: the L2 and instruction-cache sweeps before
+each call, poisoning and copying outputs out, the copy of the checked outputs. On an H100 the sweeps took about 160
+µs of the busiest SM's time per call (the L2 read sweep alone 58.7 µs, steady within ±0.6% over blocks of 30,
+bench/research/results/audit-rounds-NVIDIA-H100.md), so they must be taken off precisely, in the same conditions:
+the GPU's clocks after a long idle (a CUDA build) made whole rounds 3.5% busier than the same blocks a few seconds
+later. So the same harness code with a solve() that does nothing, run in the supervisor (twin.py), is sampled just
+before every one of the solution's requests (each call of it waiting on the host as long as the solution's calls
+spend there, `_pace`), and the solution is judged on the median of the paired differences: the clocks' drift, a few
+µs a call, falls out of each pair (with the harness sampled apart, every second round, the noise allowance grew to 3
+x 1.4 µs a call and a 3x forged claim on a 4.5 µs softmax passed). The trusted reference through the worker's own
+`time` code (its twin), sampled in the first round, gives what the counters see of a call beyond its CUPTI time
+(`inflation`) and what the reference's timed blocks may hold; more blocks only where the verdict depends on them.
 
-The same pairs carry the bytes each segment read from device memory: the L2 sweep reads three
-times the L2 a call, so requests that read far less than the harness alone did not evict
-(`_check_reads`), however busy their substitute kept the SMs.
+The same pairs carry the bytes each segment read from device memory: the L2 sweep reads three times the L2 a call,
+so requests that read far less than the harness alone did not evict (`_check_reads`), however busy their substitute
+kept the SMs.
 
-Small kernels get a second look. Their claim is judged on a difference of large numbers (a 4 µs
-kernel beside 160 µs of sweeps a call), and the busiest SM's time is not additive: a kernel on
-half the SMs can add nothing to a sample whose busiest SM only swept. So where the claim is
-under UNSWEPT_UNDER_US, the timed rounds are followed by UNSWEPT_REQUESTS requests of the same
-calls one by one without the sweeps (`unswept`), each on fresh inputs, its outputs committed
-and checked like a timed request's, each paired with the harness alone run the same way (fewer
-where the first few already pass the claim beyond doubt: `unswept_settled`). What
-the counters see of them is the calls' own work with warm caches, which only makes honest calls
-faster: it bounds the claim of the timed rounds from below, with the noise of a few µs rather
-than of 160. The worker can tell these requests apart (no sweeps), and that gains a solution
-nothing: they are judged against the claim it made in the timed rounds, not against anything it
-says in them, and doing less work in them means wrong outputs (every call may be checked) or a
-genuinely faster kernel, which it could have been timed with.
+Small kernels get a second look. Their claim is judged on a difference of large numbers (a 4 µs kernel beside 160 µs
+of sweeps a call), and the busiest SM's time is not additive: a kernel on half the SMs can add nothing to a sample
+whose busiest SM only swept. So where the claim is under UNSWEPT_UNDER_US, the timed rounds are followed by
+UNSWEPT_REQUESTS requests of the same calls one by one without the sweeps (`unswept`), each on fresh inputs, its
+outputs committed and checked like a timed request's, each paired with the harness alone run the same way (fewer
+where the first few already pass the claim beyond doubt: `unswept_settled`). What the counters see of them is the
+calls' own work with warm caches, which only makes honest calls faster: it bounds the claim of the timed rounds from
+below, with the noise of a few µs rather than of 160. The worker can tell these requests apart (no sweeps), and that
+gains a solution nothing: they are judged against the claim it made in the timed rounds, not against anything it
+says in them, and doing less work in them means wrong outputs (every call may be checked) or a genuinely faster
+kernel, which it could have been timed with.
 
-The reference's timed blocks are sampled as well: work that is not the harness's running
-while the reference is timed (a solution's kernel queued to start later) would slow the
-reference and flatter the solution. They do less harness work than the reference's twin
-(no copies out), so a median block far busier than the twin's means someone else's work.
+The reference's timed blocks are sampled as well: work that is not the harness's running while the reference is
+timed (a solution's kernel queued to start later) would slow the reference and flatter the solution. They do less
+harness work than the reference's twin (no copies out), so a median block far busier than the twin's means someone
+else's work.
 """
 
 from __future__ import annotations
@@ -77,53 +71,54 @@ REFERENCE_TWIN = "the reference through the worker's code"
 UNSWEPT, UNSWEPT_HARNESS = "the solution's request without the sweeps", "the harness alone without the sweeps"
 """What each sampled segment holds (the names errors give, and a test's stand-in reads)."""
 MIN_REQUESTS = 12
-"""The timed rounds go on until this many of the solution's requests were sampled: the harness's share is
-about 160 µs a call on an H100 and a 2 µs kernel is judged on the difference, so its noise must average down
-(2 requests: an honest Triton softmax read 3.68 µs for 2.11). Requests, not calls: the first pairs, paced before
-the solution's host time was known (`_pace`), must be outvoted (4 of 64 calls: collects_garbage REJECTED, H200)."""
+"""The timed rounds go on until this many of the solution's requests were sampled: the harness's share is about 160 µs
+a call on an H100 and a 2 µs kernel is judged on the difference, so its noise must average down (2 requests: an honest
+Triton softmax read 3.68 µs for 2.11). Requests, not calls: the first pairs, paced before the solution's host time was
+known (`_pace`), must be outvoted (4 of 64 calls: collects_garbage REJECTED, H200)."""
 FEW_REQUESTS = 4
+STREAMING_REQUESTS = 3
+"""Swept requests where the unswept ones judge the claim (`wants_more`): the timing's own least (bounds.MIN_REQUESTS),
+no round for the audit alone (35-50 ms a workload on GPU MODE's vectoradd, H200). The swept figure then decides only
+whether the harness's work ran and read (forgeries differ by a third of it); three outvote the first, unpaced pair."""
 QUICK_NOISE_FRACTION = 0.05
-"""A kernel whose observed figure's error is already under QUICK_NOISE_FRACTION of its claim
-after FEW_REQUESTS stops there: a claim is rejected under 0.7 x (observed - inflation - 3 x
-noise), so at 5% the noise moves that bound by 15% of the claim, while a forged claim sits
-under half of it. Large kernels get there (square-8192's softmax: 170 µs a call against ±4 µs
-of scatter) and save the remaining rounds, about 0.1 s each on an H100; a figure that is not
-yet that steady goes on to MIN_REQUESTS as before. Four, not six: one stray request moves
-neither the median of four nor its MAD much, and the audit alone paces a large kernel's rounds
-(about 70 ms each of a 1.2 s warm verdict, H200)."""
+"""A kernel whose observed figure's error is already under QUICK_NOISE_FRACTION of its claim after FEW_REQUESTS stops
+there: a claim is rejected under 0.7 x (observed - inflation - 3 x noise), so at 5% the noise moves that bound by 15%
+of the claim, while a forged claim sits under half of it. Large kernels get there (square-8192's softmax: 170 µs a
+call against ±4 µs of scatter) and save the remaining rounds, about 0.1 s each on an H100; a figure that is not yet
+that steady goes on to MIN_REQUESTS as before. Four, not six: one stray request moves neither the median of four nor
+its MAD much, and the audit alone paces a large kernel's rounds (about 70 ms each of a 1.2 s warm verdict, H200)."""
 MAX_REQUESTS = 96
 NOISE_FRACTION = 0.25
-"""Past MIN_REQUESTS the rounds go on, up to MAX_REQUESTS, while the observed figure's error
-is over NOISE_FRACTION of the claimed median: a sampled request's figure varies by about
-±4 µs a call on the smallest softmax (16 calls, under 160 µs of harness work each, H100),
-so 12 requests left an error of 1.47 µs and a claim of 1.5 µs for a 4.4 µs kernel passed.
-Under the bound, a claim is rejected once it is under about 0.46 x the time the counters saw
-(0.7 x (T - 3 x 0.25 x claimed)); larger kernels stop at MIN_REQUESTS."""
+"""Past MIN_REQUESTS the rounds go on, up to MAX_REQUESTS, while the observed figure's error is over NOISE_FRACTION of
+the claimed median: a sampled request's figure varies by about ±4 µs a call on the smallest softmax (16 calls, under
+160 µs of harness work each, H100), so 12 requests left an error of 1.47 µs and a claim of 1.5 µs for a 4.4 µs kernel
+passed. Under the bound, a claim is rejected once it is under about 0.46 x the time the counters saw (0.7 x (T - 3 x
+0.25 x claimed)); larger kernels stop at MIN_REQUESTS."""
 MAX_PACE_NS = 5_000_000
 """The harness block's wait per call follows the solution's host time per call up to this."""
 TWIN_BLOCKS = 4
-"""The twins after the rounds, where the verdict depends on them (audit_checks.twins_decide), until
-each has this many blocks; the median counts. (Every second round and always topped up, they
-took 0.1 s a workload, 13 ms a block, a fifth of the audit of GPU MODE's vectoradd on an H200.)"""
+"""The twins after the rounds, where the verdict depends on them (audit_checks.twins_decide), until each has this many
+blocks; the median counts. (Every second round and always topped up, they took 0.1 s a workload, 13 ms a block, a
+fifth of the audit of GPU MODE's vectoradd on an H200.)"""
 MISSING_HARNESS_FRACTION = 0.05
 MISSING_HARNESS_SIGMAS = 5.0
-"""A solution's requests whose median shows the GPU doing less than the harness alone by more
-than this share of the harness's work (plus this many times the figure's error) skipped part
-of that work: the cache sweeps run in the worker's process, and a solution that turns them off
-times its calls with warm caches (warm_caches/skips_the_cache_sweeps). Honest requests read at
-least their kernels' time over the harness's (the L2 sweep alone is about 58 µs a call of the
-harness's 150 on an H100)."""
+"""A solution's requests whose median shows the GPU doing less than the harness alone by more than this share of the
+harness's work (plus this many times the figure's error) skipped part of that work: the cache sweeps run in the
+worker's process, and a solution that turns them off times its calls with warm caches
+(warm_caches/skips_the_cache_sweeps). Honest requests read at least their kernels' time over the harness's (the L2
+sweep alone is about 58 µs a call of the harness's 150 on an H100)."""
 UNSWEPT_UNDER_US = 50.0
-"""Claims (median µs a call) under this get the unswept requests after the timed rounds: above
-it the sweeps' noise (±4 µs a call in one request, ±0.3-0.5 µs in the median, H200) is a small
-part of the claim and the margin bounds a forgery."""
+"""Claims (median µs a call) under this get the unswept requests after the timed rounds: above it the sweeps' noise
+(±4 µs a call in one request, ±0.3-0.5 µs in the median, H200) is a small part of the claim and the margin bounds a
+forgery."""
 UNSWEPT_REQUESTS = 8
-UNSWEPT_FEW = 3
-"""The unswept requests stop after this many once even the largest figure among them, taken
-whole (no allowance for its error or the floor), could not reject the claim: the check at the
-end could then only pass it, and each request left costs about 40 ms on an H200
-(bench/research/round_costs.py). A forgery whose calls the counters see above claim /
-AUDIT_MARGIN gets every request; lighter first requests gain nothing (each is checked)."""
+UNSWEPT_FEW = 2
+"""The unswept requests stop after this many once even the largest figure among them, taken whole (no allowance for
+its error or the floor), could not reject the claim: the check at the end could then only pass it; each costs about 25
+ms on an H200 with its fresh inputs and check. Two: one workload's unswept figures lay within 10% of each other (29%
+at most) in 441 H200 red-team audits (bench/results/redteam-cuda-*), the forgeries they caught 1.8x or more over claim
+/ AUDIT_MARGIN. A forgery whose calls the counters see above claim / AUDIT_MARGIN gets every request; lighter first
+requests gain nothing (each is checked)."""
 REFERENCE_SHARED_FRACTION = 0.05
 REFERENCE_SHARED_NS_PER_CALL = 2_000
 """How much busier (median) the reference's timed blocks may be than its twin's (else: shared GPU)."""
@@ -185,32 +180,36 @@ class RoundsAudit:
             if not self.sampler.running:
                 self.sampler.start()
             self.on = True
-            self._wait_quiet("the timed rounds")
-            # where the samples lie on the host's clock (each workload: the clocks drift apart):
-            # segments read by their instants, not by marks (device/sample_clock.py)
-            self.sampler.calibrate(self.session.spin)
+            # where the samples lie on the host's clock (each workload: the clocks drift apart), read only after
+            # a quiet lead-in (sample_clock.py): that is the quiet check. A failed one gets the check of its own
+            # (10 ms a workload, H200; it rejects a GPU that stays busy) and a second try, else segments are marks
+            if not self.sampler.calibrate(self.session.spin):
+                self._wait_quiet("the timed rounds")
+                self.sampler.calibrate(self.session.spin)
         except SamplerError as exc:
             raise self._failed(exc) from None
         finally:
             self.seconds += time.monotonic() - started
 
     def wants_more(self, claimed_us: float) -> bool:
-        """Whether the rounds must go on for the audit: fewer than FEW_REQUESTS sampled; then,
+        """Whether the rounds must go on for the audit: fewer than STREAMING_REQUESTS sampled; then,
         unless the unswept requests judge the claim as well as the swept ones (under
-        UNSWEPT_UNDER_US, on a set that streams past L2), fewer than
+        UNSWEPT_UNDER_US, on a set that streams past L2), fewer than FEW_REQUESTS, or fewer than
         MIN_REQUESTS while the observed figure is not yet steady to QUICK_NOISE_FRACTION of the
         claim, or the figure still too rough to judge a claim of `claimed_us` (at most
         MAX_REQUESTS)."""
         sampled = len(self.figures.requests)
         if not self.on or sampled >= MAX_REQUESTS:
             return False
-        if sampled < FEW_REQUESTS:
+        if sampled < STREAMING_REQUESTS:
             return True
         if claimed_us < UNSWEPT_UNDER_US and streams_past_l2(self.session):
             # the unswept requests judge it (a noise of a few µs, not the sweeps' ~160; no warm cache
             # holds twice L2): the swept figure to a quarter of the claim as well took 8-17 more
             # requests (0.4-1.1 s a workload) on GPU MODE's vectoradd at 1024² to 4096² (H200)
             return False
+        if sampled < FEW_REQUESTS:
+            return True
         self._read()
         noise = self.noise_us()
         return noise > (QUICK_NOISE_FRACTION if sampled < MIN_REQUESTS else NOISE_FRACTION) * claimed_us

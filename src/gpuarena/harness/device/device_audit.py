@@ -280,8 +280,9 @@ class DeviceSampler:
 
     def calibrate(self, burst: Callable[[], None]) -> bool:
         """Measure where the samples lie on the host's clock (sample_clock.py) from `burst()`, the
-        caller's spin on a quiet GPU that returns once it ended; False (and `clock_missing` says
-        why): segments are read by marks until the next calibration. Spans of an earlier audit
+        caller's spin on a quiet GPU that returns once it ended; True only after a quiet lead-in
+        (sample_clock.LEAD_NS); False (and `clock_missing` says why): segments are read by marks
+        until the next calibration. Spans of an earlier audit
         that nobody read (it failed on the way) are dropped: old samples are not kept for ever."""
         self.offset_ns, self.edge_ns, self.pending, self.least_covered = None, None, [], 1.0
         burst()  # untimed: its kernel loaded (a first launch waits ms for it) and the clocks up

@@ -32,7 +32,9 @@ EDGES_APART_NS = 500_000
 """The offsets read at the burst's start and at its end (each less a latency) may differ by up to
 this; half of it goes into the guard."""
 LEAD_NS = 2_000_000
-"""The quiet the burst must follow, in the samples: nothing else of anyone's ran just before."""
+"""The quiet the burst must follow, in the samples: nothing else of anyone's ran just before (every sample of at
+least half of it under BUSY_FRACTION busy). An offset read is therefore also the audit's quiet check
+(rounds_audit.RoundsAudit.begin)."""
 SPIN_CYCLES = 1_000_000
 """The burst: about 0.5 ms at an H200's boost clock."""
 
