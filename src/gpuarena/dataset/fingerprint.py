@@ -118,9 +118,26 @@ def index(
         for problem in discover(root):
             if skip is not None and problem.path.resolve() == skip.resolve():
                 continue
-            for name, taken in fingerprints(problem, canonical).items():
+            for name, taken in _fingerprints_of(problem, canonical).items():
                 found.setdefault(taken, []).append((problem.id, name))
     return found
+
+
+def _fingerprints_of(problem: Problem, canonical: bool) -> dict[str, Fingerprint]:
+    """A known problem's fingerprints: the kept ones where its files and this code were kept
+    (dataset/kept_fingerprints.py: the bundled problems, canonical), else taken afresh."""
+    if canonical:
+        from gpuarena.dataset.kept_fingerprints import kept
+        from gpuarena.errors import GpuarenaError
+        from gpuarena.problems.pack import pack_problem
+
+        try:
+            found = kept(pack_problem(problem).hash)
+        except GpuarenaError:
+            found = None
+        if found is not None:
+            return found
+    return fingerprints(problem, canonical)
 
 
 def matches(ours: dict[str, Fingerprint], known: dict[Fingerprint, list[tuple[str, str]]]) -> dict[str, dict[str, str]]:
