@@ -48,6 +48,25 @@ def test_golden_record_is_read_only_and_hashed(mlp_golden):
 
 
 @pytest.mark.harness
+def test_repeats_from_the_command_line_replace_the_app_s_own(mlp_golden, tmp_path):
+    """`--repeats N` runs the app N times instead of app.toml's (3 here); out of app.toml's range it
+    is refused and nothing is recorded."""
+    folder = tmp_path / "once"
+    result = invoke("record", EXAMPLES / "mlp_reference", "-o", folder, "--repeats", "1")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads((folder / "golden.json").read_text())["performance"]["samples"]) == 1
+    make_writable(folder)
+    report = tmp_path / "report"
+    result = invoke("check", EXAMPLES / "mlp_port", "--golden", mlp_golden, "-o", report, "--repeats", "2")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads((report / "report.json").read_text())["runs"]) == 2
+    for wrong in ("0", "101"):
+        refused = invoke("record", EXAMPLES / "mlp_reference", "-o", tmp_path / wrong, "--repeats", wrong)
+        assert refused.exit_code == 2 and f"--repeats {wrong}: Input should be" in refused.output
+        assert not (tmp_path / wrong).exists()
+
+
+@pytest.mark.harness
 def test_correct_port(mlp_golden, tmp_path):
     result = invoke("check", EXAMPLES / "mlp_port", "--golden", mlp_golden, "-o", tmp_path / "report", "--json")
     assert result.exit_code == 0, result.output

@@ -19,6 +19,12 @@ app_group = typer.Typer(
 DeviceOpt = Annotated[
     str, typer.Option("--device", help="Passed to the app as $GPUARENA_APP_DEVICE (cpu, cuda, cuda:N)")
 ]
+RepeatsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--repeats", help="Run the app this many times instead of app.toml's repeats (quicker; fewer runs per figure)"
+    ),
+]
 
 
 def _device(device: str) -> None:
@@ -33,6 +39,7 @@ def record_cmd(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="The golden folder (new; default APP/../NAME.golden)")
     ] = None,
+    repeats: RepeatsOpt = None,
 ) -> None:
     """Run the reference app and store its outputs and performance as a golden record."""
     from gpuarena.migration.golden import record
@@ -41,7 +48,7 @@ def record_cmd(
     try:
         _device(device)
         golden_dir = output if output is not None else app_dir.resolve().parent / f"{load_app(app_dir).name}.golden"
-        golden, run = record(app_dir, golden_dir, device)
+        golden, run = record(app_dir, golden_dir, device, repeats)
     except GpuarenaError as exc:
         fail(exc)
         return
@@ -72,6 +79,7 @@ def check_cmd(
             "figure (what a ranked check on the service does)",
         ),
     ] = False,
+    repeats: RepeatsOpt = None,
 ) -> None:
     """Run a port, compare its outputs with the golden ones and score it. Exits 0 when it ran,
     1 when it did not, 2 on a usage error."""
@@ -80,7 +88,7 @@ def check_cmd(
 
     try:
         _device(device)
-        report = check(app_dir, golden, device, outside_timing=wall_time)
+        report = check(app_dir, golden, device, outside_timing=wall_time, repeats=repeats)
     except GpuarenaError as exc:
         fail(exc)
         return

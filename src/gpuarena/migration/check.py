@@ -11,7 +11,7 @@ from pathlib import Path
 from gpuarena.harness.stats import bootstrap_median
 from gpuarena.migration.compare import compare_output
 from gpuarena.migration.golden import OUTPUTS_DIR, GoldenPerformance, environment, load_golden
-from gpuarena.migration.model import Performance, load_app
+from gpuarena.migration.model import Performance, load_app, with_repeats
 from gpuarena.migration.report import MigrationReport, PortPerformance
 from gpuarena.migration.runner import AppRun, run_app
 from gpuarena.migration.score import measure_speedup, score
@@ -107,14 +107,17 @@ def _outside_performance(run: AppRun, golden_wall: list[float], golden_setup: li
     return perf
 
 
-def check(app_dir: Path, golden_dir: Path, device: str = "cpu", outside_timing: bool = False) -> MigrationReport:
+def check(
+    app_dir: Path, golden_dir: Path, device: str = "cpu", outside_timing: bool = False, repeats: int | None = None
+) -> MigrationReport:
     """Run the port in app_dir and build its migration report against golden_dir. With
     outside_timing (ranked checks on the service), the speed-up compares the runs' wall times
-    measured by gpuarena, never a figure the app reports about itself."""
+    measured by gpuarena, never a figure the app reports about itself. repeats: runs instead of
+    app.toml's (a quicker check, its speed-up from fewer runs)."""
     app_dir, golden_dir = Path(app_dir).resolve(), Path(golden_dir).resolve()
     golden, reference = load_golden(golden_dir)
     # the outputs are compared with outputs made from the reference's seed: the port gets it too
-    spec = load_app(app_dir).model_copy(update={"seed": reference.seed})
+    spec = with_repeats(load_app(app_dir), repeats).model_copy(update={"seed": reference.seed})
     with tempfile.TemporaryDirectory(prefix="gpuarena-check-") as root:
         run = run_app(app_dir, spec, Path(root), device, protected={"golden": golden_dir})
         produced = Path(run.output_dir)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from gpuarena.migration.model import APP_FILE, AppError, AppSpec, load_app, parse_app
+from gpuarena.migration.model import APP_FILE, AppError, AppSpec, load_app, parse_app, with_repeats
 from gpuarena.migration.runner import AppRun, file_sha256, run_app
 from gpuarena.stack import versions
 
@@ -97,13 +97,14 @@ def _read_only(path: Path) -> None:
     path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
 
 
-def record(app_dir: Path, golden_dir: Path, device: str = "cpu") -> tuple[Golden, AppRun]:
+def record(app_dir: Path, golden_dir: Path, device: str = "cpu", repeats: int | None = None) -> tuple[Golden, AppRun]:
     """Run the reference app and store its outputs and performance in golden_dir (which must
-    not exist or be empty). Fails, storing nothing, when the app does not run or misses an output."""
+    not exist or be empty). Fails, storing nothing, when the app does not run or misses an output.
+    repeats: runs instead of app.toml's (a quicker record, its figure from fewer runs)."""
     from gpuarena.harness.stats import bootstrap_median
 
     app_dir, golden_dir = Path(app_dir).resolve(), Path(golden_dir).resolve()
-    spec = load_app(app_dir)
+    spec = with_repeats(load_app(app_dir), repeats)
     if golden_dir.exists() and any(golden_dir.iterdir()):
         raise AppError(f"{golden_dir}: not empty; record into a new folder (golden files are read-only)")
     if golden_dir.is_relative_to(app_dir):

@@ -245,3 +245,13 @@ def load_app(folder: Path | str) -> AppSpec:
     except tomllib.TOMLDecodeError as exc:
         raise AppError(f"{path}: not valid TOML: {exc}") from None
     return parse_app(data, str(path))
+
+
+def with_repeats(spec: AppSpec, repeats: int | None) -> AppSpec:
+    """The spec with `repeats` runs instead of its own (None: its own), checked as app.toml's is."""
+    if repeats is None:
+        return spec
+    try:
+        return AppSpec.model_validate({**spec.model_dump(), "repeats": repeats})
+    except pydantic.ValidationError as exc:
+        raise AppError(f"--repeats {repeats}: {exc.errors()[0]['msg']}") from None
