@@ -191,3 +191,39 @@ def test_a_comparison_without_its_worst_element_gives_the_same_verdict_and_figur
         figures = ("ok", "status", "max_abs_error", "max_rel_error", "l2_rel_error", "outside")
         assert not named.ok and [getattr(named, k) for k in figures] == [getattr(quiet, k) for k in figures]
         assert "worst at" in named.reason and quiet.reason == named.reason.split("; worst at")[0]
+
+
+def test_a_verdict_only_comparison_gives_the_whole_comparison_s_verdict():
+    """`verdict_only` (the problem check's trials) may stop at a failure in the first PROBE
+    elements; every verdict is the whole comparison's, a failure only past them included."""
+    n, probe = 3 * compare_module.PROBE, compare_module.PROBE
+    generator = torch.Generator().manual_seed(7)
+    ref = torch.randn(n, generator=generator)
+    tol = Tolerance(atol=1e-3, rtol=1e-3, l2=1e-2)
+    close = ref + 1e-5 * torch.randn(n, generator=generator)
+    late = close.clone()
+    late[probe + 5 :] = 0.0  # wrong only past the prefix
+    nan = close.clone()
+    nan[10] = float("nan")
+    ref_inf = ref.clone()
+    ref_inf[3] = float("inf")
+    few = close.clone()
+    few[:40] += 1.0  # 40 outside: under a share of 1% of the whole, over one of 0.1%
+    cases = [
+        (close, ref, tol, True, False),
+        (torch.zeros(n), ref, tol, False, True),  # a trivial answer: decided on the prefix
+        (ref.mean().expand(n), ref, tol, False, True),
+        (late, ref, tol, False, False),
+        (nan, ref, tol, False, True),
+        (close, ref_inf, tol, False, True),  # the infinity not matched
+        (torch.where(ref_inf.isinf(), ref_inf, close), ref_inf, tol, True, False),
+        (few, ref, tol.model_copy(update={"outside": 0.01, "l2": 1.0}), True, False),
+        (few, ref, tol.model_copy(update={"outside": 0.0001, "l2": 1.0}), False, True),
+        (close * 1.02, ref, tol.model_copy(update={"atol": 1.0, "rtol": 1.0}), False, False),  # the L2 bound
+    ]
+    for out, reference, t, ok, early in cases:
+        whole, quick = compare("y", out, reference, t), compare("y", out, reference, t, verdict_only=True)
+        assert whole.ok is quick.ok is ok, (whole.reason, quick.reason)
+        assert (f"in its first {probe} elements" in quick.reason) is early, quick.reason
+        if not early:
+            assert quick.reason == whole.reason

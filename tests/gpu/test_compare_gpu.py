@@ -60,5 +60,6 @@ def test_the_gpu_s_comparison_is_the_cpu_s():
         for k in ("max_abs_error", "max_rel_error", "l2_rel_error"):
             assert _close(getattr(on_gpu, k), getattr(on_cpu, k)), (k, on_gpu, on_cpu)
         assert (quiet.ok, quiet.outside) == (on_gpu.ok, on_gpu.outside)
+        assert compare("y", out.cuda(), ref.cuda(), tol, verdict_only=True).ok is on_gpu.ok
         seen.add(next((w for w in ("NaN", "outside", "differs", "L2") if w in on_cpu.reason), on_cpu.status))
     assert {"PASSED", "NaN", "outside", "differs"} <= seen
