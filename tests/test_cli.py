@@ -252,7 +252,7 @@ def test_check_takes_a_bundled_id_like_run(tmp_path):
 def test_a_local_problem_folder_names_the_server_s_problem(tmp_path):
     """`gpuarena submit problems/level1/softmax ...` (a folder, as `run` takes) asks the server
     for level1/softmax, not for "unknown problem" problems/level1/softmax."""
-    from gpuarena.problems.loader import problem_id
+    from gpuarena.bundled import problem_id
 
     assert problem_id("level1/softmax") == "level1/softmax"
     assert problem_id(ROOT / "problems" / "level1" / "softmax") == "level1/softmax"

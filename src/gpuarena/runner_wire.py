@@ -14,9 +14,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
+from gpuarena.contracts.packed import PackedProblem
 from gpuarena.contracts.records import Mode
 from gpuarena.contracts.wire import LEGACY_PROTOCOL, JobKind, Model
-from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution
 
 

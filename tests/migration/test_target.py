@@ -67,7 +67,7 @@ def test_a_golden_altered_in_transit_or_in_its_content_is_refused(golden_root, t
     with pytest.raises(FormatError, match="does not match the files"):
         unpack_golden(packed.model_copy(update={"files": edited}), tmp_path / "a")
     rehashed = pack_golden("x", golden_root / "migration" / "t").model_copy(update={"files": edited})
-    from gpuarena.problems.pack import evaluation_hash
+    from gpuarena.contracts.packed import evaluation_hash
 
     rehashed = rehashed.model_copy(update={"hash": evaluation_hash(edited)})
     with pytest.raises(AppError, match="changed since it was recorded"):

@@ -13,10 +13,10 @@ from tests.migration.helpers import tensor_app
 from tests.service.conftest import FIXTURE_PROBLEMS, Api, submission_body
 
 from gpuarena.contracts.device import DeviceKind
+from gpuarena.contracts.packed import PackedProblem
 from gpuarena.migration.golden import make_writable, record
 from gpuarena.migration.job import evaluate_app
 from gpuarena.migration.target import port_solution
-from gpuarena.problems.pack import PackedProblem
 from gpuarena.service.catalog import sync_problems
 from gpuarena.service.config import Settings
 from gpuarena.service.db import Database

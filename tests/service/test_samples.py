@@ -20,11 +20,11 @@ from tests.web.conftest import csrf_of
 from typer.testing import CliRunner
 
 from gpuarena.cli.app import app
+from gpuarena.contracts.packed import PackedProblem
 from gpuarena.dataset.pull import DatasetSample, write_pulled
 from gpuarena.dataset.sample_job import check_sample_job
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG, sample_solution
 from gpuarena.errors import GpuarenaError
-from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)

@@ -86,9 +86,9 @@ def submit(
 ) -> None:
     """Submit a solution to a server, follow it live, and show the verdict; exit 0 only when PASSED."""
     import gpuarena.solution_readers  # noqa: F401  (registers every format's reader)
+    from gpuarena.bundled import problem_id
     from gpuarena.cli.render import render
     from gpuarena.contracts.records import Evaluation
-    from gpuarena.problems.loader import problem_id
     from gpuarena.solutions import load_solution
 
     if mode not in ("test", "benchmark", "ranked", "profile"):
@@ -147,7 +147,7 @@ def leaderboard(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Each user's best ranked, passing submission on PROBLEM and one device kind."""
-    from gpuarena.problems.loader import problem_id
+    from gpuarena.bundled import problem_id
 
     try:
         board = server_client(server, None, need_token=False).leaderboard(problem_id(problem), device)

@@ -25,11 +25,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from gpuarena.contracts.packed import PackedProblem, evaluation_hash
 from gpuarena.contracts.records import Evaluation, Mode, Status
 from gpuarena.dataset.sample import SampleReport
 from gpuarena.dataset.sample_pack import SAMPLES_SLUG
 from gpuarena.errors import GpuarenaError
-from gpuarena.problems.pack import PackedProblem, evaluation_hash
 from gpuarena.solutions.folder import write_files
 from gpuarena.solutions.model import Solution
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from gpuarena.contracts.packed import PackedProblem, evaluation_hash
 from gpuarena.dataset.sample import SAMPLE_FILE, SampleManifest, layout_errors, parse_manifest, read_manifest
 from gpuarena.errors import GpuarenaError
-from gpuarena.problems.pack import PackedProblem, evaluation_hash
 from gpuarena.solutions.folder import text_files, write_files
 from gpuarena.solutions.model import Solution, SolutionManifest
 

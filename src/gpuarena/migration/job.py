@@ -10,6 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from gpuarena.contracts.packed import PackedProblem
 from gpuarena.contracts.records import Evaluation, Mode, Status
 from gpuarena.errors import GpuarenaError
 from gpuarena.harness.launch import containment
@@ -17,7 +18,6 @@ from gpuarena.migration.check import check
 from gpuarena.migration.model import AppError, load_app
 from gpuarena.migration.report import MigrationReport
 from gpuarena.migration.target import unpack_golden, write_port
-from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution
 
 LOG_BYTES = 16_384

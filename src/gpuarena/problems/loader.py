@@ -16,11 +16,10 @@ from typing import Any
 import pydantic
 from pydantic_core import ErrorDetails
 
-from gpuarena.bundled import bundled_root
+from gpuarena.bundled import PROBLEM_FILE, bundled_root
 from gpuarena.errors import FormatError
 from gpuarena.problems.model import ProblemSpec
 
-PROBLEM_FILE = "problem.toml"
 REFERENCE_FILE = "reference.py"
 
 
@@ -210,20 +209,6 @@ def problem_folder(name: str | Path) -> Path | None:
         return path
     bundled = bundled_root() / str(name)
     return bundled if (bundled / PROBLEM_FILE).is_file() else None
-
-
-def problem_id(name: str | Path) -> str:
-    """The id a server knows a problem by: an id as given; for a local problem folder, its path
-    below the bundled problems or below the nearest folder named `problems` (as the bundled
-    ones are laid out: problems/level1/softmax -> level1/softmax), else its folder name."""
-    path = Path(name)
-    if not (path / PROBLEM_FILE).is_file():
-        return str(name)
-    folder = path.resolve()
-    for root in (bundled_root().resolve(), *(p for p in folder.parents if p.name == "problems")):
-        if folder.is_relative_to(root) and folder != root:
-            return folder.relative_to(root).as_posix()
-    return folder.name
 
 
 def discover(root: Path | None = None) -> list[Problem]:

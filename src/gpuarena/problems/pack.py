@@ -3,33 +3,14 @@ on another machine can rebuild the exact folder it was given."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
+from gpuarena.contracts.packed import PackedProblem, evaluation_hash
 from gpuarena.errors import FormatError
 from gpuarena.problems.loader import Problem, load_problem
 
 MAX_PROBLEM_BYTES = 4_000_000
 _SKIP_PARTS = {"__pycache__", ".git", ".pytest_cache"}
-
-
-class PackedProblem(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
-
-    id: str
-    """The problem's id (its folder path under the problem root, e.g. level1/softmax)."""
-    files: dict[str, str]
-    """Relative path -> text, for every file in the folder."""
-    hash: str
-    """SHA-256 over the files that decide evaluation (all but Markdown): the version's identity."""
-
-
-def evaluation_hash(files: dict[str, str]) -> str:
-    relevant = {path: text for path, text in sorted(files.items()) if not path.endswith(".md")}
-    return hashlib.sha256(json.dumps(relevant, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def pack_problem(problem: Problem) -> PackedProblem:

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from gpuarena.contracts.packed import PackedProblem
 from gpuarena.contracts.records import Mode
 from gpuarena.contracts.wire import JobKind
-from gpuarena.problems.pack import PackedProblem
 from gpuarena.solutions.model import Solution
 
 

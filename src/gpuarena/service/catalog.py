@@ -8,10 +8,11 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from gpuarena.contracts.packed import PackedProblem
 from gpuarena.dataset.sample_pack import samples_problem
 from gpuarena.migration.target import discover_goldens, pack_golden, target_spec
 from gpuarena.problems.loader import discover
-from gpuarena.problems.pack import PackedProblem, pack_problem
+from gpuarena.problems.pack import pack_problem
 from gpuarena.service.db import Database
 from gpuarena.service.tables import Problem
 

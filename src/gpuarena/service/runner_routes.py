@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Response
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import or_, select
 
+from gpuarena.contracts.packed import PackedProblem
 from gpuarena.contracts.wire import (
     PROTOCOL_VERSION,
     ClaimRequest,
@@ -24,7 +25,6 @@ from gpuarena.contracts.wire import (
 from gpuarena.dataset.sample_pack import is_sample
 from gpuarena.errors import GpuarenaError
 from gpuarena.migration.target import is_app
-from gpuarena.problems.pack import PackedProblem
 from gpuarena.runner_wire import JOBS, ClaimedJob, TypedJob, claim_json
 from gpuarena.service import queue, samples, webhooks
 from gpuarena.service.config import Settings

@@ -18,12 +18,12 @@ from typing import cast
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from gpuarena.contracts.packed import PackedProblem
 from gpuarena.contracts.records import Evaluation
 from gpuarena.dataset.pull import DatasetSample
 from gpuarena.dataset.sample import SampleReport
 from gpuarena.dataset.sample_pack import inspect_solution, pack_dataset, problem_files
 from gpuarena.errors import GpuarenaError
-from gpuarena.problems.pack import PackedProblem
 from gpuarena.service import contests, holdback
 from gpuarena.service.contest_schemas import ReviewRequest
 from gpuarena.service.deps import Caller
