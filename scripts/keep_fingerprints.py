@@ -15,7 +15,11 @@ from gpuarena.problems.pack import pack_problem
 
 
 def main() -> None:
-    taken = {pack_problem(p).hash: fingerprints(p, canonical=True) for p in discover(bundled_root())}
+    taken = {
+        pack_problem(p).hash: fingerprints(p, canonical=True)
+        for p in discover(bundled_root())
+        if p.spec.provenance.framework != "jax"  # JAX's fingerprints: not kept
+    }
     kept_fingerprints.write(taken)
     print(f"kept the fingerprints of {len(taken)} problems in {kept_fingerprints.KEPT}")
 

@@ -4,6 +4,7 @@ gives, used only for the same files under the same code, and never read from a p
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -15,9 +16,22 @@ from gpuarena.dataset.fingerprint import fingerprints, index
 from gpuarena.problems.loader import discover, load_problem
 from gpuarena.problems.pack import pack_problem
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pinned_torch() -> str:
+    """The torch release scripts/setup.sh installs (what CI runs)."""
+    found = re.findall(r"torch==([0-9][0-9.]*)", (ROOT / "scripts" / "setup.sh").read_text())
+    assert found and len(set(found)) == 1, found
+    return found[0]
+
 
 @pytest.mark.harness
 def test_the_kept_fingerprints_are_what_a_fresh_trace_gives():
+    kept_under = json.loads(kept_fingerprints.KEPT.read_text())["torch"]
+    assert kept_under == _pinned_torch(), "setup.sh pins another torch: run scripts/keep_fingerprints.py under it"
+    if kept_fingerprints.torch_version() != kept_under:
+        pytest.skip(f"this torch ({kept_fingerprints.torch_version()}) is not the one they were kept under")
     stale = []
     for problem in discover(bundled_root()):
         if kept_fingerprints.kept(pack_problem(problem).hash) != fingerprints(problem, canonical=True):
@@ -59,9 +73,10 @@ def test_a_kept_fingerprint_stands_only_for_the_same_files_under_the_same_code(t
     # the same files under another code or torch version: the whole file is ignored
     (folder / "reference.py").write_text((bundled_root() / "level1" / "add" / "reference.py").read_text())
     data = json.loads(kept_file.read_text())
-    kept_file.write_text(json.dumps({**data, "key": "taken by other code"}))
-    kept_fingerprints._kept.cache_clear()
-    assert (FORGED,) not in index([root], canonical=True)
+    for other in ({"code": "taken by other code"}, {"torch": "1.0.0"}, {}):
+        kept_file.write_text(json.dumps({**data, **other}))
+        kept_fingerprints._kept.cache_clear()
+        assert ((FORGED,) in index([root], canonical=True)) is (other == {})
 
 
 @pytest.mark.quick
@@ -70,6 +85,10 @@ def test_a_fingerprints_file_in_a_problem_root_is_not_read(tmp_path, kept_file):
     root = tmp_path / "problems"
     folder = Path(shutil.copytree(bundled_root() / "level1" / "add", root / "level1" / "add"))
     problem = load_problem(folder)
-    forged = {"key": kept_fingerprints.code_key(), "problems": {pack_problem(problem).hash: {"x": [list(FORGED)]}}}
+    forged = {
+        "code": kept_fingerprints.code_key(),
+        "torch": kept_fingerprints.torch_version(),
+        "problems": {pack_problem(problem).hash: {"x": [list(FORGED)]}},
+    }
     (root / "bundled_fingerprints.json").write_text(json.dumps(forged))
     assert (FORGED,) not in index([root], canonical=True)

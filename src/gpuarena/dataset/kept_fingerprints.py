@@ -2,13 +2,13 @@
 
 Every sample check compares the sample's problem with the bundled ones (sample.find_duplicates),
 and tracing the 23 bundled references afresh took 6-9 s of a 12-17 s check on a 2-core machine.
-The figures depend only on a problem's files, the fingerprint code and the torch (and jax)
-version, so they are kept under those: a problem is looked up by its evaluation hash (its files,
-wherever the folder was copied to), and the whole file is ignored where the code or a version
-differs (then every fingerprint is taken afresh, as before). The file is read from the package,
-never from a problem root, so nothing a sample sends can stand in for it.
-`scripts/keep_fingerprints.py` writes it; a test checks that it still holds what a fresh trace
-gives.
+The figures depend only on a problem's files, the fingerprint code and the torch version, so
+they are kept under those: a problem is looked up by its evaluation hash (its files, wherever the
+folder was copied to), and the whole file is ignored where the code or torch's version differs
+(then every fingerprint is taken afresh, as before). Problems written in JAX are not kept (their
+fingerprints are JAX's). The file is read from the package, never from a problem root, so nothing
+a sample sends can stand in for it. `scripts/keep_fingerprints.py` writes it under the torch that
+scripts/setup.sh pins; a test checks that it still holds what a fresh trace gives.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -31,19 +30,16 @@ Fingerprints = dict[str, Any]
 
 
 def code_key() -> str:
-    """What the kept fingerprints were taken with: the fingerprint code and the framework versions."""
+    """The fingerprint code the kept figures were taken with."""
     digest = hashlib.sha256()
     for name in SOURCES:
         digest.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes() + b"\0")
-    digest.update(f"torch {torch.__version__}\0jax {_version('jax')}".encode())
     return digest.hexdigest()
 
 
-def _version(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
+def torch_version() -> str:
+    """The torch release the figures were traced under (its build, +cpu or +cu130, decomposes alike)."""
+    return torch.__version__.split("+")[0]
 
 
 def _tuples(value: Any) -> Any:
@@ -58,7 +54,7 @@ def _kept() -> dict[str, Fingerprints]:
         data = json.loads(KEPT.read_text())
     except (OSError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("key") != code_key():
+    if not isinstance(data, dict) or (data.get("code"), data.get("torch")) != (code_key(), torch_version()):
         return {}
     return {
         problem: {workload: _tuples(fp) for workload, fp in taken.items()}
@@ -72,7 +68,7 @@ def kept(problem_hash: str) -> Fingerprints | None:
 
 
 def write(problems: dict[str, Fingerprints], path: Path = KEPT) -> None:
-    """Keep `problems` (problem hash -> canonical fingerprints) under this code's key."""
-    data = {"key": code_key(), "problems": {h: problems[h] for h in sorted(problems)}}
+    """Keep `problems` (problem hash -> canonical fingerprints) under this code and torch."""
+    data = {"code": code_key(), "torch": torch_version(), "problems": {h: problems[h] for h in sorted(problems)}}
     path.write_text(json.dumps(data, separators=(",", ":"), sort_keys=True) + "\n")
     _kept.cache_clear()
