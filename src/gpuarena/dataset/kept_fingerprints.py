@@ -67,8 +67,9 @@ def kept(problem_hash: str) -> Fingerprints | None:
     return _kept().get(problem_hash)
 
 
-def write(problems: dict[str, Fingerprints], path: Path = KEPT) -> None:
-    """Keep `problems` (problem hash -> canonical fingerprints) under this code and torch."""
+def write(problems: dict[str, Fingerprints], path: Path | None = None) -> None:
+    """Keep `problems` (problem hash -> canonical fingerprints) under this code and torch, in
+    `path` (default: KEPT, read when called)."""
     data = {"code": code_key(), "torch": torch_version(), "problems": {h: problems[h] for h in sorted(problems)}}
-    path.write_text(json.dumps(data, separators=(",", ":"), sort_keys=True) + "\n")
+    (path or KEPT).write_text(json.dumps(data, separators=(",", ":"), sort_keys=True) + "\n")
     _kept.cache_clear()
