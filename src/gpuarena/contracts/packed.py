@@ -10,6 +10,9 @@ import json
 
 from pydantic import BaseModel, ConfigDict
 
+MAX_PROBLEM_BYTES = 4_000_000
+"""The most text a problem folder may hold to be sent to a server and a runner."""
+
 
 class PackedProblem(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)

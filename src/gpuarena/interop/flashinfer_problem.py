@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuarena.contracts.packed import MAX_PROBLEM_BYTES
 from gpuarena.errors import FormatError, GpuarenaError
 from gpuarena.interop.flashinfer_constraints import evaluate_constraint
 from gpuarena.interop.flashinfer_data import DATA_FILE, RecordedInputs, RecordedTensor, read_tensor
@@ -23,7 +24,6 @@ from gpuarena.interop.flashinfer_sidecar import SIDECAR, ProblemSidecar, Unsuppo
 from gpuarena.interop.flashinfer_trace import Definition, InputSource, SafetensorsInput, ScalarInput, Trace
 from gpuarena.problems.loader import PROBLEM_FILE, REFERENCE_FILE
 from gpuarena.problems.model import DTYPES
-from gpuarena.problems.pack import MAX_PROBLEM_BYTES
 
 CPU_MAX_ELEMENTS = 1 << 24
 """A workload whose inputs and outputs hold at most this many elements in all runs on the CPU too."""

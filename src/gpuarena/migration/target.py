@@ -14,11 +14,10 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from gpuarena.contracts.packed import PackedProblem, evaluation_hash
+from gpuarena.contracts.packed import MAX_PROBLEM_BYTES, PackedProblem, evaluation_hash
 from gpuarena.errors import FormatError, GpuarenaError
 from gpuarena.migration.golden import GOLDEN_FILE, load_golden
 from gpuarena.migration.model import APP_FILE, AppError, load_app
-from gpuarena.problems.pack import MAX_PROBLEM_BYTES
 from gpuarena.solutions.folder import SKIP_PARTS, text_files, write_files
 from gpuarena.solutions.model import Solution, SolutionManifest
 

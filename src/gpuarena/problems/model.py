@@ -6,23 +6,27 @@ import ast
 import importlib.util
 import operator
 from collections.abc import Mapping
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "int64": torch.int64,
-    "int32": torch.int32,
-    "int16": torch.int16,
-    "int8": torch.int8,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
+if TYPE_CHECKING:
+    import torch
+
+DTYPES: dict[str, int] = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
 }
+"""The dtypes a problem's inputs and outputs may have (torch's names), with their bytes an element.
+Names, not torch's objects: a server reads problem files without importing torch."""
 DEVICE_KINDS: tuple[Literal["cpu", "cuda"], ...] = ("cpu", "cuda")
 
 
@@ -94,7 +98,9 @@ class Workload(Strict):
 
     @property
     def torch_dtype(self) -> torch.dtype:
-        return DTYPES[self.dtype]
+        import torch  # here, not at the top: reading a problem needs no torch
+
+        return cast("torch.dtype", getattr(torch, self.dtype))
 
 
 class Provenance(Strict):
@@ -264,7 +270,7 @@ class ProblemSpec(Strict):
     def cost(self, workload: Workload) -> tuple[float | None, float | None]:
         """(bytes, flops) of a workload: its own figures where it has them, else the problem's
         formulas where it gives them."""
-        names = {**workload.axes, "dtype_bytes": workload.torch_dtype.itemsize}
+        names = {**workload.axes, "dtype_bytes": DTYPES[workload.dtype]}
         moved = evaluate_formula(self.bytes, names) if self.bytes else None
         flops = evaluate_formula(self.flops, names) if self.flops else None
         return (

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuarena.contracts.packed import PackedProblem, evaluation_hash
+from gpuarena.contracts.packed import MAX_PROBLEM_BYTES, PackedProblem, evaluation_hash
 from gpuarena.errors import FormatError
 from gpuarena.problems.loader import Problem, load_problem
 
-MAX_PROBLEM_BYTES = 4_000_000
 _SKIP_PARTS = {"__pycache__", ".git", ".pytest_cache"}
 
 
