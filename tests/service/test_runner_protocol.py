@@ -165,6 +165,8 @@ def test_a_runner_newer_than_the_server_is_refused(api, tmp_path) -> None:
     assert claim(api, headers, runner_id, "cpu", protocol=PROTOCOL_VERSION).json()["kind"] == "kernel"
 
 
+# one database: the typed claims are the tests above, on both; what runs here is the runner's
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_new_runner_runs_each_kind_by_its_entry(api, live, tmp_path) -> None:
     """A real runner (gpuarena.runner.agent) against a real server: each job runs in a real job
     process by the entry of the kind the claim carried, and its result is what that entry makes."""
