@@ -6,6 +6,7 @@ import json
 import shutil
 
 import pytest
+import torch
 
 from conftest import EXAMPLES, FIXTURES
 from gpuarena.errors import FormatError
@@ -138,3 +139,13 @@ def test_schemas_are_generated_and_shipped():
         assert json.loads((shipped / f"{name}.schema.json").read_text()) == body, (
             f"regenerate: gpuarena schema -o {shipped}"
         )
+
+
+def test_each_dtype_names_torch_s_dtype_of_its_size():
+    """problem.toml's dtypes are names with their sizes (so a server reads problems without torch):
+    each is torch's dtype of that name, of that many bytes an element."""
+    from gpuarena.problems.model import DTYPES, Workload
+
+    for name, size in DTYPES.items():
+        dtype = Workload(name="w", axes={}, dtype=name).torch_dtype
+        assert isinstance(dtype, torch.dtype) and str(dtype) == f"torch.{name}" and dtype.itemsize == size, name
