@@ -12,13 +12,13 @@ from typing import Any
 from gpuarena.interop.gpumode_device import GLOBAL_SEED, ON_DEVICE, SEEDED
 from gpuarena.interop.gpumode_solution import META_INPUT, RUNTIME
 from gpuarena.interop.gpumode_task import Case, Task
+from gpuarena.problems.model import DTYPES
 
 OTHER = 7919
 """The probe's second draw of an entry: its seed (and the global one) plus this."""
 DYNAMIC_CONSTANT = 1024
 """In a workload the importer could not probe, an input with at least this many elements, one
 value everywhere, is taken for a constant of the workload (see find_constants)."""
-_DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
 _FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
@@ -280,4 +280,4 @@ def _workload_dtype(tensors: list[Any]) -> str:
     for name in names:
         if name in _FLOAT_DTYPES:
             return name
-    return next((n for n in names if n in _DTYPES), "float32")
+    return next((n for n in names if n in DTYPES), "float32")
