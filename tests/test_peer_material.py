@@ -207,8 +207,6 @@ def test_a_whole_run_over_the_fixtures(tmp_path):
         "FlashInfer-Trace solutions": "loaded 4 of 5; refused: its definition is not in the material 1",
     }
     assert all(i["command"][1:4] == ["-m", "gpuarena", "import"] for i in report["items"] if i["rc"] is not None)
-    imported = {i["name"]: i["command"][-3] for i in report["items"] if i["peer"] == "gpumode"}
-    assert imported["groups/pmpp/sort_py"] != imported["groups/pmpp_v2/sort_py"]  # one folder a group
 
 
 @pytest.mark.quick
