@@ -298,7 +298,7 @@ def add(
                 continue
             progress(f"checking {n + 1}/{len(entries)}: {entry.problem}")
             report = tolerant_check(checker, root / entry.problem)
-            while not report.ok and degenerate_small(report.errors) and _halve_small(root / entry.problem):
+            while degenerate_small(report.errors, report.notes) and _halve_small(root / entry.problem):
                 report = tolerant_check(checker, root / entry.problem)  # a less small workload
             if not report.ok:
                 _leave_out(root, entry, report.errors)
