@@ -368,3 +368,53 @@ def test_sizes_that_must_stay_equal_are_halved_together(tmp_path):
     imported = import_file(source, tmp_path / "out")
     assert imported.status == "imported", imported.messages
     assert "cpu-small" in imported.workloads and not load_problem(imported.folder).spec.unchecked
+
+
+GROUPED = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """A linear layer, a group norm and the minimum over the features, plus a bias per feature."""
+
+    def __init__(self, in_features, out_features, num_groups, bias_shape):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.norm = nn.GroupNorm(num_groups, out_features)
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+
+    def forward(self, x):
+        y = self.norm(self.linear(x))
+        return torch.min(y, dim=1, keepdim=True)[0] + self.bias
+
+
+batch_size = 512
+in_features = 4096
+out_features = 4096
+num_groups = 512
+bias_shape = (1, out_features, 1, 1)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features, num_groups, bias_shape]
+'''
+
+
+def test_sizes_that_lose_a_ratio_halved_one_at_a_time_are_halved_together(tmp_path):
+    """KernelBench's level2/75: 8192 features in 512 groups, halved one size at a time to the
+    CPU's cap, became 1024 features in 512 groups. Groups of two normalise to -1 and 1, so the
+    minimum no longer depended on the input and the import was refused for a workload it had
+    derived itself. Every size halved together keeps groups of 16: imported, and said so."""
+    source = tmp_path / "75_grouped_min.py"
+    source.write_text(GROUPED)
+    one_at_a_time = small_sizes(read_file(source))
+    assert one_at_a_time is not None and one_at_a_time["out_features"] // one_at_a_time["num_groups"] == 2
+    imported = import_file(source, tmp_path / "out")
+    assert imported.status == "imported", imported.messages
+    small = {w.name: w for w in load_problem(imported.folder).spec.workloads}["cpu-small"].axes
+    assert small["out_features"] // small["num_groups"] == 8 and small["batch_size"] < 512
+    assert any("halved one at a time" in m and "does not depend on input x" in m for m in imported.messages)

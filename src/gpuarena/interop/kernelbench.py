@@ -48,18 +48,17 @@ gone.
 from __future__ import annotations
 
 import inspect
-import json
 import re
 import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuarena.errors import GpuarenaError
 from gpuarena.interop import staging as staging_folders
-from gpuarena.interop.gpumode_needs import required_packages  # a package the file imports: `requires`
 from gpuarena.interop.kernelbench_hf import PROLOGUE, HubModel, glue_block
 from gpuarena.interop.kernelbench_read import (  # noqa: F401  re-exported: tests and callers import them from here
     CPU_MAX_ELEMENTS,
@@ -75,20 +74,17 @@ from gpuarena.interop.kernelbench_read import (  # noqa: F401  re-exported: test
     _probe,
     read_file,
     size_constants,
-    small_inputs,
-    small_sizes,
     substitute_sizes,
     uses_transformers,
     with_sizes,
 )
+from gpuarena.interop.kernelbench_small import small_inputs, small_sizes
 from gpuarena.interop.kernelbench_solution import INIT_FORMAT, INIT_INPUT
+from gpuarena.interop.kernelbench_write import TOLERANCE, Workloads, problem_toml, readme
 from gpuarena.interop.outcome import Outcome
 from gpuarena.interop.unchecked import devices_not_checked, mark_unchecked
 
 HEADER = "# gpuarena: the KernelBench problem file, verbatim, down to the marker line below."
-TOLERANCE = {"float32": (1e-4, 1e-4), "float16": (1e-2, 5e-3), "bfloat16": (1e-2, 1e-2)}
-"""dtype -> (KernelBench's atol = rtol for it, gpuarena's default L2 bound for it)."""
-
 
 # -- writing the problem ------------------------------------------------------------------------
 
@@ -216,93 +212,6 @@ def make_inputs(axes, dtype, device, generator):
 '''
 
 
-def _toml_str(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _problem_toml(
-    file: _File, name: str, level: int, outputs: list[str], workloads: list[tuple[str, dict[str, int], str, list[str]]]
-) -> str:
-    lines = [
-        f"# Imported from the KernelBench problem {_toml_str(file.path.name)} by `gpuarena import kernelbench`.",
-        f"name = {_toml_str(name)}",
-        f"level = {level}",
-        f"summary = {_toml_str(file.summary)}",
-        'tags = ["kernelbench"]',
-        'convention = "return"',
-        f"outputs = [{', '.join(_toml_str(o) for o in outputs)}]",
-        *(
-            [f"requires = [{', '.join(_toml_str(r) for r in required)}]"]
-            if (required := required_packages(file.source))
-            else []
-        ),
-        *(
-            ["seeded_calls = true  # its forward draws from torch's generator: seeded before every call"]
-            if file.seeded_calls
-            else []
-        ),
-        "",
-        "[provenance]",
-        'framework = "kernelbench"',
-        f"operator = {_toml_str(file.path.name)}",
-        "",
-        "# KernelBench's tolerance for the dtype (atol = rtol); l2 is gpuarena's default bound",
-    ]
-    for dtype in sorted({w[2] for w in workloads}):
-        tol, l2 = TOLERANCE[dtype]
-        lines += [f"[tolerance.{dtype}]", f"atol = {tol!r}", f"rtol = {tol!r}", f"l2 = {l2!r}", ""]
-    for workload_name, sizes, dtype, devices in workloads:
-        axes = ", ".join(f"{k} = {v}" for k, v in sizes.items())
-        lines += [
-            "[[workloads]]",
-            f"name = {_toml_str(workload_name)}",
-            f"axes = {{ {axes} }}",
-            f"dtype = {_toml_str(dtype)}",
-            f"devices = [{', '.join(_toml_str(d) for d in devices)}]",
-            "",
-        ]
-    return "\n".join(lines)
-
-
-def _readme(file: _File, name: str, workloads: list[tuple[str, dict[str, int], str, list[str]]]) -> str:
-    rows = "\n".join(
-        f"| {w} | {', '.join(f'{k}={v}' for k, v in s.items()) or '-'} | {d} | {', '.join(dv)} |"
-        for w, s, d, dv in workloads
-    )
-    return f"""# {name}
-
-{file.summary}
-
-Imported from the KernelBench problem file `{file.path.name}` by `gpuarena import kernelbench`;
-`reference.py` holds it verbatim. A KernelBench solution file (`class ModelNew`) runs as it is:
-
-```bash
-gpuarena run PROBLEM model_new.py --device cuda
-```
-
-Both modules are built as KernelBench builds them: `torch.manual_seed({SEED})`, then
-`Model(*get_init_inputs())`, once per workload; a ModelNew that makes its parameters in the
-same order as Model gets the same ones. Forward's inputs are drawn fresh for every call set.
-{_hub_note(file)}
-| workload | sizes | dtype | devices |
-| --- | --- | --- | --- |
-{rows}
-"""
-
-
-def _hub_note(file: _File) -> str:
-    """What the README says of a file's Hugging Face models (level 4): how they are built."""
-    if not uses_transformers(file.source):
-        return ""
-    names = ", ".join(f"`{n}`" for n in file.hub) or "Its Hugging Face models"
-    return (
-        f"\n{names}: built offline, from gpuarena's table of the published config, with random weights "
-        "from the seed (the hub is never asked; the forward's cost does not depend on the weights). The "
-        "`hf_*` axes are config sizes: published in `kernelbench`, the same architecture smaller in "
-        "`cpu-small`.\n"
-    )
-
-
 def _write_staging(files: dict[str, str], out_dir: Path) -> Path:
     """The problem written to a work folder beside out_dir, renamed into place once checked."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -363,6 +272,67 @@ def import_file(
         return Outcome(path, "error", messages=[str(exc)])
 
 
+SMALL = "workload cpu-small"
+"""How the check's findings on the derived CPU workload begin."""
+
+
+def _axes(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items())
+
+
+@dataclass
+class _Written:
+    """One file's problem, written to staging folders beside out_dir and checked there: once,
+    or again with other CPU sizes."""
+
+    file: _File
+    name: str
+    level: int
+    outputs: list[str]
+    input_names: list[str]
+    dtypes: tuple[str, ...]
+    out_dir: Path
+
+    def staged(self, small: dict[str, int] | None, whole_on_cpu: bool) -> tuple[Path, Workloads]:
+        file, workloads = self.file, []
+        for dtype in self.dtypes:
+            suffix = "" if self.dtypes == ("float32",) else f"-{dtype}"
+            everywhere = ["cpu", "cuda"]
+            workloads.append(
+                (f"kernelbench{suffix}", dict(file.sizes), dtype, everywhere if whole_on_cpu else ["cuda"])
+            )
+            if small is not None:
+                workloads.append((f"cpu-small{suffix}", small, dtype, everywhere))
+        hub = uses_transformers(file.source)
+        files = {
+            "problem.toml": problem_toml(file, self.name, self.level, self.outputs, workloads),
+            "reference.py": HEADER
+            + "\n"
+            + (PROLOGUE + "\n" if hub else "")
+            + file.source.rstrip("\n")
+            + "\n"
+            + _glue(self.input_names, file.hub if hub else None),
+            "README.md": readme(file, self.name, workloads),
+        }
+        return _write_staging(files, self.out_dir), workloads
+
+    def checked(self, staging: Path, check_device: str, no_cpu_workload: bool) -> list[str]:
+        """`gpuarena check`'s errors, said of out_dir (where there is no CPU workload, the
+        importer's own note says so, with what the user can do: the check's fix names a file
+        not kept)."""
+        from gpuarena.harness.problem_check import check_problem
+
+        try:
+            report = check_problem(staging, device=check_device)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        finally:
+            _forget_reference(staging)
+        found = [m.replace(str(staging), str(self.out_dir)).replace(staging.name, self.name) for m in report.errors]
+        return [m for m in found if not (no_cpu_workload and "no workload runs on the CPU" in m)]
+
+
 def _import_file(
     path: Path,
     out_root: Path,
@@ -372,8 +342,6 @@ def _import_file(
     keep_failing: bool,
     check_device: str,
 ) -> Outcome:
-    from gpuarena.harness.problem_check import check_problem
-
     for dtype in dtypes:
         if dtype not in TOLERANCE:
             raise KernelBenchError(
@@ -429,40 +397,28 @@ def _import_file(
     input_names = _names_from_forward(file.namespace["Model"], probe.n_inputs)
     outputs = ["output"] if len(probe.outputs) == 1 else [f"output{i}" for i in range(len(probe.outputs))]
 
-    workloads: list[tuple[str, dict[str, int], str, list[str]]] = []
-    for dtype in dtypes:
-        suffix = "" if dtypes == ("float32",) else f"-{dtype}"
-        workloads.append(
-            (f"kernelbench{suffix}", dict(file.sizes), dtype, ["cpu", "cuda"] if whole_on_cpu else ["cuda"])
-        )
-        if small is not None and not whole_on_cpu:
-            workloads.append((f"cpu-small{suffix}", small, dtype, ["cpu", "cuda"]))
-    files = {
-        "problem.toml": _problem_toml(file, name, number, outputs, workloads),
-        "reference.py": HEADER
-        + "\n"
-        + (PROLOGUE + "\n" if uses_transformers(file.source) else "")
-        + file.source.rstrip("\n")
-        + "\n"
-        + _glue(input_names, file.hub if uses_transformers(file.source) else None),
-        "README.md": _readme(file, name, workloads),
-    }
     staging_folders.clear_stale(out_dir)  # what an import killed before it finished left beside it
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         raise KernelBenchError(path, f"{out_dir} exists and is not empty", "--force replaces it")
-    staging = _write_staging(files, out_dir)
+    written = _Written(file, name, number, outputs, input_names, dtypes, out_dir)
+    staging, workloads = written.staged(None if whole_on_cpu else small, whole_on_cpu)
     if cpu_sizes is None and _device_type(check_device) == "cpu":
         mark_unchecked(staging, devices_not_checked(staging, check_device))  # its first GPU run checks it
-    try:
-        report = check_problem(staging, device=check_device)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    finally:
-        _forget_reference(staging)
-    findings = [m.replace(str(staging), str(out_dir)).replace(staging.name, name) for m in report.errors]
-    if cpu_sizes is None:  # said above, with what the user can do (the check's fix names a file not kept)
-        findings = [m for m in findings if "no workload runs on the CPU" not in m]
+    findings = written.checked(staging, check_device, cpu_sizes is None)
+    if full is not None and small is not None and findings and all(f.startswith(SMALL) for f in findings):
+        # the sizes halved one at a time lost a ratio the computation needs: every size halved together
+        together = small_sizes(file, shrink_hub=full.parameters > CPU_MAX_PARAMETERS, together=True)
+        if together is not None and together != small:
+            again, workloads_again = written.staged(together, False)
+            if written.checked(again, check_device, False):
+                shutil.rmtree(again, ignore_errors=True)  # no better: the first sizes' findings stand
+            else:
+                notes.append(
+                    f"the CPU workload's sizes halved one at a time ({_axes(small)}) failed its check "
+                    f"({'; '.join(findings)}); every size halved together ({_axes(together)}) passes, and is kept"
+                )
+                shutil.rmtree(staging, ignore_errors=True)
+                staging, workloads, findings = again, workloads_again, []
     outcome = Outcome(
         path,
         "failed-check" if findings else "imported",
