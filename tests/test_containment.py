@@ -270,14 +270,34 @@ def test_the_sandbox_can_be_turned_off_and_the_record_says_so(softmax_small, mon
 
 @pytest.mark.harness
 @needs_bwrap
-def test_two_torch_compile_solutions_in_a_row_both_pass(softmax_small):
-    """Inductor keeps its cache in /tmp/torchinductor_$USER: a later worker of another user
-    used to hit the folder an earlier one made (PermissionError). Each worker now has its own
-    /tmp and TMPDIR."""
-    honest = ROOT / "redteam" / "honest" / "torch_compile.py"
+def test_each_worker_has_a_tmp_of_its_own(softmax_small, tmp_path):
+    """Inductor keeps its cache in /tmp/torchinductor_$USER, a folder only its maker may enter: a
+    later worker of another user hit the folder an earlier one made (PermissionError), and a second
+    torch.compile solution in a row failed. Each worker now has its own /tmp and TMPDIR, so what
+    one worker leaves there the next never sees. (One torch.compile solution is judged by the
+    red-team corpus's honest/torch_compile; two in a row took 31 s of the lane.)"""
+    solution = tmp_path / "leaves_a_folder.py"
+    solution.write_text(LEAVES_A_FOLDER)
     for _ in range(2):
-        record = softmax_small(honest, mode="test")
+        record = softmax_small(solution, mode="test")
         assert record.status == "PASSED", record.reason
+
+
+LEAVES_A_FOLDER = """import os
+import tempfile
+
+import torch
+
+for _tmp in sorted({"/tmp", tempfile.gettempdir()}):
+    _left = os.path.join(_tmp, "gpuarena-left-by-a-worker")
+    if os.path.exists(_left):
+        raise RuntimeError(f"{_left} was left by an earlier worker")
+    os.makedirs(_left, mode=0o700)
+
+
+def solve(x):
+    return torch.softmax(x, dim=-1)
+"""
 
 
 def test_a_data_folder_inside_a_readable_folder_is_hidden(tmp_path, monkeypatch):
