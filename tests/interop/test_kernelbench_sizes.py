@@ -418,3 +418,45 @@ def test_sizes_that_lose_a_ratio_halved_one_at_a_time_are_halved_together(tmp_pa
     small = {w.name: w for w in load_problem(imported.folder).spec.workloads}["cpu-small"].axes
     assert small["out_features"] // small["num_groups"] == 8 and small["batch_size"] < 512
     assert any("halved one at a time" in m and "does not depend on input x" in m for m in imported.messages)
+
+
+DECAYING = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """A recurrence whose state decays each step, from an initial state h0."""
+
+    def __init__(self, decay):
+        super().__init__()
+        self.decay = decay
+
+    def forward(self, x, h0):
+        state = h0
+        for step in range(x.shape[0]):
+            state = self.decay * state + x[step]
+        return state
+
+
+steps = 64
+width = 256
+
+
+def get_inputs():
+    return [torch.randn(steps, width), torch.randn(width)]
+
+
+def get_init_inputs():
+    return [0.8]
+'''
+
+
+def test_an_initial_state_that_fades_is_imported_and_the_import_says_so(tmp_path):
+    """KernelBench's LSTMHn, LSTMCn and GRUHidden: after 512 steps a fresh h0 moves the output
+    less than the tolerance. h0 is a small share of the inputs, so the problem is imported, and
+    the import shows the check's note (problem_check.FADED_SHARE)."""
+    source = tmp_path / "41_decaying_scan.py"
+    source.write_text(DECAYING)
+    imported = import_file(source, tmp_path / "out")
+    assert imported.status == "imported", imported.messages
+    assert any("does not depend on input h0" in n and "within the tolerance" in n for n in imported.notes), imported

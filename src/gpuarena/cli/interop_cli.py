@@ -106,6 +106,8 @@ def _report(outcomes: list, output: Path, what: str) -> None:
             err.print(f"ERROR {outcome.source}: not imported", highlight=False)
         for message in outcome.messages:
             err.print(f"  {message}", highlight=False)
+        for note in outcome.notes:
+            err.print(f"  note: {note}", highlight=False)
     imported = sum(o.status == "imported" for o in outcomes)
     err.print(f"{imported} of {len(outcomes)} {what} imported under {output}/", highlight=False)
     if imported < len(outcomes):

@@ -53,7 +53,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -292,6 +292,8 @@ class _Written:
     input_names: list[str]
     dtypes: tuple[str, ...]
     out_dir: Path
+    notes: list[str] = field(default_factory=list)
+    """What the last check noted and let pass (problem_check.CheckReport.notes)."""
 
     def staged(self, small: dict[str, int] | None, whole_on_cpu: bool) -> tuple[Path, Workloads]:
         file, workloads = self.file, []
@@ -319,7 +321,7 @@ class _Written:
     def checked(self, staging: Path, check_device: str, no_cpu_workload: bool) -> list[str]:
         """`gpuarena check`'s errors, said of out_dir (where there is no CPU workload, the
         importer's own note says so, with what the user can do: the check's fix names a file
-        not kept)."""
+        not kept); what it noted and let pass goes to self.notes."""
         from gpuarena.harness.problem_check import check_problem
 
         try:
@@ -329,6 +331,8 @@ class _Written:
             raise
         finally:
             _forget_reference(staging)
+        said = [m.replace(str(staging), str(self.out_dir)).replace(staging.name, self.name) for m in report.notes]
+        self.notes = said
         found = [m.replace(str(staging), str(self.out_dir)).replace(staging.name, self.name) for m in report.errors]
         return [m for m in found if not (no_cpu_workload and "no workload runs on the CPU" in m)]
 
@@ -410,8 +414,10 @@ def _import_file(
         together = small_sizes(file, shrink_hub=full.parameters > CPU_MAX_PARAMETERS, together=True)
         if together is not None and together != small:
             again, workloads_again = written.staged(together, False)
+            first_notes = written.notes
             if written.checked(again, check_device, False):
                 shutil.rmtree(again, ignore_errors=True)  # no better: the first sizes' findings stand
+                written.notes = first_notes
             else:
                 notes.append(
                     f"the CPU workload's sizes halved one at a time ({_axes(small)}) failed its check "
@@ -425,6 +431,7 @@ def _import_file(
         problem_id=f"level{number}/{name}",
         messages=notes + findings,
         workloads=[w[0] for w in workloads],
+        notes=written.notes,
     )
     if not findings or keep_failing:
         staging_folders.put_in_place(staging, out_dir)

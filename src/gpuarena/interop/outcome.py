@@ -30,5 +30,8 @@ class Outcome:
     messages: list[str] = field(default_factory=list)
     """The check's findings, or the error."""
     workloads: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What `gpuarena check` noted and let pass (an input whose effect fades under the tolerance,
+    outputs under atol that only the L2 bound judges): the KernelBench importer's."""
     parts: list[Outcome] = field(default_factory=list)
     """A source written as several problems (a GPU MODE task of several layouts): each one's."""
