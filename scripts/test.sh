@@ -42,6 +42,32 @@ bash scripts/setup.sh
 mkdir -p tests/artifacts
 started=$SECONDS
 failed=()
+# Debian's packages for the service and e2e lanes (PostgreSQL, Chromium) install in the background
+# while lint and the lanes before them run (about 35 s of apt on a clean machine); the first lane
+# that needs them waits, and an apt-get that failed stops the script there
+packages=""
+case " $lanes " in *" service "*|*" e2e "*)
+  {
+    postgres_installed || apt_install "the service's tests on PostgreSQL" postgresql || true
+    case " $lanes " in *" e2e "*)
+      # the web tests drive Debian's Chromium through Playwright (never `playwright install`); without
+      # it they fail, saying so, and the lane's other tests run
+      [ -x /usr/bin/chromium ] || apt_install "the e2e lane's browser tests" chromium || true ;;
+    esac
+  } &
+  packages=$! ;;
+esac
+with_packages() {
+  [ -n "$packages" ] || return 0
+  wait "$packages" || { say "installing Debian's packages failed"; exit 1; }
+  packages=""
+  if postgres_installed; then
+    GPUARENA_TEST_POSTGRES_URL=$(bash scripts/postgres.sh | tail -1)
+    export GPUARENA_TEST_POSTGRES_URL GPUARENA_REQUIRE_POSTGRES=1
+  else
+    say "no PostgreSQL: the service's tests run on SQLite only (their PostgreSQL half is skipped)"
+  fi
+}
 if [ "$lint" = 1 ]; then
   say "lint and types (ruff, mypy)"
   ruff check . || failed+=(ruff)
@@ -49,24 +75,11 @@ if [ "$lint" = 1 ]; then
   mypy || failed+=(mypy)
   say "lint and types: $((SECONDS - started)) s"
 fi
-case " $lanes " in *" service "*|*" e2e "*)
-  postgres_installed || apt_install "the service's tests on PostgreSQL" postgresql || true
-  if postgres_installed; then
-    GPUARENA_TEST_POSTGRES_URL=$(bash scripts/postgres.sh | tail -1)
-    export GPUARENA_TEST_POSTGRES_URL GPUARENA_REQUIRE_POSTGRES=1
-  else
-    say "no PostgreSQL: the service's tests run on SQLite only (their PostgreSQL half is skipped)"
-  fi ;;
-esac
-case " $lanes " in *" e2e "*)
-  # the web tests drive Debian's Chromium through Playwright (never `playwright install`); without
-  # it they fail, saying so, and the lane's other tests run
-  [ -x /usr/bin/chromium ] || apt_install "the e2e lane's browser tests" chromium || true ;;
-esac
 # two test processes a lane (pytest-xdist), idle ones taking tests from busy ones' queues:
 # the harness's verdicts hold with a neighbour judging beside them (bench/redteam_concurrency.py)
 parallel=(-n "${GPUARENA_TEST_PROCESSES:-2}" --dist worksteal)
 for lane in $lanes; do
+  case $lane in service|e2e) with_packages ;; esac
   begun=$SECONDS
   say "lane $lane"
   python -m pytest -q -p no:cacheprovider -m "$lane and not gpu" "${parallel[@]}" "$@" || failed+=("lane $lane")

@@ -124,3 +124,43 @@ def test_test_sh_installs_as_root_and_through_sudo_without_a_password(tmp_path):
         and "sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium" in calls
     )
     assert "apt-get install -y -qq chromium" in calls
+
+
+def _background_packages(tmp_path: Path, apt_body: str) -> subprocess.CompletedProcess:
+    """test.sh's background install of Debian's packages and the wait before the service lane
+    (its lines, as they are), as root, with an apt-get stand-in whose body is apt_body."""
+    text = (ROOT / "scripts" / "test.sh").read_text()
+    helpers = text[text.index("say() {") : text.index("bash scripts/setup.sh")]
+    block = text[text.index('packages=""') : text.index('if [ "$lint" = 1 ]')]
+    tools = tmp_path / "tools"
+    tools.mkdir(parents=True)
+    _tool(tools, "id", "echo 0\n")
+    _tool(tools, "apt-get", apt_body)
+    for name in ("env", "bash", "sleep"):
+        (tools / name).symlink_to(shutil.which(name) or f"/usr/bin/{name}")
+    calls = tmp_path / "calls"
+    calls.touch()
+    script = (
+        f'set -euo pipefail\nlanes="quick service"\n{helpers}\n{block}\n'
+        'echo lint ran\n: > "$CALLS.lint"\nwith_packages\necho service ran\n'
+    )
+    return subprocess.run(
+        [shutil.which("bash") or "/bin/bash", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": str(tools), "CALLS": str(calls)},
+    )
+
+
+def test_debian_s_packages_install_beside_the_first_lanes_and_a_failure_stops_the_service_lane(tmp_path):
+    # apt-get waits until lint has run: were the install not in the background, the script would hang
+    after_lint = 'while [ ! -e "$CALLS.lint" ]; do sleep 0.05; done\n'
+    slow = _background_packages(tmp_path / "slow", after_lint)
+    assert slow.returncode == 0, slow.stderr
+    assert slow.stdout.splitlines() == ["lint ran", "service ran"]
+    assert "installing postgresql" in slow.stderr and "no PostgreSQL" in slow.stderr  # the stand-in installs nothing
+    failing = _background_packages(tmp_path / "failing", 'case "$*" in *install*) exit 100 ;; esac\n')
+    assert failing.returncode == 1 and "lint ran" in failing.stdout and "service ran" not in failing.stdout
+    assert "apt-get could not install postgresql" in failing.stderr
+    assert "installing Debian's packages failed" in failing.stderr
