@@ -331,9 +331,12 @@ class _Written:
             raise
         finally:
             _forget_reference(staging)
-        said = [m.replace(str(staging), str(self.out_dir)).replace(staging.name, self.name) for m in report.notes]
-        self.notes = said
-        found = [m.replace(str(staging), str(self.out_dir)).replace(staging.name, self.name) for m in report.errors]
+
+        def here(message: str) -> str:  # said of the folder the problem goes to
+            return message.replace(str(staging), str(self.out_dir)).replace(staging.name, self.name)
+
+        self.notes = [here(m) for m in report.notes]
+        found = [here(m) for m in report.errors]
         return [m for m in found if not (no_cpu_workload and "no workload runs on the CPU" in m)]
 
 
