@@ -53,7 +53,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -292,8 +292,6 @@ class _Written:
     input_names: list[str]
     dtypes: tuple[str, ...]
     out_dir: Path
-    notes: list[str] = field(default_factory=list)
-    """What the last check noted and let pass (problem_check.CheckReport.notes)."""
 
     def staged(self, small: dict[str, int] | None, whole_on_cpu: bool) -> tuple[Path, Workloads]:
         file, workloads = self.file, []
@@ -318,10 +316,10 @@ class _Written:
         }
         return _write_staging(files, self.out_dir), workloads
 
-    def checked(self, staging: Path, check_device: str, no_cpu_workload: bool) -> list[str]:
-        """`gpuarena check`'s errors, said of out_dir (where there is no CPU workload, the
-        importer's own note says so, with what the user can do: the check's fix names a file
-        not kept); what it noted and let pass goes to self.notes."""
+    def checked(self, staging: Path, check_device: str, no_cpu_workload: bool) -> tuple[list[str], list[str]]:
+        """`gpuarena check`'s errors and what it noted and let pass, said of out_dir (where there
+        is no CPU workload, the importer's own note says so, with what the user can do: the
+        check's fix names a file not kept)."""
         from gpuarena.harness.problem_check import check_problem
 
         try:
@@ -335,9 +333,8 @@ class _Written:
         def here(message: str) -> str:  # said of the folder the problem goes to
             return message.replace(str(staging), str(self.out_dir)).replace(staging.name, self.name)
 
-        self.notes = [here(m) for m in report.notes]
-        found = [here(m) for m in report.errors]
-        return [m for m in found if not (no_cpu_workload and "no workload runs on the CPU" in m)]
+        errors = [here(m) for m in report.errors if not (no_cpu_workload and "no workload runs on the CPU" in m)]
+        return errors, [here(m) for m in report.notes]
 
 
 def _import_file(
@@ -411,30 +408,29 @@ def _import_file(
     staging, workloads = written.staged(None if whole_on_cpu else small, whole_on_cpu)
     if cpu_sizes is None and _device_type(check_device) == "cpu":
         mark_unchecked(staging, devices_not_checked(staging, check_device))  # its first GPU run checks it
-    findings = written.checked(staging, check_device, cpu_sizes is None)
+    findings, said = written.checked(staging, check_device, cpu_sizes is None)
     if full is not None and small is not None and findings and all(f.startswith(SMALL) for f in findings):
         # the sizes halved one at a time lost a ratio the computation needs: every size halved together
         together = small_sizes(file, shrink_hub=full.parameters > CPU_MAX_PARAMETERS, together=True)
         if together is not None and together != small:
             again, workloads_again = written.staged(together, False)
-            first_notes = written.notes
-            if written.checked(again, check_device, False):
+            found_again, said_again = written.checked(again, check_device, False)
+            if found_again:
                 shutil.rmtree(again, ignore_errors=True)  # no better: the first sizes' findings stand
-                written.notes = first_notes
             else:
                 notes.append(
                     f"the CPU workload's sizes halved one at a time ({_axes(small)}) failed its check "
                     f"({'; '.join(findings)}); every size halved together ({_axes(together)}) passes, and is kept"
                 )
                 shutil.rmtree(staging, ignore_errors=True)
-                staging, workloads, findings = again, workloads_again, []
+                staging, workloads, findings, said = again, workloads_again, [], said_again
     outcome = Outcome(
         path,
         "failed-check" if findings else "imported",
         problem_id=f"level{number}/{name}",
         messages=notes + findings,
         workloads=[w[0] for w in workloads],
-        notes=written.notes,
+        notes=said,
     )
     if not findings or keep_failing:
         staging_folders.put_in_place(staging, out_dir)
